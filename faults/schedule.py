@@ -1,0 +1,92 @@
+"""Running faults on a timeline, and healing whatever is still active when it must stop.
+
+One thread walks a time-ordered list of actions (inject at ``at_s``, heal at
+``at_s + heal_after_s``). Overlapping faults are fine. ``heal_all`` undoes every
+active fault at once — the run calls it before recovery and on every way out
+(end, error, Ctrl-C), so no process stays stopped and no broker stays down.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from typing import Callable
+
+from faults.base import Fault, Targets
+
+Emit = Callable[..., None]
+
+
+class FaultScheduler:
+    def __init__(self, faults: list[Fault], targets: Targets, emit: Emit, report: Callable[[str], None] = lambda _m: None):
+        self.faults = faults
+        self.targets = targets
+        self.emit = emit
+        self.report = report
+        self.active: dict[str, Fault] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="fault-scheduler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        # (time, order, action, fault): order keeps heal-before-inject for equal times stable.
+        queue = [(f.at_s, i, "inject", f) for i, f in enumerate(self.faults)]
+        heapq.heapify(queue)
+        order = len(queue)
+        while queue and not self._stop.is_set():
+            at, _, action, fault = queue[0]
+            if self._stop.wait(max(0.0, self._t0 + at - time.monotonic())):
+                return
+            heapq.heappop(queue)
+            if action == "inject":
+                if self._inject(fault):
+                    order += 1
+                    heapq.heappush(queue, (at + fault.heal_after_s, order, "heal", fault))
+            else:
+                self._heal(fault, "scheduled")
+
+    def _inject(self, fault: Fault) -> bool:
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            try:
+                fault.inject(self.targets)
+            except Exception as e:  # a fault that cannot be done is recorded, not fatal
+                self.emit("fault_failed", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e))
+                self.report(f"fault {fault.fault_id} ({fault.kind} {fault.target}) could not be injected: {e}")
+                return False
+            self.active[fault.fault_id] = fault
+            self.emit("fault_started", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, params=fault.params)
+            self.report(f"fault {fault.fault_id}: {fault.kind} {fault.target} {_describe(fault.params)}")
+            return True
+
+    def _heal(self, fault: Fault, how: str) -> None:
+        with self._lock:
+            if self.active.pop(fault.fault_id, None) is None:
+                return
+            try:
+                fault.heal(self.targets)
+                self.emit("fault_healed", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, how=how)
+                self.report(f"fault {fault.fault_id}: healed ({how})")
+            except Exception as e:
+                self.emit("fault_heal_failed", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e))
+                self.report(f"fault {fault.fault_id} could not be healed: {e}")
+
+    def heal_all(self, how: str) -> None:
+        """Stop injecting and undo every active fault now."""
+        self._stop.set()
+        if self._thread and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+        for fault in list(self.active.values()):
+            self._heal(fault, how)
+
+
+def _describe(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())

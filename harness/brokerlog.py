@@ -1,0 +1,64 @@
+"""The brokers' own account of every rebalance, read from their logs.
+
+Kafka's GroupCoordinator logs each state change of a group at INFO. Those lines
+become ``coordinator_*`` history events: a clock independent of the clients that
+the oracle can hold its own measurements against. The phrases are matched
+without their prefix, which differs between the Scala coordinator (3.9,
+"[GroupCoordinator 1]: …") and the Java one (4.x, "[GroupCoordinator id=1 …] …").
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator
+
+# "[2026-11-21T19:42:28.038+0000] INFO message (logger)" — see cluster/config.LOG_PATTERN
+_LINE = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4})\] (?P<level>\w+) (?P<msg>.*)$")
+
+_PATTERNS = [
+    ("coordinator_preparing_rebalance", re.compile(
+        r"Preparing to rebalance group (?P<group>\S+) in state \w+ with old generation (?P<old_generation>-?\d+)"
+        r".*?\(reason: (?P<reason>.*?)(?:; client reason: [^)]*)?\)")),
+    ("coordinator_stabilized", re.compile(
+        r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+) .*?with (?P<members>\d+) members")),
+    ("coordinator_assignment_received", re.compile(
+        r"Assignment received from leader (?P<leader_id>\S+) for group (?P<group>\S+) for generation (?P<generation>\d+)")),
+    ("coordinator_member_removed", re.compile(
+        r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? (?:in group (?P<group>\S+) )?has failed")),
+    ("coordinator_member_removed", re.compile(
+        r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? has left group (?P<group>\S+) through explicit")),
+    ("coordinator_group_empty", re.compile(
+        r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty")),
+]
+
+_INTS = {"old_generation", "generation", "members"}
+
+
+def parse_line(line: str) -> tuple[float, str, dict] | None:
+    """(wall-clock ms, event name, fields) for a GroupCoordinator line, else None."""
+    m = _LINE.match(line)
+    if not m or "roup" not in m["msg"]:
+        return None
+    for name, pattern in _PATTERNS:
+        if hit := pattern.search(m["msg"]):
+            fields = {k: (int(v) if k in _INTS else v) for k, v in hit.groupdict().items() if v is not None}
+            if name == "coordinator_member_removed":
+                fields["reason"] = "left" if "through explicit" in m["msg"] else "failed"
+            ts = datetime.strptime(m["ts"], "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000.0
+            return ts, name, fields
+    return None
+
+
+def coordinator_events(log: Path, broker: str, group: str | None = None) -> Iterator[tuple[float, str, dict]]:
+    """Coordinator events of one broker log, optionally for one group only."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return
+    for line in text.splitlines():
+        parsed = parse_line(line)
+        if parsed and (group is None or parsed[2].get("group") in (group, None)):
+            ts, name, fields = parsed
+            yield ts, name, {"broker": broker, **fields}

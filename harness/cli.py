@@ -1,0 +1,223 @@
+"""The `rebalance-lab` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness import versions
+from harness.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, LabError
+from harness.paths import default_runs_dir, lab_home
+
+# Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, highlight=False)
+
+CLUSTER_STATE = "cluster.json"
+CLUSTER_TIERS = [["consumer", "producer"], ["broker"], ["zookeeper", "controller"], ["toxiproxy"]]
+
+
+def _fail(e: LabError) -> None:
+    err_console.print(f"[red]error:[/] {e}")
+    sys.exit(e.exit_code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Chaos testing of Kafka consumer-group rebalancing against real ZooKeeper and Kafka."""
+
+
+# ----------------------------------------------------------------------------- setup
+
+
+@main.command()
+@click.option("--kafka", "lines", multiple=True, type=click.Choice(list(versions.KAFKA_RELEASES)),
+              help="Kafka line(s) to install (default: all).")
+def setup(lines: tuple[str, ...]) -> None:
+    """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
+    from harness.install import setup_all
+
+    try:
+        with console.status("setting up …") as status:
+            def report(msg: str) -> None:
+                status.update(msg)
+                console.print(msg)
+            changed = setup_all(report, list(lines) or None)
+    except LabError as e:
+        _fail(e)
+    console.print("setup: everything was already installed; nothing to do." if not changed else "setup: done.")
+
+
+# ----------------------------------------------------------------------------- cluster
+
+
+@main.group()
+def cluster() -> None:
+    """Start, inspect and stop a standalone local cluster."""
+
+
+def _topic(value: str) -> tuple[str, int]:
+    name, _, partitions = value.partition(":")
+    return name, int(partitions or 1)
+
+
+@cluster.command("up")
+@click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
+@click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
+@click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
+@click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]", help="Topic to create (repeatable).")
+@click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Default: <lab home>/cluster")
+def cluster_up(kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str, ...], workdir: Path | None) -> None:
+    """Start ZooKeeper (or a KRaft controller), brokers and Toxiproxy; leave them running."""
+    from harness.cluster.local import ClusterSpec, LocalCluster, TopicSpec
+    from harness.processes import Supervisor, stop_owned
+
+    state_file = lab_home() / CLUSTER_STATE
+    if state_file.exists():
+        _fail(LabError(f"a cluster is already up ({state_file}); `rebalance-lab cluster down` first"))
+    workdir = (workdir or lab_home() / "cluster").resolve()
+    owner = f"cluster:{workdir}"
+    spec = ClusterSpec(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes),
+                       topics=[TopicSpec(*_topic(t)) for t in topics])
+    try:
+        with console.status("starting cluster …"):
+            c = LocalCluster(spec, workdir, Supervisor(owner=owner), console.print)
+            c.start()
+    except (LabError, KeyboardInterrupt) as e:
+        stop_owned(owner, CLUSTER_TIERS)
+        _fail(e if isinstance(e, LabError) else LabError("interrupted"))
+    state = {**c.describe(), "owner": owner}
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps(state, indent=2))
+    console.print(f"bootstrap.servers={c.bootstrap_servers}")
+    if c.zookeeper_connect:
+        console.print(f"zookeeper.connect={c.zookeeper_connect}")
+
+
+@cluster.command("down")
+def cluster_down() -> None:
+    """Stop the standalone cluster."""
+    from harness.processes import stop_owned
+
+    state_file = lab_home() / CLUSTER_STATE
+    if not state_file.exists():
+        console.print("no cluster is up.")
+        return
+    state = json.loads(state_file.read_text())
+    stopped = stop_owned(state["owner"], CLUSTER_TIERS)
+    state_file.unlink()
+    console.print(f"stopped {len(stopped)} processes: {', '.join(p.name for p in stopped) or '—'}")
+
+
+@cluster.command("status")
+def cluster_status() -> None:
+    """Show the standalone cluster and whether each process and broker is up."""
+    from confluent_kafka.admin import AdminClient
+
+    from harness.cluster.local import QUIET_CLIENT_LOG
+    from harness.processes import registered
+
+    state_file = lab_home() / CLUSTER_STATE
+    if not state_file.exists():
+        console.print("no cluster is up.")
+        sys.exit(1)
+    state = json.loads(state_file.read_text())
+    alive = {p.name: p for p in registered() if p.owner == state["owner"]}
+    for name in state["processes"]:
+        p = alive.get(name)
+        console.print(f"{name:<14} {'[green]running[/]' if p and not p.stopped else '[yellow]stopped[/]' if p else '[red]gone[/]'}"
+                      + (f" pid {p.pid}" if p else ""))
+    try:
+        md = AdminClient({"bootstrap.servers": state["bootstrap_servers"], "logger": QUIET_CLIENT_LOG}).list_topics(timeout=5)
+        console.print(f"metadata: brokers {sorted(md.brokers)}, topics {sorted(t for t in md.topics if not t.startswith('__'))}")
+    except Exception as e:
+        console.print(f"metadata: unavailable ({e})")
+    console.print(f"bootstrap.servers={state['bootstrap_servers']}")
+
+
+# ----------------------------------------------------------------------------- run / check
+
+
+@main.command()
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+def run(scenario_file: Path, runs_dir: Path | None) -> None:
+    """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
+
+    Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
+    failure, 3 when the run itself broke, 130 when interrupted.
+    """
+    from harness.install import kafka_dist, toxiproxy_binary
+    from harness.report import print_verdict
+    from harness.run import Run
+    from harness.scenario import load_scenario
+
+    try:
+        scenario = load_scenario(scenario_file)
+        kafka_dist(scenario.cluster.kafka), toxiproxy_binary()  # fail before creating a run directory
+    except LabError as e:
+        _fail(e)
+    with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        tasks: dict[str, int] = {}
+
+        def on_progress(phase: str, done: float, total: float) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(phase, total=total, note=f"≤ {total:.0f}s")
+            progress.update(tasks[phase], completed=done)
+
+        def report(msg: str) -> None:
+            progress.console.log(msg)
+
+        result = Run(scenario, scenario_file, runs_dir or default_runs_dir(), report, on_progress).execute()
+    if result.verdict:
+        print_verdict(console, result.verdict, result.run_dir)
+    else:
+        err_console.print(f"run {result.outcome}: {result.error or ''} — no verdict; see {result.run_dir}")
+    sys.exit(result.exit_code)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--write/--no-write", default=False, help="Rewrite verdict.json and summary.md.")
+def check(run_dir: Path, write: bool) -> None:
+    """Judge a run's history again (the oracle never needs the cluster)."""
+    from harness.report import print_verdict, summary_markdown
+    from oracle import check_history, load_history
+
+    history = run_dir / "history.jsonl"
+    if not history.exists():
+        err_console.print(f"[red]error:[/] {history}: no history in this directory")
+        sys.exit(EXIT_BAD_INPUT)
+    events = load_history(history)
+    started = next((e for e in events if e["name"] == "run_started"), {})
+    try:
+        verdict = check_history(events, started.get("checks") or {}).to_dict()
+    except ValueError as e:
+        err_console.print(f"[red]error:[/] {history}: run_started.checks: {e}")
+        sys.exit(EXIT_BAD_INPUT)
+    verdict = {"run_id": started.get("run_id"), "scenario": started.get("scenario"), "seed": started.get("seed"), **verdict}
+    print_verdict(console, verdict, run_dir)
+    if write:
+        (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
+        (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n")
+    sys.exit(EXIT_OK if verdict["ok"] else EXIT_CHECK_FAILED)
+
+
+@main.command()
+def cleanup() -> None:
+    """Stop every process the lab started and left behind (also resumes paused ones)."""
+    from harness.processes import cleanup_leftovers
+
+    stopped = cleanup_leftovers(include_detached=True, include_live_owners=False)
+    state_file = lab_home() / CLUSTER_STATE
+    if stopped and state_file.exists():
+        state_file.unlink()
+    for p in stopped:
+        console.print(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}, from {p.owner})")
+    console.print(f"cleanup: {len(stopped)} leftover processes stopped.")

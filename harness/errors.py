@@ -1,0 +1,43 @@
+"""Error types and the exit codes the CLI maps them to.
+
+Exit codes are part of the interface that CI scripts rely on:
+0 every check held, 1 a check failed, 2 bad input or setup failure,
+3 the run itself broke (cluster never became ready, a process died unexpectedly),
+130 interrupted by Ctrl-C.
+"""
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_RUN_ERROR = 3
+EXIT_INTERRUPTED = 130
+
+
+class LabError(Exception):
+    """An error we explain to the user in one message, without a traceback."""
+
+    exit_code = EXIT_RUN_ERROR
+
+
+class ScenarioError(LabError):
+    """A scenario file that does not validate. Names the file, the key and the reason."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, path, problems: list[tuple[str, str]]):
+        self.path = str(path)
+        self.problems = problems
+        lines = [f"{self.path}: {key}: {reason}" for key, reason in problems]
+        super().__init__("\n".join(lines))
+
+
+class SetupError(LabError):
+    """A missing tool or an unreachable registry, with what to do about it."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class ClusterError(LabError):
+    """The cluster did not start or did not become ready."""
+
+    exit_code = EXIT_RUN_ERROR

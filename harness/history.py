@@ -1,0 +1,77 @@
+"""Appending events to a run history (schema: docs/history.md).
+
+Every process of a run opens the same ``history.jsonl`` with O_APPEND and writes
+each event as one ``write()`` of one line, so lines from different processes never
+interleave and a process killed with SIGKILL loses nothing it already wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+
+def now() -> tuple[float, float]:
+    """(wall-clock ms, CLOCK_MONOTONIC ms). Monotonic time is system-wide on Linux,
+    so it orders events from different processes on one host."""
+    return time.time() * 1000.0, time.monotonic() * 1000.0
+
+
+def tp(topic: str, partition: int) -> dict:
+    return {"topic": topic, "partition": partition}
+
+
+def offset_ranges(offsets_by_tp: dict[tuple[str, int], list[int]]) -> list[dict]:
+    """Compress offsets into contiguous inclusive ranges, the history's unit of records."""
+    ranges = []
+    for (topic, partition), offsets in sorted(offsets_by_tp.items()):
+        run_start = prev = None
+        for off in sorted(offsets):
+            if prev is not None and off == prev + 1:
+                prev = off
+                continue
+            if prev is not None:
+                ranges.append(_range(topic, partition, run_start, prev))
+            run_start = prev = off
+        if prev is not None:
+            ranges.append(_range(topic, partition, run_start, prev))
+    return ranges
+
+
+def _range(topic, partition, lo, hi) -> dict:
+    return {"topic": topic, "partition": partition, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}
+
+
+class HistoryWriter:
+    def __init__(self, path: str | Path, source: str, **context):
+        self.path = Path(path)
+        self.source = source
+        self.context = context  # fields stamped on every event (e.g. member, incarnation)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def emit(self, name: str, *, ts: float | None = None, mono_ms: float | None = None, **fields) -> dict:
+        wall, mono = now()
+        with self._lock:
+            self._seq += 1
+            event = {
+                "name": name,
+                "ts": round(ts if ts is not None else wall, 3),
+                "mono_ms": round(mono_ms if mono_ms is not None else mono, 3),
+                "source": self.source,
+                "seq": self._seq,
+                **self.context,
+                **fields,
+            }
+            os.write(self._fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1

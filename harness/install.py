@@ -1,0 +1,265 @@
+"""`rebalance-lab setup`: fetch and build the real components, idempotently.
+
+Everything lands under ``lab_home()/components``; each component directory gets a
+``.installed`` marker holding exactly what was installed, so a second run compares
+markers and does nothing. Kafka comes from Maven Central through ``mvn`` (a
+generated POM, ``dependency:copy-dependencies``), Toxiproxy is built from source
+with ``go install``, and the Python side is checked against the pins in
+pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from harness import versions
+from harness.errors import SetupError
+from harness.paths import components_dir
+
+Report = Callable[[str], None]
+
+# Python distributions the harness imports at run time, with their pins
+# (kept equal to pyproject.toml; a test compares the two).
+PYTHON_PINS = {
+    "confluent-kafka": "2.16.1",
+    "kazoo": "2.11.0",
+    "toxiproxy-python": "0.1.1",
+    "pydantic": "2.13.4",
+    "PyYAML": "6.0.3",
+    "click": "8.4.0",
+    "rich": "15.0.0",
+}
+
+_OFFLINE_HINTS = (
+    "Could not transfer",
+    "Could not resolve",
+    "UnknownHost",
+    "Connection refused",
+    "Network is unreachable",
+    "timed out",
+    "dial tcp",
+    "no such host",
+)
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def _tool(name: str, how: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise SetupError(f"`{name}` is not on PATH. {how}")
+    return path
+
+
+def java_major() -> int:
+    java = _tool("java", "Install a JDK 17 or newer (Debian: `apt-get install openjdk-17-jdk-headless`).")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not m:
+        raise SetupError(f"could not read the Java version from `java -version`: {out.strip()!r}")
+    major = int(m.group(1))
+    return int(m.group(2)) if major == 1 else major
+
+
+def _check_java() -> None:
+    major = java_major()
+    if major < versions.JAVA_MIN_MAJOR:
+        raise SetupError(
+            f"Java {major} found; Kafka 4.x brokers need Java {versions.JAVA_MIN_MAJOR}+ "
+            "(Debian: `apt-get install openjdk-17-jdk-headless`)."
+        )
+
+
+def _check_go() -> str:
+    go = _tool("go", "Install Go 1.23 or newer (Debian bookworm-backports: `apt-get install golang-1.23`).")
+    out = subprocess.run([go, "version"], capture_output=True, text=True).stdout
+    m = re.search(r"go(\d+)\.(\d+)", out)
+    if not m or (int(m.group(1)), int(m.group(2))) < versions.GO_MIN:
+        raise SetupError(f"Toxiproxy {versions.TOXIPROXY_VERSION} needs Go >= 1.23; `go version` says: {out.strip()}")
+    return go
+
+
+def _explain_failure(what: str, registry: str, output: str) -> SetupError:
+    tail = "\n".join(output.strip().splitlines()[-15:])
+    if any(h in output for h in _OFFLINE_HINTS):
+        return SetupError(f"{what} failed: {registry} is unreachable from this machine.\n{tail}")
+    return SetupError(f"{what} failed.\n{tail}")
+
+
+def _read_marker(directory: Path) -> dict | None:
+    try:
+        return json.loads((directory / ".installed").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_marker(directory: Path, marker: dict) -> None:
+    (directory / ".installed").write_text(json.dumps(marker, indent=2, sort_keys=True))
+
+
+# --------------------------------------------------------------------------- Kafka
+
+
+@dataclass(frozen=True)
+class KafkaDist:
+    line: str
+    version: str
+    lib_dir: Path
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return self.line in versions.KAFKA_LINES_WITH_ZOOKEEPER
+
+    def classpath(self) -> str:
+        return ":".join(str(p) for p in sorted(self.lib_dir.glob("*.jar")))
+
+
+def _kafka_dir(line: str) -> Path:
+    return components_dir() / f"kafka-{versions.KAFKA_RELEASES[line]}"
+
+
+def _kafka_marker(line: str) -> dict:
+    return {
+        "kafka": versions.KAFKA_RELEASES[line],
+        "scala": versions.SCALA_BINARY,
+        "extra": [":".join(c) for c in versions.SLF4J_BINDINGS[line]],
+    }
+
+
+def _kafka_pom(line: str) -> str:
+    deps = [("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", versions.KAFKA_RELEASES[line])]
+    deps += versions.SLF4J_BINDINGS[line]
+    dep_xml = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>rebalance-lab</groupId><artifactId>kafka-{line}</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{dep_xml}
+  </dependencies>
+</project>
+"""
+
+
+def install_kafka(line: str, report: Report) -> bool:
+    """Resolve one Kafka release with its runtime classpath. Returns False if already there."""
+    target = _kafka_dir(line)
+    if _read_marker(target) == _kafka_marker(line):
+        report(f"Kafka {versions.KAFKA_RELEASES[line]}: already installed in {target}")
+        return False
+    mvn = _tool("mvn", "Install Apache Maven (Debian: `apt-get install maven`).")
+    _check_java()
+    report(f"Kafka {versions.KAFKA_RELEASES[line]}: resolving from Maven Central with mvn …")
+    with tempfile.TemporaryDirectory(prefix="rl-kafka-") as tmp:
+        Path(tmp, "pom.xml").write_text(_kafka_pom(line))
+        staging = Path(tmp, "lib")
+        proc = subprocess.run(
+            [mvn, "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise _explain_failure(f"resolving Kafka {versions.KAFKA_RELEASES[line]}", "Maven Central", proc.stdout + proc.stderr)
+        # Swap in atomically-ish: a half-copied lib dir must never carry a marker.
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        shutil.move(str(staging), target / "lib")
+    _write_marker(target, _kafka_marker(line))
+    jars = len(list((target / "lib").glob("*.jar")))
+    report(f"Kafka {versions.KAFKA_RELEASES[line]}: installed ({jars} jars)")
+    return True
+
+
+def kafka_dist(line: str) -> KafkaDist:
+    if line not in versions.KAFKA_RELEASES:
+        raise SetupError(f"unknown Kafka line {line!r}; known: {', '.join(versions.KAFKA_RELEASES)}")
+    target = _kafka_dir(line)
+    if _read_marker(target) != _kafka_marker(line):
+        raise SetupError(f"Kafka {versions.KAFKA_RELEASES[line]} is not installed. Run `rebalance-lab setup`.")
+    return KafkaDist(line, versions.KAFKA_RELEASES[line], target / "lib")
+
+
+# --------------------------------------------------------------------------- Toxiproxy
+
+
+def _toxiproxy_dir() -> Path:
+    return components_dir() / f"toxiproxy-{versions.TOXIPROXY_VERSION}"
+
+
+def install_toxiproxy(report: Report) -> bool:
+    target = _toxiproxy_dir()
+    marker = {"toxiproxy": versions.TOXIPROXY_VERSION}
+    if _read_marker(target) == marker and (target / "server").exists():
+        report(f"Toxiproxy {versions.TOXIPROXY_VERSION}: already installed in {target}")
+        return False
+    go = _check_go()
+    report(f"Toxiproxy {versions.TOXIPROXY_VERSION}: building with go install …")
+    target.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [go, "install", f"{versions.TOXIPROXY_MODULE}@{versions.TOXIPROXY_VERSION}"],
+        env={**os.environ, "GOBIN": str(target)},
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise _explain_failure("building Toxiproxy", "the Go module proxy", proc.stdout + proc.stderr)
+    _write_marker(target, marker)
+    report(f"Toxiproxy {versions.TOXIPROXY_VERSION}: built {target / 'server'}")
+    return True
+
+
+def toxiproxy_binary() -> Path:
+    binary = _toxiproxy_dir() / "server"
+    if not binary.exists():
+        raise SetupError(f"Toxiproxy {versions.TOXIPROXY_VERSION} is not built. Run `rebalance-lab setup`.")
+    return binary
+
+
+# --------------------------------------------------------------------------- Python
+
+
+def install_python(report: Report) -> bool:
+    missing = []
+    for dist, pin in PYTHON_PINS.items():
+        try:
+            if metadata.version(dist) != pin:
+                missing.append(f"{dist}=={pin}")
+        except metadata.PackageNotFoundError:
+            missing.append(f"{dist}=={pin}")
+    if not missing:
+        report("Python packages: already installed at their pinned versions")
+        return False
+    report(f"Python packages: pip install {' '.join(missing)} …")
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _explain_failure("pip install", "PyPI", proc.stdout + proc.stderr)
+    report("Python packages: installed")
+    return True
+
+
+# --------------------------------------------------------------------------- all
+
+
+def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
+    """Install everything; returns True if anything changed."""
+    changed = install_python(report)
+    for line in kafka_lines or list(versions.KAFKA_RELEASES):
+        changed |= install_kafka(line, report)
+    changed |= install_toxiproxy(report)
+    return changed

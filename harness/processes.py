@@ -1,0 +1,261 @@
+"""Starting, pausing and stopping the processes of a run — and finding them again.
+
+Every process is started in its own session (so it has its own process group and
+never sees the terminal's Ctrl-C: teardown is ours to order), and registered as a
+small JSON file under ``registry_dir()``: pid, the kernel's start time for that
+pid (so a recycled pid is never mistaken for ours), the owning harness, and what
+it is. ``cleanup_leftovers`` reads those files after a harness died without
+tearing down, resumes anything a pause fault left stopped, and kills the group.
+Nothing is ever killed by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from harness.paths import registry_dir
+
+
+def _proc_start_time(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/pid/stat)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces; fields after the last ')' are fixed.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _proc_state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def _alive(pid: int, start_time: int | None) -> bool:
+    return start_time is not None and _proc_start_time(pid) == start_time
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    role: str
+    argv: list[str]
+    log_path: Path
+    popen: subprocess.Popen
+    start_time: int | None
+    registration: Path
+    paused: bool = False
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+
+class Supervisor:
+    """Owns the processes of one harness invocation (a run, or a detached `cluster up`).
+
+    ``on_start``/``on_exit`` let the run record process_started / process_exited
+    events without this module knowing about histories.
+    """
+
+    def __init__(
+        self,
+        owner: str = "run",
+        on_start: Callable[[ManagedProcess], None] | None = None,
+        on_exit: Callable[[ManagedProcess, int], None] | None = None,
+    ):
+        self.owner = owner
+        self.on_start = on_start
+        self.on_exit = on_exit
+        self.processes: dict[str, ManagedProcess] = {}
+
+    def start(self, name: str, role: str, argv: list[str], log_path: Path, env: dict | None = None,
+              cwd: Path | None = None, **meta) -> ManagedProcess:
+        if name in self.processes and self.processes[name].running():
+            raise RuntimeError(f"{name} is already running")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            popen = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+            )
+        start_time = _proc_start_time(popen.pid)
+        registration = registry_dir() / f"{popen.pid}.json"
+        registration.parent.mkdir(parents=True, exist_ok=True)
+        registration.write_text(json.dumps({
+            "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
+            "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
+            "argv": argv[:3], "log": str(log_path),
+        }))
+        proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
+        self.processes[name] = proc
+        if self.on_start:
+            self.on_start(proc)
+        return proc
+
+    def get(self, name: str) -> ManagedProcess:
+        try:
+            return self.processes[name]
+        except KeyError:
+            raise KeyError(f"no process named {name!r}; known: {', '.join(sorted(self.processes))}") from None
+
+    # --- faults use these -------------------------------------------------------------
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP the whole group: every thread stops, heartbeat threads included."""
+        proc = self.get(name)
+        _signal_group(proc.pid, signal.SIGSTOP)
+        proc.paused = True
+
+    def resume(self, name: str) -> None:
+        proc = self.get(name)
+        _signal_group(proc.pid, signal.SIGCONT)
+        proc.paused = False
+
+    def kill(self, name: str, sig: int = signal.SIGKILL, timeout: float = 30.0) -> int | None:
+        """Send ``sig`` to the group and wait for the leader; SIGKILL if it lingers."""
+        proc = self.get(name)
+        if not proc.running():
+            return self._reap(proc)
+        if proc.paused:  # a stopped process cannot act on SIGTERM
+            _signal_group(proc.pid, signal.SIGCONT)
+            proc.paused = False
+        _signal_group(proc.pid, sig)
+        try:
+            proc.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.popen.wait()
+        # Anything else left in its group (a child of a child) goes too.
+        _signal_group(proc.pid, signal.SIGKILL)
+        return self._reap(proc)
+
+    def _reap(self, proc: ManagedProcess) -> int | None:
+        code = proc.popen.poll()
+        if proc.registration.exists():
+            proc.registration.unlink()
+            if self.on_exit:
+                self.on_exit(proc, code)
+        return code
+
+    def poll_exits(self) -> list[ManagedProcess]:
+        """Processes that exited on their own since the last call (recorded once)."""
+        exited = [p for p in self.processes.values() if not p.running() and p.registration.exists()]
+        for proc in exited:
+            self._reap(proc)
+        return exited
+
+    def stop_all(self, tiers: list[list[str]] | None = None, timeout: float = 20.0) -> None:
+        """Stop everything, one tier at a time (e.g. clients, brokers, quorum), each tier in
+        parallel. Stopped processes are resumed first: a stopped process ignores SIGTERM."""
+        for proc in self.processes.values():
+            if proc.running() and proc.paused:
+                self.resume(proc.name)
+        tiers = [list(t) for t in (tiers or [])]
+        listed = {n for t in tiers for n in t}
+        tiers.append([n for n in reversed(self.processes) if n not in listed])
+        for tier in tiers:
+            live = [self.processes[n] for n in tier if n in self.processes]
+            for proc in live:
+                if proc.running():
+                    _signal_group(proc.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            for proc in live:
+                try:
+                    proc.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+                self.kill(proc.name)  # SIGKILL if still there; reaps and unregisters
+
+
+# ------------------------------------------------------------------------------ cleanup
+
+
+@dataclass
+class Leftover:
+    pid: int
+    name: str
+    role: str
+    owner: str
+    stopped: bool
+    registration: Path
+
+
+def registered(include_live_owners: bool = True) -> list[Leftover]:
+    """Registered processes that are still alive. Dead ones are forgotten on the way."""
+    found = []
+    for path in sorted(registry_dir().glob("*.json")) if registry_dir().exists() else []:
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        if not _alive(entry["pid"], entry.get("start_time")):
+            path.unlink(missing_ok=True)
+            continue
+        owner_alive = _alive(entry.get("owner_pid", -1), entry.get("owner_start_time"))
+        if owner_alive and not include_live_owners:
+            continue
+        found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),
+                              _proc_state(entry["pid"]) == "T", path))
+    return found
+
+
+def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool = False) -> list[Leftover]:
+    """Stop registered processes whose harness is gone (or all of them, if asked).
+
+    A detached cluster (``cluster up``) has no living owner by design; the automatic
+    cleanup at the start of a run leaves it alone, ``rebalance-lab cleanup`` does not.
+    """
+    victims = [
+        p for p in registered(include_live_owners=include_live_owners)
+        if include_detached or not p.owner.startswith("cluster:")
+    ]
+    for p in victims:
+        _signal_group(p.pid, signal.SIGCONT)  # resume what a pause fault left stopped
+        _signal_group(p.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    for p in victims:
+        while Path(f"/proc/{p.pid}").exists() and _proc_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.registration.unlink(missing_ok=True)
+    return victims
+
+
+def stop_owned(owner: str, role_tiers: list[list[str]], timeout: float = 20.0) -> list[Leftover]:
+    """Stop the registered processes of one owner (a detached cluster) tier by tier:
+    SIGCONT + SIGTERM to a tier, wait for it, SIGKILL what is left."""
+    mine = [p for p in registered() if p.owner == owner]
+    tiers = [[p for p in mine if p.role in roles] for roles in role_tiers]
+    tiers.append([p for p in mine if not any(p in t for t in tiers)])
+    for tier in tiers:
+        for p in tier:
+            _signal_group(p.pid, signal.SIGCONT)
+            _signal_group(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for p in tier:
+            while _proc_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            _signal_group(p.pid, signal.SIGKILL)
+            p.registration.unlink(missing_ok=True)
+    return mine

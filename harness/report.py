@@ -1,0 +1,84 @@
+"""Presenting a verdict: a table on the terminal, summary.md in the run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _ms(value) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.2f} s"
+
+
+def _rebalance_rows(verdict: dict) -> list[tuple[str, ...]]:
+    return [
+        (str(r["generation"]), r["status"], _ms(r["duration_ms"]), _ms(r.get("coordinator_ms")),
+         _ms(r.get("join_ms")), _ms(r.get("sync_ms")), _ms(r.get("max_unowned_ms")),
+         str(r.get("partitions_moved", "")), r.get("trigger") or "")
+        for r in verdict["rebalances"]
+    ]
+
+
+_REBALANCE_HEADERS = ("gen", "status", "duration", "broker's view", "join", "sync", "max unowned", "moved", "trigger")
+
+
+def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) -> None:
+    table = Table(title="Rebalances", title_justify="left")
+    for h in _REBALANCE_HEADERS:
+        table.add_column(h, overflow="fold")
+    for row in _rebalance_rows(verdict):
+        table.add_row(*row)
+    console.print(table)
+
+    checks = Table(title="Checks", title_justify="left")
+    for h in ("check", "status", "violations", "findings", "note"):
+        checks.add_column(h, overflow="fold")
+    for name, c in verdict["checks"].items():
+        colour = {"passed": "green", "failed": "red"}.get(c["status"], "yellow")
+        checks.add_row(name, f"[{colour}]{c['status']}[/]", str(c["violations"]), str(c["findings"]), c.get("reason", ""))
+    console.print(checks)
+
+    d = verdict["duplicates"]
+    console.print(f"duplicates: {d['count']} re-delivered records ({d['explained']} explained by uncommitted "
+                  f"progress at revocation, {d['unexplained']} unexplained)")
+    for heading, colour in (("violations", "red"), ("findings", "yellow")):
+        for a in verdict[heading]:
+            console.print(f"[{colour}]{heading[:-1]}[/] [{a['check']}/{a['kind']}] {a['message']}", highlight=False)
+    outcome = "[green]PASS[/]" if verdict["ok"] else "[red]FAIL[/]"
+    console.print(f"{outcome}: {len(verdict['violations'])} violations, {len(verdict['findings'])} findings"
+                  + (f" — {run_dir}" if run_dir else ""))
+
+
+def summary_markdown(verdict: dict, run_dir: Path) -> str:
+    s = verdict["stats"]
+    lines = [
+        f"# {verdict.get('scenario', s.get('scenario'))} — {'PASS' if verdict['ok'] else 'FAIL'}",
+        "",
+        f"Run `{run_dir.name}`, seed {verdict.get('seed')}, protocol {s.get('protocol')}. "
+        f"{s['acked']} records acknowledged, {s['consumed']} consumed ({s['deliveries']} deliveries); "
+        f"commits: {s['commits']['ok']} accepted, {sum(s['commits']['failed'].values())} rejected "
+        f"{s['commits']['failed'] or ''}.",
+        "",
+        "## Checks",
+        "",
+        "| check | status | violations | findings |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {n} | {c['status']}{' — ' + c['reason'] if c.get('reason') else ''} | {c['violations']} | {c['findings']} |"
+              for n, c in verdict["checks"].items()]
+    lines += ["", "## Rebalances", "", "| " + " | ".join(_REBALANCE_HEADERS) + " |",
+              "|" + "---|" * len(_REBALANCE_HEADERS)]
+    lines += ["| " + " | ".join(row) + " |" for row in _rebalance_rows(verdict)]
+    d = verdict["duplicates"]
+    lines += ["", "## Duplicates", "",
+              f"{d['count']} re-delivered records: {d['explained']} explained, {d['unexplained']} unexplained."]
+    for heading in ("violations", "findings"):
+        if verdict[heading]:
+            lines += ["", f"## {heading.capitalize()}", ""]
+            lines += [f"- **{a['check']} / {a['kind']}**: {a['message']}" for a in verdict[heading]]
+    lines += ["", "Files: `history.jsonl` (events), `verdict.json` (this verdict as data), `cluster/logs/` (broker logs).", ""]
+    return "\n".join(lines)

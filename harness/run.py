@@ -1,0 +1,279 @@
+"""One run of a scenario: cluster → workload + faults → recovery → drain → history → verdict.
+
+The run directory is the product of a run::
+
+    runs/<id>/scenario.yaml     the scenario exactly as given
+    runs/<id>/run.json          state: running | completed | interrupted | error (+ timings)
+    runs/<id>/history.jsonl     every event (docs/history.md)
+    runs/<id>/cluster/          configs, data and logs of ZooKeeper, brokers, Toxiproxy
+    runs/<id>/logs/             stdout of producer and consumers
+    runs/<id>/verdict.json      the oracle's verdict (written last, only for a completed run)
+    runs/<id>/summary.md        the verdict for people
+
+A run directory without ``verdict.json`` is not a finished run, whatever else it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from faults.process import from_spec
+from faults.schedule import FaultScheduler
+from harness import report as reporting
+from harness.brokerlog import coordinator_events
+from harness.cluster.local import ClusterSpec, LocalCluster, TopicSpec
+from harness.errors import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError
+from harness.history import HistoryWriter, now
+from harness.observe import ObserverSpec, ObserverStatus, spec_json
+from harness.processes import Supervisor, cleanup_leftovers
+from harness.scenario import Scenario
+from harness.workload import WorkloadProcesses
+from oracle import check_history, load_history
+
+Report = Callable[[str], None]
+
+
+class Interrupted(Exception):
+    """Ctrl-C, SIGTERM or SIGHUP to the harness: stop the run, tear everything down."""
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    outcome: str  # completed | interrupted | error
+    verdict: dict | None
+    error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome == "interrupted":
+            return EXIT_INTERRUPTED
+        if self.outcome != "completed" or self.verdict is None:
+            return EXIT_RUN_ERROR
+        return EXIT_OK if self.verdict["ok"] else EXIT_CHECK_FAILED
+
+
+class RunTargets:
+    """What faults act on: named processes of this run (see faults.base.Targets)."""
+
+    def __init__(self, supervisor: Supervisor, cluster: LocalCluster, workload: WorkloadProcesses):
+        self.supervisor, self.cluster, self.workload = supervisor, cluster, workload
+
+    def pause(self, name: str) -> None:
+        self.supervisor.pause(name)
+
+    def resume(self, name: str) -> None:
+        self.supervisor.resume(name)
+
+    def kill(self, name: str, sig: int) -> None:
+        self.supervisor.kill(name, sig)
+
+    def restart(self, name: str) -> None:
+        role = self.supervisor.get(name).role
+        if role == "consumer":
+            self.workload.start_consumer(name)
+        elif role == "producer":
+            self.workload.start_producer()
+        else:
+            self.cluster.restart(name)
+
+
+def new_run_dir(runs_dir: Path, scenario: Scenario) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = runs_dir / f"{stamp}-{scenario.name}-s{scenario.seed}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = Path(f"{base}-{n}")
+    path.mkdir(parents=True)
+    return path
+
+
+def _write_json_atomically(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+class Run:
+    def __init__(self, scenario: Scenario, scenario_path: Path, runs_dir: Path, report: Report,
+                 progress: Callable[[str, float, float], None] | None = None):
+        self.scenario = scenario
+        self.scenario_path = scenario_path
+        self.report = report
+        self.progress = progress or (lambda _phase, _done, _total: None)
+        self.run_dir = new_run_dir(runs_dir, scenario)
+        self.history_path = self.run_dir / "history.jsonl"
+        self.history = HistoryWriter(self.history_path, "harness")
+        self.timings: dict[str, float] = {}
+        self.supervisor = Supervisor(owner=f"run:{self.run_dir}", on_start=self._on_start, on_exit=self._on_exit)
+        self.cluster: LocalCluster | None = None
+        self.scheduler: FaultScheduler | None = None
+
+    # --------------------------------------------------------------- events
+
+    def _on_start(self, proc) -> None:
+        self.history.emit("process_started", process=proc.name, role=proc.role, pid=proc.pid)
+
+    def _on_exit(self, proc, code) -> None:
+        self.history.emit("process_exited", process=proc.name, role=proc.role, pid=proc.pid, returncode=code)
+
+    def _phase(self, phase: str, **fields) -> None:
+        self.history.emit("phase", phase=phase, **fields)
+        self.timings[phase] = time.monotonic()
+        self.report(f"phase: {phase}" + (f" ({fields['reason']})" if fields.get("reason") else ""))
+
+    def _state(self, state: str, **extra) -> None:
+        _write_json_atomically(self.run_dir / "run.json", {
+            "state": state, "scenario": self.scenario.name, "seed": self.scenario.seed,
+            "run_dir": str(self.run_dir), **extra})
+
+    # --------------------------------------------------------------- the run
+
+    def execute(self) -> RunResult:
+        shutil.copyfile(self.scenario_path, self.run_dir / "scenario.yaml")
+        self._state("running", started=datetime.now(timezone.utc).isoformat())
+        outcome, error = "error", None
+        previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            self._run_phases()
+            outcome = "completed"
+        except (KeyboardInterrupt, Interrupted):
+            outcome = "interrupted"
+            self.report("interrupted: healing faults and stopping every process …")
+        except LabError as e:
+            error = str(e)
+            self.report(f"run failed: {e}")
+        finally:
+            # A second Ctrl-C must not cut the teardown short and leave processes behind.
+            for s in previous:
+                signal.signal(s, signal.SIG_IGN)
+            try:
+                self._teardown()
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+            self.history.emit("run_finished", outcome=outcome, **({"error": error} if error else {}))
+        verdict = None
+        if outcome == "completed":
+            verdict = self._judge()
+        self._state(outcome, error=error, phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()})
+        return RunResult(self.run_dir, outcome, verdict, error)
+
+    def _run_phases(self) -> None:
+        s = self.scenario
+        cleanup_leftovers(include_detached=False)  # processes of harnesses that died without teardown
+        self.timings["start"] = time.monotonic()
+        wall, mono = now()
+        members = s.workload.member_names()
+        self.history.emit("run_started", run_id=self.run_dir.name, scenario=s.name, seed=s.seed,
+                          topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics],
+                          group=s.workload.group, protocol=s.workload.protocol, assignor=s.workload.effective_assignor,
+                          members=members, checks=s.checks or {}, clock_offset_ms=round(wall - mono, 3))
+        self.cluster = LocalCluster(ClusterSpec(
+            kafka=s.cluster.kafka, brokers=s.cluster.brokers, zookeeper_nodes=s.cluster.zookeeper_nodes,
+            broker_config=s.broker_config(),
+            topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
+        ), self.run_dir / "cluster", self.supervisor, self.report)
+        self.cluster.start()
+        self.timings["cluster_ready"] = time.monotonic()
+
+        workload = WorkloadProcesses(s, self.run_dir, self.cluster.bootstrap_servers, self.supervisor)
+        partitions = [(t.name, p) for t in s.topics if t.name in s.consumed_topics for p in range(t.partitions)]
+        observer = self._start_observer(partitions)
+        faults = [from_spec(f"f{i + 1}", f.model_dump()) for i, f in enumerate(s.faults)]
+        self.scheduler = FaultScheduler(faults, RunTargets(self.supervisor, self.cluster, workload),
+                                        HistoryWriter(self.history_path, "fault").emit, self.report)
+
+        workload.start_all()
+        self._phase("workload")
+        self.scheduler.start()
+        self._wait("workload", s.duration_s, lambda: False)
+
+        self.scheduler.heal_all("end-of-workload")
+        self.supervisor.kill("producer", signal.SIGTERM)  # flushes and records its last acknowledgements
+        self._phase("recovery")
+        stable = self._wait("recovery", s.recovery.timeout_s, _stable_for(observer, s.recovery.stable_for_s))
+        self._phase("drain", **({} if stable else {"reason": f"group not stable after {s.recovery.timeout_s:.0f}s"}))
+        drained = self._wait("drain", s.recovery.timeout_s, observer.drained)
+        self._phase("done", **({} if drained else {"reason": f"lag not drained after {s.recovery.timeout_s:.0f}s"}))
+
+    def _start_observer(self, partitions: list[tuple[str, int]]) -> ObserverStatus:
+        spec = ObserverSpec(history=str(self.history_path), status_file=str(self.run_dir / "observer.status.json"),
+                            bootstrap_servers=self.cluster.bootstrap_servers, group=self.scenario.workload.group,
+                            partitions=partitions)
+        spec_path = self.run_dir / "workload" / "observer.json"
+        spec_path.parent.mkdir(exist_ok=True)
+        spec_path.write_text(spec_json(spec))
+        self.supervisor.start("observer", "observer", [sys.executable, "-m", "harness.observe", str(spec_path)],
+                              self.run_dir / "logs" / "observer.stdout")
+        return ObserverStatus(spec.status_file)
+
+    def _wait(self, phase: str, seconds: float, done: Callable[[], bool]) -> bool:
+        """Wait up to ``seconds`` for ``done()``, noting processes that exit on their own."""
+        start = time.monotonic()
+        while (elapsed := time.monotonic() - start) < seconds:
+            self.progress(phase, elapsed, seconds)
+            for proc in self.supervisor.poll_exits():
+                self.report(f"{proc.name} exited with code {proc.popen.returncode}")
+                if proc.role == "observer":  # see harness.observe: it may abort; it is only a witness
+                    self.supervisor.start(proc.name, proc.role, proc.argv, proc.log_path)
+            if done():
+                self.progress(phase, seconds, seconds)
+                return True
+            time.sleep(0.5)
+        self.progress(phase, seconds, seconds)
+        return False
+
+    def _teardown(self) -> None:
+        if self.scheduler:
+            self.scheduler.heal_all("end-of-run")
+        if self.cluster:
+            self.cluster.stop()
+        self.supervisor.stop_all()
+        if self.cluster:
+            self._record_coordinator_events()
+
+    def _record_coordinator_events(self) -> None:
+        """Append the brokers' GroupCoordinator lines as coordinator events (docs/history.md)."""
+        wall, mono = now()
+        offset = wall - mono
+        for broker in self.cluster.broker_names():
+            log = self.cluster.workdir / "logs" / f"{broker}.log"
+            writer = HistoryWriter(self.history_path, broker)
+            for ts, name, fields in coordinator_events(log, broker, self.scenario.workload.group):
+                writer.emit(name, ts=ts, mono_ms=ts - offset, **fields)
+            writer.close()
+
+    def _judge(self) -> dict:
+        verdict = check_history(load_history(self.history_path), self.scenario.checks or {}).to_dict()
+        verdict = {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
+        (self.run_dir / "summary.md").write_text(reporting.summary_markdown(verdict, self.run_dir))
+        _write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: marks the run complete
+        return verdict
+
+
+def _stable_for(observer: ObserverStatus, seconds: float) -> Callable[[], bool]:
+    since: list[float | None] = [None]
+
+    def check() -> bool:
+        if not observer.is_stable():
+            since[0] = None
+            return False
+        since[0] = since[0] or time.monotonic()
+        return time.monotonic() - since[0] >= seconds
+
+    return check
+
+
+def _raise_interrupted(signum, _frame):
+    raise Interrupted(signal.Signals(signum).name)

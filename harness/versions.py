@@ -1,0 +1,23 @@
+"""Pinned versions of every real component. Bumping one is a one-line change here."""
+
+# Kafka line -> exact Maven release. 3.9 is the last line with ZooKeeper mode;
+# 4.x is KRaft only and has KIP-848 (group.protocol=consumer) GA.
+KAFKA_RELEASES = {
+    "3.9": "3.9.2",
+    "4.1": "4.1.1",
+}
+KAFKA_LINES_WITH_ZOOKEEPER = {"3.9"}
+SCALA_BINARY = "2.13"
+
+# Kafka 3.9 logs through reload4j (log4j 1 API); 4.x through log4j2. Neither brings an
+# SLF4J binding with it, so we add one or the GroupCoordinator lines never reach a file.
+SLF4J_BINDINGS = {
+    "3.9": [("org.slf4j", "slf4j-reload4j", "1.7.36")],
+    "4.1": [("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3")],
+}
+
+TOXIPROXY_VERSION = "v2.12.0"
+TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
+
+JAVA_MIN_MAJOR = 17
+GO_MIN = (1, 23)

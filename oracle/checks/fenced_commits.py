@@ -1,0 +1,62 @@
+"""fenced-commits: only the current owner's commits may succeed.
+
+The coordinator fences commits by generation (ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH).
+A commit is judged at the instant its request left (`started_mono_ms`): if the
+member did not own the partition then, or another member had already taken
+it over, an accepted commit means fencing failed. Rejected commits are the
+fence working and are only counted.
+"""
+from __future__ import annotations
+
+from ..anomalies import Anomaly, CheckResult, members
+from ..history import Commit, History, Instant
+from ..ownership import REVOKED, Ownership, Session, ownership_of
+
+NAME = "fenced-commits"
+OPTIONS: dict = {}
+
+
+def check(history: History, options: dict) -> CheckResult:
+    ownership = ownership_of(history)
+    result = CheckResult()
+    for commit in history.commits:
+        if not commit.success:
+            continue
+        session = _session_of(ownership, commit)
+        if session is None:
+            result.violations.append(_anomaly(history, commit, "commit-without-ownership",
+                                              f"but did not own {commit.tp} then"))
+            continue
+        usurper = next((s for s in ownership.of_partition(commit.tp)
+                        if s.slot != commit.slot and session.start_ms < s.start_ms <= commit.sent_ms), None)
+        if usurper:
+            result.violations.append(_anomaly(
+                history, commit, "commit-after-handover",
+                f"but {usurper.describe(history)} had taken {commit.tp} over at {history.clock(usurper.start_ms)}",
+                usurper))
+    ok, failed = history.commit_outcomes()
+    result.detail = {"commits_ok": ok, "commits_failed": failed}
+    return result
+
+
+def _session_of(ownership: Ownership, commit: Commit) -> Session | None:
+    """The ownership session a commit was made in. The revoke callback commits
+    before it returns, so its commit may be sent just after the revoke event."""
+    session = ownership.attribute(commit.slot, commit.tp, commit.sent_ms)
+    if session and (session.covers(commit.sent_ms) or (commit.trigger == "revoke" and session.ended_by == REVOKED)):
+        return session
+    return None
+
+
+def _anomaly(history: History, commit: Commit, kind: str, why: str, usurper: Session | None = None) -> Anomaly:
+    generation = f"generation {commit.generation}" if commit.generation is not None else "no generation"
+    return Anomaly(
+        NAME, kind,
+        f"{commit.slot} committed {commit.tp} offset {commit.offset} successfully ({generation}, trigger "
+        f"{commit.trigger}, sent {history.clock(commit.sent_ms)}) {why}: the coordinator should have fenced it",
+        partition=str(commit.tp), offsets=str(commit.offset), members=members(commit.slot, usurper and usurper.slot),
+        generation=commit.generation,
+        times={"sent": Instant(None, commit.sent_ms), "answered": commit.at}
+        | ({"taken_over": usurper.start} if usurper else {}),
+    )

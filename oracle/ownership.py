@@ -1,0 +1,208 @@
+"""Ownership sessions: who owned which partition, from when to when, and why it ended.
+
+A session is one member slot (member + incarnation) owning one partition
+without interruption. It starts at `partitions_assigned` and ends at the first
+of: revoke, lost, a full (eager) assignment without it, `consumer_stopped`,
+the process exiting, or the slot being restarted. Eager callbacks carry the
+whole assignment, cooperative (incremental) ones carry deltas; both reduce to
+the same sessions, so no check has to care which protocol ran.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .history import Event, History, Instant, MemberSlot, TopicPartition
+
+REVOKED = "revoked"
+LOST = "lost"
+STOPPED = "stopped"  # consumer_stopped: closed the consumer itself
+PROCESS_EXITED = "process-exited"
+CRASHED = "crashed"  # killed by a signal, or a crash fault targeted it
+OWNED_AT_END = "owned-at-end"
+
+
+@dataclass(eq=False)
+class Session:
+    slot: MemberSlot
+    tp: TopicPartition
+    generation: int | None  # the generation whose assignment gave it
+    member_id: str | None
+    start: Instant
+    end: Instant | None = None
+    ended_by: str = OWNED_AT_END
+    # Every generation the member joined while owning it: cooperative members
+    # keep partitions across rebalances, so one session can span several.
+    generations: list[int] = field(default_factory=list)
+
+    @property
+    def start_ms(self) -> float:
+        return self.start.mono_ms
+
+    @property
+    def end_ms(self) -> float:
+        return self.end.mono_ms if self.end else math.inf
+
+    def covers(self, mono_ms: float) -> bool:
+        return self.start_ms <= mono_ms <= self.end_ms
+
+    def overlap(self, other: Session) -> tuple[Instant, Instant | None] | None:
+        """When both owned the partition (end None: both still did at the end of the
+        history). A hand-over within the same millisecond is not an overlap."""
+        start = max(self.start, other.start, key=lambda i: i.mono_ms)
+        end = min((s.end for s in (self, other) if s.end), key=lambda i: i.mono_ms, default=None)
+        if end is not None and end.mono_ms <= start.mono_ms:
+            return None
+        return start, end
+
+    def describe(self, history: History) -> str:
+        gen = f"generation {self.generation}" if self.generation is not None else "no generation"
+        until = history.clock(self.end_ms) if self.end else "the end"
+        return f"{self.slot} ({gen}, {history.clock(self.start_ms)}..{until}, {self.ended_by})"
+
+
+@dataclass
+class Ownership:
+    sessions: list[Session]
+    # generation -> member slot -> partitions it owned once it had that generation's assignment
+    assignments: dict[int, dict[MemberSlot, frozenset[TopicPartition]]]
+    # generations in which some member gave partitions up incrementally (cooperative
+    # first phase): their assignment is deliberately partial, the next one completes it
+    incremental_revokes: dict[int, set[MemberSlot]]
+
+    def __post_init__(self) -> None:
+        self._by_tp: dict[TopicPartition, list[Session]] = defaultdict(list)
+        self._by_owner: dict[tuple[MemberSlot, TopicPartition], list[Session]] = defaultdict(list)
+        for s in sorted(self.sessions, key=lambda s: s.start_ms):
+            self._by_tp[s.tp].append(s)
+            self._by_owner[s.slot, s.tp].append(s)
+
+    def of_partition(self, tp: TopicPartition) -> list[Session]:
+        """Sessions of one partition, oldest first."""
+        return self._by_tp.get(tp, [])
+
+    def partitions(self) -> list[TopicPartition]:
+        return sorted(self._by_tp)
+
+    def owning(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> Session | None:
+        return next((s for s in self._by_owner.get((slot, tp), ()) if s.covers(mono_ms)), None)
+
+    def attribute(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> Session | None:
+        """The session an action of `slot` belongs to: the one covering it, else the
+        slot's latest earlier one (its callback events can trail its last records)."""
+        own = self.owning(slot, tp, mono_ms)
+        if own:
+            return own
+        earlier = [s for s in self._by_owner.get((slot, tp), ()) if s.start_ms <= mono_ms]
+        return earlier[-1] if earlier else None
+
+    def owners_at(self, mono_ms: float) -> dict[TopicPartition, list[Session]]:
+        """Sessions open at an instant (half-open: an ending session no longer counts)."""
+        owners: dict[TopicPartition, list[Session]] = defaultdict(list)
+        for s in self.sessions:
+            if s.start_ms <= mono_ms < s.end_ms:
+                owners[s.tp].append(s)
+        return owners
+
+
+def ownership_of(history: History) -> Ownership:
+    return history.memo("ownership", lambda: _Derivation(history).run())
+
+
+def _partitions(event: Event) -> set[TopicPartition] | None:
+    listed = event.get("partitions")
+    return None if listed is None else {TopicPartition.of(p) for p in listed}
+
+
+class _Derivation:
+    def __init__(self, history: History):
+        self.history = history
+        self.sessions: list[Session] = []
+        self.open: dict[MemberSlot, dict[TopicPartition, Session]] = defaultdict(dict)
+        self.current: dict[str, MemberSlot] = {}  # member name -> its live incarnation
+        self.pids: dict[int, MemberSlot] = {}
+        self.doomed: set[str] = set()  # processes a crash fault is about to kill
+        self.assignments: dict[int, dict[MemberSlot, frozenset[TopicPartition]]] = defaultdict(dict)
+        self.incremental_revokes: dict[int, set[MemberSlot]] = defaultdict(set)
+
+    def run(self) -> Ownership:
+        for e in self.history.events:
+            handler = getattr(self, "on_" + e["name"], None)
+            if handler:
+                handler(e)
+        return Ownership(self.sessions, dict(self.assignments), dict(self.incremental_revokes))
+
+    def slot(self, e: Event) -> MemberSlot:
+        slot = MemberSlot.of(e)
+        self.current.setdefault(slot.member, slot)
+        return slot
+
+    def end(self, slot: MemberSlot, tps: set[TopicPartition] | None, e: Event, why: str) -> None:
+        owned = self.open[slot]
+        for tp in sorted(owned.keys() if tps is None else owned.keys() & tps):
+            session = owned.pop(tp)
+            session.end, session.ended_by = Instant.of(e), why
+
+    def died(self, slot: MemberSlot, e: Event, returncode: int | None = None) -> None:
+        crashed = slot.member in self.doomed or (returncode is not None and returncode < 0)
+        self.end(slot, None, e, CRASHED if crashed else PROCESS_EXITED)
+        self.doomed.discard(slot.member)
+
+    # -- process lifecycle -------------------------------------------------
+
+    def on_consumer_started(self, e: Event) -> None:
+        slot = MemberSlot.of(e)
+        previous = self.current.get(slot.member)
+        if previous and previous != slot:
+            # The harness restarts a slot only once the old process is gone,
+            # even if its process_exited line never made it into the history.
+            self.died(previous, e)
+        self.current[slot.member] = slot
+        self.doomed.discard(slot.member)
+        if e.get("pid") is not None:
+            self.pids[e["pid"]] = slot
+
+    def on_fault_started(self, e: Event) -> None:
+        if e.get("kind") == "crash":
+            self.doomed.add(e.get("target"))
+
+    def on_process_exited(self, e: Event) -> None:
+        slot = self.pids.get(e.get("pid")) or self.current.get(e.get("process"))
+        if slot and slot.member == e.get("process"):
+            self.died(slot, e, e.get("returncode"))
+
+    def on_consumer_stopped(self, e: Event) -> None:
+        self.end(self.slot(e), None, e, STOPPED)
+
+    # -- group membership --------------------------------------------------
+
+    def on_group_joined(self, e: Event) -> None:
+        for session in self.open[self.slot(e)].values():
+            session.generations.append(e["generation"])
+
+    def on_partitions_assigned(self, e: Event) -> None:
+        slot, generation, tps = self.slot(e), e.get("generation"), _partitions(e) or set()
+        owned = self.open[slot]
+        if not e.get("incremental"):
+            self.end(slot, owned.keys() - tps, e, REVOKED)  # eager: the list is the whole assignment
+        for tp in sorted(tps):
+            if tp in owned:
+                if generation is not None and generation not in owned[tp].generations:
+                    owned[tp].generations.append(generation)
+                continue
+            session = Session(slot, tp, generation, e.get("member_id"), Instant.of(e),
+                              generations=[generation] if generation is not None else [])
+            owned[tp] = session
+            self.sessions.append(session)
+        if generation is not None:
+            self.assignments[generation][slot] = frozenset(owned)
+
+    def on_partitions_revoked(self, e: Event) -> None:
+        slot = self.slot(e)
+        self.end(slot, _partitions(e), e, REVOKED)
+        if e.get("incremental") and e.get("generation") is not None:
+            self.incremental_revokes[e["generation"]].add(slot)
+
+    def on_partitions_lost(self, e: Event) -> None:
+        self.end(self.slot(e), _partitions(e), e, LOST)

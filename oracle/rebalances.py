@@ -1,0 +1,208 @@
+"""Rebalances measured, not just counted.
+
+One rebalance per generation seen in `group_joined`. It ends when the last
+member that joined the generation has its assignment (`partitions_assigned`);
+it starts at the earliest sign that the previous generation was over: a
+revoke, a lost partition, a member sending JoinGroup for this generation, or
+the coordinator logging "Preparing to rebalance … old generation G-1". The
+phases follow the protocol: detect (start → first JoinGroup), join (JoinGroup
+→ joined, slowest member), sync (joined → SyncGroup answered, slowest member).
+Stop-the-world is per partition: from its old owner's session end to its new
+owner's session start. The coordinator's own log lines, when present, give an
+independent clock for the same rebalance.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .history import Event, History, Instant, MemberSlot, TopicPartition
+from .ownership import Ownership, ownership_of
+
+COMPLETED = "completed"
+SUPERSEDED = "superseded"  # a newer generation started before every member had its assignment
+INCOMPLETE = "incomplete"  # the run ended mid-rebalance
+
+
+@dataclass
+class Rebalance:
+    generation: int
+    status: str
+    members: list[str]
+    start: Instant | None = None
+    end: Instant | None = None
+    trigger: str | None = None
+    coordinator_reason: str | None = None
+    leader: str | None = None
+    detect_ms: float | None = None
+    join_ms: float | None = None
+    sync_ms: float | None = None
+    coordinator_ms: float | None = None
+    moves: list[str] = field(default_factory=list)
+    unowned_ms: dict[str, float] = field(default_factory=dict)  # stop-the-world per partition
+    superseded_by: int | None = None
+
+    @property
+    def duration_ms(self) -> float | None:
+        return self.end.mono_ms - self.start.mono_ms if self.start and self.end else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "status": self.status,
+            "duration_ms": _ms(self.duration_ms),
+            "start_ts": self.start.ts if self.start else None,
+            "start_mono_ms": self.start.mono_ms if self.start else None,
+            "end_ts": self.end.ts if self.end else None,
+            "end_mono_ms": self.end.mono_ms if self.end else None,
+            "trigger": self.trigger,
+            "coordinator_reason": self.coordinator_reason,
+            "members": self.members,
+            "leader": self.leader,
+            "detect_ms": _ms(self.detect_ms),
+            "join_ms": _ms(self.join_ms),
+            "sync_ms": _ms(self.sync_ms),
+            "coordinator_ms": _ms(self.coordinator_ms),
+            "partitions_moved": len(self.moves),
+            "moves": self.moves,
+            "unowned_ms": {tp: _ms(gap) for tp, gap in self.unowned_ms.items()},
+            "max_unowned_ms": _ms(max(self.unowned_ms.values(), default=None)),
+            "superseded_by": self.superseded_by,
+        }
+
+
+def _ms(span: float | None) -> float | None:
+    return None if span is None else round(span, 3)  # monotonic clocks: µs is all the precision there is
+
+
+def rebalances_of(history: History) -> list[Rebalance]:
+    return history.memo("rebalances", lambda: _Measurement(history).run())
+
+
+def _first_per_slot(events: list[Event]) -> dict[int, dict[MemberSlot, Event]]:
+    """generation -> member slot -> that slot's first such event for the generation."""
+    out: dict[int, dict[MemberSlot, Event]] = defaultdict(dict)
+    for e in events:
+        if e.get("generation") is not None:
+            out[e["generation"]].setdefault(MemberSlot.of(e), e)
+    return out
+
+
+def _first_per_generation(events: list[Event], key: str) -> dict[int, Event]:
+    """The first broker log line per generation (after a failover another broker logs too)."""
+    out: dict[int, Event] = {}
+    for e in events:
+        if e.get(key) is not None:
+            out.setdefault(e[key], e)
+    return out
+
+
+def _slowest(pairs: list[tuple[Event | None, Event | None]]) -> float | None:
+    spans = [b["mono_ms"] - a["mono_ms"] for a, b in pairs if a and b]
+    return max(spans, default=None)
+
+
+class _Measurement:
+    def __init__(self, history: History):
+        self.history = history
+        self.ownership: Ownership = ownership_of(history)
+        self.joined = _first_per_slot(history.named("group_joined"))
+        self.synced = _first_per_slot(history.named("group_synced"))
+        self.assigned = _first_per_slot(history.named("partitions_assigned"))
+        self.join_sent = self._join_sent_by_generation()
+        self.preparing = _first_per_generation(
+            history.coordinator_events("coordinator_preparing_rebalance"), "old_generation")
+        self.stabilized = _first_per_generation(history.coordinator_events("coordinator_stabilized"), "generation")
+
+    def _join_sent_by_generation(self) -> dict[int, dict[MemberSlot, Event]]:
+        """A JoinGroup belongs to the generation the member joins next; a member's
+        join phase starts at the first of them (retries, MEMBER_ID_REQUIRED)."""
+        pending: dict[MemberSlot, Event] = {}
+        out: dict[int, dict[MemberSlot, Event]] = defaultdict(dict)
+        for e in self.history.named("group_join_sent", "group_joined"):
+            slot = MemberSlot.of(e)
+            if e["name"] == "group_join_sent":
+                pending.setdefault(slot, e)
+            elif slot in pending and e.get("generation") is not None:
+                out[e["generation"]].setdefault(slot, pending.pop(slot))
+        return out
+
+    def run(self) -> list[Rebalance]:
+        generations = sorted(self.joined)
+        rebalances: list[Rebalance] = []
+        boundary, before = -math.inf, {}
+        for i, generation in enumerate(generations):
+            later = generations[i + 1] if i + 1 < len(generations) else None
+            r = self.measure(generation, later, boundary, before)
+            rebalances.append(r)
+            if r.status == COMPLETED:
+                boundary, before = r.end.mono_ms, self.owners(generation)
+            else:  # its members learnt of it once joined; what follows belongs to the next one
+                boundary = max(e["mono_ms"] for e in self.joined[generation].values())
+        return rebalances
+
+    def owners(self, generation: int) -> dict[TopicPartition, str]:
+        return {tp: slot.member for slot, tps in self.ownership.assignments.get(generation, {}).items() for tp in tps}
+
+    def measure(self, generation: int, later: int | None, boundary: float,
+                before: dict[TopicPartition, str]) -> Rebalance:
+        joined, synced = self.joined[generation], self.synced.get(generation, {})
+        members = sorted(joined)
+        assigned = {s: e for s, e in self.assigned.get(generation, {}).items() if s in joined}
+        if self.history.incremental:  # an empty cooperative delta may come without a callback
+            assigned.update({s: e for s, e in synced.items() if s in joined and s not in assigned})
+        completed = len(assigned) == len(members)
+        r = Rebalance(
+            generation,
+            COMPLETED if completed else SUPERSEDED if later is not None else INCOMPLETE,
+            [str(s) for s in members],
+            superseded_by=None if completed else later,
+            leader=next((str(s) for s, e in joined.items() if e.get("is_leader")), None),
+        )
+        sent = self.join_sent.get(generation, {})
+        self.find_start(r, boundary, sent)
+        if sent and r.start:
+            r.detect_ms = min(e["mono_ms"] for e in sent.values()) - r.start.mono_ms
+        r.join_ms = _slowest([(sent.get(s), joined[s]) for s in members])
+        r.sync_ms = _slowest([(joined[s], synced.get(s)) for s in members])
+        prepared, stable = self.preparing.get(generation - 1), self.stabilized.get(generation)
+        if prepared:
+            r.coordinator_reason = prepared.get("reason")
+        if prepared and stable:
+            r.coordinator_ms = stable["mono_ms"] - prepared["mono_ms"]
+        if completed:
+            r.end = Instant.of(max(assigned.values(), key=lambda e: e["mono_ms"]))
+            after = self.owners(generation)
+            r.moves = [f"{tp}: {before.get(tp, '-')} -> {after[tp]}"
+                       for tp in sorted(after) if before.get(tp) != after[tp]]
+        r.unowned_ms = self.stop_the_world(generation)
+        return r
+
+    def find_start(self, r: Rebalance, boundary: float, sent: dict[MemberSlot, Event]) -> None:
+        """The earliest sign, after the previous generation settled, that this one was coming."""
+        first_joined = min(e["mono_ms"] for e in self.joined[r.generation].values())
+        signs = [e for e in self.history.named("partitions_revoked", "partitions_lost")
+                 if boundary < e["mono_ms"] <= first_joined]
+        signs += [e for e in sent.values() if e["mono_ms"] > boundary]
+        prepared = self.preparing.get(r.generation - 1)
+        signs += [prepared] if prepared else []
+        if not signs:
+            return
+        first = min(signs, key=lambda e: e["mono_ms"])
+        r.start = Instant.of(first)
+        r.trigger = (f"coordinator: {first.get('reason')}" if first is prepared
+                     else f"{first['name']} by {MemberSlot.of(first)}")
+
+    def stop_the_world(self, generation: int) -> dict[str, float]:
+        """Per partition handed out in this generation: how long nobody owned it."""
+        gaps: dict[str, float] = {}
+        for tp in self.ownership.partitions():
+            sessions = self.ownership.of_partition(tp)
+            for i, s in enumerate(sessions):
+                if s.generation != generation or i == 0:
+                    continue
+                released = max(p.end_ms for p in sessions[:i])
+                gaps[str(tp)] = max(0.0, s.start_ms - released) if released != math.inf else 0.0
+        return gaps

@@ -1,0 +1,122 @@
+"""assignment-validity: coverage of every partition and the eager assignors' layouts."""
+from oracle import check_history
+from oracle.assignors import range_layout, roundrobin_layout
+from oracle.history import TopicPartition
+
+CHECK = "assignment-validity"
+
+
+def run(builder):
+    return check_history(builder.build(), {CHECK: {}}).checks[CHECK]
+
+
+def layout(owned):
+    return {m: sorted(str(tp) for tp in tps) for m, tps in owned.items()}
+
+
+class TestLayouts:
+    def test_range_seed_example(self):
+        """Seed 001: 5 partitions, 2 consumers, range -> 0,1,2 and 3,4."""
+        tps = [TopicPartition("T", p) for p in range(5)]
+        assert layout(range_layout(tps, ["c0", "c1"])) == {"c0": ["T-0", "T-1", "T-2"], "c1": ["T-3", "T-4"]}
+
+    def test_range_is_per_topic_and_roundrobin_deals_across_topics(self):
+        tps = [TopicPartition("events", p) for p in range(3)] + [TopicPartition("audit", p) for p in range(2)]
+        assert layout(range_layout(tps, ["a", "b"])) == {
+            "a": ["audit-0", "events-0", "events-1"], "b": ["audit-1", "events-2"]}
+        assert layout(roundrobin_layout(tps, ["a", "b"])) == {
+            "a": ["audit-0", "events-0", "events-2"], "b": ["audit-1", "events-1"]}
+
+    def test_more_members_than_partitions(self):
+        tps = [TopicPartition("T", 0)]
+        assert layout(range_layout(tps, ["a", "b"])) == {"a": ["T-0"], "b": []}
+
+
+def two_consumers(history_builder, assignment, assignor="range", **starts):
+    b = history_builder(assignor=assignor)
+    for name in assignment:
+        b.consumer(name).start(**starts.get(name, {}))
+    b.rebalance(1, assignment, at=0)
+    return b
+
+
+def test_the_seed_range_layout_passes(history_builder):
+    result = run(two_consumers(history_builder, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}))
+    assert result.status == "passed"
+    assert result.detail["layouts_checked"] == [1]
+
+
+def test_a_range_layout_that_differs_from_the_definition_fails(history_builder):
+    result = run(two_consumers(history_builder, {"consumer-1": [0, 1], "consumer-2": [2, 3, 4]}))
+    assert [v.kind for v in result.violations] == ["layout-mismatch", "layout-mismatch"]
+    v = result.violations[0]
+    assert (v.members, v.generation) == (("consumer-1",), 1)
+    assert v.message == ("generation 1 (range over 2 members sorted by member id): consumer-1 (#0) got events-0,1 "
+                         "but range assigns it events-0,1,2")
+
+
+def test_roundrobin_layout(history_builder):
+    ok = two_consumers(history_builder, {"consumer-1": [0, 2, 4], "consumer-2": [1, 3]}, assignor="roundrobin")
+    assert run(ok).status == "passed"
+    bad = two_consumers(history_builder, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, assignor="roundrobin")
+    assert run(bad).status == "failed"
+
+
+def test_members_are_ordered_by_member_id_or_group_instance_id(history_builder):
+    b = history_builder()
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    c1.at(0).join_sent().joined(1, member_id="rdkafka-zz")
+    c2.join_sent().joined(1, member_id="rdkafka-aa")  # sorts first
+    c1.synced().assigned(3, 4)
+    c2.synced().assigned(0, 1, 2)
+    assert run(b).status == "passed"
+
+    static = history_builder(protocol="classic-static")
+    s1 = static.consumer("consumer-1").start(group_instance_id="b-instance")
+    s2 = static.consumer("consumer-2").start(group_instance_id="a-instance")
+    s1.at(0).join_sent().joined(1, member_id="rdkafka-aa")
+    s2.join_sent().joined(1, member_id="rdkafka-zz")
+    s1.synced().assigned(3, 4)
+    s2.synced().assigned(0, 1, 2)
+    result = run(static)
+    assert result.status == "passed" and result.detail["layouts_checked"] == [1]
+
+
+def test_an_unassigned_partition_fails(history_builder):
+    b = two_consumers(history_builder, {"consumer-1": [0, 1], "consumer-2": [2, 3]}, assignor="cooperative-sticky")
+    [v] = run(b).violations
+    assert (v.kind, v.partition, v.generation) == ("unassigned-partition", "events-4", 1)
+    assert v.message == "generation 1 left events-4 unassigned (members: consumer-1, consumer-2)"
+
+
+def test_a_partition_assigned_twice_fails(history_builder):
+    b = two_consumers(history_builder, {"consumer-1": [0, 1, 2], "consumer-2": [2, 3, 4]}, assignor="sticky")
+    [v] = run(b).violations
+    assert (v.kind, v.partition, v.members) == ("double-assignment", "events-2", ("consumer-1", "consumer-2"))
+
+
+def test_cooperative_first_phase_is_partial_by_design(history_builder):
+    b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
+    b.consumer("consumer-1").start()
+    b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]}, at=0)
+    b.rebalance(2, {"consumer-1": [0, 1, 2], "consumer-2": []}, at=1000)  # 3 and 4 revoked, given to nobody yet
+    b.rebalance(3, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=2000)
+    result = run(b)
+    assert result.status == "passed"
+    assert result.detail == {"generations_checked": [1, 2, 3], "partial_cooperative_generations": [2],
+                             "layouts_checked": []}
+
+
+def test_superseded_generations_are_not_judged(history_builder):
+    b = history_builder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
+    c1.at(1000).revoked().join_sent()
+    c2.revoked().join_sent()
+    c1.at(1010).joined(2, leader=True).assigned(0)  # consumer-1 got half an assignment ...
+    c2.joined(2)
+    c2.exited(returncode=-9)  # ... consumer-2 died before its own
+    b.rebalance(3, {"consumer-1": [0, 1]}, at=11000)
+    result = run(b)
+    assert result.status == "passed" and result.detail["generations_checked"] == [1, 3]

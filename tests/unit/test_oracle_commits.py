@@ -1,0 +1,83 @@
+"""fenced-commits and commit-monotonicity."""
+import pytest
+
+from oracle import check_history
+
+
+def run(builder, check, **options):
+    return check_history(builder.build(), {check: options}).checks[check]
+
+
+class TestFencedCommits:
+    CHECK = "fenced-commits"
+
+    def test_owner_commits_pass_and_fenced_ones_are_counted(self, pause_story):
+        c1, c2 = pause_story["consumer-1"], pause_story["consumer-2"]
+        c1.at(16000).committed(3, 150)
+        c2.at(20005).committed(3, 120, success=False, error="ILLEGAL_GENERATION")  # the fence working
+        c2.committed(4, 80, success=False, error="ILLEGAL_GENERATION")
+        c1.at(20100).committed(0, 40, trigger="revoke")  # the revoke callback: its event came first
+        result = run(pause_story, self.CHECK)
+        assert (result.status, result.violations) == ("passed", [])
+        assert result.detail == {"commits_ok": 2, "commits_failed": {"ILLEGAL_GENERATION": 2}}
+
+    def test_ownership_is_judged_when_the_request_was_sent(self, history_builder):
+        b = history_builder()
+        c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+        b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]}, at=0)
+        b.rebalance(2, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=1000)
+        c1.at(1030).committed(3, 10, sent_at=990)  # sent before the revoke, answered after
+        assert run(b, self.CHECK).violations == []
+
+    def test_an_accepted_zombie_commit_is_a_violation(self, pause_story):
+        pause_story["consumer-2"].at(20005).committed(3, 120, sent_at=20004)
+        [v] = run(pause_story, self.CHECK).violations
+        assert (v.kind, v.partition, v.offsets, v.members, v.generation) == (
+            "commit-after-handover", "events-3", "120", ("consumer-2", "consumer-1"), 1)
+        assert v.message == (
+            "consumer-2 committed events-3 offset 120 successfully (generation 1, trigger after-processing, sent "
+            "t+20.004s) but consumer-1 (generation 2, t+15.130s..t+20.100s, revoked) had taken events-3 over at "
+            "t+15.130s: the coordinator should have fenced it")
+
+    def test_a_commit_for_a_partition_never_owned_is_a_violation(self, history_builder):
+        b = history_builder()
+        c1 = b.consumer("consumer-1").start()
+        b.rebalance(1, {"consumer-1": [0]}, at=0)
+        c1.at(100).committed(4, 7)
+        [v] = run(b, self.CHECK).violations
+        assert (v.kind, v.partition, v.members) == ("commit-without-ownership", "events-4", ("consumer-1",))
+        assert "but did not own events-4 then" in v.message
+
+    def test_a_commit_after_losing_the_partition_is_a_violation(self, pause_story):
+        pause_story["consumer-2"].at(20015).committed(3, 120)
+        [v] = run(pause_story, self.CHECK).violations
+        assert v.kind == "commit-without-ownership" and v.partition == "events-3"
+
+
+class TestCommitMonotonicity:
+    CHECK = "commit-monotonicity"
+
+    @pytest.fixture
+    def regression(self, pause_story):
+        pause_story["consumer-1"].at(16000).committed(3, 150)
+        pause_story["consumer-2"].at(20005).committed(3, 90)  # the zombie's late commit wins
+        return pause_story
+
+    def test_advancing_commits_pass(self, pause_story):
+        c1 = pause_story["consumer-1"]
+        c1.at(16000).committed(3, 150)
+        c1.at(17000).committed(3, 150).committed(3, 170)
+        pause_story["consumer-2"].at(20005).committed(3, 90, success=False, error="ILLEGAL_GENERATION")
+        assert run(pause_story, self.CHECK).status == "passed"
+
+    def test_a_backward_commit_is_a_violation(self, regression):
+        [v] = run(regression, self.CHECK).violations
+        assert (v.kind, v.partition, v.offsets, v.count) == ("offset-regression", "events-3", "90-149", 60)
+        assert v.members == ("consumer-1", "consumer-2")
+        assert v.message == (
+            "events-3: committed offset went back from 150 (consumer-1, generation 2, sent t+16.000s) to "
+            "90 (consumer-2, generation 1, sent t+20.005s); 60 records (90-149) will be read again")
+
+    def test_a_requested_reset_turns_it_into_a_finding(self, regression):
+        result = run(regression, self.CHECK, allow_reset=True)
+        assert result.status == "passed" and [f.kind for f in result.findings] == ["offset-regression"]

@@ -1,0 +1,66 @@
+"""convergence: the group settles after the last fault heals, and lag drains."""
+import pytest
+
+from oracle import check_history
+
+CHECK = "convergence"
+
+
+def run(builder, **options):
+    return check_history(builder.build(), {CHECK: options}).checks[CHECK]
+
+
+@pytest.fixture
+def recovered(pause_story):
+    pause_story.at(25000).lag({p: 0 for p in range(5)})
+    pause_story.at(26000).done()
+    pause_story["consumer-1"].stopped()  # teardown after done does not count
+    pause_story["consumer-2"].stopped()
+    return pause_story
+
+
+def test_a_group_that_settles_after_the_heal_passes(recovered):
+    result = run(recovered)
+    assert result.status == "passed"
+    # after the heal at 20000: zombie gone at 20010, eager revoke at 20100, all assigned at 20160
+    assert result.detail["converged_after_ms"] == pytest.approx(160, abs=0.1)
+    assert result.detail["since"] == "fault f1 healed"
+
+
+def test_settling_later_than_the_bound_is_a_violation(recovered):
+    [v] = run(recovered, within_s=0.1).violations
+    assert v.kind == "slow-convergence"
+    assert v.message == ("the group settled 160 ms after fault f1 healed (t+20.000s), later than the allowed 0.1 s")
+
+
+def test_a_partition_nobody_owns_at_the_end_is_a_violation(history_builder):
+    b = history_builder()
+    b.consumer("consumer-1").start()
+    b.consumer("consumer-2").start()
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3]}, at=100)  # events-4 handed to nobody
+    b.at(5000).done()
+    [v] = run(b).violations
+    assert v.kind == "not-converged"
+    assert v.message == "the group never settled after the workload started (t+0.000s): at t+5.000s events-4 unowned"
+
+
+def test_a_zombie_still_owning_at_the_end_is_a_violation(pause_story):
+    pause_story.events = [e for e in pause_story.events if e["mono_ms"] < 20000]  # consumer-2 never resumes
+    pause_story.at(20000).healed("pause", "consumer-2")
+    pause_story.at(21000).done()
+    [v] = run(pause_story).violations
+    assert v.message.endswith(
+        "events-3 owned by consumer-2 and consumer-1; events-4 owned by consumer-2 and consumer-1")
+
+
+def test_lag_must_drain(recovered):
+    recovered.events = [e for e in recovered.events if e["name"] != "lag_sampled"]
+    recovered.at(25500).lag({0: 0, 1: 0, 2: 40, 3: 0, 4: 0})
+    [v] = run(recovered).violations
+    assert (v.kind, v.partition) == ("lag-not-drained", "events-2")
+    assert "events-2 lag 40 (committed 60, high watermark 100)" in v.message
+
+
+def test_an_interrupted_run_is_skipped(pause_story):
+    assert run(pause_story).status == "skipped"

@@ -1,0 +1,81 @@
+"""Measuring rebalances: start, end, phases, trigger, coordinator clock, stop-the-world."""
+import pytest
+
+from oracle import History
+from oracle.rebalances import COMPLETED, INCOMPLETE, SUPERSEDED, rebalances_of
+
+ms = lambda x: pytest.approx(x, abs=0.05)  # noqa: E731  (the builder spaces same-instant events by 1 µs)
+
+
+def test_first_generation_starts_at_the_first_join_and_times_its_phases(pause_story):
+    r = rebalances_of(History(pause_story.build()))[0]
+    assert (r.generation, r.status, r.members, r.leader) == (1, COMPLETED, ["consumer-1", "consumer-2"], "consumer-1")
+    assert r.start.mono_ms == ms(100) and r.end.mono_ms == ms(3190)
+    assert r.duration_ms == ms(3090)
+    assert r.trigger == "group_join_sent by consumer-1"
+    assert r.detect_ms == ms(0)
+    assert r.join_ms == ms(3050)  # consumer-1: 100 -> 3150 is the slowest
+    assert r.sync_ms == ms(30)  # consumer-2: 3160 -> 3190
+    assert r.coordinator_ms == ms(3025)
+    assert len(r.moves) == 5 and r.unowned_ms == {}
+
+
+def test_an_eviction_starts_at_the_coordinator_and_a_paused_owner_leaves_no_gap(pause_story):
+    r = rebalances_of(History(pause_story.build()))[1]
+    assert (r.generation, r.status, r.members) == (2, COMPLETED, ["consumer-1"])
+    assert r.start.mono_ms == ms(15000) and r.duration_ms == ms(130)
+    assert r.trigger == "coordinator: removing member consumer-2-1-id on heartbeat expiration"
+    assert r.detect_ms == ms(110) and r.join_ms == ms(10) and r.sync_ms == ms(5)
+    assert r.coordinator_ms == ms(140)
+    assert r.moves == ["events-3: consumer-2 -> consumer-1", "events-4: consumer-2 -> consumer-1"]
+    # events-0..2 were revoked and given back 30 ms later; the zombie still held 3 and 4
+    assert r.unowned_ms == {"events-0": ms(30), "events-1": ms(30), "events-2": ms(30),
+                            "events-3": 0.0, "events-4": 0.0}
+
+
+def test_a_lost_partition_triggers_the_rejoin(pause_story):
+    r = rebalances_of(History(pause_story.build()))[2]
+    assert r.trigger == "partitions_lost by consumer-2"
+    assert r.start.mono_ms == ms(20010) and r.duration_ms == ms(150)
+    assert r.join_ms == ms(130)  # consumer-2: 20020 -> 20150
+    assert r.coordinator_ms is None  # no broker log lines for generation 3
+    assert r.unowned_ms["events-3"] == ms(60)  # consumer-1 revoked at 20100, consumer-2 owns it at 20160
+    assert r.to_dict()["max_unowned_ms"] == ms(60)
+    assert r.to_dict()["partitions_moved"] == 2
+
+
+def test_a_crashed_owner_leaves_partitions_unowned_until_the_next_assignment(history_builder):
+    b = history_builder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
+    b.at(1000).fault("crash", "consumer-2")
+    c2.exited(returncode=-9)
+    b.rebalance(2, {"consumer-1": [0, 1]}, at=11000)
+    r = rebalances_of(History(b.build()))[1]
+    assert r.unowned_ms["events-1"] == ms(10015)
+    assert r.trigger == "partitions_revoked by consumer-1"
+
+
+def test_superseded_and_incomplete_generations_are_reported_not_dropped(history_builder):
+    b = history_builder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
+    c1.at(1000).revoked().join_sent()
+    c2.revoked().join_sent()
+    c1.at(1010).joined(2, leader=True)
+    c2.joined(2)
+    b.at(1011).fault("crash", "consumer-2")
+    c2.exited(returncode=-9)  # dies before SyncGroup ...
+    c1.at(1020).synced()  # ... and the generation is torn down before consumer-1's callback
+    c1.at(11000).join_sent()
+    c1.at(11010).joined(3, leader=True)
+    c1.at(11020).synced().assigned(0, 1)
+    c1.at(12000).revoked().join_sent()
+    c1.at(12010).joined(4)  # the run ends here
+    r1, r2, r3, r4 = rebalances_of(History(b.build()))
+    assert (r2.status, r2.superseded_by, r2.duration_ms) == (SUPERSEDED, 3, None)
+    assert r2.to_dict()["duration_ms"] is None and r2.join_ms == ms(10)
+    # generation 3 starts at the first JoinGroup after generation 2's members had joined it
+    assert (r3.status, r3.trigger) == (COMPLETED, "group_join_sent by consumer-1")
+    assert r3.start.mono_ms == ms(11000) and r3.duration_ms == ms(20)
+    assert (r4.status, r4.end) == (INCOMPLETE, None)

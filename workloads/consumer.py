@@ -1,0 +1,289 @@
+"""A group member on the brokers' classic protocol (confluent-kafka / librdkafka),
+run as its own OS process so faults can pause or kill exactly one member.
+
+It records what a member does, in the history's vocabulary: joins (with
+generation and member id), assignments, revocations, losses, processed offset
+ranges and every commit with its outcome.
+
+librdkafka does not expose the generation to Python, so we read it where
+librdkafka says it: its ``cgrp`` debug log ("JoinGroup response: GenerationId
+N … my MemberId M"). Logs are served from the same queue as rebalance callbacks,
+so the generation is known before ``on_assign`` runs.
+
+Usage: ``python -m workloads.consumer SPEC.json`` (see ``ConsumerSpec``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from harness.history import HistoryWriter, now, offset_ranges, tp
+
+EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
+
+
+@dataclass
+class ConsumerSpec:
+    member: str
+    incarnation: int
+    history: str
+    bootstrap_servers: str
+    group: str
+    topics: list[str]
+    protocol: str  # classic-eager | classic-cooperative | classic-static
+    assignor: str
+    commit: str  # sync | auto | before-processing
+    processing_ms: float
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    auto_commit_interval_ms: int = 1000
+    batch_size: int = 500
+
+    @property
+    def group_instance_id(self) -> str | None:
+        return f"{self.group}-{self.member}" if self.protocol == "classic-static" else None
+
+    @property
+    def cooperative(self) -> bool:
+        return self.assignor == "cooperative-sticky"
+
+    def client_config(self) -> dict:
+        conf = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": self.group,
+            "client.id": self.member,
+            "partition.assignment.strategy": self.assignor,
+            "session.timeout.ms": self.session_timeout_ms,
+            "heartbeat.interval.ms": self.heartbeat_interval_ms,
+            "max.poll.interval.ms": self.max_poll_interval_ms,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": self.commit == "auto",
+            # Auto-commit only what was processed: we store offsets after processing.
+            "enable.auto.offset.store": False,
+            "auto.commit.interval.ms": self.auto_commit_interval_ms,
+            "debug": "cgrp",
+        }
+        if self.group_instance_id:
+            conf["group.instance.id"] = self.group_instance_id
+        return conf
+
+
+# --------------------------------------------------------------------- cgrp log reader
+
+_JOIN_SENT = re.compile(r'Joining group "(?P<group>[^"]*)"')
+_JOINED = re.compile(r"JoinGroup response: GenerationId (?P<gen>-?\d+), Protocol (?P<proto>\S*), "
+                     r"LeaderId (?P<leader>\S*)(?P<me> \(me\))?, my MemberId (?P<member>\S*), .*: (?P<err>.*)$")
+_SYNCED = re.compile(r"SyncGroup response: (?P<result>.*)$")
+_HB_ERROR = re.compile(r"heartbeat error response in state .*\): (?P<err>.*)$")
+_REBALANCING = re.compile(r"(?:is rebalancing|initiating rebalance) \((?P<kind>\w+)\) .*: (?P<reason>[^:]*)$")
+
+
+class GroupLogReader(logging.Handler):
+    """Turns librdkafka's cgrp debug lines into history events and group state."""
+
+    def __init__(self, member: "Member"):
+        super().__init__(logging.DEBUG)
+        self.member = member
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        m = self.member
+        if "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
+            if int(j["gen"]) >= 0 and j["err"] == "(no error)":
+                m.generation, m.member_id = int(j["gen"]), j["member"]
+                m.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=j["leader"],
+                       is_leader=bool(j["me"]), protocol_name=j["proto"])
+            else:
+                m.emit("group_join_failed", error=j["err"])
+        elif "Joining group" in msg and _JOIN_SENT.search(msg):
+            m.emit("group_join_sent")
+        elif "SyncGroup response:" in msg and (s := _SYNCED.search(msg)):
+            if s["result"].startswith("Success"):
+                m.emit("group_synced")
+            else:
+                m.emit("group_sync_failed", error=s["result"])
+        elif "heartbeat error response" in msg and (h := _HB_ERROR.search(msg)):
+            m.emit("heartbeat_failed", error=h["err"])
+        elif (r := _REBALANCING.search(msg)) and "unsubscribe" not in msg:
+            m.emit("rebalance_started", reason=r["reason"].strip(), rebalance_protocol=r["kind"])
+        elif record.levelno >= logging.WARNING:
+            m.emit("client_log", level=record.levelname, message=msg[:500])
+
+
+# --------------------------------------------------------------------- the member
+
+
+class Member:
+    def __init__(self, spec: ConsumerSpec):
+        self.spec = spec
+        self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation)
+        self.generation: int | None = None
+        self.member_id: str | None = None
+        self.stopping = False
+        self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
+        logger = logging.getLogger(f"rdkafka.{spec.member}")
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+        logger.addHandler(GroupLogReader(self))
+        conf = spec.client_config()
+        if spec.commit == "auto":
+            conf["on_commit"] = self._on_auto_commit
+        self.consumer = Consumer(conf, logger=logger)
+
+    def emit(self, name: str, **fields) -> None:
+        self.history.emit(name, **{"member_id": self.member_id, "generation": self.generation, **fields})
+
+    # --- rebalance callbacks (served from consume(), on this thread) ---------------
+
+    def _on_assign(self, consumer, partitions) -> None:
+        self.emit("partitions_assigned", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        if self.spec.cooperative:
+            consumer.incremental_assign(partitions)
+        else:
+            consumer.assign(partitions)
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        # Still the owner here: commit processed progress before giving partitions away.
+        revoked = {(p.topic, p.partition) for p in partitions}
+        self._commit({k: v for k, v in self.uncommitted.items() if k in revoked}, "revoke")
+        self.emit("partitions_revoked", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        for k in revoked:
+            self.uncommitted.pop(k, None)
+        if self.spec.cooperative:
+            consumer.incremental_unassign(partitions)
+        else:
+            consumer.unassign()
+
+    def _on_lost(self, consumer, partitions) -> None:
+        # No commit: the group has moved on, any commit would (and should) be fenced.
+        self.emit("partitions_lost", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        for p in partitions:
+            self.uncommitted.pop((p.topic, p.partition), None)
+        if self.spec.cooperative:
+            consumer.incremental_unassign(partitions)
+        else:
+            consumer.unassign()
+
+    def _on_auto_commit(self, err, partitions) -> None:
+        offsets = [{**tp(p.topic, p.partition), "offset": p.offset} for p in partitions if p.offset >= 0]
+        if offsets or err:
+            self._emit_commit(offsets, "auto", err, started=None)
+
+    # --- commits --------------------------------------------------------------------
+
+    def _commit(self, offsets: dict[tuple[str, int], int], trigger: str) -> bool:
+        if not offsets:
+            return True
+        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        _, started = now()
+        try:
+            result = self.consumer.commit(offsets=tps, asynchronous=False)
+            errors = [p.error for p in result or [] if p.error]
+            err = errors[0] if errors else None
+        except KafkaException as e:
+            err = e.args[0]
+        self._emit_commit([{**tp(t, p), "offset": o} for (t, p), o in sorted(offsets.items())], trigger, err, started)
+        return err is None
+
+    def _emit_commit(self, offsets, trigger, err: KafkaError | None, started: float | None) -> None:
+        self.emit("offsets_committed", offsets=offsets, success=err is None,
+                  error=err.name() if err else None, error_code=err.code() if err else None,
+                  trigger=trigger, started_mono_ms=round(started, 3) if started is not None else None)
+
+    # --- the poll loop ------------------------------------------------------------------
+
+    def run(self) -> int:
+        s = self.spec
+        self.emit("consumer_started", pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
+                  group_instance_id=s.group_instance_id, commit_mode=s.commit,
+                  session_timeout_ms=s.session_timeout_ms, max_poll_interval_ms=s.max_poll_interval_ms)
+        self.consumer.subscribe(s.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        reason = "end-of-run"
+        try:
+            while not self.stopping:
+                batch = self.consumer.consume(num_messages=s.batch_size, timeout=0.2)
+                self._handle(batch)
+        except KafkaException as e:
+            err = e.args[0]
+            self.emit("consumer_error", error=err.name(), error_code=err.code(), fatal=err.fatal())
+            reason = "error"
+        finally:
+            self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
+            self.emit("consumer_stopped", reason=reason)
+        return 0 if reason == "end-of-run" else 1
+
+    def _handle(self, batch) -> None:
+        records = []
+        for msg in batch:
+            if msg.error():
+                err = msg.error()
+                self.emit("consumer_error", error=err.name(), error_code=err.code(), fatal=err.fatal())
+            else:
+                records.append(msg)
+        if not records:
+            return
+        if self.spec.commit == "before-processing":
+            # The deliberately faulty mode: progress is committed before the work is done,
+            # so a crash mid-batch skips the rest of the batch for good.
+            ends = {}
+            for msg in records:
+                ends[(msg.topic(), msg.partition())] = msg.offset() + 1
+            self._commit(ends, "before-processing")
+        processed: dict[tuple[str, int], list[int]] = defaultdict(list)
+        last_emit = time.monotonic()
+        for msg in records:
+            if self.spec.processing_ms:
+                time.sleep(self.spec.processing_ms / 1000.0)
+            key = (msg.topic(), msg.partition())
+            processed[key].append(msg.offset())
+            self.uncommitted[key] = msg.offset() + 1
+            if (time.monotonic() - last_emit) * 1000 >= EMIT_EVERY_MS:
+                self._record_processed(processed)
+                processed = defaultdict(list)
+                last_emit = time.monotonic()
+        self._record_processed(processed)
+        if self.spec.commit == "sync":
+            # A failed commit (rebalance in progress) keeps the progress: on_revoke tries again.
+            if self._commit(dict(self.uncommitted), "after-processing"):
+                self.uncommitted.clear()
+        elif self.spec.commit == "auto":
+            self.consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in self.uncommitted.items()])
+            self.uncommitted.clear()
+        else:
+            self.uncommitted.clear()
+
+    def _record_processed(self, processed) -> None:
+        if processed:
+            self.emit("records_consumed", ranges=offset_ranges(processed))
+
+
+def _tps(partitions) -> list[dict]:
+    return [tp(p.topic, p.partition) for p in sorted(partitions, key=lambda p: (p.topic, p.partition))]
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as f:
+        spec = ConsumerSpec(**json.load(f))
+    member = Member(spec)
+
+    def stop(_sig, _frame):
+        member.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    return member.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,108 @@
+"""A producer at a fixed rate that records exactly what the brokers acknowledged.
+
+Records go round-robin over the topic's partitions (explicit partition, so every
+partition gets load whatever the keys). Acknowledged offsets are written to the
+history as contiguous ranges every ``FLUSH_EVERY_S``; with ``acks=all`` and
+idempotence, an acknowledged record is one the oracle may demand to see consumed.
+
+Usage: ``python -m workloads.producer SPEC.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from confluent_kafka import Producer
+
+from harness.history import HistoryWriter, offset_ranges
+
+FLUSH_EVERY_S = 0.2
+TICK_S = 0.01
+
+
+@dataclass
+class ProducerSpec:
+    history: str
+    bootstrap_servers: str
+    topic: str
+    partitions: int
+    rate: float
+    value_bytes: int = 100
+
+
+class RecordingProducer:
+    def __init__(self, spec: ProducerSpec):
+        self.spec = spec
+        self.history = HistoryWriter(spec.history, "producer")
+        self.producer = Producer({
+            "bootstrap.servers": spec.bootstrap_servers,
+            "client.id": "producer",
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            # Ride out a broker crash and its restart rather than fail records.
+            "delivery.timeout.ms": 120_000,
+        })
+        self.acked: dict[tuple[str, int], list[int]] = defaultdict(list)
+        self.failed: dict[tuple[str, int, str], int] = defaultdict(int)
+        self.stopping = False
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is None:
+            self.acked[(msg.topic(), msg.partition())].append(msg.offset())
+        else:
+            self.failed[(msg.topic(), msg.partition(), err.name())] += 1
+
+    def _flush_history(self) -> None:
+        if self.acked:
+            self.history.emit("records_acked", ranges=offset_ranges(self.acked))
+            self.acked = defaultdict(list)
+        for (topic, partition, error), count in self.failed.items():
+            self.history.emit("produce_failed", topic=topic, partition=partition, error=error, count=count)
+        self.failed.clear()
+
+    def run(self) -> int:
+        spec = self.spec
+        self.history.emit("producer_started", pid=os.getpid(), topic=spec.topic, rate=spec.rate)
+        payload = b"x" * spec.value_bytes
+        sent = 0
+        start = last_flush = time.monotonic()
+        while not self.stopping:
+            due = int((time.monotonic() - start) * spec.rate)
+            while sent < due:
+                try:
+                    self.producer.produce(spec.topic, value=payload, key=str(sent).encode(),
+                                          partition=sent % spec.partitions, on_delivery=self._on_delivery)
+                    sent += 1
+                except BufferError:  # local queue full (brokers unreachable): let it drain
+                    break
+            self.producer.poll(TICK_S)
+            if time.monotonic() - last_flush >= FLUSH_EVERY_S:
+                self._flush_history()
+                last_flush = time.monotonic()
+        remaining = self.producer.flush(30)
+        self._flush_history()
+        self.history.emit("producer_stopped", sent=sent, unacknowledged=remaining)
+        return 0
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as f:
+        producer = RecordingProducer(ProducerSpec(**json.load(f)))
+
+    def stop(_sig, _frame):
+        producer.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    return producer.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
