@@ -1,0 +1,1 @@
+"""PySpark analysis of run histories (a later issue). Reads histories only."""

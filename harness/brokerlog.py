@@ -20,7 +20,9 @@ _LINE = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4})\]
 _PATTERNS = [
     ("coordinator_preparing_rebalance", re.compile(
         r"Preparing to rebalance group (?P<group>\S+) in state \w+ with old generation (?P<old_generation>-?\d+)"
-        r".*?\(reason: (?P<reason>.*?)(?:; client reason: [^)]*)?\)")),
+        # The reason runs to the ")" that closes it, before the logger name; it may hold
+        # parentheses itself (4.x: "explicit `LeaveGroup` request for (m1, m2) members.").
+        r".*?\(reason: (?P<reason>.*?)\)\.?(?: \([\w.$]+\))?$")),
     ("coordinator_stabilized", re.compile(
         r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+) .*?with (?P<members>\d+) members")),
     ("coordinator_assignment_received", re.compile(
@@ -29,6 +31,11 @@ _PATTERNS = [
         r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? (?:in group (?P<group>\S+) )?has failed")),
     ("coordinator_member_removed", re.compile(
         r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? has left group (?P<group>\S+) through explicit")),
+    # 4.x: "[Group G] Member M has left group through explicit `LeaveGroup` request; …",
+    # also "Dynamic Member M" and "Static Member M with instance id I".
+    ("coordinator_member_removed", re.compile(
+        r"\[Group (?P<group>\S+?)\] (?:Dynamic |Static )?Member (?P<member_id>\S+)(?: with instance id \S+)? "
+        r"has left group through explicit")),
     ("coordinator_group_empty", re.compile(
         r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty")),
 ]
@@ -44,6 +51,8 @@ def parse_line(line: str) -> tuple[float, str, dict] | None:
     for name, pattern in _PATTERNS:
         if hit := pattern.search(m["msg"]):
             fields = {k: (int(v) if k in _INTS else v) for k, v in hit.groupdict().items() if v is not None}
+            if name == "coordinator_preparing_rebalance":
+                fields["reason"] = fields["reason"].split("; client reason: ")[0]
             if name == "coordinator_member_removed":
                 fields["reason"] = "left" if "through explicit" in m["msg"] else "failed"
             ts = datetime.strptime(m["ts"], "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000.0

@@ -16,7 +16,7 @@ from harness.paths import default_runs_dir, lab_home
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # error lines stay greppable
 
 CLUSTER_STATE = "cluster.json"
 CLUSTER_TIERS = [["consumer", "producer"], ["broker"], ["zookeeper", "controller"], ["toxiproxy"]]
@@ -221,3 +221,7 @@ def cleanup() -> None:
     for p in stopped:
         console.print(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}, from {p.owner})")
     console.print(f"cleanup: {len(stopped)} leftover processes stopped.")
+
+
+if __name__ == "__main__":
+    main()

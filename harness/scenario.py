@@ -75,10 +75,10 @@ class Workload(_Strict):
     def _coherent(self):
         allowed = PROTOCOL_ASSIGNORS[self.protocol]
         if self.assignor is not None and self.assignor not in allowed:
-            raise ValueError(f"assignor {self.assignor!r} does not go with protocol {self.protocol!r} "
+            raise ValueError(f"assignor: {self.assignor!r} does not go with protocol {self.protocol!r} "
                              f"(allowed: {', '.join(allowed)})")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
-            raise ValueError("heartbeat_interval_ms must be below session_timeout_ms")
+            raise ValueError("heartbeat_interval_ms: must be below session_timeout_ms")
         return self
 
     @property
@@ -158,7 +158,7 @@ class Scenario(_Strict):
                 problems.append(f"topics.{t.name}.replication_factor: {t.replication_factor} exceeds the "
                                 f"{self.cluster.brokers} brokers")
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError("\n".join(problems))  # one per line: a reason may itself contain "; "
         return self
 
     def fault_targets(self) -> list[str]:
@@ -186,25 +186,37 @@ class Scenario(_Strict):
         return {**implied, **self.cluster.broker_config}
 
 
-# Reference-problem keys pydantic reports on the model itself; ours carry their own path.
+# Model validators raise "key.path: reason" lines (one per problem); the key path is
+# relative to the model that raised, which pydantic gives as the error's location.
 _PATHED = re.compile(r"^(?P<key>[\w.\-]+): (?P<reason>.*)$")
+_FAULT_KINDS = ("pause", "crash")
+
+
+def _loc(loc: tuple) -> str:
+    parts = [str(p) for p in loc if not str(p).startswith("function-after")]
+    # A tagged union puts the tag in the location (faults.0.pause.duration_s): drop it.
+    parts = [p for i, p in enumerate(parts) if not (i == 2 and parts[0] == "faults" and p in _FAULT_KINDS)]
+    return ".".join(parts)
 
 
 def _problems(err: ValidationError) -> list[tuple[str, str]]:
     out = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-after"))
+        loc = _loc(e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "union_tag_invalid":
-            msg = f"unknown fault kind {e.get('input', {}).get('kind')!r} (known: pause, crash)"
-        if not loc:
-            for part in msg.split("; "):
+            loc, msg = f"{loc}.kind", f"unknown fault kind {e.get('input', {}).get('kind')!r} (known: {', '.join(_FAULT_KINDS)})"
+        elif e["type"] == "union_tag_not_found":
+            loc, msg = f"{loc}.kind", f"missing (known kinds: {', '.join(_FAULT_KINDS)})"
+        if e["type"] == "value_error":
+            for part in msg.split("\n"):
                 m = _PATHED.match(part)
-                out.append((m["key"], m["reason"]) if m else ("(scenario)", part))
+                key = m["key"] if m else ""
+                out.append((".".join(filter(None, (loc, key))) or "(scenario)", m["reason"] if m else part))
         else:
-            out.append((loc, msg))
+            out.append((loc or "(scenario)", msg))
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import random
 import socket
 import subprocess
 import time
@@ -52,10 +53,37 @@ class ClusterSpec:
     topics: list[TopicSpec] = field(default_factory=list)
 
 
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port on 127.0.0.1 *below* the kernel's ephemeral range.
+
+    A port taken from the ephemeral range (bind to 0) can be grabbed by any outgoing
+    connection — brokers open many — between our probe and the broker's bind.
+    """
+    lo, _ = _ephemeral_range()
+    first = 10_000 if lo > 12_000 else 1024
+    for _ in range(1000):
+        port = random.randrange(first, lo)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise ClusterError("no free port found on 127.0.0.1")
 
 
 def _four_letter_word(port: int, word: bytes, timeout: float = 1.0) -> bytes:

@@ -1,0 +1,153 @@
+"""Fixtures for tests against real ZooKeeper, Kafka brokers and Toxiproxy.
+
+These need `rebalance-lab setup` to have run (the README's test command does it).
+Missing components are an error, not a skip: a suite that silently skips its
+real-cluster tests proves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.errors import SetupError
+from harness.install import kafka_dist, toxiproxy_binary
+from harness.processes import registered
+from oracle import load_history
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def components_installed():
+    try:
+        for line in ("3.9", "4.1"):
+            kafka_dist(line)
+        toxiproxy_binary()
+    except SetupError as e:
+        pytest.fail(f"real components missing: {e}", pytrace=False)
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int
+    output: str
+    run_dir: Path | None
+
+    @property
+    def verdict(self) -> dict:
+        return json.loads((self.run_dir / "verdict.json").read_text())
+
+    @property
+    def events(self) -> list[dict]:
+        return load_history(self.run_dir / "history.jsonl")
+
+    def named(self, name: str) -> list[dict]:
+        return [e for e in self.events if e["name"] == name]
+
+
+def lab(*args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+def write_scenario(path: Path, scenario: dict) -> Path:
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    return path
+
+
+def only_run_dir(runs: Path) -> Path | None:
+    dirs = [d for d in runs.iterdir() if d.is_dir()] if runs.exists() else []
+    assert len(dirs) <= 1, dirs
+    return dirs[0] if dirs else None
+
+
+@pytest.fixture
+def run_scenario(tmp_path):
+    """Run a scenario (a dict or a path) through the CLI, as a user would."""
+
+    def run(scenario: dict | Path, timeout: float = 600) -> RunOutcome:
+        path = scenario if isinstance(scenario, Path) else write_scenario(tmp_path / "scenario.yaml", scenario)
+        runs = tmp_path / "runs"
+        proc = lab("run", str(path), "--runs-dir", str(runs), timeout=timeout)
+        return RunOutcome(proc.returncode, proc.stdout + proc.stderr, only_run_dir(runs))
+
+    return run
+
+
+def start_harness(scenario_path: Path, runs: Path) -> subprocess.Popen:
+    """The harness in its own session, so a test can signal it like a terminal would."""
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario_path), "--runs-dir", str(runs)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def wait_for_event(history: Path, predicate, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if history.exists():
+            for line in history.read_text().splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if predicate(event):
+                    return event
+        time.sleep(0.3)
+    raise AssertionError(f"no matching event in {history} within {timeout}s")
+
+
+def processes_of(run_dir: Path) -> list:
+    """Registered processes of one run that are still alive."""
+    return [p for p in registered() if p.owner == f"run:{run_dir}"]
+
+
+def alive_pids(events: list[dict]) -> list[tuple[str, int, str]]:
+    """(name, pid, /proc state) of every process a history says was started and that still exists."""
+    out = []
+    for e in events:
+        if e["name"] == "process_started":
+            try:
+                stat = Path(f"/proc/{e['pid']}/stat").read_text()
+            except OSError:
+                continue
+            state = stat.rsplit(")", 1)[1].split()[0]
+            if state != "Z":  # a zombie is dead; only its parent's wait() is missing
+                out.append((e["process"], e["pid"], state))
+    return out
+
+
+def small_scenario(name: str, **overrides) -> dict:
+    """One broker, one topic, two consumers: the quickest real group to reason about."""
+    scenario = {
+        "name": name,
+        "seed": 7,
+        "duration_s": 30,
+        "cluster": {"kafka": "3.9", "brokers": 1},
+        "topics": [{"name": "events", "partitions": 4}],
+        "workload": {"group": name, "protocol": "classic-eager", "assignor": "range", "consumers": 2,
+                     "commit": "sync", "processing_ms": 1, "session_timeout_ms": 6000,
+                     "heartbeat_interval_ms": 1000, "producer": {"rate": 100}},
+        "faults": [],
+        "recovery": {"timeout_s": 60, "stable_for_s": 2},
+    }
+    scenario.update(overrides)
+    return scenario
+
+
+def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT) -> None:
+    os.kill(proc.pid, sig)

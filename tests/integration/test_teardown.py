@@ -1,0 +1,120 @@
+"""Every process the harness starts, it stops: on a clean exit, on Ctrl-C, and —
+through `rebalance-lab cleanup` — after the harness itself was SIGKILLed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from harness.cluster import ClusterSpec, TopicSpec, local_cluster
+from harness.cluster.local import QUIET_CLIENT_LOG
+from harness.paths import lab_home
+from harness.processes import registered
+from tests.integration.conftest import (alive_pids, interrupt, lab, small_scenario, start_harness, wait_for_event,
+                                        write_scenario)
+
+
+def _pids_alive(pids):
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
+@pytest.mark.parametrize("kafka,quorum", [("3.9", "zookeeper-1"), ("4.1", "controller-1")])
+def test_cluster_up_is_ready_and_down_leaves_no_process(tmp_path, kafka, quorum):
+    spec = ClusterSpec(kafka=kafka, brokers=3, topics=[TopicSpec("events", 6)])
+    with local_cluster(spec, tmp_path / "cluster") as cluster:
+        pids = [p.pid for p in cluster.supervisor.processes.values()]
+        assert set(cluster.supervisor.processes) == {quorum, "broker-1", "broker-2", "broker-3", "toxiproxy"}
+        md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": QUIET_CLIENT_LOG}).list_topics(timeout=10)
+        assert sorted(md.brokers) == [1, 2, 3]
+        assert all(p.leader in (1, 2, 3) for p in md.topics["events"].partitions.values())
+        assert all(port and 1024 < port < 65536 for port in cluster.broker_ports.values())
+        assert len(_pids_alive(pids)) == 5
+    assert _pids_alive(pids) == []
+    assert not [p for p in registered() if p.owner == f"api:{tmp_path / 'cluster'}"]
+    # The brokers' logs carry the GroupCoordinator's INFO lines (the coordinator clock).
+    assert "GroupCoordinator" in (tmp_path / "cluster" / "logs" / "broker-1.log").read_text()
+
+
+def test_cli_cluster_up_status_down(tmp_path):
+    if (lab_home() / "cluster.json").exists():
+        pytest.fail("a standalone cluster is already up; run `rebalance-lab cluster down` first", pytrace=False)
+    up = lab("cluster", "up", "--brokers", "1", "--topic", "events:3", "--workdir", str(tmp_path / "c"))
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "bootstrap.servers=127.0.0.1:" in up.stdout
+        state = json.loads((lab_home() / "cluster.json").read_text())
+        status = lab("cluster", "status")
+        assert status.returncode == 0 and "metadata: brokers [1]" in status.stdout and "events" in status.stdout
+    finally:
+        down = lab("cluster", "down")
+    assert down.returncode == 0 and "stopped 3 processes" in down.stdout, down.stdout
+    assert _pids_alive(state["processes"].values()) == []
+
+
+def _pausing_scenario(tmp_path: Path) -> Path:
+    # consumer-1 is stopped (SIGSTOP) for most of the run: the harness dies with it stopped.
+    return write_scenario(tmp_path / "long-pause.yaml", small_scenario(
+        "long-pause", duration_s=60, faults=[{"kind": "pause", "target": "consumer-1", "at_s": 3, "duration_s": 50}]))
+
+
+def test_ctrl_c_during_run_heals_and_stops_everything(tmp_path):
+    runs = tmp_path / "runs"
+    harness = start_harness(_pausing_scenario(tmp_path), runs)
+    run_dir = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (runs.exists() and any(runs.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        run_dir = next(runs.iterdir())
+        wait_for_event(run_dir / "history.jsonl", lambda e: e["name"] == "fault_started")
+        interrupt(harness, signal.SIGINT)
+        output, _ = harness.communicate(timeout=120)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+    assert harness.returncode == 130, output[-2000:]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["state"] == "interrupted"
+    assert not (run_dir / "verdict.json").exists()  # an interrupted run never looks complete
+    events = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert alive_pids(events) == []
+    healed = [e for e in events if e["name"] == "fault_healed"]
+    assert healed and healed[0]["how"] == "end-of-run"
+    assert events[-1]["name"] == "run_finished" or any(e["name"] == "run_finished" and e["outcome"] == "interrupted"
+                                                       for e in events)
+
+
+def test_sigkill_of_harness_then_cleanup_leaves_nothing(tmp_path):
+    runs = tmp_path / "runs"
+    harness = start_harness(_pausing_scenario(tmp_path), runs)
+    try:
+        deadline = time.monotonic() + 60
+        while not (runs.exists() and any(runs.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        run_dir = next(runs.iterdir())
+        wait_for_event(run_dir / "history.jsonl", lambda e: e["name"] == "fault_started")
+    finally:
+        harness.kill()  # SIGKILL: no teardown at all
+        harness.wait()
+    events = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    left = alive_pids(events)
+    assert any(name == "consumer-1" and state == "T" for name, _, state in left), left  # really left stopped
+    assert {"broker-1", "zookeeper-1", "toxiproxy"} <= {name for name, _, _ in left}
+
+    cleanup = lab("cleanup")
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert "was paused" in cleanup.stdout
+    assert alive_pids(events) == []

@@ -1,0 +1,65 @@
+"""The CLI on bad input: exit code 2, a one-message explanation, no traceback, no run directory."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    # Relative paths from tmp_path keep messages short enough for an 80-column console.
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(REBALANCE_LAB_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_run_with_bad_scenario_exits_2_without_a_run_directory(tmp_path):
+    (tmp_path / "bad.yaml").write_text(
+        "name: bad\nduration_s: 10\ntopics: [{name: t, partitions: 0}]\nworkload: {consumerz: 3}\n")
+    result = cli(tmp_path, "run", "bad.yaml", "--runs-dir", "runs")
+    assert result.returncode == 2, result.stderr
+    assert "bad.yaml: topics.0.partitions: Input should be greater than or equal to 1" in result.stderr
+    assert "bad.yaml: workload.consumerz: unknown key" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_run_with_invalid_yaml_exits_2(tmp_path):
+    (tmp_path / "broken.yaml").write_text("name: x\ntopics: [\n")
+    result = cli(tmp_path, "run", "broken.yaml", "--runs-dir", "runs")
+    assert result.returncode == 2
+    assert "broken.yaml: line 3" in result.stderr and "not valid YAML" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_without_installed_kafka_exits_2_before_creating_a_run_directory(tmp_path):
+    # A valid scenario, but REBALANCE_LAB_HOME is empty: setup has not been run.
+    result = cli(tmp_path, "run", str(REPO / "scenarios" / "smoke.yaml"), "--runs-dir", "runs")
+    assert result.returncode == 2, result.stderr
+    assert "is not installed" in result.stderr and "rebalance-lab setup" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_check_on_a_directory_without_history_exits_2(tmp_path):
+    (tmp_path / "empty-run").mkdir()
+    result = cli(tmp_path, "check", "empty-run")
+    assert result.returncode == 2
+    assert "empty-run/history.jsonl: no history in this directory" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_error_lines_are_not_wrapped_for_long_paths(tmp_path):
+    deep = tmp_path / ("a-directory-name-long-enough-to-push-the-message-past-eighty-columns" * 2)
+    deep.mkdir()
+    (deep / "bad.yaml").write_text("name: bad\nduration_s: 10\ntopics: [{name: t, partitions: 1}]\nworkload: {x: 1}\n")
+    result = cli(tmp_path, "run", str(deep / "bad.yaml"), "--runs-dir", "runs")
+    assert result.returncode == 2
+    assert f"{deep / 'bad.yaml'}: workload.x: unknown key" in result.stderr

@@ -1,0 +1,156 @@
+"""faults/: process faults from scenario specs, and the scheduler that injects and heals them."""
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from faults.process import Crash, Pause, from_spec
+from faults.schedule import FaultScheduler
+
+
+class FakeTargets:
+    """Records (seconds since creation, action, target[, signal]) instead of touching processes."""
+
+    def __init__(self, broken: tuple[str, ...] = ()):
+        self.t0 = time.monotonic()
+        self.calls: list[tuple] = []
+        self.broken = broken
+
+    def _record(self, *call):
+        if call[1] in self.broken:
+            raise RuntimeError(f"no process named {call[1]!r}")
+        self.calls.append((time.monotonic() - self.t0, *call))
+
+    def pause(self, name): self._record("pause", name)
+    def resume(self, name): self._record("resume", name)
+    def kill(self, name, sig): self._record("kill", name, sig)
+    def restart(self, name): self._record("restart", name)
+
+    def actions(self):
+        return [c[1:] for c in self.calls]
+
+
+class Events(list):
+    def __call__(self, name, **fields):
+        self.append({"name": name, **fields})
+
+    def names(self):
+        return [(e["name"], e["fault_id"]) for e in self]
+
+
+def wait_until(predicate, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def scheduler(specs, targets):
+    events = Events()
+    s = FaultScheduler([from_spec(f"f{i}", spec) for i, spec in enumerate(specs, 1)], targets, events)
+    return s, events
+
+
+def test_from_spec_builds_pause_and_crash():
+    pause = from_spec("f1", {"kind": "pause", "target": "consumer-2", "at_s": 8, "duration_s": 12})
+    assert isinstance(pause, Pause)
+    assert (pause.fault_id, pause.target, pause.at_s, pause.params, pause.heal_after_s) == (
+        "f1", "consumer-2", 8.0, {"duration_s": 12}, 12.0)
+    crash = from_spec("f2", {"kind": "crash", "target": "broker-2", "at_s": 26, "signal": "SIGTERM", "restart_after_s": 8})
+    assert isinstance(crash, Crash) and crash.heal_after_s == 8.0
+    targets = FakeTargets()
+    pause.inject(targets), pause.heal(targets), crash.inject(targets), crash.heal(targets)
+    assert targets.actions() == [("pause", "consumer-2"), ("resume", "consumer-2"),
+                                 ("kill", "broker-2", signal.SIGTERM), ("restart", "broker-2")]
+
+
+def test_crash_without_restart_kills_with_sigkill_and_heals_as_a_no_op():
+    crash = from_spec("f1", {"kind": "crash", "target": "consumer-1", "at_s": 1})
+    assert crash.heal_after_s == 0.0
+    targets = FakeTargets()
+    crash.inject(targets)
+    crash.heal(targets)
+    assert targets.actions() == [("kill", "consumer-1", signal.SIGKILL)]
+
+
+def test_pause_is_injected_then_healed_on_time():
+    targets = FakeTargets()
+    s, events = scheduler([{"kind": "pause", "target": "consumer-2", "at_s": 0.05, "duration_s": 0.1}], targets)
+    s.start()
+    wait_until(lambda: len(targets.calls) == 2)
+    (t_pause, *pause), (t_resume, *resume) = targets.calls
+    assert (pause, resume) == (["pause", "consumer-2"], ["resume", "consumer-2"])
+    assert 0.05 <= t_pause < 1.0  # not before at_s (upper bounds are loose: CI machines are busy)
+    assert 0.15 <= t_resume < t_pause + 1.0  # heals at at_s + duration_s on the schedule's clock
+    assert events.names() == [("fault_started", "f1"), ("fault_healed", "f1")]
+    assert events[0] == {"name": "fault_started", "fault_id": "f1", "kind": "pause", "target": "consumer-2",
+                         "params": {"duration_s": 0.1}}
+    assert events[1]["how"] == "scheduled" and s.active == {}
+
+
+def test_overlapping_faults_interleave_by_time():
+    targets = FakeTargets()
+    s, events = scheduler([
+        {"kind": "pause", "target": "consumer-1", "at_s": 0.05, "duration_s": 0.2},      # 0.05 .. 0.25
+        {"kind": "crash", "target": "broker-2", "at_s": 0.1, "restart_after_s": 0.05},  # 0.10 .. 0.15
+        {"kind": "crash", "target": "consumer-3", "at_s": 0.12},                         # 0.12, no restart
+    ], targets)
+    s.start()
+    wait_until(lambda: len(events) == 6)
+    assert targets.actions() == [("pause", "consumer-1"), ("kill", "broker-2", signal.SIGKILL),
+                                 ("kill", "consumer-3", signal.SIGKILL), ("restart", "broker-2"), ("resume", "consumer-1")]
+    assert events.names() == [("fault_started", "f1"), ("fault_started", "f2"), ("fault_started", "f3"),
+                              ("fault_healed", "f3"), ("fault_healed", "f2"), ("fault_healed", "f1")]
+
+
+def test_heal_all_heals_active_faults_once_and_stops_the_schedule():
+    targets = FakeTargets()
+    s, events = scheduler([
+        {"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 30},
+        {"kind": "pause", "target": "consumer-2", "at_s": 20, "duration_s": 1},  # never reached
+    ], targets)
+    s.start()
+    wait_until(lambda: "f1" in s.active)
+    s.heal_all("end-of-run")
+    s.heal_all("end-of-run")
+    time.sleep(0.05)
+    assert targets.actions() == [("pause", "consumer-1"), ("resume", "consumer-1")]
+    assert events.names() == [("fault_started", "f1"), ("fault_healed", "f1")]
+    assert events[-1]["how"] == "end-of-run" and s.active == {}
+
+
+def test_a_failing_inject_is_recorded_and_the_schedule_goes_on():
+    targets = FakeTargets(broken=("consumer-9",))
+    reports = []
+    faults = [from_spec("f1", {"kind": "pause", "target": "consumer-9", "at_s": 0.0, "duration_s": 0.05}),
+              from_spec("f2", {"kind": "pause", "target": "consumer-1", "at_s": 0.05, "duration_s": 0.05})]
+    events = Events()
+    s = FaultScheduler(faults, targets, events, reports.append)
+    s.start()
+    wait_until(lambda: len(events) == 3)
+    assert events[0] == {"name": "fault_failed", "fault_id": "f1", "kind": "pause", "target": "consumer-9",
+                         "error": "no process named 'consumer-9'"}
+    assert events.names()[1:] == [("fault_started", "f2"), ("fault_healed", "f2")]
+    assert targets.actions() == [("pause", "consumer-1"), ("resume", "consumer-1")]  # f1 is never healed
+    assert "could not be injected" in reports[0]
+
+
+def test_a_failing_heal_is_recorded():
+    targets = FakeTargets()
+    s, events = scheduler([{"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 30}], targets)
+    s.start()
+    wait_until(lambda: "f1" in s.active)
+    targets.broken = ("consumer-1",)
+    s.heal_all("end-of-run")
+    assert events.names() == [("fault_started", "f1"), ("fault_heal_failed", "f1")]
+    assert s.active == {}
+
+
+@pytest.mark.parametrize("how", ["end-of-workload", "end-of-run"])
+def test_heal_all_before_start_does_nothing(how):
+    targets = FakeTargets()
+    s, events = scheduler([{"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 1}], targets)
+    s.heal_all(how)
+    assert targets.calls == [] and events == []

@@ -1,0 +1,87 @@
+"""harness/install.py: pins agree with pyproject.toml; Kafka POM and classpath; missing tools explained."""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from harness import install, versions
+from harness.errors import EXIT_BAD_INPUT, SetupError
+
+REPO = Path(__file__).resolve().parents[2]
+POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def test_python_pins_equal_pyproject_dependencies():
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = {}
+    for dep in deps:
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([\w.]+)", dep)
+        assert m, f"{dep!r} is not pinned with =="
+        pins[m[1]] = m[2]
+    assert install.PYTHON_PINS == pins
+
+
+def test_classpath_lists_the_jars_sorted(tmp_path):
+    for name in ("kafka_2.13-3.9.2.jar", "zookeeper-3.8.4.jar", "kafka-clients-3.9.2.jar", "NOTICE.txt"):
+        (tmp_path / name).write_text("")
+    dist = install.KafkaDist("3.9", "3.9.2", tmp_path)
+    assert dist.classpath() == ":".join(str(tmp_path / n) for n in
+                                        ("kafka-clients-3.9.2.jar", "kafka_2.13-3.9.2.jar", "zookeeper-3.8.4.jar"))
+    assert dist.zookeeper_mode and not install.KafkaDist("4.1", "4.1.1", tmp_path).zookeeper_mode
+    assert install.KafkaDist("3.9", "3.9.2", tmp_path / "missing").classpath() == ""
+
+
+@pytest.mark.parametrize("line", sorted(versions.KAFKA_RELEASES))
+def test_kafka_pom_pins_kafka_and_an_slf4j_binding(line):
+    pom = ElementTree.fromstring(install._kafka_pom(line))  # also proves it is well-formed XML
+    deps = [tuple(d.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version"))
+            for d in pom.iterfind("m:dependencies/m:dependency", POM_NS)]
+    assert ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", versions.KAFKA_RELEASES[line]) in deps
+    for binding in versions.SLF4J_BINDINGS[line]:
+        assert binding in deps
+    assert len(deps) == 1 + len(versions.SLF4J_BINDINGS[line])
+    assert pom.findtext("m:packaging", namespaces=POM_NS) == "pom"
+
+
+def test_kafka_pom_versions_are_the_pinned_ones():
+    assert "<version>3.9.2</version>" in install._kafka_pom("3.9")
+    assert "slf4j-reload4j" in install._kafka_pom("3.9")
+    assert "<version>4.1.1</version>" in install._kafka_pom("4.1")
+    assert "log4j-slf4j" in install._kafka_pom("4.1")
+
+
+@pytest.fixture
+def no_tools(monkeypatch, tmp_path):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setattr(install.shutil, "which", lambda name: None)
+
+
+@pytest.mark.parametrize("action, tool, how", [
+    (lambda: install.java_major(), "java", "openjdk-17-jdk-headless"),
+    (lambda: install.install_kafka("3.9", print), "mvn", "apt-get install maven"),
+    (lambda: install.install_toxiproxy(print), "go", "golang-1.23"),
+], ids=["java", "mvn", "go"])
+def test_missing_tool_says_which_and_how_to_get_it(no_tools, action, tool, how):
+    with pytest.raises(SetupError) as info:
+        action()
+    assert f"`{tool}` is not on PATH" in str(info.value)
+    assert how in str(info.value)
+    assert info.value.exit_code == EXIT_BAD_INPUT
+
+
+def test_kafka_dist_before_setup_says_to_run_setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    with pytest.raises(SetupError, match=r"Kafka 3\.9\.2 is not installed\. Run `rebalance-lab setup`"):
+        install.kafka_dist("3.9")
+    with pytest.raises(SetupError, match="unknown Kafka line '2.8'"):
+        install.kafka_dist("2.8")
+
+
+def test_unreachable_registry_is_named():
+    err = install._explain_failure("resolving Kafka 3.9.2", "Maven Central",
+                                   "[ERROR] Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.9.2")
+    assert str(err).startswith("resolving Kafka 3.9.2 failed: Maven Central is unreachable from this machine.")

@@ -1,0 +1,165 @@
+"""harness/processes.py with real short-lived processes (`sleep 30`) and a temporary registry."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.processes import Supervisor, _proc_start_time, _proc_state, cleanup_leftovers, registered
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path / "home"))
+    started: dict[int, int | None] = {}
+
+    def track(pid: int) -> int:
+        started[pid] = _proc_start_time(pid)
+        return pid
+
+    yield tmp_path / "home", track
+    for pid, start_time in started.items():  # what a failed test left behind: by pid, if still the same process
+        if start_time is not None and _proc_start_time(pid) == start_time and _proc_state(pid) != "Z":
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def wait_until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def gone(pid: int) -> bool:
+    return _proc_state(pid) in (None, "Z")
+
+
+def orphan(home: Path, tmp_path: Path, owner: str = "run", pause: bool = False) -> int:
+    """Start `sleep 30` from a child harness that exits without tearing down (as if it crashed)."""
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from harness.processes import Supervisor
+        sup = Supervisor(owner={owner!r})
+        p = sup.start("consumer-1", "consumer", ["sleep", "30"], Path({str(tmp_path / "orphan.log")!r}))
+        if {pause!r}:
+            sup.pause("consumer-1")
+        print(p.pid)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=30,
+                         env={**os.environ, "REBALANCE_LAB_HOME": str(home), "PYTHONPATH": str(REPO)})
+    return int(out.stdout)
+
+
+def test_start_pause_resume_kill(home, tmp_path):
+    _, track = home
+    seen = []
+    sup = Supervisor(owner="run", on_start=lambda p: seen.append(("start", p.name)),
+                     on_exit=lambda p, code: seen.append(("exit", p.name, code)))
+    proc = sup.start("consumer-1", "consumer", ["sleep", "30"], tmp_path / "logs" / "consumer-1.log", group="g")
+    track(proc.pid)
+    entry = json.loads(proc.registration.read_text())
+    assert proc.registration.name == f"{proc.pid}.json"
+    assert entry["pid"] == proc.pid and entry["name"] == "consumer-1" and entry["role"] == "consumer"
+    assert entry["start_time"] == _proc_start_time(proc.pid) and entry["owner_pid"] == os.getpid()
+    assert os.getpgid(proc.pid) == proc.pid  # own session, own group
+    assert (tmp_path / "logs" / "consumer-1.log").exists()
+
+    sup.pause("consumer-1")
+    wait_until(lambda: _proc_state(proc.pid) == "T")
+    assert proc.paused
+    sup.resume("consumer-1")
+    wait_until(lambda: _proc_state(proc.pid) == "S")
+
+    assert sup.kill("consumer-1") == -signal.SIGKILL
+    assert not proc.registration.exists() and gone(proc.pid)
+    assert seen == [("start", "consumer-1"), ("exit", "consumer-1", -signal.SIGKILL)]
+
+
+def test_kill_with_sigterm_resumes_a_paused_process_first(home, tmp_path):
+    _, track = home
+    sup = Supervisor()
+    proc = sup.start("consumer-1", "consumer", ["sleep", "30"], tmp_path / "c.log")
+    track(proc.pid)
+    sup.pause("consumer-1")
+    wait_until(lambda: _proc_state(proc.pid) == "T")
+    assert sup.kill("consumer-1", signal.SIGTERM, timeout=5) == -signal.SIGTERM
+
+
+def test_poll_exits_reports_a_process_that_ended_on_its_own_once(home, tmp_path):
+    codes = []
+    sup = Supervisor(on_exit=lambda p, code: codes.append((p.name, code)))
+    proc = sup.start("producer", "producer", ["sh", "-c", "exit 3"], tmp_path / "p.log")
+    proc.popen.wait(timeout=5)
+    assert [p.name for p in sup.poll_exits()] == ["producer"]
+    assert sup.poll_exits() == []
+    assert codes == [("producer", 3)] and not proc.registration.exists()
+
+
+def test_stop_all_terminates_everything_including_paused(home, tmp_path):
+    _, track = home
+    sup = Supervisor()
+    for name in ("broker-1", "consumer-1"):
+        track(sup.start(name, name.split("-")[0], ["sleep", "30"], tmp_path / f"{name}.log").pid)
+    sup.pause("consumer-1")
+    wait_until(lambda: _proc_state(sup.get("consumer-1").pid) == "T")
+    sup.stop_all([["consumer"], ["broker-1"]], timeout=5)
+    assert [p.popen.returncode for p in sup.processes.values()] == [-signal.SIGTERM, -signal.SIGTERM]
+    assert registered() == []
+
+
+def test_cleanup_kills_what_a_dead_harness_left_and_resumes_it_first(home, tmp_path):
+    lab_home, track = home
+    pid = orphan(lab_home, tmp_path, pause=True)
+    track(pid)
+    wait_until(lambda: _proc_state(pid) == "T")
+    mine = Supervisor().start("consumer-2", "consumer", ["sleep", "30"], tmp_path / "mine.log")
+    track(mine.pid)
+
+    victims = cleanup_leftovers()  # by default only processes whose harness is gone
+    assert [(v.pid, v.name, v.stopped) for v in victims] == [(pid, "consumer-1", True)]
+    assert gone(pid) and not (lab_home / "processes" / f"{pid}.json").exists()
+    assert mine.running() and mine.registration.exists()
+
+    victims = cleanup_leftovers(include_live_owners=True)
+    assert [v.pid for v in victims] == [mine.pid]
+    mine.popen.wait(timeout=5)
+    assert mine.popen.returncode == -signal.SIGKILL and not mine.registration.exists()
+
+
+def test_cleanup_leaves_a_detached_cluster_unless_asked(home, tmp_path):
+    lab_home, track = home
+    pid = orphan(lab_home, tmp_path, owner="cluster:/somewhere")
+    track(pid)
+    assert cleanup_leftovers(include_detached=False) == []
+    assert not gone(pid)
+    assert [v.pid for v in cleanup_leftovers(include_detached=True)] == [pid]
+    assert gone(pid)
+
+
+def test_a_recycled_pid_is_never_killed(home, tmp_path):
+    lab_home, track = home
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    track(stranger.pid)
+    registration = lab_home / "processes" / f"{stranger.pid}.json"
+    registration.parent.mkdir(parents=True)
+    registration.write_text(json.dumps({  # our old process had this pid, but started at another time
+        "pid": stranger.pid, "start_time": _proc_start_time(stranger.pid) - 1000, "name": "broker-1",
+        "role": "broker", "owner": "run", "owner_pid": -1, "owner_start_time": None}))
+    assert cleanup_leftovers(include_live_owners=True) == []
+    assert stranger.poll() is None
+    assert not registration.exists()  # forgotten: it was not ours any more
+    stranger.kill()
+    stranger.wait()

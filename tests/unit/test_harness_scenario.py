@@ -1,0 +1,150 @@
+"""harness/scenario.py: shipped scenarios load; bad ones are explained as FILE: key.path: reason."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.errors import EXIT_BAD_INPUT, ScenarioError
+from harness.scenario import load_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+MINIMAL = {
+    "name": "t",
+    "duration_s": 30,
+    "cluster": {"kafka": "3.9", "brokers": 3},
+    "topics": [{"name": "events", "partitions": 6}],
+    "workload": {"consumers": 3},
+    "faults": [{"kind": "pause", "target": "consumer-2", "at_s": 5, "duration_s": 10}],
+}
+
+
+def write(tmp_path: Path, data=None, text: str | None = None) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text if text is not None else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def problems_of(tmp_path: Path, change) -> tuple[ScenarioError, Path]:
+    data = copy.deepcopy(MINIMAL)
+    change(data)
+    path = write(tmp_path, data)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    return info.value, path
+
+
+def test_shipped_scenarios_load():
+    smoke = load_scenario(SCENARIOS / "smoke.yaml")
+    assert smoke.name == "smoke" and smoke.cluster.zookeeper_mode
+    assert [(f.kind, f.target, f.at_s) for f in smoke.faults] == [("pause", "consumer-2", 8), ("crash", "broker-2", 26)]
+    assert smoke.checks["convergence"] == {"within_s": 60}
+    faulty = load_scenario(SCENARIOS / "faulty-consumer.yaml")
+    assert faulty.workload.commit == "before-processing"
+    assert faulty.faults[0].signal == "SIGKILL" and faulty.faults[0].restart_after_s is None
+
+
+def test_minimal_scenario_loads_with_defaults(tmp_path):
+    s = load_scenario(write(tmp_path, MINIMAL))
+    assert s.workload.effective_assignor == "range"
+    assert s.fault_targets() == ["consumer-1", "consumer-2", "consumer-3", "broker-1", "broker-2", "broker-3",
+                                 "zookeeper-1", "producer"]
+
+
+BAD_VALUES = [
+    (lambda d: d["workload"].update(consumerz=3), "workload.consumerz", "unknown key"),
+    (lambda d: d["workload"].update(consumers="many"), "workload.consumers", "valid integer"),
+    (lambda d: d["topics"][0].update(partitions=0), "topics.0.partitions", "greater than or equal to 1"),
+    (lambda d: d["faults"].append({"kind": "partition", "target": "consumer-1", "at_s": 1}),
+     "faults.1.kind", "unknown fault kind 'partition'"),
+    (lambda d: d["faults"][0].pop("kind"), "faults.0.kind", "missing"),
+    (lambda d: d["faults"][0].pop("duration_s"), "faults.0.duration_s", "Field required"),
+    (lambda d: d["faults"][0].update(target="consumer-9"), "faults.0.target", "no process 'consumer-9'"),
+    (lambda d: (d["cluster"].update(kafka="4.1"), d["faults"][0].update(target="zookeeper-1")),
+     "faults.0.target", "no process 'zookeeper-1'"),
+    (lambda d: d["faults"][0].update(at_s=45), "faults.0.at_s", "not within duration_s (30.0s)"),
+    (lambda d: d.update(checks={"no-losss": {}}), "checks.no-losss", "unknown check"),
+    (lambda d: d.update(checks={"convergence": {"within": 5}}), "checks.convergence",
+     "has no option 'within'; it accepts: within_s"),
+    (lambda d: d["workload"].update(protocol="classic-eager", assignor="cooperative-sticky"), "workload.assignor",
+     "does not go with protocol 'classic-eager'"),
+    (lambda d: d["workload"].update(heartbeat_interval_ms=7000), "workload.heartbeat_interval_ms",
+     "below session_timeout_ms"),
+    (lambda d: d["cluster"].update(kafka="2.8"), "cluster.kafka", "'3.9' or '4.1'"),
+]
+
+
+@pytest.mark.parametrize("change, key, reason", BAD_VALUES, ids=[key for _, key, _ in BAD_VALUES])
+def test_bad_value_names_file_key_and_reason(tmp_path, change, key, reason):
+    err, path = problems_of(tmp_path, change)
+    assert err.exit_code == EXIT_BAD_INPUT
+    assert len(err.problems) == 1, err.problems
+    assert err.problems[0][0] == key
+    assert reason in err.problems[0][1]
+    assert str(err).startswith(f"{path}: {key}: ")
+
+
+def test_zookeeper_target_is_fine_in_zookeeper_mode_and_controller_in_kraft(tmp_path):
+    data = copy.deepcopy(MINIMAL)
+    data["faults"][0]["target"] = "zookeeper-1"
+    assert load_scenario(write(tmp_path, data)).faults[0].target == "zookeeper-1"
+    data["cluster"]["kafka"] = "4.1"
+    data["faults"][0]["target"] = "controller-1"
+    assert load_scenario(write(tmp_path, data)).faults[0].target == "controller-1"
+
+
+def test_all_problems_of_a_file_are_reported_together(tmp_path):
+    def many_field_problems(d):
+        d["workload"]["consumerz"] = 1
+        d["topics"][0]["partitions"] = 0
+        d["faults"][0]["kind"] = "partition"
+    err, path = problems_of(tmp_path, many_field_problems)
+    assert {key for key, _ in err.problems} == {"workload.consumerz", "topics.0.partitions", "faults.0.kind"}
+    assert len(str(err).splitlines()) == 3
+
+    def many_reference_problems(d):
+        d["faults"][0].update(target="consumer-9", at_s=99)
+        d["checks"] = {"nope": {}, "convergence": {"within": 1}}
+    err, path = problems_of(tmp_path, many_reference_problems)
+    assert [key for key, _ in err.problems] == ["faults.0.target", "faults.0.at_s", "checks.nope", "checks.convergence"]
+    assert all(line.startswith(f"{path}: ") for line in str(err).splitlines())
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    path = write(tmp_path, text="name: t\nduration_s: 30\ntopics: [\n  - {name: events\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    (key, reason), = info.value.problems
+    assert key.startswith("line ") and "not valid YAML" in reason
+    assert str(info.value).startswith(f"{path}: line ")
+
+
+@pytest.mark.parametrize("text", ["- name: t\n- duration_s: 3\n", "just a string\n", ""])
+def test_top_level_must_be_a_mapping(tmp_path, text):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, text=text))
+    assert info.value.problems == [("(top level)", "a scenario is a mapping of keys such as name, duration_s, topics")]
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(tmp_path / "nope.yaml")
+    assert str(info.value) == f"{tmp_path / 'nope.yaml'}: (file): No such file or directory"
+
+
+@pytest.mark.parametrize("session_ms, implied", [(3000, {"group.min.session.timeout.ms": 3000}), (6000, {}), (10000, {})])
+def test_broker_config_lowers_min_session_timeout_only_when_needed(tmp_path, session_ms, implied):
+    data = copy.deepcopy(MINIMAL)
+    data["workload"].update(session_timeout_ms=session_ms, heartbeat_interval_ms=500)
+    data["cluster"]["broker_config"] = {"num.network.threads": 2}
+    assert load_scenario(write(tmp_path, data)).broker_config() == {**implied, "num.network.threads": 2}
+
+
+def test_explicit_broker_config_wins_over_implied(tmp_path):
+    data = copy.deepcopy(MINIMAL)
+    data["workload"].update(session_timeout_ms=3000, heartbeat_interval_ms=500)
+    data["cluster"]["broker_config"] = {"group.min.session.timeout.ms": 1000}
+    assert load_scenario(write(tmp_path, data)).broker_config() == {"group.min.session.timeout.ms": 1000}
