@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.child import read_spec, stop_on_signals
 from harness.history import HistoryWriter, now
 
 REQUEST_TIMEOUT_S = 5
@@ -80,15 +80,13 @@ class GroupObserver:
 
 
 def main(argv: list[str]) -> int:
-    with open(argv[1]) as f:
-        spec = ObserverSpec(**json.load(f))
+    spec = read_spec(ObserverSpec, argv)
+    stop = stop_on_signals()
     history = HistoryWriter(spec.history, "observer")
     observer = GroupObserver(spec)
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     last_group = None
     failures = 0
-    while not stopping:
+    while not stop.is_set():
         started = time.monotonic()
         status: dict = {}
         try:
@@ -113,7 +111,7 @@ def main(argv: list[str]) -> int:
         tmp = spec.status_file + ".tmp"
         Path(tmp).write_text(json.dumps(status))
         os.replace(tmp, spec.status_file)
-        time.sleep(max(0.0, spec.interval_s - (time.monotonic() - started)))
+        stop.wait(max(0.0, spec.interval_s - (time.monotonic() - started)))
     return 0
 
 

@@ -21,6 +21,7 @@ import shutil
 import signal
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -153,6 +154,10 @@ class Run:
         except LabError as e:
             error = str(e)
             self.report(f"run failed: {e}")
+        except Exception as e:  # a bug of ours: keep the traceback with the run, not on the terminal
+            error = f"{type(e).__name__}: {e} (traceback in harness-error.txt)"
+            (self.run_dir / "harness-error.txt").write_text(traceback.format_exc())
+            self.report(f"run failed: {error}")
         finally:
             # A second Ctrl-C must not cut the teardown short and leave processes behind.
             for s in previous:

@@ -15,18 +15,18 @@ Usage: ``python -m workloads.consumer SPEC.json`` (see ``ConsumerSpec``).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
-import signal
 import sys
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from harness.child import read_spec, stop_on_signals
 from harness.history import HistoryWriter, now, offset_ranges, tp
 
 EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
@@ -130,7 +130,6 @@ class Member:
         self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation)
         self.generation: int | None = None
         self.member_id: str | None = None
-        self.stopping = False
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
         logger = logging.getLogger(f"rdkafka.{spec.member}")
         logger.setLevel(logging.DEBUG)
@@ -203,7 +202,7 @@ class Member:
 
     # --- the poll loop ------------------------------------------------------------------
 
-    def run(self) -> int:
+    def run(self, stop: threading.Event) -> int:
         s = self.spec
         self.emit("consumer_started", pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
                   group_instance_id=s.group_instance_id, commit_mode=s.commit,
@@ -211,7 +210,7 @@ class Member:
         self.consumer.subscribe(s.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
         reason = "end-of-run"
         try:
-            while not self.stopping:
+            while not stop.is_set():
                 batch = self.consumer.consume(num_messages=s.batch_size, timeout=0.2)
                 self._handle(batch)
         except KafkaException as e:
@@ -273,16 +272,7 @@ def _tps(partitions) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    with open(argv[1]) as f:
-        spec = ConsumerSpec(**json.load(f))
-    member = Member(spec)
-
-    def stop(_sig, _frame):
-        member.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    return member.run()
+    return Member(read_spec(ConsumerSpec, argv)).run(stop_on_signals())
 
 
 if __name__ == "__main__":

@@ -10,16 +10,16 @@ Usage: ``python -m workloads.producer SPEC.json``.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
+from harness.child import read_spec, stop_on_signals
 from harness.history import HistoryWriter, offset_ranges
 
 FLUSH_EVERY_S = 0.2
@@ -51,7 +51,6 @@ class RecordingProducer:
         })
         self.acked: dict[tuple[str, int], list[int]] = defaultdict(list)
         self.failed: dict[tuple[str, int, str], int] = defaultdict(int)
-        self.stopping = False
 
     def _on_delivery(self, err, msg) -> None:
         if err is None:
@@ -67,13 +66,13 @@ class RecordingProducer:
             self.history.emit("produce_failed", topic=topic, partition=partition, error=error, count=count)
         self.failed.clear()
 
-    def run(self) -> int:
+    def run(self, stop: threading.Event) -> int:
         spec = self.spec
         self.history.emit("producer_started", pid=os.getpid(), topic=spec.topic, rate=spec.rate)
         payload = b"x" * spec.value_bytes
         sent = 0
         start = last_flush = time.monotonic()
-        while not self.stopping:
+        while not stop.is_set():
             due = int((time.monotonic() - start) * spec.rate)
             while sent < due:
                 try:
@@ -93,15 +92,7 @@ class RecordingProducer:
 
 
 def main(argv: list[str]) -> int:
-    with open(argv[1]) as f:
-        producer = RecordingProducer(ProducerSpec(**json.load(f)))
-
-    def stop(_sig, _frame):
-        producer.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    return producer.run()
+    return RecordingProducer(read_spec(ProducerSpec, argv)).run(stop_on_signals())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,26 @@
+"""Plumbing shared by the processes a run starts (producer, consumers, observer).
+
+Each reads its spec from the JSON file named on its command line, and stops
+cleanly — closing its client, writing its last events — on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def read_spec(cls: type[T], argv: list[str]) -> T:
+    with open(argv[1]) as f:
+        return cls(**json.load(f))
+
+
+def stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
