@@ -3,17 +3,22 @@
 From the last `fault_healed` (or the start of the workload phase when the
 scenario has no faults), the live members' current assignments must cover
 every partition exactly once within `within_s` seconds and stay that way
-until the run is done. The last lag sample, if any, must show zero lag: a
-group that looks stable while a partition stalls has not converged.
+until the run is done. The last lag sample, if any, must show zero lag.
+
+Progress: a group that looks stable while a partition stalls has not converged
+either. Wherever no fault is active and no rebalance is in progress, a partition
+with acknowledged records nobody has processed yet must see some processed
+within `stall_s` (default: twice the longest session timeout, at least 15 s).
 """
 from __future__ import annotations
 
 from ..anomalies import Anomaly, CheckResult, duration
 from ..history import Event, History, Instant, TopicPartition, render_partitions
 from ..ownership import ownership_of
+from ..rebalances import rebalances_of
 
 NAME = "convergence"
-OPTIONS = {"within_s": 60}
+OPTIONS = {"within_s": 60, "stall_s": None}
 
 
 def check(history: History, options: dict) -> CheckResult:
@@ -52,7 +57,81 @@ def check(history: History, options: dict) -> CheckResult:
     lag = _lag(history, history.last("lag_sampled"))
     if lag:
         result.violations.append(lag)
+    stall_ms = _stall_ms(history, options["stall_s"])
+    result.detail["stall_s"] = stall_ms / 1000
+    result.violations.extend(_stalls(history, horizon, stall_ms))
     return result
+
+
+def _stall_ms(history: History, stall_s: float | None) -> float:
+    if stall_s is not None:
+        return stall_s * 1000.0
+    sessions = [e.get("session_timeout_ms") or 0 for e in history.named("consumer_started")]
+    return max(15_000.0, 2.0 * max(sessions, default=0))
+
+
+def _busy_intervals(history: History, horizon: float) -> list[tuple[float, float]]:
+    """When a stall is excusable: a fault is active, or a rebalance is in progress.
+
+    A crash without a restart stays in effect until the rebalance that follows it ends:
+    until then, the dead member's partitions are rightly idle.
+    """
+    rebalances = [r for r in rebalances_of(history) if r.start]
+    busy = []
+    for i, r in enumerate(rebalances):
+        later = [x.start.mono_ms for x in rebalances[i + 1:]]
+        busy.append((r.start.mono_ms, r.end.mono_ms if r.end else min(later, default=horizon)))
+    healed = {e.get("fault_id"): e["mono_ms"] for e in history.named("fault_healed")}
+    for f in history.named("fault_started"):
+        end = healed.get(f.get("fault_id"), horizon)
+        if f.get("kind") == "crash" and not (f.get("params") or {}).get("restart_after_s"):
+            after = [r.end.mono_ms for r in rebalances if r.end and r.start.mono_ms >= f["mono_ms"]]
+            end = min(after, default=horizon)
+        busy.append((f["mono_ms"], end))
+    return busy
+
+
+def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
+    completed = [r for r in rebalances_of(history) if r.end]
+    if not completed:
+        return []  # never settled: reported above as not-converged
+    busy = _busy_intervals(history, horizon)
+    acks: dict[TopicPartition, list[tuple[float, int]]] = {}
+    for e in history.named("records_acked"):
+        for r in e.get("ranges") or ():
+            acks.setdefault(TopicPartition.of(r), []).append((e["mono_ms"], int(r["max_offset"])))
+    ownership = ownership_of(history)
+    found = []
+    for tp in history.partitions:
+        consumed = sorted((c.at.mono_ms, c.hi) for c in history.consumptions_of(tp))
+        high, t, worst = -1, completed[0].end.mono_ms, None
+        for at, hi in [*consumed, (horizon, None)]:
+            if at > t:
+                # Backlog from the first acknowledgement beyond what was processed by t.
+                behind = [a for a, off in acks.get(tp, ()) if off > high and a < at]
+                if behind:
+                    for lo, up in _quiet(max(t, min(behind)), at, busy):
+                        if up - lo > stall_ms and (worst is None or up - lo > worst[1] - worst[0]):
+                            worst = (lo, up)
+            high = max(high, hi) if hi is not None else high
+            t = max(t, at)
+        if worst:
+            owners = ", ".join(str(s.slot) for s in ownership.owners_at(worst[0]).get(tp, ())) or "nobody"
+            found.append(Anomaly(
+                NAME, "stalled",
+                f"{tp} stalled for {duration(worst[1] - worst[0])} ({history.clock(worst[0])}..{history.clock(worst[1])}) "
+                f"with acknowledged records waiting, while no fault was active and no rebalance was in progress "
+                f"(owner: {owners}; allowed {duration(stall_ms)})",
+                partition=str(tp), times={"from": Instant(None, worst[0]), "to": Instant(None, worst[1])}))
+    return found
+
+
+def _quiet(lo: float, hi: float, busy: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """[lo, hi) minus the busy intervals."""
+    pieces = [(lo, hi)]
+    for b_lo, b_hi in busy:
+        pieces = [p for a, z in pieces for p in ((a, min(z, b_lo)), (max(a, b_hi), z)) if p[1] > p[0]]
+    return pieces
 
 
 def _problem(history: History, owners: dict) -> str | None:

@@ -64,3 +64,42 @@ def test_lag_must_drain(recovered):
 
 def test_an_interrupted_run_is_skipped(pause_story):
     assert run(pause_story).status == "skipped"
+
+
+def _steady_group(b, stall_at: int | None):
+    """One member owning events-0, records acknowledged every second for 60 s; it
+    processes them every second, except from `stall_at` on."""
+    c1 = b.consumer("consumer-1").start()
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0]}, at=100)
+    for second in range(1, 61):
+        lo = (second - 1) * 10
+        b.at(second * 1000).acked(0, lo, lo + 9)
+        if stall_at is None or second * 1000 < stall_at:
+            c1.at(second * 1000 + 50).consumed(0, lo, lo + 9)
+    c1.at(61_000).consumed(0, 0 if stall_at is None else (stall_at // 1000 - 1) * 10, 599)  # catches up at last
+    b.at(62_000).done()
+    return c1
+
+
+def test_a_partition_that_stalls_while_the_group_is_stable_is_a_violation(history_builder):
+    b = history_builder(topics={"events": 1})
+    _steady_group(b, stall_at=20_000)
+    [v] = run(b, stall_s=15).violations
+    assert v.kind == "stalled" and v.partition == "events-0"
+    assert v.message.startswith("events-0 stalled for 41.0 s (t+20.000s..t+61.000s) with acknowledged records waiting")
+    assert "owner: consumer-1" in v.message
+
+
+def test_a_stall_while_a_fault_is_active_is_excused(history_builder):
+    b = history_builder(topics={"events": 1})
+    _steady_group(b, stall_at=20_000)
+    b.at(19_500).fault("pause", "consumer-1")
+    b.at(60_900).healed("pause", "consumer-1")
+    assert [v.kind for v in run(b, stall_s=15).violations] == []
+
+
+def test_steady_progress_has_no_stall(history_builder):
+    b = history_builder(topics={"events": 1})
+    _steady_group(b, stall_at=None)
+    assert run(b, stall_s=2).violations == []
