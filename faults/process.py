@@ -20,10 +20,10 @@ class Pause(Fault):
         return float(self.params["duration_s"])
 
     def inject(self, targets: Targets) -> None:
-        targets.pause(self.target)
+        targets.pause(self.resolved)
 
     def heal(self, targets: Targets) -> None:
-        targets.resume(self.target)
+        targets.resume(self.resolved)
 
 
 @dataclass
@@ -38,18 +38,8 @@ class Crash(Fault):
         return float(self.params.get("restart_after_s") or 0.0)
 
     def inject(self, targets: Targets) -> None:
-        targets.kill(self.target, getattr(signal, self.params.get("signal", "SIGKILL")))
+        targets.kill(self.resolved, getattr(signal, self.params.get("signal", "SIGKILL")))
 
     def heal(self, targets: Targets) -> None:
         if self.params.get("restart_after_s"):
-            targets.restart(self.target)
-
-
-KINDS = {cls.kind: cls for cls in (Pause, Crash)}
-
-
-def from_spec(fault_id: str, spec: dict) -> Fault:
-    """Build a fault from a validated scenario entry (``kind``, ``target``, ``at_s``, options)."""
-    spec = dict(spec)
-    cls = KINDS[spec.pop("kind")]
-    return cls(fault_id=fault_id, target=spec.pop("target"), at_s=float(spec.pop("at_s")), params=spec)
+            targets.restart(self.resolved)

@@ -57,14 +57,20 @@ class FaultScheduler:
             if self._stop.is_set():
                 return False
             try:
-                fault.inject(self.targets)
+                fault.resolved = self.targets.resolve(fault.target) if fault.target else None
+                details = fault.inject(self.targets)
             except Exception as e:  # a fault that cannot be done is recorded, not fatal
                 self.emit("fault_failed", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e))
-                self.report(f"fault {fault.fault_id} ({fault.kind} {fault.target}) could not be injected: {e}")
+                self.report(f"fault {fault.fault_id} ({fault.kind} {fault.target or ''}) could not be injected: {e}")
                 return False
             self.active[fault.fault_id] = fault
-            self.emit("fault_started", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, params=fault.params)
-            self.report(f"fault {fault.fault_id}: {fault.kind} {fault.target} {_describe(fault.params)}")
+            where = {"target": fault.resolved}
+            if fault.resolved != fault.target:
+                where["requested_target"] = fault.target
+            self.emit("fault_started", fault_id=fault.fault_id, kind=fault.kind, **where, params=fault.params,
+                      **({"details": details} if details else {}))
+            self.report(f"fault {fault.fault_id}: {fault.kind} {fault.resolved or ''} {_describe(fault.params)}"
+                        + (f" {_describe(details)}" if details else ""))
             return True
 
     def _heal(self, fault: Fault, how: str) -> None:
@@ -73,10 +79,10 @@ class FaultScheduler:
                 return
             try:
                 fault.heal(self.targets)
-                self.emit("fault_healed", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, how=how)
+                self.emit("fault_healed", fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, how=how)
                 self.report(f"fault {fault.fault_id}: healed ({how})")
             except Exception as e:
-                self.emit("fault_heal_failed", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e))
+                self.emit("fault_heal_failed", fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, error=str(e))
                 self.report(f"fault {fault.fault_id} could not be healed: {e}")
 
     def heal_all(self, how: str) -> None:

@@ -183,6 +183,23 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
 
 
 @main.command()
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+def schedule(scenario_file: Path, seed: int | None) -> None:
+    """Print the run's fault schedule as JSON: written faults plus the seeded random ones.
+    The same scenario and seed always print the same bytes."""
+    from harness.scenario import load_scenario
+
+    try:
+        scenario = load_scenario(scenario_file)
+    except LabError as e:
+        _fail(e)
+    if seed is not None:
+        scenario = scenario.model_copy(update={"seed": seed})
+    click.echo(json.dumps(scenario.schedule(), indent=2, sort_keys=True))
+
+
+@main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--write/--no-write", default=False, help="Rewrite verdict.json and summary.md.")
 def check(run_dir: Path, write: bool) -> None:

@@ -4,8 +4,9 @@ Everything lands under ``lab_home()/components``; each component directory gets 
 ``.installed`` marker holding exactly what was installed, so a second run compares
 markers and does nothing. Kafka comes from Maven Central through ``mvn`` (a
 generated POM, ``dependency:copy-dependencies``), Toxiproxy is built from source
-with ``go install``, and the Python side is checked against the pins in
-pyproject.toml.
+with ``go install``, the Jolokia JVM agent (JMX over HTTP, for ZooKeeper's
+session MBeans) is one artifact copied by ``mvn``, and the Python side is checked
+against the pins in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -108,6 +109,24 @@ def _write_marker(directory: Path, marker: dict) -> None:
     (directory / ".installed").write_text(json.dumps(marker, indent=2, sort_keys=True))
 
 
+def _mvn(what: str, *args: str, cwd: str) -> None:
+    """Run Maven in batch mode, quietly; a failure is explained (unreachable Central or not)."""
+    mvn = _tool("mvn", "Install Apache Maven (Debian: `apt-get install maven`).")
+    _check_java()
+    proc = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _explain_failure(what, "Maven Central", proc.stdout + proc.stderr)
+
+
+def _replace_dir(target: Path, staging: Path, name: str) -> None:
+    """Move a fully populated staging directory to ``target/name``: a half-copied
+    directory must never carry a marker."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    shutil.move(str(staging), target / name)
+
+
 # --------------------------------------------------------------------------- Kafka
 
 
@@ -161,25 +180,13 @@ def install_kafka(line: str, report: Report) -> bool:
     if _read_marker(target) == _kafka_marker(line):
         report(f"Kafka {versions.KAFKA_RELEASES[line]}: already installed in {target}")
         return False
-    mvn = _tool("mvn", "Install Apache Maven (Debian: `apt-get install maven`).")
-    _check_java()
     report(f"Kafka {versions.KAFKA_RELEASES[line]}: resolving from Maven Central with mvn …")
     with tempfile.TemporaryDirectory(prefix="rl-kafka-") as tmp:
         Path(tmp, "pom.xml").write_text(_kafka_pom(line))
         staging = Path(tmp, "lib")
-        proc = subprocess.run(
-            [mvn, "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            raise _explain_failure(f"resolving Kafka {versions.KAFKA_RELEASES[line]}", "Maven Central", proc.stdout + proc.stderr)
-        # Swap in atomically-ish: a half-copied lib dir must never carry a marker.
-        if target.exists():
-            shutil.rmtree(target)
-        target.mkdir(parents=True)
-        shutil.move(str(staging), target / "lib")
+        _mvn(f"resolving Kafka {versions.KAFKA_RELEASES[line]}",
+             "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime", cwd=tmp)
+        _replace_dir(target, staging, "lib")
     _write_marker(target, _kafka_marker(line))
     jars = len(list((target / "lib").glob("*.jar")))
     report(f"Kafka {versions.KAFKA_RELEASES[line]}: installed ({jars} jars)")
@@ -193,6 +200,53 @@ def kafka_dist(line: str) -> KafkaDist:
     if _read_marker(target) != _kafka_marker(line):
         raise SetupError(f"Kafka {versions.KAFKA_RELEASES[line]} is not installed. Run `rebalance-lab setup`.")
     return KafkaDist(line, versions.KAFKA_RELEASES[line], target / "lib")
+
+
+# --------------------------------------------------------------------------- Jolokia
+
+
+def _jolokia_coordinates() -> str:
+    group, artifact, version, classifier = versions.JOLOKIA_AGENT
+    return f"{group}:{artifact}:{version}:jar:{classifier}"
+
+
+def _jolokia_dir() -> Path:
+    return components_dir() / f"jolokia-{versions.JOLOKIA_AGENT[2]}"
+
+
+def _jolokia_jar() -> Path:
+    _, artifact, version, classifier = versions.JOLOKIA_AGENT
+    return _jolokia_dir() / "lib" / f"{artifact}-{version}-{classifier}.jar"
+
+
+def _jolokia_installed() -> bool:
+    return _read_marker(_jolokia_dir()) == {"jolokia": _jolokia_coordinates()} and _jolokia_jar().exists()
+
+
+def install_jolokia(report: Report) -> bool:
+    """Copy the pinned Jolokia JVM agent jar (self-contained) from Maven Central. False if already there."""
+    version = versions.JOLOKIA_AGENT[2]
+    if _jolokia_installed():
+        report(f"Jolokia agent {version}: already installed in {_jolokia_dir()}")
+        return False
+    report(f"Jolokia agent {version}: fetching from Maven Central with mvn …")
+    with tempfile.TemporaryDirectory(prefix="rl-jolokia-") as tmp:
+        staging = Path(tmp, "lib")
+        # dependency:copy needs no POM; an empty working directory keeps any project
+        # around the caller's directory out of it.
+        _mvn(f"fetching {_jolokia_coordinates()}", "dependency:copy", f"-Dartifact={_jolokia_coordinates()}",
+             f"-DoutputDirectory={staging}", cwd=tmp)
+        _replace_dir(_jolokia_dir(), staging, "lib")
+    _write_marker(_jolokia_dir(), {"jolokia": _jolokia_coordinates()})
+    report(f"Jolokia agent {version}: installed")
+    return True
+
+
+def jolokia_agent() -> Path:
+    """The Jolokia JVM agent jar, for ``java -javaagent:<jar>=…``."""
+    if not _jolokia_installed():
+        raise SetupError(f"the Jolokia agent {versions.JOLOKIA_AGENT[2]} is not installed. Run `rebalance-lab setup`.")
+    return _jolokia_jar()
 
 
 # --------------------------------------------------------------------------- Toxiproxy
@@ -261,5 +315,6 @@ def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
     changed = install_python(report)
     for line in kafka_lines or list(versions.KAFKA_RELEASES):
         changed |= install_kafka(line, report)
+    changed |= install_jolokia(report)
     changed |= install_toxiproxy(report)
     return changed

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -33,7 +34,8 @@ class ObserverSpec:
     status_file: str
     bootstrap_servers: str
     group: str
-    partitions: list[tuple[str, int]]
+    topics: list[str]
+    topic_pattern: str | None = None  # a pattern subscription: every matching topic counts
     interval_s: float = 1.0
 
 
@@ -44,15 +46,24 @@ class GroupObserver:
         from harness.cluster.local import QUIET_CLIENT_LOG
 
         self.spec = spec
-        self.partitions = sorted((t, p) for t, p in spec.partitions)
+        self.partitions: list[tuple[str, int]] = []
         self.admin = AdminClient({"bootstrap.servers": spec.bootstrap_servers, "logger": QUIET_CLIENT_LOG,
                                   "socket.connection.setup.timeout.ms": 3000})
+
+    def refresh_partitions(self) -> None:
+        """The group's partitions as of now: partitions and topics may be added mid-run."""
+        topics = self.admin.list_topics(timeout=REQUEST_TIMEOUT_S).topics
+        pattern = re.compile(self.spec.topic_pattern) if self.spec.topic_pattern else None
+        self.partitions = sorted(
+            (name, p) for name, md in topics.items()
+            if (pattern.match(name) if pattern else name in self.spec.topics) for p in md.partitions)
 
     def lag(self) -> list[dict]:
         """Committed offset, high watermark and lag of every partition."""
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
+        self.refresh_partitions()
         tps = [TopicPartition(t, p) for t, p in self.partitions]
         fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.spec.group, tps)],
                                                      request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
@@ -70,6 +81,8 @@ class GroupObserver:
         return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
     def describe(self) -> dict:
+        if not self.partitions:
+            self.refresh_partitions()
         fut = self.admin.describe_consumer_groups([self.spec.group], request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
         d = fut.result(REQUEST_TIMEOUT_S)
         members = {m.client_id + "/" + m.member_id: sorted(
@@ -133,6 +146,11 @@ class ObserverStatus:
         status = self._fresh()
         group = (status or {}).get("group")
         return bool(group and group["state"] == "STABLE" and group["covers_all"])
+
+    def coordinator(self) -> int | None:
+        """The broker id coordinating the group, from a fresh sample."""
+        group = (self._fresh() or {}).get("group")
+        return group.get("coordinator") if group else None
 
     def drained(self) -> bool:
         status = self._fresh()

@@ -33,7 +33,8 @@ def _proc_start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
-def _proc_state(pid: int) -> str | None:
+def process_state(pid: int) -> str | None:
+    """The kernel's one-letter state of ``pid`` (R, S, T = stopped, Z = zombie), or None if gone."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
@@ -124,6 +125,8 @@ class Supervisor:
     def pause(self, name: str) -> None:
         """SIGSTOP the whole group: every thread stops, heartbeat threads included."""
         proc = self.get(name)
+        if not proc.running():
+            raise RuntimeError(f"{name} is not running")
         _signal_group(proc.pid, signal.SIGSTOP)
         proc.paused = True
 
@@ -217,7 +220,7 @@ def registered(include_live_owners: bool = True) -> list[Leftover]:
         if owner_alive and not include_live_owners:
             continue
         found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),
-                              _proc_state(entry["pid"]) == "T", path))
+                              process_state(entry["pid"]) == "T", path))
     return found
 
 
@@ -236,7 +239,7 @@ def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool =
         _signal_group(p.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     for p in victims:
-        while Path(f"/proc/{p.pid}").exists() and _proc_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
+        while Path(f"/proc/{p.pid}").exists() and process_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
             time.sleep(0.05)
         p.registration.unlink(missing_ok=True)
     return victims
@@ -254,7 +257,7 @@ def stop_owned(owner: str, role_tiers: list[list[str]], timeout: float = 20.0) -
             _signal_group(p.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for p in tier:
-            while _proc_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
+            while process_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
                 time.sleep(0.1)
             _signal_group(p.pid, signal.SIGKILL)
             p.registration.unlink(missing_ok=True)

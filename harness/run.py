@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from faults.process import from_spec
+from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
 from harness import report as reporting
 from harness.brokerlog import coordinator_events
@@ -35,8 +35,9 @@ from harness.cluster.local import ClusterSpec, LocalCluster, TopicSpec
 from harness.errors import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError
 from harness.history import HistoryWriter, now
 from harness.observe import ObserverSpec, ObserverStatus, spec_json
-from harness.processes import Supervisor, cleanup_leftovers
+from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.scenario import Scenario
+from harness.targets import RunTargets
 from harness.workload import WorkloadProcesses
 from oracle import check_history, load_history
 
@@ -61,31 +62,6 @@ class RunResult:
         if self.outcome != "completed" or self.verdict is None:
             return EXIT_RUN_ERROR
         return EXIT_OK if self.verdict["ok"] else EXIT_CHECK_FAILED
-
-
-class RunTargets:
-    """What faults act on: named processes of this run (see faults.base.Targets)."""
-
-    def __init__(self, supervisor: Supervisor, cluster: LocalCluster, workload: WorkloadProcesses):
-        self.supervisor, self.cluster, self.workload = supervisor, cluster, workload
-
-    def pause(self, name: str) -> None:
-        self.supervisor.pause(name)
-
-    def resume(self, name: str) -> None:
-        self.supervisor.resume(name)
-
-    def kill(self, name: str, sig: int) -> None:
-        self.supervisor.kill(name, sig)
-
-    def restart(self, name: str) -> None:
-        role = self.supervisor.get(name).role
-        if role == "consumer":
-            self.workload.start_consumer(name)
-        elif role == "producer":
-            self.workload.start_producer()
-        else:
-            self.cluster.restart(name)
 
 
 def new_run_dir(runs_dir: Path, scenario: Scenario) -> Path:
@@ -119,6 +95,7 @@ class Run:
         self.supervisor = Supervisor(owner=f"run:{self.run_dir}", on_start=self._on_start, on_exit=self._on_exit)
         self.cluster: LocalCluster | None = None
         self.scheduler: FaultScheduler | None = None
+        self.schedule = scenario.schedule()
 
     # --------------------------------------------------------------- events
 
@@ -142,6 +119,7 @@ class Run:
 
     def execute(self) -> RunResult:
         shutil.copyfile(self.scenario_path, self.run_dir / "scenario.yaml")
+        (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
         self._state("running", started=datetime.now(timezone.utc).isoformat())
         outcome, error = "error", None
         previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -182,21 +160,22 @@ class Run:
         members = s.workload.member_names()
         self.history.emit("run_started", run_id=self.run_dir.name, scenario=s.name, seed=s.seed,
                           topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics],
-                          group=s.workload.group, protocol=s.workload.protocol, assignor=s.workload.effective_assignor,
-                          members=members, checks=s.checks or {}, clock_offset_ms=round(wall - mono, 3))
+                          topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
+                          assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
+                          faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
         self.cluster = LocalCluster(ClusterSpec(
             kafka=s.cluster.kafka, brokers=s.cluster.brokers, zookeeper_nodes=s.cluster.zookeeper_nodes,
             broker_config=s.broker_config(),
             topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
+            lanes=len(s.member_slots()),
         ), self.run_dir / "cluster", self.supervisor, self.report)
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
-        workload = WorkloadProcesses(s, self.run_dir, self.cluster.bootstrap_servers, self.supervisor)
-        partitions = [(t.name, p) for t in s.topics if t.name in s.consumed_topics for p in range(t.partitions)]
-        observer = self._start_observer(partitions)
-        faults = [from_spec(f"f{i + 1}", f.model_dump()) for i, f in enumerate(s.faults)]
-        self.scheduler = FaultScheduler(faults, RunTargets(self.supervisor, self.cluster, workload),
+        workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor)
+        observer = self._start_observer()
+        targets = RunTargets(self.supervisor, self.cluster, workload, observer, self.history)
+        self.scheduler = FaultScheduler([from_spec(f) for f in self.schedule], targets,
                                         HistoryWriter(self.history_path, "fault").emit, self.report)
 
         workload.start_all()
@@ -212,10 +191,12 @@ class Run:
         drained = self._wait("drain", s.recovery.timeout_s, observer.drained)
         self._phase("done", **({} if drained else {"reason": f"lag not drained after {s.recovery.timeout_s:.0f}s"}))
 
-    def _start_observer(self, partitions: list[tuple[str, int]]) -> ObserverStatus:
+    def _start_observer(self) -> ObserverStatus:
+        s = self.scenario
         spec = ObserverSpec(history=str(self.history_path), status_file=str(self.run_dir / "observer.status.json"),
-                            bootstrap_servers=self.cluster.bootstrap_servers, group=self.scenario.workload.group,
-                            partitions=partitions)
+                            bootstrap_servers=self.cluster.bootstrap_servers, group=s.workload.group,
+                            topics=[] if s.workload.topic_pattern else s.consumed_topics,
+                            topic_pattern=s.workload.topic_pattern)
         spec_path = self.run_dir / "workload" / "observer.json"
         spec_path.parent.mkdir(exist_ok=True)
         spec_path.write_text(spec_json(spec))
@@ -243,10 +224,30 @@ class Run:
         if self.scheduler:
             self.scheduler.heal_all("end-of-run")
         if self.cluster:
+            self._check_healed()
+        if self.cluster:
             self.cluster.stop()
         self.supervisor.stop_all()
         if self.cluster:
             self._record_coordinator_events()
+
+    def _check_healed(self) -> None:
+        """Record that healing worked — no proxy keeps a toxic or is disabled, no process is
+        stopped — and force it where it did not."""
+        stopped = sorted(n for n, p in self.supervisor.processes.items() if p.running() and process_state(p.pid) == "T")
+        for name in stopped:
+            self.supervisor.resume(name)
+        proxies = []
+        if self.cluster.toxiproxy:
+            try:
+                proxies = self.cluster.toxiproxy.proxies()
+                if any(p.toxics or not p.enabled for p in proxies):
+                    self.cluster.toxiproxy.reset()
+            except Exception as e:  # Toxiproxy itself may be what a fault broke
+                self.report(f"could not check Toxiproxy: {e}")
+        self.history.emit("heal_checked", stopped_processes=stopped,
+                          proxies=len(proxies), proxies_with_toxics=sorted(p.name for p in proxies if p.toxics),
+                          proxies_disabled=sorted(p.name for p in proxies if not p.enabled))
 
     def _record_coordinator_events(self) -> None:
         """Append the brokers' GroupCoordinator lines as coordinator events (docs/history.md)."""

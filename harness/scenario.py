@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from harness import versions
 from harness.errors import ScenarioError
@@ -61,8 +61,9 @@ class Workload(_Strict):
     group: Annotated[str, Field(min_length=1)] = "rebalance-lab"
     protocol: Literal[tuple(PROTOCOL_ASSIGNORS)] = "classic-eager"  # type: ignore[valid-type]
     assignor: Literal["range", "roundrobin", "cooperative-sticky"] | None = None
-    consumers: Annotated[int, Field(ge=1, le=64)] = 3
+    consumers: Annotated[int, Field(ge=0, le=64)] = 3
     topics: list[str] | None = None  # default: every topic of the scenario
+    topic_pattern: str | None = None  # a regex subscription instead, e.g. "^events.*"
     commit: Literal["sync", "auto", "before-processing"] = "sync"
     auto_commit_interval_ms: Annotated[int, Field(ge=100)] = 1000
     processing_ms: Annotated[float, Field(ge=0, le=60_000, description="per record")] = 0
@@ -77,6 +78,15 @@ class Workload(_Strict):
         if self.assignor is not None and self.assignor not in allowed:
             raise ValueError(f"assignor: {self.assignor!r} does not go with protocol {self.protocol!r} "
                              f"(allowed: {', '.join(allowed)})")
+        if self.topic_pattern is not None:
+            if self.topics:
+                raise ValueError("topic_pattern: give either topics or topic_pattern, not both")
+            if not self.topic_pattern.startswith("^"):
+                raise ValueError("topic_pattern: a pattern subscription starts with '^' (librdkafka's rule)")
+            try:
+                re.compile(self.topic_pattern)
+            except re.error as e:
+                raise ValueError(f"topic_pattern: not a regular expression: {e}") from None
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms: must be below session_timeout_ms")
         return self
@@ -86,22 +96,29 @@ class Workload(_Strict):
         return self.assignor or PROTOCOL_ASSIGNORS[self.protocol][0]
 
     def member_names(self) -> list[str]:
+        """The members started with the workload."""
         return [f"consumer-{i}" for i in range(1, self.consumers + 1)]
 
 
+COORDINATOR = "coordinator"  # a fault target resolved when injected: the group's coordinator broker
+
+
 class _FaultBase(_Strict):
-    target: str
     at_s: Annotated[float, Field(ge=0)]
 
 
-class PauseFault(_FaultBase):
+class _TargetedFault(_FaultBase):
+    target: str
+
+
+class PauseFault(_TargetedFault):
     """SIGSTOP, then SIGCONT after ``duration_s``: a stop-the-world GC pause."""
 
     kind: Literal["pause"]
     duration_s: Annotated[float, Field(gt=0)]
 
 
-class CrashFault(_FaultBase):
+class CrashFault(_TargetedFault):
     """SIGKILL (no LeaveGroup, no controlled shutdown) or SIGTERM (clean close)."""
 
     kind: Literal["crash"]
@@ -109,8 +126,94 @@ class CrashFault(_FaultBase):
     restart_after_s: Annotated[float | None, Field(gt=0)] = None
 
 
-Fault = Annotated[Union[PauseFault, CrashFault], Field(discriminator="kind")]
+class NetworkFault(_TargetedFault):
+    """A link of one process degraded through Toxiproxy for ``duration_s``.
 
+    ``link`` for a consumer: ``brokers`` (all), ``coordinator`` (only its group
+    coordinator broker) or ``broker-N``; for a broker: ``zookeeper``, ``brokers``
+    (every other broker, both ways), ``broker-N`` or ``clients`` (every member).
+    """
+
+    kind: Literal["network"]
+    duration_s: Annotated[float, Field(gt=0)]
+    link: str = "brokers"
+    effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"
+    latency_ms: Annotated[int, Field(ge=0)] = 500
+    jitter_ms: Annotated[int, Field(ge=0)] = 0
+    rate_kbps: Annotated[int, Field(ge=1)] = 64
+
+
+class ZkSessionExpiryFault(_TargetedFault):
+    """A broker's ZooKeeper session expired for real: on the server (``server``), or by
+    cutting the broker's ZooKeeper link longer than its session timeout (``network``)."""
+
+    kind: Literal["zk-session-expiry"]
+    method: Literal["server", "network"] = "server"
+
+
+class PollStallFault(_TargetedFault):
+    """The member keeps heartbeating (librdkafka's thread) but does not poll: slow processing."""
+
+    kind: Literal["poll-stall"]
+    duration_s: Annotated[float, Field(gt=0)]
+
+
+class RollingRestartFault(_FaultBase):
+    """Stop and start each target in turn: a rolling bounce of brokers, or a rolling deploy of
+    consumers (with static membership when the protocol is classic-static)."""
+
+    kind: Literal["rolling-restart"]
+    targets: Union[Literal["brokers", "consumers"], list[str]]
+    signal: Literal["SIGKILL", "SIGTERM"] = "SIGTERM"
+    down_s: Annotated[float, Field(ge=0)] = 2
+    interval_s: Annotated[float, Field(ge=0)] = 10
+
+
+class JoinStormFault(_FaultBase):
+    """``consumers`` new members start at once."""
+
+    kind: Literal["join-storm"]
+    consumers: Annotated[int, Field(ge=1, le=64)]
+
+
+class ScaleFault(_FaultBase):
+    """Scale the group to ``consumers`` members: start new ones, or stop (SIGTERM) the newest."""
+
+    kind: Literal["scale"]
+    consumers: Annotated[int, Field(ge=0, le=64)]
+
+
+class AddPartitionsFault(_FaultBase):
+    kind: Literal["add-partitions"]
+    topic: str
+    partitions: Annotated[int, Field(ge=2, le=1000, description="the new total")]
+
+
+class CreateTopicFault(_FaultBase):
+    """A new topic — picked up by a pattern subscription (``workload.topic_pattern``)."""
+
+    kind: Literal["create-topic"]
+    topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")]
+    partitions: Annotated[int, Field(ge=1, le=1000)]
+
+
+FAULT_MODELS = (PauseFault, CrashFault, NetworkFault, ZkSessionExpiryFault, PollStallFault, RollingRestartFault,
+                JoinStormFault, ScaleFault, AddPartitionsFault, CreateTopicFault)
+Fault = Annotated[Union[FAULT_MODELS], Field(discriminator="kind")]  # type: ignore[valid-type]
+FAULT_KINDS = tuple(m.model_fields["kind"].annotation.__args__[0] for m in FAULT_MODELS)
+RANDOM_KINDS = ("pause", "crash", "network", "poll-stall")
+
+
+class RandomFaults(_Strict):
+    """Faults drawn from the scenario's seed: which kind, which target, when, how long.
+    The same seed always gives the same schedule (``rebalance-lab schedule`` prints it)."""
+
+    count: Annotated[int, Field(ge=1, le=1000)]
+    kinds: list[Literal[RANDOM_KINDS]] = ["pause", "crash", "network"]  # type: ignore[valid-type]
+    targets: list[str] | None = None  # default: every consumer
+    start_s: Annotated[float, Field(ge=0)] = 5
+    end_s: Annotated[float | None, Field(gt=0)] = None  # default: duration_s - 5
+    duration_s: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] = (2.0, 15.0)
 
 class Recovery(_Strict):
     timeout_s: Annotated[float, Field(gt=0)] = 120
@@ -126,6 +229,7 @@ class Scenario(_Strict):
     topics: Annotated[list[Topic], Field(min_length=1)]
     workload: Workload = Workload()
     faults: list[Fault] = []
+    random_faults: RandomFaults | None = None
     checks: dict[str, dict | None] | None = None  # None: every check with its defaults
     recovery: Recovery = Recovery()
 
@@ -138,13 +242,11 @@ class Scenario(_Strict):
                 problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")
         if self.workload.producer.topic and self.workload.producer.topic not in topic_names:
             problems.append(f"workload.producer.topic: topic {self.workload.producer.topic!r} is not declared under topics")
-        targets = self.fault_targets()
         for i, f in enumerate(self.faults):
-            if f.target not in targets:
-                problems.append(f"faults.{i}.target: no process {f.target!r} in this scenario "
-                                f"(targets: {', '.join(targets)})")
-            if f.at_s >= self.duration_s:
-                problems.append(f"faults.{i}.at_s: {f.at_s}s is not within duration_s ({self.duration_s}s)")
+            problems += [f"faults.{i}.{key}: {reason}" for key, reason in self._fault_problems(f, set(topic_names))]
+            topic_names += [f.topic] if isinstance(f, CreateTopicFault) else []
+        if self.random_faults:
+            problems += [f"random_faults.{p}" for p in self._random_problems()]
         for name, options in (self.checks or {}).items():
             if name not in CHECK_NAMES:
                 problems.append(f"checks.{name}: unknown check (known: {', '.join(CHECK_NAMES)})")
@@ -161,13 +263,94 @@ class Scenario(_Strict):
             raise ValueError("\n".join(problems))  # one per line: a reason may itself contain "; "
         return self
 
+    def member_slots(self) -> list[str]:
+        """Every member name the run may start: the workload's, plus join storms and scale-ups."""
+        most = n = self.workload.consumers
+        for f in sorted(self.faults, key=lambda f: f.at_s):
+            if isinstance(f, JoinStormFault):
+                n += f.consumers
+            elif isinstance(f, ScaleFault):
+                n = f.consumers
+            most = max(most, n)
+        return [f"consumer-{i}" for i in range(1, most + 1)]
+
     def fault_targets(self) -> list[str]:
-        targets = self.workload.member_names() + [f"broker-{i}" for i in range(1, self.cluster.brokers + 1)]
+        targets = self.member_slots() + [f"broker-{i}" for i in range(1, self.cluster.brokers + 1)]
         if self.cluster.zookeeper_mode:
             targets += [f"zookeeper-{i}" for i in range(1, self.cluster.zookeeper_nodes + 1)]
         else:
             targets.append("controller-1")
-        return targets + ["producer"]
+        return targets + ["producer", COORDINATOR]
+
+    def _fault_problems(self, f, topics: set[str]) -> list[tuple[str, str]]:
+        """(key, reason) for one fault, whatever its kind."""
+        out = []
+        target = getattr(f, "target", None)
+        brokers = [f"broker-{i}" for i in range(1, self.cluster.brokers + 1)]
+        members = self.member_slots()
+        if target is not None and target not in self.fault_targets():
+            out.append(("target", f"no process {target!r} in this scenario (targets: {', '.join(self.fault_targets())})"))
+        elif isinstance(f, NetworkFault):
+            is_member = target in members
+            links = (["brokers", COORDINATOR, *brokers] if is_member else
+                     (["zookeeper"] if self.cluster.zookeeper_mode else []) + ["brokers", "clients", *brokers]
+                     if target in brokers or target == COORDINATOR else [])
+            if not links:
+                out.append(("target", f"network faults apply to consumers and brokers, not {target!r}"))
+            elif f.link not in links or f.link == target:
+                out.append(("link", f"{f.link!r} is not a link of {target} (links: {', '.join(l for l in links if l != target)})"))
+        elif isinstance(f, ZkSessionExpiryFault):
+            if not self.cluster.zookeeper_mode:
+                out.append(("kind", f"Kafka {self.cluster.kafka} runs in KRaft mode: brokers have no ZooKeeper session"))
+            elif target not in brokers and target != COORDINATOR:
+                out.append(("target", f"ZooKeeper sessions expire for brokers here, not {target!r}"))
+        elif isinstance(f, PollStallFault) and target not in members:
+            out.append(("target", f"a poll stall needs a consumer, not {target!r}"))
+        elif isinstance(f, RollingRestartFault) and isinstance(f.targets, list):
+            unknown = [t for t in f.targets if t not in self.fault_targets() or t == COORDINATOR]
+            if unknown:
+                out.append(("targets", f"no process {', '.join(map(repr, unknown))} in this scenario"))
+        elif isinstance(f, (AddPartitionsFault, CreateTopicFault)):
+            exists = f.topic in topics
+            if isinstance(f, AddPartitionsFault) and not exists:
+                out.append(("topic", f"topic {f.topic!r} is not declared under topics"))
+            elif isinstance(f, AddPartitionsFault):
+                current = next(t.partitions for t in self.topics if t.name == f.topic)
+                if f.partitions <= current:
+                    out.append(("partitions", f"{f.partitions} is not more than the {current} partitions {f.topic} has"))
+            elif exists:
+                out.append(("topic", f"topic {f.topic!r} already exists"))
+        if f.at_s >= self.duration_s:
+            out.append(("at_s", f"{f.at_s}s is not within duration_s ({self.duration_s}s)"))
+        return out
+
+    def _random_problems(self) -> list[str]:
+        r = self.random_faults
+        end = r.end_s if r.end_s is not None else self.duration_s - 5
+        out = []
+        if not r.start_s < end <= self.duration_s:
+            out.append(f"end_s: the window {r.start_s}s..{end}s must be non-empty and within duration_s ({self.duration_s}s)")
+        if r.duration_s[0] > r.duration_s[1]:
+            out.append(f"duration_s: [{r.duration_s[0]}, {r.duration_s[1]}] is not a [min, max] range")
+        unknown = [t for t in r.targets or [] if t not in self.fault_targets() or t == COORDINATOR]
+        if unknown:
+            out.append(f"targets: no process {', '.join(map(repr, unknown))} in this scenario")
+        if "poll-stall" in r.kinds and any(t not in self.member_slots() for t in r.targets or []):
+            out.append("kinds: poll-stall needs consumer targets only")
+        return out
+
+    def schedule(self) -> list[dict]:
+        """Every fault of the run in time order, the seeded random ones expanded, with ids."""
+        from faults.random_schedule import draw
+
+        faults = [f.model_dump() for f in self.faults]
+        if self.random_faults:
+            # Through the model: drawn faults carry every field, defaults included, as written ones do.
+            drawn = draw(self.random_faults.model_dump(), seed=self.seed, duration_s=self.duration_s,
+                         consumers=self.workload.member_names())
+            faults += [TypeAdapter(Fault).validate_python(f).model_dump() for f in drawn]
+        faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order
+        return [{"fault_id": f"f{i}", **f} for i, f in enumerate(faults, 1)]
 
     @property
     def consumed_topics(self) -> list[str]:
@@ -189,13 +372,12 @@ class Scenario(_Strict):
 # Model validators raise "key.path: reason" lines (one per problem); the key path is
 # relative to the model that raised, which pydantic gives as the error's location.
 _PATHED = re.compile(r"^(?P<key>[\w.\-]+): (?P<reason>.*)$")
-_FAULT_KINDS = ("pause", "crash")
 
 
 def _loc(loc: tuple) -> str:
     parts = [str(p) for p in loc if not str(p).startswith("function-after")]
     # A tagged union puts the tag in the location (faults.0.pause.duration_s): drop it.
-    parts = [p for i, p in enumerate(parts) if not (i == 2 and parts[0] == "faults" and p in _FAULT_KINDS)]
+    parts = [p for i, p in enumerate(parts) if not (i == 2 and parts[0] == "faults" and p in FAULT_KINDS)]
     return ".".join(parts)
 
 
@@ -207,9 +389,9 @@ def _problems(err: ValidationError) -> list[tuple[str, str]]:
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "union_tag_invalid":
-            loc, msg = f"{loc}.kind", f"unknown fault kind {e.get('input', {}).get('kind')!r} (known: {', '.join(_FAULT_KINDS)})"
+            loc, msg = f"{loc}.kind", f"unknown fault kind {e.get('input', {}).get('kind')!r} (known: {', '.join(FAULT_KINDS)})"
         elif e["type"] == "union_tag_not_found":
-            loc, msg = f"{loc}.kind", f"missing (known kinds: {', '.join(_FAULT_KINDS)})"
+            loc, msg = f"{loc}.kind", f"missing (known kinds: {', '.join(FAULT_KINDS)})"
         if e["type"] == "value_error":
             for part in msg.split("\n"):
                 m = _PATHED.match(part)

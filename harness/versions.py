@@ -16,6 +16,12 @@ SLF4J_BINDINGS = {
     "4.1": [("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3")],
 }
 
+# Jolokia's JVM agent serves JMX as JSON over HTTP. It runs inside every ZooKeeper
+# server so the harness can call ZooKeeper's per-connection MBean operation
+# terminateSession(): the one way to expire a broker's session on the server
+# without knowing its session password. (groupId, artifactId, version, classifier)
+JOLOKIA_AGENT = ("org.jolokia", "jolokia-agent-jvm", "2.6.0", "javaagent")
+
 TOXIPROXY_VERSION = "v2.12.0"
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 

@@ -1,18 +1,23 @@
 """Starting the scenario's producer and consumer members as OS processes.
 
 Each member gets a spec file in the run directory (``workload/<name>-<incarnation>.json``)
-and writes to the shared history itself. A restarted member is a new incarnation
-of the same slot: same name (and, with static membership, same group.instance.id),
-new process, new member id.
+and writes to the shared history itself. Member ``consumer-k`` always uses client
+lane k: its connections pass its own proxies, so a network fault can cut exactly
+that member off. A restarted member is a new incarnation of the same slot: same
+name and lane (and, with static membership, same group.instance.id), new process,
+new member id.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from harness.cluster.local import LocalCluster
 from harness.processes import Supervisor
 from harness.scenario import Scenario
 from workloads.consumer import ConsumerSpec
@@ -20,13 +25,14 @@ from workloads.producer import ProducerSpec
 
 
 class WorkloadProcesses:
-    def __init__(self, scenario: Scenario, run_dir: Path, bootstrap_servers: str, supervisor: Supervisor):
+    def __init__(self, scenario: Scenario, run_dir: Path, cluster: LocalCluster, supervisor: Supervisor):
         self.scenario = scenario
         self.run_dir = run_dir
-        self.bootstrap_servers = bootstrap_servers
+        self.cluster = cluster
         self.supervisor = supervisor
         self.incarnations: dict[str, int] = {}
-        (run_dir / "workload").mkdir(exist_ok=True)
+        for sub in ("workload", "control"):
+            (run_dir / sub).mkdir(exist_ok=True)
 
     @property
     def history(self) -> str:
@@ -42,23 +48,55 @@ class WorkloadProcesses:
         w = self.scenario.workload
         topic = next(t for t in self.scenario.topics if t.name == self.scenario.produced_topic)
         self._launch("producer", "producer", "workloads.producer", ProducerSpec(
-            history=self.history, bootstrap_servers=self.bootstrap_servers, topic=topic.name,
+            history=self.history, bootstrap_servers=self.cluster.bootstrap_servers, topic=topic.name,
             partitions=topic.partitions, rate=w.producer.rate, value_bytes=w.producer.value_bytes))
 
     def start_consumer(self, name: str) -> None:
         w = self.scenario.workload
+        lane = int(name.rsplit("-", 1)[1])
         self.incarnations[name] = self.incarnations.get(name, 0) + 1
         self._launch(name, "consumer", "workloads.consumer", ConsumerSpec(
             member=name, incarnation=self.incarnations[name], history=self.history,
-            bootstrap_servers=self.bootstrap_servers, group=w.group, topics=self.scenario.consumed_topics,
+            bootstrap_servers=self.cluster.lane_bootstrap_servers(lane), group=w.group,
+            topics=[w.topic_pattern] if w.topic_pattern else self.scenario.consumed_topics,
             protocol=w.protocol, assignor=w.effective_assignor, commit=w.commit, processing_ms=w.processing_ms,
             session_timeout_ms=w.session_timeout_ms, heartbeat_interval_ms=w.heartbeat_interval_ms,
-            max_poll_interval_ms=w.max_poll_interval_ms, auto_commit_interval_ms=w.auto_commit_interval_ms))
+            max_poll_interval_ms=w.max_poll_interval_ms, auto_commit_interval_ms=w.auto_commit_interval_ms,
+            control_file=str(self.run_dir / "control" / f"{name}.json")))
 
     def start_all(self) -> None:
         self.start_producer()
         for name in self.scenario.workload.member_names():
             self.start_consumer(name)
 
-    def consumers(self) -> list[str]:
-        return [n for n, p in self.supervisor.processes.items() if p.role == "consumer"]
+    # --- churn -----------------------------------------------------------------------
+
+    def running_consumers(self) -> list[str]:
+        names = [n for n, p in self.supervisor.processes.items() if p.role == "consumer" and p.running()]
+        return sorted(names, key=lambda n: int(n.rsplit("-", 1)[1]))
+
+    def start_new(self, count: int) -> list[str]:
+        """``count`` new member slots, started back to back (a join storm)."""
+        used = [int(n.rsplit("-", 1)[1]) for n in self.supervisor.processes if n.startswith("consumer-")]
+        first = max(used, default=0) + 1
+        names = [f"consumer-{i}" for i in range(first, first + count)]
+        for name in names:
+            self.start_consumer(name)
+        return names
+
+    def scale_to(self, count: int) -> list[str]:
+        running = self.running_consumers()
+        if count >= len(running):
+            return self.start_new(count - len(running))
+        leaving = running[count:]
+        for name in leaving:  # the newest leave first, cleanly (LeaveGroup)
+            self.supervisor.kill(name, signal.SIGTERM)
+        return leaving
+
+    def command(self, member: str, command: dict) -> None:
+        """Tell a member what to do: the command file, then SIGUSR1 to look at it."""
+        path = self.run_dir / "control" / f"{member}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(command))
+        os.replace(tmp, path)
+        os.kill(self.supervisor.get(member).pid, signal.SIGUSR1)

@@ -15,9 +15,11 @@ Usage: ``python -m workloads.consumer SPEC.json`` (see ``ConsumerSpec``).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -39,7 +41,7 @@ class ConsumerSpec:
     history: str
     bootstrap_servers: str
     group: str
-    topics: list[str]
+    topics: list[str]  # names, or one regex starting with "^" (pattern subscription)
     protocol: str  # classic-eager | classic-cooperative | classic-static
     assignor: str
     commit: str  # sync | auto | before-processing
@@ -49,6 +51,7 @@ class ConsumerSpec:
     max_poll_interval_ms: int
     auto_commit_interval_ms: int = 1000
     batch_size: int = 500
+    control_file: str | None = None  # commands from the harness (poll stalls), announced by SIGUSR1
 
     @property
     def group_instance_id(self) -> str | None:
@@ -131,6 +134,7 @@ class Member:
         self.generation: int | None = None
         self.member_id: str | None = None
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
+        self.command_pending = threading.Event()
         logger = logging.getLogger(f"rdkafka.{spec.member}")
         logger.setLevel(logging.DEBUG)
         logger.propagate = False
@@ -211,6 +215,8 @@ class Member:
         reason = "end-of-run"
         try:
             while not stop.is_set():
+                if self.command_pending.is_set():
+                    self._obey(stop)
                 batch = self.consumer.consume(num_messages=s.batch_size, timeout=0.2)
                 self._handle(batch)
         except KafkaException as e:
@@ -221,6 +227,23 @@ class Member:
             self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
             self.emit("consumer_stopped", reason=reason)
         return 0 if reason == "end-of-run" else 1
+
+    def _obey(self, stop: threading.Event) -> None:
+        """Run the harness's command. A poll stall: the heartbeat thread goes on, poll does not."""
+        self.command_pending.clear()
+        with open(self.spec.control_file) as f:
+            command = json.load(f)
+        if command["command"] != "poll-stall":
+            return
+        self.emit("poll_stall_started", fault_id=command["fault_id"], duration_s=command["duration_s"])
+        deadline = time.monotonic() + command["duration_s"]
+        while not stop.is_set() and time.monotonic() < deadline:
+            if self.command_pending.wait(min(0.2, max(0.0, deadline - time.monotonic()))):
+                self.command_pending.clear()
+                with open(self.spec.control_file) as f:
+                    if json.load(f)["command"] == "poll-stall-end":
+                        break
+        self.emit("poll_stall_ended", fault_id=command["fault_id"])
 
     def _handle(self, batch) -> None:
         records = []
@@ -272,7 +295,9 @@ def _tps(partitions) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    return Member(read_spec(ConsumerSpec, argv)).run(stop_on_signals())
+    member = Member(read_spec(ConsumerSpec, argv))
+    signal.signal(signal.SIGUSR1, lambda *_: member.command_pending.set())
+    return member.run(stop_on_signals())
 
 
 if __name__ == "__main__":

@@ -88,12 +88,12 @@ def properties(values: dict) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
-def broker_common(id_key: str, node_id: int, port: int, log_dir: Path, brokers: int) -> dict:
+def broker_common(id_key: str, node_id: int, log_dir: Path, brokers: int, listeners: dict) -> dict:
+    """Settings every broker gets; ``listeners`` comes from the cluster's NetworkPlan."""
     rf = min(3, brokers)
     return {
         id_key: node_id,
-        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        **listeners,
         "log.dirs": log_dir,
         "num.partitions": 1,
         "default.replication.factor": rf,
@@ -113,8 +113,8 @@ def broker_common(id_key: str, node_id: int, port: int, log_dir: Path, brokers: 
     }
 
 
-def zk_broker_properties(node_id, port, log_dir, brokers, zk_connect, overrides) -> dict:
-    props = broker_common("broker.id", node_id, port, log_dir, brokers)
+def zk_broker_properties(node_id, listeners, log_dir, brokers, zk_connect, overrides) -> dict:
+    props = broker_common("broker.id", node_id, log_dir, brokers, listeners)
     props.update({
         "zookeeper.connect": zk_connect,
         "zookeeper.session.timeout.ms": BROKER_ZK_SESSION_TIMEOUT_MS,
@@ -124,14 +124,13 @@ def zk_broker_properties(node_id, port, log_dir, brokers, zk_connect, overrides)
     return props
 
 
-def kraft_broker_properties(node_id, port, log_dir, brokers, controller_voters, overrides) -> dict:
-    props = broker_common("node.id", node_id, port, log_dir, brokers)
+def kraft_broker_properties(node_id, listeners, log_dir, brokers, controller_voters, overrides) -> dict:
+    props = broker_common("node.id", node_id, log_dir, brokers, listeners)
     props.update({
         "process.roles": "broker",
         "controller.quorum.voters": controller_voters,
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": listeners["listener.security.protocol.map"] + ",CONTROLLER:PLAINTEXT",
     })
     props.update(overrides)
     return props

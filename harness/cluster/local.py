@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness.cluster import config
+from faults.toxiproxy import ToxiproxyClient, ToxiproxyError
+from harness.cluster import config, zookeeper
+from harness.cluster.network import NetworkPlan
 from harness.errors import ClusterError
-from harness.install import KafkaDist, kafka_dist, toxiproxy_binary
+from harness.install import KafkaDist, jolokia_agent, kafka_dist, toxiproxy_binary
 from harness.processes import Supervisor
 
 Report = Callable[[str], None]
@@ -51,6 +53,7 @@ class ClusterSpec:
     zookeeper_nodes: int = 1
     broker_config: dict = field(default_factory=dict)
     topics: list[TopicSpec] = field(default_factory=list)
+    lanes: int = 0  # client lanes, each routed through its own proxies (see network.py)
 
 
 _handed_out: set[int] = set()
@@ -111,9 +114,14 @@ class LocalCluster:
         self.report = report
         self.dist: KafkaDist = kafka_dist(spec.kafka)
         self.launches: dict[str, _Launch] = {}
-        self.broker_ports: dict[str, int] = {}
-        self.broker_ids: dict[str, int] = {}
+        self.broker_ids = {f"broker-{i}": i for i in range(1, spec.brokers + 1)}
+        self.broker_ports: dict[str, int] = {}  # direct (CLIENT) listener of each broker
+        self.network: NetworkPlan | None = None
+        self.toxiproxy: ToxiproxyClient | None = None
         self.zk_ports: dict[str, int] = {}
+        # Each ZooKeeper node's Jolokia agent (JMX over HTTP): how a broker's session is expired.
+        self.zk_jolokia: dict[str, str] = {}
+        self.jolokia_agent: Path | None = jolokia_agent() if self.dist.zookeeper_mode else None
         self.controller_port: int | None = None
         self.toxiproxy_port: int | None = None
 
@@ -132,7 +140,11 @@ class LocalCluster:
         return f"http://127.0.0.1:{self.toxiproxy_port}" if self.toxiproxy_port else None
 
     def broker_names(self) -> list[str]:
-        return list(self.broker_ports)
+        return list(self.broker_ids)
+
+    def lane_bootstrap_servers(self, lane: int) -> str:
+        """Bootstrap for the member on ``lane``: every connection through its own proxies."""
+        return self.network.lane_bootstrap(lane)
 
     def describe(self) -> dict:
         return {
@@ -153,13 +165,21 @@ class LocalCluster:
         for sub in ("config", "data", "logs"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
+        deadline = t0 + ready_timeout
+        # Toxiproxy first: brokers reach each other and ZooKeeper through its proxies.
+        self._start_toxiproxy(deadline)
         if self.dist.zookeeper_mode:
             self._start_zookeeper()
         else:
+            self.controller_port = free_port()
+        self.network = NetworkPlan(list(self.broker_ids.values()), self.spec.lanes, dict(self.zk_ports), free_port)
+        for route in self.network.routes.values():
+            self.toxiproxy.create(route.proxy, f"127.0.0.1:{route.listen_port}", f"127.0.0.1:{route.upstream_port}")
+        self.broker_ports = {name: self.network.direct[i] for name, i in self.broker_ids.items()}
+        self._write_broker_configs()
+        if not self.dist.zookeeper_mode:
             self._prepare_kraft()
         self._start_brokers()
-        self._start_toxiproxy()
-        deadline = t0 + ready_timeout
         if self.dist.zookeeper_mode:
             self._wait_zookeeper(deadline)
         self.wait_ready(deadline - time.monotonic())
@@ -233,7 +253,11 @@ class LocalCluster:
                 (data / "myid").write_text(f"{i}\n")
             cfg = self.workdir / "config" / f"{name}.cfg"
             cfg.write_text(config.zookeeper_cfg(data, self.zk_ports[name], peers))
-            self._launch(name, "zookeeper", self._java(name, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)))
+            argv = self._java(name, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg))
+            jolokia_port = free_port()
+            argv.insert(1, f"-javaagent:{self.jolokia_agent}=host=127.0.0.1,port={jolokia_port},discoveryEnabled=false")
+            self.zk_jolokia[name] = f"http://127.0.0.1:{jolokia_port}/jolokia/"
+            self._launch(name, "zookeeper", argv)
 
     def _wait_zookeeper(self, deadline: float) -> None:
         for name, port in self.zk_ports.items():
@@ -248,25 +272,46 @@ class LocalCluster:
                     raise ClusterError(f"{name} did not start serving on 127.0.0.1:{port}; see {self.launches[name].log}")
                 time.sleep(0.2)
 
+    def expire_zookeeper_session(self, name: str) -> dict:
+        """Expire broker ``name``'s ZooKeeper session on the server, as a real expiry
+        would: its /brokers/ids/<id> goes at once, the broker learns "session expired"
+        and registers again with a new session.
+
+        A broker's session password never leaves its JVM, so instead of the client-side
+        trick (zookeeper.expire_session_as_client) this calls terminateSession() on the
+        connection's MBean, on whichever ZooKeeper node the broker is connected to.
+        """
+        if name not in self.broker_ids or not self.zk_jolokia:
+            raise ClusterError(f"{name!r} is not a broker of a ZooKeeper-mode cluster; only those have a ZooKeeper session")
+        path = f"/brokers/ids/{self.broker_ids[name]}"
+        session_id = zookeeper.ephemeral_owner(self.zookeeper_connect, path)
+        if not session_id:
+            raise ClusterError(f"{name} is not registered in ZooKeeper (no {path}): no session to expire")
+        failures = []
+        for node, url in self.zk_jolokia.items():  # the connection can be on any node of the ensemble
+            try:
+                if zookeeper.terminate_session(url, session_id):
+                    return {"session_id": zookeeper.session_hex(session_id), "zookeeper": node}
+            except ClusterError as e:  # a paused or stopped node must not hide the one holding it
+                failures.append(f"{node}: {e}")
+        raise ClusterError(f"no ZooKeeper node has a connection of {name}'s session {zookeeper.session_hex(session_id)} "
+                           f"(owner of {path}); the broker may be reconnecting" + "".join(f"\n{f}" for f in failures))
+
     # ----------------------------------------------------------------- KRaft
 
+    @property
+    def _kraft_voters(self) -> str:
+        return f"{KRAFT_CONTROLLER_ID}@127.0.0.1:{self.controller_port}"
+
     def _prepare_kraft(self) -> None:
+        """Format every node's storage (a JVM start each, in parallel), then start the controller."""
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        self.controller_port = free_port()
-        voters = f"{KRAFT_CONTROLLER_ID}@127.0.0.1:{self.controller_port}"
-        nodes = {"controller-1": config.kraft_controller_properties(
-            KRAFT_CONTROLLER_ID, self.controller_port, self.workdir / "data" / "controller-1", voters)}
-        for i in range(1, self.spec.brokers + 1):
-            name = f"broker-{i}"
-            self.broker_ports[name] = free_port()
-            self.broker_ids[name] = i
-            nodes[name] = config.kraft_broker_properties(
-                i, self.broker_ports[name], self.workdir / "data" / name, self.spec.brokers, voters, self.spec.broker_config)
-        # Format every node's storage in parallel (a JVM start each) before any of them runs.
+        controller = self.workdir / "config" / "controller-1.properties"
+        controller.write_text(config.properties(config.kraft_controller_properties(
+            KRAFT_CONTROLLER_ID, self.controller_port, self.workdir / "data" / "controller-1", self._kraft_voters)))
         formats = []
-        for name, props in nodes.items():
+        for name in ["controller-1", *self.broker_ids]:
             path = self.workdir / "config" / f"{name}.properties"
-            path.write_text(config.properties(props))
             formats.append((name, subprocess.Popen(
                 ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", self.dist.classpath(),
                  "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(path)],
@@ -275,27 +320,40 @@ class LocalCluster:
             out, _ = proc.communicate(timeout=120)
             if proc.returncode != 0:
                 raise ClusterError(f"formatting KRaft storage of {name} failed:\n{out[-2000:]}")
-        self._launch("controller-1", "controller",
-                     self._java("controller-1", "kafka.Kafka", str(self.workdir / "config" / "controller-1.properties")))
+        self._launch("controller-1", "controller", self._java("controller-1", "kafka.Kafka", str(controller)))
 
     # ----------------------------------------------------------------- brokers
 
-    def _start_brokers(self) -> None:
-        for i in range(1, self.spec.brokers + 1):
-            name = f"broker-{i}"
-            path = self.workdir / "config" / f"{name}.properties"
+    def _write_broker_configs(self) -> None:
+        for name, i in self.broker_ids.items():
+            listeners = self.network.listener_properties(i)
+            data = self.workdir / "data" / name
             if self.dist.zookeeper_mode:
-                self.broker_ports[name] = free_port()
-                self.broker_ids[name] = i
-                path.write_text(config.properties(config.zk_broker_properties(
-                    i, self.broker_ports[name], self.workdir / "data" / name, self.spec.brokers,
-                    self.zookeeper_connect, self.spec.broker_config)))
-            self._launch(name, "broker", self._java(name, "kafka.Kafka", str(path)))
+                props = config.zk_broker_properties(i, listeners, data, self.spec.brokers,
+                                                    self.network.zookeeper_connect(i), self.spec.broker_config)
+            else:
+                props = config.kraft_broker_properties(i, listeners, data, self.spec.brokers, self._kraft_voters,
+                                                       self.spec.broker_config)
+            (self.workdir / "config" / f"{name}.properties").write_text(config.properties(props))
 
-    def _start_toxiproxy(self) -> None:
+    def _start_brokers(self) -> None:
+        for name in self.broker_ids:
+            self._launch(name, "broker", self._java(name, "kafka.Kafka", str(self.workdir / "config" / f"{name}.properties")))
+
+    def _start_toxiproxy(self, deadline: float) -> None:
         self.toxiproxy_port = free_port()
         self._launch("toxiproxy", "toxiproxy",
                      [str(toxiproxy_binary()), "-host", "127.0.0.1", "-port", str(self.toxiproxy_port)])
+        self.toxiproxy = ToxiproxyClient(self.toxiproxy_api)
+        while True:
+            self._check_alive("toxiproxy")
+            try:
+                self.toxiproxy.proxies()
+                return
+            except ToxiproxyError:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"Toxiproxy API did not answer at {self.toxiproxy_api}") from None
+                time.sleep(0.1)
 
     def _check_alive(self, name: str) -> None:
         proc = self.supervisor.get(name)
@@ -330,6 +388,17 @@ class LocalCluster:
         raise ClusterError(f"brokers not ready after {timeout:.0f}s: metadata lists {sorted(seen)} "
                            f"of {sorted(self.broker_ids.values())}; logs in {self.workdir / 'logs'}")
 
+    def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
+        """Grow a topic to ``total`` partitions and wait until every one has a leader."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewPartitions
+
+        try:
+            self.admin().create_partitions([NewPartitions(topic, total)], operation_timeout=30)[topic].result()
+        except KafkaException as e:
+            raise ClusterError(f"adding partitions to {topic} failed: {e.args[0].str()}") from None
+        self._wait_leaders([TopicSpec(topic, total)], timeout)
+
     def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
         """Create topics and wait until every partition has a leader."""
         from confluent_kafka import KafkaException
@@ -348,6 +417,10 @@ class LocalCluster:
             except KafkaException as e:
                 if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
                     raise ClusterError(f"creating topic {name} failed: {e.args[0].str()}") from None
+        self._wait_leaders(topics, timeout)
+
+    def _wait_leaders(self, topics: list[TopicSpec], timeout: float) -> None:
+        admin = self.admin()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             md = admin.list_topics(timeout=5)

@@ -6,8 +6,13 @@ import time
 
 import pytest
 
-from faults.process import Crash, Pause, from_spec
+from faults import catalogue
+from faults.process import Crash, Pause
 from faults.schedule import FaultScheduler
+
+
+def from_spec(fault_id: str, spec: dict):
+    return catalogue.from_spec({"fault_id": fault_id, **spec})
 
 
 class FakeTargets:
@@ -23,6 +28,7 @@ class FakeTargets:
             raise RuntimeError(f"no process named {call[1]!r}")
         self.calls.append((time.monotonic() - self.t0, *call))
 
+    def resolve(self, name): return name
     def pause(self, name): self._record("pause", name)
     def resume(self, name): self._record("resume", name)
     def kill(self, name, sig): self._record("kill", name, sig)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes import Supervisor, _proc_start_time, _proc_state, cleanup_leftovers, registered
+from harness.processes import Supervisor, _proc_start_time, process_state, cleanup_leftovers, registered
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -29,7 +29,7 @@ def home(tmp_path, monkeypatch):
 
     yield tmp_path / "home", track
     for pid, start_time in started.items():  # what a failed test left behind: by pid, if still the same process
-        if start_time is not None and _proc_start_time(pid) == start_time and _proc_state(pid) != "Z":
+        if start_time is not None and _proc_start_time(pid) == start_time and process_state(pid) != "Z":
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -44,7 +44,7 @@ def wait_until(predicate, timeout=5.0):
 
 
 def gone(pid: int) -> bool:
-    return _proc_state(pid) in (None, "Z")
+    return process_state(pid) in (None, "Z")
 
 
 def orphan(home: Path, tmp_path: Path, owner: str = "run", pause: bool = False) -> int:
@@ -78,10 +78,10 @@ def test_start_pause_resume_kill(home, tmp_path):
     assert (tmp_path / "logs" / "consumer-1.log").exists()
 
     sup.pause("consumer-1")
-    wait_until(lambda: _proc_state(proc.pid) == "T")
+    wait_until(lambda: process_state(proc.pid) == "T")
     assert proc.paused
     sup.resume("consumer-1")
-    wait_until(lambda: _proc_state(proc.pid) == "S")
+    wait_until(lambda: process_state(proc.pid) == "S")
 
     assert sup.kill("consumer-1") == -signal.SIGKILL
     assert not proc.registration.exists() and gone(proc.pid)
@@ -94,7 +94,7 @@ def test_kill_with_sigterm_resumes_a_paused_process_first(home, tmp_path):
     proc = sup.start("consumer-1", "consumer", ["sleep", "30"], tmp_path / "c.log")
     track(proc.pid)
     sup.pause("consumer-1")
-    wait_until(lambda: _proc_state(proc.pid) == "T")
+    wait_until(lambda: process_state(proc.pid) == "T")
     assert sup.kill("consumer-1", signal.SIGTERM, timeout=5) == -signal.SIGTERM
 
 
@@ -114,7 +114,7 @@ def test_stop_all_terminates_everything_including_paused(home, tmp_path):
     for name in ("broker-1", "consumer-1"):
         track(sup.start(name, name.split("-")[0], ["sleep", "30"], tmp_path / f"{name}.log").pid)
     sup.pause("consumer-1")
-    wait_until(lambda: _proc_state(sup.get("consumer-1").pid) == "T")
+    wait_until(lambda: process_state(sup.get("consumer-1").pid) == "T")
     sup.stop_all([["consumer"], ["broker-1"]], timeout=5)
     assert [p.popen.returncode for p in sup.processes.values()] == [-signal.SIGTERM, -signal.SIGTERM]
     assert registered() == []
@@ -124,7 +124,7 @@ def test_cleanup_kills_what_a_dead_harness_left_and_resumes_it_first(home, tmp_p
     lab_home, track = home
     pid = orphan(lab_home, tmp_path, pause=True)
     track(pid)
-    wait_until(lambda: _proc_state(pid) == "T")
+    wait_until(lambda: process_state(pid) == "T")
     mine = Supervisor().start("consumer-2", "consumer", ["sleep", "30"], tmp_path / "mine.log")
     track(mine.pid)
 

@@ -51,7 +51,7 @@ def test_minimal_scenario_loads_with_defaults(tmp_path):
     s = load_scenario(write(tmp_path, MINIMAL))
     assert s.workload.effective_assignor == "range"
     assert s.fault_targets() == ["consumer-1", "consumer-2", "consumer-3", "broker-1", "broker-2", "broker-3",
-                                 "zookeeper-1", "producer"]
+                                 "zookeeper-1", "producer", "coordinator"]
 
 
 BAD_VALUES = [

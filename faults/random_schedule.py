@@ -1,0 +1,42 @@
+"""Seeded random fault schedules: which fault, which target, when, for how long.
+
+A pure function of the scenario's ``random_faults`` block and its seed, so the
+same seed gives the same schedule byte for byte — on any machine, any Python
+(``random.Random`` with an integer seed is specified to be stable). Faults may
+overlap; the run heals whatever is still active before recovery.
+"""
+
+from __future__ import annotations
+
+import random
+
+SIGNALS = ("SIGKILL", "SIGTERM")
+NETWORK_EFFECTS = ("blackhole", "refuse", "latency")
+
+
+def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str]) -> list[dict]:
+    rng = random.Random(seed)
+    targets = spec.get("targets") or consumers
+    members = [t for t in targets if t.startswith("consumer-")]
+    start = spec["start_s"]
+    end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5
+    shortest, longest = spec["duration_s"]
+    faults = []
+    for _ in range(spec["count"]):
+        kind = rng.choice(spec["kinds"])
+        pool = members if kind == "poll-stall" else targets
+        if not pool:
+            continue
+        target = rng.choice(pool)
+        at_s = round(rng.uniform(start, end), 3)
+        length = round(rng.uniform(shortest, longest), 3)
+        fault = {"kind": kind, "target": target, "at_s": at_s}
+        if kind in ("pause", "poll-stall"):
+            fault["duration_s"] = length
+        elif kind == "crash":
+            fault.update(signal=rng.choice(SIGNALS), restart_after_s=length)
+        elif kind == "network":
+            link = "brokers" if target in members else rng.choice(("brokers", "zookeeper"))
+            fault.update(duration_s=length, link=link, effect=rng.choice(NETWORK_EFFECTS))
+        faults.append(fault)
+    return faults

@@ -1,0 +1,111 @@
+"""What faults act on in a run: its processes, its proxies, its members, its topics
+(the run's implementation of ``faults.base.Targets``)."""
+
+from __future__ import annotations
+
+import time
+
+from harness.cluster.config import BROKER_ZK_SESSION_TIMEOUT_MS
+from harness.cluster.local import LocalCluster, TopicSpec
+from harness.errors import ClusterError
+from harness.history import HistoryWriter
+from harness.observe import ObserverStatus
+from harness.processes import Supervisor
+from harness.workload import WorkloadProcesses
+
+
+def _number(name: str) -> int:
+    return int(name.rsplit("-", 1)[1])
+
+
+class RunTargets:
+    def __init__(self, supervisor: Supervisor, cluster: LocalCluster, workload: WorkloadProcesses,
+                 observer: ObserverStatus, history: HistoryWriter):
+        self.supervisor, self.cluster, self.workload = supervisor, cluster, workload
+        self.observer, self.history = observer, history
+
+    # --- names --------------------------------------------------------------------------
+
+    def resolve(self, name: str) -> str:
+        """``coordinator`` is the broker coordinating the group right now, as the observer last saw it."""
+        if name != "coordinator":
+            return name
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            coordinator = self.observer.coordinator()
+            if coordinator is not None:
+                return f"broker-{coordinator}"
+            time.sleep(0.2)
+        raise ClusterError("the group's coordinator is unknown (no fresh DescribeConsumerGroups answer)")
+
+    def group_names(self, which: str) -> list[str]:
+        return self.cluster.broker_names() if which == "brokers" else self.workload.running_consumers()
+
+    def is_running(self, name: str) -> bool:
+        return name in self.supervisor.processes and self.supervisor.get(name).running()
+
+    # --- processes ----------------------------------------------------------------------
+
+    def pause(self, name: str) -> None:
+        self.supervisor.pause(name)
+
+    def resume(self, name: str) -> None:
+        self.supervisor.resume(name)
+
+    def kill(self, name: str, sig: int) -> None:
+        self.supervisor.kill(name, sig)
+
+    def restart(self, name: str) -> None:
+        if name.startswith("consumer-"):
+            self.workload.start_consumer(name)
+        elif name == "producer":
+            self.workload.start_producer()
+        else:
+            self.cluster.restart(name)
+
+    # --- network ------------------------------------------------------------------------
+
+    def toxiproxy(self):
+        return self.cluster.toxiproxy
+
+    def proxies(self, target: str, link: str) -> list[str]:
+        net = self.cluster.network
+        link = self.resolve(link)
+        if target.startswith("consumer-"):
+            return net.lane_proxies(_number(target), None if link == "brokers" else _number(link))
+        broker = _number(target)
+        if link == "zookeeper":
+            return net.zookeeper_proxies(broker)
+        if link == "clients":
+            return net.client_proxies(broker)
+        return net.inter_broker_proxies(broker, None if link == "brokers" else _number(link))
+
+    # --- ZooKeeper ----------------------------------------------------------------------
+
+    def expire_zookeeper_session(self, name: str) -> dict:
+        return self.cluster.expire_zookeeper_session(name)
+
+    def zookeeper_session_timeout_s(self, name: str) -> float:
+        return int(self.cluster.spec.broker_config.get("zookeeper.session.timeout.ms",
+                                                       BROKER_ZK_SESSION_TIMEOUT_MS)) / 1000
+
+    # --- members ------------------------------------------------------------------------
+
+    def command(self, member: str, command: dict) -> None:
+        self.workload.command(member, command)
+
+    def start_consumers(self, count: int) -> list[str]:
+        return self.workload.start_new(count)
+
+    def scale_consumers(self, count: int) -> list[str]:
+        return self.workload.scale_to(count)
+
+    # --- topics -------------------------------------------------------------------------
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        self.cluster.add_partitions(topic, total)
+        self.history.emit("partitions_added", topic=topic, partitions=total)
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        self.cluster.create_topics([TopicSpec(topic, partitions)])
+        self.history.emit("topic_created", topic=topic, partitions=partitions)
