@@ -14,6 +14,7 @@ import time
 from typing import Callable
 
 from faults.base import Fault, Targets
+from harness.history import now
 
 Emit = Callable[..., None]
 
@@ -56,6 +57,7 @@ class FaultScheduler:
         with self._lock:
             if self._stop.is_set():
                 return False
+            wall, mono = now()  # the event carries when injection began: some take seconds
             try:
                 fault.resolved = self.targets.resolve(fault.target) if fault.target else None
                 details = fault.inject(self.targets)
@@ -67,8 +69,8 @@ class FaultScheduler:
             where = {"target": fault.resolved}
             if fault.resolved != fault.target:
                 where["requested_target"] = fault.target
-            self.emit("fault_started", fault_id=fault.fault_id, kind=fault.kind, **where, params=fault.params,
-                      **({"details": details} if details else {}))
+            self.emit("fault_started", ts=wall, mono_ms=mono, fault_id=fault.fault_id, kind=fault.kind, **where,
+                      params=fault.params, **({"details": details} if details else {}))
             self.report(f"fault {fault.fault_id}: {fault.kind} {fault.resolved or ''} {_describe(fault.params)}"
                         + (f" {_describe(details)}" if details else ""))
             return True

@@ -10,17 +10,40 @@ count. How the session is ended is the cluster's business
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from faults.base import Fault, Targets
+from faults.network import degrade, restore
+
+
+# How much longer than the session timeout the network way keeps the link cut.
+NETWORK_MARGIN_S = 3.0
 
 
 @dataclass
 class ZkSessionExpiry(Fault):
-    kind = "zk-session-expiry"
+    """``method: server`` (default): the ZooKeeper server ends the session at once.
+    ``method: network``: the broker's ZooKeeper link is blackholed for longer than its
+    session timeout, so the server expires the session the way a real partition does;
+    healing the link lets the broker in again, with a new session."""
 
-    # heal_after_s stays 0: nothing to undo, the broker re-registers on its own.
+    kind = "zk-session-expiry"
+    proxies: list[str] = field(default_factory=list)
+    cut_s: float = 0.0
+
+    @property
+    def heal_after_s(self) -> float:
+        return self.cut_s  # 0 for the server way: nothing to undo, the broker re-registers itself
 
     def inject(self, targets: Targets) -> dict:
-        """Returns which session was expired and on which ZooKeeper node, for the history."""
-        return targets.expire_zookeeper_session(self.resolved)
+        """Returns which session was expired (server) or which link was cut (network), for the history."""
+        if self.params.get("method", "server") == "server":
+            return targets.expire_zookeeper_session(self.resolved)
+        self.proxies = targets.proxies(self.resolved, "zookeeper")
+        self.cut_s = targets.zookeeper_session_timeout_s(self.resolved) + NETWORK_MARGIN_S
+        degrade(targets.toxiproxy(), self.proxies, self.fault_id, "blackhole", {})
+        return {"proxies": self.proxies, "cut_s": self.cut_s}
+
+    def heal(self, targets: Targets) -> None:
+        if self.proxies:
+            restore(targets.toxiproxy(), self.proxies, self.fault_id, "blackhole", {})

@@ -35,6 +35,7 @@ PYTHON_PINS = {
     "confluent-kafka": "2.16.1",
     "kazoo": "2.11.0",
     "toxiproxy-python": "0.1.1",
+    "requests": "2.34.2",
     "pydantic": "2.13.4",
     "PyYAML": "6.0.3",
     "click": "8.4.0",

@@ -159,7 +159,7 @@ class Run:
         wall, mono = now()
         members = s.workload.member_names()
         self.history.emit("run_started", run_id=self.run_dir.name, scenario=s.name, seed=s.seed,
-                          topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics],
+                          topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics if s.subscribes(t.name)],
                           topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
                           assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
                           faults=self.schedule, clock_offset_ms=round(wall - mono, 3))

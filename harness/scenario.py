@@ -70,6 +70,8 @@ class Workload(_Strict):
     session_timeout_ms: Annotated[int, Field(ge=1000, le=300_000)] = 6000
     heartbeat_interval_ms: Annotated[int, Field(ge=100)] = 1000
     max_poll_interval_ms: Annotated[int, Field(ge=1000)] = 300_000
+    # How soon members notice new partitions and topics (librdkafka's default is 5 minutes).
+    metadata_refresh_ms: Annotated[int, Field(ge=1000)] = 5000
     producer: Producer = Producer()
 
     @model_validator(mode="after")
@@ -351,6 +353,12 @@ class Scenario(_Strict):
             faults += [TypeAdapter(Fault).validate_python(f).model_dump() for f in drawn]
         faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order
         return [{"fault_id": f"f{i}", **f} for i, f in enumerate(faults, 1)]
+
+    def subscribes(self, topic: str) -> bool:
+        """Whether the group consumes ``topic`` (listed, or matched by the pattern)."""
+        if self.workload.topic_pattern:
+            return re.match(self.workload.topic_pattern, topic) is not None
+        return topic in self.consumed_topics
 
     @property
     def consumed_topics(self) -> list[str]:

@@ -23,6 +23,7 @@ class RunTargets:
                  observer: ObserverStatus, history: HistoryWriter):
         self.supervisor, self.cluster, self.workload = supervisor, cluster, workload
         self.observer, self.history = observer, history
+        self.subscribes = workload.scenario.subscribes
 
     # --- names --------------------------------------------------------------------------
 
@@ -104,8 +105,8 @@ class RunTargets:
 
     def add_partitions(self, topic: str, total: int) -> None:
         self.cluster.add_partitions(topic, total)
-        self.history.emit("partitions_added", topic=topic, partitions=total)
+        self.history.emit("partitions_added", topic=topic, partitions=total, subscribed=self.subscribes(topic))
 
     def create_topic(self, topic: str, partitions: int) -> None:
         self.cluster.create_topics([TopicSpec(topic, partitions)])
-        self.history.emit("topic_created", topic=topic, partitions=partitions)
+        self.history.emit("topic_created", topic=topic, partitions=partitions, subscribed=self.subscribes(topic))

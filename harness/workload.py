@@ -62,7 +62,7 @@ class WorkloadProcesses:
             protocol=w.protocol, assignor=w.effective_assignor, commit=w.commit, processing_ms=w.processing_ms,
             session_timeout_ms=w.session_timeout_ms, heartbeat_interval_ms=w.heartbeat_interval_ms,
             max_poll_interval_ms=w.max_poll_interval_ms, auto_commit_interval_ms=w.auto_commit_interval_ms,
-            control_file=str(self.run_dir / "control" / f"{name}.json")))
+            control_file=str(self.run_dir / "control" / f"{name}.json"), metadata_refresh_ms=w.metadata_refresh_ms))
 
     def start_all(self) -> None:
         self.start_producer()

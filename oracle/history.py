@@ -171,7 +171,25 @@ class History:
             ),
             key=lambda c: (c.sent_ms, c.at.mono_ms),
         )
-        self.partitions: list[TopicPartition] = self._partitions()
+        self.partitions: list[TopicPartition] = self._partitions()  # every partition of the group, by the end
+        self._added_at = self._partitions_added()
+
+    def partitions_at(self, mono_ms: float) -> list[TopicPartition]:
+        """The group's partitions at an instant. One added mid-run (more partitions, a new
+        topic matching a pattern) counts once a member was first assigned it: until the
+        group's metadata caught up, an assignment without it was not wrong."""
+        return [tp for tp in self.partitions if self._added_at.get(tp, float("-inf")) <= mono_ms]
+
+    def _partitions_added(self) -> dict[TopicPartition, float]:
+        """Partition -> when the group first assigned it, for partitions added mid-run."""
+        declared = {TopicPartition(t["topic"], p) for t in self.run.get("topics") or () for p in range(int(t["partitions"]))}
+        if not declared:
+            return {}
+        first_assigned: dict[TopicPartition, float] = {}
+        for e in self.named("partitions_assigned"):
+            for p in e.get("partitions") or ():
+                first_assigned.setdefault(TopicPartition.of(p), e["mono_ms"])
+        return {tp: first_assigned.get(tp, float("inf")) for tp in self.partitions if tp not in declared}
 
     # -- lookups -----------------------------------------------------------
 
@@ -249,7 +267,11 @@ class History:
         declared = [TopicPartition(t["topic"], p)
                     for t in self.run.get("topics") or () for p in range(int(t["partitions"]))]
         if declared:
-            return declared
+            counts = {t["topic"]: int(t["partitions"]) for t in self.run.get("topics") or ()}
+            for e in self.named("partitions_added", "topic_created"):
+                if e.get("subscribed", True):
+                    counts[e["topic"]] = max(counts.get(e["topic"], 0), int(e["partitions"]))
+            return sorted(TopicPartition(t, p) for t, n in counts.items() for p in range(n))
         # No run_started (e.g. a converted VerifiableConsumer log): the partitions anyone touched.
         seen = set(self.acked) | set(self.consumed) | {c.tp for c in self.commits}
         for e in self.named("partitions_assigned"):

@@ -196,6 +196,9 @@ class _Derivation:
             owned[tp] = session
             self.sessions.append(session)
         if generation is not None:
+            # A static member restarted into the same generation replaces its old incarnation.
+            for other in [s for s in self.assignments[generation] if s.member == slot.member and s != slot]:
+                del self.assignments[generation][other]
             self.assignments[generation][slot] = frozenset(owned)
 
     def on_partitions_revoked(self, e: Event) -> None:

@@ -82,11 +82,20 @@ def rebalances_of(history: History) -> list[Rebalance]:
 
 
 def _first_per_slot(events: list[Event]) -> dict[int, dict[MemberSlot, Event]]:
-    """generation -> member slot -> that slot's first such event for the generation."""
+    """generation -> member slot -> that slot's first such event for the generation.
+
+    A static member restarted within its session timeout rejoins the *same* generation
+    under its group.instance.id. That is not another member of the generation, nor a
+    rebalance: only a member's first incarnation in a generation counts.
+    """
     out: dict[int, dict[MemberSlot, Event]] = defaultdict(dict)
     for e in events:
-        if e.get("generation") is not None:
-            out[e["generation"]].setdefault(MemberSlot.of(e), e)
+        generation, slot = e.get("generation"), MemberSlot.of(e)
+        if generation is None:
+            continue
+        if any(s.member == slot.member for s in out[generation]) and slot not in out[generation]:
+            continue
+        out[generation].setdefault(slot, e)
     return out
 
 

@@ -52,6 +52,7 @@ class ConsumerSpec:
     auto_commit_interval_ms: int = 1000
     batch_size: int = 500
     control_file: str | None = None  # commands from the harness (poll stalls), announced by SIGUSR1
+    metadata_refresh_ms: int = 5000
 
     @property
     def group_instance_id(self) -> str | None:
@@ -75,6 +76,7 @@ class ConsumerSpec:
             # Auto-commit only what was processed: we store offsets after processing.
             "enable.auto.offset.store": False,
             "auto.commit.interval.ms": self.auto_commit_interval_ms,
+            "topic.metadata.refresh.interval.ms": self.metadata_refresh_ms,
             "debug": "cgrp",
         }
         if self.group_instance_id:

@@ -244,6 +244,8 @@ class LocalCluster:
     def _start_zookeeper(self) -> None:
         n = self.spec.zookeeper_nodes
         peers = [(i, free_port(), free_port()) for i in range(1, n + 1)]
+        jolokia_policy = self.workdir / "config" / "jolokia-access.xml"
+        jolokia_policy.write_text(zookeeper.JOLOKIA_POLICY)
         for i in range(1, n + 1):
             name = f"zookeeper-{i}"
             self.zk_ports[name] = free_port()
@@ -255,7 +257,7 @@ class LocalCluster:
             cfg.write_text(config.zookeeper_cfg(data, self.zk_ports[name], peers))
             argv = self._java(name, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg))
             jolokia_port = free_port()
-            argv.insert(1, f"-javaagent:{self.jolokia_agent}=host=127.0.0.1,port={jolokia_port},discoveryEnabled=false")
+            argv.insert(1, zookeeper.jolokia_javaagent(self.jolokia_agent, jolokia_port, jolokia_policy))
             self.zk_jolokia[name] = f"http://127.0.0.1:{jolokia_port}/jolokia/"
             self._launch(name, "zookeeper", argv)
 
@@ -393,8 +395,9 @@ class LocalCluster:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import NewPartitions
 
+        admin = self.admin()  # keep a reference: a collected client fails its futures ("handle destroyed")
         try:
-            self.admin().create_partitions([NewPartitions(topic, total)], operation_timeout=30)[topic].result()
+            admin.create_partitions([NewPartitions(topic, total)], operation_timeout=30)[topic].result()
         except KafkaException as e:
             raise ClusterError(f"adding partitions to {topic} failed: {e.args[0].str()}") from None
         self._wait_leaders([TopicSpec(topic, total)], timeout)

@@ -20,6 +20,7 @@ client that merely closes its socket and reconnects):
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import requests
 
@@ -41,6 +42,26 @@ def session_hex(session_id: int) -> str:
 
 
 # --------------------------------------------------------------------------- Jolokia
+
+# Jolokia runs inside the ZooKeeper JVM, where any JMX operation could be called
+# (heap dumps, diagnostic commands, …). Allow exactly what the harness needs: find
+# the connection MBeans and terminate a session, from 127.0.0.1 only.
+JOLOKIA_POLICY = f"""<?xml version="1.0" encoding="UTF-8"?>
+<restrict>
+  <remote><host>127.0.0.1</host></remote>
+  <commands><command>search</command></commands>
+  <allow>
+    <mbean><name>{ZOOKEEPER_DOMAIN}:*</name><operation>terminateSession</operation></mbean>
+  </allow>
+</restrict>
+"""
+
+
+def jolokia_javaagent(jar: Path, port: int, policy: Path) -> str:
+    """The JVM option that starts Jolokia's HTTP agent on 127.0.0.1:``port``, restricted
+    by the policy file (``JOLOKIA_POLICY``) at ``policy``. No multicast discovery."""
+    return (f"-javaagent:{jar}=host=127.0.0.1,port={port},discoveryEnabled=false,"
+            f"policyLocation={policy.resolve().as_uri()}")
 
 
 class JolokiaError(ClusterError):

@@ -47,7 +47,8 @@ def check(history: History, options: dict) -> CheckResult:
         if generation in ownership.incremental_revokes:
             partial.append(generation)
             continue
-        missing = [tp for tp in history.partitions if tp not in owners]
+        at = rebalance.end.mono_ms if rebalance.end else history.end.mono_ms
+        missing = [tp for tp in history.partitions_at(at) if tp not in owners]
         if missing:
             result.violations.append(Anomaly(
                 NAME, "unassigned-partition",
@@ -85,7 +86,7 @@ def _member_order(history: History, generation: int, slots: list[MemberSlot]) ->
 def _layout(history: History, generation: int, assignor: str,
             assignment: dict[MemberSlot, frozenset[TopicPartition]], at: Instant | None) -> list[Anomaly]:
     ordered, basis = _member_order(history, generation, list(assignment))
-    expected = LAYOUTS[assignor](history.partitions, ordered)
+    expected = LAYOUTS[assignor](history.partitions_at(at.mono_ms if at else history.end.mono_ms), ordered)
     return [
         Anomaly(
             NAME, "layout-mismatch",

@@ -36,8 +36,11 @@ def check(history: History, options: dict) -> CheckResult:
     ownership = ownership_of(history)
     changes = sorted({t for s in ownership.sessions for t in (s.start_ms, s.end_ms) if since < t < horizon})
     converged_at: float | None = None
-    for t in [since, *changes]:
-        problem = _problem(history, ownership.owners_at(t))
+    checkpoints = [since, *changes]
+    for t in checkpoints:
+        # The last state must cover every partition, including any the group never noticed.
+        partitions = history.partitions if t == checkpoints[-1] else history.partitions_at(t)
+        problem = _problem(partitions, ownership.owners_at(t))
         converged_at = None if problem else (t if converged_at is None else converged_at)
     result = CheckResult(detail={"since": since_what, "within_s": options["within_s"]})
     times = {"since": Instant.of(anchor), "horizon": Instant(None, horizon)}
@@ -134,11 +137,11 @@ def _quiet(lo: float, hi: float, busy: list[tuple[float, float]]) -> list[tuple[
     return pieces
 
 
-def _problem(history: History, owners: dict) -> str | None:
+def _problem(partitions: list[TopicPartition], owners: dict) -> str | None:
     """What keeps the current assignment from covering every partition exactly once."""
-    unowned = [tp for tp in history.partitions if not owners.get(tp)]
+    unowned = [tp for tp in partitions if not owners.get(tp)]
     shared = [f"{tp} owned by {' and '.join(str(s.slot) for s in owners[tp])}"
-              for tp in history.partitions if len(owners.get(tp, ())) > 1]
+              for tp in partitions if len(owners.get(tp, ())) > 1]
     parts = ([f"{render_partitions(unowned)} unowned"] if unowned else []) + shared
     return "; ".join(parts) or None
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from harness.errors import SetupError
-from harness.install import kafka_dist, toxiproxy_binary
+from harness.install import jolokia_agent, kafka_dist, toxiproxy_binary
 from harness.processes import registered
 from oracle import load_history
 
@@ -39,6 +39,7 @@ def components_installed():
         for line in ("3.9", "4.1"):
             kafka_dist(line)
         toxiproxy_binary()
+        jolokia_agent()
     except SetupError as e:
         pytest.fail(f"real components missing: {e}", pytrace=False)
 
@@ -151,3 +152,29 @@ def small_scenario(name: str, **overrides) -> dict:
 
 def interrupt(proc: subprocess.Popen, sig: int = signal.SIGINT) -> None:
     os.kill(proc.pid, sig)
+
+
+def assert_healed(run: RunOutcome) -> None:
+    """After any run: no proxy kept a toxic or stayed disabled, no process stayed stopped,
+    and nothing the run started is still alive."""
+    [check] = run.named("heal_checked")
+    assert check["stopped_processes"] == [], check
+    assert check["proxies"] > 0 and check["proxies_with_toxics"] == [] and check["proxies_disabled"] == [], check
+    assert alive_pids(run.events) == []
+
+
+@pytest.fixture(scope="module")
+def module_run(tmp_path_factory):
+    """Run a scenario once for a whole test module (several assertions on one real run)."""
+    cache: dict[str, RunOutcome] = {}
+
+    def run(name: str, scenario: dict) -> RunOutcome:
+        if name not in cache:
+            tmp = tmp_path_factory.mktemp(name)
+            proc = lab("run", str(write_scenario(tmp / f"{name}.yaml", scenario)), "--runs-dir", str(tmp / "runs"))
+            outcome = RunOutcome(proc.returncode, proc.stdout + proc.stderr, only_run_dir(tmp / "runs"))
+            assert outcome.run_dir and (outcome.run_dir / "verdict.json").exists(), outcome.output[-3000:]
+            cache[name] = outcome
+        return cache[name]
+
+    return run

@@ -16,7 +16,7 @@ import pytest
 from kazoo.client import KazooClient, KazooState
 
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
-from harness.cluster.zookeeper import expire_session_as_client, session_hex
+from harness.cluster.zookeeper import JolokiaError, expire_session_as_client, jolokia, session_hex
 from harness.errors import ClusterError
 
 BROKER, BROKER_ID = "broker-2", 2
@@ -72,20 +72,25 @@ def test_broker_session_expired_on_the_server_and_broker_registers_again(cluster
     new = wait_for("broker-2 registered with a new session", lambda: owner(zk, REGISTRATION), timeout=15)
     assert new != old
 
-    # The broker's own account, in order: told the session expired, new session, registered again.
-    expected = [
-        f"WARN Unable to reconnect to ZooKeeper service, session {session_hex(old)} has expired",
+    # The broker's own account. Its ZooKeeper client's I/O thread reports the expired session,
+    # Kafka's watcher reacts on another thread (so those two lines come in either order), then
+    # one chain: new session, znode created (logged while the session is still being set up),
+    # broker registered once the session is established.
+    expired = f"WARN Unable to reconnect to ZooKeeper service, session {session_hex(old)} has expired"
+    established = f"session id = {session_hex(new)}"
+    chain = [
         "INFO [ZooKeeperClient Kafka server] Session expired. (kafka.zookeeper.ZooKeeperClient)",
         "INFO [ZooKeeperClient Kafka server] Initializing a new session to",
-        f"session id = {session_hex(new)}",
         f"INFO Creating {REGISTRATION} (is it secure? false) (kafka.zk.KafkaZkClient)",
         f"INFO Registered broker {BROKER_ID} at path {REGISTRATION} with addresses:",
     ]
     log = wait_for("broker-2's log to show its re-registration", lambda: (
-        text if expected[-1] in (text := broker_log.read_text(errors="replace")[seen_before:]) else None), timeout=10)
-    positions = [log.find(line) for line in expected]
-    assert all(p >= 0 for p in positions), [line for line, p in zip(expected, positions) if p < 0]
-    assert positions == sorted(positions), list(zip(expected, positions))
+        text if chain[-1] in (text := broker_log.read_text(errors="replace")[seen_before:]) else None), timeout=10)
+    positions = [log.find(line) for line in chain]
+    missing = [line for line in [expired, established, *chain] if line not in log]
+    assert not missing, missing
+    assert positions == sorted(positions), list(zip(chain, positions))
+    assert log.find(established) < log.find(chain[-1])
 
     brokers = wait_for("metadata lists every broker", lambda: (
         b if (b := set(cluster.admin().list_topics(timeout=5).brokers)) == {1, 2, 3} else None), timeout=30)
@@ -95,6 +100,18 @@ def test_broker_session_expired_on_the_server_and_broker_registers_again(cluster
 def test_only_registered_brokers_have_a_session_to_expire(cluster):
     with pytest.raises(ClusterError, match="not a broker of a ZooKeeper-mode cluster"):
         cluster.expire_zookeeper_session("zookeeper-1")
+
+
+def test_jolokia_in_zookeeper_does_nothing_else(cluster):
+    """The agent's policy: searching ZooKeeper's MBeans and terminateSession, nothing more."""
+    for url in cluster.zk_jolokia.values():
+        assert jolokia(url, {"type": "search", "mbean": "org.apache.ZooKeeperService:*"})
+        for request in ({"type": "read", "mbean": "java.lang:type=Runtime", "attribute": "Name"},
+                        {"type": "exec", "mbean": "com.sun.management:type=DiagnosticCommand",
+                         "operation": "vmVersion", "arguments": []}):
+            with pytest.raises(JolokiaError) as info:
+                jolokia(url, request)
+            assert info.value.status == 403
 
 
 def test_own_client_session_expired_by_a_second_session_with_its_password(cluster, zk):

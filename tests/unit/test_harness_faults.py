@@ -91,8 +91,11 @@ def test_pause_is_injected_then_healed_on_time():
     assert 0.05 <= t_pause < 1.0  # not before at_s (upper bounds are loose: CI machines are busy)
     assert 0.15 <= t_resume < t_pause + 1.0  # heals at at_s + duration_s on the schedule's clock
     assert events.names() == [("fault_started", "f1"), ("fault_healed", "f1")]
-    assert events[0] == {"name": "fault_started", "fault_id": "f1", "kind": "pause", "target": "consumer-2",
-                         "params": {"duration_s": 0.1}}
+    started = dict(events[0])
+    # stamped with when injection began (the writer would stamp it later otherwise)
+    assert started.pop("mono_ms") <= started.pop("ts")
+    assert started == {"name": "fault_started", "fault_id": "f1", "kind": "pause", "target": "consumer-2",
+                       "params": {"duration_s": 0.1}}
     assert events[1]["how"] == "scheduled" and s.active == {}
 
 

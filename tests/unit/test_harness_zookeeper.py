@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from xml.etree import ElementTree
 
 import pytest
 
@@ -166,6 +167,26 @@ def test_every_http_call_has_a_timeout(jolokia, monkeypatch):
 def test_nothing_listening_is_reported_with_the_url():
     with pytest.raises(ClusterError, match=r"Jolokia at http://127\.0\.0\.1:1/jolokia/ did not answer"):
         terminate_session("http://127.0.0.1:1/jolokia/", SID)
+
+
+# --------------------------------------------------------------------------- the agent in the ZooKeeper JVM
+
+
+def test_jolokia_listens_on_loopback_only_and_obeys_the_policy(tmp_path):
+    option = zookeeper.jolokia_javaagent(tmp_path / "agent.jar", 12345, tmp_path / "jolokia-access.xml")
+    jar, _, options = option.removeprefix("-javaagent:").partition("=")
+    assert jar == str(tmp_path / "agent.jar")
+    assert dict(o.split("=", 1) for o in options.split(",")) == {
+        "host": "127.0.0.1", "port": "12345", "discoveryEnabled": "false",
+        "policyLocation": f"file://{tmp_path}/jolokia-access.xml"}
+
+
+def test_jolokia_policy_allows_search_and_terminateSession_only():
+    policy = ElementTree.fromstring(zookeeper.JOLOKIA_POLICY)
+    assert [h.text for h in policy.iterfind("remote/host")] == ["127.0.0.1"]
+    assert [c.text for c in policy.iterfind("commands/command")] == ["search"]
+    assert [(m.findtext("name"), [o.text for o in m.iterfind("operation")], m.find("attribute"))
+            for m in policy.iterfind("allow/mbean")] == [("org.apache.ZooKeeperService:*", ["terminateSession"], None)]
 
 
 # --------------------------------------------------------------------------- the agent's installation

@@ -120,3 +120,23 @@ def test_superseded_generations_are_not_judged(history_builder):
     b.rebalance(3, {"consumer-1": [0, 1]}, at=11000)
     result = run(b)
     assert result.status == "passed" and result.detail["generations_checked"] == [1, 3]
+
+
+def test_a_static_member_restarted_into_the_same_generation_replaces_itself(history_builder):
+    """Static membership: consumer-1 is bounced within its session timeout and rejoins
+    generation 1 under its group.instance.id with the same partitions. That is neither a
+    second member of generation 1 nor a rebalance."""
+    b = history_builder(topics={"events": 4}, protocol="classic-static")
+    c1 = b.consumer("consumer-1").start(group_instance_id="g-consumer-1")
+    b.consumer("consumer-2").start(group_instance_id="g-consumer-2")
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0, 1], "consumer-2": [2, 3]}, at=100)
+    c1.at(5000).revoked().stopped("signal")
+    c1.exited()
+    again = b.consumer("consumer-1", incarnation=2).at(6000).start(group_instance_id="g-consumer-1")
+    again.join_sent().at(6010).joined(1, member_id="consumer-1-new").at(6015).synced().assigned(0, 1)
+    b.at(9000).done()
+    verdict = check_history(b.build(), {"assignment-validity": {}, "exclusive-ownership": {}})
+    assert verdict.ok, verdict.render()
+    [rebalance] = verdict.rebalances
+    assert rebalance.generation == 1 and round(rebalance.duration_ms) == 15  # the first join only

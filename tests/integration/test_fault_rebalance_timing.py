@@ -1,0 +1,72 @@
+"""Seed 003's "rebalance takes minutes", and KIP-134's initial delay, measured on real brokers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.conftest import assert_healed, small_scenario
+
+MAX_POLL_MS = 20000
+
+
+def test_an_eager_rebalance_waits_out_a_member_stuck_in_processing(module_run):
+    """consumer-1 stops polling; consumer-3 joins. The group cannot finish joining until the
+    stuck member rejoins or its rebalance timeout (= max.poll.interval.ms) expires, so the
+    whole group stops for about max.poll.interval.ms."""
+    scenario = small_scenario("stuck-join", duration_s=50, faults=[
+        {"kind": "poll-stall", "target": "consumer-1", "at_s": 8, "duration_s": 35},
+        {"kind": "join-storm", "consumers": 1, "at_s": 8},
+    ])
+    scenario["workload"]["max_poll_interval_ms"] = MAX_POLL_MS
+    run = module_run("stuck-join", scenario)
+    [join] = [e for e in run.named("fault_started") if e["kind"] == "join-storm"]
+    assert join["details"]["started"] == ["consumer-3"]
+    after = [r for r in run.verdict["rebalances"]
+             if r["status"] == "completed" and r["start_mono_ms"] >= join["mono_ms"]]
+    slow = after[0]
+    assert abs(slow["duration_ms"] - MAX_POLL_MS) <= 2000, slow
+    # The broker's own clock agrees.
+    assert slow["coordinator_ms"] is not None and abs(slow["coordinator_ms"] - MAX_POLL_MS) <= 2000, slow
+    # Nobody consumed anything in the middle of it: the eager group stopped the world.
+    middle = [e for e in run.named("records_consumed")
+              if slow["start_mono_ms"] + 1000 < e["mono_ms"] < slow["end_mono_ms"] - 1000]
+    assert middle == [], middle[:3]
+    assert_healed(run)
+
+
+@pytest.mark.parametrize("delay_ms,expect_one", [(3000, True), (0, False)])
+def test_a_join_storm_into_an_empty_group(module_run, delay_ms, expect_one):
+    scenario = small_scenario(f"storm-{delay_ms}", duration_s=20, faults=[
+        {"kind": "join-storm", "consumers": 8, "at_s": 2}])
+    scenario["cluster"]["broker_config"] = {"group.initial.rebalance.delay.ms": delay_ms}
+    scenario["workload"]["consumers"] = 0
+    scenario["topics"] = [{"name": "events", "partitions": 8}]
+    run = module_run(f"storm-{delay_ms}", scenario)
+    generations = sorted({e["generation"] for e in run.named("group_joined")})
+    stabilized = sorted({e["generation"] for e in run.named("coordinator_stabilized")})
+    if expect_one:
+        assert generations == [1] and stabilized == [1], (generations, stabilized)
+    else:
+        assert len(generations) > 1 and len(stabilized) > 1, (generations, stabilized)
+    members = {e["member"] for e in run.named("partitions_assigned") if e["generation"] == generations[-1]}
+    assert len(members) == 8
+    assert run.exit_code == 0, run.output[-3000:]
+    assert_healed(run)
+
+
+def test_killing_the_group_coordinator_moves_it_and_loses_nothing(module_run):
+    scenario = small_scenario("coordinator-crash", duration_s=40, faults=[
+        {"kind": "crash", "target": "coordinator", "at_s": 10, "restart_after_s": 12}])
+    scenario["cluster"]["brokers"] = 3
+    scenario["topics"] = [{"name": "events", "partitions": 6, "replication_factor": 3}]
+    run = module_run("coordinator-crash", scenario)
+    [started] = run.named("fault_started")
+    assert started["requested_target"] == "coordinator" and started["target"].startswith("broker-")
+    killed = int(started["target"].rsplit("-", 1)[1])
+    before = [e for e in run.named("group_described") if e["mono_ms"] < started["mono_ms"]]
+    after = [e for e in run.named("group_described") if e["mono_ms"] > started["mono_ms"] and e["state"] == "STABLE"]
+    assert before[-1]["coordinator"] == killed
+    assert after and after[0]["coordinator"] != killed  # the coordinator moved while it was down
+    assert run.exit_code == 0, run.output[-3000:]
+    assert run.verdict["checks"]["no-loss"]["status"] == "passed"
+    assert_healed(run)
