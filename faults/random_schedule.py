@@ -2,8 +2,10 @@
 
 A pure function of the scenario's ``random_faults`` block and its seed, so the
 same seed gives the same schedule byte for byte — on any machine, any Python
-(``random.Random`` with an integer seed is specified to be stable). Faults may
-overlap; the run heals whatever is still active before recovery.
+(``random.Random`` with an integer seed is specified to be stable). Faults on
+different processes may overlap; one process gets one fault at a time (a pause of a
+process that is down tests nothing). The run heals whatever is still active before
+recovery.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import random
 
 SIGNALS = ("SIGKILL", "SIGTERM")
 NETWORK_EFFECTS = ("blackhole", "refuse", "latency")
+RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long before the next
 
 
 def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str]) -> list[dict]:
@@ -22,14 +25,18 @@ def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str]) -> l
     end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5
     shortest, longest = spec["duration_s"]
     faults = []
+    busy: dict[str, list[tuple[float, float]]] = {}  # one fault at a time per target
     for _ in range(spec["count"]):
         kind = rng.choice(spec["kinds"])
-        pool = members if kind == "poll-stall" else targets
-        if not pool:
-            continue
-        target = rng.choice(pool)
         at_s = round(rng.uniform(start, end), 3)
         length = round(rng.uniform(shortest, longest), 3)
+        window = (at_s, at_s + length + RECOVERY_MARGIN_S)
+        pool = [t for t in (members if kind == "poll-stall" else targets)
+                if not any(a < window[1] and window[0] < b for a, b in busy.get(t, ()))]
+        if not pool:
+            continue  # every candidate is already faulted then: overlapping faults, but not on one process
+        target = rng.choice(pool)
+        busy.setdefault(target, []).append(window)
         fault = {"kind": kind, "target": target, "at_s": at_s}
         if kind in ("pause", "poll-stall"):
             fault["duration_s"] = length
