@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.conftest import REPO, alive_pids
+from tests.integration.conftest import REPO, assert_healed
 
 
 def test_smoke_passes_with_measured_rebalances(run_scenario):
@@ -21,8 +21,8 @@ def test_smoke_passes_with_measured_rebalances(run_scenario):
     # The crashed broker came back.
     starts = [e for e in run.named("process_started") if e["process"] == "broker-2"]
     assert len(starts) == 2
-    # Nothing the run started is left.
-    assert alive_pids(run.events) == []
+    # Nothing the run started is left, nothing stayed stopped or faulted.
+    assert_healed(run)
     assert (run.run_dir / "summary.md").read_text().startswith("# smoke — PASS")
 
 
