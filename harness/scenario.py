@@ -50,17 +50,33 @@ class Producer(_Strict):
     value_bytes: Annotated[int, Field(ge=1, le=1_000_000)] = 100
 
 
+# Protocol generation -> the assignors it can use (the first is the default). For
+# `consumer` (KIP-848) they are the brokers' remote assignors; for `zk-eager` the
+# 0.8 high-level consumer's own range assignment over sorted consumer threads.
 PROTOCOL_ASSIGNORS = {
+    "zk-eager": ("range",),
     "classic-eager": ("range", "roundrobin"),
     "classic-static": ("range", "roundrobin", "cooperative-sticky"),
     "classic-cooperative": ("cooperative-sticky",),
+    "consumer": ("uniform", "range"),
 }
+CLASSIC = ("classic-eager", "classic-static", "classic-cooperative")
+
+
+class ZkEagerSettings(_Strict):
+    """The Kafka 0.8 high-level consumer's rebalance settings (seed 000)."""
+
+    rebalance_max_retries: Annotated[int, Field(ge=1)] = 4
+    rebalance_backoff_ms: Annotated[int, Field(ge=0)] = 2000
+    zookeeper_session_timeout_ms: Annotated[int, Field(ge=1000)] = 6000
 
 
 class Workload(_Strict):
     group: Annotated[str, Field(min_length=1)] = "rebalance-lab"
     protocol: Literal[tuple(PROTOCOL_ASSIGNORS)] = "classic-eager"  # type: ignore[valid-type]
-    assignor: Literal["range", "roundrobin", "cooperative-sticky"] | None = None
+    assignor: Literal["range", "roundrobin", "cooperative-sticky", "uniform"] | None = None
+    driver: Literal["librdkafka", "java"] = "librdkafka"  # java: Kafka's own VerifiableConsumer
+    zk_eager: ZkEagerSettings = ZkEagerSettings()
     consumers: Annotated[int, Field(ge=0, le=64)] = 3
     topics: list[str] | None = None  # default: every topic of the scenario
     topic_pattern: str | None = None  # a regex subscription instead, e.g. "^events.*"
@@ -80,6 +96,8 @@ class Workload(_Strict):
         if self.assignor is not None and self.assignor not in allowed:
             raise ValueError(f"assignor: {self.assignor!r} does not go with protocol {self.protocol!r} "
                              f"(allowed: {', '.join(allowed)})")
+        if self.driver == "java" and self.protocol not in CLASSIC:
+            raise ValueError(f"driver: the java driver (VerifiableConsumer) runs the classic protocols, not {self.protocol!r}")
         if self.topic_pattern is not None:
             if self.topics:
                 raise ValueError("topic_pattern: give either topics or topic_pattern, not both")
@@ -244,6 +262,11 @@ class Scenario(_Strict):
                 problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")
         if self.workload.producer.topic and self.workload.producer.topic not in topic_names:
             problems.append(f"workload.producer.topic: topic {self.workload.producer.topic!r} is not declared under topics")
+        protocol = self.workload.protocol
+        if protocol == "consumer" and self.cluster.zookeeper_mode:
+            problems.append(f"workload.protocol: the consumer protocol (KIP-848) needs Kafka 4.x; cluster.kafka is {self.cluster.kafka}")
+        if protocol == "zk-eager" and not self.cluster.zookeeper_mode:
+            problems.append(f"workload.protocol: zk-eager rebalances through ZooKeeper; Kafka {self.cluster.kafka} runs without one (use 3.9)")
         for i, f in enumerate(self.faults):
             problems += [f"faults.{i}.{key}: {reason}" for key, reason in self._fault_problems(f, set(topic_names))]
             topic_names += [f.topic] if isinstance(f, CreateTopicFault) else []
@@ -294,7 +317,8 @@ class Scenario(_Strict):
             out.append(("target", f"no process {target!r} in this scenario (targets: {', '.join(self.fault_targets())})"))
         elif isinstance(f, NetworkFault):
             is_member = target in members
-            links = (["brokers", COORDINATOR, *brokers] if is_member else
+            member_links = ["brokers", COORDINATOR, *brokers] + (["zookeeper"] if self.cluster.zookeeper_mode else [])
+            links = (member_links if is_member else
                      (["zookeeper"] if self.cluster.zookeeper_mode else []) + ["brokers", "clients", *brokers]
                      if target in brokers or target == COORDINATOR else [])
             if not links:
@@ -371,9 +395,18 @@ class Scenario(_Strict):
     def broker_config(self) -> dict:
         """Broker settings the scenario needs, under what it set explicitly."""
         implied = {}
+        w = self.workload
         # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
-        if self.workload.session_timeout_ms < 6000:
-            implied["group.min.session.timeout.ms"] = self.workload.session_timeout_ms
+        if w.session_timeout_ms < 6000:
+            implied["group.min.session.timeout.ms"] = w.session_timeout_ms
+        if w.protocol == "consumer":
+            # KIP-848 moves session and heartbeat settings to the broker (minimums 45 s and 5 s).
+            implied.update({
+                "group.consumer.session.timeout.ms": w.session_timeout_ms,
+                "group.consumer.min.session.timeout.ms": min(45_000, w.session_timeout_ms),
+                "group.consumer.heartbeat.interval.ms": w.heartbeat_interval_ms,
+                "group.consumer.min.heartbeat.interval.ms": min(5_000, w.heartbeat_interval_ms),
+            })
         return {**implied, **self.cluster.broker_config}
 
 

@@ -73,6 +73,8 @@ class RunTargets:
         net = self.cluster.network
         link = self.resolve(link)
         if target.startswith("consumer-"):
+            if link == "zookeeper":
+                return net.lane_zookeeper_proxies(_number(target))
             return net.lane_proxies(_number(target), None if link == "brokers" else _number(link))
         broker = _number(target)
         if link == "zookeeper":

@@ -53,6 +53,10 @@ class ConsumerSpec:
     batch_size: int = 500
     control_file: str | None = None  # commands from the harness (poll stalls), announced by SIGUSR1
     metadata_refresh_ms: int = 5000
+    kafka_line: str = "3.9"  # which Kafka release the cluster runs (the java driver uses its client)
+    zookeeper_connect: str | None = None  # this member's lane to ZooKeeper (zk-eager)
+    zk_eager: dict | None = None  # ZkEagerSettings (zk-eager)
+    session_file: str | None = None  # where a ZooKeeper-based member publishes its session (for expiry faults)
 
     @property
     def group_instance_id(self) -> str | None:

@@ -15,7 +15,8 @@ therefore gets:
   the proxy ``broker-<a>.to.broker-<b>`` and any one pair can be cut.
 
 In ZooKeeper mode broker b reaches each ZooKeeper node z through
-``broker-<b>.to.<z>``.
+``broker-<b>.to.<z>``, and member lane k through ``lane-<k>.<z>`` (the zk-eager
+consumer keeps its group in ZooKeeper).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class NetworkPlan:
                     self._bound[(b, f"FROM{a}")] = self.port()
             for z, zk_port in self.zookeeper_ports.items():
                 self.routes[f"broker-{b}.to.{z}"] = Route(f"broker-{b}.to.{z}", self.port(), zk_port)
+        for k in range(1, self.lanes + 1):
+            for z, zk_port in self.zookeeper_ports.items():
+                self.routes[f"lane-{k}.{z}"] = Route(f"lane-{k}.{z}", self.port(), zk_port)
 
     def _route(self, proxy: str, broker: int, listener: str) -> None:
         bound = self._bound[(broker, listener)] = self.port()
@@ -92,6 +96,12 @@ class NetworkPlan:
 
     def lane_bootstrap(self, lane: int) -> str:
         return ",".join(f"127.0.0.1:{self.routes[f'lane-{lane}.broker-{b}'].listen_port}" for b in self.brokers)
+
+    def lane_zookeeper_connect(self, lane: int) -> str | None:
+        return ",".join(f"127.0.0.1:{self.routes[f'lane-{lane}.{z}'].listen_port}" for z in self.zookeeper_ports) or None
+
+    def lane_zookeeper_proxies(self, lane: int) -> list[str]:
+        return [f"lane-{lane}.{z}" for z in self.zookeeper_ports]
 
     def lane_proxies(self, lane: int, broker: int | None = None) -> list[str]:
         return [f"lane-{lane}.broker-{b}" for b in self.brokers if broker in (None, b)]
