@@ -38,6 +38,20 @@ _PATTERNS = [
         r"has left group through explicit")),
     ("coordinator_group_empty", re.compile(
         r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty")),
+    # KIP-848 groups (4.x, group.protocol=consumer): no join/sync phases. The group epoch is
+    # bumped (the rebalance begins) and the broker computes the target assignment; members
+    # then reconcile towards it on their own heartbeats.
+    ("coordinator_preparing_rebalance", re.compile(
+        r"\[GroupId (?P<group>\S+?)\] Bumped group epoch to (?P<generation>\d+)")),
+    ("coordinator_target_assignment", re.compile(
+        r"\[GroupId (?P<group>\S+?)\] Computed a new target assignment for epoch (?P<generation>\d+) "
+        r"with '(?P<assignor>[^']+)' assignor")),
+    ("coordinator_member_joined", re.compile(
+        r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) joins the consumer group")),
+    ("coordinator_member_removed", re.compile(
+        r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) fenced from the group because (?P<cause>[^.]*)")),
+    ("coordinator_member_removed", re.compile(
+        r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) left the consumer group")),
 ]
 
 _INTS = {"old_generation", "generation", "members"}
@@ -51,10 +65,15 @@ def parse_line(line: str) -> tuple[float, str, dict] | None:
     for name, pattern in _PATTERNS:
         if hit := pattern.search(m["msg"]):
             fields = {k: (int(v) if k in _INTS else v) for k, v in hit.groupdict().items() if v is not None}
-            if name == "coordinator_preparing_rebalance":
+            if name == "coordinator_preparing_rebalance" and "generation" in fields:  # KIP-848 epoch bump
+                fields = {"group": fields["group"], "old_generation": fields["generation"] - 1,
+                          "reason": "group epoch bumped"}
+            elif name == "coordinator_preparing_rebalance":
                 fields["reason"] = fields["reason"].split("; client reason: ")[0]
             if name == "coordinator_member_removed":
-                fields["reason"] = "left" if "through explicit" in m["msg"] else "failed"
+                fields["reason"] = "left" if ("through explicit" in m["msg"] or " left the" in m["msg"]) else "failed"
+                if "cause" in fields:
+                    fields["detail"] = fields.pop("cause")
             ts = datetime.strptime(m["ts"], "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000.0
             return ts, name, fields
     return None

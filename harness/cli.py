@@ -182,6 +182,33 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
     sys.exit(result.exit_code)
 
 
+@main.command("compare")
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.option("--protocols", required=True, help="Comma-separated: zk-eager, classic-eager, classic-cooperative, "
+              "classic-static, consumer")
+@click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …).")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None) -> None:
+    """Run one scenario under several protocol generations and print them side by side.
+    Exit code 0 when every run passed the checks that apply to its protocol."""
+    from harness.compare import compare
+    from harness.report import print_comparison
+    from harness.scenario import PROTOCOL_ASSIGNORS
+
+    wanted = [p.strip() for p in protocols.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in PROTOCOL_ASSIGNORS]
+    if unknown or not wanted:
+        raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOL_ASSIGNORS)}",
+                                 param_hint="--protocols")
+    try:
+        out, entries = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log)
+    except LabError as e:
+        _fail(e)
+    rows = [e.row() for e in entries]
+    print_comparison(console, rows, out)
+    sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == len(wanted) * seeds else EXIT_CHECK_FAILED)
+
+
 @main.command()
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")

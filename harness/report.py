@@ -82,3 +82,24 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
             lines += [f"- **{a['check']} / {a['kind']}**: {a['message']}" for a in verdict[heading]]
     lines += ["", "Files: `history.jsonl` (events), `verdict.json` (this verdict as data), `cluster/logs/` (broker logs).", ""]
     return "\n".join(lines)
+
+
+_COMPARISON = [("protocol", "protocol"), ("kafka", "kafka"), ("seed", "seed"), ("rebalances", "rebalances"),
+               ("total", "rebalance_total_ms"), ("mean", "rebalance_mean_ms"), ("max", "rebalance_max_ms"),
+               ("stop-the-world", "stop_the_world_max_ms"), ("duplicates", "duplicates"), ("violations", "violations")]
+
+
+def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
+    table = Table(title="Protocols side by side", title_justify="left")
+    for header, _ in _COMPARISON:
+        table.add_column(header, overflow="fold")
+    table.add_column("result", overflow="fold")
+    for r in rows:
+        cells = [_ms(r[k]) if k.endswith("_ms") else str(r[k] if r[k] is not None else "—") for _, k in _COMPARISON]
+        result = "[green]PASS[/]" if r["ok"] else f"[red]FAIL[/] {', '.join(r['violated_checks']) or r['outcome']}"
+        if r["not_applicable"]:
+            result += f" (n/a: {', '.join(r['not_applicable'])})"
+        table.add_row(*cells, result)
+    console.print(table)
+    console.print(f"stop-the-world: the longest time one partition had no consuming owner during a rebalance. "
+                  f"Runs and compare.json in {out}")

@@ -123,7 +123,11 @@ class _Measurement:
         self.join_sent = self._join_sent_by_generation()
         self.preparing = _first_per_generation(
             history.coordinator_events("coordinator_preparing_rebalance"), "old_generation")
-        self.stabilized = _first_per_generation(history.coordinator_events("coordinator_stabilized"), "generation")
+        # The broker's end of a rebalance: "Stabilized group" (classic), or for KIP-848 groups
+        # the target assignment it computed (members reconcile towards it afterwards).
+        self.stabilized = _first_per_generation(
+            history.coordinator_events("coordinator_stabilized")
+            + history.coordinator_events("coordinator_target_assignment"), "generation")
 
     def _join_sent_by_generation(self) -> dict[int, dict[MemberSlot, Event]]:
         """A JoinGroup belongs to the generation the member joins next; a member's

@@ -62,18 +62,24 @@ class ConsumerSpec:
     def group_instance_id(self) -> str | None:
         return f"{self.group}-{self.member}" if self.protocol == "classic-static" else None
 
+
     @property
     def cooperative(self) -> bool:
-        return self.assignor == "cooperative-sticky"
+        """Rebalance callbacks carry deltas: cooperative-sticky, and KIP-848 always."""
+        return self.assignor == "cooperative-sticky" or self.protocol == "consumer"
 
     def client_config(self) -> dict:
+        if self.protocol == "consumer":
+            # KIP-848: the brokers assign (remote assignor) and own session/heartbeat timing.
+            group = {"group.protocol": "consumer", "group.remote.assignor": self.assignor}
+        else:
+            group = {"partition.assignment.strategy": self.assignor, "session.timeout.ms": self.session_timeout_ms,
+                     "heartbeat.interval.ms": self.heartbeat_interval_ms}
         conf = {
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": self.group,
             "client.id": self.member,
-            "partition.assignment.strategy": self.assignor,
-            "session.timeout.ms": self.session_timeout_ms,
-            "heartbeat.interval.ms": self.heartbeat_interval_ms,
+            **group,
             "max.poll.interval.ms": self.max_poll_interval_ms,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": self.commit == "auto",
@@ -96,6 +102,9 @@ _JOINED = re.compile(r"JoinGroup response: GenerationId (?P<gen>-?\d+), Protocol
 _SYNCED = re.compile(r"SyncGroup response: (?P<result>.*)$")
 _HB_ERROR = re.compile(r"heartbeat error response in state .*\): (?P<err>.*)$")
 _REBALANCING = re.compile(r"(?:is rebalancing|initiating rebalance) \((?P<kind>\w+)\) .*: (?P<reason>[^:]*)$")
+# KIP-848 (group.protocol=consumer): no JoinGroup/SyncGroup; the member epoch comes with heartbeats.
+_EPOCH = re.compile(r'ConsumerGroupHeartbeat response received for member id "(?P<member>[^"]*)" with epoch (?P<epoch>-?\d+)')
+_EPOCH_ZERO_SENT = re.compile(r"ConsumerGroupHeartbeat of member id .*generation id 0,")
 
 
 class GroupLogReader(logging.Handler):
@@ -108,7 +117,9 @@ class GroupLogReader(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         msg = record.getMessage()
         m = self.member
-        if "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
+        if "ConsumerGroupHeartbeat" in msg or "Target assignment acked" in msg:
+            self._kip848(msg)
+        elif "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
             if int(j["gen"]) >= 0 and j["err"] == "(no error)":
                 m.generation, m.member_id = int(j["gen"]), j["member"]
                 m.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=j["leader"],
@@ -128,6 +139,20 @@ class GroupLogReader(logging.Handler):
             m.emit("rebalance_started", reason=r["reason"].strip(), rebalance_protocol=r["kind"])
         elif record.levelno >= logging.WARNING:
             m.emit("client_log", level=record.levelname, message=msg[:500])
+
+
+    def _kip848(self, msg: str) -> None:
+        """The member's epoch is its generation: it reaches the group epoch whose target
+        assignment it is reconciling towards. Heartbeats repeat it; only changes matter."""
+        m = self.member
+        if (e := _EPOCH.search(msg)) and int(e["epoch"]) > 0 and int(e["epoch"]) != m.generation:
+            m.generation, m.member_id = int(e["epoch"]), e["member"]
+            m.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=None, is_leader=False,
+                   protocol_name=m.spec.assignor)
+        elif _EPOCH_ZERO_SENT.search(msg) and m.generation is None:
+            m.emit("group_join_sent")
+        elif "Target assignment acked" in msg:
+            m.emit("group_synced")
 
 
 # --------------------------------------------------------------------- the member

@@ -4,8 +4,9 @@ A generation is complete once every member that joined it reported its
 assignment. Cooperative generations in which members revoked partitions are
 deliberately partial (KIP-429's first phase: the moved partitions go to nobody
 until the follow-up rebalance), so there only double assignment is checked.
-For eager range / roundrobin the layout must also match the assignor's
-definition; cooperative-sticky has no closed-form layout and is not compared.
+KIP-848 (`consumer`) epochs are reached member by member, so they too are only
+checked for double assignment. For eager range / roundrobin the layout must also
+match the assignor's definition; cooperative-sticky has no closed-form layout.
 """
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def check(history: History, options: dict) -> CheckResult:
                     f"generation {generation} assigned {tp} to {len(slots)} members: {', '.join(names)}",
                     partition=str(tp), members=names, generation=generation,
                     times={"assigned": rebalance.end}))
-        if generation in ownership.incremental_revokes:
+        # KIP-848 members reach an epoch one by one, each reconciling on its own heartbeat:
+        # an epoch's snapshot is partial by design (convergence judges the end state).
+        if generation in ownership.incremental_revokes or history.protocol == "consumer":
             partial.append(generation)
             continue
         at = rebalance.end.mono_ms if rebalance.end else history.end.mono_ms

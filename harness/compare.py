@@ -1,0 +1,100 @@
+"""`rebalance-lab compare`: one scenario, several protocol generations (and seeds), side by side.
+
+Each protocol gets a variant of the scenario that differs only in
+``workload.protocol`` (and what that forces: its default assignor, and the Kafka
+line it exists on — KIP-848 needs 4.x, the ZooKeeper-era consumer needs ZooKeeper,
+so 3.9). Every variant is validated like any scenario before anything starts,
+then run in turn; each run directory is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from harness.run import Run, RunResult
+from harness.scenario import CLASSIC, PROTOCOL_ASSIGNORS, load_scenario
+from oracle import CHECK_NAMES
+
+KAFKA_FOR = {"consumer": "4.1", "zk-eager": "3.9"}  # else: the scenario's own line
+
+# Checks whose premise a protocol does not have: reported as such, not as failures.
+NOT_APPLICABLE = {
+    "zk-eager": {"fenced-commits": "the ZooKeeper-era consumer has no commit fencing: stale commits are its finding"},
+}
+
+
+@dataclass
+class Entry:
+    protocol: str
+    seed: int
+    kafka: str
+    result: RunResult
+    skipped_checks: dict[str, str]
+
+    def row(self) -> dict:
+        v = self.result.verdict or {}
+        completed = [r for r in v.get("rebalances", []) if r["status"] == "completed" and r["duration_ms"] is not None]
+        durations = [r["duration_ms"] for r in completed]
+        unowned = [r.get("max_unowned_ms") or 0 for r in completed]
+        return {
+            "protocol": self.protocol, "kafka": self.kafka, "seed": self.seed, "outcome": self.result.outcome,
+            "ok": bool(v.get("ok")), "rebalances": len(completed),
+            "rebalance_total_ms": round(sum(durations), 1), "rebalance_max_ms": round(max(durations, default=0), 1),
+            "rebalance_mean_ms": round(sum(durations) / len(durations), 1) if durations else None,
+            "stop_the_world_max_ms": round(max(unowned, default=0), 1),
+            "duplicates": (v.get("duplicates") or {}).get("count"),
+            "violations": len(v.get("violations", [])),
+            "violated_checks": sorted({x["check"] for x in v.get("violations", [])}),
+            "not_applicable": self.skipped_checks,
+            "run_dir": str(self.result.run_dir),
+        }
+
+
+def variant(base: dict, protocol: str) -> tuple[dict, dict[str, str]]:
+    """The scenario with only the protocol changed (and what the protocol forces)."""
+    data = json.loads(json.dumps(base))  # deep copy of plain YAML data
+    workload = data.setdefault("workload", {})
+    workload["protocol"] = protocol
+    if workload.get("assignor") not in PROTOCOL_ASSIGNORS[protocol]:
+        workload.pop("assignor", None)  # the protocol's default
+    if protocol not in CLASSIC:
+        workload.pop("driver", None)
+    if protocol in KAFKA_FOR:
+        data.setdefault("cluster", {})["kafka"] = KAFKA_FOR[protocol]
+    skipped = NOT_APPLICABLE.get(protocol, {})
+    checks = data.get("checks") or {name: {} for name in CHECK_NAMES}
+    data["checks"] = {k: v for k, v in checks.items() if k not in skipped}
+    data["name"] = f"{data['name']}-{protocol}"
+    return data, skipped
+
+
+def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
+            report: Callable[[str], None]) -> tuple[Path, list[Entry]]:
+    base = yaml.safe_load(Path(scenario_file).read_text())
+    load_scenario(scenario_file)  # the base itself must be valid
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = runs_dir / f"compare-{stamp}-{base['name']}"
+    out.mkdir(parents=True)
+    plans = []
+    for protocol in protocols:
+        data, skipped = variant(base, protocol)
+        for i in range(seeds):
+            data = {**data, "seed": int(base.get("seed", 0)) + i}
+            path = out / f"{data['name']}-s{data['seed']}.yaml"
+            path.write_text(yaml.safe_dump(data, sort_keys=False))
+            plans.append((protocol, data["seed"], load_scenario(path), path, skipped))  # validate all first
+    entries = []
+    for protocol, seed, scenario, path, skipped in plans:
+        report(f"compare: {protocol} (Kafka {scenario.cluster.kafka}), seed {seed}")
+        result = Run(scenario, path, out, report).execute()
+        entries.append(Entry(protocol, seed, scenario.cluster.kafka, result, skipped))
+        if result.outcome == "interrupted":
+            break
+    (out / "compare.json").write_text(json.dumps([e.row() for e in entries], indent=2) + "\n")
+    return out, entries
