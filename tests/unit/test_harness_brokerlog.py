@@ -112,3 +112,28 @@ def test_coordinator_events_filters_by_group_and_tags_broker(tmp_path):
         (TS_MS, "coordinator_stabilized", {"broker": "broker-1", "group": "g1", "generation": 1, "members": 1})]
     assert len(list(coordinator_events(log, "broker-1"))) == 2
     assert list(coordinator_events(tmp_path / "missing.log", "broker-1")) == []
+
+
+# KIP-848 groups on Kafka 4.x: epoch bumps and target assignments instead of join/sync.
+KIP848 = "[2026-11-21T20:43:50.022+0000] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=1] [GroupId k848] "
+
+
+def test_kip848_epoch_bump_is_the_start_of_a_rebalance():
+    _, name, fields = parse_line(KIP848 + "Bumped group epoch to 4 with metadata hash -821843. "
+                                          "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    assert name == "coordinator_preparing_rebalance"
+    assert fields == {"group": "k848", "old_generation": 3, "reason": "group epoch bumped"}
+
+
+def test_kip848_target_assignment_and_member_lines():
+    _, name, fields = parse_line(KIP848 + "Computed a new target assignment for epoch 4 with 'uniform' assignor in 1ms. "
+                                          "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    assert (name, fields) == ("coordinator_target_assignment", {"group": "k848", "generation": 4, "assignor": "uniform"})
+    _, name, fields = parse_line(KIP848 + "Member daysD/WiQiWeO5UtcyqX5A fenced from the group because the member "
+                                          "session expired. (org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    assert name == "coordinator_member_removed"
+    assert fields == {"group": "k848", "member_id": "daysD/WiQiWeO5UtcyqX5A", "reason": "failed",
+                      "detail": "the member session expired"}
+    _, name, fields = parse_line(KIP848 + "Member sS+YwkXhQF+nsNW2bFBOcw joins the consumer group using the consumer "
+                                          "protocol. (org.apache.kafka.coordinator.group.GroupMetadataManager)")
+    assert (name, fields["member_id"]) == ("coordinator_member_joined", "sS+YwkXhQF+nsNW2bFBOcw")

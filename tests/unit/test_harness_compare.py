@@ -1,0 +1,34 @@
+"""compare: each protocol's scenario variant differs only in what the protocol forces."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from harness.compare import variant
+from harness.scenario import Scenario
+from oracle import CHECK_NAMES
+
+BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "compare-pause.yaml").read_text())
+
+
+def test_a_classic_variant_changes_only_the_protocol():
+    data, skipped = variant(BASE, "classic-cooperative")
+    assert data["workload"]["protocol"] == "classic-cooperative" and "assignor" not in data["workload"]
+    assert data["cluster"]["kafka"] == "3.9" and data["faults"] == BASE["faults"] and skipped == {}
+    assert set(data["checks"]) == set(CHECK_NAMES)
+    assert Scenario.model_validate(data).workload.effective_assignor == "cooperative-sticky"
+
+
+def test_kip848_runs_on_kafka_4_and_zk_eager_on_3_9_without_fencing_checks():
+    consumer, _ = variant(BASE, "consumer")
+    assert consumer["cluster"]["kafka"] == "4.1"
+    assert Scenario.model_validate(consumer).broker_config()["group.consumer.session.timeout.ms"] == 6000
+    zk, skipped = variant(BASE, "zk-eager")
+    assert zk["cluster"]["kafka"] == "3.9" and "fenced-commits" in skipped and "fenced-commits" not in zk["checks"]
+    Scenario.model_validate(zk)
+
+
+def test_the_base_is_not_modified():
+    variant(BASE, "consumer")
+    assert BASE["workload"]["protocol"] == "classic-eager" and BASE["cluster"]["kafka"] == "3.9"
