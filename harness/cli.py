@@ -152,14 +152,17 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
     Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
     failure, 3 when the run itself broke, 130 when interrupted.
     """
-    from harness.install import jolokia_agent, kafka_dist, toxiproxy_binary
+    from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
     from harness.report import print_verdict
     from harness.run import Run
     from harness.scenario import load_scenario
 
     try:
         scenario = load_scenario(scenario_file)
-        kafka_dist(scenario.cluster.kafka), toxiproxy_binary(), jolokia_agent()  # fail before creating a run directory
+        # Fail before creating a run directory.
+        kafka_dist(scenario.cluster.kafka), toxiproxy_binary(), jolokia_agent()
+        if scenario.workload.driver == "java":
+            kafka_tools(scenario.cluster.kafka)
     except LabError as e:
         _fail(e)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),

@@ -157,8 +157,8 @@ def _kafka_marker(line: str) -> dict:
     }
 
 
-def _kafka_pom(line: str) -> str:
-    deps = [("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", versions.KAFKA_RELEASES[line])]
+def _kafka_pom(line: str, artifact: tuple[str, str] = ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}")) -> str:
+    deps = [(*artifact, versions.KAFKA_RELEASES[line])]
     deps += versions.SLF4J_BINDINGS[line]
     dep_xml = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
@@ -175,31 +175,70 @@ def _kafka_pom(line: str) -> str:
 """
 
 
-def install_kafka(line: str, report: Report) -> bool:
-    """Resolve one Kafka release with its runtime classpath. Returns False if already there."""
-    target = _kafka_dir(line)
-    if _read_marker(target) == _kafka_marker(line):
-        report(f"Kafka {versions.KAFKA_RELEASES[line]}: already installed in {target}")
+def _resolve_classpath(what: str, pom: str, target: Path, marker: dict, report: Report) -> bool:
+    """Resolve a POM's runtime classpath into ``target/lib``. Returns False if already there."""
+    if _read_marker(target) == marker:
+        report(f"{what}: already installed in {target}")
         return False
-    report(f"Kafka {versions.KAFKA_RELEASES[line]}: resolving from Maven Central with mvn …")
+    report(f"{what}: resolving from Maven Central with mvn …")
     with tempfile.TemporaryDirectory(prefix="rl-kafka-") as tmp:
-        Path(tmp, "pom.xml").write_text(_kafka_pom(line))
+        Path(tmp, "pom.xml").write_text(pom)
         staging = Path(tmp, "lib")
-        _mvn(f"resolving Kafka {versions.KAFKA_RELEASES[line]}",
+        _mvn(f"resolving {what}",
              "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime", cwd=tmp)
         _replace_dir(target, staging, "lib")
-    _write_marker(target, _kafka_marker(line))
+    _write_marker(target, marker)
     jars = len(list((target / "lib").glob("*.jar")))
-    report(f"Kafka {versions.KAFKA_RELEASES[line]}: installed ({jars} jars)")
+    report(f"{what}: installed ({jars} jars)")
     return True
 
 
-def kafka_dist(line: str) -> KafkaDist:
+def install_kafka(line: str, report: Report) -> bool:
+    """Resolve one Kafka release with its runtime classpath. Returns False if already there."""
+    return _resolve_classpath(f"Kafka {versions.KAFKA_RELEASES[line]}", _kafka_pom(line), _kafka_dir(line),
+                              _kafka_marker(line), report)
+
+
+def _known_line(line: str) -> None:
     if line not in versions.KAFKA_RELEASES:
         raise SetupError(f"unknown Kafka line {line!r}; known: {', '.join(versions.KAFKA_RELEASES)}")
+
+
+def kafka_dist(line: str) -> KafkaDist:
+    _known_line(line)
     target = _kafka_dir(line)
     if _read_marker(target) != _kafka_marker(line):
         raise SetupError(f"Kafka {versions.KAFKA_RELEASES[line]} is not installed. Run `rebalance-lab setup`.")
+    return KafkaDist(line, versions.KAFKA_RELEASES[line], target / "lib")
+
+
+# --------------------------------------------------------------------------- Kafka tools
+# The tools jar of the same release (VerifiableConsumer, for the java driver), kept
+# apart from the broker's classpath: it pulls Connect and Jetty the brokers never load.
+
+
+def _kafka_tools_dir(line: str) -> Path:
+    return components_dir() / f"kafka-tools-{versions.KAFKA_RELEASES[line]}"
+
+
+def _kafka_tools_marker(line: str) -> dict:
+    return {"kafka-tools": ":".join((*versions.KAFKA_TOOLS_ARTIFACT, versions.KAFKA_RELEASES[line])),
+            "extra": _kafka_marker(line)["extra"]}
+
+
+def install_kafka_tools(line: str, report: Report) -> bool:
+    return _resolve_classpath(f"Kafka tools {versions.KAFKA_RELEASES[line]}",
+                              _kafka_pom(line, versions.KAFKA_TOOLS_ARTIFACT), _kafka_tools_dir(line),
+                              _kafka_tools_marker(line), report)
+
+
+def kafka_tools(line: str) -> KafkaDist:
+    """Kafka's tools (VerifiableConsumer) for one Kafka line, with their runtime classpath."""
+    _known_line(line)
+    target = _kafka_tools_dir(line)
+    if _read_marker(target) != _kafka_tools_marker(line):
+        raise SetupError(f"Kafka tools {versions.KAFKA_RELEASES[line]} (VerifiableConsumer, the java driver) "
+                         "are not installed. Run `rebalance-lab setup`.")
     return KafkaDist(line, versions.KAFKA_RELEASES[line], target / "lib")
 
 
@@ -316,6 +355,7 @@ def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
     changed = install_python(report)
     for line in kafka_lines or list(versions.KAFKA_RELEASES):
         changed |= install_kafka(line, report)
+        changed |= install_kafka_tools(line, report)
     changed |= install_jolokia(report)
     changed |= install_toxiproxy(report)
     return changed

@@ -267,6 +267,14 @@ class Scenario(_Strict):
             problems.append(f"workload.protocol: the consumer protocol (KIP-848) needs Kafka 4.x; cluster.kafka is {self.cluster.kafka}")
         if protocol == "zk-eager" and not self.cluster.zookeeper_mode:
             problems.append(f"workload.protocol: zk-eager rebalances through ZooKeeper; Kafka {self.cluster.kafka} runs without one (use 3.9)")
+        if self.workload.driver == "java":
+            # What Kafka's VerifiableConsumer cannot do: one topic by name, commit after processing.
+            if len(self.consumed_topics) != 1 or self.workload.topic_pattern:
+                problems.append("workload.driver: the java driver (VerifiableConsumer) consumes exactly one topic by name")
+            if self.workload.commit == "before-processing":
+                problems.append("workload.commit: the java driver (VerifiableConsumer) cannot commit before processing")
+            problems += [f"faults.{i}.kind: the java driver (VerifiableConsumer) cannot stall its poll loop"
+                         for i, f in enumerate(self.faults) if isinstance(f, PollStallFault)]
         for i, f in enumerate(self.faults):
             problems += [f"faults.{i}.{key}: {reason}" for key, reason in self._fault_problems(f, set(topic_names))]
             topic_names += [f.topic] if isinstance(f, CreateTopicFault) else []

@@ -16,6 +16,11 @@ SLF4J_BINDINGS = {
     "4.1": [("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3")],
 }
 
+# Kafka's command-line tools, same release as the broker line: the java driver runs
+# their VerifiableConsumer. 3.9's tools bring reload4j and its binding; 4.x's bring
+# log4j2 without one, so the tools get SLF4J_BINDINGS too.
+KAFKA_TOOLS_ARTIFACT = ("org.apache.kafka", "kafka-tools")
+
 # Jolokia's JVM agent serves JMX as JSON over HTTP. It runs inside every ZooKeeper
 # server so the harness can call ZooKeeper's per-connection MBean operation
 # terminateSession(): the one way to expire a broker's session on the server

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from harness.errors import SetupError
-from harness.install import jolokia_agent, kafka_dist, toxiproxy_binary
+from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
 from harness.processes import registered
 from oracle import load_history
 
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(items):
 def components_installed():
     try:
         for line in ("3.9", "4.1"):
-            kafka_dist(line)
+            kafka_dist(line), kafka_tools(line)
         toxiproxy_binary()
         jolokia_agent()
     except SetupError as e:
