@@ -37,6 +37,7 @@ class ObserverSpec:
     topics: list[str]
     topic_pattern: str | None = None  # a pattern subscription: every matching topic counts
     interval_s: float = 1.0
+    zookeeper_connect: str | None = None  # zk-eager: the group lives in ZooKeeper, the brokers know nothing of it
 
 
 class GroupObserver:
@@ -60,14 +61,12 @@ class GroupObserver:
 
     def lag(self) -> list[dict]:
         """Committed offset, high watermark and lag of every partition."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
         self.refresh_partitions()
         tps = [TopicPartition(t, p) for t, p in self.partitions]
-        fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.spec.group, tps)],
-                                                     request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
-        committed = {(tp.topic, tp.partition): tp.offset for tp in fut.result(REQUEST_TIMEOUT_S).topic_partitions}
+        committed = self.committed(tps)
         latest = self.admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=REQUEST_TIMEOUT_S)
         rows = []
         for tp, f in latest.items():
@@ -79,6 +78,16 @@ class GroupObserver:
             rows.append({"topic": tp.topic, "partition": tp.partition, "committed": c, "high_watermark": hw,
                          "lag": hw - (c or 0)})
         return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
+
+    def committed(self, tps) -> dict[tuple[str, int], int | None]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.spec.group, tps)],
+                                                     request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
+        return {(tp.topic, tp.partition): tp.offset for tp in fut.result(REQUEST_TIMEOUT_S).topic_partitions}
+
+    def close(self) -> None:
+        pass
 
     def describe(self) -> dict:
         if not self.partitions:
@@ -92,11 +101,73 @@ class GroupObserver:
                 "members": members, "covers_all": assigned >= set(self.partitions)}
 
 
+class ZooKeeperGroupObserver(GroupObserver):
+    """A zk-eager group (the 0.8 consumer): members, owners and offsets are znodes. High
+    watermarks still come from the brokers. ZooKeeper is read directly, never through a proxy."""
+
+    def __init__(self, spec: ObserverSpec):
+        from kazoo.client import KazooClient
+
+        from harness.cluster.zookeeper import QUIET_ZK_LOG
+        from workloads.zk_eager import GroupPaths
+
+        super().__init__(spec)
+        self.paths = GroupPaths(spec.group)
+        self.zk = KazooClient(hosts=spec.zookeeper_connect, timeout=10, logger=QUIET_ZK_LOG)
+        self.zk.start(timeout=REQUEST_TIMEOUT_S)
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+    def _get(self, path: str) -> str | None:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            return self.zk.get(path)[0].decode()
+        except NoNodeError:
+            return None
+
+    def committed(self, tps) -> dict[tuple[str, int], int | None]:
+        offsets = {(tp.topic, tp.partition): self._get(self.paths.offset(tp.topic, tp.partition)) for tp in tps}
+        return {key: int(o) if o is not None else None for key, o in offsets.items()}
+
+    def describe(self) -> dict:
+        """STABLE once every partition is owned by the thread the range assignment over the
+        registered consumers gives it: every consumer has finished its own rebalance."""
+        from kazoo.exceptions import NoNodeError
+
+        from workloads.zk_eager import range_assignment, thread_ids
+
+        if not self.partitions:
+            self.refresh_partitions()
+        try:
+            consumers = sorted(self.zk.get_children(self.paths.ids))
+        except NoNodeError:
+            consumers = []
+        owners = {(t, p): o for t, p in self.partitions if (o := self._get(self.paths.owner(t, p))) is not None}
+        threads = [t for c in consumers for t in thread_ids(c)]
+        expected = {}
+        for topic in sorted({t for t, _ in self.partitions}):
+            share = range_assignment([p for t, p in self.partitions if t == topic], threads)
+            expected.update({(topic, p): thread for thread, ps in share.items() for p in ps})
+        members = {c: [] for c in consumers}
+        for (t, p), thread in sorted(owners.items()):
+            members.setdefault(thread.rsplit("-", 1)[0], []).append([t, p])
+        settled = bool(self.partitions) and owners == expected
+        return {"state": "STABLE" if settled else "REBALANCING", "coordinator": None, "members": members,
+                "covers_all": set(owners) >= set(self.partitions)}
+
+
+def observer_for(spec: ObserverSpec) -> GroupObserver:
+    return ZooKeeperGroupObserver(spec) if spec.zookeeper_connect else GroupObserver(spec)
+
+
 def main(argv: list[str]) -> int:
     spec = read_spec(ObserverSpec, argv)
     stop = stop_on_signals()
     history = HistoryWriter(spec.history, "observer")
-    observer = GroupObserver(spec)
+    observer = observer_for(spec)
     last_group = None
     failures = 0
     while not stop.is_set():
@@ -119,7 +190,8 @@ def main(argv: list[str]) -> int:
         # wedged on stale metadata; a fresh one re-bootstraps.
         failures = failures + 1 if ("lag_error" in status or "group_error" in status) else 0
         if failures >= 3:
-            observer, failures = GroupObserver(spec), 0
+            observer.close()
+            observer, failures = observer_for(spec), 0
         status["mono_ms"] = now()[1]
         tmp = spec.status_file + ".tmp"
         Path(tmp).write_text(json.dumps(status))

@@ -196,7 +196,9 @@ class Run:
         spec = ObserverSpec(history=str(self.history_path), status_file=str(self.run_dir / "observer.status.json"),
                             bootstrap_servers=self.cluster.bootstrap_servers, group=s.workload.group,
                             topics=[] if s.workload.topic_pattern else s.consumed_topics,
-                            topic_pattern=s.workload.topic_pattern)
+                            topic_pattern=s.workload.topic_pattern,
+                            # zk-eager keeps its group in ZooKeeper: the observer reads it there.
+                            zookeeper_connect=self.cluster.zookeeper_connect if s.workload.protocol == "zk-eager" else None)
         spec_path = self.run_dir / "workload" / "observer.json"
         spec_path.parent.mkdir(exist_ok=True)
         spec_path.write_text(spec_json(spec))

@@ -297,15 +297,16 @@ class Scenario(_Strict):
         return self
 
     def member_slots(self) -> list[str]:
-        """Every member name the run may start: the workload's, plus join storms and scale-ups."""
-        most = n = self.workload.consumers
+        """Every member name the run may start: the workload's, plus join storms and scale-ups.
+        New members always get new numbers (never a stopped one's), as WorkloadProcesses does."""
+        highest = running = self.workload.consumers
         for f in sorted(self.faults, key=lambda f: f.at_s):
-            if isinstance(f, JoinStormFault):
-                n += f.consumers
-            elif isinstance(f, ScaleFault):
-                n = f.consumers
-            most = max(most, n)
-        return [f"consumer-{i}" for i in range(1, most + 1)]
+            grow = f.consumers if isinstance(f, JoinStormFault) else (
+                f.consumers - running if isinstance(f, ScaleFault) else 0)
+            if grow > 0:
+                highest += grow
+            running = f.consumers if isinstance(f, ScaleFault) else running + max(grow, 0)
+        return [f"consumer-{i}" for i in range(1, highest + 1)]
 
     def fault_targets(self) -> list[str]:
         targets = self.member_slots() + [f"broker-{i}" for i in range(1, self.cluster.brokers + 1)]

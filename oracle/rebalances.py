@@ -166,7 +166,7 @@ class _Measurement:
         assigned = {s: e for s, e in self.assigned.get(generation, {}).items() if s in joined}
         if self.history.incremental:  # an empty cooperative delta may come without a callback
             assigned.update({s: e for s, e in synced.items() if s in joined and s not in assigned})
-        completed = len(assigned) == len(members)
+        completed = len(assigned) == len(members) and self.whole_membership(generation, assigned)
         r = Rebalance(
             generation,
             COMPLETED if completed else SUPERSEDED if later is not None else INCOMPLETE,
@@ -192,6 +192,13 @@ class _Measurement:
                        for tp in sorted(after) if before.get(tp) != after[tp]]
         r.unowned_ms = self.stop_the_world(generation)
         return r
+
+    def whole_membership(self, generation: int, assigned: dict[MemberSlot, Event]) -> bool:
+        """Where members say which membership they computed their assignment from (`members` in
+        `group_joined`: zk-eager's consumers registered in ZooKeeper), the generation completes only
+        when every one of them took its share; one that never acted on it left its share unclaimed."""
+        listed = {m for e in self.joined[generation].values() for m in e.get("members") or ()}
+        return listed <= {e.get("member_id") for e in assigned.values()}
 
     def find_start(self, r: Rebalance, boundary: float, sent: dict[MemberSlot, Event]) -> None:
         """The earliest sign, after the previous generation settled, that this one was coming."""

@@ -277,13 +277,7 @@ class Member:
         self.emit("poll_stall_ended", fault_id=command["fault_id"])
 
     def _handle(self, batch) -> None:
-        records = []
-        for msg in batch:
-            if msg.error():
-                err = msg.error()
-                self.emit("consumer_error", error=err.name(), error_code=err.code(), fatal=err.fatal())
-            else:
-                records.append(msg)
+        records = records_of(batch, self.emit)
         if not records:
             return
         if self.spec.commit == "before-processing":
@@ -293,19 +287,7 @@ class Member:
             for msg in records:
                 ends[(msg.topic(), msg.partition())] = msg.offset() + 1
             self._commit(ends, "before-processing")
-        processed: dict[tuple[str, int], list[int]] = defaultdict(list)
-        last_emit = time.monotonic()
-        for msg in records:
-            if self.spec.processing_ms:
-                time.sleep(self.spec.processing_ms / 1000.0)
-            key = (msg.topic(), msg.partition())
-            processed[key].append(msg.offset())
-            self.uncommitted[key] = msg.offset() + 1
-            if (time.monotonic() - last_emit) * 1000 >= EMIT_EVERY_MS:
-                self._record_processed(processed)
-                processed = defaultdict(list)
-                last_emit = time.monotonic()
-        self._record_processed(processed)
+        process_records(records, self.spec.processing_ms, self.uncommitted, self.emit)
         if self.spec.commit == "sync":
             # A failed commit (rebalance in progress) keeps the progress: on_revoke tries again.
             if self._commit(dict(self.uncommitted), "after-processing"):
@@ -316,9 +298,39 @@ class Member:
         else:
             self.uncommitted.clear()
 
-    def _record_processed(self, processed) -> None:
-        if processed:
-            self.emit("records_consumed", ranges=offset_ranges(processed))
+
+def records_of(batch, emit) -> list:
+    """The records of a consumed batch; its errors go to the history as consumer_error."""
+    records = []
+    for msg in batch:
+        if msg.error():
+            err = msg.error()
+            emit("consumer_error", error=err.name(), error_code=err.code(), fatal=err.fatal())
+        else:
+            records.append(msg)
+    return records
+
+
+def process_records(records, processing_ms: float, uncommitted: dict[tuple[str, int], int], emit,
+                    interrupted=lambda: False) -> None:
+    """Process records one by one (``processing_ms`` each), noting the next offset per partition
+    in ``uncommitted`` and writing ``records_consumed`` at least every EMIT_EVERY_MS. The rest
+    of the batch is dropped once ``interrupted()`` (a driver's rebalance, say)."""
+    processed: dict[tuple[str, int], list[int]] = defaultdict(list)
+    last_emit = time.monotonic()
+    for msg in records:
+        if interrupted():
+            break
+        if processing_ms:
+            time.sleep(processing_ms / 1000.0)
+        key = (msg.topic(), msg.partition())
+        processed[key].append(msg.offset())
+        uncommitted[key] = msg.offset() + 1
+        if (time.monotonic() - last_emit) * 1000 >= EMIT_EVERY_MS:
+            emit("records_consumed", ranges=offset_ranges(processed))
+            processed, last_emit = defaultdict(list), time.monotonic()
+    if processed:
+        emit("records_consumed", ranges=offset_ranges(processed))
 
 
 def _tps(partitions) -> list[dict]:

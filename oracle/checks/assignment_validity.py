@@ -20,7 +20,7 @@ from ..rebalances import COMPLETED, rebalances_of
 
 NAME = "assignment-validity"
 OPTIONS: dict = {}
-LAYOUT_PROTOCOLS = frozenset({"classic-eager", "classic-static"})
+LAYOUT_PROTOCOLS = frozenset({"classic-eager", "classic-static", "zk-eager"})  # zk-eager: range over sorted threads
 
 
 def check(history: History, options: dict) -> CheckResult:

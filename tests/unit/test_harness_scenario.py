@@ -148,3 +148,13 @@ def test_explicit_broker_config_wins_over_implied(tmp_path):
     data["workload"].update(session_timeout_ms=3000, heartbeat_interval_ms=500)
     data["cluster"]["broker_config"] = {"group.min.session.timeout.ms": 1000}
     assert load_scenario(write(tmp_path, data)).broker_config() == {"group.min.session.timeout.ms": 1000}
+
+
+def test_member_slots_never_reuse_a_stopped_members_number(tmp_path):
+    """3 members, scale down to 1, then a join storm of 2: the newcomers are consumer-4 and
+    consumer-5 (WorkloadProcesses numbers past every member ever started), so 5 lanes."""
+    data = copy.deepcopy(MINIMAL)
+    data["faults"] = [{"kind": "scale", "consumers": 1, "at_s": 1}, {"kind": "join-storm", "consumers": 2, "at_s": 2},
+                      {"kind": "scale", "consumers": 4, "at_s": 3}]
+    s = load_scenario(write(tmp_path, data))
+    assert s.member_slots() == [f"consumer-{i}" for i in range(1, 7)]  # 4, 5 by the storm; 6 by the last scale-up

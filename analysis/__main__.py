@@ -1,0 +1,4 @@
+"""python3 -m analysis RUNS… [--out DIR] [--master URL]: the `analyze` command on its own."""
+from .cli import analyze
+
+analyze(prog_name="python3 -m analysis")

@@ -1,0 +1,81 @@
+"""`rebalance-lab analyze`: the click command (registered by harness/cli.py).
+
+    rebalance-lab analyze runs/* [--out analysis] [--master local[2] | spark://127.0.0.1:7077]
+
+Also runnable on its own: `python3 -m analysis RUNS… [--out DIR] [--master URL]`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_RUN_ERROR = 0, 2, 3  # harness/errors.py: the CLI's exit codes
+
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _num(v, digits: int = 0) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def comparison_table(by_group: list[dict]) -> Table:
+    from .report import GROUP_COLUMNS, comparison_rows
+
+    t = Table(title="Rebalances across runs (per protocol / assignor / Kafka / faults / scenario)",
+              title_justify="left", header_style="bold")
+    for c in GROUP_COLUMNS:
+        t.add_column(c, overflow="fold")
+    headers = [("runs", "runs", 0), ("rebalances", "rebal.", 0), ("rebalance_ms.count", "done", 0),
+               ("rebalance_ms.p50", "p50 ms", 0), ("rebalance_ms.p95", "p95 ms", 0), ("rebalance_ms.p99", "p99 ms", 0),
+               ("rebalance_ms.max", "max ms", 0), ("unowned_ms.p95", "STW p95", 0), ("unowned_ms.max", "STW max", 0),
+               ("fault_to_detection_ms.p50", "detect p50", 0), ("duplicates.sum", "dups", 0),
+               ("lost_records.sum", "lost", 0), ("peak_lag.max", "peak lag", 0)]
+    for _, title, _ in headers:
+        t.add_column(title, justify="right")
+    for row in comparison_rows(by_group):
+        t.add_row(*[str(row[c]) for c in GROUP_COLUMNS], *[_num(row.get(k), d) for k, _, d in headers])
+    return t
+
+
+@click.command("analyze")
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("analysis"),
+              show_default=True, help="Where the Parquet, CSV, PNG and HTML go.")
+@click.option("--master", default=None, metavar="URL",
+              help="Spark master: local[2] (the default), local[*], spark://host:7077, …")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Parsed-history cache (Parquet). Default: OUT/cache.")
+@click.option("--no-run-reports", is_flag=True, help="Skip the per-run HTML pages (the tables are still written).")
+def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Path | None, no_run_reports: bool) -> None:
+    """Analyse run directories (or globs of them) with Spark: per-run metrics, cross-run comparison
+    (Parquet + CSV), plots and HTML reports. A damaged or unfinished run directory is reported and skipped."""
+    from .job import NoRuns, analyze as run_analysis
+
+    try:
+        with console.status("analysing …") as status:
+            result = run_analysis(list(runs), out, master, cache_dir=cache_dir, run_reports=not no_run_reports,
+                                  progress=lambda msg: status.update(msg))
+    except NoRuns as e:
+        err_console.print(f"[red]error:[/] {e}")
+        sys.exit(EXIT_BAD_INPUT)
+    except Exception as e:  # Spark / Java failures: one message, not a JVM stack
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        err_console.print(f"[red]error:[/] analysis failed: {first}")
+        sys.exit(EXIT_RUN_ERROR)
+    for s in result.skipped:
+        err_console.print(f"[yellow]skipped[/] {s.path}: {s.reason}")
+    console.print(comparison_table(result.by_group))
+    console.print(f"{len(result.runs)} runs analysed ({len(result.parsed)} parsed, {len(result.cached)} from the "
+                  f"Parquet cache), {len(result.skipped)} skipped; "
+                  + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items()))
+    console.print(f"tables: {result.out / 'parquet'} and {result.out / 'csv'}")
+    console.print(f"report: {result.report}")

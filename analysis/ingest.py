@@ -1,0 +1,267 @@
+"""Run directories in, one typed Spark table of events out, cached as Parquet.
+
+`find_runs` expands the command line (run directories, directories of runs, globs)
+and sorts out what cannot be analysed before Spark sees it: no history, an
+unreadable one, no `verdict.json` (the run never finished). `load_events` parses the
+histories in Spark with an explicit schema: each file is read whole, split into
+lines (line numbers kept), parsed with `from_json`. A torn last line is dropped, as
+the oracle drops it; a malformed line anywhere else makes the run damaged: it is
+reported by name and skipped, the others go on.
+
+Parsed histories are written as Parquet under the cache directory, partitioned by
+run key (a hash of the run directory's path), with a manifest of each history's
+size and mtime: a second analysis of the same runs reads Parquet, not JSON; a
+history that changed is parsed again and only its partition is overwritten.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from pyspark.sql import types as T
+
+from .schema import EVENT_SCHEMA, LAG, LINE_SCHEMA, TP
+
+HISTORY = "history.jsonl"
+VERDICT = "verdict.json"
+CACHE_VERSION = 1
+
+
+@dataclass
+class RunDir:
+    path: Path
+    key: str  # stable: the cache partition of this run
+    run: str  # unique label in this analysis (the directory name, disambiguated)
+    kafka: str = "unknown"
+    fingerprint: dict = field(default_factory=dict)
+
+    @property
+    def history(self) -> Path:
+        return self.path / HISTORY
+
+
+@dataclass
+class Skipped:
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "reason": self.reason}
+
+
+def run_key(path: Path) -> str:
+    return hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+
+
+def _looks_like_run(path: Path) -> bool:
+    return any((path / name).exists() for name in (HISTORY, VERDICT, "run.json"))
+
+
+def _expand(patterns: list[str]) -> tuple[list[Path], list[Skipped]]:
+    found: list[Path] = []
+    missing: list[Skipped] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(os.path.expanduser(pattern))) if glob.has_magic(pattern) else [pattern]
+        matches = [m for m in matches if Path(m).exists()]
+        if not matches:
+            missing.append(Skipped(pattern, "no such run directory"))
+            continue
+        for m in map(Path, matches):
+            if not m.is_dir():
+                if m.name == HISTORY:
+                    found.append(m.parent)
+                else:
+                    missing.append(Skipped(str(m), "not a run directory"))
+            elif _looks_like_run(m):
+                found.append(m)
+            else:  # a directory of runs (runs/, a compare directory)
+                children = sorted(c for c in m.iterdir() if c.is_dir() and _looks_like_run(c))
+                if children:
+                    found.extend(children)
+                else:
+                    missing.append(Skipped(str(m), "not a run directory (no history.jsonl, run.json or verdict.json)"))
+    unique: dict[Path, Path] = {}
+    for p in found:
+        unique.setdefault(p.resolve(), p)
+    return list(unique.values()), missing
+
+
+def _precheck(path: Path) -> str | None:
+    """Why this directory cannot be analysed, or None."""
+    history = path / HISTORY
+    if not history.exists():
+        return "no history.jsonl"
+    try:
+        with history.open("rb") as fh:
+            if not fh.read(1):
+                return "history.jsonl is empty"
+    except OSError as e:
+        return f"history.jsonl unreadable: {e.strerror or e}"
+    if not (path / VERDICT).exists():
+        return "half-written: no verdict.json (the run never finished)"
+    return None
+
+
+def _kafka_version(path: Path) -> str:
+    try:
+        scenario = yaml.safe_load((path / "scenario.yaml").read_text(encoding="utf-8")) or {}
+        kafka = (scenario.get("cluster") or {}).get("kafka")
+        return str(kafka) if kafka is not None else "unknown"
+    except (OSError, yaml.YAMLError, AttributeError):
+        return "unknown"
+
+
+def find_runs(patterns: list[str]) -> tuple[list[RunDir], list[Skipped]]:
+    paths, skipped = _expand(patterns)
+    runs: list[RunDir] = []
+    labels: dict[str, int] = {}
+    for path in paths:
+        reason = _precheck(path)
+        if reason:
+            skipped.append(Skipped(str(path), reason))
+            continue
+        label = path.resolve().name
+        labels[label] = labels.get(label, 0) + 1
+        if labels[label] > 1:
+            label = f"{label}~{labels[label]}"
+        st = path.joinpath(HISTORY).stat()
+        runs.append(RunDir(path, run_key(path), label, _kafka_version(path),
+                           {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION}))
+    return runs, skipped
+
+
+# --------------------------------------------------------------------------- Spark
+
+
+def _typed(parsed: DataFrame) -> DataFrame:
+    """Raw polymorphic fields -> typed columns, per event name."""
+    name, raw = F.col("e.name"), F.col("e.partitions")
+    ownership = name.isin("partitions_assigned", "partitions_revoked", "partitions_lost")
+    cols = [F.col("run_key"), F.col("line")]
+    for f in EVENT_SCHEMA.fields:
+        if f.name in ("run_key", "line", "ord"):
+            continue
+        if f.name == "tps":
+            cols.append(F.when(ownership, F.from_json(raw, T.ArrayType(TP))).alias("tps"))
+        elif f.name == "lag":
+            cols.append(F.when(name == "lag_sampled", F.from_json(raw, T.ArrayType(LAG))).alias("lag"))
+        elif f.name == "partitions_total":
+            cols.append(F.when(name.isin("partitions_added", "topic_created"), raw.cast("long"))
+                        .alias("partitions_total"))
+        elif f.name == "joined_members":
+            cols.append(F.when(name == "group_joined", F.from_json(F.col("e.members"), T.ArrayType(T.StringType())))
+                        .alias("joined_members"))
+        elif f.name == "members_count":
+            cols.append(F.when(name == "coordinator_stabilized", F.col("e.members").cast("long"))
+                        .alias("members_count"))
+        else:
+            cols.append(F.col("e." + f.name).alias(f.name))
+    return parsed.select(*cols)
+
+
+def parse_histories(spark: SparkSession, runs: list[RunDir]) -> tuple[DataFrame, dict[str, str]]:
+    """(events of the good runs, without `ord`; run key -> why it is damaged)."""
+    files = spark.createDataFrame([(r.history.resolve().as_uri(), r.key) for r in runs], "file string, run_key string")
+    text = (spark.read.text([str(r.history.resolve()) for r in runs], wholetext=True)
+            .select(F.input_file_name().alias("file"), "value")
+            .join(F.broadcast(files), "file"))
+    lines = (text.select("run_key", F.posexplode(F.split("value", "\r?\n")).alias("pos", "text"))
+             .where(F.trim("text") != "")
+             .select("run_key", (F.col("pos") + 1).cast("long").alias("line"),
+                     F.from_json("text", LINE_SCHEMA).alias("e")))
+    lines = lines.withColumn("bad", F.col("e").isNull() | F.col("e.name").isNull() | F.col("e.mono_ms").isNull())
+    lines = lines.persist()
+    last = Window.partitionBy("run_key")
+    diag = (lines.withColumn("last_line", F.max("line").over(last))
+            .where(F.col("bad") & (F.col("line") != F.col("last_line")))
+            .groupBy("run_key").agg(F.min("line").alias("first_bad"), F.count("*").alias("bad_lines"))
+            .collect())
+    seen = {r.run_key for r in lines.select("run_key").distinct().collect()}
+    damaged = {r.run_key: (f"damaged: history.jsonl line {r.first_bad} is not a JSON event"
+                           + (f" ({r.bad_lines} bad lines)" if r.bad_lines > 1 else ""))
+               for r in diag}
+    for r in runs:
+        if r.key not in seen and r.key not in damaged:
+            damaged[r.key] = "damaged: history.jsonl could not be read"
+    good = lines.where(~F.col("bad") & ~F.col("run_key").isin(list(damaged) or [""]))
+    return _typed(good), damaged
+
+
+def with_order(events: DataFrame) -> DataFrame:
+    """`ord`: the oracle's event order (mono_ms, then source, then seq; file order breaks ties)."""
+    w = Window.partitionBy("run_key").orderBy(
+        "mono_ms", F.coalesce("source", F.lit("")), F.coalesce("seq", F.lit(0)), "line")
+    return events.withColumn("ord", F.row_number().over(w).cast("long")).select(*EVENT_SCHEMA.fieldNames())
+
+
+class EventCache:
+    """Parsed histories as Parquet, partitioned by run key, with a manifest of fingerprints."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.data = self.directory / "events"
+        self.manifest_path = self.directory / "manifest.json"
+        try:
+            self.manifest: dict = json.loads(self.manifest_path.read_text())
+        except (OSError, ValueError):
+            self.manifest = {}
+
+    def fresh(self, run: RunDir) -> bool:
+        entry = self.manifest.get(run.key)
+        return (entry is not None and entry.get("fingerprint") == run.fingerprint
+                and (self.data / f"run_key={run.key}").is_dir())
+
+    def record(self, runs: list[RunDir]) -> None:
+        for r in runs:
+            self.manifest[r.key] = {"path": str(r.path.resolve()), "fingerprint": r.fingerprint}
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self.manifest_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.manifest, indent=1, sort_keys=True))
+        tmp.replace(self.manifest_path)
+
+    def forget(self, keys: list[str]) -> None:
+        for k in keys:
+            self.manifest.pop(k, None)
+
+
+@dataclass
+class Loaded:
+    events: DataFrame
+    runs: list[RunDir]
+    skipped: list[Skipped]
+    parsed: list[str]  # run labels parsed from JSON this time
+    cached: list[str]  # run labels read from the Parquet cache
+
+
+def load_events(spark: SparkSession, runs: list[RunDir], cache_dir: Path) -> Loaded:
+    cache = EventCache(cache_dir)
+    stale = [r for r in runs if not cache.fresh(r)]
+    skipped: list[Skipped] = []
+    parsed: list[RunDir] = []
+    if stale:
+        events, damaged = parse_histories(spark, stale)
+        for r in stale:
+            if r.key in damaged:
+                skipped.append(Skipped(str(r.path), damaged[r.key]))
+        parsed = [r for r in stale if r.key not in damaged]
+        cache.forget([r.key for r in stale])
+        if parsed:
+            (with_order(events).repartition("run_key").write.mode("overwrite")
+             .partitionBy("run_key").parquet(str(cache.data)))
+            cache.record(parsed)
+        spark.catalog.clearCache()
+    good = [r for r in runs if r not in stale or r in parsed]
+    keys = [r.key for r in good]
+    if keys:
+        events = spark.read.schema(EVENT_SCHEMA).parquet(str(cache.data)).where(F.col("run_key").isin(keys))
+    else:
+        events = spark.createDataFrame([], EVENT_SCHEMA)
+    return Loaded(events, good, skipped, [r.run for r in parsed], [r.run for r in good if r not in parsed])

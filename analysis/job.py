@@ -1,0 +1,180 @@
+"""The analysis job: run directories in; Parquet, CSV, PNG and HTML out.
+
+    from analysis.job import analyze
+    result = analyze(["runs/*"], out=Path("analysis-out"), master="local[2]")
+
+Layout of `out`:
+
+    report.html                 the analysis: comparison table, distributions, links to runs
+    plots/*.png                 the distributions, also inlined in report.html
+    runs/<run>/report.html      one page per run (timeline, lag, rebalances), PNGs beside it
+    parquet/<table>/            every table below, written by Spark
+    csv/<table>.csv             the same tables as CSV
+    summary.json                runs analysed, runs skipped (with the reason), timings
+    cache/                      parsed histories (Parquet) unless --cache says elsewhere
+
+Tables: runs, rebalances, stop_the_world, ownership, faults, lag, commit_failures,
+duplicates, records (per run, see analysis.metrics), metrics (the long table),
+by_group and by_dimension (cross-run, see analysis.aggregate).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .ingest import RunDir, Skipped, find_runs, load_events
+
+ORDER = {  # deterministic row order for every output (identical results on any master)
+    "runs": ["run"],
+    "rebalances": ["run", "generation"],
+    "stop_the_world": ["run", "generation", "topic", "partition"],
+    "ownership": ["run", "topic", "partition", "start_mono", "member", "inc"],
+    "faults": ["run", "start_mono", "fault_id"],
+    "lag": ["run", "ord", "topic", "partition"],
+    "commit_failures": ["run", "error_code", "error"],
+    "duplicates": ["run", "topic", "partition"],
+    "records": ["run", "topic", "partition"],
+    "metrics": ["run", "metric", "fault_kinds", "value"],
+    "by_group": ["protocol", "assignor", "kafka", "faults", "scenario", "metric"],
+    "by_dimension": ["dimension", "group", "metric"],
+}
+PER_RUN = ("ownership", "faults", "rebalances", "lag", "commit_failures", "duplicates")
+
+
+class NoRuns(Exception):
+    def __init__(self, skipped: list[Skipped]):
+        self.skipped = skipped
+        super().__init__("no run directory to analyse" + "".join(f"\n  {s.path}: {s.reason}" for s in skipped))
+
+
+@dataclass
+class AnalysisResult:
+    out: Path
+    report: Path
+    runs: list[dict]
+    skipped: list[Skipped]
+    by_group: list[dict]
+    by_dimension: list[dict]
+    run_reports: dict[str, Path]
+    parsed: list[str]
+    cached: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def _csv_value(v: Any) -> Any:
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v, sort_keys=True)
+    return v
+
+
+def write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_csv_value(r.get(c)) for c in columns])
+
+
+def _render_run(args: tuple) -> tuple[str, str]:
+    directory, run, data, index_href = args
+    from .report import run_report
+    return run["run"], str(run_report(Path(directory), run, data, index_href))
+
+
+def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=None,
+            cache_dir: Path | None = None, run_reports: bool = True, workers: int = 2,
+            progress: Callable[[str], None] = lambda msg: None) -> AnalysisResult:
+    from .aggregate import by_dimension, by_group, metric_rows
+    from .metrics import per_run_metrics
+    from .report import analysis_report
+    from .session import spark_session
+
+    timings: dict[str, float] = {}
+    t = time.monotonic()
+    runs, skipped = find_runs(patterns)
+    if not runs:
+        raise NoRuns(skipped)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    spark = spark or spark_session(master)
+    timings["spark start"] = time.monotonic() - t
+
+    t = time.monotonic()
+    progress(f"reading {len(runs)} run directories")
+    loaded = load_events(spark, runs, Path(cache_dir) if cache_dir else out / "cache")
+    skipped += loaded.skipped
+    for s in loaded.skipped:
+        progress(f"skipped {s.path}: {s.reason}")
+    good: list[RunDir] = loaded.runs
+    if not good:
+        raise NoRuns(skipped)
+    events = loaded.events.repartition("run_key").localCheckpoint(eager=True)
+    meta = spark.createDataFrame([(r.key, r.run, str(r.path), r.kafka) for r in good],
+                                 "run_key string, run string, path string, kafka string")
+    timings["ingest"] = time.monotonic() - t
+
+    t = time.monotonic()
+    progress("computing per-run metrics")
+    m = per_run_metrics(spark, events, meta)
+    labels = meta.select("run_key", "run")
+    rows = metric_rows(m).localCheckpoint(eager=True)
+    tables = {name: (df if name == "runs" else df.join(labels, "run_key")) for name, df in m.tables().items()}
+    tables["metrics"] = rows
+    tables["by_group"] = by_group(rows)
+    tables["by_dimension"] = by_dimension(rows)
+
+    parquet = out / "parquet"
+    collected: dict[str, list[dict]] = {}
+    for name, df in tables.items():
+        df = df.orderBy(*ORDER[name]).coalesce(1)
+        target = parquet / name
+        if target.exists():
+            shutil.rmtree(target)
+        df.write.mode("overwrite").parquet(str(target))
+        back = spark.read.parquet(str(target))
+        columns = back.columns
+        collected[name] = [r.asDict(recursive=True) for r in back.orderBy(*ORDER[name]).collect()]
+        write_csv(out / "csv" / f"{name}.csv", collected[name], columns)
+    timings["metrics"] = time.monotonic() - t
+
+    t = time.monotonic()
+    run_pages: dict[str, Path] = {}
+    if run_reports:
+        progress("drawing reports")
+        per_run: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+        for name in PER_RUN:
+            for r in collected[name]:
+                per_run[r["run"]][name].append(r)
+        jobs = [(str(out / "runs" / r["run"]), r, {k: list(v) for k, v in per_run[r["run"]].items()},
+                 "../../report.html") for r in collected["runs"]]
+        if workers > 1 and len(jobs) > 4:
+            import multiprocessing
+
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                for run, page_path in pool.map(_render_run, jobs, chunksize=max(1, len(jobs) // (4 * workers))):
+                    run_pages[run] = Path(page_path)
+        else:
+            for job in jobs:
+                run, page_path = _render_run(job)
+                run_pages[run] = Path(page_path)
+    report = analysis_report(out, collected["runs"], [s.to_dict() for s in skipped], collected["by_group"],
+                             collected["by_dimension"], collected["metrics"], run_pages, timings)
+    timings["reports"] = time.monotonic() - t
+    (out / "summary.json").write_text(json.dumps({
+        "runs": [{"run": r.run, "path": str(r.path), "run_key": r.key} for r in good],
+        "skipped": [s.to_dict() for s in skipped],
+        "parsed": loaded.parsed, "cached": loaded.cached,
+        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        "report": str(report),
+    }, indent=2))
+    return AnalysisResult(out, report, collected["runs"], skipped, collected["by_group"], collected["by_dimension"],
+                          run_pages, loaded.parsed, loaded.cached, timings, collected)

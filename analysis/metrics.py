@@ -1,0 +1,226 @@
+"""Per-run metrics, all computed in Spark from the events table.
+
+`per_run_metrics` returns named DataFrames, one row per …
+
+- `rebalances`: … rebalance (generation): status, start, end, duration, detect / join /
+  sync phases, coordinator clock, partitions moved, stop-the-world map, and the fault
+  it is attributed to (the latest fault that started before it and had not been over
+  for more than `DETECTION_GRACE_MS`);
+- `stop_the_world`: … partition handed out in a generation: how long it had no owner;
+- `ownership`: … ownership session (the timeline's bars);
+- `faults`: … injected fault: its window and the time from its start to the start of
+  the first rebalance it caused (null when the group never noticed);
+- `lag`: … partition per `lag_sampled` event (the observer's view, every second);
+- `commit_failures`: … (run, error code, error) with the number of failed
+  partition commits (one per partition entry, as the oracle counts them);
+- `duplicates`, `records`: … partition: re-deliveries (explained or not) and
+  acked / consumed / unconsumed records;
+- `runs`: … run: everything above summed up, plus peak and final lag, throughput.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from .ownership import assignments_of, sessions_of, slot_label, tp_label
+from .rebalances import COMPLETED, coordinator_events, ms, rebalances_of, run_info
+from .records import consumptions, duplicates_by_partition, lost_records
+
+DETECTION_GRACE_MS = 30_000.0
+NO_FAULT = "none"
+
+
+@dataclass
+class RunMetrics:
+    runs: DataFrame
+    rebalances: DataFrame
+    stop_the_world: DataFrame
+    ownership: DataFrame
+    faults: DataFrame
+    lag: DataFrame
+    commit_failures: DataFrame
+    duplicates: DataFrame
+    records: DataFrame
+
+    def tables(self) -> dict[str, DataFrame]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _clock(events: DataFrame) -> DataFrame:
+    """run_key, t0 (the run's start: run_started, else its first event), t_end (its last event), outcome, done."""
+    started = (events.where(F.col("name") == "run_started").groupBy("run_key")
+               .agg(F.min(F.struct("ord", "mono_ms")).alias("_rs")))
+    span = events.groupBy("run_key").agg(
+        F.min(F.struct("ord", "mono_ms")).alias("_first"), F.max("mono_ms").alias("t_end"),
+        F.count("*").alias("events"),
+        F.max(F.when(F.col("name") == "run_finished", F.struct("ord", "outcome"))).alias("_fin"),
+        F.max((F.col("name") == "phase") & (F.col("phase") == "done")).alias("done"),
+        F.min(F.when((F.col("name") == "phase") & (F.col("phase") == "workload"), F.col("mono_ms"))).alias("workload_start"),
+        F.min(F.when((F.col("name") == "phase") & (F.col("phase") == "recovery"), F.col("mono_ms"))).alias("recovery_start"))
+    return (span.join(started, "run_key", "left")
+            .select("run_key", F.coalesce("_rs.mono_ms", "_first.mono_ms").alias("t0"), "t_end", "events",
+                    F.col("_fin.outcome").alias("outcome"), F.coalesce("done", F.lit(False)).alias("done"),
+                    "workload_start", "recovery_start"))
+
+
+def fault_windows(events: DataFrame, clock: DataFrame) -> DataFrame:
+    """run_key, fault_id, kind, target, start_mono, end_mono (healed / failed / the end of the run), healed_how."""
+    started = (events.where(F.col("name") == "fault_started")
+               .select("run_key", "fault_id", "kind", "target", "params", "details",
+                       F.col("mono_ms").alias("start_mono"), F.col("ord").alias("start_ord")))
+    ended = (events.where(F.col("name").isin("fault_healed", "fault_failed"))
+             .select("run_key", "fault_id", F.col("mono_ms").alias("e_mono"), F.col("ord").alias("e_ord"),
+                     F.coalesce("how", F.lit("failed")).alias("how")))
+    j = started.join(ended, ["run_key", "fault_id"], "left").where(
+        F.col("e_ord").isNull() | (F.col("e_ord") > F.col("start_ord")))
+    first_end = (j.groupBy("run_key", "fault_id", "kind", "target", "params", "details", "start_mono", "start_ord")
+                 .agg(F.min(F.struct("e_ord", "e_mono", "how")).alias("_e")))
+    return (first_end.join(clock.select("run_key", "t_end"), "run_key")
+            .select("run_key", "fault_id", "kind", "target", "params", "details", "start_mono", "start_ord",
+                    F.coalesce("_e.e_mono", "t_end").alias("end_mono"), F.col("_e.how").alias("healed_how")))
+
+
+def _attribute_rebalances(rebalances: DataFrame, faults: DataFrame) -> DataFrame:
+    """+ fault_id, fault_kind: the latest fault started at or before the rebalance started that
+    was still on (or over for less than the grace period)."""
+    f = faults.select(F.col("run_key").alias("_rk"), F.col("fault_id").alias("_fid"), F.col("kind").alias("_kind"),
+                      F.col("start_mono").alias("_fs"), F.col("end_mono").alias("_fe"), F.col("start_ord").alias("_fo"))
+    j = rebalances.join(f, (F.col("run_key") == F.col("_rk")) & (F.col("_fs") <= F.col("start_mono"))
+                        & (F.col("start_mono") <= F.col("_fe") + DETECTION_GRACE_MS), "left").drop("_rk")
+    w = Window.partitionBy("run_key", "generation").orderBy(F.col("_fs").desc_nulls_last(), F.col("_fo").desc_nulls_last())
+    return (j.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1)
+            .withColumn("fault_id", F.col("_fid")).withColumn("fault_kind", F.coalesce("_kind", F.lit(NO_FAULT)))
+            .drop("_fid", "_kind", "_fs", "_fe", "_fo", "_rn"))
+
+
+def _detections(faults: DataFrame, rebalances: DataFrame) -> DataFrame:
+    """+ detected_generation, detection_ms: the first rebalance that started within the fault's window
+    (start .. end + grace)."""
+    r = rebalances.where(F.col("start_mono").isNotNull()).select(
+        F.col("run_key").alias("_rk"), F.col("generation").alias("_g"), F.col("start_mono").alias("_rs"))
+    j = faults.join(r, (F.col("run_key") == F.col("_rk")) & (F.col("_rs") >= F.col("start_mono"))
+                    & (F.col("_rs") <= F.col("end_mono") + DETECTION_GRACE_MS), "left")
+    first = j.groupBy(*faults.columns).agg(F.min(F.struct("_rs", "_g")).alias("_d"))
+    return first.select(*faults.columns, F.col("_d._g").alias("detected_generation"),
+                        ms(F.col("_d._rs") - F.col("start_mono")).alias("detection_ms"))
+
+
+def _lag(events: DataFrame, info: DataFrame) -> DataFrame:
+    """run_key, ord, mono_ms, topic, partition, partition_label, lag, committed, high_watermark."""
+    samples = coordinator_events(events, info, "lag_sampled")
+    return (samples.select("run_key", "ord", "mono_ms", "ts", F.explode(F.coalesce("lag", F.array())).alias("l"))
+            .select("run_key", "ord", "mono_ms", "ts", F.col("l.topic").alias("topic"),
+                    F.col("l.partition").alias("partition"), F.col("l.lag").alias("lag"),
+                    F.col("l.committed").alias("committed"), F.col("l.high_watermark").alias("high_watermark"))
+            .withColumn("partition_label", tp_label()))
+
+
+def _commit_failures(events: DataFrame) -> DataFrame:
+    entries = (events.where(F.col("name") == "offsets_committed")
+               .select("run_key", "success", "error", "error_code", F.explode(F.coalesce("offsets", F.array())).alias("o")))
+    return (entries.where(~F.coalesce("success", F.lit(False)))
+            .groupBy("run_key", F.coalesce("error_code", F.lit("none")).alias("error_code"),
+                     F.coalesce("error", F.lit("unknown")).alias("error"))
+            .agg(F.count("*").alias("failed")))
+
+
+def materialize(df: DataFrame) -> DataFrame:
+    """Compute now and cut the lineage: later steps plan against a small leaf, not the whole
+    derivation again (plans of joined derivations otherwise grow past what the driver can optimise)."""
+    return df.localCheckpoint(eager=True)
+
+
+def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame) -> RunMetrics:
+    """runs_meta: run_key, run (label), path, kafka."""
+    info = materialize(run_info(events))
+    clock = materialize(_clock(events))
+    sessions = materialize(sessions_of(events))
+    assignments = materialize(assignments_of(events, sessions))
+    rebalances = materialize(rebalances_of(events, sessions, assignments, info))
+    faults = materialize(fault_windows(events, clock))
+    rebalances = materialize(_attribute_rebalances(rebalances, faults))
+    faults = materialize(_detections(faults, rebalances))
+
+    from .rebalances import stop_the_world
+    stw = materialize(stop_the_world(sessions).join(rebalances.select("run_key", "generation", "status", "fault_kind"),
+                                                    ["run_key", "generation"], "left"))
+    lag = materialize(_lag(events, info))
+    commit_failures = materialize(_commit_failures(events))
+    duplicates = materialize(duplicates_by_partition(events, sessions))
+    records = materialize(lost_records(events))
+
+    # -- one row per run -----------------------------------------------------------------------
+    cons = consumptions(events)
+    delivered = cons.groupBy("run_key").agg(F.sum(F.col("hi") - F.col("lo") + 1).alias("deliveries"),
+                                            F.min("mono_ms").alias("_c0"), F.max("mono_ms").alias("_c1"))
+    rec = records.groupBy("run_key").agg(F.sum("acked").alias("acked"), F.sum("consumed").alias("consumed"),
+                                         F.sum("unconsumed").alias("unconsumed"))
+    dup = duplicates.groupBy("run_key").agg(F.sum("duplicates").alias("duplicates"),
+                                            F.sum("explained").alias("duplicates_explained"))
+    reb = rebalances.groupBy("run_key").agg(
+        F.count("*").alias("rebalances"),
+        F.sum((F.col("status") == COMPLETED).cast("int")).alias("rebalances_completed"),
+        ms(F.sum("duration_ms")).alias("rebalance_total_ms"), F.max("duration_ms").alias("rebalance_max_ms"),
+        F.max("max_unowned_ms").alias("stw_max_ms"))
+    stw_total = stw.groupBy("run_key").agg(ms(F.sum("unowned_ms")).alias("stw_total_ms"))
+    totals = lag.groupBy("run_key", "ord", "mono_ms").agg(F.sum(F.coalesce("lag", F.lit(0))).alias("total"))
+    lag_run = totals.groupBy("run_key").agg(F.max("total").alias("peak_lag"),
+                                            F.max(F.struct("ord", "total")).alias("_last"))
+    commits = (events.where(F.col("name") == "offsets_committed")
+               .select("run_key", "success", F.explode(F.coalesce("offsets", F.array())).alias("o"))
+               .groupBy("run_key").agg(F.sum(F.coalesce("success", F.lit(False)).cast("int")).alias("commits_ok"),
+                                       F.sum((~F.coalesce("success", F.lit(False))).cast("int")).alias("commits_failed")))
+    fault_run = faults.groupBy("run_key").agg(
+        F.count("*").alias("faults_injected"), F.count("detected_generation").alias("faults_detected"),
+        F.array_sort(F.collect_set("kind")).alias("fault_kinds"))
+
+    runs = (runs_meta.join(info, "run_key", "left").join(clock, "run_key", "left")
+            .join(delivered, "run_key", "left").join(rec, "run_key", "left").join(dup, "run_key", "left")
+            .join(reb, "run_key", "left").join(stw_total, "run_key", "left").join(lag_run, "run_key", "left")
+            .join(commits, "run_key", "left").join(fault_run, "run_key", "left"))
+    zero = F.lit(0).cast("long")
+    workload_s = (F.coalesce("recovery_start", "t_end") - F.coalesce("workload_start", "t0")) / 1000.0
+    consume_s = (F.col("_c1") - F.col("_c0")) / 1000.0
+    kinds = F.coalesce("fault_kinds", F.array().cast("array<string>"))
+    runs = runs.select(
+        "run_key", "run", "path", F.coalesce("scenario", F.lit("unknown")).alias("scenario"),
+        F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
+        F.coalesce("assignor", F.lit("unknown")).alias("assignor"), "kafka", "seed", "group",
+        F.when(F.size(kinds) == 0, F.lit(NO_FAULT)).otherwise(F.array_join(kinds, "+")).alias("faults"),
+        F.when(F.size(kinds) == 0, F.array(F.lit(NO_FAULT))).otherwise(kinds).alias("fault_kinds"),
+        "outcome", "done", "events", F.round((F.col("t_end") - F.col("t0")) / 1000.0, 3).alias("duration_s"),
+        F.coalesce("acked", zero).alias("acked"), F.coalesce("consumed", zero).alias("consumed"),
+        F.coalesce("deliveries", zero).alias("deliveries"),
+        F.coalesce("duplicates", zero).alias("duplicates"),
+        F.coalesce("duplicates_explained", zero).alias("duplicates_explained"),
+        F.when(F.col("done"), F.coalesce("unconsumed", zero)).alias("lost_records"),
+        F.coalesce("unconsumed", zero).alias("unconsumed"),
+        F.coalesce("rebalances", zero).alias("rebalances"),
+        F.coalesce("rebalances_completed", zero).alias("rebalances_completed"),
+        F.coalesce("rebalance_total_ms", F.lit(0.0)).alias("rebalance_total_ms"), "rebalance_max_ms",
+        F.coalesce("stw_total_ms", F.lit(0.0)).alias("stw_total_ms"), "stw_max_ms",
+        "peak_lag", F.col("_last.total").alias("final_lag"),
+        F.round(F.when(workload_s > 0, F.coalesce("acked", zero) / workload_s), 3).alias("produce_rps"),
+        F.round(F.when(consume_s > 0, F.col("deliveries") / consume_s), 3).alias("consume_rps"),
+        F.coalesce("commits_ok", zero).alias("commits_ok"), F.coalesce("commits_failed", zero).alias("commits_failed"),
+        F.coalesce("faults_injected", zero).alias("faults_injected"),
+        F.coalesce("faults_detected", zero).alias("faults_detected"), "t0")
+
+    t0 = clock.select("run_key", "t0")
+    ownership = (sessions.join(t0, "run_key")
+                 .select("run_key", "topic", "partition", tp_label().alias("partition_label"), "member", "inc",
+                         slot_label().alias("slot"), "session_no", "generation", "member_id",
+                         "start_mono", "end_mono", "start_ts", "end_ts",
+                         F.round((F.col("start_mono") - F.col("t0")) / 1000.0, 6).alias("start_s"),
+                         F.round((F.col("end_mono") - F.col("t0")) / 1000.0, 6).alias("end_s")))
+    faults = faults.join(t0, "run_key").withColumn("start_s", F.round((F.col("start_mono") - F.col("t0")) / 1000.0, 6)) \
+        .withColumn("end_s", F.round((F.col("end_mono") - F.col("t0")) / 1000.0, 6)).drop("t0", "start_ord")
+    rebalances = rebalances.join(t0, "run_key").withColumn(
+        "start_s", F.round((F.col("start_mono") - F.col("t0")) / 1000.0, 6)).withColumn(
+        "end_s", F.round((F.col("end_mono") - F.col("t0")) / 1000.0, 6)).drop("t0")
+    lag = lag.join(t0, "run_key").withColumn("t_s", F.round((F.col("mono_ms") - F.col("t0")) / 1000.0, 6)).drop("t0")
+    runs = materialize(runs)
+    return RunMetrics(runs=runs, rebalances=rebalances, stop_the_world=stw, ownership=ownership, faults=faults,
+                      lag=lag, commit_failures=commit_failures, duplicates=duplicates, records=records)

@@ -1,0 +1,70 @@
+"""The Spark session every analysis runs in.
+
+Embedded (`local[2]`) by default; any Spark master URL (`spark://host:7077`, …)
+runs the same job on a cluster. The UI is off, shuffles use two partitions (run
+histories are small; two cores is the reference machine) and everything binds to
+the loopback interface unless told otherwise. No Python UDFs are used anywhere:
+executors never need a Python worker, only the JVM.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+DEFAULT_MASTER = "local[2]"
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+CONF = {
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "2g",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.sql.adaptive.enabled": "true",
+    # Parquet summary files and CRCs are noise in a results directory.
+    "spark.hadoop.parquet.summary.metadata.level": "NONE",
+    "spark.sql.parquet.compression.codec": "zstd",
+}
+
+
+def _log4j_file() -> str:
+    path = Path(tempfile.gettempdir()) / "rebalance-lab-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        path.write_text(_LOG4J)
+    return str(path)
+
+
+def spark_session(master: str | None = None, app_name: str = "rebalance-lab-analyze",
+                  extra_conf: dict[str, str] | None = None):
+    """The active session if there is one (tests share one), else a new one for `master`."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and (master is None or active.sparkContext.master == master):
+        return active
+    if active is not None:
+        active.stop()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = f"-Dlog4j.configurationFile=file:{_log4j_file()}"
+    builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
+               .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
+               .config("spark.driver.bindAddress", os.environ.get("SPARK_DRIVER_BIND", "127.0.0.1"))
+               .config("spark.driver.extraJavaOptions", log4j)
+               .config("spark.executor.extraJavaOptions", log4j))
+    for key, value in {**CONF, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,29 @@
+"""`rebalance-lab compare`: one scenario (a member paused past its session timeout during
+steady load) under five protocol generations, side by side, every run passing the checks
+that apply to it."""
+
+from __future__ import annotations
+
+import json
+
+from tests.integration.conftest import REPO, lab
+
+PROTOCOLS = ["zk-eager", "classic-eager", "classic-cooperative", "classic-static", "consumer"]
+
+
+def test_compare_five_protocol_generations(tmp_path):
+    proc = lab("compare", str(REPO / "scenarios" / "compare-pause.yaml"), "--protocols", ",".join(PROTOCOLS),
+               "--runs-dir", str(tmp_path), timeout=1200)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    [out] = list(tmp_path.glob("compare-*"))
+    rows = json.loads((out / "compare.json").read_text())
+    assert [r["protocol"] for r in rows] == PROTOCOLS
+    assert {r["protocol"]: r["kafka"] for r in rows} == {
+        "zk-eager": "3.9", "classic-eager": "3.9", "classic-cooperative": "3.9", "classic-static": "3.9", "consumer": "4.1"}
+    for r in rows:
+        assert r["ok"] and r["outcome"] == "completed", r
+        assert r["rebalances"] >= 2 and r["rebalance_max_ms"] > 0, r  # the initial join and the eviction at least
+        assert (out / r["run_dir"].rsplit("/", 1)[-1] / "verdict.json").exists()
+    assert set(rows[0]["not_applicable"]) == {"fenced-commits"}
+    table = proc.stdout
+    assert "Protocols side by side" in table and all(p in table for p in PROTOCOLS)

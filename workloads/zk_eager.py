@@ -1,0 +1,571 @@
+"""A group member of the Kafka 0.8 high-level consumer (``ZookeeperConsumerConnector``),
+where every consumer rebalances itself through ZooKeeper (seed 000). Run as its own
+OS process, like the other drivers, and writing the same history events.
+
+The group lives in ZooKeeper, laid out as the original laid it out::
+
+    /consumers/<g>/ids/<consumer id>             ephemeral: registration (JSON, the subscription)
+    /consumers/<g>/owners/<topic>/<partition>    ephemeral: the consumer thread that owns it
+    /consumers/<g>/offsets/<topic>/<partition>   persistent: the next offset to read
+    /brokers/ids, /brokers/topics/<topic>        the brokers' registrations and partitions (watched)
+
+Any change of the group's members, the brokers or a subscribed topic makes every
+consumer rebalance on its own: release everything (commit, stop fetching, delete its
+owner znodes), compute the range assignment over the sorted consumer threads, claim
+its share by creating owner znodes. A partition whose previous owner has not let go
+yet makes the claim fail: release, back off ``rebalance_backoff_ms``, try again, at
+most ``rebalance_max_retries`` attempts — then ``ConsumerRebalanceFailedException``:
+the consumer keeps running without partitions until the next change (the herd effect
+of seed 000). Nothing fences offsets: whoever writes last wins.
+
+Threads, as in the original: rebalances run on their own thread (the original's
+watcher thread), records are processed on the main thread (the consumer thread).
+Closing the fetchers waits for the consumer thread, as the original waited for its
+fetcher threads: until its poll ends or the record in hand is done; the rest of the
+batch is dropped (a lock keeps processing and rebalancing apart). Records are fetched
+from the real brokers by a librdkafka consumer with a manual assignment, positioned at
+the ZooKeeper offsets;
+the rebalancer only publishes that assignment (each change a new epoch) and the consumer
+thread applies it between polls (librdkafka's assign() hangs while another thread polls).
+
+The generation in the history is the ``cversion`` of ``/consumers/<g>/ids``, read with
+the member list an assignment was computed from: consumers that saw the same
+membership agree on it, and every join or leave moves it on.
+
+Usage: ``python -m workloads.zk_eager SPEC.json`` (a ``workloads.consumer.ConsumerSpec``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.retry import KazooRetry
+
+from harness.child import read_spec, stop_on_signals
+from harness.cluster.zookeeper import session_hex
+from harness.history import HistoryWriter, now, tp
+from harness.scenario import ZkEagerSettings
+from workloads.consumer import ConsumerSpec, GroupLogReader, Member, process_records, records_of
+
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+THREADS_PER_CONSUMER = 1  # one consumer thread per process: thread "<consumer id>-0"
+SHUTDOWN_ZK_DEADLINE_S = 5.0  # the last commit and release on SIGTERM, if ZooKeeper answers
+POLL_TIMEOUT_S = 0.2  # the consumer thread's poll; closing the fetchers waits for it, as 0.8 waited for a fetch
+FETCHERS_STOP_TIMEOUT_S = 1.0  # a consumer thread that does not poll (a poll stall) is not waited for longer
+
+
+# --------------------------------------------------------------------- the assignment
+
+
+def range_assignment(partitions: Sequence[int], threads: Sequence[str]) -> dict[str, list[int]]:
+    """One topic's partitions over its consumer threads, as the 0.8 consumer did it:
+    both sorted, N = P // C, M = P % C, thread i gets [i*N + min(i, M), (i+1)*N + min(i+1, M)).
+    The first M threads get one partition more; with more threads than partitions the
+    last ones get none. (The oracle has its own copy of the definition on purpose: it
+    checks this one.)"""
+    ordered_partitions, ordered_threads = sorted(partitions), sorted(threads)
+    if not ordered_threads:
+        return {}
+    per_thread, extra = divmod(len(ordered_partitions), len(ordered_threads))
+    out = {}
+    for i, thread in enumerate(ordered_threads):
+        first = i * per_thread + min(i, extra)
+        out[thread] = ordered_partitions[first:first + per_thread + (1 if i < extra else 0)]
+    return out
+
+
+def thread_ids(consumer_id: str, count: int = THREADS_PER_CONSUMER) -> list[str]:
+    return [f"{consumer_id}-{i}" for i in range(count)]
+
+
+# --------------------------------------------------------------------- the ZooKeeper layout
+
+
+@dataclass(frozen=True)
+class GroupPaths:
+    """Where a 0.8 consumer group keeps itself in ZooKeeper."""
+
+    group: str
+
+    @property
+    def ids(self) -> str:
+        return f"/consumers/{self.group}/ids"
+
+    def registration(self, consumer_id: str) -> str:
+        return f"{self.ids}/{consumer_id}"
+
+    def owners(self, topic: str) -> str:
+        return f"/consumers/{self.group}/owners/{topic}"
+
+    def owner(self, topic: str, partition: int) -> str:
+        return f"{self.owners(topic)}/{partition}"
+
+    def offset(self, topic: str, partition: int) -> str:
+        return f"/consumers/{self.group}/offsets/{topic}/{partition}"
+
+
+def registration_data(topics: list[str]) -> bytes:
+    """The original's registration: a static subscription (topic -> thread count), or a
+    whitelist regex (our pattern subscriptions, "^…")."""
+    pattern = len(topics) == 1 and topics[0].startswith("^")
+    return json.dumps({"version": 1, "subscription": {t: THREADS_PER_CONSUMER for t in topics},
+                       "pattern": "white_list" if pattern else "static",
+                       "timestamp": str(int(time.time() * 1000))}).encode()
+
+
+def subscribed_topics(registration: dict, existing: list[str]) -> dict[str, int]:
+    """Topic -> thread count of one registered consumer, a whitelist expanded over ``existing``."""
+    subscription = registration.get("subscription") or {}
+    if registration.get("pattern") == "white_list":
+        return {t: count for regex, count in subscription.items() for t in existing if re.match(regex, t)}
+    return {t: int(count) for t, count in subscription.items()}
+
+
+def partition_count(topic_data: bytes) -> int:
+    """A broker-written /brokers/topics/<topic>: {"partitions": {"0": [replicas], …}, …}."""
+    return len(json.loads(topic_data)["partitions"])
+
+
+def read_offset(zk: KazooClient, path: str) -> int | None:
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return None
+    return int(data)
+
+
+def write_offset(zk: KazooClient, path: str, offset: int) -> None:
+    value = str(offset).encode()
+    try:
+        zk.set(path, value)
+    except NoNodeError:
+        try:
+            zk.create(path, value, makepath=True)
+        except NodeExistsError:  # another consumer created it in between: last writer wins
+            zk.set(path, value)
+
+
+# --------------------------------------------------------------------- the member
+
+
+class RebalanceAttemptFailed(Exception):
+    """One attempt could not complete (a partition still owned, a znode gone): back off, retry."""
+
+
+class SessionLost(Exception):
+    """The ZooKeeper session expired during a rebalance: the new session rebalances from scratch."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a rebalance is computed from; any difference since the last attempt means a new one."""
+
+    generation: int  # cversion of /consumers/<g>/ids
+    consumers: tuple[str, ...]
+    brokers: tuple[str, ...]
+    topics: tuple[tuple[str, int, int], ...]  # (topic, partitions, data version) of subscribed topics
+
+    def change_since(self, before: Inputs | None) -> str | None:
+        if before is None:
+            return "first view of the group"
+        if self.consumers != before.consumers or self.generation != before.generation:
+            return "consumers changed"
+        if self.brokers != before.brokers:
+            return "brokers changed"
+        if self.topics != before.topics:
+            return "topic partitions changed"
+        return None
+
+
+class ZkEagerMember:
+    # The harness's poll-stall command, obeyed as the librdkafka driver obeys it: the
+    # consumer thread stops, the ZooKeeper session (kazoo's thread) and rebalances go on.
+    _obey = Member._obey
+
+    def __init__(self, spec: ConsumerSpec, stop: threading.Event):
+        self.spec = spec
+        self.stop = stop
+        self.settings = ZkEagerSettings.model_validate(spec.zk_eager or {})
+        self.paths = GroupPaths(spec.group)
+        self.consumer_id = f"{spec.member}-{uuid.uuid4().hex[:8]}"
+        [self.thread_id] = thread_ids(self.consumer_id)
+        self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation)
+        self.member_id: str | None = None
+        self.generation: int | None = None
+        self.command_pending = threading.Event()
+
+        # State shared by the consumer thread and the rebalancer, guarded by `lock`.
+        self.lock = threading.Lock()
+        self.owned: list[tuple[str, int]] = []  # partitions whose owner znodes are ours
+        self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
+        self.fetch_from: list[TopicPartition] = []  # what the fetcher should fetch, from which offsets
+        self.epoch = 0  # +1 whenever fetching stops or restarts: batches fetched before are stale
+        self.applied_epoch = 0  # the consumer thread's fetcher follows fetch_from as of this epoch
+        self.closing_fetchers = threading.Event()  # the rebalancer waits: drop the batch in hand
+        self.fetchers_closed = threading.Event()  # the consumer thread's answer: it stopped
+
+        self.wake = threading.Event()  # a watch fired, or the session changed
+        self.session_lost = threading.Event()
+        self.registered = False
+        self.last_inputs: Inputs | None = None
+
+        client_log = logging.getLogger(f"zk-eager.{spec.member}")
+        client_log.setLevel(logging.WARNING)
+        client_log.propagate = False
+        client_log.addHandler(GroupLogReader(self))  # warnings of both clients become client_log events
+        # Fetching only: a manual assignment, a group id of its own, nothing committed to Kafka.
+        self.fetcher = Consumer({
+            "bootstrap.servers": spec.bootstrap_servers, "group.id": f"{spec.group}.fetcher.{self.consumer_id}",
+            "client.id": spec.member, "enable.auto.commit": False, "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": spec.metadata_refresh_ms,
+        }, logger=client_log)
+        self.zk = KazooClient(hosts=spec.zookeeper_connect, timeout=self.settings.zookeeper_session_timeout_ms / 1000,
+                              connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
+                              logger=client_log)
+        # ZkClient's retryUntilConnected: ZooKeeper calls wait out connection losses. The
+        # rebalancer gives up on an expired session (its ephemerals are gone); commits do not.
+        self.rebalance_retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=False,
+                                          interrupt=stop.is_set)
+        self.commit_retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=True,
+                                       interrupt=stop.is_set)
+
+    def emit(self, name: str, **fields) -> None:
+        self.history.emit(name, **{"member_id": self.member_id, "generation": self.generation, **fields})
+
+    def zk_call(self, retry: KazooRetry, func, *args, **kwargs):
+        return retry.copy()(func, *args, **kwargs)  # a KazooRetry counts attempts: one per call
+
+    # --- the ZooKeeper session ----------------------------------------------------------
+
+    def _on_session(self, state: str) -> None:
+        """kazoo's connection thread: note what happened, block on nothing."""
+        if state == KazooState.LOST:
+            self.session_lost.set()
+        elif state == KazooState.CONNECTED:
+            self._publish_session()
+        self.wake.set()
+
+    def _publish_session(self) -> None:
+        """Id and password of the live session, for a fault to expire it on the server
+        (``harness.cluster.zookeeper.expire_session_as_client``)."""
+        if not self.spec.session_file:
+            return
+        session_id, password = self.zk.client_id
+        path = Path(self.spec.session_file)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"session_id": session_hex(session_id), "password": password.hex(),
+                                   "consumer_id": self.consumer_id, "zookeeper_connect": self.spec.zookeeper_connect}))
+        os.replace(tmp, path)
+
+    def _register(self) -> None:
+        """The ephemeral /consumers/<g>/ids/<consumer id>: the consumer is in the group."""
+        path = self.paths.registration(self.consumer_id)
+        try:
+            self.zk_call(self.rebalance_retry, self.zk.create, path, registration_data(self.spec.topics),
+                         ephemeral=True, makepath=True)
+        except NodeExistsError:
+            stat = self.zk_call(self.rebalance_retry, self.zk.exists, path)
+            if stat and stat.ephemeralOwner != self.zk.client_id[0]:
+                raise  # the old session's node lingers; the next wake tries again
+        self.registered = True
+        self.member_id = self.consumer_id
+
+    def _lose_session(self) -> None:
+        """The session expired: its ephemeral znodes — registration and owners — are gone, so
+        are the partitions. The consumer thread finishes (and commits) the batch in hand first:
+        it has no idea, as the original's had none until the new session's rebalance."""
+        with self.lock:
+            self.session_lost.clear()
+            self.registered = False
+            if self.owned:
+                self.emit("partitions_lost", partitions=[tp(t, p) for t, p in self.owned], incremental=False)
+            self.owned = []
+            self.uncommitted.clear()
+            self._fetch([])
+
+    # --- the rebalancer thread (the original's watcher thread) --------------------------
+
+    def _on_watch(self, _event) -> None:
+        self.wake.set()  # kazoo's callback thread: the rebalancer looks at what changed
+
+    def rebalancer(self) -> None:
+        force: str | None = "consumer started"
+        while not self.stop.is_set():
+            if not self.wake.wait(0.2) and force is None:
+                continue
+            self.wake.clear()
+            try:
+                if self.session_lost.is_set():
+                    self._lose_session()
+                if not self.registered:
+                    if not self.zk.connected:
+                        continue
+                    self._register()
+                    force = force or "new ZooKeeper session"
+                inputs = self._read_inputs()
+                reason = force or inputs.change_since(self.last_inputs)
+                force = None
+                if reason:
+                    self._synced_rebalance(reason)
+            except InterruptedError:
+                return  # stopping
+            except (KazooException, SessionLost) as e:  # e.g. expired meanwhile: the next wake starts over
+                self.emit("client_log", level="WARNING", message=f"rebalancer: {type(e).__name__}: {e}")
+                self.wake.set()
+                self.stop.wait(0.2)
+            except Exception as e:  # a bug must not silently end rebalancing (the seed's lost exception)
+                self.emit("consumer_error", error=f"rebalancer: {type(e).__name__}: {e}", error_code=None, fatal=False)
+                self.wake.set()
+                self.stop.wait(1.0)
+
+    def _read_inputs(self) -> Inputs:
+        """Members, brokers and subscribed topics, each read with a watch (kazoo's are one-shot:
+        every read re-arms them)."""
+        call, zk, watch = (lambda f, *a, **k: self.zk_call(self.rebalance_retry, f, *a, **k)), self.zk, self._on_watch
+        consumers, stat = call(zk.get_children, self.paths.ids, watch=watch, include_data=True)
+        brokers = call(zk.get_children, BROKER_IDS, watch=watch)
+        names = self.spec.topics
+        if len(names) == 1 and names[0].startswith("^"):
+            existing = call(zk.get_children, BROKER_TOPICS, watch=watch)
+            names = sorted(subscribed_topics({"pattern": "white_list", "subscription": {names[0]: 1}}, existing))
+        topics = []
+        for topic in sorted(names):
+            path = f"{BROKER_TOPICS}/{topic}"
+            if call(zk.exists, path, watch=watch):  # a watch on creation too
+                data, topic_stat = call(zk.get, path, watch=watch)
+                topics.append((topic, partition_count(data), topic_stat.version))
+        return Inputs(stat.cversion, tuple(sorted(consumers)), tuple(sorted(brokers)), tuple(topics))
+
+    def _synced_rebalance(self, reason: str) -> None:
+        """Up to rebalance_max_retries attempts, rebalance_backoff_ms apart; then give up
+        until the next change (ConsumerRebalanceFailedException, caught by the watcher thread)."""
+        s = self.settings
+        self.emit("rebalance_started", reason=reason, rebalance_protocol="EAGER")
+        failure = ""
+        for attempt in range(1, s.rebalance_max_retries + 1):
+            try:
+                self._attempt()
+                return
+            except RebalanceAttemptFailed as e:
+                failure = str(e)
+                self.emit("group_sync_failed", error=failure, attempt=attempt)
+            if self.session_lost.is_set():
+                return  # the new session rebalances anyway
+            if attempt < s.rebalance_max_retries and self.stop.wait(s.rebalance_backoff_ms / 1000):
+                return
+        self.emit("rebalance_failed", attempts=s.rebalance_max_retries, reason=failure, trigger=reason)
+
+    def _attempt(self) -> None:
+        """One rebalance attempt: release everything, compute, read offsets, claim."""
+        inputs = self.last_inputs = self._read_inputs()
+        if not inputs.brokers:
+            return  # the original: no broker to fetch from, keep things as they are until /brokers/ids changes
+        self.emit("group_join_sent")
+        self._close_fetchers()
+        with self.lock:
+            self.closing_fetchers.clear()
+            self._release("revoke")
+            if self.consumer_id not in inputs.consumers:
+                raise RebalanceAttemptFailed(f"{self.consumer_id} is not registered in {self.paths.ids}")
+            self.generation = inputs.generation
+            self.emit("group_joined", generation=inputs.generation, member_id=self.consumer_id, leader_id=None,
+                      is_leader=False, protocol_name="range", members=list(inputs.consumers))
+            mine = self._my_partitions(inputs)
+            # The original read the offsets before claiming: a previous owner that commits
+            # and lets go in between makes this consumer start from an older offset.
+            offsets = {key: self.zk_call(self.rebalance_retry, read_offset, self.zk, self.paths.offset(*key))
+                       for key in mine}
+            self._claim(mine)
+            self.owned = mine
+            self._fetch([TopicPartition(t, p, OFFSET_BEGINNING if offsets[(t, p)] is None else offsets[(t, p)])
+                         for t, p in mine])
+            self.emit("group_synced", generation=inputs.generation)
+            self.emit("partitions_assigned", partitions=[tp(t, p) for t, p in mine], incremental=False)
+
+    def _close_fetchers(self) -> None:
+        """closeFetchers: stop fetching and wait until the consumer thread stops — at its poll's
+        end or after the record in hand. The original waited for its fetcher threads, in a
+        long poll (fetch.wait.max.ms) more often than not: meanwhile a consumer with nothing to
+        close may already claim what this one still owns (the herd effect of seed 000)."""
+        self.fetchers_closed.clear()
+        self.closing_fetchers.set()
+        if self.owned:
+            self.fetchers_closed.wait(FETCHERS_STOP_TIMEOUT_S)
+
+    def _fetchers_stopping(self) -> bool:
+        """The consumer thread, at a stop point: is it asked to stop (rebalance or SIGTERM)?"""
+        if self.closing_fetchers.is_set():
+            self.fetchers_closed.set()
+            return True
+        return self.stop.is_set()
+
+    def _my_partitions(self, inputs: Inputs) -> list[tuple[str, int]]:
+        """This consumer thread's share, per topic, over every thread subscribed to it."""
+        existing = [t for t, _, _ in inputs.topics]
+        threads_by_topic: dict[str, list[str]] = defaultdict(list)
+        for consumer_id in inputs.consumers:
+            try:
+                data, _ = self.zk_call(self.rebalance_retry, self.zk.get, self.paths.registration(consumer_id))
+            except NoNodeError:
+                raise RebalanceAttemptFailed(f"consumer {consumer_id} left while reading the group") from None
+            for topic, count in subscribed_topics(json.loads(data), existing).items():
+                threads_by_topic[topic] += thread_ids(consumer_id, count)
+        mine = []
+        for topic, partitions, _ in inputs.topics:
+            share = range_assignment(range(partitions), threads_by_topic[topic]).get(self.thread_id, [])
+            mine += [(topic, p) for p in share]
+        return mine
+
+    def _claim(self, partitions: list[tuple[str, int]]) -> None:
+        """Create an ephemeral owner znode per partition. Any still owned by someone else: let go
+        of those just claimed and fail the attempt (reflectPartitionOwnershipDecision)."""
+        claimed, conflicts = [], []
+        for t, p in partitions:
+            path = self.paths.owner(t, p)
+            try:
+                self.zk_call(self.rebalance_retry, self.zk.create, path, self.thread_id.encode(),
+                             ephemeral=True, makepath=True)
+                claimed.append((t, p))
+            except NodeExistsError:
+                try:
+                    holder = self.zk_call(self.rebalance_retry, self.zk.get, path)[0].decode()
+                except NoNodeError:
+                    holder = "a consumer that just let go"
+                if holder == self.thread_id:
+                    claimed.append((t, p))
+                else:
+                    conflicts.append(f"{t}-{p} is owned by {holder}")
+            if self.session_lost.is_set():
+                self._delete_owners(claimed, self.commit_retry)  # any made after the expiry are the new session's
+                raise SessionLost("session expired while claiming")
+        if conflicts:
+            self._delete_owners(claimed, self.rebalance_retry)
+            raise RebalanceAttemptFailed("; ".join(conflicts))
+
+    def _release(self, trigger: str, retry: KazooRetry | None = None) -> None:
+        """Under the lock: commit what was processed, stop fetching, delete our owner znodes."""
+        self._commit(trigger, retry)
+        self._fetch([])
+        if self.owned:
+            self.emit("partitions_revoked", partitions=[tp(t, p) for t, p in self.owned], incremental=False)
+            self._delete_owners(self.owned, retry or self.rebalance_retry)
+            self.owned = []
+
+    def _fetch(self, partitions: list[TopicPartition]) -> None:
+        """Under the lock: a new assignment for the fetcher; what was fetched before is stale."""
+        self.fetch_from = partitions
+        self.epoch += 1
+
+    def _delete_owners(self, partitions: list[tuple[str, int]], retry: KazooRetry) -> None:
+        for t, p in partitions:
+            try:
+                self.zk_call(retry, self.zk.delete, self.paths.owner(t, p))
+            except NoNodeError:
+                pass
+
+    # --- commits ------------------------------------------------------------------------
+
+    def _commit(self, trigger: str, retry: KazooRetry | None = None) -> None:
+        """Write processed offsets to ZooKeeper. No owner check, no generation: ZooKeeper takes
+        any write, so a consumer that lost a partition can still overwrite its offset."""
+        if not self.uncommitted:
+            return
+        offsets = sorted(self.uncommitted.items())
+        _, started = now()
+        for (t, p), offset in offsets:
+            self.zk_call(retry or self.commit_retry, write_offset, self.zk, self.paths.offset(t, p), offset)
+        self.uncommitted.clear()
+        self.emit("offsets_committed", offsets=[{**tp(t, p), "offset": o} for (t, p), o in offsets], success=True,
+                  error=None, error_code=None, trigger=trigger, started_mono_ms=round(started, 3))
+
+    # --- the consumer thread ------------------------------------------------------------
+
+    def run(self) -> int:
+        s = self.spec
+        self.emit("consumer_started", pid=os.getpid(), group=s.group, protocol=s.protocol, assignor="range",
+                  group_instance_id=None, commit_mode=s.commit,
+                  session_timeout_ms=self.settings.zookeeper_session_timeout_ms, max_poll_interval_ms=None,
+                  consumer_id=self.consumer_id, rebalance_max_retries=self.settings.rebalance_max_retries,
+                  rebalance_backoff_ms=self.settings.rebalance_backoff_ms)
+        self.zk.add_listener(self._on_session)
+        self.zk.start_async()  # the rebalancer registers once connected (the lane may be cut right now)
+        rebalancer = threading.Thread(target=self.rebalancer, name="rebalancer", daemon=True)
+        rebalancer.start()
+        reason = "end-of-run"
+        try:
+            while not self.stop.is_set():
+                if self.command_pending.is_set():
+                    self._obey(self.stop)
+                epoch = self._follow_assignment()
+                batch = self.fetcher.consume(num_messages=s.batch_size, timeout=POLL_TIMEOUT_S)
+                if self._fetchers_stopping():
+                    continue  # the batch goes: whoever owns its partitions next fetches it again
+                if batch:
+                    self._process(batch, epoch)
+        except InterruptedError:
+            pass  # a commit waiting for ZooKeeper when SIGTERM came
+        finally:
+            self.stop.set()
+            rebalancer.join(timeout=10)
+            self._shutdown()
+            self.emit("consumer_stopped", reason=reason)
+        return 0
+
+    def _follow_assignment(self) -> int:
+        with self.lock:
+            if self.applied_epoch != self.epoch:
+                if self.fetch_from:
+                    self.fetcher.assign(self.fetch_from)
+                else:
+                    self.fetcher.unassign()  # stop fetching
+                self.applied_epoch = self.epoch
+            return self.epoch
+
+    def _process(self, batch, epoch: int) -> None:
+        with self.lock:
+            if epoch != self.epoch:
+                return  # fetched before a rebalance stopped fetching: the new owner reads it again
+            # The rebalancer closing the fetchers (or SIGTERM) drops the rest of the batch.
+            process_records(records_of(batch, self.emit), self.spec.processing_ms, self.uncommitted, self.emit,
+                            interrupted=self._fetchers_stopping)
+            if self.spec.commit != "auto":  # sync; before-processing has no meaning here
+                self._commit("after-processing")
+
+    def _shutdown(self) -> None:
+        """SIGTERM: commit, let go of the owner znodes, close the session (the registration goes)."""
+        bounded = KazooRetry(max_tries=-1, delay=0.05, max_delay=0.5, deadline=SHUTDOWN_ZK_DEADLINE_S)
+        with self.lock:
+            try:
+                if self.zk.connected:
+                    self._release("revoke", bounded)
+            except Exception as e:  # ZooKeeper out of reach: the session expiry releases for us
+                self.emit("client_log", level="WARNING", message=f"release on close: {type(e).__name__}: {e}")
+        self.fetcher.close()
+        self.zk.stop()
+        self.zk.close()
+
+
+def main(argv: list[str]) -> int:
+    member = ZkEagerMember(read_spec(ConsumerSpec, argv), stop_on_signals())
+    signal.signal(signal.SIGUSR1, lambda *_: member.command_pending.set())
+    return member.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
