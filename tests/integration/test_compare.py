@@ -24,6 +24,6 @@ def test_compare_five_protocol_generations(tmp_path):
         assert r["ok"] and r["outcome"] == "completed", r
         assert r["rebalances"] >= 2 and r["rebalance_max_ms"] > 0, r  # the initial join and the eviction at least
         assert (out / r["run_dir"].rsplit("/", 1)[-1] / "verdict.json").exists()
-    assert set(rows[0]["not_applicable"]) == {"fenced-commits"}
+    assert set(rows[0]["not_applicable"]) == {"fenced-commits", "commit-monotonicity"}
     table = proc.stdout
     assert "Protocols side by side" in table and all(p in table for p in PROTOCOLS)
