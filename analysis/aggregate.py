@@ -41,10 +41,11 @@ def _long(df: DataFrame, metrics: dict[str, str], kinds) -> DataFrame:
 def metric_rows(m: RunMetrics) -> DataFrame:
     runs = m.runs.select(*RUN_KEYS, "fault_kinds", *RUN_METRICS)
     keys = runs.select(*RUN_KEYS)
-    rebalances = m.rebalances.where(F.col("status") == COMPLETED).join(keys, "run_key").withColumnRenamed(
+    on = ["run_key", "run"]
+    rebalances = m.rebalances.where(F.col("status") == COMPLETED).join(keys, on).withColumnRenamed(
         "duration_ms", "rebalance_ms")
-    stw = m.stop_the_world.where(F.col("status") == COMPLETED).join(keys, "run_key")
-    faults = m.faults.where(F.col("detection_ms").isNotNull()).join(keys, "run_key")
+    stw = m.stop_the_world.where(F.col("status") == COMPLETED).join(keys, on)
+    faults = m.faults.where(F.col("detection_ms").isNotNull()).join(keys, on)
     return (_long(rebalances, {n: n for n in REBALANCE_METRICS}, F.array("fault_kind"))
             .unionByName(_long(stw, {"unowned_ms": "unowned_ms"}, F.array("fault_kind")))
             .unionByName(_long(faults, {"fault_to_detection_ms": "detection_ms"}, F.array("kind")))

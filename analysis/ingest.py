@@ -19,6 +19,8 @@ import glob
 import hashlib
 import json
 import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from .schema import EVENT_SCHEMA, LAG, LINE_SCHEMA, TP
 
 HISTORY = "history.jsonl"
 VERDICT = "verdict.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 @dataclass
@@ -134,7 +136,7 @@ def find_runs(patterns: list[str]) -> tuple[list[RunDir], list[Skipped]]:
             label = f"{label}~{labels[label]}"
         st = path.joinpath(HISTORY).stat()
         runs.append(RunDir(path, run_key(path), label, _kafka_version(path),
-                           {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION}))
+                           {"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
     return runs, skipped
 
 
@@ -167,8 +169,9 @@ def _typed(parsed: DataFrame) -> DataFrame:
     return parsed.select(*cols)
 
 
-def parse_histories(spark: SparkSession, runs: list[RunDir]) -> tuple[DataFrame, dict[str, str]]:
-    """(events of the good runs, without `ord`; run key -> why it is damaged)."""
+def parse_histories(spark: SparkSession, runs: list[RunDir]) -> tuple[DataFrame, dict[str, str], DataFrame]:
+    """(events of the good runs, without `ord`; run key -> why it is damaged; the persisted lines,
+    to unpersist once written)."""
     files = spark.createDataFrame([(r.history.resolve().as_uri(), r.key) for r in runs], "file string, run_key string")
     text = (spark.read.text([str(r.history.resolve()) for r in runs], wholetext=True)
             .select(F.input_file_name().alias("file"), "value")
@@ -177,22 +180,25 @@ def parse_histories(spark: SparkSession, runs: list[RunDir]) -> tuple[DataFrame,
              .where(F.trim("text") != "")
              .select("run_key", (F.col("pos") + 1).cast("long").alias("line"),
                      F.from_json("text", LINE_SCHEMA).alias("e")))
-    lines = lines.withColumn("bad", F.col("e").isNull() | F.col("e.name").isNull() | F.col("e.mono_ms").isNull())
-    lines = lines.persist()
-    last = Window.partitionBy("run_key")
-    diag = (lines.withColumn("last_line", F.max("line").over(last))
-            .where(F.col("bad") & (F.col("line") != F.col("last_line")))
-            .groupBy("run_key").agg(F.min("line").alias("first_bad"), F.count("*").alias("bad_lines"))
-            .collect())
-    seen = {r.run_key for r in lines.select("run_key").distinct().collect()}
-    damaged = {r.run_key: (f"damaged: history.jsonl line {r.first_bad} is not a JSON event"
-                           + (f" ({r.bad_lines} bad lines)" if r.bad_lines > 1 else ""))
-               for r in diag}
+    bad = F.col("e").isNull() | F.col("e.name").isNull() | F.col("e.mono_ms").isNull()
+    lines = lines.withColumn("bad", bad).persist()
+    # A bad line is forgiven only as the very last line (a writer killed mid-line).
+    diag = {r.run_key: r for r in lines.groupBy("run_key").agg(
+        F.max("line").alias("last_line"), F.count(F.when(F.col("bad"), 1)).alias("bad_lines"),
+        F.min(F.when(F.col("bad"), F.col("line"))).alias("first_bad"),
+        F.max(F.when(F.col("bad"), F.col("line"))).alias("last_bad")).collect()}
+    damaged: dict[str, str] = {}
     for r in runs:
-        if r.key not in seen and r.key not in damaged:
-            damaged[r.key] = "damaged: history.jsonl could not be read"
+        d = diag.get(r.key)
+        if d is None:
+            damaged[r.key] = "damaged: history.jsonl has no events Spark could read"
+        elif d.bad_lines > 1 or (d.bad_lines == 1 and d.last_bad != d.last_line):
+            damaged[r.key] = (f"damaged: history.jsonl line {d.first_bad} is not a JSON event"
+                              + (f" ({d.bad_lines} bad lines)" if d.bad_lines > 1 else ""))
+        elif d.bad_lines == 1 and d.last_line == 1:
+            damaged[r.key] = "damaged: history.jsonl holds no complete event"
     good = lines.where(~F.col("bad") & ~F.col("run_key").isin(list(damaged) or [""]))
-    return _typed(good), damaged
+    return _typed(good), damaged, lines
 
 
 def with_order(events: DataFrame) -> DataFrame:
@@ -203,33 +209,58 @@ def with_order(events: DataFrame) -> DataFrame:
 
 
 class EventCache:
-    """Parsed histories as Parquet, partitioned by run key, with a manifest of fingerprints."""
+    """Parsed histories as Parquet, with a manifest of each history's fingerprint.
+
+    Each analysis that had to parse writes one batch (`events/<batch>/`, a flat Parquet
+    dataset with a run_key column: a few files, not one directory per run); the manifest
+    says which batch holds each run's current events. A batch nobody points at any more
+    is deleted."""
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)
         self.data = self.directory / "events"
         self.manifest_path = self.directory / "manifest.json"
         try:
-            self.manifest: dict = json.loads(self.manifest_path.read_text())
-        except (OSError, ValueError):
-            self.manifest = {}
+            manifest = json.loads(self.manifest_path.read_text())
+            self.manifest: dict = manifest if manifest.get("version") == CACHE_VERSION else {"version": CACHE_VERSION}
+        except (OSError, ValueError, AttributeError):
+            self.manifest = {"version": CACHE_VERSION}
+        self.manifest.setdefault("runs", {})
+
+    @property
+    def runs(self) -> dict:
+        return self.manifest["runs"]
 
     def fresh(self, run: RunDir) -> bool:
-        entry = self.manifest.get(run.key)
+        entry = self.runs.get(run.key)
         return (entry is not None and entry.get("fingerprint") == run.fingerprint
-                and (self.data / f"run_key={run.key}").is_dir())
+                and (self.data / entry.get("batch", "-")).is_dir())
 
-    def record(self, runs: list[RunDir]) -> None:
+    def new_batch(self) -> str:
+        return f"{time.strftime('%Y%m%dT%H%M%S')}-{os.urandom(4).hex()}"
+
+    def record(self, runs: list[RunDir], batch: str) -> None:
         for r in runs:
-            self.manifest[r.key] = {"path": str(r.path.resolve()), "fingerprint": r.fingerprint}
+            self.runs[r.key] = {"path": str(r.path.resolve()), "fingerprint": r.fingerprint, "batch": batch}
         self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self.manifest_path.with_suffix(".tmp")
+        tmp = self.manifest_path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(self.manifest, indent=1, sort_keys=True))
         tmp.replace(self.manifest_path)
+        live = {e.get("batch") for e in self.runs.values()}
+        for old in self.data.iterdir() if self.data.is_dir() else ():
+            if old.is_dir() and old.name not in live:
+                shutil.rmtree(old, ignore_errors=True)
 
-    def forget(self, keys: list[str]) -> None:
+    def read(self, spark: SparkSession, keys: list[str]) -> DataFrame:
+        by_batch: dict[str, list[str]] = {}
         for k in keys:
-            self.manifest.pop(k, None)
+            by_batch.setdefault(self.runs[k]["batch"], []).append(k)
+        frames = [spark.read.schema(EVENT_SCHEMA).parquet(str(self.data / batch)).where(F.col("run_key").isin(ks))
+                  for batch, ks in sorted(by_batch.items())]
+        out = frames[0]
+        for f in frames[1:]:
+            out = out.unionByName(f)
+        return out
 
 
 @dataclass
@@ -247,21 +278,18 @@ def load_events(spark: SparkSession, runs: list[RunDir], cache_dir: Path) -> Loa
     skipped: list[Skipped] = []
     parsed: list[RunDir] = []
     if stale:
-        events, damaged = parse_histories(spark, stale)
-        for r in stale:
-            if r.key in damaged:
-                skipped.append(Skipped(str(r.path), damaged[r.key]))
-        parsed = [r for r in stale if r.key not in damaged]
-        cache.forget([r.key for r in stale])
-        if parsed:
-            (with_order(events).repartition("run_key").write.mode("overwrite")
-             .partitionBy("run_key").parquet(str(cache.data)))
-            cache.record(parsed)
-        spark.catalog.clearCache()
+        events, damaged, lines = parse_histories(spark, stale)
+        try:
+            for r in stale:
+                if r.key in damaged:
+                    skipped.append(Skipped(str(r.path), damaged[r.key]))
+            parsed = [r for r in stale if r.key not in damaged]
+            if parsed:
+                batch = cache.new_batch()
+                with_order(events).write.mode("overwrite").parquet(str(cache.data / batch))
+                cache.record(parsed, batch)
+        finally:
+            lines.unpersist()
     good = [r for r in runs if r not in stale or r in parsed]
-    keys = [r.key for r in good]
-    if keys:
-        events = spark.read.schema(EVENT_SCHEMA).parquet(str(cache.data)).where(F.col("run_key").isin(keys))
-    else:
-        events = spark.createDataFrame([], EVENT_SCHEMA)
+    events = cache.read(spark, [r.key for r in good]) if good else spark.createDataFrame([], EVENT_SCHEMA)
     return Loaded(events, good, skipped, [r.run for r in parsed], [r.run for r in good if r not in parsed])

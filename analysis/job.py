@@ -69,6 +69,12 @@ class AnalysisResult:
     tables: dict[str, list[dict]] = field(default_factory=dict)
 
 
+def _sortable(v: Any) -> tuple:
+    if isinstance(v, (list, tuple)):
+        v = tuple(map(str, v))
+    return (v is None, v if v is not None else 0)
+
+
 def _csv_value(v: Any) -> Any:
     if isinstance(v, (dict, list, tuple)):
         return json.dumps(v, sort_keys=True)
@@ -117,7 +123,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     good: list[RunDir] = loaded.runs
     if not good:
         raise NoRuns(skipped)
-    events = loaded.events.repartition("run_key").localCheckpoint(eager=True)
+    events = loaded.events
     meta = spark.createDataFrame([(r.key, r.run, str(r.path), r.kafka) for r in good],
                                  "run_key string, run string, path string, kafka string")
     timings["ingest"] = time.monotonic() - t
@@ -125,25 +131,30 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     t = time.monotonic()
     progress("computing per-run metrics")
     m = per_run_metrics(spark, events, meta)
-    labels = meta.select("run_key", "run")
+    timings["per-run"] = time.monotonic() - t
+    t_agg = time.monotonic()
     rows = metric_rows(m).localCheckpoint(eager=True)
-    tables = {name: (df if name == "runs" else df.join(labels, "run_key")) for name, df in m.tables().items()}
+    tables = dict(m.tables())
     tables["metrics"] = rows
-    tables["by_group"] = by_group(rows)
-    tables["by_dimension"] = by_dimension(rows)
+    tables["by_group"] = by_group(rows).localCheckpoint(eager=True)
+    tables["by_dimension"] = by_dimension(rows).localCheckpoint(eager=True)
 
     parquet = out / "parquet"
     collected: dict[str, list[dict]] = {}
+    timings["cross-run"] = time.monotonic() - t_agg
+    t_write = time.monotonic()
     for name, df in tables.items():
-        df = df.orderBy(*ORDER[name]).coalesce(1)
+        order = ORDER[name]
         target = parquet / name
         if target.exists():
             shutil.rmtree(target)
-        df.write.mode("overwrite").parquet(str(target))
-        back = spark.read.parquet(str(target))
-        columns = back.columns
-        collected[name] = [r.asDict(recursive=True) for r in back.orderBy(*ORDER[name]).collect()]
-        write_csv(out / "csv" / f"{name}.csv", collected[name], columns)
+        # one sorted file per table: coalesce then sort within it (no range-partitioning pass)
+        df.coalesce(1).sortWithinPartitions(*order).write.parquet(str(target))
+        rows = [r.asDict(recursive=True) for r in df.collect()]
+        rows.sort(key=lambda r: tuple(_sortable(r.get(c)) for c in order))
+        collected[name] = rows
+        write_csv(out / "csv" / f"{name}.csv", rows, df.columns)
+    timings["write"] = time.monotonic() - t_write
     timings["metrics"] = time.monotonic() - t
 
     t = time.monotonic()

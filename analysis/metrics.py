@@ -25,8 +25,9 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from .ownership import assignments_of, sessions_of, slot_label, tp_label
-from .rebalances import COMPLETED, coordinator_events, ms, rebalances_of, run_info
-from .records import consumptions, duplicates_by_partition, lost_records
+from .rebalances import COMPLETED, ms, rebalances_of, run_info, stop_the_world
+from .records import duplicates_by_partition, lost_records
+from .tables import EventTables, split
 
 DETECTION_GRACE_MS = 30_000.0
 NO_FAULT = "none"
@@ -48,19 +49,17 @@ class RunMetrics:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _clock(events: DataFrame) -> DataFrame:
-    """run_key, t0 (the run's start: run_started, else its first event), t_end (its last event), outcome, done."""
-    started = (events.where(F.col("name") == "run_started").groupBy("run_key")
-               .agg(F.min(F.struct("ord", "mono_ms")).alias("_rs")))
-    span = events.groupBy("run_key").agg(
-        F.min(F.struct("ord", "mono_ms")).alias("_first"), F.max("mono_ms").alias("t_end"),
-        F.count("*").alias("events"),
+def _clock(control: DataFrame, totals: DataFrame) -> DataFrame:
+    """run_key, t0 (the run's start: run_started, else its first event), t_end (its last event), events,
+    outcome, done, workload_start, recovery_start."""
+    span = control.groupBy("run_key").agg(
+        F.min(F.when(F.col("name") == "run_started", F.struct("ord", "mono_ms"))).alias("_rs"),
         F.max(F.when(F.col("name") == "run_finished", F.struct("ord", "outcome"))).alias("_fin"),
         F.max((F.col("name") == "phase") & (F.col("phase") == "done")).alias("done"),
         F.min(F.when((F.col("name") == "phase") & (F.col("phase") == "workload"), F.col("mono_ms"))).alias("workload_start"),
         F.min(F.when((F.col("name") == "phase") & (F.col("phase") == "recovery"), F.col("mono_ms"))).alias("recovery_start"))
-    return (span.join(started, "run_key", "left")
-            .select("run_key", F.coalesce("_rs.mono_ms", "_first.mono_ms").alias("t0"), "t_end", "events",
+    return (totals.join(span, "run_key", "left")
+            .select("run_key", F.coalesce("_rs.mono_ms", "t_first").alias("t0"), "t_end", "events",
                     F.col("_fin.outcome").alias("outcome"), F.coalesce("done", F.lit(False)).alias("done"),
                     "workload_start", "recovery_start"))
 
@@ -107,20 +106,17 @@ def _detections(faults: DataFrame, rebalances: DataFrame) -> DataFrame:
                         ms(F.col("_d._rs") - F.col("start_mono")).alias("detection_ms"))
 
 
-def _lag(events: DataFrame, info: DataFrame) -> DataFrame:
-    """run_key, ord, mono_ms, topic, partition, partition_label, lag, committed, high_watermark."""
-    samples = coordinator_events(events, info, "lag_sampled")
-    return (samples.select("run_key", "ord", "mono_ms", "ts", F.explode(F.coalesce("lag", F.array())).alias("l"))
-            .select("run_key", "ord", "mono_ms", "ts", F.col("l.topic").alias("topic"),
-                    F.col("l.partition").alias("partition"), F.col("l.lag").alias("lag"),
-                    F.col("l.committed").alias("committed"), F.col("l.high_watermark").alias("high_watermark"))
-            .withColumn("partition_label", tp_label()))
+def _lag(t: EventTables, info: DataFrame) -> DataFrame:
+    """run_key, ord, mono_ms, ts, topic, partition, partition_label, lag, committed, high_watermark
+    (samples of our group only: a shared observer could describe others)."""
+    return (t.lag.join(info.select("run_key", F.col("group").alias("_g")), "run_key")
+            .where(F.col("_g").isNull() | F.col("group").isNull() | (F.col("group") == F.col("_g")))
+            .drop("_g", "group").withColumn("partition_label", tp_label()))
 
 
-def _commit_failures(events: DataFrame) -> DataFrame:
-    entries = (events.where(F.col("name") == "offsets_committed")
-               .select("run_key", "success", "error", "error_code", F.explode(F.coalesce("offsets", F.array())).alias("o")))
-    return (entries.where(~F.coalesce("success", F.lit(False)))
+def _commit_failures(t: EventTables) -> DataFrame:
+    """Failed commits per error, one per partition entry (as the oracle counts them)."""
+    return (t.commits.where(~F.col("success"))
             .groupBy("run_key", F.coalesce("error_code", F.lit("none")).alias("error_code"),
                      F.coalesce("error", F.lit("unknown")).alias("error"))
             .agg(F.count("*").alias("failed")))
@@ -134,26 +130,26 @@ def materialize(df: DataFrame) -> DataFrame:
 
 def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame) -> RunMetrics:
     """runs_meta: run_key, run (label), path, kafka."""
-    info = materialize(run_info(events))
-    clock = materialize(_clock(events))
-    sessions = materialize(sessions_of(events))
-    assignments = materialize(assignments_of(events, sessions))
-    rebalances = materialize(rebalances_of(events, sessions, assignments, info))
-    faults = materialize(fault_windows(events, clock))
+    t = split(events, materialize)
+    control = t.control
+    info = materialize(run_info(control))
+    clock = materialize(_clock(control, t.clock))
+    sessions = materialize(sessions_of(control))
+    assignments = materialize(assignments_of(control, sessions))
+    rebalances = materialize(rebalances_of(control, sessions, assignments, info))
+    faults = materialize(fault_windows(control, clock))
     rebalances = materialize(_attribute_rebalances(rebalances, faults))
     faults = materialize(_detections(faults, rebalances))
 
-    from .rebalances import stop_the_world
     stw = materialize(stop_the_world(sessions).join(rebalances.select("run_key", "generation", "status", "fault_kind"),
                                                     ["run_key", "generation"], "left"))
-    lag = materialize(_lag(events, info))
-    commit_failures = materialize(_commit_failures(events))
-    duplicates = materialize(duplicates_by_partition(events, sessions))
-    records = materialize(lost_records(events))
+    lag = materialize(_lag(t, info))
+    commit_failures = materialize(_commit_failures(t))
+    duplicates = materialize(duplicates_by_partition(t, sessions))
+    records = materialize(lost_records(t))
 
     # -- one row per run -----------------------------------------------------------------------
-    cons = consumptions(events)
-    delivered = cons.groupBy("run_key").agg(F.sum(F.col("hi") - F.col("lo") + 1).alias("deliveries"),
+    delivered = t.consumed.groupBy("run_key").agg(F.sum(F.col("hi") - F.col("lo") + 1).alias("deliveries"),
                                             F.min("mono_ms").alias("_c0"), F.max("mono_ms").alias("_c1"))
     rec = records.groupBy("run_key").agg(F.sum("acked").alias("acked"), F.sum("consumed").alias("consumed"),
                                          F.sum("unconsumed").alias("unconsumed"))
@@ -168,10 +164,8 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
     totals = lag.groupBy("run_key", "ord", "mono_ms").agg(F.sum(F.coalesce("lag", F.lit(0))).alias("total"))
     lag_run = totals.groupBy("run_key").agg(F.max("total").alias("peak_lag"),
                                             F.max(F.struct("ord", "total")).alias("_last"))
-    commits = (events.where(F.col("name") == "offsets_committed")
-               .select("run_key", "success", F.explode(F.coalesce("offsets", F.array())).alias("o"))
-               .groupBy("run_key").agg(F.sum(F.coalesce("success", F.lit(False)).cast("int")).alias("commits_ok"),
-                                       F.sum((~F.coalesce("success", F.lit(False))).cast("int")).alias("commits_failed")))
+    commits = t.commits.groupBy("run_key").agg(F.sum(F.col("success").cast("int")).alias("commits_ok"),
+                                               F.sum((~F.col("success")).cast("int")).alias("commits_failed"))
     fault_run = faults.groupBy("run_key").agg(
         F.count("*").alias("faults_injected"), F.count("detected_generation").alias("faults_detected"),
         F.array_sort(F.collect_set("kind")).alias("fault_kinds"))
@@ -208,19 +202,24 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
         F.coalesce("faults_injected", zero).alias("faults_injected"),
         F.coalesce("faults_detected", zero).alias("faults_detected"), "t0")
 
-    t0 = clock.select("run_key", "t0")
-    ownership = (sessions.join(t0, "run_key")
-                 .select("run_key", "topic", "partition", tp_label().alias("partition_label"), "member", "inc",
-                         slot_label().alias("slot"), "session_no", "generation", "member_id",
-                         "start_mono", "end_mono", "start_ts", "end_ts",
-                         F.round((F.col("start_mono") - F.col("t0")) / 1000.0, 6).alias("start_s"),
-                         F.round((F.col("end_mono") - F.col("t0")) / 1000.0, 6).alias("end_s")))
-    faults = faults.join(t0, "run_key").withColumn("start_s", F.round((F.col("start_mono") - F.col("t0")) / 1000.0, 6)) \
-        .withColumn("end_s", F.round((F.col("end_mono") - F.col("t0")) / 1000.0, 6)).drop("t0", "start_ord")
-    rebalances = rebalances.join(t0, "run_key").withColumn(
-        "start_s", F.round((F.col("start_mono") - F.col("t0")) / 1000.0, 6)).withColumn(
-        "end_s", F.round((F.col("end_mono") - F.col("t0")) / 1000.0, 6)).drop("t0")
-    lag = lag.join(t0, "run_key").withColumn("t_s", F.round((F.col("mono_ms") - F.col("t0")) / 1000.0, 6)).drop("t0")
-    runs = materialize(runs)
-    return RunMetrics(runs=runs, rebalances=rebalances, stop_the_world=stw, ownership=ownership, faults=faults,
-                      lag=lag, commit_failures=commit_failures, duplicates=duplicates, records=records)
+    # every table carries the run's label, and times in seconds since the run started
+    keys = F.broadcast(materialize(runs_meta.select("run_key", "run").join(clock.select("run_key", "t0"), "run_key")))
+    secs = lambda col: F.round((F.col(col) - F.col("t0")) / 1000.0, 6)  # noqa: E731
+
+    def labelled(df: DataFrame, **seconds: str) -> DataFrame:
+        df = df.join(keys, "run_key")
+        for name, col in seconds.items():
+            df = df.withColumn(name, secs(col))
+        return materialize(df.drop("t0"))
+
+    ownership = labelled(sessions.select(
+        "run_key", "topic", "partition", tp_label().alias("partition_label"), "member", "inc",
+        slot_label().alias("slot"), "session_no", "generation", "member_id", "start_mono", "end_mono", "start_ts",
+        "end_ts"), start_s="start_mono", end_s="end_mono")
+    return RunMetrics(
+        runs=materialize(runs.drop("t0")),
+        rebalances=labelled(rebalances, start_s="start_mono", end_s="end_mono"),
+        stop_the_world=labelled(stw), ownership=ownership,
+        faults=labelled(faults.drop("start_ord"), start_s="start_mono", end_s="end_mono"),
+        lag=labelled(lag, t_s="mono_ms"), commit_failures=labelled(commit_failures),
+        duplicates=labelled(duplicates), records=labelled(records))

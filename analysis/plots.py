@@ -26,9 +26,11 @@ REBALANCE_COLOUR = "#1f77b4"
 PALETTE = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors + plt.get_cmap("Set1").colors
 
 
-def _png(fig) -> bytes:
+def _png(fig, right: float = 0.84) -> bytes:
+    """Fixed margins (legend outside on the right): `bbox_inches="tight"` would draw everything twice."""
+    fig.subplots_adjust(left=0.09, right=right, top=0.86, bottom=0.17)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
     return buf.getvalue()
 
@@ -171,4 +173,4 @@ def distributions(values: dict[str, list[float]], title: str, unit: str) -> byte
     ax.set_ylabel(unit)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    return _png(fig)
+    return _png(fig, right=0.97)

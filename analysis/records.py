@@ -1,11 +1,12 @@
 """Records in Spark: duplicates (counted and explained), lost and unconsumed records.
 
 Offsets come as inclusive ranges, and stay ranges here: nothing is exploded per
-record. For duplicates, each partition's consumed ranges are cut at every range
-boundary into elementary segments; a segment lies wholly inside or outside each
-consumption, so "who consumed these offsets first" is a per-segment question (the
-earliest consumption covering it, in history order) and every later covering
-consumption re-delivered the whole segment.
+record. A consumed range re-delivers something only if it starts at or below the
+highest offset consumed before it in that partition (a running maximum); only those
+"late" ranges are looked at closely. Each is cut, at the bounds of the earlier ranges
+overlapping it, into segments that lie wholly inside or outside each of them; a
+segment's first consumer is the earliest of those covering it (history order), and
+the late range re-delivered it.
 
 Explained (the oracle's rule, oracle/checks/duplicates.py): a re-delivery by the
 same ownership session, or by a member that owned the partition before the first
@@ -22,116 +23,120 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .ownership import attribute, inc_col, member_col, tp_label
+from .ownership import tp_label
+from .tables import EventTables
 
 TP = ["run_key", "topic", "partition"]
 
 
-def consumptions(events: DataFrame) -> DataFrame:
-    """run_key, topic, partition, lo, hi, ord, pos, member, inc, mono_ms (one consumed range each)."""
-    return (events.where(F.col("name") == "records_consumed")
-            .select("run_key", "ord", "mono_ms", member_col().alias("member"), inc_col().alias("inc"),
-                    F.posexplode(F.coalesce("ranges", F.array())).alias("pos", "r"))
-            .select("run_key", F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"),
-                    F.col("r.min_offset").alias("lo"), F.col("r.max_offset").alias("hi"),
-                    "ord", "pos", "member", "inc", "mono_ms"))
-
-
-def acked_ranges(events: DataFrame) -> DataFrame:
-    return (events.where(F.col("name") == "records_acked")
-            .select("run_key", F.explode(F.coalesce("ranges", F.array())).alias("r"))
-            .select("run_key", F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"),
-                    F.col("r.min_offset").alias("lo"), F.col("r.max_offset").alias("hi")))
-
-
-def merged(ranges: DataFrame) -> DataFrame:
-    """Ranges (run_key, topic, partition, lo, hi) -> disjoint, merged islands (adjacent ones joined)."""
-    w = Window.partitionBy(*TP).orderBy("lo", "hi")
-    r = ranges.where(F.col("lo") <= F.col("hi"))
+def islands(sets: DataFrame) -> DataFrame:
+    """Ranges (run_key, topic, partition, set, lo, hi) -> the disjoint islands they cover, per set
+    (ranges merged where they overlap or touch): run_key, topic, partition, set, lo, hi."""
+    keys = TP + ["set"]
+    w = Window.partitionBy(*keys).orderBy("lo", "hi")
+    r = sets.where(F.col("lo") <= F.col("hi"))
     r = (r.withColumn("reach", F.max("hi").over(w.rowsBetween(Window.unboundedPreceding, -1)))
          .withColumn("new", F.col("reach").isNull() | (F.col("lo") > F.col("reach") + 1))
          .withColumn("island", F.sum(F.col("new").cast("int")).over(w.rowsBetween(Window.unboundedPreceding,
                                                                                     Window.currentRow))))
-    return r.groupBy(*TP, "island").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")).drop("island")
+    return r.groupBy(*keys, "island").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")).drop("island")
 
 
-def _size(df: DataFrame) -> F.Column:
-    return F.col("hi") - F.col("lo") + 1
-
-
-def lost_records(events: DataFrame) -> DataFrame:
-    """Per partition: acked, consumed (distinct), unconsumed acknowledged offsets.
+def lost_records(t: EventTables) -> DataFrame:
+    """Per partition: acked, consumed (distinct), unconsumed acknowledged offsets: |acked| minus the
+    overlap of the acked and the consumed islands (a handful per partition).
     -> run_key, topic, partition, acked, consumed, unconsumed."""
-    acked = merged(acked_ranges(events))
-    consumed = merged(consumptions(events).select(*TP, "lo", "hi"))
-    a = acked.alias("a")
-    c = consumed.alias("c")
-    both = (a.join(c, [F.col("a.run_key") == F.col("c.run_key"), F.col("a.topic") == F.col("c.topic"),
-                       F.col("a.partition") == F.col("c.partition"),
-                       F.col("c.lo") <= F.col("a.hi"), F.col("c.hi") >= F.col("a.lo")])
-            .select("a.run_key", "a.topic", "a.partition",
-                    (F.least("a.hi", "c.hi") - F.greatest("a.lo", "c.lo") + 1).alias("n"))
-            .groupBy(*TP).agg(F.sum("n").alias("acked_consumed")))
-    acked_n = acked.groupBy(*TP).agg(F.sum(_size(acked)).alias("acked"))
-    consumed_n = consumed.groupBy(*TP).agg(F.sum(_size(consumed)).alias("consumed"))
-    return (acked_n.join(consumed_n, TP, "full").join(both, TP, "left")
-            .select(*TP, F.coalesce("acked", F.lit(0)).alias("acked"), F.coalesce("consumed", F.lit(0)).alias("consumed"),
-                    (F.coalesce("acked", F.lit(0)) - F.coalesce("acked_consumed", F.lit(0))).alias("unconsumed")))
+    sets = (t.acked.select(*TP, "lo", "hi").withColumn("set", F.lit("a"))
+            .unionByName(t.consumed.select(*TP, "lo", "hi").withColumn("set", F.lit("c"))))
+    isl = islands(sets)
+    a = isl.where(F.col("set") == "a").select(*TP, F.col("lo").alias("a_lo"), F.col("hi").alias("a_hi"))
+    c = isl.where(F.col("set") == "c").select(*TP, F.col("lo").alias("c_lo"), F.col("hi").alias("c_hi"))
+    both = (a.join(c, TP).where((F.col("c_lo") <= F.col("a_hi")) & (F.col("c_hi") >= F.col("a_lo")))
+            .groupBy(*TP).agg(F.sum(F.least("a_hi", "c_hi") - F.greatest("a_lo", "c_lo") + 1).alias("overlap")))
+    sizes = isl.groupBy(*TP).agg(
+        *[F.coalesce(F.sum(F.when(F.col("set") == k, F.col("hi") - F.col("lo") + 1)), F.lit(0)).alias(k)
+          for k in ("a", "c")])
+    return (sizes.join(both, TP, "left")
+            .select(*TP, F.col("a").alias("acked"), F.col("c").alias("consumed"),
+                    (F.col("a") - F.coalesce("overlap", F.lit(0))).alias("unconsumed")))
 
 
-def redeliveries(events: DataFrame, sessions: DataFrame) -> DataFrame:
+def redeliveries(t: EventTables, sessions: DataFrame) -> DataFrame:
     """Every re-delivered segment: run_key, topic, partition, seg_lo, seg_hi, count, explained (count),
     first_member, second_member."""
-    cons = consumptions(events).where(F.col("lo") <= F.col("hi"))
-    cuts = (cons.select(*TP, F.col("lo").alias("b")).unionByName(cons.select(*TP, (F.col("hi") + 1).alias("b")))
-            .distinct())
-    w = Window.partitionBy(*TP).orderBy("b")
-    cuts = cuts.withColumn("idx", F.row_number().over(w)).withColumn("next_b", F.lead("b").over(w))
-    lo_idx = cuts.select(*TP, F.col("b").alias("lo"), F.col("idx").alias("lo_idx"))
-    hi_idx = cuts.select(*TP, (F.col("b") - 1).alias("hi"), F.col("idx").alias("hi_idx"))
-    seg = cuts.where(F.col("next_b").isNotNull()).select(*TP, "idx", F.col("b").alias("seg_lo"),
-                                                       (F.col("next_b") - 1).alias("seg_hi"))
-    covering = (cons.join(lo_idx, TP + ["lo"]).join(hi_idx, TP + ["hi"])
-                .withColumn("idx", F.explode(F.sequence("lo_idx", F.col("hi_idx") - 1)))
-                .join(seg, TP + ["idx"]))
-    first = Window.partitionBy(*TP, "idx").orderBy("ord", "pos")
-    covering = covering.withColumn("rank", F.row_number().over(first))
-    firsts = covering.where(F.col("rank") == 1).select(
-        *TP, "idx", F.col("member").alias("f_member"), F.col("inc").alias("f_inc"), F.col("mono_ms").alias("f_mono"))
-    again = (covering.where(F.col("rank") > 1).join(firsts, TP + ["idx"])
-             .select(*TP, "idx", "seg_lo", "seg_hi", "ord", "pos", "member", "inc", "mono_ms",
-                     "f_member", "f_inc", "f_mono"))
-    qid = TP + ["idx", "ord", "pos"]
-    again = attribute(again, sessions, qid, "member", "inc", "mono_ms", "now")
-    again = attribute(again, sessions, qid, "f_member", "f_inc", "f_mono", "was")
+    w = Window.partitionBy(*TP).orderBy("ord", "pos")
+    cons = (t.consumed.where(F.col("lo") <= F.col("hi"))
+            .withColumn("seen_max", F.max("hi").over(w.rowsBetween(Window.unboundedPreceding, -1))))
+    late = cons.where(F.col("lo") <= F.col("seen_max")).select(
+        *TP, "lo", "hi", "ord", "pos", "member", "inc", "mono_ms")
+    earlier = cons.select(*TP, F.col("lo").alias("p_lo"), F.col("hi").alias("p_hi"), F.col("ord").alias("p_ord"),
+                          F.col("pos").alias("p_pos"), F.col("member").alias("p_member"),
+                          F.col("inc").alias("p_inc"), F.col("mono_ms").alias("p_mono"))
+    pairs = late.join(earlier, TP).where(
+        (F.struct("p_ord", "p_pos") < F.struct("ord", "pos")) & (F.col("p_lo") <= F.col("hi"))
+        & (F.col("p_hi") >= F.col("lo")))
+    late_keys = TP + ["lo", "hi", "ord", "pos", "member", "inc", "mono_ms"]
+    grouped = pairs.groupBy(*late_keys).agg(
+        F.collect_list(F.struct("p_ord", "p_pos", F.greatest("p_lo", "lo").alias("a"),
+                                F.least("p_hi", "hi").alias("b"), "p_member", "p_inc", "p_mono")).alias("ps"))
+    # cut the late range at every bound of the earlier ranges overlapping it
+    cuts = F.array_sort(F.array_distinct(F.flatten(F.array(
+        F.transform("ps", lambda p: p["a"]), F.transform("ps", lambda p: p["b"] + 1)))))
+    grouped = grouped.withColumn("cuts", cuts)
+    segments = F.transform(F.sequence(F.lit(0), F.size("cuts") - 2), lambda i: F.struct(
+        F.element_at("cuts", i + 1).alias("seg_lo"), (F.element_at("cuts", i + 2) - 1).alias("seg_hi")))
+    segs = (grouped.select(*late_keys, "ps", F.explode(segments).alias("s"))
+            .select(*late_keys, "s.seg_lo", "s.seg_hi", F.array_min(F.filter(
+                "ps", lambda p: (p["a"] <= F.col("s.seg_lo")) & (p["b"] >= F.col("s.seg_hi")))).alias("first"))
+            .where(F.col("first").isNotNull())
+            .select(*late_keys, "seg_lo", "seg_hi", F.col("first.p_member").alias("f_member"),
+                    F.col("first.p_inc").alias("f_inc"), F.col("first.p_mono").alias("f_mono")))
+    # the sessions the re-delivery ("now") and the first delivery ("was") belong to: only compared
+    # when both came from the same slot, so one join on the re-delivering slot serves both
+    qid = TP + ["ord", "pos", "seg_lo"]
+    s = sessions.select(F.col("run_key").alias("_rk"), F.col("member").alias("_m"), F.col("inc").alias("_i"),
+                        F.col("topic").alias("_t"), F.col("partition").alias("_p"), "session_no",
+                        "start_ord", "start_mono", "end_mono")
+    j = segs.join(s, (F.col("run_key") == F.col("_rk")) & (F.col("member") == F.col("_m")) & (F.col("inc") == F.col("_i"))
+                  & (F.col("topic") == F.col("_t")) & (F.col("partition") == F.col("_p")), "left")
+
+    def pick(at: str):
+        started = F.col("start_mono") <= F.col(at)
+        covers = started & (F.col("end_mono").isNull() | (F.col("end_mono") >= F.col(at)))
+        info = F.struct("start_ord", "session_no", "start_mono")
+        return F.min(F.when(covers, info)), F.max(F.when(started, info))
+
+    now_cover, now_last = pick("mono_ms")
+    was_cover, was_last = pick("f_mono")
+    att = (j.groupBy(*segs.columns)
+           .agg(now_cover.alias("_nc"), now_last.alias("_nl"), was_cover.alias("_wc"), was_last.alias("_wl"))
+           .withColumn("now", F.coalesce("_nc", "_nl")).withColumn("was", F.coalesce("_wc", "_wl"))
+           .select(*segs.columns, F.col("now.session_no").alias("now_session"),
+                   F.col("now.start_mono").alias("now_start"), F.col("was.session_no").alias("was_session"))
+           .withColumn("ref_t", F.coalesce("now_start", "mono_ms")))
     # the committed offset when the re-delivering session began (or at the re-delivery, without one)
-    again = again.withColumn("ref_t", F.coalesce("now_start", "mono_ms"))
-    commits = (events.where((F.col("name") == "offsets_committed") & F.coalesce("success", F.lit(False)))
-               .select("run_key", "ord", "mono_ms", F.coalesce("started_mono_ms", "mono_ms").alias("sent"),
-                       F.posexplode(F.coalesce("offsets", F.array())).alias("opos", "o"))
-               .select(F.col("run_key").alias("_rk"), F.col("o.topic").alias("_t"), F.col("o.partition").alias("_p"),
-                       F.col("o.offset").alias("committed"), F.col("mono_ms").alias("c_at"), F.col("sent").alias("c_sent"),
-                       F.col("ord").alias("c_ord"), "opos"))
-    j = again.join(commits, (F.col("run_key") == F.col("_rk")) & (F.col("topic") == F.col("_t"))
-                   & (F.col("partition") == F.col("_p")) & (F.col("c_at") <= F.col("ref_t")), "left")
-    latest = Window.partitionBy(*qid).orderBy(F.col("c_at").desc_nulls_last(), F.col("c_sent").desc_nulls_last(),
-                                              F.col("c_ord").desc_nulls_last(), F.col("opos").desc_nulls_last())
-    j = j.withColumn("_rn", F.row_number().over(latest)).where(F.col("_rn") == 1)
+    commits = t.commits.where(F.col("success")).select(
+        F.col("run_key").alias("_rk"), F.col("topic").alias("_t"), F.col("partition").alias("_p"),
+        F.struct(F.col("mono_ms").alias("at"), F.col("sent_ms").alias("sent"), F.col("ord").alias("o"), "opos",
+                 F.col("offset").alias("committed")).alias("c"))
+    withc = (att.join(commits, (F.col("run_key") == F.col("_rk")) & (F.col("topic") == F.col("_t"))
+                      & (F.col("partition") == F.col("_p")) & (F.col("c.at") <= F.col("ref_t")), "left")
+             .groupBy(*att.columns).agg(F.max("c").alias("c")))
     same_session = ((F.col("member") == F.col("f_member")) & (F.col("inc") == F.col("f_inc"))
                     & ((F.col("now_session").isNull() & F.col("was_session").isNull())
                        | (F.col("now_session") == F.col("was_session"))))
     zombie = F.col("now_session").isNotNull() & (F.col("now_start") < F.col("f_mono"))
-    floor = F.coalesce("committed", F.col("seg_lo"))
+    floor = F.coalesce("c.committed", F.col("seg_lo"))
     explained = F.greatest(F.lit(0), F.col("seg_hi") - F.greatest("seg_lo", floor) + 1)
-    return j.select(
+    return withc.select(
         *TP, "seg_lo", "seg_hi", (F.col("seg_hi") - F.col("seg_lo") + 1).alias("count"),
         F.when(same_session | zombie, F.lit(0)).otherwise(explained).cast("long").alias("explained"),
         F.col("f_member").alias("first_member"), F.col("member").alias("second_member"))
 
 
-def duplicates_by_partition(events: DataFrame, sessions: DataFrame) -> DataFrame:
+def duplicates_by_partition(t: EventTables, sessions: DataFrame) -> DataFrame:
     """run_key, topic, partition, partition_label, duplicates, explained, unexplained."""
-    return (redeliveries(events, sessions).groupBy(*TP)
+    return (redeliveries(t, sessions).groupBy(*TP)
             .agg(F.sum("count").alias("duplicates"), F.sum("explained").alias("explained"))
             .select(*TP, tp_label().alias("partition_label"), "duplicates", "explained",
                     (F.col("duplicates") - F.col("explained")).alias("unexplained")))

@@ -1,0 +1,446 @@
+"""Synthetic-but-realistic run histories, for benchmarks and tests.
+
+A small discrete-time simulation of one consumer group, written in the history
+format (docs/history.md) with the shapes real runs have: a producer acknowledging
+batches every 100 ms, members consuming and committing what they own, the
+observer sampling lag every second, the brokers' coordinator log lines, and one
+fault that makes the group rebalance (a pause or network cut past the session
+timeout: eviction, then the member learns its partitions were lost and rejoins; a
+crash with a restart; a poll stall past max.poll.interval.ms). A paused member's
+last batch was processed but not committed, so its successor re-delivers it
+(duplicates, explained), and the zombie's late commit is rejected
+(ILLEGAL_GENERATION). Protocols: classic-eager / classic-static (eager
+callbacks), classic-cooperative (incremental, two-phase) and consumer (KIP-848:
+incremental, member epochs).
+
+    write_run(dir, SynthSpec(seed=3, protocol="classic-cooperative", fault="crash"))
+
+The numbers are whatever the oracle says they are: tests compare Spark with the
+oracle on these histories, not with the simulation's intentions.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .ingest import HISTORY, VERDICT
+
+PROTOCOLS = ("classic-eager", "classic-cooperative", "classic-static", "consumer")
+FAULTS = ("pause", "crash", "poll-stall", "network", "none")
+ASSIGNORS = {"classic-eager": "range", "classic-cooperative": "cooperative-sticky", "classic-static": "range",
+             "consumer": "uniform"}
+TOPIC = "events"
+
+
+@dataclass
+class SynthSpec:
+    seed: int
+    protocol: str = "classic-eager"
+    fault: str = "pause"
+    consumers: int = 3
+    partitions: int = 6
+    rate: float = 200.0
+    duration_s: float = 40.0
+    session_timeout_ms: int = 6000
+    max_poll_interval_ms: int = 10000
+    fault_at_s: float | None = None
+    fault_duration_s: float | None = None
+    kafka: str | None = None
+    assignor: str | None = None
+    scenario: str | None = None
+
+    @property
+    def incremental(self) -> bool:
+        return self.protocol in ("classic-cooperative", "consumer")
+
+    def name(self) -> str:
+        return self.scenario or f"synth-{self.protocol}-{self.fault}"
+
+
+@dataclass
+class _Member:
+    name: str
+    pid: int
+    inc: int = 1
+    member_id: str | None = None
+    generation: int | None = None
+    owned: set[int] = field(default_factory=set)
+    position: dict[int, int] = field(default_factory=dict)  # next offset to process
+    alive: bool = True
+    stopped: bool = False  # paused / cut off / stalled: not processing
+    uncommitted: dict[int, int] = field(default_factory=dict)
+
+
+class _Sim:
+    def __init__(self, spec: SynthSpec):
+        self.s = spec
+        self.rng = random.Random(spec.seed)
+        self.events: list[dict] = []
+        self.seq: Counter[str] = Counter()
+        self.mono0 = 1_000_000.0 + self.rng.uniform(0, 1e6)
+        self.wall0 = 1_795_000_000_000.0 + spec.seed * 3_600_000.0
+        self.hw = {p: 0 for p in range(spec.partitions)}  # next offset the producer will get acked
+        self.committed: dict[int, int] = {}
+        self.members = {f"consumer-{i}": _Member(f"consumer-{i}", 5000 + 10 * spec.seed + i)
+                        for i in range(1, spec.consumers + 1)}
+        self.generation = 0
+        self.group = "synth"
+        self.assignor = spec.assignor or ASSIGNORS[spec.protocol]
+
+    # -- events ---------------------------------------------------------------------------
+    def emit(self, t: float, name: str, source: str, **fields) -> None:
+        self.seq[source] += 1
+        mono = round(self.mono0 + t, 3)
+        self.events.append({"name": name, "ts": round(self.wall0 + t, 3), "mono_ms": mono, "source": source,
+                            "seq": self.seq[source], **fields})
+
+    def memit(self, t: float, m: _Member, name: str, **fields) -> None:
+        self.emit(t, name, m.name, member=m.name, incarnation=m.inc, member_id=m.member_id,
+                  generation=m.generation, **fields)
+
+    def coord(self, t: float, name: str, **fields) -> None:
+        self.emit(t, name, "broker-1", broker="broker-1", group=self.group, **fields)
+
+    @staticmethod
+    def tps(parts) -> list[dict]:
+        return [{"topic": TOPIC, "partition": p} for p in sorted(parts)]
+
+    # -- assignment -----------------------------------------------------------------------
+    def layout(self, names: list[str]) -> dict[str, set[int]]:
+        names = sorted(names)
+        out = {n: set() for n in names}
+        parts = list(range(self.s.partitions))
+        if self.assignor == "range":
+            n, extra = divmod(len(parts), len(names))
+            for i, name in enumerate(names):
+                out[name] = set(parts[i * n + min(i, extra):(i + 1) * n + min(i + 1, extra)])
+        else:
+            for i, p in enumerate(parts):
+                out[names[i % len(names)]].add(p)
+        return out
+
+    def commit(self, t: float, m: _Member, parts, trigger: str = "after-processing") -> None:
+        offsets = {p: m.position[p] for p in parts if p in m.position and m.uncommitted.get(p)}
+        if not offsets:
+            return
+        ok = m.generation == self.generation and all(p in m.owned for p in offsets)
+        error, code = ("UNKNOWN_MEMBER_ID", 25) if self.s.protocol == "consumer" else ("ILLEGAL_GENERATION", 22)
+        self.memit(t, m, "offsets_committed",
+                   offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
+                   success=ok, error=None if ok else error, error_code=None if ok else code,
+                   trigger=trigger, started_mono_ms=round(self.mono0 + t - self.rng.uniform(2, 15), 3))
+        if ok:
+            for p, o in offsets.items():
+                self.committed[p] = max(self.committed.get(p, 0), o)
+                m.uncommitted[p] = 0
+
+    def take(self, t: float, m: _Member, parts: set[int], incremental: bool) -> None:
+        new = parts - m.owned if incremental else parts
+        if incremental:
+            m.owned |= parts
+        else:
+            m.owned = set(parts)
+        for p in new:
+            m.position[p] = self.committed.get(p, 0)
+            m.uncommitted[p] = 0
+        self.memit(t, m, "partitions_assigned", partitions=self.tps(parts if not incremental else new),
+                   incremental=incremental)
+
+    def rebalance(self, t: float, names: list[str], reason: str, joiner: str | None = None) -> float:
+        """Every live member in `names` rebalances into the next generation(s); returns when it ended."""
+        members = [self.members[n] for n in names]
+        target = self.layout(names)
+        old = self.generation
+        self.coord(t, "coordinator_preparing_rebalance", old_generation=old, reason=reason)
+        t += self.rng.uniform(20, 300)
+        if self.s.protocol == "consumer":
+            return self._reconcile(t, members, target)
+        eager = not self.s.incremental
+        # what another member of the group holds when the rebalance begins (and must give up first)
+        held = {m.name: {p for o in members if o is not m for p in o.owned} for m in members}
+        for m in members:
+            if m.name != joiner and m.member_id is not None:
+                self.memit(t, m, "heartbeat_failed", error="Broker: Group rebalance in progress")
+                self.memit(t + 0.2, m, "rebalance_started", reason="group is rebalancing",
+                           rebalance_protocol="EAGER" if eager else "COOPERATIVE")
+            if eager and m.owned:
+                self.commit(t + 0.5, m, m.owned, "revoke")
+                self.memit(t + 1, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=False)
+                m.owned = set()
+            self.memit(t + 2, m, "group_join_sent")
+            t += self.rng.uniform(1, 8)
+        join_t = t + self.rng.uniform(30, 600)
+        self.generation = old + 1
+        self._join(join_t, members)
+        sync_t = join_t + self.rng.uniform(20, 200)
+        self.coord(sync_t - 5, "coordinator_assignment_received", generation=self.generation,
+                   leader_id=members[0].member_id)
+        end = sync_t
+        for m in members:
+            self.memit(sync_t, m, "group_synced")
+            if eager:
+                self.take(sync_t + 0.3, m, target[m.name], incremental=False)
+            else:  # cooperative first phase: give up what moves, take what nobody in the group holds
+                gone = m.owned - target[m.name]
+                if gone:
+                    self.commit(sync_t + 0.2, m, gone, "revoke")
+                    m.owned -= gone
+                    self.memit(sync_t + 0.3, m, "partitions_revoked", partitions=self.tps(gone), incremental=True)
+                self.take(sync_t + 0.4, m, target[m.name] - held[m.name], incremental=True)
+            sync_t += self.rng.uniform(0.5, 5)
+            end = sync_t
+        if eager or all(target[m.name] <= m.owned for m in members):
+            return end
+        # cooperative second phase: the revoked partitions are handed out in a new generation
+        t = end + self.rng.uniform(50, 400)
+        self.coord(t, "coordinator_preparing_rebalance", old_generation=self.generation,
+                   reason="Updating metadata for member (cooperative rebalance)")
+        for m in members:
+            self.memit(t + 1, m, "group_join_sent")
+        self.generation += 1
+        join_t = t + self.rng.uniform(20, 200)
+        self._join(join_t, members)
+        sync_t = join_t + self.rng.uniform(10, 100)
+        for m in members:
+            self.memit(sync_t, m, "group_synced")
+            self.take(sync_t + 0.3, m, target[m.name] - m.owned, incremental=True)
+            sync_t += self.rng.uniform(0.5, 5)
+        return sync_t
+
+    def _join(self, t: float, members: list[_Member]) -> None:
+        self.coord(t - 3, "coordinator_stabilized", generation=self.generation, members=len(members))
+        leader = members[0]
+        for m in members:
+            if m.member_id is None:
+                m.member_id = f"{m.name}-{self.rng.getrandbits(48):012x}"
+        for m in members:
+            m.generation = self.generation
+            self.memit(t, m, "group_joined", leader_id=leader.member_id, is_leader=m is leader,
+                       protocol_name=self.assignor)
+            t += self.rng.uniform(0.2, 3)
+
+    def _reconcile(self, t: float, members: list[_Member], target: dict[str, set[int]]) -> float:
+        """KIP-848: the broker bumps the group epoch and computes a target assignment; members
+        revoke what moves, then receive what is theirs in the new epoch."""
+        self.generation += 1
+        self.coord(t, "coordinator_target_assignment", generation=self.generation, assignor=self.assignor)
+        for m in members:
+            if m.member_id is None:
+                m.member_id = f"{self.rng.getrandbits(64):016x}"
+                self.memit(t - 5, m, "group_join_sent")
+            gone = m.owned - target[m.name]
+            if gone:
+                self.commit(t + 1, m, gone, "revoke")
+                m.owned -= gone
+                self.memit(t + 2, m, "partitions_revoked", partitions=self.tps(gone), incremental=True)
+        t += self.rng.uniform(200, 700)
+        for m in members:
+            m.generation = self.generation
+            self.memit(t, m, "group_joined", leader_id=None, is_leader=False, protocol_name=self.assignor)
+            self.take(t + 0.5, m, target[m.name] - m.owned, incremental=True)
+            self.memit(t + 1, m, "group_synced")
+            t += self.rng.uniform(1, 20)
+        return t
+
+    # -- the run ----------------------------------------------------------------------------
+    def produce(self, t: float) -> None:
+        ranges = []
+        for p in range(self.s.partitions):
+            n = max(0, int(self.rng.gauss(self.s.rate / self.s.partitions / 10, 2)))
+            if n:
+                ranges.append({"topic": TOPIC, "partition": p, "min_offset": self.hw[p],
+                               "max_offset": self.hw[p] + n - 1, "count": n})
+                self.hw[p] += n
+        if ranges:
+            self.emit(t, "records_acked", "producer", ranges=ranges)
+
+    def consume(self, t: float, m: _Member, commit: bool = True) -> None:
+        ranges = []
+        for p in sorted(m.owned):
+            lo, hi = m.position[p], self.hw[p] - 1
+            if hi >= lo:
+                ranges.append({"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi,
+                               "count": hi - lo + 1})
+                m.position[p] = hi + 1
+                m.uncommitted[p] = 1
+        if ranges:
+            self.memit(t, m, "records_consumed", ranges=ranges)
+            if commit:
+                self.commit(t + self.rng.uniform(5, 40), m, [r["partition"] for r in ranges])
+
+    def sample_lag(self, t: float) -> None:
+        parts = [{"topic": TOPIC, "partition": p, "committed": self.committed.get(p),
+                  "high_watermark": self.hw[p], "lag": self.hw[p] - self.committed.get(p, 0)}
+                 for p in range(self.s.partitions)]
+        self.emit(t, "lag_sampled", "observer", group=self.group, partitions=parts)
+
+    def run(self) -> list[dict]:
+        s, rng = self.s, self.rng
+        faults = []
+        fault_at = (s.fault_at_s if s.fault_at_s is not None else rng.uniform(8, max(9, s.duration_s / 3))) * 1000
+        victim = f"consumer-{rng.randint(1, s.consumers)}"
+        length = (s.fault_duration_s if s.fault_duration_s is not None else rng.uniform(2.0, 3.0)
+                  * s.session_timeout_ms / 1000) * 1000
+        if s.fault != "none":
+            params = {"duration_s": round(length / 1000, 3)} if s.fault != "crash" else {
+                "restart_after_s": round(length / 1000, 3), "signal": "SIGKILL"}
+            faults.append({"fault_id": "f1", "kind": s.fault, "target": victim, "at_s": round(fault_at / 1000, 3),
+                           **params})
+        kafka = s.kafka or ("4.1" if s.protocol == "consumer" else "3.9")
+        self.emit(0, "run_started", "harness", run_id=f"synth-{s.seed}", scenario=s.name(), seed=s.seed,
+                  topics=[{"topic": TOPIC, "partitions": s.partitions}], topic_pattern=None, group=self.group,
+                  protocol=s.protocol, assignor=self.assignor, members=list(self.members), checks={},
+                  faults=faults, clock_offset_ms=round(self.wall0 - self.mono0, 3))
+        start = 3000.0
+        self.emit(start - 10, "phase", "harness", phase="workload")
+        self.emit(start, "producer_started", "producer", pid=4000 + s.seed, topic=TOPIC, rate=s.rate)
+        for m in self.members.values():
+            self.emit(start, "process_started", "harness", process=m.name, role="consumer", pid=m.pid)
+            self._started(start + rng.uniform(50, 400), m)
+        for m in self.members.values():
+            self.memit(start + 1000 + rng.uniform(0, 50), m, "group_join_sent")
+        busy_until = self.rebalance(start + 1100, sorted(self.members), "Adding new member (initial join)")
+        end = start + s.duration_s * 1000
+        t = start
+        pending: list[tuple[float, str]] = []
+        if s.fault != "none":
+            pending.append((start + fault_at, "inject"))
+        while t < end:
+            t += 100
+            self.produce(t)
+            if t % 1000 < 100:
+                self.sample_lag(t + rng.uniform(0, 50))
+            for when, what in sorted(pending):
+                if when <= t:  # acted on at this tick: nothing already written may come after it
+                    pending.remove((when, what))
+                    busy_until = max(busy_until, self.fault(t, what, victim, length, pending))
+            if t < busy_until:
+                continue
+            for m in self.members.values():
+                if m.alive and not m.stopped and m.owned:
+                    self.consume(t + rng.uniform(1, 60), m)
+        for when, what in sorted(pending):  # whatever was still due heals now
+            busy_until = max(busy_until, self.fault(max(when, end), what, victim, length, []))
+        self.emit(end + 5, "producer_stopped", "producer", sent=sum(self.hw.values()), unacknowledged=0)
+        self.emit(end + 20, "phase", "harness", phase="recovery")
+        t = max(end + 100, busy_until + 100)
+        for m in self.members.values():
+            if m.alive and not m.stopped:
+                self.consume(t, m)
+        self.sample_lag(t + 500)
+        self.emit(t + 1000, "phase", "harness", phase="drain")
+        self.emit(t + 1001, "phase", "harness", phase="done")
+        for m in self.members.values():
+            if m.alive:
+                if m.owned:
+                    self.memit(t + 1100, m, "partitions_revoked", partitions=self.tps(m.owned),
+                               incremental=s.incremental)
+                    m.owned = set()
+                self.memit(t + 1110, m, "consumer_stopped", reason="end-of-run")
+                self.emit(t + 1200, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid,
+                          returncode=0)
+        self.coord(t + 1300, "coordinator_group_empty", generation=self.generation)
+        self.emit(t + 1500, "run_finished", "harness", outcome="completed")
+        return self.events
+
+    def _started(self, t: float, m: _Member) -> None:
+        self.memit(t, m, "consumer_started", pid=m.pid, group=self.group, protocol=self.s.protocol,
+                   assignor=self.assignor,
+                   group_instance_id=m.name if self.s.protocol == "classic-static" else None, commit_mode="sync",
+                   session_timeout_ms=self.s.session_timeout_ms, max_poll_interval_ms=self.s.max_poll_interval_ms)
+
+    def fault(self, t: float, what: str, victim: str, length: float, pending: list) -> float:
+        s, m = self.s, self.members[victim]
+        others = [n for n, x in self.members.items() if n != victim and x.alive]
+        if what == "inject":
+            params = {"duration_s": round(length / 1000, 3)}
+            self.emit(t, "fault_started", "fault", fault_id="f1", kind=s.fault, target=victim, params=params,
+                      details={})
+            if s.fault in ("pause", "network"):
+                # its last batch is processed but the commit never leaves: a successor re-delivers it
+                self.consume(t - 1, m, commit=False)
+                m.stopped = True
+                pending.append((t + length, "heal"))
+                if length > s.session_timeout_ms:
+                    evict = t + s.session_timeout_ms + self.rng.uniform(0, 300)
+                    return self.rebalance(evict, others,
+                                          f"removing member {m.member_id} on heartbeat expiration")
+            elif s.fault == "crash":
+                self.consume(t - 1, m, commit=False)
+                m.alive = False
+                self.emit(t + 3, "process_exited", "harness", process=victim, role="consumer", pid=m.pid,
+                          returncode=-9)
+                pending.append((t + length, "heal"))
+                evict = t + s.session_timeout_ms + self.rng.uniform(0, 300)
+                m.owned = set()
+                return self.rebalance(evict, others, f"removing member {m.member_id} on heartbeat expiration")
+            elif s.fault == "poll-stall":
+                self.memit(t + 1, m, "poll_stall_started", fault_id="f1", duration_s=round(length / 1000, 3))
+                m.stopped = True
+                pending.append((t + length, "heal"))
+                if length > s.max_poll_interval_ms:
+                    leave = t + s.max_poll_interval_ms
+                    self.memit(leave, m, "consumer_error", error="Application maximum poll interval exceeded",
+                               error_code="_MAX_POLL_EXCEEDED", fatal=False)
+                    if m.owned:
+                        self.memit(leave + 1, m, "partitions_lost", partitions=self.tps(m.owned),
+                                   incremental=s.incremental)
+                        m.owned = set()
+                    self.coord(leave + 2, "coordinator_member_removed", member_id=m.member_id, reason="left")
+                    return self.rebalance(leave + 3, others, f"Removing member {m.member_id} on LeaveGroup")
+            return t
+        # heal
+        self.emit(t, "fault_healed", "fault", fault_id="f1", kind=s.fault, target=victim, how="scheduled")
+        if s.fault == "crash":
+            m.inc += 1
+            m.pid += 1000
+            m.alive, m.member_id, m.generation, m.owned = True, None, None, set()
+            self.emit(t + 5, "process_started", "harness", process=victim, role="consumer", pid=m.pid)
+            self._started(t + 300, m)
+            self.memit(t + 1300, m, "group_join_sent")
+            return self.rebalance(t + 1310, sorted(self.members), f"Adding new member {victim}", joiner=victim)
+        m.stopped = False
+        if s.fault == "poll-stall":
+            self.memit(t, m, "poll_stall_ended", fault_id="f1")
+            if m.owned:  # never left: no rebalance
+                return t
+        else:
+            if m.generation != self.generation and m.owned:
+                self.commit(t + 2, m, m.owned)  # the zombie's late commit: rejected
+                self.memit(t + 5, m, "partitions_lost", partitions=self.tps(m.owned), incremental=s.incremental)
+                m.owned = set()
+            elif m.owned:  # shorter than the session timeout: nothing happened
+                return t
+        self.memit(t + 8, m, "group_join_sent")
+        return self.rebalance(t + 10, sorted(self.members), f"Adding new member {m.member_id}", joiner=victim)
+
+
+def synthetic_history(spec: SynthSpec) -> list[dict]:
+    return _Sim(spec).run()
+
+
+def write_run(directory: Path, spec: SynthSpec, verdict: bool = True) -> Path:
+    """A run directory as the harness leaves it: history.jsonl (lines shuffled a little, as
+    concurrent appends do), scenario.yaml, run.json and verdict.json (the oracle's, when asked)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    events = synthetic_history(spec)
+    rng = random.Random(spec.seed + 17)
+    lines = [json.dumps(e) for e in events]
+    for i in range(0, len(lines) - 1, 7):  # neighbouring writers interleave
+        if rng.random() < 0.3:
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    (directory / HISTORY).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    kafka = spec.kafka or ("4.1" if spec.protocol == "consumer" else "3.9")
+    (directory / "scenario.yaml").write_text(
+        f"name: {spec.name()}\nseed: {spec.seed}\nduration_s: {spec.duration_s}\ncluster:\n  kafka: '{kafka}'\n"
+        f"workload:\n  protocol: {spec.protocol}\n  consumers: {spec.consumers}\n", encoding="utf-8")
+    (directory / "run.json").write_text(json.dumps({"state": "completed", "scenario": spec.name(), "seed": spec.seed}))
+    if verdict:
+        from oracle import check_history
+
+        (directory / VERDICT).write_text(json.dumps(check_history(events).to_dict(), default=str))
+    return directory
