@@ -105,6 +105,9 @@ _REBALANCING = re.compile(r"(?:is rebalancing|initiating rebalance) \((?P<kind>\
 # KIP-848 (group.protocol=consumer): no JoinGroup/SyncGroup; the member epoch comes with heartbeats.
 _EPOCH = re.compile(r'ConsumerGroupHeartbeat response received for member id "(?P<member>[^"]*)" with epoch (?P<epoch>-?\d+)')
 _EPOCH_ZERO_SENT = re.compile(r"ConsumerGroupHeartbeat of member id .*generation id 0,")
+# The effective subscription (what JoinGroup carries): a header line, then one line per topic.
+_SUBSCRIPTION = re.compile(r"effective subscription list changed from \d+ to (?P<count>\d+) topic\(s\)")
+_SUBSCRIBED_TOPIC = re.compile(r"\bTopic (?P<topic>\S+) with (?P<partitions>-?\d+) partition\(s\)$")
 
 
 class GroupLogReader(logging.Handler):
@@ -113,11 +116,19 @@ class GroupLogReader(logging.Handler):
     def __init__(self, member: "Member"):
         super().__init__(logging.DEBUG)
         self.member = member
+        self.subscription: dict[str, int] = {}
+        self.subscription_lines_due = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         msg = record.getMessage()
         m = self.member
-        if "ConsumerGroupHeartbeat" in msg or "Target assignment acked" in msg:
+        if self.subscription_lines_due and (t := _SUBSCRIBED_TOPIC.search(msg)):
+            self._subscribed_topic(t["topic"], int(t["partitions"]))
+        elif "effective subscription list changed" in msg and (s := _SUBSCRIPTION.search(msg)):
+            self.subscription, self.subscription_lines_due = {}, int(s["count"])
+            if not self.subscription_lines_due:
+                m.emit("subscription_changed", topics={})
+        elif "ConsumerGroupHeartbeat" in msg or "Target assignment acked" in msg:
             self._kip848(msg)
         elif "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
             if int(j["gen"]) >= 0 and j["err"] == "(no error)":
@@ -140,6 +151,15 @@ class GroupLogReader(logging.Handler):
         elif record.levelno >= logging.WARNING:
             m.emit("client_log", level=record.levelname, message=msg[:500])
 
+
+    def _subscribed_topic(self, topic: str, partitions: int) -> None:
+        """With a pattern subscription each member subscribes to the topics *its* metadata
+        matched, and JoinGroup carries exactly that: the assignor only gives a topic to
+        members subscribed to it, so the oracle needs every member's list."""
+        self.subscription[topic] = partitions
+        self.subscription_lines_due -= 1
+        if not self.subscription_lines_due:
+            self.member.emit("subscription_changed", topics=dict(sorted(self.subscription.items())))
 
     def _kip848(self, msg: str) -> None:
         """The member's epoch is its generation: it reaches the group epoch whose target

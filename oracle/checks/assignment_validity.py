@@ -7,6 +7,8 @@ until the follow-up rebalance), so there only double assignment is checked.
 KIP-848 (`consumer`) epochs are reached member by member, so they too are only
 checked for double assignment. For eager range / roundrobin the layout must also
 match the assignor's definition; cooperative-sticky has no closed-form layout.
+Members that reported their subscriptions (librdkafka's, with a pattern) are
+held to them: a topic only some members' metadata matched yet goes to those.
 """
 from __future__ import annotations
 
@@ -51,7 +53,12 @@ def check(history: History, options: dict) -> CheckResult:
             partial.append(generation)
             continue
         at = rebalance.end.mono_ms if rebalance.end else history.end.mono_ms
-        missing = [tp for tp in history.partitions_at(at) if tp not in owners]
+        subscriptions = _subscriptions(history, generation, list(assignment))
+        subscribed = history.partitions_at(at)
+        if subscriptions is not None:
+            topics = frozenset().union(*subscriptions.values())
+            subscribed = [tp for tp in subscribed if tp.topic in topics]
+        missing = [tp for tp in subscribed if tp not in owners]
         if missing:
             result.violations.append(Anomaly(
                 NAME, "unassigned-partition",
@@ -62,7 +69,8 @@ def check(history: History, options: dict) -> CheckResult:
         assignor = _assignor(history, generation)
         if assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and assignment:
             layouts.append(generation)
-            result.violations.extend(_layout(history, generation, assignor, assignment, rebalance.end))
+            result.violations.extend(_layout(history, generation, assignor, assignment, subscribed, subscriptions,
+                                             rebalance.end))
     result.detail = {"generations_checked": checked, "partial_cooperative_generations": partial,
                      "layouts_checked": layouts}
     return result
@@ -72,6 +80,28 @@ def _assignor(history: History, generation: int) -> str | None:
     """The assignor the group actually chose (JoinGroup's protocol_name), else the configured one."""
     joined = history.first("group_joined", generation=generation)
     return (joined or {}).get("protocol_name") or history.assignor
+
+
+def _subscriptions(history: History, generation: int,
+                   slots: list[MemberSlot]) -> dict[MemberSlot, frozenset[str]] | None:
+    """Each member's subscription as the JoinGroup that got it into this generation
+    carried it; None unless every member reported one (then all subscribe to all)."""
+    subscriptions = {}
+    for slot in slots:
+        mine = {"member": slot.member, "incarnation": slot.incarnation}
+        joined = history.first("group_joined", generation=generation, **mine)
+        until = joined["mono_ms"] if joined else history.end.mono_ms
+        sent = [e["mono_ms"] for e in history.named("group_join_sent") if _is(e, mine) and e["mono_ms"] <= until]
+        until = sent[-1] if sent else until
+        changed = [e for e in history.named("subscription_changed") if _is(e, mine) and e["mono_ms"] <= until]
+        if not changed:
+            return None
+        subscriptions[slot] = frozenset(changed[-1]["topics"])
+    return subscriptions
+
+
+def _is(event: dict, where: dict) -> bool:
+    return all(event.get(k) == v for k, v in where.items())
 
 
 def _member_order(history: History, generation: int, slots: list[MemberSlot]) -> tuple[list[MemberSlot], str]:
@@ -86,10 +116,11 @@ def _member_order(history: History, generation: int, slots: list[MemberSlot]) ->
     return sorted(slots, key=lambda s: ids[s][1]), "member id"
 
 
-def _layout(history: History, generation: int, assignor: str,
-            assignment: dict[MemberSlot, frozenset[TopicPartition]], at: Instant | None) -> list[Anomaly]:
+def _layout(history: History, generation: int, assignor: str, assignment: dict[MemberSlot, frozenset[TopicPartition]],
+            partitions: list[TopicPartition], subscriptions: dict[MemberSlot, frozenset[str]] | None,
+            at: Instant | None) -> list[Anomaly]:
     ordered, basis = _member_order(history, generation, list(assignment))
-    expected = LAYOUTS[assignor](history.partitions_at(at.mono_ms if at else history.end.mono_ms), ordered)
+    expected = LAYOUTS[assignor](partitions, ordered, subscriptions)
     return [
         Anomaly(
             NAME, "layout-mismatch",

@@ -52,5 +52,8 @@ def test_a_new_topic_matching_the_pattern_joins_the_assignment(module_run):
     got = [e for e in run.named("partitions_assigned")
            if any(p["topic"] == "events-extra" for p in e["partitions"])]
     assert got and got[0]["mono_ms"] > created["mono_ms"]
+    # Each member's own metadata matched the new topic (and the oracle holds each to its list).
+    matched = {e["member"] for e in run.named("subscription_changed") if "events-extra" in e["topics"]}
+    assert matched == {"consumer-1", "consumer-2"}
     assert run.exit_code == 0, run.output[-3000:]
     assert_healed(run)

@@ -140,3 +140,44 @@ def test_a_static_member_restarted_into_the_same_generation_replaces_itself(hist
     assert verdict.ok, verdict.render()
     [rebalance] = verdict.rebalances
     assert rebalance.generation == 1 and round(rebalance.duration_ms) == 15  # the first join only
+
+
+class TestSubscriptions:
+    """A pattern subscription is matched against each member's own metadata, so for a
+    moment members subscribe to different topics; the assignor honours that."""
+
+    TPS = [TopicPartition("events", p) for p in range(4)] + [TopicPartition("events-extra", p) for p in range(2)]
+
+    def test_range_gives_a_topic_only_to_its_subscribers(self):
+        subscriptions = {"a": frozenset({"events"}), "b": frozenset({"events", "events-extra"})}
+        assert layout(range_layout(self.TPS, ["a", "b"], subscriptions)) == {
+            "a": ["events-0", "events-1"], "b": ["events-2", "events-3", "events-extra-0", "events-extra-1"]}
+
+    def test_roundrobin_skips_members_not_subscribed(self):
+        subscriptions = {"a": frozenset({"events"}), "b": frozenset({"events", "events-extra"})}
+        assert layout(roundrobin_layout(self.TPS, ["a", "b"], subscriptions)) == {
+            "a": ["events-0", "events-2"], "b": ["events-1", "events-3", "events-extra-0", "events-extra-1"]}
+
+
+def test_a_member_whose_metadata_had_not_matched_the_new_topic_gets_none_of_it(history_builder):
+    """What a real run showed: consumer-1 joined generation 2 before its metadata matched
+    events-extra, so range gave both of its partitions to consumer-2."""
+    b = history_builder(topics={"events": 4})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    c1.at(0).emit("subscription_changed", topics={"events": 4})
+    c2.emit("subscription_changed", topics={"events": 4})
+    b.rebalance(1, {"consumer-1": [0, 1], "consumer-2": [2, 3]}, at=10)
+    b.at(950).emit("topic_created", "harness", topic="events-extra", partitions=2, subscribed=True)
+    c2.at(1000).emit("subscription_changed", topics={"events": 4, "events-extra": 2})
+    c1.at(1001).revoked().join_sent()
+    c2.revoked().join_sent()
+    c1.at(1010).joined(2, member_id="rdkafka-1").synced().assigned(("events", 0), ("events", 1))
+    c2.joined(2, leader=True, member_id="rdkafka-2").synced().assigned(
+        ("events", 2), ("events", 3), ("events-extra", 0), ("events-extra", 1))
+    assert run(b).status == "passed"
+
+    # The same generation, had consumer-1 reported events-extra before it joined, is wrong.
+    b.events = [e for e in b.events if not (e["name"] == "subscription_changed" and e["member"] == "consumer-1")]
+    c1.at(900).emit("subscription_changed", topics={"events": 4, "events-extra": 2})
+    result = run(b)
+    assert [v.kind for v in result.violations] == ["layout-mismatch", "layout-mismatch"]
