@@ -19,7 +19,7 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # error lines stay greppable
 
 CLUSTER_STATE = "cluster.json"
-CLUSTER_TIERS = [["consumer", "producer"], ["broker"], ["zookeeper", "controller"], ["toxiproxy"]]
+CLUSTER_TIERS = [["consumer", "producer"], ["coordinator"], ["broker"], ["zookeeper", "controller"], ["toxiproxy"]]
 
 
 def _fail(e: LabError) -> None:

@@ -38,6 +38,7 @@ class ObserverSpec:
     topic_pattern: str | None = None  # a pattern subscription: every matching topic counts
     interval_s: float = 1.0
     zookeeper_connect: str | None = None  # zk-eager: the group lives in ZooKeeper, the brokers know nothing of it
+    coordinators: dict[str, str] | None = None  # coordinator-v*: instance -> address; the group lives there
 
 
 class GroupObserver:
@@ -159,7 +160,43 @@ class ZooKeeperGroupObserver(GroupObserver):
                 "covers_all": set(owners) >= set(self.partitions)}
 
 
+class ProjectCoordinatorObserver(GroupObserver):
+    """A group of the project's coordinator: its leader instance answers DescribeGroup and
+    OffsetFetch (asked directly, never through a member's proxy). High watermarks still
+    come from the brokers."""
+
+    def _ask(self, api: str, **fields) -> dict:
+        from harness.coordinator.protocol import Address, Connection, CoordinatorError
+
+        for address in self.spec.coordinators.values():
+            connection = Connection(Address.parse(address), connect_timeout_s=1.0)
+            try:
+                return connection.request(api, REQUEST_TIMEOUT_S, group=self.spec.group, **fields)
+            except (ConnectionError, CoordinatorError):
+                continue  # not the leader, paused, down: the next instance
+            finally:
+                connection.close()
+        raise LookupError(f"no coordinator instance answered {api}")
+
+    def committed(self, tps) -> dict[tuple[str, int], int | None]:
+        answer = self._ask("OffsetFetch", partitions=[{"topic": tp.topic, "partition": tp.partition} for tp in tps])
+        return {(o["topic"], o["partition"]): o["offset"] if o["offset"] >= 0 else None for o in answer["offsets"]}
+
+    def describe(self) -> dict:
+        if not self.partitions:
+            self.refresh_partitions()
+        leader = self._ask("FindCoordinator")["leader"]
+        d = self._ask("DescribeGroup")
+        members = {f"{m['client_id']}/{m['member_id']}": sorted([a["topic"], a["partition"]] for a in m["assignment"])
+                   for m in d["members"]}
+        assigned = {tuple(tp) for tps in members.values() for tp in tps}
+        return {"state": d["state"].upper() if d["state"] == "Stable" else d["state"], "coordinator": leader,
+                "generation": d["generation_id"], "members": members, "covers_all": assigned >= set(self.partitions)}
+
+
 def observer_for(spec: ObserverSpec) -> GroupObserver:
+    if spec.coordinators:
+        return ProjectCoordinatorObserver(spec)
     return ZooKeeperGroupObserver(spec) if spec.zookeeper_connect else GroupObserver(spec)
 
 
@@ -219,8 +256,8 @@ class ObserverStatus:
         group = (status or {}).get("group")
         return bool(group and group["state"] == "STABLE" and group["covers_all"])
 
-    def coordinator(self) -> int | None:
-        """The broker id coordinating the group, from a fresh sample."""
+    def coordinator(self) -> int | str | None:
+        """The broker id coordinating the group (or the project's coordinator instance), from a fresh sample."""
         group = (self._fresh() or {}).get("group")
         return group.get("coordinator") if group else None
 

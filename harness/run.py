@@ -31,12 +31,12 @@ from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
 from harness import report as reporting
 from harness.brokerlog import coordinator_events
-from harness.cluster.local import ClusterSpec, LocalCluster, TopicSpec
+from harness.cluster.local import ClusterSpec, LocalCluster, ProjectCoordinator, TopicSpec
 from harness.errors import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError
 from harness.history import HistoryWriter, now
 from harness.observe import ObserverSpec, ObserverStatus, spec_json
 from harness.processes import Supervisor, cleanup_leftovers, process_state
-from harness.scenario import Scenario
+from harness.scenario import PROJECT_COORDINATOR, Scenario
 from harness.targets import RunTargets
 from harness.workload import WorkloadProcesses
 from oracle import check_history, load_history
@@ -168,6 +168,7 @@ class Run:
             broker_config=s.broker_config(),
             topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
             lanes=len(s.member_slots()),
+            coordinator=self._project_coordinator(),
         ), self.run_dir / "cluster", self.supervisor, self.report)
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
@@ -191,6 +192,15 @@ class Run:
         drained = self._wait("drain", s.recovery.timeout_s, observer.drained)
         self._phase("done", **({} if drained else {"reason": f"lag not drained after {s.recovery.timeout_s:.0f}s"}))
 
+    def _project_coordinator(self) -> ProjectCoordinator | None:
+        w = self.scenario.workload
+        if w.protocol not in PROJECT_COORDINATOR:
+            return None
+        return ProjectCoordinator(variant=w.protocol.removeprefix("coordinator-"), instances=w.coordinator.instances,
+                                  initial_rebalance_delay_ms=w.coordinator.initial_rebalance_delay_ms,
+                                  zookeeper_session_timeout_ms=w.coordinator.zookeeper_session_timeout_ms,
+                                  history=str(self.history_path))
+
     def _start_observer(self) -> ObserverStatus:
         s = self.scenario
         spec = ObserverSpec(history=str(self.history_path), status_file=str(self.run_dir / "observer.status.json"),
@@ -198,7 +208,9 @@ class Run:
                             topics=[] if s.workload.topic_pattern else s.consumed_topics,
                             topic_pattern=s.workload.topic_pattern,
                             # zk-eager keeps its group in ZooKeeper: the observer reads it there.
-                            zookeeper_connect=self.cluster.zookeeper_connect if s.workload.protocol == "zk-eager" else None)
+                            zookeeper_connect=self.cluster.zookeeper_connect if s.workload.protocol == "zk-eager" else None,
+                            # the project's coordinator keeps the group: the observer asks it, directly.
+                            coordinators=self.cluster.coordinator_addresses() or None)
         spec_path = self.run_dir / "workload" / "observer.json"
         spec_path.parent.mkdir(exist_ok=True)
         spec_path.write_text(spec_json(spec))

@@ -61,6 +61,9 @@ PROTOCOL_ASSIGNORS = {
     "consumer": ("uniform", "range"),
 }
 CLASSIC = ("classic-eager", "classic-static", "classic-cooperative")
+# The project's own coordinator (harness/coordinator, docs/coordinator.md): seeds 001-004's designs.
+PROJECT_COORDINATOR = ("coordinator-v1", "coordinator-v2", "coordinator-v3")
+PROTOCOL_ASSIGNORS.update({protocol: ("range", "roundrobin") for protocol in PROJECT_COORDINATOR})
 
 
 class ZkEagerSettings(_Strict):
@@ -71,12 +74,21 @@ class ZkEagerSettings(_Strict):
     zookeeper_session_timeout_ms: Annotated[int, Field(ge=1000)] = 6000
 
 
+class CoordinatorSettings(_Strict):
+    """The project's coordinator service, for the ``coordinator-v*`` protocols."""
+
+    instances: Annotated[int, Field(ge=1, le=3)] = 1  # more than one: leader election, failover
+    initial_rebalance_delay_ms: Annotated[int, Field(ge=0)] = 3000  # v3 only (KIP-134)
+    zookeeper_session_timeout_ms: Annotated[int, Field(ge=2000)] = 6000
+
+
 class Workload(_Strict):
     group: Annotated[str, Field(min_length=1)] = "rebalance-lab"
     protocol: Literal[tuple(PROTOCOL_ASSIGNORS)] = "classic-eager"  # type: ignore[valid-type]
     assignor: Literal["range", "roundrobin", "cooperative-sticky", "uniform"] | None = None
     driver: Literal["librdkafka", "java"] = "librdkafka"  # java: Kafka's own VerifiableConsumer
     zk_eager: ZkEagerSettings = ZkEagerSettings()
+    coordinator: CoordinatorSettings = CoordinatorSettings()
     consumers: Annotated[int, Field(ge=0, le=64)] = 3
     topics: list[str] | None = None  # default: every topic of the scenario
     topic_pattern: str | None = None  # a regex subscription instead, e.g. "^events.*"
@@ -99,6 +111,8 @@ class Workload(_Strict):
         if self.driver == "java" and self.protocol not in CLASSIC:
             raise ValueError(f"driver: the java driver (VerifiableConsumer) runs the classic protocols, not {self.protocol!r}")
         if self.topic_pattern is not None:
+            if self.protocol in PROJECT_COORDINATOR:
+                raise ValueError(f"topic_pattern: {self.protocol} members subscribe to topics by name")
             if self.topics:
                 raise ValueError("topic_pattern: give either topics or topic_pattern, not both")
             if not self.topic_pattern.startswith("^"):
@@ -267,6 +281,9 @@ class Scenario(_Strict):
             problems.append(f"workload.protocol: the consumer protocol (KIP-848) needs Kafka 4.x; cluster.kafka is {self.cluster.kafka}")
         if protocol == "zk-eager" and not self.cluster.zookeeper_mode:
             problems.append(f"workload.protocol: zk-eager rebalances through ZooKeeper; Kafka {self.cluster.kafka} runs without one (use 3.9)")
+        if protocol in PROJECT_COORDINATOR and not self.cluster.zookeeper_mode:
+            problems.append(f"workload.protocol: the project's coordinator keeps its groups in ZooKeeper; "
+                            f"Kafka {self.cluster.kafka} runs without one (use 3.9)")
         if self.workload.driver == "java":
             # What Kafka's VerifiableConsumer cannot do: one topic by name, commit after processing.
             if len(self.consumed_topics) != 1 or self.workload.topic_pattern:
@@ -314,7 +331,13 @@ class Scenario(_Strict):
             targets += [f"zookeeper-{i}" for i in range(1, self.cluster.zookeeper_nodes + 1)]
         else:
             targets.append("controller-1")
-        return targets + ["producer", COORDINATOR]
+        return targets + self.coordinator_instances() + ["producer", COORDINATOR]
+
+    def coordinator_instances(self) -> list[str]:
+        """The project's coordinator instances (none unless the protocol is coordinator-v*)."""
+        if self.workload.protocol not in PROJECT_COORDINATOR:
+            return []
+        return [f"coordinator-{i}" for i in range(1, self.workload.coordinator.instances + 1)]
 
     def _fault_problems(self, f, topics: set[str]) -> list[tuple[str, str]]:
         """(key, reason) for one fault, whatever its kind."""
@@ -326,10 +349,17 @@ class Scenario(_Strict):
             out.append(("target", f"no process {target!r} in this scenario (targets: {', '.join(self.fault_targets())})"))
         elif isinstance(f, NetworkFault):
             is_member = target in members
-            member_links = ["brokers", COORDINATOR, *brokers] + (["zookeeper"] if self.cluster.zookeeper_mode else [])
-            links = (member_links if is_member else
-                     (["zookeeper"] if self.cluster.zookeeper_mode else []) + ["brokers", "clients", *brokers]
-                     if target in brokers or target == COORDINATOR else [])
+            instances = self.coordinator_instances()
+            zookeeper = ["zookeeper"] if self.cluster.zookeeper_mode else []
+            member_links = ["brokers", COORDINATOR, *brokers, *instances] + zookeeper
+            if is_member:
+                links = member_links
+            elif target in instances or (target == COORDINATOR and instances):
+                links = [*zookeeper, "clients"]  # the project's coordinator: its ZooKeeper, its members
+            elif target in brokers or target == COORDINATOR:
+                links = [*zookeeper, "brokers", "clients", *brokers]
+            else:
+                links = []
             if not links:
                 out.append(("target", f"network faults apply to consumers and brokers, not {target!r}"))
             elif f.link not in links or f.link == target:
@@ -337,8 +367,9 @@ class Scenario(_Strict):
         elif isinstance(f, ZkSessionExpiryFault):
             if not self.cluster.zookeeper_mode:
                 out.append(("kind", f"Kafka {self.cluster.kafka} runs in KRaft mode: brokers have no ZooKeeper session"))
-            elif target not in brokers and target != COORDINATOR:
-                out.append(("target", f"ZooKeeper sessions expire for brokers here, not {target!r}"))
+            elif target not in brokers + self.coordinator_instances() and target != COORDINATOR:
+                out.append(("target", f"ZooKeeper sessions expire for brokers and coordinator instances here, "
+                                      f"not {target!r}"))
         elif isinstance(f, PollStallFault) and target not in members:
             out.append(("target", f"a poll stall needs a consumer, not {target!r}"))
         elif isinstance(f, RollingRestartFault) and isinstance(f.targets, list):

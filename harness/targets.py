@@ -28,16 +28,21 @@ class RunTargets:
     # --- names --------------------------------------------------------------------------
 
     def resolve(self, name: str) -> str:
-        """``coordinator`` is the broker coordinating the group right now, as the observer last saw it."""
+        """``coordinator`` is what coordinates the group right now: the project's coordinator
+        leader (as its instances say), else the broker the observer last saw coordinating."""
         if name != "coordinator":
             return name
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            coordinator = self.observer.coordinator()
+            if self.cluster.coordinator_names():
+                coordinator = self.cluster.coordinator_leader()
+            else:
+                coordinator = self.observer.coordinator()
+                coordinator = f"broker-{coordinator}" if coordinator is not None else None
             if coordinator is not None:
-                return f"broker-{coordinator}"
+                return coordinator
             time.sleep(0.2)
-        raise ClusterError("the group's coordinator is unknown (no fresh DescribeConsumerGroups answer)")
+        raise ClusterError("the group's coordinator is unknown (no fresh answer from the cluster)")
 
     def group_names(self, which: str) -> list[str]:
         return self.cluster.broker_names() if which == "brokers" else self.workload.running_consumers()
@@ -72,9 +77,13 @@ class RunTargets:
     def proxies(self, target: str, link: str) -> list[str]:
         net = self.cluster.network
         link = self.resolve(link)
+        if target.startswith("coordinator-"):  # the project's coordinator instance
+            return net.coordinator_zookeeper_proxies(target) if link == "zookeeper" else net.coordinator_client_proxies(target)
         if target.startswith("consumer-"):
             if link == "zookeeper":
                 return net.lane_zookeeper_proxies(_number(target))
+            if link.startswith("coordinator-"):
+                return net.lane_coordinator_proxies(_number(target), link)
             return net.lane_proxies(_number(target), None if link == "brokers" else _number(link))
         broker = _number(target)
         if link == "zookeeper":
@@ -89,6 +98,8 @@ class RunTargets:
         return self.cluster.expire_zookeeper_session(name)
 
     def zookeeper_session_timeout_s(self, name: str) -> float:
+        if name in self.cluster.coordinator_names():
+            return self.cluster.spec.coordinator.zookeeper_session_timeout_ms / 1000
         return int(self.cluster.spec.broker_config.get("zookeeper.session.timeout.ms",
                                                        BROKER_ZK_SESSION_TIMEOUT_MS)) / 1000
 

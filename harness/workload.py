@@ -28,6 +28,8 @@ def driver_module(protocol: str, driver: str) -> str:
     """The module that runs one member: every driver writes the same history events."""
     if protocol == "zk-eager":
         return "workloads.zk_eager"
+    if protocol.startswith("coordinator-"):
+        return "workloads.coordinated"
     return "workloads.verifiable" if driver == "java" else "workloads.consumer"
 
 
@@ -73,7 +75,8 @@ class WorkloadProcesses:
             kafka_line=self.scenario.cluster.kafka,
             zookeeper_connect=self.cluster.network.lane_zookeeper_connect(lane) if self.cluster.zookeeper_connect else None,
             zk_eager=w.zk_eager.model_dump() if w.protocol == "zk-eager" else None,
-            session_file=str(self.run_dir / "control" / f"{name}.zk-session.json")))
+            session_file=str(self.run_dir / "control" / f"{name}.zk-session.json"),
+            coordinators=self.cluster.network.lane_coordinators(lane) or None))
 
     def start_all(self) -> None:
         self.start_producer()

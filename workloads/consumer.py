@@ -57,6 +57,7 @@ class ConsumerSpec:
     zookeeper_connect: str | None = None  # this member's lane to ZooKeeper (zk-eager)
     zk_eager: dict | None = None  # ZkEagerSettings (zk-eager)
     session_file: str | None = None  # where a ZooKeeper-based member publishes its session (for expiry faults)
+    coordinators: dict[str, str] | None = None  # coordinator-v*: instance name -> this member's lane to it
 
     @property
     def group_instance_id(self) -> str | None:
@@ -92,6 +93,13 @@ class ConsumerSpec:
         if self.group_instance_id:
             conf["group.instance.id"] = self.group_instance_id
         return conf
+
+    def fetcher_config(self, group_id: str) -> dict:
+        """Fetching only, for members whose group lives elsewhere (zk-eager, the project's
+        coordinator): a manual assignment, a group id of its own, nothing committed to Kafka."""
+        return {"bootstrap.servers": self.bootstrap_servers, "group.id": group_id, "client.id": self.member,
+                "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
+                "topic.metadata.refresh.interval.ms": self.metadata_refresh_ms}
 
 
 # --------------------------------------------------------------------- cgrp log reader

@@ -12,10 +12,12 @@ cluster's work directory::
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import random
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -54,6 +56,18 @@ class ClusterSpec:
     broker_config: dict = field(default_factory=dict)
     topics: list[TopicSpec] = field(default_factory=list)
     lanes: int = 0  # client lanes, each routed through its own proxies (see network.py)
+    coordinator: ProjectCoordinator | None = None  # the project's coordinator service, if the run uses it
+
+
+@dataclass
+class ProjectCoordinator:
+    """The project's own group coordinator (harness/coordinator), started beside the brokers."""
+
+    variant: str  # v1 | v2 | v3
+    instances: int = 1
+    initial_rebalance_delay_ms: int = 3000
+    zookeeper_session_timeout_ms: int = 6000
+    history: str | None = None  # where its events go (a run's history); default: its log directory
 
 
 _handed_out: set[int] = set()
@@ -172,7 +186,8 @@ class LocalCluster:
             self._start_zookeeper()
         else:
             self.controller_port = free_port()
-        self.network = NetworkPlan(list(self.broker_ids.values()), self.spec.lanes, dict(self.zk_ports), free_port)
+        self.network = NetworkPlan(list(self.broker_ids.values()), self.spec.lanes, dict(self.zk_ports), free_port,
+                                   self.coordinator_names())
         for route in self.network.routes.values():
             self.toxiproxy.create(route.proxy, f"127.0.0.1:{route.listen_port}", f"127.0.0.1:{route.upstream_port}")
         self.broker_ports = {name: self.network.direct[i] for name, i in self.broker_ids.items()}
@@ -184,6 +199,8 @@ class LocalCluster:
             self._wait_zookeeper(deadline)
         self.wait_ready(deadline - time.monotonic())
         self.create_topics(self.spec.topics, deadline - time.monotonic())
+        if self.spec.coordinator:
+            self._start_coordinators(deadline)
         self.report(f"cluster ready in {time.monotonic() - t0:.1f}s: Kafka {self.dist.version} "
                     f"({'ZooKeeper' if self.dist.zookeeper_mode else 'KRaft'}), {self.spec.brokers} brokers at {self.bootstrap_servers}")
 
@@ -191,7 +208,8 @@ class LocalCluster:
         # Clients first, then brokers (in parallel), then their metadata quorum, Toxiproxy last.
         clients = [n for n, p in self.supervisor.processes.items() if p.role in ("consumer", "producer", "observer")]
         quorum = list(self.zk_ports) + (["controller-1"] if self.controller_port else [])
-        self.supervisor.stop_all(tiers=[clients, list(self.broker_ports), quorum, ["toxiproxy"]])
+        self.supervisor.stop_all(tiers=[clients, self.coordinator_names(), list(self.broker_ports), quorum,
+                                        ["toxiproxy"]])
 
     def restart(self, name: str) -> None:
         """Start a stopped node again with exactly the command line it had.
@@ -283,6 +301,8 @@ class LocalCluster:
         trick (zookeeper.expire_session_as_client) this calls terminateSession() on the
         connection's MBean, on whichever ZooKeeper node the broker is connected to.
         """
+        if name in self.coordinator_names():
+            return self.expire_coordinator_session(name)
         if name not in self.broker_ids or not self.zk_jolokia:
             raise ClusterError(f"{name!r} is not a broker of a ZooKeeper-mode cluster; only those have a ZooKeeper session")
         path = f"/brokers/ids/{self.broker_ids[name]}"
@@ -298,6 +318,63 @@ class LocalCluster:
                 failures.append(f"{node}: {e}")
         raise ClusterError(f"no ZooKeeper node has a connection of {name}'s session {zookeeper.session_hex(session_id)} "
                            f"(owner of {path}); the broker may be reconnecting" + "".join(f"\n{f}" for f in failures))
+
+    # ----------------------------------------------------------------- the project's coordinator
+
+    def coordinator_names(self) -> list[str]:
+        c = self.spec.coordinator
+        return [f"coordinator-{i}" for i in range(1, c.instances + 1)] if c else []
+
+    def coordinator_addresses(self) -> dict[str, str]:
+        """Instance name -> its own (unproxied) address."""
+        return {name: f"127.0.0.1:{port}" for name, port in self.network.coordinator_ports.items()}
+
+    def coordinator_leader(self) -> str | None:
+        """The instance leading right now, as the instances themselves say (FindCoordinator)."""
+        from harness.coordinator.protocol import Address, Connection, CoordinatorError
+
+        for address in self.coordinator_addresses().values():
+            connection = Connection(Address.parse(address), connect_timeout_s=1.0)
+            try:
+                return connection.request("FindCoordinator", 2.0)["leader"]
+            except (ConnectionError, CoordinatorError):
+                continue
+            finally:
+                connection.close()
+        return None
+
+    def _start_coordinators(self, deadline: float) -> None:
+        c = self.spec.coordinator
+        for name in self.coordinator_names():
+            spec = {"name": name, "port": self.network.coordinator_ports[name],
+                    "zookeeper_connect": self.network.coordinator_zookeeper_connect(name), "variant": c.variant,
+                    "history": c.history or str(self.workdir / "logs" / "coordinator-history.jsonl"),
+                    "session_file": str(self.workdir / "data" / f"{name}.zk-session.json"),
+                    "zookeeper_session_timeout_ms": c.zookeeper_session_timeout_ms,
+                    "initial_rebalance_delay_ms": c.initial_rebalance_delay_ms}
+            path = self.workdir / "config" / f"{name}.json"
+            path.write_text(json.dumps(spec, indent=2))
+            self._launch(name, "coordinator", [sys.executable, "-m", "harness.coordinator", str(path)])
+        while self.coordinator_leader() is None:
+            for name in self.coordinator_names():
+                if not self.supervisor.get(name).running():
+                    raise ClusterError(f"{name} exited during startup; see {self.workdir / 'logs' / (name + '.stdout')}")
+            if time.monotonic() > deadline:
+                raise ClusterError("the project's coordinator elected no leader in time")
+            time.sleep(0.1)
+        self.report(f"coordinator {c.variant}: {c.instances} instance(s), {self.coordinator_leader()} leads")
+
+    def expire_coordinator_session(self, name: str) -> dict:
+        """Expire a coordinator instance's ZooKeeper session on the server: its password is
+        ours (it publishes its session), so the client-side twin trick does it."""
+        path = self.workdir / "data" / f"{name}.zk-session.json"
+        try:
+            session = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise ClusterError(f"{name} has published no ZooKeeper session ({path}): {e}") from None
+        session_id = int(session["session_id"], 16)
+        zookeeper.expire_session_as_client(self.zookeeper_connect, session_id, bytes.fromhex(session["password"]))
+        return {"session_id": session["session_id"]}
 
     # ----------------------------------------------------------------- KRaft
 

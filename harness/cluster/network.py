@@ -17,6 +17,10 @@ therefore gets:
 In ZooKeeper mode broker b reaches each ZooKeeper node z through
 ``broker-<b>.to.<z>``, and member lane k through ``lane-<k>.<z>`` (the zk-eager
 consumer keeps its group in ZooKeeper).
+
+The project's coordinator instance c listens on its own port (used directly by
+the harness and the observer); member lane k reaches it through
+``lane-<k>.<c>`` and it reaches ZooKeeper node z through ``<c>.to.<z>``.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ class NetworkPlan:
     lanes: int
     zookeeper_ports: dict[str, int]  # node name -> client port (empty in KRaft mode)
     port: Callable[[], int]
+    coordinators: list[str] = field(default_factory=list)  # the project's coordinator instances
     direct: dict[int, int] = field(default_factory=dict)
+    coordinator_ports: dict[str, int] = field(default_factory=dict)
     routes: dict[str, Route] = field(default_factory=dict)
     _bound: dict[tuple[int, str], int] = field(default_factory=dict)  # (broker, listener) -> bound port
 
@@ -57,6 +63,12 @@ class NetworkPlan:
         for k in range(1, self.lanes + 1):
             for z, zk_port in self.zookeeper_ports.items():
                 self.routes[f"lane-{k}.{z}"] = Route(f"lane-{k}.{z}", self.port(), zk_port)
+        for c in self.coordinators:
+            port = self.coordinator_ports[c] = self.port()
+            for k in range(1, self.lanes + 1):
+                self.routes[f"lane-{k}.{c}"] = Route(f"lane-{k}.{c}", self.port(), port)
+            for z, zk_port in self.zookeeper_ports.items():
+                self.routes[f"{c}.to.{z}"] = Route(f"{c}.to.{z}", self.port(), zk_port)
 
     def _route(self, proxy: str, broker: int, listener: str) -> None:
         bound = self._bound[(broker, listener)] = self.port()
@@ -113,6 +125,24 @@ class NetworkPlan:
 
     def zookeeper_proxies(self, broker: int) -> list[str]:
         return [f"broker-{broker}.to.{z}" for z in self.zookeeper_ports]
+
+    # --- the project's coordinator ----------------------------------------------------------
+
+    def coordinator_zookeeper_connect(self, coordinator: str) -> str:
+        return ",".join(f"127.0.0.1:{self.routes[f'{coordinator}.to.{z}'].listen_port}" for z in self.zookeeper_ports)
+
+    def coordinator_zookeeper_proxies(self, coordinator: str) -> list[str]:
+        return [f"{coordinator}.to.{z}" for z in self.zookeeper_ports]
+
+    def lane_coordinators(self, lane: int) -> dict[str, str]:
+        """Instance name -> the address member ``lane`` reaches it at."""
+        return {c: f"127.0.0.1:{self.routes[f'lane-{lane}.{c}'].listen_port}" for c in self.coordinators}
+
+    def lane_coordinator_proxies(self, lane: int, coordinator: str | None = None) -> list[str]:
+        return [f"lane-{lane}.{c}" for c in self.coordinators if coordinator in (None, c)]
+
+    def coordinator_client_proxies(self, coordinator: str) -> list[str]:
+        return [f"lane-{k}.{coordinator}" for k in range(1, self.lanes + 1)]
 
     def client_proxies(self, broker: int) -> list[str]:
         """Every lane into one broker: all members cut off from it."""

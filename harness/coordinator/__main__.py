@@ -1,0 +1,82 @@
+"""One coordinator instance: ``python -m harness.coordinator SPEC.json`` (a ``CoordinatorSpec``)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from kazoo.client import KazooClient, KazooState
+
+from harness.child import read_spec, stop_on_signals
+from harness.cluster.zookeeper import QUIET_ZK_LOG, session_hex
+from harness.history import HistoryWriter
+
+from .group import variant
+from .server import Coordinator, CoordinatorServer, Instance
+
+
+@dataclass
+class CoordinatorSpec:
+    name: str
+    port: int
+    zookeeper_connect: str  # this instance's own link to ZooKeeper (a proxy, so it can be cut)
+    variant: str  # v1 | v2 | v3
+    history: str
+    session_file: str  # where the live ZooKeeper session is published, for expiry faults
+    zookeeper_session_timeout_ms: int = 6000
+    initial_rebalance_delay_ms: int = 3000
+    host: str = "127.0.0.1"
+
+
+def publish_session(zk: KazooClient, spec: CoordinatorSpec) -> None:
+    session_id, password = zk.client_id
+    path = Path(spec.session_file)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"session_id": session_hex(session_id), "password": password.hex(),
+                               "zookeeper_connect": spec.zookeeper_connect}))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    spec = read_spec(CoordinatorSpec, argv)
+    stop = stop_on_signals()
+    history = HistoryWriter(spec.history, spec.name, instance=spec.name)
+    zk = KazooClient(hosts=spec.zookeeper_connect, timeout=spec.zookeeper_session_timeout_ms / 1000,
+                     connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
+                     logger=QUIET_ZK_LOG)
+
+    def on_state(state: str) -> None:
+        history.emit("coordinator_zookeeper_state", state=state)
+        if state == KazooState.CONNECTED:
+            threading.Thread(target=publish_session, args=(zk, spec), daemon=True).start()
+
+    zk.add_listener(on_state)
+    coordinator = Coordinator(Instance(spec.name, spec.host, spec.port),
+                              variant(spec.variant, spec.initial_rebalance_delay_ms), zk, history,
+                              session_timeout_s=spec.zookeeper_session_timeout_ms / 1000,
+                              watch_topics=spec.variant == "v1")
+    server = CoordinatorServer(coordinator)  # listening before anything else: the harness waits for the port
+    history.emit("coordinator_started", pid=os.getpid(), variant=spec.variant, address=f"{spec.host}:{spec.port}")
+    zk.start_async()
+    threads = [threading.Thread(target=coordinator.leadership.run, name="election", daemon=True),
+               threading.Thread(target=coordinator.ticker, name="ticker", daemon=True),
+               threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="server", daemon=True)]
+    for t in threads:
+        t.start()
+    while not stop.wait(0.5):
+        pass
+    coordinator.stopping.set()
+    coordinator.leadership.stop()
+    server.shutdown()
+    server.server_close()
+    zk.stop()
+    zk.close()
+    history.emit("coordinator_stopped", reason="end-of-run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,200 @@
+"""The project's own coordinator (harness/coordinator) over real ZooKeeper, with members
+fetching from real Kafka 3.9 brokers.
+
+- The protocol itself, against two real instances: stale-generation commits refused with
+  ILLEGAL_GENERATION, a paused leader and an expired leader session both hand leadership
+  over, and the old leader answers NOT_COORDINATOR once it is back.
+- Whole runs: a join/leave cycle of 4 members per variant passes every check with one
+  generation per rebalance; members follow the leader across a failover without losing
+  records; v3 keeps a member whose poll stalls past its session timeout, v1 evicts it;
+  a join storm into an empty group is one generation with v3's initial delay, several
+  without.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from harness.cluster import ClusterSpec, TopicSpec, local_cluster
+from harness.cluster.local import ProjectCoordinator
+from harness.coordinator.protocol import (ILLEGAL_GENERATION, NOT_COORDINATOR, Address, Connection,
+                                          CoordinatorError)
+from tests.integration.conftest import assert_healed, small_scenario, wait_for_event
+
+SESSION_MS = 6000
+RANGE = [{"name": "range", "topics": ["events"]}]
+
+
+def coordinator_scenario(name: str, variant: str, instances: int = 1, initial_delay_ms: int = 3000,
+                         **overrides) -> dict:
+    scenario = small_scenario(name, **overrides)
+    scenario["workload"].update(protocol=f"coordinator-{variant}",
+                                coordinator={"instances": instances, "initial_rebalance_delay_ms": initial_delay_ms})
+    return scenario
+
+
+def stabilized_generations(run) -> list[int]:
+    return [e["generation"] for e in run.named("coordinator_stabilized")]
+
+
+# --------------------------------------------------------------------- the protocol, raw
+
+
+@pytest.fixture(scope="module")
+def two_instances(tmp_path_factory):
+    """ZooKeeper, one broker, two v2 coordinator instances."""
+    workdir = tmp_path_factory.mktemp("coordinators")
+    spec = ClusterSpec(kafka="3.9", brokers=1, topics=[TopicSpec("events", 4)],
+                       coordinator=ProjectCoordinator(variant="v2", instances=2,
+                                                      zookeeper_session_timeout_ms=SESSION_MS))
+    with local_cluster(spec, workdir) as cluster:
+        yield cluster
+
+
+def connect(cluster, instance: str) -> Connection:
+    return Connection(Address.parse(cluster.coordinator_addresses()[instance]))
+
+
+def join(connection: Connection, group: str, client: str, member_id: str = "") -> dict:
+    return connection.request("JoinGroup", 30, group=group, member_id=member_id, client_id=client,
+                              session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS, protocols=RANGE)
+
+
+def test_a_commit_with_a_stale_generation_is_refused(two_instances):
+    leader = connect(two_instances, two_instances.coordinator_leader())
+    a = join(leader, "stale", "a")
+    second = {}
+    t = threading.Thread(target=lambda: second.update(join(connect(two_instances, two_instances.coordinator_leader()),
+                                                           "stale", "b")))
+    t.start()
+    time.sleep(0.5)  # b's join began generation 2; a learns it from its heartbeat, then rejoins
+    with pytest.raises(CoordinatorError) as hb:
+        leader.request("Heartbeat", 5, group="stale", member_id=a["member_id"], generation_id=a["generation_id"])
+    assert hb.value.name == "REBALANCE_IN_PROGRESS"
+    a2 = join(leader, "stale", "a", a["member_id"])
+    t.join(30)
+    assert a2["generation_id"] == second["generation_id"] == a["generation_id"] + 1
+    with pytest.raises(CoordinatorError) as stale:
+        leader.request("OffsetCommit", 5, group="stale", member_id=a["member_id"], generation_id=a["generation_id"],
+                       offsets=[{"topic": "events", "partition": 0, "offset": 10}])
+    assert stale.value.code == ILLEGAL_GENERATION
+    fetched = leader.request("OffsetFetch", 5, group="stale", partitions=[{"topic": "events", "partition": 0}])
+    assert fetched["offsets"] == [{"topic": "events", "partition": 0, "offset": -1}]  # nothing was written
+
+
+@pytest.mark.parametrize("how", ["pause", "expire"])
+def test_leadership_moves_and_the_old_leader_answers_not_coordinator(two_instances, how):
+    cluster = two_instances
+    old = cluster.coordinator_leader()
+    group = f"failover-{how}"
+    conn = connect(cluster, old)
+    member = join(conn, group, "a")
+    mine = [{"topic": "events", "partition": p} for p in range(4)]
+    conn.request("SyncGroup", 5, group=group, member_id=member["member_id"], generation_id=member["generation_id"],
+                 assignments={member["member_id"]: mine})
+    conn.request("OffsetCommit", 5, group=group, member_id=member["member_id"], generation_id=member["generation_id"],
+                 offsets=[{"topic": "events", "partition": 1, "offset": 42}])
+    if how == "pause":
+        cluster.supervisor.pause(old)
+        time.sleep(SESSION_MS / 1000 + 4)  # past its ZooKeeper session
+        cluster.supervisor.resume(old)
+    else:
+        cluster.expire_coordinator_session(old)
+    deadline = time.monotonic() + 20
+    while (new := cluster.coordinator_leader()) in (old, None) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert new not in (old, None)
+    with pytest.raises(CoordinatorError) as refused:
+        conn.request("Heartbeat", 5, group=group, member_id=member["member_id"], generation_id=member["generation_id"])
+    assert refused.value.code == NOT_COORDINATOR
+    # The new leader has the group and its offsets from ZooKeeper.
+    fetched = connect(cluster, new).request("OffsetFetch", 5, group=group,
+                                            partitions=[{"topic": "events", "partition": 1}])
+    assert fetched["offsets"][0]["offset"] == 42
+
+
+# --------------------------------------------------------------------- whole runs
+
+
+@pytest.mark.parametrize("variant", ["v1", "v2", "v3"])
+def test_a_join_leave_cycle_of_four_members(module_run, variant):
+    scenario = coordinator_scenario(f"cycle-{variant}", variant, duration_s=24, faults=[
+        {"kind": "scale", "consumers": 4, "at_s": 5},
+        {"kind": "scale", "consumers": 1, "at_s": 14}])
+    run = module_run(f"cycle-{variant}", scenario)
+    assert run.exit_code == 0, run.output[-3000:]
+    generations = stabilized_generations(run)
+    assert generations == list(range(generations[0], generations[0] + len(generations))), generations
+    joined = {e["generation"] for e in run.named("group_joined")}
+    assert joined <= set(generations) and max(joined) == max(generations)
+    assert {e["member"] for e in run.named("partitions_assigned")} >= {f"consumer-{i}" for i in range(1, 5)}
+    last = [e for e in run.named("partitions_assigned") if e["member"] == "consumer-1"][-1]
+    assert len(last["partitions"]) == 4  # alone again at the end
+    v = run.verdict
+    assert v["ok"] and not v["violations"]
+    assert len([r for r in v["rebalances"] if r["status"] == "completed"]) >= 3
+    assert_healed(run)
+
+
+def test_members_follow_the_leader_across_pause_and_session_expiry(module_run):
+    scenario = coordinator_scenario("failover", "v2", instances=2, duration_s=34, faults=[
+        {"kind": "pause", "target": "coordinator", "at_s": 6, "duration_s": 10},
+        {"kind": "zk-session-expiry", "target": "coordinator", "at_s": 24}])
+    run = module_run("failover", scenario)
+    assert run.exit_code == 0, run.output[-3000:]
+    pause, expiry = run.named("fault_started")
+    elected = run.named("coordinator_elected")
+    first, after_pause, after_expiry = elected[0], None, None
+    for e in elected[1:]:
+        if e["mono_ms"] > pause["mono_ms"] and after_pause is None:
+            after_pause = e
+        elif e["mono_ms"] > expiry["mono_ms"] and after_expiry is None:
+            after_expiry = e
+    assert pause["target"] == first["instance"] != after_pause["instance"]
+    assert after_expiry is not None and after_expiry["instance"] != after_pause["instance"]
+    resigned = {(e["instance"], e["reason"].split(":")[0]) for e in run.named("coordinator_resigned")}
+    assert any(i == first["instance"] for i, _ in resigned)
+    # Every member ended up talking to the last leader, and nothing was lost.
+    found = {}
+    for e in run.named("coordinator_found"):
+        found[e["member"]] = e["instance"]
+    assert set(found.values()) == {after_expiry["instance"]}
+    assert run.verdict["checks"]["no-loss"]["status"] == "passed"
+    assert_healed(run)
+
+
+@pytest.mark.parametrize("variant, evicted", [("v3", False), ("v1", True)])
+def test_a_poll_stall_past_the_session_timeout(module_run, variant, evicted):
+    """KIP-62: v3 heartbeats from a background thread and waits max.poll.interval.ms; v1
+    heartbeats from the poll loop, so the stalled member misses its session."""
+    scenario = coordinator_scenario(f"stall-{variant}", variant, duration_s=24, faults=[
+        {"kind": "poll-stall", "target": "consumer-1", "at_s": 6, "duration_s": 10}])
+    scenario["workload"]["max_poll_interval_ms"] = 20000
+    run = module_run(f"stall-{variant}", scenario)
+    assert run.exit_code == 0, run.output[-3000:]
+    [stall] = run.named("poll_stall_started")
+    removed = [e for e in run.named("coordinator_member_removed") if e["mono_ms"] > stall["mono_ms"]]
+    if evicted:
+        assert removed and "session timeout" in removed[0]["cause"], removed
+    else:
+        assert removed == []
+        assert not [e for e in run.named("coordinator_preparing_rebalance") if e["mono_ms"] > stall["mono_ms"]]
+    assert_healed(run)
+
+
+@pytest.mark.parametrize("delay_ms", [3000, 0])
+def test_a_join_storm_into_an_empty_group(module_run, delay_ms):
+    scenario = coordinator_scenario(f"storm-{delay_ms}", "v3", initial_delay_ms=delay_ms, duration_s=12)
+    scenario["workload"]["consumers"] = 4
+    run = module_run(f"storm-{delay_ms}", scenario)
+    assert run.exit_code == 0, run.output[-3000:]
+    generations = stabilized_generations(run)
+    if delay_ms:
+        assert generations == [1], generations
+    else:
+        assert len(generations) > 1, generations
+    assert_healed(run)
