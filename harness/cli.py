@@ -188,7 +188,7 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
 @main.command("compare")
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--protocols", required=True, help="Comma-separated: zk-eager, classic-eager, classic-cooperative, "
-              "classic-static, consumer")
+              "classic-static, consumer, coordinator-v1, coordinator-v2, coordinator-v3")
 @click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …).")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
 def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None) -> None:

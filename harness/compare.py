@@ -18,10 +18,12 @@ from typing import Callable
 import yaml
 
 from harness.run import Run, RunResult
-from harness.scenario import CLASSIC, PROTOCOL_ASSIGNORS, load_scenario
+from harness.scenario import CLASSIC, PROJECT_COORDINATOR, PROTOCOL_ASSIGNORS, load_scenario
 from oracle import CHECK_NAMES
 
-KAFKA_FOR = {"consumer": "4.1", "zk-eager": "3.9"}  # else: the scenario's own line
+# The line a protocol exists on (else: the scenario's own): KIP-848 needs 4.x; the ZooKeeper-era
+# consumer and the project's coordinator keep their groups in ZooKeeper, so 3.9.
+KAFKA_FOR = {"consumer": "4.1", "zk-eager": "3.9", **{p: "3.9" for p in PROJECT_COORDINATOR}}
 
 # Checks whose premise a protocol does not have: reported as such, not as failures.
 _NO_FENCING = "the ZooKeeper-era consumer has no commit fencing: a zombie's stale commits are accepted (its finding)"

@@ -229,12 +229,7 @@ class ZkEagerMember:
         client_log.setLevel(logging.WARNING)
         client_log.propagate = False
         client_log.addHandler(GroupLogReader(self))  # warnings of both clients become client_log events
-        # Fetching only: a manual assignment, a group id of its own, nothing committed to Kafka.
-        self.fetcher = Consumer({
-            "bootstrap.servers": spec.bootstrap_servers, "group.id": f"{spec.group}.fetcher.{self.consumer_id}",
-            "client.id": spec.member, "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": spec.metadata_refresh_ms,
-        }, logger=client_log)
+        self.fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{self.consumer_id}"), logger=client_log)
         self.zk = KazooClient(hosts=spec.zookeeper_connect, timeout=self.settings.zookeeper_session_timeout_ms / 1000,
                               connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
                               logger=client_log)

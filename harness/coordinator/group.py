@@ -285,7 +285,10 @@ class Group:
         if not self._save(now):
             return
         for mid, m in self.members.items():
-            response = {**error(0), "generation_id": self.generation, "member_id": mid, "leader_id": self.leader_id,
+            # v1 has no leader member: the coordinator assigns (the group's first member is kept
+            # internally only to pick the assignor its members asked for).
+            leader = None if self.variant.coordinator_assigns else self.leader_id
+            response = {**error(0), "generation_id": self.generation, "member_id": mid, "leader_id": leader,
                         "protocol_name": self.protocol, "members": []}
             if mid == self.leader_id and not self.variant.coordinator_assigns:
                 response["members"] = [{"member_id": o.member_id, "topics": o.topics} for o in self.members.values()]

@@ -22,7 +22,9 @@ from ..rebalances import COMPLETED, rebalances_of
 
 NAME = "assignment-validity"
 OPTIONS: dict = {}
-LAYOUT_PROTOCOLS = frozenset({"classic-eager", "classic-static", "zk-eager"})  # zk-eager: range over sorted threads
+# zk-eager: range over sorted threads; the project's coordinator: range/roundrobin over sorted member ids.
+LAYOUT_PROTOCOLS = frozenset({"classic-eager", "classic-static", "zk-eager",
+                              "coordinator-v1", "coordinator-v2", "coordinator-v3"})
 
 
 def check(history: History, options: dict) -> CheckResult:

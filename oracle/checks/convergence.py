@@ -30,7 +30,9 @@ def check(history: History, options: dict) -> CheckResult:
     since = anchor["mono_ms"]
     since_what = f"fault {healed.get('fault_id')} healed" if healed else "the workload started"
     # Judge up to `done`, or the first end-of-run stop if the harness stopped members first.
-    stops = [e["mono_ms"] for e in history.named("consumer_stopped") if e.get("reason") == "end-of-run"]
+    # Members a scale-down stopped did so before their fault healed: they are not the end.
+    stops = [e["mono_ms"] for e in history.named("consumer_stopped")
+             if e.get("reason") == "end-of-run" and e["mono_ms"] > since]
     horizon = min([done["mono_ms"], *stops])
 
     ownership = ownership_of(history)

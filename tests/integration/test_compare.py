@@ -1,6 +1,6 @@
 """`rebalance-lab compare`: one scenario (a member paused past its session timeout during
-steady load) under five protocol generations, side by side, every run passing the checks
-that apply to it."""
+steady load) under the five real-Kafka protocol generations and the project coordinator's
+three variants, side by side, every run passing the checks that apply to it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import json
 
 from tests.integration.conftest import REPO, lab
 
-PROTOCOLS = ["zk-eager", "classic-eager", "classic-cooperative", "classic-static", "consumer"]
+PROTOCOLS = ["zk-eager", "classic-eager", "classic-cooperative", "classic-static", "consumer",
+             "coordinator-v1", "coordinator-v2", "coordinator-v3"]
 
 
-def test_compare_five_protocol_generations(tmp_path):
+def test_compare_every_protocol_generation(tmp_path):
     proc = lab("compare", str(REPO / "scenarios" / "compare-pause.yaml"), "--protocols", ",".join(PROTOCOLS),
                "--runs-dir", str(tmp_path), timeout=1200)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -19,7 +20,8 @@ def test_compare_five_protocol_generations(tmp_path):
     rows = json.loads((out / "compare.json").read_text())
     assert [r["protocol"] for r in rows] == PROTOCOLS
     assert {r["protocol"]: r["kafka"] for r in rows} == {
-        "zk-eager": "3.9", "classic-eager": "3.9", "classic-cooperative": "3.9", "classic-static": "3.9", "consumer": "4.1"}
+        "zk-eager": "3.9", "classic-eager": "3.9", "classic-cooperative": "3.9", "classic-static": "3.9", "consumer": "4.1",
+        "coordinator-v1": "3.9", "coordinator-v2": "3.9", "coordinator-v3": "3.9"}
     for r in rows:
         assert r["ok"] and r["outcome"] == "completed", r
         assert r["rebalances"] >= 2 and r["rebalance_max_ms"] > 0, r  # the initial join and the eviction at least

@@ -127,16 +127,18 @@ def test_a_join_leave_cycle_of_four_members(module_run, variant):
         {"kind": "scale", "consumers": 1, "at_s": 14}])
     run = module_run(f"cycle-{variant}", scenario)
     assert run.exit_code == 0, run.output[-3000:]
-    generations = stabilized_generations(run)
-    assert generations == list(range(generations[0], generations[0] + len(generations))), generations
-    joined = {e["generation"] for e in run.named("group_joined")}
-    assert joined <= set(generations) and max(joined) == max(generations)
+    # One generation per rebalance, none skipped: each completed (stabilized by the coordinator)
+    # or superseded (a join arrived before the leader's assignment, e.g. generation 1 of v2).
+    rebalances = run.verdict["rebalances"]
+    assert [r["generation"] for r in rebalances] == list(range(1, len(rebalances) + 1)), rebalances
+    completed = [r["generation"] for r in rebalances if r["status"] == "completed"]
+    assert completed == stabilized_generations(run)
+    assert {e["generation"] for e in run.named("group_joined")} == {r["generation"] for r in rebalances}
     assert {e["member"] for e in run.named("partitions_assigned")} >= {f"consumer-{i}" for i in range(1, 5)}
     last = [e for e in run.named("partitions_assigned") if e["member"] == "consumer-1"][-1]
     assert len(last["partitions"]) == 4  # alone again at the end
-    v = run.verdict
-    assert v["ok"] and not v["violations"]
-    assert len([r for r in v["rebalances"] if r["status"] == "completed"]) >= 3
+    assert run.verdict["ok"] and not run.verdict["violations"]
+    assert len(completed) >= 3  # the start, scaling up, scaling down
     assert_healed(run)
 
 
@@ -177,7 +179,9 @@ def test_a_poll_stall_past_the_session_timeout(module_run, variant, evicted):
     run = module_run(f"stall-{variant}", scenario)
     assert run.exit_code == 0, run.output[-3000:]
     [stall] = run.named("poll_stall_started")
-    removed = [e for e in run.named("coordinator_member_removed") if e["mono_ms"] > stall["mono_ms"]]
+    [recovery] = [e for e in run.named("phase") if e["phase"] == "recovery"]  # members leave at the end
+    removed = [e for e in run.named("coordinator_member_removed")
+               if stall["mono_ms"] < e["mono_ms"] < recovery["mono_ms"]]
     if evicted:
         assert removed and "session timeout" in removed[0]["cause"], removed
     else:
