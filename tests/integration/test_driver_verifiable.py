@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.conftest import REPO, RunOutcome, assert_healed
+from tests.integration.conftest import HEAVY, REPO, RunOutcome, assert_healed
+
+pytestmark = pytest.mark.xdist_group(HEAVY)
 
 CONSUMER_EVENTS = ("consumer_started", "group_joined", "partitions_assigned", "records_consumed", "offsets_committed")
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import assert_healed
+from tests.integration.conftest import HEAVY, assert_healed
+
+pytestmark = pytest.mark.xdist_group(HEAVY)
 
 SESSION_MS = 6000
 

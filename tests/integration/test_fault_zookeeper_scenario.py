@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from tests.integration.conftest import assert_healed
+from tests.integration.conftest import HEAVY, assert_healed
+
+pytestmark = pytest.mark.xdist_group(HEAVY)
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ fetching from real Kafka 3.9 brokers.
   ILLEGAL_GENERATION, a paused leader and an expired leader session both hand leadership
   over, and the old leader answers NOT_COORDINATOR once it is back.
 - Whole runs: a join/leave cycle of 4 members per variant passes every check with one
-  generation per rebalance; members follow the leader across a failover without losing
-  records; v3 keeps a member whose poll stalls past its session timeout, v1 evicts it;
+  generation per rebalance; members follow the leader across a pause, a session expiry
+  and a crash without losing records; a member cut off from the coordinator is evicted; v3 keeps a member whose poll stalls past its session timeout, v1 evicts it;
   a join storm into an empty group is one generation with v3's initial delay, several
   without.
 """
@@ -165,6 +165,29 @@ def test_members_follow_the_leader_across_pause_and_session_expiry(module_run):
     for e in run.named("coordinator_found"):
         found[e["member"]] = e["instance"]
     assert set(found.values()) == {after_expiry["instance"]}
+    assert run.verdict["checks"]["no-loss"]["status"] == "passed"
+    assert_healed(run)
+
+
+def test_a_crashed_leader_and_a_member_cut_off_from_the_coordinator(module_run):
+    scenario = coordinator_scenario("crash-cut", "v3", instances=2, duration_s=32, faults=[
+        {"kind": "crash", "target": "coordinator", "at_s": 5, "restart_after_s": 3},
+        {"kind": "network", "target": "consumer-1", "link": "coordinator", "at_s": 14, "duration_s": 10}])
+    run = module_run("crash-cut", scenario)
+    assert run.exit_code == 0, run.output[-3000:]
+    crash, cut = run.named("fault_started")
+    elected = [e["instance"] for e in run.named("coordinator_elected")]
+    assert elected[0] == crash["target"] and elected[1] != crash["target"]  # SIGKILL: the other takes over
+    restarted = [e for e in run.named("coordinator_started") if e["instance"] == crash["target"]]
+    assert len(restarted) == 2  # and the crashed one came back (as a follower)
+    assert cut["target"] == "consumer-1" and cut["details"]["proxies"] == [f"lane-1.{elected[1]}"]
+    # Cut off past its session timeout: the coordinator evicts it, it loses its partitions and rejoins.
+    [healed] = [e for e in run.named("fault_healed") if e["fault_id"] == cut["fault_id"]]
+    removed = [e for e in run.named("coordinator_member_removed") if cut["mono_ms"] < e["mono_ms"] < healed["mono_ms"]]
+    assert removed and "session timeout" in removed[0]["cause"]
+    lost = [e for e in run.named("partitions_lost") if e["member"] == "consumer-1" and e["mono_ms"] > cut["mono_ms"]]
+    assert lost
+    assert [e for e in run.named("partitions_assigned") if e["member"] == "consumer-1" and e["mono_ms"] > healed["mono_ms"]]
     assert run.verdict["checks"]["no-loss"]["status"] == "passed"
     assert_healed(run)
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tests.integration.conftest import REPO, assert_healed
+import pytest
+
+from tests.integration.conftest import HEAVY, REPO, assert_healed
+
+pytestmark = pytest.mark.xdist_group(HEAVY)
 
 
 def test_smoke_passes_with_measured_rebalances(run_scenario):
