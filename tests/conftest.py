@@ -1,9 +1,35 @@
-"""Settings for the whole suite."""
-import os
+"""Settings for the whole suite: how pytest-xdist shares it between two workers.
 
-# pytest-xdist runs test files side by side (``--dist loadfile``): each worker's harnesses
-# take ports from their own slice (harness.cluster.local.free_port), so two clusters
-# starting at once never pick the same port. Set at import: every run a worker starts inherits it.
+Real-cluster runs mostly wait (session timeouts, fault durations), so two side by side
+take about half the time on the 2-core CI machine — as long as they do not starve each
+other. Hence:
+
+- a test module is one unit of work (its module-scoped runs happen once, on one worker);
+- the modules whose runs start three brokers or Java clients are ONE unit together:
+  two of those at once on two cores delay heartbeats and pipes enough to change what
+  the runs show, so they run in turn, beside the lighter ones;
+- each worker's clusters take ports from their own slice (harness.cluster.local.free_port),
+  so two clusters starting at once never pick the same port.
+"""
+import os
+from pathlib import Path
+
+HEAVY_MODULES = frozenset({"test_driver_verifiable", "test_fault_cluster", "test_fault_network",
+                           "test_fault_zookeeper_scenario", "test_shipped_scenarios", "test_teardown",
+                           "test_zookeeper_expiry"})
+
+# Set at import, so every run a worker starts inherits it.
 _worker, _count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
 if _worker and _count:
     os.environ["REBALANCE_LAB_PORT_SLICE"] = f"{int(_worker.removeprefix('gw'))}/{_count}"
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "three-broker modules" if Path(module).stem in HEAVY_MODULES else module
+
+    return ModuleScheduling(config, log)

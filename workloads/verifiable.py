@@ -18,7 +18,11 @@ whole and keeps the order in which the JVM wrote them. That order matters: the
 generation logged by "Successfully joined group" must be known before the
 ``partitions_assigned`` that follows it, exactly as in the JVM.
 
-Events are stamped with our clock when read. The JVM runs in the wrapper's
+Events are stamped with the JVM's own clock (the JSON events' ``timestamp``, the log
+lines' date, both wall-clock milliseconds, turned into the shared monotonic clock
+with the offset between the two measured here): this wrapper reads the pipe when
+it gets the CPU, and on a busy machine that can be long after the JVM wrote — after
+another member's events, say. The JVM runs in the wrapper's
 process group (no new session), so a pause fault's SIGSTOP of the group stops
 its heartbeat thread as well, and a crash's SIGKILL of the group kills it.
 
@@ -48,6 +52,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict, deque
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -73,7 +78,8 @@ LOG_MARK = "@@rl "  # prefix of the client's log lines on the JVM's stdout
 # revocation (VerifiableConsumer's onPartitionsLost is the default, which revokes).
 _COORDINATOR = "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator"
 _INVOKER = "org.apache.kafka.clients.consumer.internals.ConsumerRebalanceListenerInvoker"
-_PATTERN = LOG_MARK + "%p %c{1} %m%n"
+_PATTERN = LOG_MARK + "%d{yyyy-MM-dd'T'HH:mm:ss.SSSZ} %p %c{1} %m%n"
+_LOG_DATE = re.compile(r"^(?P<date>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4}) (?P<rest>.*)$")
 
 # Kafka 3.9 logs through reload4j (log4j 1), 4.x through log4j2: both files are
 # written and both named on the command line; each backend reads its own.
@@ -229,9 +235,14 @@ class Translator:
     the log lines before it (a loss, a commit's broker error, its start time).
     """
 
-    def __init__(self, emit: Callable[..., None], cooperative: bool, echo: Callable[[str], None] = lambda _l: None):
+    def __init__(self, emit: Callable[..., None], cooperative: bool, echo: Callable[[str], None] = lambda _l: None,
+                 jvm_clock: bool = False):
         self._emit = emit
         self.echo = echo  # where unparsed JVM output goes (the member's log file)
+        self.jvm_clock = jvm_clock  # stamp events with the JVM's time of writing (else: when read)
+        wall, mono = now()
+        self.clock_offset_ms = wall - mono
+        self.jvm_wall_ms: float | None = None  # the JVM's clock at the line being translated
         self.cooperative = cooperative
         self.generation: int | None = None
         self.member_id: str | None = None
@@ -246,7 +257,12 @@ class Translator:
         self.shutdown_complete = False
 
     def emit(self, name: str, **fields) -> None:
-        self._emit(name, **{"member_id": self.member_id, "generation": self.generation, **fields})
+        stamp = {} if self.jvm_wall_ms is None else {"ts": self.jvm_wall_ms, "mono_ms": self.mono()}
+        self._emit(name, **stamp, **{"member_id": self.member_id, "generation": self.generation, **fields})
+
+    def mono(self) -> float:
+        """Monotonic ms of the line being translated: when the JVM wrote it, or when we read it."""
+        return self.jvm_wall_ms - self.clock_offset_ms if self.jvm_wall_ms is not None else now()[1]
 
     def line(self, text: str) -> None:
         if text.startswith("{"):
@@ -255,9 +271,16 @@ class Translator:
             except ValueError:
                 self.echo(text)
                 return
+            if self.jvm_clock and "timestamp" in event:
+                self.jvm_wall_ms = float(event["timestamp"])
             self.json_event(event, text)
         elif text.startswith(LOG_MARK):
-            level, logger, message = (text[len(LOG_MARK):].split(" ", 2) + ["", ""])[:3]
+            text = text[len(LOG_MARK):]
+            if m := _LOG_DATE.match(text):
+                text = m["rest"]
+                if self.jvm_clock:
+                    self.jvm_wall_ms = datetime.strptime(m["date"], "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000.0
+            level, logger, message = (text.split(" ", 2) + ["", ""])[:3]
             self.log_line(level, logger, _CONTEXT.sub("", message))
         else:
             self.continuation(text)
@@ -295,7 +318,7 @@ class Translator:
             elif len(offsets.get(key, ())) != part["count"]:
                 self.emit("client_log", level="WARN", message=f"records_consumed summary {part} does not match "
                                                               f"{len(offsets.get(key, ()))} record_data lines")
-        _, self.commit_started = now()  # VerifiableConsumer commits right after printing this
+        self.commit_started = self.mono()  # VerifiableConsumer commits right after printing this
         if offsets:
             self.emit("records_consumed", ranges=offset_ranges(offsets))
 
@@ -396,7 +419,7 @@ class Translator:
         offsets = _offsets(text)
         if not offsets:
             return
-        _, mono = now()
+        mono = self.mono()
         if what == "Sending asynchronous":
             self.auto_sent[text].append(mono)
         elif what in ("Completed asynchronous", "Asynchronous"):
@@ -439,7 +462,8 @@ class JavaMember:
         self.spec = spec
         self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation,
                                      driver="java")
-        self.translator = Translator(self.history.emit, spec.assignor == "cooperative-sticky", self._echo)
+        self.translator = Translator(self.history.emit, spec.assignor == "cooperative-sticky", self._echo,
+                                     jvm_clock=True)
         self.command_pending = threading.Event()
 
     @staticmethod

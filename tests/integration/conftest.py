@@ -27,18 +27,10 @@ from oracle import load_history
 REPO = Path(__file__).resolve().parents[2]
 
 
-# Modules whose runs start three brokers (or Java clients): two of those side by side on
-# two cores starve each other's heartbeats, so they share one xdist worker, in turn.
-HEAVY = "three-broker clusters"
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
-            if not item.get_closest_marker("xdist_group"):  # a module's runs stay on one worker
-                item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.fixture(scope="session", autouse=True)

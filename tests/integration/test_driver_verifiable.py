@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.conftest import HEAVY, REPO, RunOutcome, assert_healed
-
-pytestmark = pytest.mark.xdist_group(HEAVY)
+from tests.integration.conftest import REPO, RunOutcome, assert_healed
 
 CONSUMER_EVENTS = ("consumer_started", "group_joined", "partitions_assigned", "records_consumed", "offsets_committed")
 

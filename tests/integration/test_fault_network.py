@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import HEAVY, assert_healed
-
-pytestmark = pytest.mark.xdist_group(HEAVY)
+from tests.integration.conftest import assert_healed
 
 SESSION_MS = 6000
 

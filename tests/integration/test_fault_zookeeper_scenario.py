@@ -6,9 +6,7 @@ import re
 
 import pytest
 
-from tests.integration.conftest import HEAVY, assert_healed
-
-pytestmark = pytest.mark.xdist_group(HEAVY)
+from tests.integration.conftest import assert_healed
 
 
 @pytest.fixture(scope="module")

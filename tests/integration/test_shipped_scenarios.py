@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tests.integration.conftest import HEAVY, REPO, assert_healed
-
-pytestmark = pytest.mark.xdist_group(HEAVY)
+from tests.integration.conftest import REPO, assert_healed
 
 
 def test_smoke_passes_with_measured_rebalances(run_scenario):

@@ -15,10 +15,8 @@ from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.cluster.local import QUIET_CLIENT_LOG
 from harness.paths import lab_home
 from harness.processes import registered
-from tests.integration.conftest import (HEAVY, alive_pids, interrupt, lab, small_scenario, start_harness,
-                                        wait_for_event, write_scenario)
-
-pytestmark = pytest.mark.xdist_group(HEAVY)
+from tests.integration.conftest import (alive_pids, interrupt, lab, small_scenario, start_harness, wait_for_event,
+                                        write_scenario)
 
 
 def _pids_alive(pids):

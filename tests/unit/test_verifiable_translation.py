@@ -300,3 +300,15 @@ def test_kafka_error_names_what_a_log_line_names_or_quotes():
                        "group.") == ("REBALANCE_IN_PROGRESS", 27)
     assert kafka_error("Specified group generation id is not valid.") == ("ILLEGAL_GENERATION", 22)
     assert kafka_error("coordinator unavailable") == (None, None)
+
+
+def test_events_carry_the_jvms_time_of_writing_not_the_time_we_read_them(sink, clock):
+    """A busy wrapper reads late; the JVM's own stamps keep members' events in true order."""
+    t = Translator(sink, cooperative=False, jvm_clock=True)
+    t.line(LOG_MARK + "2026-11-21T23:00:00.100+0000 INFO ConsumerCoordinator [Consumer clientId=c1, groupId=g] "
+           "Successfully joined group with generation Generation{generationId=3, memberId='c1-x', protocol='range'}")
+    t.line('{"timestamp":1795302000250,"name":"partitions_assigned","partitions":[{"topic":"events","partition":0}]}')
+    [assigned] = sink.named("partitions_assigned")
+    assert assigned["ts"] == 1795302000250.0
+    assert assigned["mono_ms"] == 1795302000250.0 - t.clock_offset_ms
+    assert assigned["generation"] == 3  # the dated log line was still understood
