@@ -1,5 +1,10 @@
-"""PySpark analysis of run histories (issue 6) — WORK IN PROGRESS, not wired into the CLI yet.
+"""Spark analysis of run histories: `rebalance-lab analyze RUNS… [--out DIR] [--master URL]`.
 
-Reads histories only (never the cluster). Not imported by the harness or the tests;
-PySpark and matplotlib are not yet in pyproject.toml.
+Reads run directories (history.jsonl, never the cluster), computes per-run metrics in
+Spark (every rebalance and its phases, stop-the-world per partition, fault → detection,
+duplicates, lost records, lag, throughput, commit failures), compares runs grouped by
+protocol, assignor, Kafka version, fault kind and scenario, and writes Parquet, CSV, PNG
+plots and self-contained HTML reports. See docs/analysis.md; the job is analysis/job.py.
+
+Nothing here is imported by `rebalance-lab run`: Spark starts only for `analyze`.
 """

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_RUN_ERROR = 0, 2, 3  # harness/errors.py: the CLI's exit codes
+from harness.errors import EXIT_RUN_ERROR, LabError
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -57,16 +57,20 @@ def comparison_table(by_group: list[dict]) -> Table:
 @click.option("--no-run-reports", is_flag=True, help="Skip the per-run HTML pages (the tables are still written).")
 def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Path | None, no_run_reports: bool) -> None:
     """Analyse run directories (or globs of them) with Spark: per-run metrics, cross-run comparison
-    (Parquet + CSV), plots and HTML reports. A damaged or unfinished run directory is reported and skipped."""
-    from .job import NoRuns, analyze as run_analysis
+    (Parquet + CSV), plots and HTML reports. A damaged or unfinished run directory is reported and skipped.
+
+    Exit code 0 when the analysis was written (skipped directories are listed), 2 when no
+    directory given could be analysed, 3 when Spark failed.
+    """
+    from .job import analyze as run_analysis
 
     try:
         with console.status("analysing …") as status:
             result = run_analysis(list(runs), out, master, cache_dir=cache_dir, run_reports=not no_run_reports,
                                   progress=lambda msg: status.update(msg))
-    except NoRuns as e:
+    except LabError as e:
         err_console.print(f"[red]error:[/] {e}")
-        sys.exit(EXIT_BAD_INPUT)
+        sys.exit(e.exit_code)
     except Exception as e:  # Spark / Java failures: one message, not a JVM stack
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         err_console.print(f"[red]error:[/] analysis failed: {first}")

@@ -1,17 +1,17 @@
 """Run directories in, one typed Spark table of events out, cached as Parquet.
 
 `find_runs` expands the command line (run directories, directories of runs, globs)
-and sorts out what cannot be analysed before Spark sees it: no history, an
-unreadable one, no `verdict.json` (the run never finished). `load_events` parses the
-histories in Spark with an explicit schema: each file is read whole, split into
-lines (line numbers kept), parsed with `from_json`. A torn last line is dropped, as
-the oracle drops it; a malformed line anywhere else makes the run damaged: it is
-reported by name and skipped, the others go on.
+and sorts out what cannot be analysed before Spark sees it: no history, an empty
+one, no `verdict.json` (the run never finished). `load_events` parses the histories
+in Spark with an explicit schema: each file is read whole, split into lines (line
+numbers kept), parsed with `from_json`. A torn last line is dropped, as the oracle
+drops it; a malformed line anywhere else makes the run damaged: it is reported by
+name and skipped, the others go on.
 
-Parsed histories are written as Parquet under the cache directory, partitioned by
-run key (a hash of the run directory's path), with a manifest of each history's
-size and mtime: a second analysis of the same runs reads Parquet, not JSON; a
-history that changed is parsed again and only its partition is overwritten.
+Parsed histories are written as Parquet under the cache directory, one batch per
+analysis that had to parse, with a manifest of each history's size and mtime: a
+second analysis of the same runs reads Parquet, not JSON; a history that changed
+is parsed again (into a new batch; batches nobody points at any more are deleted).
 """
 from __future__ import annotations
 
@@ -27,14 +27,13 @@ from pathlib import Path
 import yaml
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-
 from pyspark.sql import types as T
 
 from .schema import EVENT_SCHEMA, LAG, LINE_SCHEMA, TP
 
 HISTORY = "history.jsonl"
 VERDICT = "verdict.json"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 @dataclass
@@ -71,7 +70,8 @@ def _expand(patterns: list[str]) -> tuple[list[Path], list[Skipped]]:
     found: list[Path] = []
     missing: list[Skipped] = []
     for pattern in patterns:
-        matches = sorted(glob.glob(os.path.expanduser(pattern))) if glob.has_magic(pattern) else [pattern]
+        globbed = glob.has_magic(pattern)
+        matches = sorted(glob.glob(os.path.expanduser(pattern))) if globbed else [pattern]
         matches = [m for m in matches if Path(m).exists()]
         if not matches:
             missing.append(Skipped(pattern, "no such run directory"))
@@ -80,7 +80,7 @@ def _expand(patterns: list[str]) -> tuple[list[Path], list[Skipped]]:
             if not m.is_dir():
                 if m.name == HISTORY:
                     found.append(m.parent)
-                else:
+                elif not globbed:  # `runs/*` also matches a compare's yaml and json files: not worth a word
                     missing.append(Skipped(str(m), "not a run directory"))
             elif _looks_like_run(m):
                 found.append(m)
@@ -147,9 +147,9 @@ def _typed(parsed: DataFrame) -> DataFrame:
     """Raw polymorphic fields -> typed columns, per event name."""
     name, raw = F.col("e.name"), F.col("e.partitions")
     ownership = name.isin("partitions_assigned", "partitions_revoked", "partitions_lost")
-    cols = [F.col("run_key"), F.col("line")]
+    cols = [F.col("run_key"), F.col("line"), F.col("bad")]
     for f in EVENT_SCHEMA.fields:
-        if f.name in ("run_key", "line", "ord"):
+        if f.name in ("run_key", "line", "ord", "bad"):
             continue
         if f.name == "tps":
             cols.append(F.when(ownership, F.from_json(raw, T.ArrayType(TP))).alias("tps"))
@@ -169,9 +169,10 @@ def _typed(parsed: DataFrame) -> DataFrame:
     return parsed.select(*cols)
 
 
-def parse_histories(spark: SparkSession, runs: list[RunDir]) -> tuple[DataFrame, dict[str, str], DataFrame]:
-    """(events of the good runs, without `ord`; run key -> why it is damaged; the persisted lines,
-    to unpersist once written)."""
+def parse_lines(spark: SparkSession, runs: list[RunDir]) -> DataFrame:
+    """Every non-blank line of the histories, typed (EVENT_SCHEMA), in the oracle's order (`ord`);
+    a line that is not an event is kept as a row with `bad` set and no `ord`, so one pass
+    both parses and tells which runs are damaged."""
     files = spark.createDataFrame([(r.history.resolve().as_uri(), r.key) for r in runs], "file string, run_key string")
     text = (spark.read.text([str(r.history.resolve()) for r in runs], wholetext=True)
             .select(F.input_file_name().alias("file"), "value")
@@ -181,9 +182,18 @@ def parse_histories(spark: SparkSession, runs: list[RunDir]) -> tuple[DataFrame,
              .select("run_key", (F.col("pos") + 1).cast("long").alias("line"),
                      F.from_json("text", LINE_SCHEMA).alias("e")))
     bad = F.col("e").isNull() | F.col("e.name").isNull() | F.col("e.mono_ms").isNull()
-    lines = lines.withColumn("bad", bad).persist()
-    # A bad line is forgiven only as the very last line (a writer killed mid-line).
-    diag = {r.run_key: r for r in lines.groupBy("run_key").agg(
+    typed = _typed(lines.withColumn("bad", bad))
+    # the oracle's order: mono_ms, then source, then seq; file order breaks ties (bad lines last)
+    w = Window.partitionBy("run_key").orderBy(
+        "bad", "mono_ms", F.coalesce("source", F.lit("")), F.coalesce("seq", F.lit(0)), "line")
+    return (typed.withColumn("ord", F.when(~F.col("bad"), F.row_number().over(w).cast("long")))
+            .select(*EVENT_SCHEMA.fieldNames()))
+
+
+def damaged_runs(parsed: DataFrame, runs: list[RunDir]) -> dict[str, str]:
+    """run key -> why the run is damaged. A line that is not an event is forgiven only as the very
+    last line (a writer killed mid-line: the oracle drops it too)."""
+    diag = {r.run_key: r for r in parsed.groupBy("run_key").agg(
         F.max("line").alias("last_line"), F.count(F.when(F.col("bad"), 1)).alias("bad_lines"),
         F.min(F.when(F.col("bad"), F.col("line"))).alias("first_bad"),
         F.max(F.when(F.col("bad"), F.col("line"))).alias("last_bad")).collect()}
@@ -197,15 +207,7 @@ def parse_histories(spark: SparkSession, runs: list[RunDir]) -> tuple[DataFrame,
                               + (f" ({d.bad_lines} bad lines)" if d.bad_lines > 1 else ""))
         elif d.bad_lines == 1 and d.last_line == 1:
             damaged[r.key] = "damaged: history.jsonl holds no complete event"
-    good = lines.where(~F.col("bad") & ~F.col("run_key").isin(list(damaged) or [""]))
-    return _typed(good), damaged, lines
-
-
-def with_order(events: DataFrame) -> DataFrame:
-    """`ord`: the oracle's event order (mono_ms, then source, then seq; file order breaks ties)."""
-    w = Window.partitionBy("run_key").orderBy(
-        "mono_ms", F.coalesce("source", F.lit("")), F.coalesce("seq", F.lit(0)), "line")
-    return events.withColumn("ord", F.row_number().over(w).cast("long")).select(*EVENT_SCHEMA.fieldNames())
+    return damaged
 
 
 class EventCache:
@@ -255,7 +257,9 @@ class EventCache:
         by_batch: dict[str, list[str]] = {}
         for k in keys:
             by_batch.setdefault(self.runs[k]["batch"], []).append(k)
-        frames = [spark.read.schema(EVENT_SCHEMA).parquet(str(self.data / batch)).where(F.col("run_key").isin(ks))
+        # a batch also holds the lines that are not events (`bad`), and damaged runs: neither is read
+        frames = [spark.read.schema(EVENT_SCHEMA).parquet(str(self.data / batch))
+                  .where(F.col("run_key").isin(ks) & ~F.col("bad"))
                   for batch, ks in sorted(by_batch.items())]
         out = frames[0]
         for f in frames[1:]:
@@ -278,18 +282,15 @@ def load_events(spark: SparkSession, runs: list[RunDir], cache_dir: Path) -> Loa
     skipped: list[Skipped] = []
     parsed: list[RunDir] = []
     if stale:
-        events, damaged, lines = parse_histories(spark, stale)
-        try:
-            for r in stale:
-                if r.key in damaged:
-                    skipped.append(Skipped(str(r.path), damaged[r.key]))
-            parsed = [r for r in stale if r.key not in damaged]
-            if parsed:
-                batch = cache.new_batch()
-                with_order(events).write.mode("overwrite").parquet(str(cache.data / batch))
-                cache.record(parsed, batch)
-        finally:
-            lines.unpersist()
+        batch = cache.new_batch()
+        target = cache.data / batch
+        parse_lines(spark, stale).write.mode("overwrite").parquet(str(target))
+        damaged = damaged_runs(spark.read.schema(EVENT_SCHEMA).parquet(str(target)), stale)
+        for r in stale:
+            if r.key in damaged:
+                skipped.append(Skipped(str(r.path), damaged[r.key]))
+        parsed = [r for r in stale if r.key not in damaged]
+        cache.record(parsed, batch)
     good = [r for r in runs if r not in stale or r in parsed]
     events = cache.read(spark, [r.key for r in good]) if good else spark.createDataFrame([], EVENT_SCHEMA)
     return Loaded(events, good, skipped, [r.run for r in parsed], [r.run for r in good if r not in parsed])

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.errors import EXIT_BAD_INPUT, LabError
+
 from .ingest import RunDir, Skipped, find_runs, load_events
 
 ORDER = {  # deterministic row order for every output (identical results on any master)
@@ -48,7 +50,11 @@ ORDER = {  # deterministic row order for every output (identical results on any 
 PER_RUN = ("ownership", "faults", "rebalances", "lag", "commit_failures", "duplicates")
 
 
-class NoRuns(Exception):
+class NoRuns(LabError):
+    """Nothing to analyse: every directory given was missing, unfinished or damaged (each named)."""
+
+    exit_code = EXIT_BAD_INPUT
+
     def __init__(self, skipped: list[Skipped]):
         self.skipped = skipped
         super().__init__("no run directory to analyse" + "".join(f"\n  {s.path}: {s.reason}" for s in skipped))
@@ -90,15 +96,66 @@ def write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
             w.writerow([_csv_value(r.get(c)) for c in columns])
 
 
-def _render_run(args: tuple) -> tuple[str, str]:
-    directory, run, data, index_href = args
+def _collect(df, order: list[str]) -> list[dict]:
+    rows = [r.asDict(recursive=True) for r in df.collect()]
+    rows.sort(key=lambda r: tuple(_sortable(r.get(c)) for c in order))
+    return rows
+
+
+# Per-run pages take ~0.2 s each to draw; below this many runs, starting interpreters for
+# them costs more than it saves.
+PAGE_WORKERS_FROM_RUNS = 8
+
+
+class _Pages:
+    """Per-run pages, drawn by worker processes while Spark goes on with the cross-run part
+    (matplotlib is single-threaded; the pages are independent). The workers are spawned,
+    so a script calling `analyze` needs the usual `if __name__ == "__main__":` guard."""
+
+    def __init__(self, out: Path, workers: int):
+        self.out, self.futures, self.pool = out, [], None
+        if workers > 1:
+            import multiprocessing
+
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            self.pool.submit(_warm_up)  # import matplotlib while the JVM starts
+
+    def submit(self, runs: list[dict], per_run: dict[str, dict[str, list[dict]]]) -> None:
+        for r in runs:
+            job = (str(self.out / "runs" / r["run"]), r, dict(per_run.get(r["run"], {})), "../../report.html")
+            self.futures.append(self.pool.submit(render_run, job) if self.pool else job)
+
+    def results(self) -> dict[str, Path]:
+        pages = {}
+        try:
+            for f in self.futures:
+                run, path = f.result() if self.pool else render_run(f)
+                pages[run] = Path(path)
+        finally:
+            self.close()
+        return pages
+
+    def close(self) -> None:
+        if self.pool:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
+
+
+def _warm_up() -> None:
+    from . import report  # noqa: F401
+
+
+def render_run(args: tuple) -> tuple[str, str]:
     from .report import run_report
+
+    directory, run, data, index_href = args
     return run["run"], str(run_report(Path(directory), run, data, index_href))
 
 
 def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=None,
             cache_dir: Path | None = None, run_reports: bool = True, workers: int = 2,
             progress: Callable[[str], None] = lambda msg: None) -> AnalysisResult:
+    """Analyse run directories (paths or globs); see the module docstring for what is written."""
     from .aggregate import by_dimension, by_group, metric_rows
     from .metrics import per_run_metrics
     from .report import analysis_report
@@ -111,75 +168,67 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         raise NoRuns(skipped)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    spark = spark or spark_session(master)
-    timings["spark start"] = time.monotonic() - t
+    pages = _Pages(out, workers if run_reports and len(runs) >= PAGE_WORKERS_FROM_RUNS else 0)
+    try:
+        spark = spark or spark_session(master)
+        timings["spark start"] = time.monotonic() - t
 
-    t = time.monotonic()
-    progress(f"reading {len(runs)} run directories")
-    loaded = load_events(spark, runs, Path(cache_dir) if cache_dir else out / "cache")
-    skipped += loaded.skipped
-    for s in loaded.skipped:
-        progress(f"skipped {s.path}: {s.reason}")
-    good: list[RunDir] = loaded.runs
-    if not good:
-        raise NoRuns(skipped)
-    events = loaded.events
-    meta = spark.createDataFrame([(r.key, r.run, str(r.path), r.kafka) for r in good],
-                                 "run_key string, run string, path string, kafka string")
-    timings["ingest"] = time.monotonic() - t
+        t = time.monotonic()
+        progress(f"reading {len(runs)} run directories")
+        loaded = load_events(spark, runs, Path(cache_dir) if cache_dir else out / "cache")
+        skipped += loaded.skipped
+        for s in loaded.skipped:
+            progress(f"skipped {s.path}: {s.reason}")
+        good: list[RunDir] = loaded.runs
+        if not good:
+            raise NoRuns(skipped)
+        meta = spark.createDataFrame([(r.key, r.run, str(r.path), r.kafka) for r in good],
+                                     "run_key string, run string, path string, kafka string")
+        timings["ingest"] = time.monotonic() - t
 
-    t = time.monotonic()
-    progress("computing per-run metrics")
-    m = per_run_metrics(spark, events, meta)
-    timings["per-run"] = time.monotonic() - t
-    t_agg = time.monotonic()
-    rows = metric_rows(m).localCheckpoint(eager=True)
-    tables = dict(m.tables())
-    tables["metrics"] = rows
-    tables["by_group"] = by_group(rows).localCheckpoint(eager=True)
-    tables["by_dimension"] = by_dimension(rows).localCheckpoint(eager=True)
+        t = time.monotonic()
+        progress("computing per-run metrics")
+        m = per_run_metrics(spark, loaded.events, meta)
+        tables = dict(m.tables())
+        collected: dict[str, list[dict]] = {name: _collect(tables[name], ORDER[name]) for name in ("runs", *PER_RUN)}
+        timings["per-run"] = time.monotonic() - t
+        if run_reports:
+            per_run: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+            for name in PER_RUN:
+                for r in collected[name]:
+                    per_run[r["run"]][name].append(r)
+            pages.submit(collected["runs"], per_run)
 
-    parquet = out / "parquet"
-    collected: dict[str, list[dict]] = {}
-    timings["cross-run"] = time.monotonic() - t_agg
-    t_write = time.monotonic()
-    for name, df in tables.items():
-        order = ORDER[name]
-        target = parquet / name
-        if target.exists():
-            shutil.rmtree(target)
-        # one sorted file per table: coalesce then sort within it (no range-partitioning pass)
-        df.coalesce(1).sortWithinPartitions(*order).write.parquet(str(target))
-        rows = [r.asDict(recursive=True) for r in df.collect()]
-        rows.sort(key=lambda r: tuple(_sortable(r.get(c)) for c in order))
-        collected[name] = rows
-        write_csv(out / "csv" / f"{name}.csv", rows, df.columns)
-    timings["write"] = time.monotonic() - t_write
-    timings["metrics"] = time.monotonic() - t
+        t = time.monotonic()
+        progress("comparing runs")
+        rows = metric_rows(m).localCheckpoint(eager=True)
+        tables["metrics"] = rows
+        tables["by_group"] = by_group(rows).localCheckpoint(eager=True)
+        tables["by_dimension"] = by_dimension(rows).localCheckpoint(eager=True)
+        timings["cross-run"] = time.monotonic() - t
 
-    t = time.monotonic()
-    run_pages: dict[str, Path] = {}
-    if run_reports:
+        t = time.monotonic()
+        progress("writing tables")
+        for name, df in tables.items():
+            order = ORDER[name]
+            target = out / "parquet" / name
+            if target.exists():
+                shutil.rmtree(target)
+            # one sorted file per table: coalesce, then sort within it (no range-partitioning pass)
+            df.coalesce(1).sortWithinPartitions(*order).write.parquet(str(target))
+            if name not in collected:
+                collected[name] = _collect(df, order)
+            write_csv(out / "csv" / f"{name}.csv", collected[name], df.columns)
+        timings["write"] = time.monotonic() - t
+
+        t = time.monotonic()
         progress("drawing reports")
-        per_run: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-        for name in PER_RUN:
-            for r in collected[name]:
-                per_run[r["run"]][name].append(r)
-        jobs = [(str(out / "runs" / r["run"]), r, {k: list(v) for k, v in per_run[r["run"]].items()},
-                 "../../report.html") for r in collected["runs"]]
-        if workers > 1 and len(jobs) > 4:
-            import multiprocessing
-
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                for run, page_path in pool.map(_render_run, jobs, chunksize=max(1, len(jobs) // (4 * workers))):
-                    run_pages[run] = Path(page_path)
-        else:
-            for job in jobs:
-                run, page_path = _render_run(job)
-                run_pages[run] = Path(page_path)
-    report = analysis_report(out, collected["runs"], [s.to_dict() for s in skipped], collected["by_group"],
-                             collected["by_dimension"], collected["metrics"], run_pages, timings)
-    timings["reports"] = time.monotonic() - t
+        run_pages = pages.results() if run_reports else {}
+        report = analysis_report(out, collected["runs"], [s.to_dict() for s in skipped], collected["by_group"],
+                                 collected["by_dimension"], collected["metrics"], run_pages, timings)
+        timings["reports"] = time.monotonic() - t
+    finally:
+        pages.close()
     (out / "summary.json").write_text(json.dumps({
         "runs": [{"run": r.run, "path": str(r.path), "run_key": r.key} for r in good],
         "skipped": [s.to_dict() for s in skipped],

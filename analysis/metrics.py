@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -128,25 +129,36 @@ def materialize(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame) -> RunMetrics:
-    """runs_meta: run_key, run (label), path, kafka."""
+def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame, threads: int = 3) -> RunMetrics:
+    """runs_meta: run_key, run (label), path, kafka.
+
+    Independent chains (ownership and rebalances; records; lag and commits) run as concurrent
+    Spark jobs: each is a string of small jobs whose driver-side planning and single-task stages
+    leave the cores idle part of the time."""
     t = split(events, materialize)
     control = t.control
     info = materialize(run_info(control))
     clock = materialize(_clock(control, t.clock))
-    sessions = materialize(sessions_of(control))
-    assignments = materialize(assignments_of(control, sessions))
-    rebalances = materialize(rebalances_of(control, sessions, assignments, info))
-    faults = materialize(fault_windows(control, clock))
-    rebalances = materialize(_attribute_rebalances(rebalances, faults))
-    faults = materialize(_detections(faults, rebalances))
 
-    stw = materialize(stop_the_world(sessions).join(rebalances.select("run_key", "generation", "status", "fault_kind"),
-                                                    ["run_key", "generation"], "left"))
-    lag = materialize(_lag(t, info))
-    commit_failures = materialize(_commit_failures(t))
-    duplicates = materialize(duplicates_by_partition(t, sessions))
-    records = materialize(lost_records(t))
+    def ownership_chain():
+        sessions = materialize(sessions_of(control, materialize))
+        assignments = materialize(assignments_of(control, sessions))
+        rebalances = materialize(rebalances_of(control, sessions, assignments, info, materialize))
+        faults = materialize(fault_windows(control, clock))
+        rebalances = materialize(_attribute_rebalances(rebalances, faults))
+        faults = materialize(_detections(faults, rebalances))
+        stw = materialize(stop_the_world(sessions).join(
+            rebalances.select("run_key", "generation", "status", "fault_kind"), ["run_key", "generation"], "left"))
+        duplicates = materialize(duplicates_by_partition(t, sessions))
+        return sessions, rebalances, faults, stw, duplicates
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        chain = pool.submit(ownership_chain)
+        records = pool.submit(lambda: materialize(lost_records(t)))
+        lag = pool.submit(lambda: materialize(_lag(t, info)))
+        sessions, rebalances, faults, stw, duplicates = chain.result()
+        records, lag = records.result(), lag.result()
+    commit_failures = _commit_failures(t)
 
     # -- one row per run -----------------------------------------------------------------------
     delivered = t.consumed.groupBy("run_key").agg(F.sum(F.col("hi") - F.col("lo") + 1).alias("deliveries"),
@@ -210,7 +222,7 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
         df = df.join(keys, "run_key")
         for name, col in seconds.items():
             df = df.withColumn(name, secs(col))
-        return materialize(df.drop("t0"))
+        return df.drop("t0")
 
     ownership = labelled(sessions.select(
         "run_key", "topic", "partition", tp_label().alias("partition_label"), "member", "inc",

@@ -14,6 +14,8 @@ Every table here is keyed by `run_key`; time order within a run is `ord`.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -59,10 +61,11 @@ def _current_slot(queries: DataFrame, marks: DataFrame, who: str) -> DataFrame:
             .drop("last_started", "first_seen"))
 
 
-def sessions_of(events: DataFrame) -> DataFrame:
+def sessions_of(events: DataFrame, keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> DataFrame:
     """One row per ownership session: run_key, member, inc, topic, partition, session_no, generation,
-    member_id, start_ord, start_mono, start_ts, end_ord, end_mono, end_ts (end_* null: owned at the end)."""
-    ce = consumer_events(events)
+    member_id, start_ord, start_mono, start_ts, end_ord, end_mono, end_ts (end_* null: owned at the end).
+    `keep` computes and keeps an intermediate table used several times (identity: one big plan)."""
+    ce = keep(consumer_events(events))
     assigned = ce.where(F.col("name") == "partitions_assigned")
     starts = (assigned.select("run_key", "member", "inc", "ord", "mono_ms", "ts", "generation", "member_id",
                               F.explode(F.coalesce("tps", F.array())).alias("tp"))
@@ -70,7 +73,7 @@ def sessions_of(events: DataFrame) -> DataFrame:
                       F.col("tp.topic").alias("topic"), F.col("tp.partition").alias("partition"))
               .withColumn("op", F.lit(1)))
     # every partition a slot ever owned: an `end` for anything else is a no-op anyway
-    ever = starts.select("run_key", "member", "inc", "topic", "partition").distinct()
+    ever = keep(starts.select("run_key", "member", "inc", "topic", "partition").distinct())
 
     def end_all(df: DataFrame) -> DataFrame:
         return df.select("run_key", "member", "inc", "ord", "mono_ms", "ts").join(ever, ["run_key", "member", "inc"])
@@ -156,21 +159,3 @@ def assignments_of(events: DataFrame, sessions: DataFrame) -> DataFrame:
     return (owned.withColumn("rn", F.row_number().over(w)).where(F.col("rn") == 1)
             .select("run_key", "generation", "topic", "partition", F.col("member").alias("owner")))
 
-
-def attribute(queries: DataFrame, sessions: DataFrame, qid: list[str], member: str, inc: str, t: str,
-              prefix: str) -> DataFrame:
-    """The session an action of a slot at an instant belongs to (Ownership.attribute): the first
-    of the slot's sessions of that partition covering the instant, else its latest earlier one.
-    queries must have run_key, topic, partition; adds <prefix>_session (session_no) and <prefix>_start."""
-    s = sessions.select(F.col("run_key").alias("_rk"), F.col("member").alias("_m"), F.col("inc").alias("_i"),
-                        F.col("topic").alias("_t"), F.col("partition").alias("_p"), "session_no",
-                        "start_ord", "start_mono", "end_mono")
-    j = queries.join(s, (F.col("run_key") == F.col("_rk")) & (F.col(member) == F.col("_m"))
-                     & (F.col(inc) == F.col("_i")) & (F.col("topic") == F.col("_t"))
-                     & (F.col("partition") == F.col("_p")) & (F.col("start_mono") <= F.col(t)), "left")
-    covering = F.col("end_mono").isNull() | (F.col("end_mono") >= F.col(t))
-    w = Window.partitionBy(*qid).orderBy(F.when(covering, 0).otherwise(1),
-                                         F.when(covering, F.col("start_ord")).otherwise(-F.col("start_ord")))
-    return (j.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1)
-            .withColumn(f"{prefix}_session", F.col("session_no")).withColumn(f"{prefix}_start", F.col("start_mono"))
-            .drop("_rk", "_m", "_i", "_t", "_p", "session_no", "start_ord", "start_mono", "end_mono", "_rn"))

@@ -21,6 +21,8 @@ The oracle's definitions (oracle/rebalances.py), as joins and window functions:
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -59,13 +61,17 @@ def _first(df: DataFrame, keys: list[str]) -> DataFrame:
     return df.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
 
 
-def _member_events(events: DataFrame, name: str) -> DataFrame:
-    """The first event per generation and member: only a member's first incarnation in a
-    generation counts (a static member restarted into the same generation is not another one)."""
-    df = (events.where((F.col("name") == name) & F.col("generation").isNotNull())
-          .select("run_key", "generation", member_col().alias("member"), inc_col().alias("inc"), "ord", "mono_ms",
-                  "ts", "member_id", "is_leader", "joined_members"))
-    return _first(df, ["run_key", "generation", "member"])
+MEMBER_EVENTS = ("group_joined", "group_synced", "partitions_assigned")
+
+
+def _member_events(events: DataFrame) -> DataFrame:
+    """The first group_joined / group_synced / partitions_assigned per generation and member (one
+    pass for the three): only a member's first incarnation in a generation counts (a static member
+    restarted into the same generation is not another one)."""
+    df = (events.where(F.col("name").isin(*MEMBER_EVENTS) & F.col("generation").isNotNull())
+          .select("name", "run_key", "generation", member_col().alias("member"), inc_col().alias("inc"), "ord",
+                  "mono_ms", "ts", "member_id", "is_leader", "joined_members"))
+    return _first(df, ["run_key", "generation", "member", "name"])
 
 
 def _join_sent(events: DataFrame) -> DataFrame:
@@ -106,10 +112,14 @@ def stop_the_world(sessions: DataFrame) -> DataFrame:
                     ms(F.col("unowned_ms")).alias("unowned_ms"), "member"))
 
 
-def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame, info: DataFrame) -> DataFrame:
-    joined = _member_events(events, "group_joined")
-    synced = _member_events(events, "group_synced")
-    assigned = _member_events(events, "partitions_assigned")
+def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame, info: DataFrame,
+                  keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> DataFrame:
+    """`keep` computes and keeps an intermediate table used several times below (a local
+    checkpoint in the job; identity leaves one big plan)."""
+    firsts = keep(_member_events(events))
+    joined = firsts.where(F.col("name") == "group_joined").drop("name")
+    synced = firsts.where(F.col("name") == "group_synced").drop("name")
+    assigned = firsts.where(F.col("name") == "partitions_assigned").drop("name")
     slot = ["run_key", "generation", "member", "inc"]
     joined_slots = joined.select(*slot)
     assigned_in = assigned.join(joined_slots, slot)
@@ -140,9 +150,10 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
                                          .otherwise(F.col("last_joined"))).over(order))
            .withColumn("before_generation", F.max(F.when(F.col("completed"), F.col("generation"))).over(
                order.rowsBetween(Window.unboundedPreceding, -1))))
+    gen = keep(gen)
 
     # -- start: the earliest sign that this generation was coming -----------------------------
-    sent = _join_sent(events)
+    sent = keep(_join_sent(events))
     bounds = gen.select("run_key", "generation", "boundary", "first_joined")
     after_boundary = lambda t: F.col("boundary").isNull() | (F.col(t) > F.col("boundary"))  # noqa: E731
     give_up = (events.where(F.col("name").isin("partitions_revoked", "partitions_lost"))

@@ -29,36 +29,39 @@ from .tables import EventTables
 TP = ["run_key", "topic", "partition"]
 
 
-def islands(sets: DataFrame) -> DataFrame:
-    """Ranges (run_key, topic, partition, set, lo, hi) -> the disjoint islands they cover, per set
-    (ranges merged where they overlap or touch): run_key, topic, partition, set, lo, hi."""
-    keys = TP + ["set"]
-    w = Window.partitionBy(*keys).orderBy("lo", "hi")
-    r = sets.where(F.col("lo") <= F.col("hi"))
-    r = (r.withColumn("reach", F.max("hi").over(w.rowsBetween(Window.unboundedPreceding, -1)))
-         .withColumn("new", F.col("reach").isNull() | (F.col("lo") > F.col("reach") + 1))
-         .withColumn("island", F.sum(F.col("new").cast("int")).over(w.rowsBetween(Window.unboundedPreceding,
-                                                                                    Window.currentRow))))
-    return r.groupBy(*keys, "island").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")).drop("island")
+def _covered(ranges) -> F.Column:
+    """How many distinct offsets a sorted array of (lo, hi) ranges covers: one pass merging
+    overlapping or touching ranges (state: the open island and the total of the closed ones)."""
+    start = F.struct(F.lit(0).cast("long").alias("total"), F.lit(None).cast("long").alias("lo"),
+                     F.lit(None).cast("long").alias("hi"))
+
+    def step(acc, r):
+        joins = acc["hi"].isNotNull() & (r["lo"] <= acc["hi"] + 1)
+        return F.when(joins, F.struct(acc["total"].alias("total"), acc["lo"].alias("lo"),
+                                      F.greatest(acc["hi"], r["hi"]).alias("hi"))) \
+            .otherwise(F.struct((acc["total"] + F.coalesce(acc["hi"] - acc["lo"] + 1, F.lit(0))).alias("total"),
+                                r["lo"].alias("lo"), r["hi"].alias("hi")))
+
+    return F.aggregate(ranges, start, step, lambda acc: acc["total"] + F.coalesce(acc["hi"] - acc["lo"] + 1, F.lit(0)))
 
 
 def lost_records(t: EventTables) -> DataFrame:
-    """Per partition: acked, consumed (distinct), unconsumed acknowledged offsets: |acked| minus the
-    overlap of the acked and the consumed islands (a handful per partition).
+    """Per partition: acked, consumed (distinct) and unconsumed acknowledged offsets, with
+    |acked − consumed| = |acked ∪ consumed| − |consumed|. Each partition's ranges are gathered,
+    sorted and merged in one pass (no window over every range).
     -> run_key, topic, partition, acked, consumed, unconsumed."""
-    sets = (t.acked.select(*TP, "lo", "hi").withColumn("set", F.lit("a"))
-            .unionByName(t.consumed.select(*TP, "lo", "hi").withColumn("set", F.lit("c"))))
-    isl = islands(sets)
-    a = isl.where(F.col("set") == "a").select(*TP, F.col("lo").alias("a_lo"), F.col("hi").alias("a_hi"))
-    c = isl.where(F.col("set") == "c").select(*TP, F.col("lo").alias("c_lo"), F.col("hi").alias("c_hi"))
-    both = (a.join(c, TP).where((F.col("c_lo") <= F.col("a_hi")) & (F.col("c_hi") >= F.col("a_lo")))
-            .groupBy(*TP).agg(F.sum(F.least("a_hi", "c_hi") - F.greatest("a_lo", "c_lo") + 1).alias("overlap")))
-    sizes = isl.groupBy(*TP).agg(
-        *[F.coalesce(F.sum(F.when(F.col("set") == k, F.col("hi") - F.col("lo") + 1)), F.lit(0)).alias(k)
-          for k in ("a", "c")])
-    return (sizes.join(both, TP, "left")
-            .select(*TP, F.col("a").alias("acked"), F.col("c").alias("consumed"),
-                    (F.col("a") - F.coalesce("overlap", F.lit(0))).alias("unconsumed")))
+    def valid(df: DataFrame, kind: str) -> DataFrame:
+        return df.where(F.col("lo") <= F.col("hi")).select(*TP, F.lit(kind).alias("set"), F.struct("lo", "hi").alias("r"))
+
+    both = valid(t.acked, "a").unionByName(valid(t.consumed, "c"))
+    per_tp = both.groupBy(*TP).agg(
+        F.array_sort(F.collect_list(F.when(F.col("set") == "a", F.col("r")))).alias("a"),
+        F.array_sort(F.collect_list(F.when(F.col("set") == "c", F.col("r")))).alias("c"))
+    sizes = per_tp.select(*TP, _covered("a").alias("acked"), _covered("c").alias("consumed"),
+                          _covered(F.array_sort(F.concat("a", "c"))).alias("union"))
+    return sizes.select(*TP, "acked", "consumed",
+                        F.when(F.col("acked") > 0, F.col("union") - F.col("consumed")).otherwise(F.lit(0))
+                        .alias("unconsumed"))
 
 
 def redeliveries(t: EventTables, sessions: DataFrame) -> DataFrame:
@@ -93,7 +96,6 @@ def redeliveries(t: EventTables, sessions: DataFrame) -> DataFrame:
                     F.col("first.p_inc").alias("f_inc"), F.col("first.p_mono").alias("f_mono")))
     # the sessions the re-delivery ("now") and the first delivery ("was") belong to: only compared
     # when both came from the same slot, so one join on the re-delivering slot serves both
-    qid = TP + ["ord", "pos", "seg_lo"]
     s = sessions.select(F.col("run_key").alias("_rk"), F.col("member").alias("_m"), F.col("inc").alias("_i"),
                         F.col("topic").alias("_t"), F.col("partition").alias("_p"), "session_no",
                         "start_ord", "start_mono", "end_mono")

@@ -44,7 +44,7 @@ LINE_SCHEMA = T.StructType(
 )
 
 EVENT_SCHEMA = T.StructType(
-    [T.StructField("run_key", S), T.StructField("line", L), T.StructField("ord", L)]
+    [T.StructField("run_key", S), T.StructField("line", L), T.StructField("ord", L), T.StructField("bad", B)]
     + [f for f in LINE_SCHEMA.fields if f.name not in _RAW]
     + [
         T.StructField("tps", T.ArrayType(TP)),  # partitions_assigned / _revoked / _lost

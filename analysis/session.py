@@ -2,9 +2,10 @@
 
 Embedded (`local[2]`) by default; any Spark master URL (`spark://host:7077`, …)
 runs the same job on a cluster. The UI is off, shuffles use two partitions (run
-histories are small; two cores is the reference machine) and everything binds to
-the loopback interface unless told otherwise. No Python UDFs are used anywhere:
-executors never need a Python worker, only the JVM.
+histories are small; two cores is the reference machine), adaptive execution is
+off, and the driver binds to the loopback interface unless SPARK_DRIVER_HOST /
+SPARK_DRIVER_BIND say otherwise (a cluster on other machines needs to reach it).
+No Python UDFs are used anywhere: executors never need a Python worker, only the JVM.
 """
 from __future__ import annotations
 
@@ -36,7 +37,12 @@ CONF = {
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    "spark.sql.adaptive.enabled": "true",
+    # An analysis is ~150 small queries over a few MB: adaptive execution would re-plan after
+    # every shuffle (twice the jobs and half again the stages) to optimise data there is none of.
+    "spark.sql.adaptive.enabled": "false",
+    # Do not hold a task back waiting for the executor that cached its input (3 s by default):
+    # on a standalone cluster that wait, not the work, would set the pace.
+    "spark.locality.wait": "0",
     # Parquet summary files and CRCs are noise in a results directory.
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
     "spark.sql.parquet.compression.codec": "zstd",

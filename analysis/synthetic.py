@@ -289,7 +289,6 @@ class _Sim:
                 "restart_after_s": round(length / 1000, 3), "signal": "SIGKILL"}
             faults.append({"fault_id": "f1", "kind": s.fault, "target": victim, "at_s": round(fault_at / 1000, 3),
                            **params})
-        kafka = s.kafka or ("4.1" if s.protocol == "consumer" else "3.9")
         self.emit(0, "run_started", "harness", run_id=f"synth-{s.seed}", scenario=s.name(), seed=s.seed,
                   topics=[{"topic": TOPIC, "partitions": s.partitions}], topic_pattern=None, group=self.group,
                   protocol=s.protocol, assignor=self.assignor, members=list(self.members), checks={},

@@ -270,5 +270,13 @@ def cleanup() -> None:
     console.print(f"cleanup: {len(stopped)} leftover processes stopped.")
 
 
+# ----------------------------------------------------------------------------- analyze
+
+# Defined in analysis/ with the Spark job; importing it loads neither Spark nor matplotlib.
+from analysis.cli import analyze  # noqa: E402
+
+main.add_command(analyze)
+
+
 if __name__ == "__main__":
     main()

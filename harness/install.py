@@ -40,6 +40,8 @@ PYTHON_PINS = {
     "PyYAML": "6.0.3",
     "click": "8.4.0",
     "rich": "15.0.0",
+    "pyspark": "4.1.1",
+    "matplotlib": "3.10.8",
 }
 
 _OFFLINE_HINTS = (

@@ -80,7 +80,12 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
         if verdict[heading]:
             lines += ["", f"## {heading.capitalize()}", ""]
             lines += [f"- **{a['check']} / {a['kind']}**: {a['message']}" for a in verdict[heading]]
-    lines += ["", "Files: `history.jsonl` (events), `verdict.json` (this verdict as data), `cluster/logs/` (broker logs).", ""]
+    lines += ["", "Files: `history.jsonl` (events), `verdict.json` (this verdict as data), `cluster/logs/` (broker logs).",
+              "",
+              # Spark takes ~10 s to start: the report is drawn on demand, not by every run.
+              f"Report (ownership timeline, lag, rebalance phases): `rebalance-lab analyze {run_dir} --out "
+              f"{run_dir / 'analysis'}` writes [analysis/runs/{run_dir.name}/report.html]"
+              f"(analysis/runs/{run_dir.name}/report.html).", ""]
     return "\n".join(lines)
 
 

@@ -54,6 +54,7 @@ from harness.coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GEN
                                           CoordinatorError)
 from harness.history import HistoryWriter, now, tp
 from workloads.consumer import ConsumerSpec, GroupLogReader, Member, process_records, records_of
+from workloads.zk_eager import ZkEagerMember
 
 POLL_TIMEOUT_S = 0.2  # the fetcher's poll
 REQUEST_TIMEOUT_S = 5.0  # OffsetCommit, OffsetFetch, LeaveGroup, Heartbeat at most
@@ -353,6 +354,9 @@ class CoordinatedMember:
     # The harness's poll-stall command, obeyed as the librdkafka driver obeys it: the poll
     # loop stops; in v1/v2 so do the heartbeats, in v3 the heartbeat thread goes on.
     _obey = Member._obey
+    # The fetcher follows the assignment exactly as zk-eager's does (same fields: lock, epoch,
+    # applied_epoch, fetch_from, fetcher): assign()/unassign() only from the poll loop.
+    _follow_assignment = ZkEagerMember._follow_assignment
 
     def __init__(self, spec: ConsumerSpec, stop: threading.Event, fetcher=None):
         self.spec = spec
@@ -456,16 +460,6 @@ class CoordinatedMember:
             self.next_auto_commit = time.monotonic() + self.spec.auto_commit_interval_ms / 1000
             with self.lock:
                 self._commit_processed("auto")
-
-    def _follow_assignment(self) -> int:
-        with self.lock:
-            if self.applied_epoch != self.epoch:
-                if self.fetch_from:
-                    self.fetcher.assign(self.fetch_from)
-                else:
-                    self.fetcher.unassign()  # stop fetching
-                self.applied_epoch = self.epoch
-            return self.epoch
 
     def _process(self, batch, epoch: int) -> None:
         with self.lock:

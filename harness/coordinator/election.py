@@ -16,7 +16,7 @@ import time
 from typing import Callable
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, LockTimeout
+from kazoo.exceptions import CancelledError, KazooException
 
 LEASE_FRACTION = 0.5  # of the session timeout: no ZooKeeper answer for this long and we stop leading
 PING_FRACTION = 0.1  # how often the lease is renewed, as a fraction of the session timeout
@@ -37,6 +37,7 @@ class Leadership:
         self._last_answer = 0.0  # monotonic: ZooKeeper last answered this instance
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._contending = None  # the Lock being acquired or held
         zk.add_listener(self._on_state)
 
     # --------------------------------------------------------------- who leads
@@ -59,13 +60,13 @@ class Leadership:
             if self.zk.state != KazooState.CONNECTED:
                 self._stop.wait(0.1)
                 continue
-            lock = self.zk.Lock(self.path, json.dumps(self.identity, sort_keys=True))
+            # One node, kept in line until it is our turn: a timed acquire would delete it on
+            # every timeout and queue again at the back, behind instances that came later.
+            lock = self._contending = self.zk.Lock(self.path, json.dumps(self.identity, sort_keys=True))
             try:
-                while not self._stop.is_set() and not lock.acquire(timeout=1.0):
-                    pass
-            except LockTimeout:
-                continue
-            except KazooException:
+                if not lock.acquire():  # blocks; stop() cancels it
+                    continue
+            except (KazooException, CancelledError):
                 self._stop.wait(0.2)
                 continue
             if self._stop.is_set():
@@ -114,4 +115,6 @@ class Leadership:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._contending is not None:
+            self._contending.cancel()  # a pending acquire() returns
         self.step_down("shutting down")

@@ -1,0 +1,92 @@
+"""How long `rebalance-lab analyze` takes for 10, 30 and 100 synthetic-but-realistic run
+histories, and how the time grows with their number.
+
+    python3 benchmarks/analyze.py [--sizes 10,30,100] [--master local[2]] [--keep DIR]
+
+Each history is a simulated 40-second run of a 3-member group on 6 partitions at 200
+records/s with one fault (analysis/synthetic.py): about 1,500 events, 500 KB of JSON,
+like a real run of the smoke scenario. Protocols and fault kinds rotate, so the
+cross-run tables have groups to fill.
+
+Per size it prints the wall time of a cold analysis (JSON parsed, Parquet cache
+written, every table, plot and HTML page) and of a warm one (the same runs again:
+Parquet cache read), both in one Spark session started beforehand, whose start is
+printed on its own. Goal on the 2-core reference machine: 100 runs in under 60 s.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from analysis.job import analyze  # noqa: E402
+from analysis.session import spark_session  # noqa: E402
+from analysis.synthetic import FAULTS, PROTOCOLS, SynthSpec, write_run  # noqa: E402
+
+
+def make_runs(root: Path, count: int) -> list[Path]:
+    """`count` run directories, protocol and fault kind rotating, one seed each."""
+    mixes = itertools.cycle(itertools.product(PROTOCOLS, FAULTS))
+    dirs = []
+    for seed, (protocol, fault) in zip(range(1, count + 1), mixes):
+        dirs.append(write_run(root / f"synth-{seed:04d}-{protocol}-{fault}", SynthSpec(seed, protocol, fault)))
+    return dirs
+
+
+def timed(runs: Path, out: Path, spark) -> tuple[float, dict[str, float]]:
+    t0 = time.monotonic()
+    result = analyze([str(runs)], out, spark=spark)
+    return time.monotonic() - t0, result.timings
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10,30,100", help="comma-separated numbers of runs")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--keep", type=Path, default=None, help="write runs and results here and keep them")
+    args = parser.parse_args()
+    sizes = sorted({int(s) for s in args.sizes.split(",")})
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="rl-bench-analyze-"))
+    t0 = time.monotonic()
+    make_runs(root / "runs", max(sizes))
+    print(f"{max(sizes)} synthetic run histories written in {time.monotonic() - t0:.1f} s ({root / 'runs'})")
+
+    t0 = time.monotonic()
+    spark = spark_session(args.master)
+    print(f"Spark session ({args.master}) started in {time.monotonic() - t0:.1f} s")
+    try:
+        # a throwaway analysis first: JIT and class loading are paid once, not by the smallest size
+        warm = root / "warm-up"
+        make_runs(warm / "runs", 2)
+        timed(warm / "runs", warm / "out", spark)
+
+        print(f"{'runs':>5} {'cold (s)':>9} {'warm (s)':>9} {'s/run':>6}   cold phases (s)")
+        previous = None
+        for n in sizes:
+            subset = root / f"set-{n}"
+            subset.mkdir(parents=True, exist_ok=True)
+            for d in sorted((root / "runs").iterdir())[:n]:
+                (subset / d.name).symlink_to(d.resolve())
+            cold, phases = timed(subset, root / f"out-{n}", spark)
+            warm_s, _ = timed(subset, root / f"out-{n}", spark)
+            growth = f"  ×{cold / previous[1]:.1f} time for ×{n / previous[0]:.1f} runs" if previous else ""
+            print(f"{n:>5} {cold:>9.1f} {warm_s:>9.1f} {cold / n:>6.2f}   "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in phases.items() if k != "spark start") + growth)
+            previous = (n, cold)
+    finally:
+        spark.stop()
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""The Spark analysis on histories written without a cluster: one story with answers worked
+out by hand, synthetic runs of every protocol and fault kind (where the oracle is the
+reference), and run directories that are damaged, half-written or missing.
+
+One analysis (one Spark job) covers the whole module: the JVM's per-query overhead,
+not the data, is what costs time here.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.ingest import HISTORY, VERDICT, find_runs, load_events
+from analysis.job import analyze
+from analysis.synthetic import PROTOCOLS, SynthSpec, write_run
+from harness.cli import main as lab
+from harness.errors import EXIT_BAD_INPUT
+from oracle import check_history, load_history
+from tests.analysis.oracle_compare import differences, oracle_figures, spark_figures
+from tests.unit.conftest import HistoryBuilder
+
+SYNTHETIC = [(p, f) for p in PROTOCOLS for f in ("pause", "crash", "poll-stall", "network")] + [("consumer", "none")]
+
+
+def crash_story() -> list[dict]:
+    """Two members, two partitions. consumer-2 crashes (SIGKILL, no LeaveGroup) with offsets
+    30..49 of events-1 processed but not committed; consumer-1 revokes, rejoins alone and takes
+    events-1 over from the committed offset 30. Five records acknowledged at the end are never
+    consumed."""
+    b = HistoryBuilder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=10)  # joined at 20, assigned at 25
+    b.at(100).acked(0, 0, 99).acked(1, 0, 99)
+    c1.at(200).consumed(0, 0, 99).committed(0, 100)
+    c2.at(200).consumed(1, 0, 49).committed(1, 30)
+    b.at(1000).fault("crash", "consumer-2")
+    c2.exited(returncode=-9)  # at 1000.001: its ownership of events-1 ends here
+    b.rebalance(2, {"consumer-1": [0, 1]}, at=11000)  # revoke at 11000, assigned at 11015.001
+    c1.at(11100).consumed(1, 30, 99).committed(1, 100)
+    c1.at(11200).committed(0, 100, success=False, error="ILLEGAL_GENERATION")
+    b.at(12000).acked(0, 100, 104)
+    b.phase("recovery").phase("drain")
+    b.at(20000).done()
+    return b.build()
+
+
+# Worked out from the story (the same-instant events of the builder are 1 µs apart):
+CRASH_STORY = {
+    "rebalances": [  # generation, status, start, duration, trigger
+        (1, "completed", 10.0, 15.003, "group_join_sent by consumer-1"),
+        (2, "completed", 11000.0, 15.001, "partitions_revoked by consumer-1"),
+    ],
+    # events-0: revoked at 11000, back 15.001 ms later; events-1: nobody from the crash to the reassignment
+    "unowned_ms": {"events-0": 15.001, "events-1": 10015.0},
+    "duplicates": {"count": 20, "explained": 20, "unexplained": 0},  # 30..49, above the committed 30
+    "lost": 5,  # events-0 100..104
+    "commits_failed": {"ILLEGAL_GENERATION": 1},
+    "fault_to_detection_ms": 10000.0,  # crash at 1000, consumer-1 revokes at 11000
+}
+
+
+def _write_story(directory: Path, events: list[dict]) -> Path:
+    directory.mkdir(parents=True)
+    (directory / HISTORY).write_text("".join(json.dumps(e) + "\n" for e in events))
+    (directory / VERDICT).write_text(json.dumps(check_history(events).to_dict(), default=str))
+    return directory
+
+
+def _damaged(root: Path, template: Path) -> dict[str, str]:
+    """Broken copies of a good run directory -> the reason analyze must give for each."""
+    lines = (template / HISTORY).read_text().splitlines(keepends=True)
+
+    def copy(name: str, history: str | None, verdict: bool = True) -> Path:
+        d = root / name
+        d.mkdir()
+        if history is not None:
+            (d / HISTORY).write_text(history)
+        if verdict:
+            (d / VERDICT).write_text((template / VERDICT).read_text())
+        return d
+
+    copy("torn-middle", "".join(lines[:40]) + lines[40][:25] + "\n" + "".join(lines[41:]))
+    copy("half-written", "".join(lines[:200]), verdict=False)  # the harness died before the verdict
+    copy("no-history", None)
+    copy("empty-history", "")
+    return {"torn-middle": "line 41 is not a JSON event", "half-written": "no verdict.json",
+            "no-history": "no history.jsonl", "empty-history": "history.jsonl is empty"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("histories")
+    _write_story(root / "crash-story", crash_story())
+    for seed, (protocol, fault) in enumerate(SYNTHETIC, 1):
+        write_run(root / f"synth-{protocol}-{fault}", SynthSpec(seed, protocol, fault, duration_s=25))
+    # a writer killed mid-line: the last line is torn, which the oracle forgives as well
+    torn = write_run(root / "torn-tail", SynthSpec(99, "classic-eager", "pause", duration_s=25))
+    text = (torn / HISTORY).read_text()
+    (torn / HISTORY).write_text(text[: len(text) - 1 - len(text.splitlines()[-1]) // 2])
+    return root
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory, runs) -> tuple[Path, dict[str, str]]:
+    root = tmp_path_factory.mktemp("damaged")
+    return root, _damaged(root, runs / "synth-classic-eager-pause")
+
+
+@pytest.fixture(scope="module")
+def result(spark, runs, damaged, tmp_path_factory):
+    out = tmp_path_factory.mktemp("analysis")
+    return analyze([str(runs / "*"), str(damaged[0] / "*"), str(runs / "no-such-run")], out, spark=spark)
+
+
+def test_crash_story_has_the_answers_worked_out_by_hand_in_the_oracle_and_in_spark(result, runs):
+    oracle = oracle_figures(runs / "crash-story")
+    ours = spark_figures(result.tables, "crash-story")
+    for figures in (oracle, ours):
+        assert [(r["generation"], r["status"], r["duration_ms"], r["trigger"]) for r in figures["rebalances"]] == [
+            (g, s, d, t) for g, s, _, d, t in CRASH_STORY["rebalances"]]
+        assert figures["rebalances"][1]["unowned_ms"] == CRASH_STORY["unowned_ms"]
+        for key in ("duplicates", "lost", "commits_failed"):
+            assert figures[key] == CRASH_STORY[key], key
+    starts = [r["start_s"] * 1000 for r in sorted(
+        (r for r in result.tables["rebalances"] if r["run"] == "crash-story"), key=lambda r: r["generation"])]
+    assert starts == pytest.approx([s for _, _, s, _, _ in CRASH_STORY["rebalances"]])
+    [fault] = [f for f in result.tables["faults"] if f["run"] == "crash-story"]
+    assert (fault["kind"], fault["detection_ms"], fault["detected_generation"]) == (
+        "crash", CRASH_STORY["fault_to_detection_ms"], 2)
+
+
+@pytest.mark.parametrize("run", ["torn-tail"] + [f"synth-{p}-{f}" for p, f in SYNTHETIC])
+def test_spark_figures_equal_the_oracles(result, runs, run):
+    assert differences(result.tables, run, runs / run) == []
+
+
+def test_synthetic_runs_have_something_to_compare(result):
+    """Guard against a vacuous comparison: the synthetic runs rebalance, re-deliver and reject commits."""
+    by_run = {r["run"]: r for r in result.runs}
+    assert all(by_run[f"synth-{p}-{f}"]["rebalances_completed"] >= 2 for p, f in SYNTHETIC if f != "none")
+    assert sum(r["duplicates"] for r in result.runs) > 0
+    assert sum(r["commits_failed"] for r in result.runs) > 0
+
+
+def test_damaged_half_written_and_missing_run_directories_are_named_and_skipped(result, damaged):
+    root, reasons = damaged
+    skipped = {Path(s.path).name: s.reason for s in result.skipped}
+    for name, reason in reasons.items():
+        assert reason in skipped.pop(name), (name, skipped)
+    assert skipped == {"no-such-run": "no such run directory"}
+    analysed = {r["run"] for r in result.runs}
+    assert analysed.isdisjoint(reasons) and len(analysed) == len(SYNTHETIC) + 2
+    assert "torn-middle" in (result.out / "report.html").read_text()  # the page lists what it skipped
+
+
+def test_tables_are_written_as_parquet_and_csv_and_reports_are_self_contained(spark, result):
+    for table in ("runs", "rebalances", "stop_the_world", "ownership", "faults", "lag", "commit_failures",
+                  "duplicates", "records", "metrics", "by_group", "by_dimension"):
+        assert spark.read.parquet(str(result.out / "parquet" / table)).count() > 0, table
+        assert (result.out / "csv" / f"{table}.csv").read_text().count("\n") > 1, table
+    dims = {(r["dimension"], r["group"]) for r in result.by_dimension if r["metric"] == "rebalance_ms"}
+    assert {("protocol", p) for p in PROTOCOLS} | {("fault_kind", f) for f in ("pause", "crash", "network")} <= dims
+    stats = next(r for r in result.by_dimension if (r["dimension"], r["group"], r["metric"])
+                 == ("protocol", "classic-eager", "rebalance_ms"))
+    assert 0 < stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"] and stats["count"] >= 8
+    for page in [result.report, *result.run_reports.values()]:
+        html = page.read_text()
+        assert "data:image/png;base64," in html
+        assert not re.search(r"""<(img|script|link)[^>]+(src|href)=['"](?!data:)""", html), page
+    assert set(result.run_reports) == {r["run"] for r in result.runs}
+
+
+def test_a_second_read_comes_from_the_parquet_cache(spark, result, runs):
+    found, _ = find_runs([str(runs / "synth-consumer-*")])
+    again = load_events(spark, found, result.out / "cache")
+    assert again.parsed == [] and sorted(again.cached) == sorted(r.run for r in found)
+    oracle_events = sum(len(load_history(r.path / HISTORY)) for r in found)
+    assert again.events.count() == oracle_events
+
+
+def test_nothing_to_analyse_is_bad_input_naming_each_directory(damaged):
+    root, _ = damaged
+    out = CliRunner().invoke(lab, ["analyze", str(root / "half-written"), str(root / "no-history"),
+                                   str(root / "nowhere")])
+    assert out.exit_code == EXIT_BAD_INPUT, out.output
+    for name in ("half-written: half-written: no verdict.json", "no-history: no history.jsonl", "nowhere: no such"):
+        assert name in out.output
+    assert "Traceback" not in out.output
