@@ -8,6 +8,8 @@ other. Hence:
 - the modules whose runs start three brokers or Java clients are ONE unit together:
   two of those at once on two cores delay heartbeats and pipes enough to change what
   the runs show, so they run in turn, beside the lighter ones;
+- the longest units start first (the three-broker modules, then `compare`, then the
+  real runs of the analysis tests), so neither worker is left with one of them at the end;
 - each worker's clusters take ports from their own slice (harness.cluster.local.free_port),
   so two clusters starting at once never pick the same port.
 """
@@ -24,6 +26,20 @@ if _worker and _count:
     os.environ["REBALANCE_LAB_PORT_SLICE"] = f"{int(_worker.removeprefix('gw'))}/{_count}"
 
 
+LONGEST_FIRST = ("test_compare", "test_real_runs")  # after the three-broker modules
+
+
+def _rank(module: str) -> int:
+    stem = Path(module).stem
+    if stem in HEAVY_MODULES:
+        return 0
+    return 1 + LONGEST_FIRST.index(stem) if stem in LONGEST_FIRST else 1 + len(LONGEST_FIRST)
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: _rank(item.nodeid.split("::", 1)[0]))  # stable: file order otherwise
+
+
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
@@ -32,4 +48,5 @@ def pytest_xdist_make_scheduler(config, log):
             module = nodeid.split("::", 1)[0]
             return "three-broker modules" if Path(module).stem in HEAVY_MODULES else module
 
+    config.option.loadscopereorder = False  # keep the order above, not "most tests first"
     return ModuleScheduling(config, log)
