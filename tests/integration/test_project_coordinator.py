@@ -64,17 +64,37 @@ def join(connection: Connection, group: str, client: str, member_id: str = "") -
                               session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS, protocols=RANGE)
 
 
-def test_a_commit_with_a_stale_generation_is_refused(two_instances):
-    leader = connect(two_instances, two_instances.coordinator_leader())
+@pytest.fixture(scope="module", params=["v1", "v2", "v3"])
+def one_instance(request, tmp_path_factory):
+    """ZooKeeper, one broker, one coordinator instance of each variant."""
+    workdir = tmp_path_factory.mktemp(f"coordinator-{request.param}")
+    spec = ClusterSpec(kafka="3.9", brokers=1, topics=[TopicSpec("events", 4)],
+                       coordinator=ProjectCoordinator(variant=request.param, initial_rebalance_delay_ms=1000))
+    with local_cluster(spec, workdir) as cluster:
+        yield request.param, cluster
+
+
+def sync_if_leading(connection: Connection, group: str, joined: dict) -> None:
+    """v2/v3: the leader hands out the assignment (everything to itself will do here)."""
+    if joined["leader_id"] == joined["member_id"]:
+        mine = [{"topic": "events", "partition": p} for p in range(4)]
+        connection.request("SyncGroup", 10, group=group, member_id=joined["member_id"],
+                           generation_id=joined["generation_id"], assignments={joined["member_id"]: mine})
+
+
+def test_a_commit_with_a_stale_generation_is_refused(one_instance):
+    variant, cluster = one_instance
+    leader = connect(cluster, "coordinator-1")
     a = join(leader, "stale", "a")
+    if variant != "v1":
+        sync_if_leading(leader, "stale", a)
     second = {}
-    t = threading.Thread(target=lambda: second.update(join(connect(two_instances, two_instances.coordinator_leader()),
-                                                           "stale", "b")))
+    t = threading.Thread(target=lambda: second.update(join(connect(cluster, "coordinator-1"), "stale", "b")))
     t.start()
-    time.sleep(0.5)  # b's join began generation 2; a learns it from its heartbeat, then rejoins
+    time.sleep(0.5)  # b's join began the next generation; a learns it from its heartbeat, then rejoins
     with pytest.raises(CoordinatorError) as hb:
         leader.request("Heartbeat", 5, group="stale", member_id=a["member_id"], generation_id=a["generation_id"])
-    assert hb.value.name == "REBALANCE_IN_PROGRESS"
+    assert hb.value.name == ("ILLEGAL_GENERATION" if variant == "v1" else "REBALANCE_IN_PROGRESS")
     a2 = join(leader, "stale", "a", a["member_id"])
     t.join(30)
     assert a2["generation_id"] == second["generation_id"] == a["generation_id"] + 1
