@@ -5,7 +5,9 @@ UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH
 A commit is judged at the instant its request left (`started_mono_ms`): if the
 member did not own the partition then, or another member had already taken
 it over, an accepted commit means fencing failed. Rejected commits are the
-fence working and are only counted.
+fence working and are only counted. A "takeover" by an assignment of an older
+generation than the commit's is no takeover: a paused member can read, when it
+resumes, the SyncGroup answer it was sent before the group moved on without it.
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ def check(history: History, options: dict) -> CheckResult:
                                               f"but did not own {commit.tp} then"))
             continue
         usurper = next((s for s in ownership.of_partition(commit.tp)
-                        if s.slot != commit.slot and session.start_ms < s.start_ms <= commit.sent_ms), None)
+                        if s.slot != commit.slot and session.start_ms < s.start_ms <= commit.sent_ms
+                        and not _older(s.generation, commit.generation)), None)
         if usurper:
             result.violations.append(_anomaly(
                 history, commit, "commit-after-handover",
@@ -38,6 +41,10 @@ def check(history: History, options: dict) -> CheckResult:
     ok, failed = history.commit_outcomes()
     result.detail = {"commits_ok": ok, "commits_failed": failed}
     return result
+
+
+def _older(generation: int | None, than: int | None) -> bool:
+    return generation is not None and than is not None and generation < than
 
 
 def _session_of(ownership: Ownership, commit: Commit) -> Session | None:

@@ -39,6 +39,22 @@ class TestFencedCommits:
             "t+20.004s) but consumer-1 (generation 2, t+15.130s..t+20.100s, revoked) had taken events-3 over at "
             "t+15.130s: the coordinator should have fenced it")
 
+    def test_a_stale_assignment_read_late_by_a_zombie_takes_nothing_over(self, history_builder):
+        """What a real Java member did: paused with its SyncGroup for generation 2 in flight, it
+        read the answer on SIGCONT — after generation 3 gave the partition to consumer-1, whose
+        commits in generation 3 are the current owner's."""
+        b = history_builder()
+        c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+        b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]}, at=0)
+        c1.at(1000).revoked().join_sent()
+        c2.join_sent()
+        c1.at(1010).joined(2).synced().assigned(0, 1, 2)
+        c2.joined(2)  # ... and paused before its SyncGroup answer was read
+        b.rebalance(3, {"consumer-1": [0, 1, 2, 3, 4]}, at=8000)
+        c2.at(20000).synced().assigned(3, 4)  # generation 2's answer, read on SIGCONT
+        c1.at(20050).committed(3, 99, sent_at=20040)
+        assert run(b, self.CHECK).violations == []
+
     def test_a_commit_for_a_partition_never_owned_is_a_violation(self, history_builder):
         b = history_builder()
         c1 = b.consumer("consumer-1").start()
