@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from .assignors import ASSIGNORS
-from .protocol import (ILLEGAL_GENERATION, INVALID_REQUEST, NOT_COORDINATOR, REBALANCE_IN_PROGRESS,
-                       UNKNOWN_MEMBER_ID, error)
+from .protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, INVALID_REQUEST, NOT_COORDINATOR,
+                       REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error)
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
 
@@ -117,8 +117,8 @@ class Group:
 
     def join(self, member_id: str, client_id: str, session_timeout_ms: int, rebalance_timeout_ms: int,
              protocols: list[dict], now: float) -> Reply:
-        if self.state == DEAD:
-            return Reply.now(error(UNKNOWN_MEMBER_ID, "the group is dead"))
+        if self.state == DEAD:  # unloaded: the group has moved to another coordinator, find it again
+            return Reply.now(error(COORDINATOR_NOT_AVAILABLE, "the group is dead here"))
         if not protocols or not protocols[0].get("name") in ASSIGNORS:
             return Reply.now(error(INVALID_REQUEST, f"protocols: one of {', '.join(ASSIGNORS)} expected"))
         if member_id and member_id not in self.members:
@@ -341,6 +341,13 @@ class Group:
         except NotLeader as e:
             self.fail_waiting(NOT_COORDINATOR, str(e))
             return False
+
+    def unload(self, reason: str, now: float) -> None:
+        """This instance no longer coordinates the group (Kafka's onGroupUnloaded): the group is
+        Dead here and its waiting members are told NOT_COORDINATOR; the next leader loads it
+        from ZooKeeper."""
+        self.fail_waiting(NOT_COORDINATOR, reason)
+        self._transition(DEAD, now, reason)
 
     def fail_waiting(self, code: int, message: str) -> None:
         for m in self.members.values():

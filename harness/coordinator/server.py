@@ -77,7 +77,7 @@ class Coordinator:
     def _drop_groups(self) -> None:
         with self.lock:
             for group in self.groups.values():
-                group.fail_waiting(p.NOT_COORDINATOR, f"{self.instance.name} is no longer the coordinator")
+                group.unload(f"{self.instance.name} is no longer the coordinator", _now_ms())
             self.groups = {}
 
     def _group_kwargs(self, name: str) -> dict:

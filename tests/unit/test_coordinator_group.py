@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.coordinator.group import COMPLETING, EMPTY, PREPARING, STABLE, Group, NotLeader, variant
-from harness.coordinator.protocol import (ILLEGAL_GENERATION, NONE, NOT_COORDINATOR, REBALANCE_IN_PROGRESS,
-                                          UNKNOWN_MEMBER_ID)
+from harness.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, Group, NotLeader, variant
+from harness.coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, NOT_COORDINATOR,
+                                          REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
 
 SESSION_MS, REBALANCE_MS = 6000, 30000
 RANGE = [{"name": "range", "topics": ["events"]}]
@@ -172,3 +172,13 @@ def test_a_new_leader_restores_the_group_with_fresh_sessions():
     assert restored.offsets == {("events", 0): 42}
     restored.tick(later + SESSION_MS - 1)
     assert set(restored.members) == {ra["member_id"], rb["member_id"]}
+
+
+def test_a_resigning_leader_unloads_the_group_dead_and_its_waiting_members_move_on():
+    h = Harness("v2")
+    ra, rb = stable_pair(h)
+    waiting = h.join("c", 100)
+    h.group.unload("coordinator-1 is no longer the coordinator", 200)
+    assert answer(waiting)["error_code"] == NOT_COORDINATOR
+    assert h.group.state == DEAD and h.named("coordinator_state_changed")[-1]["to"] == DEAD
+    assert answer(h.join("d", 300))["error_code"] == COORDINATOR_NOT_AVAILABLE  # find the coordinator again
