@@ -42,17 +42,18 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from harness.child import read_spec, stop_on_signals
 from harness.coordinator.assignors import ASSIGNORS
+from harness.coordinator.group import Variant, variant
 from harness.coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NOT_COORDINATOR,
                                           REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Address, Connection,
                                           CoordinatorError)
 from harness.history import HistoryWriter, now, tp
+from harness.scenario import PROJECT_COORDINATOR
 from workloads.consumer import ConsumerSpec, GroupLogReader, Member, process_records, records_of
 from workloads.zk_eager import ZkEagerMember
 
@@ -71,24 +72,14 @@ JOIN_CHANNEL, GROUP_CHANNEL, HEARTBEAT_CHANNEL = "join", "group", "heartbeat"
 # --------------------------------------------------------------------- variants and signals
 
 
-@dataclass(frozen=True)
-class Variant:
-    """The member's side of a coordinator generation (the coordinator has its own, harness.coordinator.group)."""
-
-    protocol: str
-    coordinator_assigns: bool  # v1: the assignment comes in the JoinGroup response, no SyncGroup
-    rebalance_signal: int  # the heartbeat error that announces a rebalance
-    background_heartbeats: bool  # KIP-62: heartbeats off the poll loop, max.poll.interval.ms enforced
-
-    def rebalance_timeout_ms(self, spec: ConsumerSpec) -> int:
-        return spec.max_poll_interval_ms if self.background_heartbeats else spec.session_timeout_ms
+# The member's side of each design, from the same definition as the coordinator's.
+VARIANTS: dict[str, Variant] = {protocol: variant(protocol.removeprefix("coordinator-"))
+                                for protocol in PROJECT_COORDINATOR}
 
 
-VARIANTS = {
-    "coordinator-v1": Variant("coordinator-v1", True, ILLEGAL_GENERATION, False),
-    "coordinator-v2": Variant("coordinator-v2", False, REBALANCE_IN_PROGRESS, False),
-    "coordinator-v3": Variant("coordinator-v3", False, REBALANCE_IN_PROGRESS, True),
-}
+def rebalance_timeout_ms(variant: Variant, spec: ConsumerSpec) -> int:
+    """What JoinGroup declares: the session timeout before KIP-62, max.poll.interval.ms after."""
+    return variant.rebalance_timeout_ms(spec.session_timeout_ms, spec.max_poll_interval_ms)
 
 
 class Signal(enum.Enum):
@@ -242,7 +233,7 @@ class GroupMembership:
 
     @property
     def long_poll_timeout_s(self) -> float:
-        return self.variant.rebalance_timeout_ms(self.spec) / 1000 + LONG_POLL_MARGIN_S
+        return rebalance_timeout_ms(self.variant, self.spec) / 1000 + LONG_POLL_MARGIN_S
 
     # --- joining -----------------------------------------------------------------------
 
@@ -256,7 +247,7 @@ class GroupMembership:
                     try:
                         joined = self._long_poll("JoinGroup", member_id=self.member_id, client_id=self.spec.member,
                                                  session_timeout_ms=self.spec.session_timeout_ms,
-                                                 rebalance_timeout_ms=self.variant.rebalance_timeout_ms(self.spec),
+                                                 rebalance_timeout_ms=rebalance_timeout_ms(self.variant, self.spec),
                                                  protocols=[{"name": self.spec.assignor, "topics": self.spec.topics}])
                     except CoordinatorError as e:
                         self._join_refused("group_join_failed", e)

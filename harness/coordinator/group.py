@@ -29,7 +29,8 @@ class NotLeader(Exception):
 
 @dataclass(frozen=True)
 class Variant:
-    """What distinguishes the coordinator generations the seeds trace."""
+    """What distinguishes the coordinator generations the seeds trace — both sides of each
+    design: this coordinator's, and its members' (workloads/coordinated.py)."""
 
     name: str
     coordinator_assigns: bool  # v1: the coordinator runs the assignor; v2+: the leader member does
@@ -39,6 +40,12 @@ class Variant:
 
     def rebalance_timeout_ms(self, session_timeout_ms: int, rebalance_timeout_ms: int) -> int:
         return rebalance_timeout_ms if self.own_rebalance_timeout else session_timeout_ms
+
+    @property
+    def background_heartbeats(self) -> bool:
+        """KIP-62 brought both: members heartbeat off the poll loop, and max.poll.interval.ms
+        (their rebalance timeout) is what the poll loop must keep to."""
+        return self.own_rebalance_timeout
 
 
 def variant(name: str, initial_rebalance_delay_ms: int = 3000) -> Variant:

@@ -376,19 +376,25 @@ def test_member_joins_fetches_from_the_beginning_processes_and_commits_with_its_
     assert committed["success"] and committed["trigger"] == "after-processing" and committed["generation"] == 1
 
 
+def heartbeat_refused_with_progress_in_hand(tmp_path, c1, protocol: str, code: int, records: tuple[int, int]):
+    """A joined member with processed records not committed yet (auto commit not due) whose
+    next heartbeat is refused with ``code``; two polls: the refusal, then what it leads to."""
+    member = member_of(tmp_path, c1, protocol, commit="auto", auto_commit_interval_ms=60_000)
+    member.poll_once()
+    member.next_auto_commit = time.monotonic() + 60
+    consume(member, records)
+    c1.on("Heartbeat", refused(code))
+    member.next_heartbeat = 0
+    member.poll_once()  # the heartbeat is refused
+    member.poll_once()  # revoke (with a commit) or lose, then rejoin
+    return member
+
+
 @pytest.mark.parametrize("protocol, signal_code", [("coordinator-v1", ILLEGAL_GENERATION),
                                                    ("coordinator-v2", REBALANCE_IN_PROGRESS)])
 def test_rebalance_signal_commits_then_revokes_everything_then_rejoins(tmp_path, coordinators, protocol, signal_code):
     [c1] = coordinators("c1")
-    member = member_of(tmp_path, c1, protocol, commit="auto", auto_commit_interval_ms=60_000)
-    member.poll_once()
-    member.next_auto_commit = time.monotonic() + 60
-    consume(member, (0, 5))  # processed, not committed yet (auto commit not due)
-    c1.on("Heartbeat", refused(signal_code))
-
-    member.next_heartbeat = 0
-    member.poll_once()  # the heartbeat fails: a rebalance is due
-    member.poll_once()  # revoke (with a commit) and rejoin
+    heartbeat_refused_with_progress_in_hand(tmp_path, c1, protocol, signal_code, (0, 5))
 
     events = [e for e in history(tmp_path) if e["name"] in (
         "heartbeat_failed", "rebalance_started", "offsets_committed", "partitions_revoked", "group_join_sent",
@@ -406,15 +412,7 @@ def test_rebalance_signal_commits_then_revokes_everything_then_rejoins(tmp_path,
                                             ("coordinator-v2", ILLEGAL_GENERATION)])
 def test_a_member_out_of_its_generation_loses_its_partitions_without_committing(tmp_path, coordinators, protocol, code):
     [c1] = coordinators("c1")
-    member = member_of(tmp_path, c1, protocol, commit="auto", auto_commit_interval_ms=60_000)
-    member.poll_once()
-    member.next_auto_commit = time.monotonic() + 60
-    consume(member, (1, 3))
-    c1.on("Heartbeat", refused(code))
-
-    member.next_heartbeat = 0
-    member.poll_once()
-    member.poll_once()
+    heartbeat_refused_with_progress_in_hand(tmp_path, c1, protocol, code, (1, 3))
 
     assert "partitions_revoked" not in names(tmp_path)
     assert c1.received("OffsetCommit") == []
