@@ -57,7 +57,9 @@ def _clock(control: DataFrame, totals: DataFrame) -> DataFrame:
         F.min(F.when(F.col("name") == "run_started", F.struct("ord", "mono_ms"))).alias("_rs"),
         F.max(F.when(F.col("name") == "run_finished", F.struct("ord", "outcome"))).alias("_fin"),
         F.max((F.col("name") == "phase") & (F.col("phase") == "done")).alias("done"),
-        F.min(F.when((F.col("name") == "phase") & (F.col("phase") == "workload"), F.col("mono_ms"))).alias("workload_start"),
+        # the producer runs from the warm-up on
+        F.min(F.when((F.col("name") == "phase") & F.col("phase").isin("warmup", "workload"), F.col("mono_ms")))
+         .alias("workload_start"),
         F.min(F.when((F.col("name") == "phase") & (F.col("phase") == "recovery"), F.col("mono_ms"))).alias("recovery_start"))
     return (totals.join(span, "run_key", "left")
             .select("run_key", F.coalesce("_rs.mono_ms", "t_first").alias("t0"), "t_end", "events",

@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -152,9 +153,12 @@ class ZooKeeperGroupObserver(GroupObserver):
         for topic in sorted({t for t, _ in self.partitions}):
             share = range_assignment([p for t, p in self.partitions if t == topic], threads)
             expected.update({(topic, p): thread for thread, ps in share.items() for p in ps})
-        members = {c: [] for c in consumers}
+        def key(consumer_id: str) -> str:  # "client-id/member-id" like the brokers' view
+            return f"{consumer_id.rsplit('-', 1)[0]}/{consumer_id}"
+
+        members = {key(c): [] for c in consumers}
         for (t, p), thread in sorted(owners.items()):
-            members.setdefault(thread.rsplit("-", 1)[0], []).append([t, p])
+            members.setdefault(key(thread.rsplit("-", 1)[0]), []).append([t, p])
         settled = bool(self.partitions) and owners == expected
         return {"state": "STABLE" if settled else "REBALANCING", "coordinator": None, "members": members,
                 "covers_all": set(owners) >= set(self.partitions)}
@@ -255,6 +259,15 @@ class ObserverStatus:
         status = self._fresh()
         group = (status or {}).get("group")
         return bool(group and group["state"] == "STABLE" and group["covers_all"])
+
+    def formed(self, members: Iterable[str]) -> bool:
+        """Stable, and each of these members (client ids) is in it: the group the workload
+        started has formed."""
+        group = (self._fresh() or {}).get("group")
+        if not (group and group["state"] == "STABLE" and group["covers_all"]):
+            return False
+        present = {key.split("/", 1)[0] for key in group["members"]}
+        return set(members) <= present
 
     def coordinator(self) -> int | str | None:
         """The broker id coordinating the group (or the project's coordinator instance), from a fresh sample."""

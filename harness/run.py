@@ -180,7 +180,7 @@ class Run:
                                         HistoryWriter(self.history_path, "fault").emit, self.report)
 
         workload.start_all()
-        self._phase("workload")
+        self._warm_up(observer)
         self.scheduler.start()
         self._wait("workload", s.duration_s, lambda: False)
 
@@ -191,6 +191,17 @@ class Run:
         self._phase("drain", **({} if stable else {"reason": f"group not stable after {s.recovery.timeout_s:.0f}s"}))
         drained = self._wait("drain", s.recovery.timeout_s, observer.drained)
         self._phase("done", **({} if drained else {"reason": f"lag not drained after {s.recovery.timeout_s:.0f}s"}))
+
+    def _warm_up(self, observer: ObserverStatus) -> None:
+        """Start the fault clock (the ``workload`` phase) once the initial members have formed the group."""
+        w = self.scenario.workload
+        members = w.member_names()
+        if w.warmup == "none" or not members:
+            self._phase("workload")
+            return
+        self._phase("warmup", members=members)
+        formed = self._wait("warmup", w.warmup_timeout_s, lambda: observer.formed(members))
+        self._phase("workload", **({} if formed else {"reason": f"group not formed after {w.warmup_timeout_s:.0f}s"}))
 
     def _project_coordinator(self) -> ProjectCoordinator | None:
         w = self.scenario.workload

@@ -100,6 +100,12 @@ class Workload(_Strict):
     max_poll_interval_ms: Annotated[int, Field(ge=1000)] = 300_000
     # How soon members notice new partitions and topics (librdkafka's default is 5 minutes).
     metadata_refresh_ms: Annotated[int, Field(ge=1000)] = 5000
+    # The fault schedule's clock starts once the group the workload started has formed
+    # (every initial member in a stable group covering all partitions): a slow start —
+    # a JVM on a busy machine — must not let a fault hit a member that has not joined yet.
+    # "none" starts it with the processes, for faults aimed at the first join itself.
+    warmup: Literal["group-formed", "none"] = "group-formed"
+    warmup_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
     producer: Producer = Producer()
 
     @model_validator(mode="after")

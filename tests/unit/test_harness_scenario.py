@@ -50,6 +50,7 @@ def test_shipped_scenarios_load():
 def test_minimal_scenario_loads_with_defaults(tmp_path):
     s = load_scenario(write(tmp_path, MINIMAL))
     assert s.workload.effective_assignor == "range"
+    assert (s.workload.warmup, s.workload.warmup_timeout_s) == ("group-formed", 60)
     assert s.fault_targets() == ["consumer-1", "consumer-2", "consumer-3", "broker-1", "broker-2", "broker-3",
                                  "zookeeper-1", "producer", "coordinator"]
 
@@ -74,6 +75,8 @@ BAD_VALUES = [
     (lambda d: d["workload"].update(heartbeat_interval_ms=7000), "workload.heartbeat_interval_ms",
      "below session_timeout_ms"),
     (lambda d: d["cluster"].update(kafka="2.8"), "cluster.kafka", "'3.9' or '4.1'"),
+    (lambda d: d["workload"].update(warmup="stable"), "workload.warmup", "'group-formed' or 'none'"),
+    (lambda d: d["workload"].update(warmup_timeout_s=0), "workload.warmup_timeout_s", "greater than 0"),
 ]
 
 
