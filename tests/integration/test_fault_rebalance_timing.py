@@ -47,7 +47,9 @@ def test_a_join_storm_into_an_empty_group(module_run, delay_ms, expect_one):
     if expect_one:
         assert generations == [1] and stabilized == [1], (generations, stabilized)
     else:
-        assert len(generations) > 1 and len(stabilized) > 1, (generations, stabilized)
+        # Several generations formed; a join that arrives before the leader's SyncGroup ends
+        # one before the broker logs it stabilized, so only the last one surely did.
+        assert len(generations) > 1 and stabilized[-1] == generations[-1], (generations, stabilized)
     members = {e["member"] for e in run.named("partitions_assigned") if e["generation"] == generations[-1]}
     assert len(members) == 8
     assert run.exit_code == 0, run.output[-3000:]
