@@ -49,6 +49,11 @@ class Fault:
         """Seconds from injection to heal; 0 means there is nothing to undo."""
         return 0.0
 
+    @property
+    def in_progress(self) -> bool:
+        """Still acting on its own (a rolling restart's round): its scheduled heal waits."""
+        return False
+
     def inject(self, targets: Targets) -> dict | None:
         """Do it; may return details worth recording (e.g. which proxies, which session)."""
         raise NotImplementedError

@@ -49,9 +49,11 @@ class CreateTopic(Fault):
 @dataclass
 class RollingRestart(Fault):
     """Stop each target (SIGTERM by default), start it again ``down_s`` later, wait
-    ``interval_s``, next. Runs in its own thread so other faults keep their times;
-    a heal (scheduled or at the end of the run) finishes the round at once, leaving
-    every target running."""
+    ``interval_s``, next. Runs in its own thread so other faults keep their times.
+    ``heal_after_s`` is the round's nominal length — a broker's controlled shutdown
+    takes seconds of its own — so the scheduled heal waits for the round to end; a
+    heal at the end of the workload or run finishes it at once, leaving every target
+    running."""
 
     kind = "rolling-restart"
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -62,6 +64,10 @@ class RollingRestart(Fault):
     def heal_after_s(self) -> float:
         n = len(self._names) or 1
         return n * float(self.params["down_s"]) + n * float(self.params["interval_s"])
+
+    @property
+    def in_progress(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
 
     def inject(self, targets: Targets) -> dict:
         which = self.params["targets"]

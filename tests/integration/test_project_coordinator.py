@@ -91,9 +91,12 @@ def test_a_commit_with_a_stale_generation_is_refused(one_instance):
     second = {}
     t = threading.Thread(target=lambda: second.update(join(connect(cluster, "coordinator-1"), "stale", "b")))
     t.start()
-    time.sleep(0.5)  # b's join began the next generation; a learns it from its heartbeat, then rejoins
+    # b's join begins the next generation; a learns it from its heartbeat, then rejoins.
+    deadline = time.monotonic() + 10
     with pytest.raises(CoordinatorError) as hb:
-        leader.request("Heartbeat", 5, group="stale", member_id=a["member_id"], generation_id=a["generation_id"])
+        while time.monotonic() < deadline:  # until b's JoinGroup has reached the coordinator
+            leader.request("Heartbeat", 5, group="stale", member_id=a["member_id"], generation_id=a["generation_id"])
+            time.sleep(0.1)
     assert hb.value.name == ("ILLEGAL_GENERATION" if variant == "v1" else "REBALANCE_IN_PROGRESS")
     a2 = join(leader, "stale", "a", a["member_id"])
     t.join(30)
@@ -144,7 +147,11 @@ def test_leadership_moves_and_the_old_leader_answers_not_coordinator(two_instanc
 def test_a_join_leave_cycle_of_four_members(module_run, variant):
     scenario = coordinator_scenario(f"cycle-{variant}", variant, duration_s=24, faults=[
         {"kind": "scale", "consumers": 4, "at_s": 5},
-        {"kind": "scale", "consumers": 1, "at_s": 14}])
+        # One leaver at a time: a member stopped while it waits for its SyncGroup answer would
+        # leave a generation the coordinator stabilized but nobody was assigned in.
+        {"kind": "scale", "consumers": 3, "at_s": 14},
+        {"kind": "scale", "consumers": 2, "at_s": 17},
+        {"kind": "scale", "consumers": 1, "at_s": 20}])
     run = module_run(f"cycle-{variant}", scenario)
     assert run.exit_code == 0, run.output[-3000:]
     # One generation per rebalance, none skipped: each completed (stabilized by the coordinator)

@@ -164,3 +164,43 @@ def test_heal_all_before_start_does_nothing(how):
     s, events = scheduler([{"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 1}], targets)
     s.heal_all(how)
     assert targets.calls == [] and events == []
+
+
+class SlowStopTargets(FakeTargets):
+    """Each stop takes a while, as a broker's controlled shutdown does."""
+
+    def __init__(self, stop_s: float):
+        super().__init__()
+        self.stop_s = stop_s
+
+    def group_names(self, which): return ["broker-1", "broker-2", "broker-3"]
+    def is_running(self, name): return True
+
+    def kill(self, name, sig):
+        time.sleep(self.stop_s)
+        super().kill(name, sig)
+
+
+def test_a_scheduled_heal_lets_a_slow_rolling_round_finish_while_other_faults_keep_their_times():
+    targets = SlowStopTargets(stop_s=0.15)
+    # Nominal round: 3 x (0.05 down + 0.05 interval) = 0.3 s; the stops add 0.45 s.
+    s, events = scheduler([{"kind": "rolling-restart", "targets": "brokers", "signal": "SIGTERM", "at_s": 0.0, "down_s": 0.05, "interval_s": 0.05},
+                           {"kind": "pause", "target": "consumer-1", "at_s": 0.35, "duration_s": 0.05}], targets)
+    s.start()
+    wait_until(lambda: ("fault_healed", "f1") in events.names())
+    s.heal_all("end-of-run")
+    restarted = [c[2] for c in targets.calls if c[1] == "restart"]
+    assert restarted == ["broker-1", "broker-2", "broker-3"]  # every broker bounced, none skipped
+    pause = next(c[0] for c in targets.calls if c[1] == "pause")
+    assert pause < 0.5  # the pause was not held up behind the round (nominally at 0.35 s)
+    assert events.names().index(("fault_healed", "f1")) > events.names().index(("fault_healed", "f2"))
+
+
+def test_a_forced_heal_cuts_a_rolling_round_short_and_leaves_everyone_running():
+    targets = SlowStopTargets(stop_s=0.0)
+    s, events = scheduler([{"kind": "rolling-restart", "targets": "brokers", "signal": "SIGTERM", "at_s": 0.0, "down_s": 0.05, "interval_s": 5}], targets)
+    s.start()
+    wait_until(lambda: any(c[1] == "restart" for c in targets.calls))
+    s.heal_all("end-of-workload")
+    assert [c[1:3] for c in targets.calls] == [("kill", "broker-1"), ("restart", "broker-1")]
+    assert events.names() == [("fault_started", "f1"), ("fault_healed", "f1")]
