@@ -22,7 +22,7 @@ from tests.integration.conftest import lab, small_scenario
 pytestmark = pytest.mark.integration
 
 SHORT = {"duration_s": 16, "recovery": {"timeout_s": 30, "stable_for_s": 1}}
-PAUSE = {"kind": "pause", "target": "consumer-2", "at_s": 3, "duration_s": 9}  # past the 6 s session timeout
+PAUSE = {"kind": "pause", "target": "consumer-2", "at_s": 3, "duration_s": 12}  # well past the 6 s session timeout
 
 
 def _scenarios() -> dict[str, dict]:

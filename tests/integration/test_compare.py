@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.integration.conftest import REPO, lab
 
 PROTOCOLS = ["zk-eager", "classic-eager", "classic-cooperative", "classic-static", "consumer",
              "coordinator-v1", "coordinator-v2", "coordinator-v3"]
 
 
+@pytest.mark.timeout(2500)  # eight whole runs, one after another (about 6 min here)
 def test_compare_every_protocol_generation(tmp_path):
     proc = lab("compare", str(REPO / "scenarios" / "compare-pause.yaml"), "--protocols", ",".join(PROTOCOLS),
-               "--runs-dir", str(tmp_path), timeout=1200)
+               "--runs-dir", str(tmp_path), timeout=2400)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     [out] = list(tmp_path.glob("compare-*"))
     rows = json.loads((out / "compare.json").read_text())

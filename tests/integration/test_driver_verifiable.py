@@ -24,7 +24,8 @@ def java_smoke(kafka: str, **workload) -> dict:
     scenario = yaml.safe_load((REPO / "scenarios" / "smoke.yaml").read_text())
     scenario["name"] = f"smoke-java-{kafka.replace('.', '')}"
     scenario["cluster"]["kafka"] = kafka
-    scenario["workload"].update(driver="java", **workload)
+    # Three JVMs take 10-17 s to form the group here when the machine is busy; room to spare.
+    scenario["workload"].update(driver="java", warmup_timeout_s=180, **workload)
     return scenario
 
 

@@ -28,7 +28,7 @@ def _window(run, fault_id):
 
 def test_a_stall_longer_than_the_session_but_shorter_than_max_poll_keeps_the_member(stalls):
     start, end = _window(stalls, "f1")
-    assert end["mono_ms"] - start["mono_ms"] >= 11_500
+    assert end["mono_ms"] - start["mono_ms"] >= SESSION_MS + 2000  # it outlived the session timeout
     changes = [e for e in stalls.events if start["mono_ms"] <= e["mono_ms"] <= end["mono_ms"] + 2000
                and e["name"] in ("partitions_revoked", "partitions_lost", "group_joined", "coordinator_member_removed")]
     assert changes == [], changes

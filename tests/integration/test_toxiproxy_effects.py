@@ -80,9 +80,15 @@ def roundtrip(port: int, timeout: float = 2.0) -> float:
         return time.monotonic() - t0
 
 
+def fastest(port: int, tries: int = 3) -> float:
+    """The quickest of a few round trips: one may be slow on a busy machine, all of them only
+    when something really delays them."""
+    return min(roundtrip(port) for _ in range(tries))
+
+
 def test_blackhole_accepts_connections_but_drops_data(toxiproxy, proxy):
     name, port = proxy
-    assert roundtrip(port) < 0.5
+    assert fastest(port) < 0.5
     degrade(toxiproxy, [name], "f1", "blackhole", {})
     assert [p.toxics for p in toxiproxy.proxies() if p.name == name] == [("f1-timeout-upstream", "f1-timeout-downstream")]
     with socket.create_connection(("127.0.0.1", port), timeout=2) as s:  # accepted ...
@@ -91,7 +97,7 @@ def test_blackhole_accepts_connections_but_drops_data(toxiproxy, proxy):
         with pytest.raises(socket.timeout):  # ... but silent
             s.recv(4)
     restore(toxiproxy, [name], "f1", "blackhole", {})
-    assert roundtrip(port) < 0.5 and all(not p.toxics for p in toxiproxy.proxies())
+    assert fastest(port) < 0.5 and all(not p.toxics for p in toxiproxy.proxies())
 
 
 def test_refuse_disables_the_proxy(toxiproxy, proxy):
@@ -100,7 +106,7 @@ def test_refuse_disables_the_proxy(toxiproxy, proxy):
     with pytest.raises(ConnectionRefusedError):
         roundtrip(port)
     restore(toxiproxy, [name], "f2", "refuse", {})
-    assert roundtrip(port) < 0.5
+    assert fastest(port) < 0.5
 
 
 def test_latency_delays_each_direction(toxiproxy, proxy):
@@ -108,7 +114,7 @@ def test_latency_delays_each_direction(toxiproxy, proxy):
     degrade(toxiproxy, [name], "f3", "latency", {"latency_ms": 150, "jitter_ms": 0})
     assert roundtrip(port) >= 0.28  # 150 ms up + 150 ms down
     restore(toxiproxy, [name], "f3", "latency", {"latency_ms": 150})
-    assert roundtrip(port) < 0.1
+    assert fastest(port) < 0.15  # the 300 ms are gone
 
 
 def test_reset_resets_connections(toxiproxy, proxy):
@@ -117,7 +123,7 @@ def test_reset_resets_connections(toxiproxy, proxy):
     with pytest.raises((ConnectionResetError, AssertionError, BrokenPipeError)):
         roundtrip(port)
     restore(toxiproxy, [name], "f4", "reset", {})
-    assert roundtrip(port) < 0.5
+    assert fastest(port) < 0.5
 
 
 def test_api_errors_name_the_call(toxiproxy):
