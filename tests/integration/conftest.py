@@ -61,6 +61,12 @@ class RunOutcome:
     def named(self, name: str) -> list[dict]:
         return [e for e in self.events if e["name"] == name]
 
+    def before_recovery(self, name: str) -> list[dict]:
+        """Events of that name before the recovery phase — not the teardown's leaves and rejoins."""
+        events = self.events
+        recovery = next((e["mono_ms"] for e in events if e["name"] == "phase" and e["phase"] == "recovery"), float("inf"))
+        return [e for e in events if e["name"] == name and e["mono_ms"] < recovery]
+
 
 def lab(*args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO, capture_output=True, text=True,
