@@ -153,6 +153,7 @@ class ZooKeeperGroupObserver(GroupObserver):
         for topic in sorted({t for t, _ in self.partitions}):
             share = range_assignment([p for t, p in self.partitions if t == topic], threads)
             expected.update({(topic, p): thread for thread, ps in share.items() for p in ps})
+
         def key(consumer_id: str) -> str:  # "client-id/member-id" like the brokers' view
             return f"{consumer_id.rsplit('-', 1)[0]}/{consumer_id}"
 
@@ -254,20 +255,19 @@ class ObserverStatus:
             return None
         return status if now()[1] - status["mono_ms"] <= STATUS_MAX_AGE_MS else None
 
+    def _stable_group(self) -> dict | None:
+        group = (self._fresh() or {}).get("group")
+        return group if group and group["state"] == "STABLE" and group["covers_all"] else None
+
     def is_stable(self) -> bool:
         """The broker says Stable, and the members' assignments cover every partition."""
-        status = self._fresh()
-        group = (status or {}).get("group")
-        return bool(group and group["state"] == "STABLE" and group["covers_all"])
+        return self._stable_group() is not None
 
     def formed(self, members: Iterable[str]) -> bool:
         """Stable, and each of these members (client ids) is in it: the group the workload
         started has formed."""
-        group = (self._fresh() or {}).get("group")
-        if not (group and group["state"] == "STABLE" and group["covers_all"]):
-            return False
-        present = {key.split("/", 1)[0] for key in group["members"]}
-        return set(members) <= present
+        group = self._stable_group()
+        return group is not None and set(members) <= {key.split("/", 1)[0] for key in group["members"]}
 
     def coordinator(self) -> int | str | None:
         """The broker id coordinating the group (or the project's coordinator instance), from a fresh sample."""
