@@ -460,7 +460,7 @@ class LocalCluster:
                             "logger": QUIET_CLIENT_LOG})
 
     def wait_ready(self, timeout: float) -> None:
-        """Ready: every broker registered and listed in metadata."""
+        """Ready: every broker registered and listed in metadata, and a controller known."""
         from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + timeout
@@ -470,8 +470,9 @@ class LocalCluster:
             for name in self.launches:
                 self._check_alive(name)
             try:
-                seen = set(admin.list_topics(timeout=2).brokers)
-                if seen >= set(self.broker_ids.values()):
+                md = admin.list_topics(timeout=2)
+                seen = set(md.brokers)
+                if seen >= set(self.broker_ids.values()) and md.controller_id >= 0:
                     return
             except KafkaException:
                 pass
@@ -493,23 +494,39 @@ class LocalCluster:
 
     def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
         """Create topics and wait until every partition has a leader."""
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
 
         if not topics:
             return
-        admin = self.admin()
-        futures = admin.create_topics([
-            NewTopic(t.name, t.partitions, t.replication_factor or min(3, self.spec.brokers), config=dict(t.config))
-            for t in topics
-        ], operation_timeout=30)
-        for name, fut in futures.items():
-            try:
-                fut.result()
-            except KafkaException as e:
-                if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                    raise ClusterError(f"creating topic {name} failed: {e.args[0].str()}") from None
-        self._wait_leaders(topics, timeout)
+        deadline = time.monotonic() + timeout
+        pending = list(topics)
+        while pending:
+            # On a busy machine a client may not learn the controller from its first metadata
+            # ("Failed while waiting for controller") and keep waiting on it: a retriable
+            # error is tried again, with a fresh client, until the deadline.
+            admin = self.admin()  # referenced until its futures are read ("handle destroyed" otherwise)
+            futures = admin.create_topics([
+                NewTopic(t.name, t.partitions, t.replication_factor or min(3, self.spec.brokers), config=dict(t.config))
+                for t in pending
+            ], operation_timeout=30, request_timeout=max(5.0, min(15.0, deadline - time.monotonic())))
+            by_name = {t.name: t for t in pending}
+            retry = []
+            for name, fut in futures.items():
+                topic = by_name[name]
+                try:
+                    fut.result()
+                except KafkaException as e:
+                    error = e.args[0]
+                    if error.name() == "TOPIC_ALREADY_EXISTS":
+                        continue
+                    if not (error.retriable() or error.code() == KafkaError._TIMED_OUT) or time.monotonic() >= deadline:
+                        raise ClusterError(f"creating topic {topic.name} failed: {error.str()}") from None
+                    retry.append(topic)
+            if retry:
+                time.sleep(1)
+            pending = retry
+        self._wait_leaders(topics, max(10.0, deadline - time.monotonic()))
 
     def _wait_leaders(self, topics: list[TopicSpec], timeout: float) -> None:
         admin = self.admin()
