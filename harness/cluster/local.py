@@ -211,6 +211,7 @@ class LocalCluster:
             self._wait_zookeeper(deadline)
         self.wait_ready(deadline - time.monotonic())
         self.create_topics(self.spec.topics, deadline - time.monotonic())
+        self._wait_every_broker_knows(self.spec.topics, deadline)
         if self.spec.coordinator:
             self._start_coordinators(deadline)
         self.report(f"cluster ready in {time.monotonic() - t0:.1f}s: Kafka {self.dist.version} "
@@ -527,6 +528,33 @@ class LocalCluster:
                 time.sleep(1)
             pending = retry
         self._wait_leaders(topics, max(10.0, deadline - time.monotonic()))
+
+    def _wait_every_broker_knows(self, topics: list[TopicSpec], deadline: float) -> None:
+        """Each broker's own metadata cache (ZooKeeper mode: filled by the controller's
+        UpdateMetadata, which may lag) lists every broker, the controller and every
+        partition's leader — whichever broker a client asks first gives the whole picture."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        def complete(port: int) -> bool:
+            # A client that knows only this broker sends its first metadata request there.
+            client = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "logger": QUIET_CLIENT_LOG})
+            try:
+                md = client.list_topics(timeout=2)
+            except KafkaException:
+                return False
+            return (set(md.brokers) >= set(self.broker_ids.values()) and md.controller_id >= 0
+                    and all(t.name in md.topics and len(md.topics[t.name].partitions) == t.partitions
+                            and all(p.leader >= 0 for p in md.topics[t.name].partitions.values()) for t in topics))
+
+        waiting = dict(self.broker_ports)
+        while waiting and time.monotonic() < deadline:
+            waiting = {name: port for name, port in waiting.items() if not complete(port)}
+            if waiting:
+                time.sleep(0.25)
+        if waiting:
+            raise ClusterError(f"{', '.join(sorted(waiting))}: metadata still incomplete at the start deadline; "
+                               f"logs in {self.workdir / 'logs'}")
 
     def _wait_leaders(self, topics: list[TopicSpec], timeout: float) -> None:
         admin = self.admin()
