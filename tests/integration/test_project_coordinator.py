@@ -109,9 +109,30 @@ def test_a_commit_with_a_stale_generation_is_refused(one_instance):
     assert fetched["offsets"] == [{"topic": "events", "partition": 0, "offset": -1}]  # nothing was written
 
 
+def wait_until_both_contend(cluster, timeout_s: float = 30) -> None:
+    """Both instances queued for the election lock: the previous case's old leader, stepped
+    down, must have reconnected and queued again, or it simply takes the lock back."""
+    from kazoo.client import KazooClient
+
+    from harness.cluster.zookeeper import QUIET_ZK_LOG
+    from harness.coordinator.store import ROOT
+
+    zk = KazooClient(hosts=cluster.zookeeper_connect, logger=QUIET_ZK_LOG)
+    zk.start(timeout=10)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while len(zk.Lock(f"{ROOT}/election").contenders()) < 2:
+            assert time.monotonic() < deadline, "the standby instance never queued for the election"
+            time.sleep(0.2)
+    finally:
+        zk.stop()
+        zk.close()
+
+
 @pytest.mark.parametrize("how", ["pause", "expire"])
 def test_leadership_moves_and_the_old_leader_answers_not_coordinator(two_instances, how):
     cluster = two_instances
+    wait_until_both_contend(cluster)
     old = cluster.coordinator_leader()
     group = f"failover-{how}"
     conn = connect(cluster, old)
