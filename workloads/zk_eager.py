@@ -216,6 +216,10 @@ class ZkEagerMember:
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
         self.fetch_from: list[TopicPartition] = []  # what the fetcher should fetch, from which offsets
         self.epoch = 0  # +1 whenever fetching stops or restarts: batches fetched before are stale
+        # Per owned partition, the next offset to process. librdkafka may still deliver from an
+        # older fetch position after assign() (seen once: records from 0 for a partition assigned
+        # at 369, then 369 again); what lies below it was processed already or is not ours.
+        self.next_offset: dict[tuple[str, int], int] = {}
         self.applied_epoch = 0  # the consumer thread's fetcher follows fetch_from as of this epoch
         self.closing_fetchers = threading.Event()  # the rebalancer waits: drop the batch in hand
         self.fetchers_closed = threading.Event()  # the consumer thread's answer: it stopped
@@ -465,6 +469,7 @@ class ZkEagerMember:
     def _fetch(self, partitions: list[TopicPartition]) -> None:
         """Under the lock: a new assignment for the fetcher; what was fetched before is stale."""
         self.fetch_from = partitions
+        self.next_offset = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
         self.epoch += 1
 
     def _delete_owners(self, partitions: list[tuple[str, int]], retry: KazooRetry) -> None:
@@ -537,8 +542,15 @@ class ZkEagerMember:
             if epoch != self.epoch:
                 return  # fetched before a rebalance stopped fetching: the new owner reads it again
             # The rebalancer closing the fetchers (or SIGTERM) drops the rest of the batch.
-            process_records(records_of(batch, self.emit), self.spec.processing_ms, self.uncommitted, self.emit,
+            records = records_of(batch, self.emit)
+            fresh = [m for m in records if m.offset() >= self.next_offset.get((m.topic(), m.partition()), 0)]
+            if len(fresh) < len(records):
+                self.emit("client_log", level="WARNING", message=f"dropped {len(records) - len(fresh)} records "
+                          "from below the partition's fetch position (a stale fetch after assign)")
+            process_records(fresh, self.spec.processing_ms, self.uncommitted, self.emit,
                             interrupted=self._fetchers_stopping)
+            for key, offset in self.uncommitted.items():
+                self.next_offset[key] = max(offset, self.next_offset.get(key, 0))
             if self.spec.commit != "auto":  # sync; before-processing has no meaning here
                 self._commit("after-processing")
 
