@@ -543,9 +543,7 @@ class LocalCluster:
                 md = client.list_topics(timeout=2)
             except KafkaException:
                 return False
-            return (set(md.brokers) >= set(self.broker_ids.values()) and md.controller_id >= 0
-                    and all(t.name in md.topics and len(md.topics[t.name].partitions) == t.partitions
-                            and all(p.leader >= 0 for p in md.topics[t.name].partitions.values()) for t in topics))
+            return set(md.brokers) >= set(self.broker_ids.values()) and md.controller_id >= 0 and _led(md, topics)
 
         waiting = dict(self.broker_ports)
         while waiting and time.monotonic() < deadline:
@@ -560,16 +558,16 @@ class LocalCluster:
         admin = self.admin()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            md = admin.list_topics(timeout=5)
-            ok = all(
-                t.name in md.topics and len(md.topics[t.name].partitions) == t.partitions
-                and all(p.leader >= 0 for p in md.topics[t.name].partitions.values())
-                for t in topics
-            )
-            if ok:
+            if _led(admin.list_topics(timeout=5), topics):
                 return
             time.sleep(0.25)
         raise ClusterError(f"topics {[t.name for t in topics]} have no leader for every partition after {timeout:.0f}s")
+
+
+def _led(md, topics: list[TopicSpec]) -> bool:
+    """The metadata has every topic with all its partitions, each with a leader."""
+    return all(t.name in md.topics and len(md.topics[t.name].partitions) == t.partitions
+               and all(p.leader >= 0 for p in md.topics[t.name].partitions.values()) for t in topics)
 
 
 def _tail(path: Path, lines: int = 20) -> str:
