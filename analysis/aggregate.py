@@ -5,7 +5,7 @@ fault_kind, metric, value)`:
 
 | metric | one value per | fault_kind |
 |---|---|---|
-| rebalance_ms, detect_ms, join_ms, sync_ms, max_unowned_ms | completed rebalance | the fault it is attributed to |
+| rebalance_ms (start → assigned), stabilized_ms, detect_ms, join_ms, sync_ms, max_unowned_ms | completed rebalance of the run (no teardown one) | the fault it is attributed to |
 | unowned_ms | partition handed out in a generation | its rebalance's fault |
 | fault_to_detection_ms | fault the group noticed | that fault's kind |
 | rebalances, duplicates, lost_records, peak_lag, final_lag, produce_rps, consume_rps, commit_failures, stw_total_ms | run | every kind the run injected |
@@ -25,7 +25,7 @@ from .rebalances import COMPLETED
 
 DIMENSIONS = ("protocol", "assignor", "kafka", "fault_kind", "scenario")
 GROUP = ("protocol", "assignor", "kafka", "faults", "scenario")
-REBALANCE_METRICS = ("rebalance_ms", "detect_ms", "join_ms", "sync_ms", "max_unowned_ms")
+REBALANCE_METRICS = ("rebalance_ms", "stabilized_ms", "detect_ms", "join_ms", "sync_ms", "max_unowned_ms")
 RUN_METRICS = ("rebalances", "duplicates", "lost_records", "peak_lag", "final_lag", "produce_rps", "consume_rps",
                "commits_failed", "stw_total_ms")
 RUN_KEYS = ["run_key", "run", "protocol", "assignor", "kafka", "scenario", "faults"]

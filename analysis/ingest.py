@@ -2,7 +2,7 @@
 
 `find_runs` expands the command line (run directories, directories of runs, globs)
 and sorts out what cannot be analysed before Spark sees it: no history, an empty
-one, no `verdict.json` (the run never finished). `load_events` parses the histories
+one, no `verdict.json` or an INCOMPLETE one (the run never finished). `load_events` parses the histories
 in Spark with an explicit schema: each file is read whole, split into lines (line
 numbers kept), parsed with `from_json`. A torn last line is dropped, as the oracle
 drops it; a malformed line anywhere else makes the run damaged: it is reported by
@@ -109,7 +109,16 @@ def _precheck(path: Path) -> str | None:
         return f"history.jsonl unreadable: {e.strerror or e}"
     if not (path / VERDICT).exists():
         return "half-written: no verdict.json (the run never finished)"
+    if _verdict_status(path) == "incomplete":  # `check --write` of an interrupted or killed run
+        return "unfinished: its verdict is INCOMPLETE (the run never reached `phase: done`)"
     return None
+
+
+def _verdict_status(path: Path) -> str | None:
+    try:
+        return json.loads((path / VERDICT).read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _kafka_version(path: Path) -> str:
@@ -175,7 +184,8 @@ def parse_lines(spark: SparkSession, runs: list[RunDir]) -> DataFrame:
     both parses and tells which runs are damaged."""
     files = spark.createDataFrame([(r.history.resolve().as_uri(), r.key) for r in runs], "file string, run_key string")
     text = (spark.read.text([str(r.history.resolve()) for r in runs], wholetext=True)
-            .select(F.input_file_name().alias("file"), "value")
+            # a leading byte order mark is not content (the oracle ignores it too)
+            .select(F.input_file_name().alias("file"), F.regexp_replace("value", "^\ufeff", "").alias("value"))
             .join(F.broadcast(files), "file"))
     lines = (text.select("run_key", F.posexplode(F.split("value", "\r?\n")).alias("pos", "text"))
              .where(F.trim("text") != "")

@@ -2,11 +2,13 @@
 
 `per_run_metrics` returns named DataFrames, one row per …
 
-- `rebalances`: … rebalance (generation): status, start, end, duration, detect / join /
-  sync phases, coordinator clock, partitions moved, stop-the-world map, and the fault
-  it is attributed to (the latest fault that started before it and had not been over
-  for more than `DETECTION_GRACE_MS`);
-- `stop_the_world`: … partition handed out in a generation: how long it had no owner;
+- `rebalances`: … rebalance (generation) of the run itself: status, start, end, duration
+  (= assigned) and stabilized endpoints, detect / join / sync phases, coordinator clock and
+  the members' clocks against it, partitions moved, stop-the-world map, and the fault it is
+  attributed to (the latest fault that started before it and had not been over for more
+  than `DETECTION_GRACE_MS`). The harness's own teardown rebalances (after `phase: done`)
+  are in no table but as a count in `runs`, like the oracle's verdict;
+- `stop_the_world`: … partition handed out in a generation of the run: how long it had no owner;
 - `ownership`: … ownership session (the timeline's bars);
 - `faults`: … injected fault: its window and the time from its start to the start of
   the first rebalance it caused (null when the group never noticed);
@@ -145,20 +147,23 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
     def ownership_chain():
         sessions = materialize(sessions_of(control, materialize))
         assignments = materialize(assignments_of(control, sessions))
-        rebalances = materialize(rebalances_of(control, sessions, assignments, info, materialize))
+        every = materialize(rebalances_of(control, sessions, assignments, info, materialize))
+        teardown = every.where(F.col("teardown")).select("run_key", "generation")
+        rebalances = every.where(~F.col("teardown")).drop("teardown")  # the harness's own: no statistic
         faults = materialize(fault_windows(control, clock))
         rebalances = materialize(_attribute_rebalances(rebalances, faults))
         faults = materialize(_detections(faults, rebalances))
-        stw = materialize(stop_the_world(sessions).join(
+        stw = materialize(stop_the_world(sessions).join(teardown, ["run_key", "generation"], "left_anti").join(
             rebalances.select("run_key", "generation", "status", "fault_kind"), ["run_key", "generation"], "left"))
         duplicates = materialize(duplicates_by_partition(t, sessions))
-        return sessions, rebalances, faults, stw, duplicates
+        teardowns = teardown.groupBy("run_key").agg(F.count("*").alias("teardown_rebalances"))
+        return sessions, rebalances, faults, stw, duplicates, teardowns
 
     with ThreadPoolExecutor(max(1, threads)) as pool:
         chain = pool.submit(ownership_chain)
         records = pool.submit(lambda: materialize(lost_records(t)))
         lag = pool.submit(lambda: materialize(_lag(t, info)))
-        sessions, rebalances, faults, stw, duplicates = chain.result()
+        sessions, rebalances, faults, stw, duplicates, teardowns = chain.result()
         records, lag = records.result(), lag.result()
     commit_failures = _commit_failures(t)
 
@@ -186,7 +191,8 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
 
     runs = (runs_meta.join(info, "run_key", "left").join(clock, "run_key", "left")
             .join(delivered, "run_key", "left").join(rec, "run_key", "left").join(dup, "run_key", "left")
-            .join(reb, "run_key", "left").join(stw_total, "run_key", "left").join(lag_run, "run_key", "left")
+            .join(reb, "run_key", "left").join(teardowns, "run_key", "left").join(stw_total, "run_key", "left")
+            .join(lag_run, "run_key", "left")
             .join(commits, "run_key", "left").join(fault_run, "run_key", "left"))
     zero = F.lit(0).cast("long")
     workload_s = (F.coalesce("recovery_start", "t_end") - F.coalesce("workload_start", "t0")) / 1000.0
@@ -207,6 +213,7 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
         F.coalesce("unconsumed", zero).alias("unconsumed"),
         F.coalesce("rebalances", zero).alias("rebalances"),
         F.coalesce("rebalances_completed", zero).alias("rebalances_completed"),
+        F.coalesce("teardown_rebalances", zero).alias("teardown_rebalances"),
         F.coalesce("rebalance_total_ms", F.lit(0.0)).alias("rebalance_total_ms"), "rebalance_max_ms",
         F.coalesce("stw_total_ms", F.lit(0.0)).alias("stw_total_ms"), "stw_max_ms",
         "peak_lag", F.col("_last.total").alias("final_lag"),

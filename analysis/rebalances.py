@@ -11,11 +11,17 @@ The oracle's definitions (oracle/rebalances.py), as joins and window functions:
   incomplete;
 - it starts at the earliest sign after the previous generation settled: a revoke or a
   lost partition up to its first join, a JoinGroup sent for it, or the coordinator's
-  "Preparing to rebalance … old generation G-1"; it ends when the last member has its
-  assignment;
+  "Preparing to rebalance … old generation G-1". Two endpoints: stabilized, when the last
+  member got its JoinGroup answer (the members' side of the broker's "Stabilized"), and
+  assigned, when the last member has its assignment (`duration_ms` = `assigned_ms`);
 - detect = start → first JoinGroup, join = JoinGroup → joined (slowest member),
   sync = joined → SyncGroup answered (slowest member), coordinator = the broker's own
-  preparing → stabilized;
+  preparing → stabilized; like with like against the broker's clock: the members' own first
+  sign (the start without the broker's "Preparing") − its "Preparing", and the members'
+  stabilized end − its "Stabilized" (KIP-848: its target assignment);
+- teardown: it began (its start, else its first join) at or after `phase: done` or the
+  harness's `heal_checked`, whichever came first — the harness's own end-of-run LeaveGroups,
+  marked so that no table or statistic counts it;
 - stop-the-world per partition handed out in the generation: from the end of the last
   earlier session to the new owner's start (zero when an earlier owner still held it).
 """
@@ -48,6 +54,13 @@ def run_info(events: DataFrame) -> DataFrame:
             .select("run_key", "r.group", "r.protocol", "r.assignor", "r.scenario", "r.run_id", "r.seed",
                     (F.coalesce(F.col("r.protocol").isin(*INCREMENTAL_PROTOCOLS), F.lit(False))
                      | (F.coalesce("any_incremental", F.lit(0)) == 1)).alias("incremental")))
+
+
+def teardown_from(events: DataFrame) -> DataFrame:
+    """run_key, teardown_from: when the run was over and the harness began taking the group apart
+    (`phase: done`, else `heal_checked`, written before members are stopped); no row: never."""
+    over = ((F.col("name") == "phase") & (F.col("phase") == "done")) | (F.col("name") == "heal_checked")
+    return events.where(over).groupBy("run_key").agg(F.min("mono_ms").alias("teardown_from"))
 
 
 def coordinator_events(events: DataFrame, info: DataFrame, *names: str) -> DataFrame:
@@ -178,9 +191,11 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
                        F.col("prep_ts").alias("sign_ts"), F.lit(2).alias("prio"), F.lit(0).cast("long").alias("tie"),
                        F.concat(F.lit("coordinator: "), F.coalesce("coordinator_reason", F.lit("None"))).alias("trigger")))
     start = (signs_a.unionByName(signs_b).unionByName(signs_c).groupBy("run_key", "generation")
-             .agg(F.min(F.struct("sign_mono", "prio", "tie", "sign_ts", "trigger")).alias("st"))
+             .agg(F.min(F.struct("sign_mono", "prio", "tie", "sign_ts", "trigger")).alias("st"),
+                  # the members' own first sign: what the broker's "Preparing" is compared with
+                  F.min(F.when(F.col("prio") < 2, F.col("sign_mono"))).alias("member_start"))
              .select("run_key", "generation", F.col("st.sign_mono").alias("start_mono"),
-                     F.col("st.sign_ts").alias("start_ts"), F.col("st.trigger").alias("trigger")))
+                     F.col("st.sign_ts").alias("start_ts"), F.col("st.trigger").alias("trigger"), "member_start"))
 
     # -- phases ---------------------------------------------------------------------------------
     first_sent = sent.groupBy("run_key", "generation").agg(F.min("sent_mono").alias("first_sent"))
@@ -193,8 +208,10 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
         F.col("generation").isNotNull())
     stab = _first(stab.withColumn("_kind", F.when(F.col("name") == "coordinator_stabilized", 0).otherwise(1)),
                   ["run_key", "generation", "_kind"])
-    stab = (stab.groupBy("run_key", "generation").agg(F.min(F.struct("_kind", "mono_ms")).alias("_s"))
-            .select("run_key", "generation", F.col("_s.mono_ms").alias("stab_mono")))
+    stab = (stab.groupBy("run_key", "generation")
+            .agg(F.min(F.struct("_kind", "mono_ms", "members_count")).alias("_s"))
+            .select("run_key", "generation", F.col("_s.mono_ms").alias("stab_mono"),
+                    F.col("_s.members_count").alias("coordinator_members")))
 
     # -- partitions moved ---------------------------------------------------------------------------
     after = assignments.alias("a")
@@ -214,7 +231,9 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
     r = (gen.join(start, ["run_key", "generation"], "left").join(first_sent, ["run_key", "generation"], "left")
          .join(join_phase, ["run_key", "generation"], "left").join(sync_phase, ["run_key", "generation"], "left")
          .join(prepared, ["run_key", "generation"], "left").join(stab, ["run_key", "generation"], "left")
-         .join(moves, ["run_key", "generation"], "left").join(stw_agg, ["run_key", "generation"], "left"))
+         .join(moves, ["run_key", "generation"], "left").join(stw_agg, ["run_key", "generation"], "left")
+         .join(teardown_from(events), "run_key", "left"))
+    began = F.coalesce("start_mono", "first_joined")
     status = (F.when(F.col("completed"), F.lit(COMPLETED))
               .when(F.col("next_generation").isNotNull(), F.lit(SUPERSEDED)).otherwise(F.lit(INCOMPLETE)))
     return r.select(
@@ -225,10 +244,16 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
         F.col("_leader.label").alias("leader"),
         "start_mono", "start_ts", "end_mono", "end_ts",
         ms(F.col("end_mono") - F.col("start_mono")).alias("duration_ms"),
+        ms(F.col("end_mono") - F.col("start_mono")).alias("assigned_ms"),
+        ms(F.col("last_joined") - F.col("start_mono")).alias("stabilized_ms"),
+        F.coalesce(began >= F.col("teardown_from"), F.lit(False)).alias("teardown"),
         "trigger", "coordinator_reason",
         ms(F.col("first_sent") - F.col("start_mono")).alias("detect_ms"),
         ms(F.col("join_raw")).alias("join_ms"), ms(F.col("sync_raw")).alias("sync_ms"),
         ms(F.col("stab_mono") - F.col("prep_mono")).alias("coordinator_ms"),
+        "coordinator_members",
+        ms(F.col("member_start") - F.col("prep_mono")).alias("start_vs_coordinator_ms"),
+        ms(F.col("last_joined") - F.col("stab_mono")).alias("stabilized_vs_coordinator_ms"),
         F.when(F.col("completed"), F.coalesce("moved", F.lit(0))).otherwise(F.lit(0)).alias("partitions_moved"),
         F.coalesce("unowned_ms", F.create_map().cast("map<string,double>")).alias("unowned_ms"),
         "max_unowned_ms",

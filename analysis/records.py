@@ -8,11 +8,13 @@ overlapping it, into segments that lie wholly inside or outside each of them; a
 segment's first consumer is the earliest of those covering it (history order), and
 the late range re-delivered it.
 
-Explained (the oracle's rule, oracle/checks/duplicates.py): a re-delivery by the
-same ownership session, or by a member that owned the partition before the first
-delivery happened (a zombie), is not explained; otherwise the offsets at or above
-the offset committed when the re-delivering session began were uncommitted
-progress at revocation, and are explained.
+Explained (the oracle's rule, oracle/checks/duplicates.py): each delivery belongs to
+the ownership session of its consumer covering its instant, and to nothing else (no
+"latest earlier" session: oracle/ownership.py `attribute`). A re-delivery where either
+consumer owned nothing then, by the same ownership session, or by a member that owned
+the partition before the first delivery happened (a zombie), is not explained;
+otherwise the offsets at or above the offset committed when the re-delivering session
+began were uncommitted progress at revocation, and are explained.
 
 Lost: acknowledged offsets never consumed — only meaningful once the run drained
 (`phase: done`), like the oracle's no-loss check; `unconsumed` is the same figure
@@ -94,45 +96,43 @@ def redeliveries(t: EventTables, sessions: DataFrame) -> DataFrame:
             .where(F.col("first").isNotNull())
             .select(*late_keys, "seg_lo", "seg_hi", F.col("first.p_member").alias("f_member"),
                     F.col("first.p_inc").alias("f_inc"), F.col("first.p_mono").alias("f_mono")))
-    # the sessions the re-delivery ("now") and the first delivery ("was") belong to: only compared
-    # when both came from the same slot, so one join on the re-delivering slot serves both
+    # the sessions the first delivery ("was", its consumer's) and the re-delivery ("now") belong
+    # to: one join with the partition's sessions of either slot
     s = sessions.select(F.col("run_key").alias("_rk"), F.col("member").alias("_m"), F.col("inc").alias("_i"),
                         F.col("topic").alias("_t"), F.col("partition").alias("_p"), "session_no",
                         "start_ord", "start_mono", "end_mono")
-    j = segs.join(s, (F.col("run_key") == F.col("_rk")) & (F.col("member") == F.col("_m")) & (F.col("inc") == F.col("_i"))
-                  & (F.col("topic") == F.col("_t")) & (F.col("partition") == F.col("_p")), "left")
+    slot_of = lambda member, inc: (F.col("_m") == F.col(member)) & (F.col("_i") == F.col(inc))  # noqa: E731
+    j = segs.join(s, (F.col("run_key") == F.col("_rk")) & (F.col("topic") == F.col("_t"))
+                  & (F.col("partition") == F.col("_p")) & (slot_of("member", "inc") | slot_of("f_member", "f_inc")),
+                  "left")
 
-    def pick(at: str):
-        started = F.col("start_mono") <= F.col(at)
-        covers = started & (F.col("end_mono").isNull() | (F.col("end_mono") >= F.col(at)))
-        info = F.struct("start_ord", "session_no", "start_mono")
-        return F.min(F.when(covers, info)), F.max(F.when(started, info))
+    def covering(member: str, inc: str, at: str) -> F.Column:
+        """The slot's session covering the instant (the first one, should two touch), else null."""
+        covers = (slot_of(member, inc) & (F.col("start_mono") <= F.col(at))
+                  & (F.col("end_mono").isNull() | (F.col("end_mono") >= F.col(at))))
+        return F.min(F.when(covers, F.struct("start_ord", "session_no", "start_mono")))
 
-    now_cover, now_last = pick("mono_ms")
-    was_cover, was_last = pick("f_mono")
     att = (j.groupBy(*segs.columns)
-           .agg(now_cover.alias("_nc"), now_last.alias("_nl"), was_cover.alias("_wc"), was_last.alias("_wl"))
-           .withColumn("now", F.coalesce("_nc", "_nl")).withColumn("was", F.coalesce("_wc", "_wl"))
+           .agg(covering("member", "inc", "mono_ms").alias("now"), covering("f_member", "f_inc", "f_mono").alias("was"))
            .select(*segs.columns, F.col("now.session_no").alias("now_session"),
-                   F.col("now.start_mono").alias("now_start"), F.col("was.session_no").alias("was_session"))
-           .withColumn("ref_t", F.coalesce("now_start", "mono_ms")))
-    # the committed offset when the re-delivering session began (or at the re-delivery, without one)
+                   F.col("now.start_mono").alias("now_start"), F.col("was.session_no").alias("was_session")))
+    # the committed offset when the re-delivering session began
     commits = t.commits.where(F.col("success")).select(
         F.col("run_key").alias("_rk"), F.col("topic").alias("_t"), F.col("partition").alias("_p"),
         F.struct(F.col("mono_ms").alias("at"), F.col("sent_ms").alias("sent"), F.col("ord").alias("o"), "opos",
                  F.col("offset").alias("committed")).alias("c"))
     withc = (att.join(commits, (F.col("run_key") == F.col("_rk")) & (F.col("topic") == F.col("_t"))
-                      & (F.col("partition") == F.col("_p")) & (F.col("c.at") <= F.col("ref_t")), "left")
+                      & (F.col("partition") == F.col("_p")) & (F.col("c.at") <= F.col("now_start")), "left")
              .groupBy(*att.columns).agg(F.max("c").alias("c")))
+    unowned = F.col("was_session").isNull() | F.col("now_session").isNull()  # exclusive-ownership's case
     same_session = ((F.col("member") == F.col("f_member")) & (F.col("inc") == F.col("f_inc"))
-                    & ((F.col("now_session").isNull() & F.col("was_session").isNull())
-                       | (F.col("now_session") == F.col("was_session"))))
-    zombie = F.col("now_session").isNotNull() & (F.col("now_start") < F.col("f_mono"))
+                    & (F.col("now_session") == F.col("was_session")))
+    zombie = F.col("now_start") < F.col("f_mono")  # both owned it at once: not a hand-over
     floor = F.coalesce("c.committed", F.col("seg_lo"))
     explained = F.greatest(F.lit(0), F.col("seg_hi") - F.greatest("seg_lo", floor) + 1)
     return withc.select(
         *TP, "seg_lo", "seg_hi", (F.col("seg_hi") - F.col("seg_lo") + 1).alias("count"),
-        F.when(same_session | zombie, F.lit(0)).otherwise(explained).cast("long").alias("explained"),
+        F.when(unowned | same_session | zombie, F.lit(0)).otherwise(explained).cast("long").alias("explained"),
         F.col("f_member").alias("first_member"), F.col("member").alias("second_member"))
 
 

@@ -77,9 +77,9 @@ def _write_png(directory: Path, name: str, png: bytes) -> None:
 
 RUN_FIELDS = ("scenario", "protocol", "assignor", "kafka", "seed", "faults", "outcome", "done", "duration_s", "events",
               "acked", "consumed", "deliveries", "duplicates", "duplicates_explained", "lost_records", "unconsumed",
-              "rebalances", "rebalances_completed", "rebalance_total_ms", "rebalance_max_ms", "stw_total_ms",
-              "stw_max_ms", "peak_lag", "final_lag", "produce_rps", "consume_rps", "commits_ok", "commits_failed",
-              "faults_injected", "faults_detected")
+              "rebalances", "rebalances_completed", "teardown_rebalances", "rebalance_total_ms", "rebalance_max_ms",
+              "stw_total_ms", "stw_max_ms", "peak_lag", "final_lag", "produce_rps", "consume_rps", "commits_ok",
+              "commits_failed", "faults_injected", "faults_detected")
 
 
 def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_href: str | None = None) -> Path:
@@ -107,7 +107,8 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
         img(timeline, "ownership timeline"),
         "<h2>Summary</h2>", table(summary, [("k", "metric"), ("v", "value")], left=("k", "v")),
         "<h2>Rebalances</h2>",
-        table(reb_rows, ["generation", "status", ("start_s", "start s"), ("duration_ms", "duration ms"),
+        table(reb_rows, ["generation", "status", ("start_s", "start s"), ("stabilized_ms", "stabilized ms"),
+                         ("duration_ms", "assigned ms"),
                          ("detect_ms", "detect"), ("join_ms", "join"), ("sync_ms", "sync"),
                          ("coordinator_ms", "broker's view"), ("partitions_moved", "moved"),
                          ("max_unowned_ms", "max unowned ms"), ("fault_kind", "fault"), "members", "trigger"],

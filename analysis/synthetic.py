@@ -13,6 +13,12 @@ last batch was processed but not committed, so its successor re-delivers it
 callbacks), classic-cooperative (incremental, two-phase) and consumer (KIP-848:
 incremental, member epochs).
 
+Two stories the fault matrix does not tell, on request: `staggered_stop` stops the
+members one at a time after `phase: done`, the rest rebalancing each time (the
+harness's teardown: those rebalances are no statistic of the run); `stray_at_s`
+makes a member process records of a partition it does not own, some already
+processed by the owner and some the owner processes again afterwards.
+
     write_run(dir, SynthSpec(seed=3, protocol="classic-cooperative", fault="crash"))
 
 The numbers are whatever the oracle says they are: tests compare Spark with the
@@ -51,6 +57,8 @@ class SynthSpec:
     kafka: str | None = None
     assignor: str | None = None
     scenario: str | None = None
+    staggered_stop: bool = False
+    stray_at_s: float | None = None
 
     @property
     def incremental(self) -> bool:
@@ -318,6 +326,8 @@ class _Sim:
                     busy_until = max(busy_until, self.fault(t, what, victim, length, pending))
             if t < busy_until:
                 continue
+            if s.stray_at_s is not None and t >= start + s.stray_at_s * 1000 and self.stray(t):
+                s.stray_at_s = None  # once
             for m in self.members.values():
                 if m.alive and not m.stopped and m.owned:
                     self.consume(t + rng.uniform(1, 60), m)
@@ -332,18 +342,45 @@ class _Sim:
         self.sample_lag(t + 500)
         self.emit(t + 1000, "phase", "harness", phase="drain")
         self.emit(t + 1001, "phase", "harness", phase="done")
-        for m in self.members.values():
-            if m.alive:
-                if m.owned:
-                    self.memit(t + 1100, m, "partitions_revoked", partitions=self.tps(m.owned),
-                               incremental=s.incremental)
-                    m.owned = set()
-                self.memit(t + 1110, m, "consumer_stopped", reason="end-of-run")
-                self.emit(t + 1200, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid,
-                          returncode=0)
-        self.coord(t + 1300, "coordinator_group_empty", generation=self.generation)
-        self.emit(t + 1500, "run_finished", "harness", outcome="completed")
+        self.emit(t + 1002, "heal_checked", "harness", stopped_processes=[], proxies=[], proxies_with_toxics=[],
+                  proxies_disabled=[])
+        t += 1100
+        live = [m for m in self.members.values() if m.alive]
+        if s.staggered_stop:  # one at a time: the members left behind rebalance each time
+            while len(live) > 1:
+                m = live.pop(0)
+                self.stop(t, m)
+                t = self.rebalance(t + 20, [x.name for x in live], f"removing member {m.member_id} on LeaveGroup")
+                t += rng.uniform(50, 200)
+        for m in live:
+            self.stop(t, m)
+        self.coord(t + 200, "coordinator_group_empty", generation=self.generation)
+        self.emit(t + 400, "run_finished", "harness", outcome="completed")
         return self.events
+
+    def stop(self, t: float, m: _Member) -> None:
+        """A member closes: gives its partitions up, leaves the group and exits."""
+        if m.owned:
+            self.memit(t, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=self.s.incremental)
+            m.owned = set()
+        self.memit(t + 10, m, "consumer_stopped", reason="end-of-run")
+        self.emit(t + 100, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+        m.alive = False
+
+    def stray(self, t: float) -> bool:
+        """A member processes a partition it does not own (a former owner, if there is one): the
+        owner's last records and the next ones, which the owner then processes again. False:
+        nobody to do it this tick."""
+        live = [m for m in self.members.values() if m.alive and not m.stopped]
+        candidates = [(p not in m.position, owner.name, p, m.name) for owner in live for p in sorted(owner.owned)
+                      for m in live if p not in m.owned and 0 < owner.position[p] < self.hw[p]]
+        if not candidates:
+            return False
+        _, owner, p, stray = min(candidates)
+        lo, hi = max(0, self.members[owner].position[p] - 10), self.hw[p] - 1
+        self.memit(t + 0.5, self.members[stray], "records_consumed", ranges=[
+            {"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}])
+        return True
 
     def _started(self, t: float, m: _Member) -> None:
         self.memit(t, m, "consumer_started", pid=m.pid, group=self.group, protocol=self.s.protocol,

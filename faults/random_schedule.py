@@ -17,7 +17,13 @@ NETWORK_EFFECTS = ("blackhole", "refuse", "latency")
 RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long before the next
 
 
-def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str]) -> list[dict]:
+def network_links(target: str, members: list[str], zookeeper: bool = True) -> list[str]:
+    """The links a drawn network fault on ``target`` may cut: a member's link to the brokers;
+    another process's (a broker's) to the other brokers, or to ZooKeeper where there is one."""
+    return ["brokers"] if target in members or not zookeeper else ["brokers", "zookeeper"]
+
+
+def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zookeeper: bool = True) -> list[dict]:
     rng = random.Random(seed)
     targets = spec.get("targets") or consumers
     members = [t for t in targets if t.startswith("consumer-")]
@@ -43,7 +49,8 @@ def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str]) -> l
         elif kind == "crash":
             fault.update(signal=rng.choice(SIGNALS), restart_after_s=length)
         elif kind == "network":
-            link = "brokers" if target in members else rng.choice(("brokers", "zookeeper"))
+            links = network_links(target, members, zookeeper)
+            link = links[0] if len(links) == 1 else rng.choice(links)
             fault.update(duration_s=length, link=link, effect=rng.choice(NETWORK_EFFECTS))
         faults.append(fault)
     return faults

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness import versions
-from harness.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, LabError
+from harness.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_OK, LabError
 from harness.paths import default_runs_dir, lab_home
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
@@ -23,8 +24,13 @@ CLUSTER_TIERS = [["consumer", "producer"], ["coordinator"], ["broker"], ["zookee
 
 
 def _fail(e: LabError) -> None:
-    err_console.print(f"[red]error:[/] {e}")
-    sys.exit(e.exit_code)
+    _error(str(e), e.exit_code)
+
+
+def _error(message: str, exit_code: int = EXIT_BAD_INPUT) -> None:
+    # Messages quote the user's files (keys, values, paths): text, never rich markup ("[/bold]").
+    err_console.print("[red]error:[/] " + escape(message))
+    sys.exit(exit_code)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -150,7 +156,8 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
     """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
 
     Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
-    failure, 3 when the run itself broke, 130 when interrupted.
+    failure, 3 when the run itself broke or a check raised, 4 when a check could
+    not judge the run (incomplete), 130 when interrupted.
     """
     from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
     from harness.report import print_verdict
@@ -181,7 +188,7 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
     if result.verdict:
         print_verdict(console, result.verdict, result.run_dir)
     else:
-        err_console.print(f"run {result.outcome}: {result.error or ''} — no verdict; see {result.run_dir}")
+        err_console.print(escape(f"run {result.outcome}: {result.error or ''} — no verdict; see {result.run_dir}"))
     sys.exit(result.exit_code)
 
 
@@ -233,40 +240,58 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--write/--no-write", default=False, help="Rewrite verdict.json and summary.md.")
 def check(run_dir: Path, write: bool) -> None:
-    """Judge a run's history again (the oracle never needs the cluster)."""
-    from harness.report import print_verdict, summary_markdown
+    """Judge a run's history again (the oracle never needs the cluster).
+
+    Exit code 0 when every check held, 1 when one failed, 2 on bad input, 3 when a
+    check raised, 4 when a check could not judge the history (incomplete: a run that
+    never reached `phase: done`, interrupted or killed).
+    """
+    from harness.report import print_verdict, run_state_note, summary_markdown
+    from harness.runstate import read_state, write_json_atomically
     from oracle import check_history, load_history
+    from oracle.history import HistoryError
+    from oracle.verdict import CheckOptionError, resolve_checks
 
     history = run_dir / "history.jsonl"
     if not history.exists():
-        err_console.print(f"[red]error:[/] {history}: no history in this directory")
-        sys.exit(EXIT_BAD_INPUT)
-    events = load_history(history)
-    started = next((e for e in events if e["name"] == "run_started"), {})
+        _error(f"{history}: no history in this directory")
     try:
-        verdict = check_history(events, started.get("checks") or {}).to_dict()
-    except ValueError as e:
-        err_console.print(f"[red]error:[/] {history}: run_started.checks: {e}")
-        sys.exit(EXIT_BAD_INPUT)
+        events = load_history(history)
+        started = next((e for e in events if e["name"] == "run_started"), {})
+        checks = started.get("checks") or {}
+        resolve_checks(checks)  # the scenario's options, as recorded: bad ones are bad input, not a check's error
+    except HistoryError as e:
+        _error(str(e))
+    except CheckOptionError as e:
+        _error(f"{history}: run_started.checks.{e.check}: {e.reason}")
+    verdict = check_history(events, checks).to_dict()
     verdict = {"run_id": started.get("run_id"), "scenario": started.get("scenario"), "seed": started.get("seed"), **verdict}
     print_verdict(console, verdict, run_dir)
+    note = run_state_note(read_state(run_dir))
+    if note:
+        console.print(note, markup=False, soft_wrap=True)
     if write:
         (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
-        (run_dir / "verdict.json").write_text(json.dumps(verdict, indent=2) + "\n")
-    sys.exit(EXIT_OK if verdict["ok"] else EXIT_CHECK_FAILED)
+        write_json_atomically(run_dir / "verdict.json", verdict)
+    sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
 
 
 @main.command()
 def cleanup() -> None:
-    """Stop every process the lab started and left behind (also resumes paused ones)."""
+    """Stop every process the lab started and left behind (also resumes paused ones);
+    the runs whose harness died are marked `killed` in their run.json."""
     from harness.processes import cleanup_leftovers
+    from harness.runstate import read_state
 
     stopped = cleanup_leftovers(include_detached=True, include_live_owners=False)
     state_file = lab_home() / CLUSTER_STATE
     if stopped and state_file.exists():
         state_file.unlink()
     for p in stopped:
-        console.print(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}, from {p.owner})")
+        console.print(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}, from {p.owner})",
+                      markup=False)
+    for run_dir in dict.fromkeys(p.run_dir for p in stopped if p.run_dir):
+        console.print(f"run {run_dir}: {(read_state(run_dir) or {}).get('state', 'no run.json')}", markup=False)
     console.print(f"cleanup: {len(stopped)} leftover processes stopped.")
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 import yaml
 
 from harness.run import Run, RunResult
-from harness.scenario import CLASSIC, PROJECT_COORDINATOR, PROTOCOL_ASSIGNORS, load_scenario
+from harness.scenario import CLASSIC, PROJECT_COORDINATOR, PROTOCOL_ASSIGNORS, load_scenario, read_scenario_data
 from oracle import CHECK_NAMES
 
 # The line a protocol exists on (else: the scenario's own): KIP-848 needs 4.x; the ZooKeeper-era
@@ -48,13 +48,15 @@ class Entry:
         unowned = [r.get("max_unowned_ms") or 0 for r in completed]
         return {
             "protocol": self.protocol, "kafka": self.kafka, "seed": self.seed, "outcome": self.result.outcome,
-            "ok": bool(v.get("ok")), "rebalances": len(completed),
+            # a run without a verdict (interrupted, broken) has no status: it did not pass either
+            "status": v.get("status"), "ok": v.get("status") == "pass", "rebalances": len(completed),
             "rebalance_total_ms": round(sum(durations), 1), "rebalance_max_ms": round(max(durations, default=0), 1),
             "rebalance_mean_ms": round(sum(durations) / len(durations), 1) if durations else None,
             "stop_the_world_max_ms": round(max(unowned, default=0), 1),
             "duplicates": (v.get("duplicates") or {}).get("count"),
             "violations": len(v.get("violations", [])),
             "violated_checks": sorted({x["check"] for x in v.get("violations", [])}),
+            "unjudged_checks": sorted({*v.get("skipped_checks", {}), *v.get("errored_checks", {})}),
             "not_applicable": self.skipped_checks,
             "run_dir": str(self.result.run_dir),
         }
@@ -80,8 +82,8 @@ def variant(base: dict, protocol: str) -> tuple[dict, dict[str, str]]:
 
 def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
             report: Callable[[str], None]) -> tuple[Path, list[Entry]]:
-    base = yaml.safe_load(Path(scenario_file).read_text())
     load_scenario(scenario_file)  # the base itself must be valid
+    base = read_scenario_data(scenario_file)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = runs_dir / f"compare-{stamp}-{base['name']}"
     out.mkdir(parents=True)

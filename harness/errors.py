@@ -2,15 +2,20 @@
 
 Exit codes are part of the interface that CI scripts rely on:
 0 every check held, 1 a check failed, 2 bad input or setup failure,
-3 the run itself broke (cluster never became ready, a process died unexpectedly),
-130 interrupted by Ctrl-C.
+3 the run itself broke (cluster never became ready, a process died unexpectedly)
+or a check raised, 4 incomplete: no violation, but a check could not judge the
+history (the run ended before `phase: done`), 130 interrupted by Ctrl-C.
 """
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_RUN_ERROR = 3
+EXIT_INCOMPLETE = 4
 EXIT_INTERRUPTED = 130
+
+# A verdict's status (oracle.verdict.Verdict.status) -> the exit code that reports it.
+EXIT_FOR_VERDICT = {"pass": EXIT_OK, "fail": EXIT_CHECK_FAILED, "error": EXIT_RUN_ERROR, "incomplete": EXIT_INCOMPLETE}
 
 
 class LabError(Exception):

@@ -5,8 +5,9 @@ never sees the terminal's Ctrl-C: teardown is ours to order), and registered as 
 small JSON file under ``registry_dir()``: pid, the kernel's start time for that
 pid (so a recycled pid is never mistaken for ours), the owning harness, and what
 it is. ``cleanup_leftovers`` reads those files after a harness died without
-tearing down, resumes anything a pause fault left stopped, and kills the group.
-Nothing is ever killed by name.
+tearing down, resumes anything a pause fault left stopped, kills the group, and
+marks the dead harness's run ``killed`` (harness.runstate). Nothing is ever killed
+by name.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.paths import registry_dir
+from harness.runstate import mark_killed, run_of
 
 
 def _proc_start_time(pid: int) -> int | None:
@@ -202,6 +204,12 @@ class Leftover:
     owner: str
     stopped: bool
     registration: Path
+    owner_alive: bool = False
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run this process was started for, if a run's harness started it."""
+        return run_of(self.owner)
 
 
 def registered(include_live_owners: bool = True) -> list[Leftover]:
@@ -220,12 +228,14 @@ def registered(include_live_owners: bool = True) -> list[Leftover]:
         if owner_alive and not include_live_owners:
             continue
         found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),
-                              process_state(entry["pid"]) == "T", path))
+                              process_state(entry["pid"]) == "T", path, owner_alive))
     return found
 
 
-def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool = False) -> list[Leftover]:
-    """Stop registered processes whose harness is gone (or all of them, if asked).
+def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool = False,
+                      by: str = "rebalance-lab cleanup") -> list[Leftover]:
+    """Stop registered processes whose harness is gone (or all of them, if asked), and mark
+    the runs of dead harnesses ``killed`` (``by`` says who cleaned up, in their run.json).
 
     A detached cluster (``cluster up``) has no living owner by design; the automatic
     cleanup at the start of a run leaves it alone, ``rebalance-lab cleanup`` does not.
@@ -242,6 +252,12 @@ def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool =
         while Path(f"/proc/{p.pid}").exists() and process_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
             time.sleep(0.05)
         p.registration.unlink(missing_ok=True)
+    runs: dict[Path, list[dict]] = {}
+    for p in victims:
+        if p.run_dir and not p.owner_alive:  # a live harness writes its own run's final state
+            runs.setdefault(p.run_dir, []).append({"process": p.name, "role": p.role, "pid": p.pid, "paused": p.stopped})
+    for run_dir, stopped in runs.items():
+        mark_killed(run_dir, by, stopped)
     return victims
 
 

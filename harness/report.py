@@ -5,7 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from oracle.verdict import headline
+
+_COLOUR = {"pass": "green", "fail": "red", "error": "red", "incomplete": "yellow"}
+
+
+def _headline(verdict: dict) -> str:
+    """'0 violations, 3 findings — no-loss, convergence skipped (…)' (after the status word)."""
+    return headline(len(verdict["violations"]), len(verdict["findings"]),
+                    verdict.get("skipped_checks") or {}, verdict.get("errored_checks") or {})
 
 
 def _ms(value) -> str:
@@ -16,14 +27,23 @@ def _ms(value) -> str:
 
 def _rebalance_rows(verdict: dict) -> list[tuple[str, ...]]:
     return [
-        (str(r["generation"]), r["status"], _ms(r["duration_ms"]), _ms(r.get("coordinator_ms")),
-         _ms(r.get("join_ms")), _ms(r.get("sync_ms")), _ms(r.get("max_unowned_ms")),
+        (str(r["generation"]), r["status"], _ms(r.get("stabilized_ms")), _ms(r.get("coordinator_ms")),
+         _ms(r["duration_ms"]), _ms(r.get("join_ms")), _ms(r.get("sync_ms")), _ms(r.get("max_unowned_ms")),
          str(r.get("partitions_moved", "")), r.get("trigger") or "")
         for r in verdict["rebalances"]
     ]
 
 
-_REBALANCE_HEADERS = ("gen", "status", "duration", "broker's view", "join", "sync", "max unowned", "moved", "trigger")
+# Like with like: "stabilized" (the last JoinGroup answer) beside the coordinator's own Preparing → Stabilized;
+# "assigned" (the last member has its partitions: the group works again) is the rebalance's duration.
+_REBALANCE_HEADERS = ("gen", "status", "stabilized", "broker's view", "assigned", "join", "sync", "max unowned",
+                      "moved", "trigger")
+
+
+def _checks_and_measurements(verdict: dict) -> list[tuple[str, dict]]:
+    """The checks, then any always-on measurement that raised (rebalances, duplicates, stats)."""
+    return [*verdict["checks"].items(),
+            *((f"{name} measurement", m) for name, m in (verdict.get("measurements") or {}).items())]
 
 
 def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) -> None:
@@ -31,37 +51,62 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
     for h in _REBALANCE_HEADERS:
         table.add_column(h, overflow="fold")
     for row in _rebalance_rows(verdict):
-        table.add_row(*row)
+        table.add_row(*map(escape, row))  # member names, triggers: text, never markup
     console.print(table)
 
     checks = Table(title="Checks", title_justify="left")
     for h in ("check", "status", "violations", "findings", "note"):
         checks.add_column(h, overflow="fold")
-    for name, c in verdict["checks"].items():
-        colour = {"passed": "green", "failed": "red"}.get(c["status"], "yellow")
-        checks.add_row(name, f"[{colour}]{c['status']}[/]", str(c["violations"]), str(c["findings"]), c.get("reason", ""))
+    for name, c in _checks_and_measurements(verdict):
+        colour = {"passed": "green", "failed": "red", "error": "red"}.get(c["status"], "yellow")
+        checks.add_row(name, f"[{colour}]{c['status']}[/]", str(c["violations"]), str(c["findings"]),
+                       escape(c.get("reason", "")))
     console.print(checks)
 
     d = verdict["duplicates"]
     console.print(f"duplicates: {d['count']} re-delivered records ({d['explained']} explained by uncommitted "
                   f"progress at revocation, {d['unexplained']} unexplained)")
+    for name, c in _checks_and_measurements(verdict):
+        if c["status"] == "error":  # where it raised; the whole traceback is in verdict.json
+            console.print("[red]error[/] " + escape(f"[{name}] {c['reason']}{_raised_at(c)}"), highlight=False)
     for heading, colour in (("violations", "red"), ("findings", "yellow")):
         for a in verdict[heading]:
-            console.print(f"[{colour}]{heading[:-1]}[/] [{a['check']}/{a['kind']}] {a['message']}", highlight=False)
-    outcome = "[green]PASS[/]" if verdict["ok"] else "[red]FAIL[/]"
-    console.print(f"{outcome}: {len(verdict['violations'])} violations, {len(verdict['findings'])} findings"
-                  + (f" — {run_dir}" if run_dir else ""))
+            console.print(f"[{colour}]{heading[:-1]}[/] " + escape(f"[{a['check']}/{a['kind']}] {a['message']}"),
+                          highlight=False)
+    status = verdict["status"]
+    console.print(f"[{_COLOUR[status]}]{status.upper()}[/]: " + escape(_headline(verdict))
+                  + (f" — {escape(str(run_dir))}" if run_dir else ""), highlight=False, soft_wrap=True)  # one greppable line
+
+
+def _raised_at(result: dict) -> str:
+    frames = [line.strip() for line in result["detail"].get("traceback", "").splitlines() if line.startswith("  File ")]
+    return f", at {frames[-1].removeprefix('File ')}" if frames else ""
+
+
+def run_state_note(state: dict | None) -> str | None:
+    """What run.json says of a run that did not complete (None for a completed one)."""
+    if not state or state.get("state") == "completed":
+        return None
+    if state.get("state") == "killed":
+        killed = state.get("killed") or {}
+        return (f"run.json: killed — its harness died without tearing down; {killed.get('by', '?')} stopped "
+                f"{len(killed.get('processes', []))} of its processes at {killed.get('stopped_at', '?')}")
+    if state.get("state") == "running":
+        return "run.json: running — its harness is still at work, or died and `rebalance-lab cleanup` has not run yet"
+    return f"run.json: {state.get('state')}" + (f" ({state['error']})" if state.get("error") else "")
 
 
 def summary_markdown(verdict: dict, run_dir: Path) -> str:
     s = verdict["stats"]
     lines = [
-        f"# {verdict.get('scenario', s.get('scenario'))} — {'PASS' if verdict['ok'] else 'FAIL'}",
+        f"# {verdict.get('scenario', s.get('scenario'))} — {verdict['status'].upper()}",
         "",
-        f"Run `{run_dir.name}`, seed {verdict.get('seed')}, protocol {s.get('protocol')}. "
-        f"{s['acked']} records acknowledged, {s['consumed']} consumed ({s['deliveries']} deliveries); "
-        f"commits: {s['commits']['ok']} accepted, {sum(s['commits']['failed'].values())} rejected "
-        f"{s['commits']['failed'] or ''}.",
+        f"**{verdict['status'].upper()}**: {_headline(verdict)}",
+        "",
+        f"Run `{run_dir.name}`, seed {verdict.get('seed')}, protocol {s.get('protocol')}. " + (
+            f"{s['acked']} records acknowledged, {s['consumed']} consumed ({s['deliveries']} deliveries); "
+            f"commits: {s['commits']['ok']} accepted, {sum(s['commits']['failed'].values())} rejected "
+            f"{s['commits']['failed'] or ''}." if "acked" in s else "(no statistics: their measurement raised)"),
         "",
         "## Checks",
         "",
@@ -69,7 +114,7 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
         "|---|---|---|---|",
     ]
     lines += [f"| {n} | {c['status']}{' — ' + c['reason'] if c.get('reason') else ''} | {c['violations']} | {c['findings']} |"
-              for n, c in verdict["checks"].items()]
+              for n, c in _checks_and_measurements(verdict)]
     lines += ["", "## Rebalances", "", "| " + " | ".join(_REBALANCE_HEADERS) + " |",
               "|" + "---|" * len(_REBALANCE_HEADERS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rebalance_rows(verdict)]
@@ -101,7 +146,12 @@ def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
     table.add_column("result", overflow="fold")
     for r in rows:
         cells = [_ms(r[k]) if k.endswith("_ms") else str(r[k] if r[k] is not None else "—") for _, k in _COMPARISON]
-        result = "[green]PASS[/]" if r["ok"] else f"[red]FAIL[/] {', '.join(r['violated_checks']) or r['outcome']}"
+        status = r["status"]
+        if status is None:  # no verdict: the run itself was interrupted or broke
+            result = f"[red]{r['outcome'].upper()}[/]"
+        else:
+            which = r["violated_checks"] if status == "fail" else r["unjudged_checks"]
+            result = f"[{_COLOUR[status]}]{status.upper()}[/] {', '.join(which)}".rstrip()
         if r["not_applicable"]:
             result += f" (n/a: {', '.join(r['not_applicable'])})"
         table.add_row(*cells, result)

@@ -3,20 +3,22 @@
 The run directory is the product of a run::
 
     runs/<id>/scenario.yaml     the scenario exactly as given
-    runs/<id>/run.json          state: running | completed | interrupted | error (+ timings)
+    runs/<id>/run.json          state: running | completed | interrupted | error (+ timings, the verdict's status),
+                                or killed: the harness died and `cleanup` stopped what it left (harness.runstate)
     runs/<id>/history.jsonl     every event (docs/history.md)
     runs/<id>/cluster/          configs, data and logs of ZooKeeper, brokers, Toxiproxy
     runs/<id>/logs/             stdout of producer and consumers
-    runs/<id>/verdict.json      the oracle's verdict (written last, only for a completed run)
     runs/<id>/summary.md        the verdict for people
+    runs/<id>/verdict.json      the oracle's verdict (written last, only for a completed run that was judged)
+    runs/<id>/harness-error.txt the traceback of a bug of ours, if one happened
 
 A run directory without ``verdict.json`` is not a finished run, whatever else it holds.
+``run.json`` always reaches a final state, whatever the run, its teardown or the oracle did.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import sys
@@ -32,10 +34,11 @@ from faults.schedule import FaultScheduler
 from harness import report as reporting
 from harness.brokerlog import coordinator_events
 from harness.cluster.local import ClusterSpec, LocalCluster, ProjectCoordinator, TopicSpec
-from harness.errors import EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError
+from harness.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
 from harness.history import HistoryWriter, now
 from harness.observe import ObserverSpec, ObserverStatus, spec_json
 from harness.processes import Supervisor, cleanup_leftovers, process_state
+from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import PROJECT_COORDINATOR, Scenario
 from harness.targets import RunTargets
 from harness.workload import WorkloadProcesses
@@ -44,8 +47,15 @@ from oracle import check_history, load_history
 Report = Callable[[str], None]
 
 
-class Interrupted(Exception):
-    """Ctrl-C, SIGTERM or SIGHUP to the harness: stop the run, tear everything down."""
+class Interrupted(BaseException):
+    """Ctrl-C, SIGTERM or SIGHUP to the harness: stop the run, tear everything down.
+
+    Not an Exception, like KeyboardInterrupt: no ``except Exception`` on its way up (a retry
+    loop, the oracle's guard around each check) may take it for an error and carry on.
+    """
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass
@@ -61,7 +71,7 @@ class RunResult:
             return EXIT_INTERRUPTED
         if self.outcome != "completed" or self.verdict is None:
             return EXIT_RUN_ERROR
-        return EXIT_OK if self.verdict["ok"] else EXIT_CHECK_FAILED
+        return EXIT_FOR_VERDICT[self.verdict["status"]]
 
 
 def new_run_dir(runs_dir: Path, scenario: Scenario) -> Path:
@@ -75,12 +85,6 @@ def new_run_dir(runs_dir: Path, scenario: Scenario) -> Path:
     return path
 
 
-def _write_json_atomically(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    os.replace(tmp, path)
-
-
 class Run:
     def __init__(self, scenario: Scenario, scenario_path: Path, runs_dir: Path, report: Report,
                  progress: Callable[[str, float, float], None] | None = None):
@@ -92,7 +96,7 @@ class Run:
         self.history_path = self.run_dir / "history.jsonl"
         self.history = HistoryWriter(self.history_path, "harness")
         self.timings: dict[str, float] = {}
-        self.supervisor = Supervisor(owner=f"run:{self.run_dir}", on_start=self._on_start, on_exit=self._on_exit)
+        self.supervisor = Supervisor(owner=run_owner(self.run_dir), on_start=self._on_start, on_exit=self._on_exit)
         self.cluster: LocalCluster | None = None
         self.scheduler: FaultScheduler | None = None
         self.schedule = scenario.schedule()
@@ -111,7 +115,7 @@ class Run:
         self.report(f"phase: {phase}" + (f" ({fields['reason']})" if fields.get("reason") else ""))
 
     def _state(self, state: str, **extra) -> None:
-        _write_json_atomically(self.run_dir / "run.json", {
+        write_json_atomically(self.run_dir / RUN_STATE, {
             "state": state, "scenario": self.scenario.name, "seed": self.scenario.seed,
             "run_dir": str(self.run_dir), **extra})
 
@@ -121,8 +125,36 @@ class Run:
         shutil.copyfile(self.scenario_path, self.run_dir / "scenario.yaml")
         (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
         self._state("running", started=datetime.now(timezone.utc).isoformat())
+        outcome, error, verdict, summary = "error", None, None, ""
+        previous = {s: signal.signal(s, _raise_interrupted) for s in _STOP_SIGNALS}
+        try:
+            outcome, error = self._run()
+            if outcome == "completed":
+                verdict = self._judge()
+                summary = reporting.summary_markdown(verdict, self.run_dir)
+        except (KeyboardInterrupt, Interrupted):  # while judging: the history is whole, `check` can judge it
+            outcome, error = "interrupted", f"interrupted while judging; `rebalance-lab check {self.run_dir}` judges it"
+            self.report(error)
+        except Exception as e:  # a check that raises is in the verdict already: this is a bug around the oracle
+            outcome, error, verdict = "error", self._harness_bug(e, "judging"), None
+        finally:
+            # The run's last words must not be cut short by a second Ctrl-C.
+            for s in previous:
+                signal.signal(s, signal.SIG_IGN)
+            try:
+                self._state(outcome, error=error, **({"verdict": verdict["status"]} if verdict else {}),
+                            phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()})
+                if verdict:
+                    (self.run_dir / "summary.md").write_text(summary)
+                    write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: the run is judged
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+        return RunResult(self.run_dir, outcome, verdict, error)
+
+    def _run(self) -> tuple[str, str | None]:
+        """The run's phases, then its teardown whatever happened in them: (outcome, error)."""
         outcome, error = "error", None
-        previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             self._run_phases()
             outcome = "completed"
@@ -132,29 +164,35 @@ class Run:
         except LabError as e:
             error = str(e)
             self.report(f"run failed: {e}")
-        except Exception as e:  # a bug of ours: keep the traceback with the run, not on the terminal
-            error = f"{type(e).__name__}: {e} (traceback in harness-error.txt)"
-            (self.run_dir / "harness-error.txt").write_text(traceback.format_exc())
-            self.report(f"run failed: {error}")
+        except Exception as e:
+            error = self._harness_bug(e, "the run")
         finally:
             # A second Ctrl-C must not cut the teardown short and leave processes behind.
-            for s in previous:
-                signal.signal(s, signal.SIG_IGN)
+            previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
             try:
-                self._teardown()
+                try:
+                    self._teardown()
+                except Exception as e:
+                    outcome, error = "error", self._harness_bug(e, "teardown")
+                self.history.emit("run_finished", outcome=outcome, **({"error": error} if error else {}))
             finally:
                 for s, handler in previous.items():
                     signal.signal(s, handler)
-            self.history.emit("run_finished", outcome=outcome, **({"error": error} if error else {}))
-        verdict = None
-        if outcome == "completed":
-            verdict = self._judge()
-        self._state(outcome, error=error, phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()})
-        return RunResult(self.run_dir, outcome, verdict, error)
+        return outcome, error
+
+    def _harness_bug(self, e: Exception, during: str) -> str:
+        """A bug of ours: the traceback stays with the run (harness-error.txt), not on the terminal."""
+        with open(self.run_dir / "harness-error.txt", "a") as f:
+            f.write(f"during {during}:\n{traceback.format_exc()}\n")
+        error = f"{type(e).__name__} during {during}: {e} (traceback in harness-error.txt)"
+        self.report(f"run failed: {error}")
+        return error
 
     def _run_phases(self) -> None:
         s = self.scenario
-        cleanup_leftovers(include_detached=False)  # processes of harnesses that died without teardown
+        # Processes of harnesses that died without teardown (their runs are marked killed).
+        for p in cleanup_leftovers(include_detached=False, by=f"the start of run {self.run_dir.name}"):
+            self.report(f"stopped {p.name} (pid {p.pid}), left behind by {p.owner}")
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()
@@ -282,15 +320,12 @@ class Run:
             log = self.cluster.workdir / "logs" / f"{broker}.log"
             writer = HistoryWriter(self.history_path, broker)
             for ts, name, fields in coordinator_events(log, broker, self.scenario.workload.group):
-                writer.emit(name, ts=ts, mono_ms=ts - offset, **fields)
+                writer.emit(name, ts=ts, mono_ms=ts - offset, clock="broker-log", **fields)
             writer.close()
 
     def _judge(self) -> dict:
         verdict = check_history(load_history(self.history_path), self.scenario.checks or {}).to_dict()
-        verdict = {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
-        (self.run_dir / "summary.md").write_text(reporting.summary_markdown(verdict, self.run_dir))
-        _write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: marks the run complete
-        return verdict
+        return {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
 
 
 def _stable_for(observer: ObserverStatus, seconds: float) -> Callable[[], bool]:

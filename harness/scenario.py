@@ -2,10 +2,17 @@
 
 Validated with pydantic before anything starts. Every problem is reported as
 ``FILE: key.path: reason`` (a ScenarioError, exit code 2), all of them at once.
+
+What a scenario may hold is bounded (docs/inputs.md): a file of at most
+1 MiB of UTF-8 YAML (a byte order mark is fine), no YAML tags, at most 20 levels deep
+and 50,000 values once aliases are expanded; every number has a range (at most 100
+topics of 1000 partitions, 64 consumers, 1000 faults, a day of run time), no NaN or
+infinity; broker settings the harness owns cannot be overridden.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -16,20 +23,53 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from harness import versions
 from harness.errors import ScenarioError
 from oracle import CHECK_NAMES
-from oracle.verdict import resolve_checks
+from oracle.verdict import CheckOptionError, resolve_checks
 
 Scalar = Union[str, int, float, bool]
+DAY_S = 86_400  # the longest run, and so the longest anything in it can last
+DAY_MS = DAY_S * 1000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _config_problems(config: dict, key: str) -> list[str]:
+    """Settings are written one per line into server.properties (or sent to the AdminClient):
+    a name is a Kafka config name, a value one line (a newline or a trailing backslash would
+    smuggle in, or swallow, the next setting)."""
+    problems = []
+    for name, value in config.items():
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,255}", name):
+            problems.append(f"{key}: {name!r} is not a Kafka config name")
+        elif isinstance(value, str) and (re.search(r"[\r\n\x00]", value) or value.endswith("\\")):
+            problems.append(f"{key}.{name}: a value is one line (no line breaks, no trailing backslash)")
+    return problems
 
 
 class Topic(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")]
     partitions: Annotated[int, Field(ge=1, le=1000)]
-    replication_factor: Annotated[int | None, Field(ge=1)] = None
+    replication_factor: Annotated[int | None, Field(ge=1, le=9)] = None
     config: dict[str, Scalar] = {}
+
+    @model_validator(mode="after")
+    def _one_setting_a_line(self):
+        problems = _config_problems(self.config, "config")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+
+# Broker settings the harness derives for every broker: its listeners (one per lane, each
+# advertised at that lane's proxy, so a network fault cuts exactly one member's traffic),
+# node ids, log directories, its ZooKeeper or KRaft quorum. Overridden, the proxies would
+# be bypassed (a "partition" that cuts nothing) or the brokers pointed at another cluster.
+HARNESS_BROKER_SETTINGS = frozenset({
+    "listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
+    "control.plane.listener.name", "controller.listener.names", "zookeeper.connect", "log.dirs", "log.dir",
+    "node.id", "broker.id", "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+})
 
 
 class Cluster(_Strict):
@@ -38,6 +78,21 @@ class Cluster(_Strict):
     brokers: Annotated[int, Field(ge=1, le=9)] = 3
     zookeeper_nodes: Literal[1, 3] = 1
     broker_config: dict[str, Scalar] = {}
+
+    @model_validator(mode="after")
+    def _harness_settings_stay(self):
+        problems = _config_problems(self.broker_config, "broker_config")
+        problems += [f"broker_config.{key}: the harness sets this for every broker (listeners, ids, log "
+                     f"directories and the quorum are its own: network faults act through those listeners)"
+                     for key in self.broker_config if key in HARNESS_BROKER_SETTINGS]
+        timeout = self.broker_config.get("zookeeper.session.timeout.ms")
+        whole = type(timeout) is int or (type(timeout) is str and timeout.isascii() and timeout.isdigit())
+        if timeout is not None and not (whole and 1000 <= int(timeout) <= 600_000):
+            problems.append("broker_config.zookeeper.session.timeout.ms: the harness times ZooKeeper faults by it: "
+                            "a whole number of milliseconds, 1000..600000")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
 
     @property
     def zookeeper_mode(self) -> bool:
@@ -69,37 +124,60 @@ PROTOCOL_ASSIGNORS.update({protocol: ("range", "roundrobin") for protocol in PRO
 class ZkEagerSettings(_Strict):
     """The Kafka 0.8 high-level consumer's rebalance settings (seed 000)."""
 
-    rebalance_max_retries: Annotated[int, Field(ge=1)] = 4
-    rebalance_backoff_ms: Annotated[int, Field(ge=0)] = 2000
-    zookeeper_session_timeout_ms: Annotated[int, Field(ge=1000)] = 6000
+    rebalance_max_retries: Annotated[int, Field(ge=1, le=100)] = 4
+    rebalance_backoff_ms: Annotated[int, Field(ge=0, le=600_000)] = 2000
+    zookeeper_session_timeout_ms: Annotated[int, Field(ge=1000, le=600_000)] = 6000
 
 
 class CoordinatorSettings(_Strict):
     """The project's coordinator service, for the ``coordinator-v*`` protocols."""
 
     instances: Annotated[int, Field(ge=1, le=3)] = 1  # more than one: leader election, failover
-    initial_rebalance_delay_ms: Annotated[int, Field(ge=0)] = 3000  # v3 only (KIP-134)
-    zookeeper_session_timeout_ms: Annotated[int, Field(ge=2000)] = 6000
+    initial_rebalance_delay_ms: Annotated[int, Field(ge=0, le=600_000)] = 3000  # v3 only (KIP-134)
+    zookeeper_session_timeout_ms: Annotated[int, Field(ge=2000, le=600_000)] = 6000
+
+
+class ConsumeUnassignedHook(_Strict):
+    """Test-only: ``member`` also reads ``partition`` through a second handle as long as the group
+    has never assigned it to that member — a non-owner consuming (workloads/consumer.py)."""
+
+    member: Annotated[str, Field(pattern=r"^consumer-[1-9][0-9]*$")]
+    partition: Annotated[int, Field(ge=0, le=999)]
+    topic: str | None = None  # default: the produced topic
+
+
+class SigtermAfterJoinHook(_Strict):
+    """Test-only: ``member`` sends itself SIGTERM right after it sent its ``join``-th JoinGroup."""
+
+    member: Annotated[str, Field(pattern=r"^consumer-[1-9][0-9]*$")]
+    join: Annotated[int, Field(ge=1, le=1000)]
+
+
+class DriverTestHooks(_Strict):
+    """Test-only switches of the librdkafka driver, for tests of the oracle on real runs; off unless given."""
+
+    consume_unassigned: ConsumeUnassignedHook | None = None
+    sigterm_after_join: SigtermAfterJoinHook | None = None
 
 
 class Workload(_Strict):
-    group: Annotated[str, Field(min_length=1)] = "rebalance-lab"
+    group: Annotated[str, Field(min_length=1, max_length=255)] = "rebalance-lab"
     protocol: Literal[tuple(PROTOCOL_ASSIGNORS)] = "classic-eager"  # type: ignore[valid-type]
     assignor: Literal["range", "roundrobin", "cooperative-sticky", "uniform"] | None = None
     driver: Literal["librdkafka", "java"] = "librdkafka"  # java: Kafka's own VerifiableConsumer
     zk_eager: ZkEagerSettings = ZkEagerSettings()
     coordinator: CoordinatorSettings = CoordinatorSettings()
     consumers: Annotated[int, Field(ge=0, le=64)] = 3
-    topics: list[str] | None = None  # default: every topic of the scenario
-    topic_pattern: str | None = None  # a regex subscription instead, e.g. "^events.*"
+    topics: Annotated[list[str] | None, Field(max_length=100)] = None  # default: every topic of the scenario
+    topic_pattern: Annotated[str | None, Field(max_length=1000)] = None  # a regex subscription instead, e.g. "^events.*"
     commit: Literal["sync", "auto", "before-processing"] = "sync"
-    auto_commit_interval_ms: Annotated[int, Field(ge=100)] = 1000
+    auto_commit_interval_ms: Annotated[int, Field(ge=100, le=DAY_MS)] = 1000
     processing_ms: Annotated[float, Field(ge=0, le=60_000, description="per record")] = 0
     session_timeout_ms: Annotated[int, Field(ge=1000, le=300_000)] = 6000
-    heartbeat_interval_ms: Annotated[int, Field(ge=100)] = 1000
-    max_poll_interval_ms: Annotated[int, Field(ge=1000)] = 300_000
+    heartbeat_interval_ms: Annotated[int, Field(ge=100, le=300_000)] = 1000
+    max_poll_interval_ms: Annotated[int, Field(ge=1000, le=DAY_MS)] = 300_000
     # How soon members notice new partitions and topics (librdkafka's default is 5 minutes).
-    metadata_refresh_ms: Annotated[int, Field(ge=1000)] = 5000
+    metadata_refresh_ms: Annotated[int, Field(ge=1000, le=3_600_000)] = 5000
     # The fault schedule's clock starts once the group the workload started has formed
     # (every initial member in a stable group covering all partitions): a slow start —
     # a JVM on a busy machine — must not let a fault hit a member that has not joined yet.
@@ -107,6 +185,19 @@ class Workload(_Strict):
     warmup: Literal["group-formed", "none"] = "group-formed"
     warmup_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
     producer: Producer = Producer()
+    test_hooks: DriverTestHooks | None = None  # test-only (docs/history.md, "Test hooks")
+
+    @model_validator(mode="after")
+    def _test_hooks_fit_the_driver(self):
+        hooks = self.test_hooks or DriverTestHooks()
+        if hooks != DriverTestHooks() and self.driver != "librdkafka":
+            raise ValueError("test_hooks: only the librdkafka driver has them")
+        if hooks.consume_unassigned and self.protocol not in (*CLASSIC, "consumer"):
+            raise ValueError(f"test_hooks.consume_unassigned: the {self.protocol} driver does not have it")
+        if hooks.sigterm_after_join and self.protocol not in CLASSIC:
+            raise ValueError(f"test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
+                             f"through librdkafka (classic protocols only)")
+        return self
 
     @model_validator(mode="after")
     def _coherent(self):
@@ -125,7 +216,7 @@ class Workload(_Strict):
                 raise ValueError("topic_pattern: a pattern subscription starts with '^' (librdkafka's rule)")
             try:
                 re.compile(self.topic_pattern)
-            except re.error as e:
+            except (re.error, OverflowError, RecursionError) as e:  # a repeat count beyond 2**32: OverflowError
                 raise ValueError(f"topic_pattern: not a regular expression: {e}") from None
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms: must be below session_timeout_ms")
@@ -144,7 +235,7 @@ COORDINATOR = "coordinator"  # a fault target resolved when injected: the group'
 
 
 class _FaultBase(_Strict):
-    at_s: Annotated[float, Field(ge=0)]
+    at_s: Annotated[float, Field(ge=0, le=DAY_S)]
 
 
 class _TargetedFault(_FaultBase):
@@ -155,7 +246,7 @@ class PauseFault(_TargetedFault):
     """SIGSTOP, then SIGCONT after ``duration_s``: a stop-the-world GC pause."""
 
     kind: Literal["pause"]
-    duration_s: Annotated[float, Field(gt=0)]
+    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
 
 
 class CrashFault(_TargetedFault):
@@ -163,7 +254,7 @@ class CrashFault(_TargetedFault):
 
     kind: Literal["crash"]
     signal: Literal["SIGKILL", "SIGTERM"] = "SIGKILL"
-    restart_after_s: Annotated[float | None, Field(gt=0)] = None
+    restart_after_s: Annotated[float | None, Field(gt=0, le=DAY_S)] = None
 
 
 class NetworkFault(_TargetedFault):
@@ -175,12 +266,12 @@ class NetworkFault(_TargetedFault):
     """
 
     kind: Literal["network"]
-    duration_s: Annotated[float, Field(gt=0)]
+    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
     link: str = "brokers"
     effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"
-    latency_ms: Annotated[int, Field(ge=0)] = 500
-    jitter_ms: Annotated[int, Field(ge=0)] = 0
-    rate_kbps: Annotated[int, Field(ge=1)] = 64
+    latency_ms: Annotated[int, Field(ge=0, le=600_000)] = 500
+    jitter_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
+    rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 64
 
 
 class ZkSessionExpiryFault(_TargetedFault):
@@ -195,7 +286,7 @@ class PollStallFault(_TargetedFault):
     """The member keeps heartbeating (librdkafka's thread) but does not poll: slow processing."""
 
     kind: Literal["poll-stall"]
-    duration_s: Annotated[float, Field(gt=0)]
+    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
 
 
 class RollingRestartFault(_FaultBase):
@@ -203,10 +294,10 @@ class RollingRestartFault(_FaultBase):
     consumers (with static membership when the protocol is classic-static)."""
 
     kind: Literal["rolling-restart"]
-    targets: Union[Literal["brokers", "consumers"], list[str]]
+    targets: Union[Literal["brokers", "consumers"], Annotated[list[str], Field(min_length=1, max_length=100)]]
     signal: Literal["SIGKILL", "SIGTERM"] = "SIGTERM"
-    down_s: Annotated[float, Field(ge=0)] = 2
-    interval_s: Annotated[float, Field(ge=0)] = 10
+    down_s: Annotated[float, Field(ge=0, le=DAY_S)] = 2
+    interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
 
 
 class JoinStormFault(_FaultBase):
@@ -242,6 +333,7 @@ FAULT_MODELS = (PauseFault, CrashFault, NetworkFault, ZkSessionExpiryFault, Poll
 Fault = Annotated[Union[FAULT_MODELS], Field(discriminator="kind")]  # type: ignore[valid-type]
 FAULT_KINDS = tuple(m.model_fields["kind"].annotation.__args__[0] for m in FAULT_MODELS)
 RANDOM_KINDS = ("pause", "crash", "network", "poll-stall")
+_FAULT = TypeAdapter(Fault)
 
 
 class RandomFaults(_Strict):
@@ -249,26 +341,26 @@ class RandomFaults(_Strict):
     The same seed always gives the same schedule (``rebalance-lab schedule`` prints it)."""
 
     count: Annotated[int, Field(ge=1, le=1000)]
-    kinds: list[Literal[RANDOM_KINDS]] = ["pause", "crash", "network"]  # type: ignore[valid-type]
-    targets: list[str] | None = None  # default: every consumer
-    start_s: Annotated[float, Field(ge=0)] = 5
-    end_s: Annotated[float | None, Field(gt=0)] = None  # default: duration_s - 5
-    duration_s: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] = (2.0, 15.0)
+    kinds: Annotated[list[Literal[RANDOM_KINDS]], Field(min_length=1)] = ["pause", "crash", "network"]  # type: ignore[valid-type]
+    targets: Annotated[list[str] | None, Field(max_length=100)] = None  # default (or empty): every consumer
+    start_s: Annotated[float, Field(ge=0, le=DAY_S)] = 5
+    end_s: Annotated[float | None, Field(gt=0, le=DAY_S)] = None  # default: duration_s - 5
+    duration_s: tuple[Annotated[float, Field(gt=0, le=DAY_S)], Annotated[float, Field(gt=0, le=DAY_S)]] = (2.0, 15.0)
 
 class Recovery(_Strict):
-    timeout_s: Annotated[float, Field(gt=0)] = 120
-    stable_for_s: Annotated[float, Field(ge=0)] = 3
+    timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = 120
+    stable_for_s: Annotated[float, Field(ge=0, le=3600)] = 3
 
 
 class Scenario(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,80}$")]
     description: str = ""
-    seed: int = 0
-    duration_s: Annotated[float, Field(gt=0, le=86_400)]
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
+    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
     cluster: Cluster = Cluster()
-    topics: Annotated[list[Topic], Field(min_length=1)]
+    topics: Annotated[list[Topic], Field(min_length=1, max_length=100)]
     workload: Workload = Workload()
-    faults: list[Fault] = []
+    faults: Annotated[list[Fault], Field(max_length=1000)] = []
     random_faults: RandomFaults | None = None
     checks: dict[str, dict | None] | None = None  # None: every check with its defaults
     recovery: Recovery = Recovery()
@@ -298,19 +390,22 @@ class Scenario(_Strict):
                 problems.append("workload.commit: the java driver (VerifiableConsumer) cannot commit before processing")
             problems += [f"faults.{i}.kind: the java driver (VerifiableConsumer) cannot stall its poll loop"
                          for i, f in enumerate(self.faults) if isinstance(f, PollStallFault)]
+        members, targets = self.member_slots(), self.fault_targets()  # once: each is a pass over the faults
         for i, f in enumerate(self.faults):
-            problems += [f"faults.{i}.{key}: {reason}" for key, reason in self._fault_problems(f, set(topic_names))]
+            problems += [f"faults.{i}.{key}: {reason}"
+                         for key, reason in self._fault_problems(f, set(topic_names), members, targets)]
             topic_names += [f.topic] if isinstance(f, CreateTopicFault) else []
         if self.random_faults:
-            problems += [f"random_faults.{p}" for p in self._random_problems()]
+            problems += [f"random_faults.{p}" for p in self._random_problems(members, targets)]
+        problems += self._test_hook_problems(members)
         for name, options in (self.checks or {}).items():
             if name not in CHECK_NAMES:
                 problems.append(f"checks.{name}: unknown check (known: {', '.join(CHECK_NAMES)})")
                 continue
             try:
                 resolve_checks({name: options})
-            except ValueError as e:
-                problems.append(f"checks.{name}: {e}")
+            except CheckOptionError as e:
+                problems.append(f"checks.{name}: {e.reason}")
         for t in self.topics:
             if (t.replication_factor or 0) > self.cluster.brokers:
                 problems.append(f"topics.{t.name}.replication_factor: {t.replication_factor} exceeds the "
@@ -318,6 +413,25 @@ class Scenario(_Strict):
         if problems:
             raise ValueError("\n".join(problems))  # one per line: a reason may itself contain "; "
         return self
+
+    def _test_hook_problems(self, members: list[str]) -> list[str]:
+        """A test hook names a member the run starts and, to read, a partition that exists."""
+        hooks, problems = self.workload.test_hooks, []
+        for key in ("consume_unassigned", "sigterm_after_join"):
+            hook = getattr(hooks, key, None) if hooks else None
+            if hook and hook.member not in members:
+                problems.append(f"workload.test_hooks.{key}.member: {hook.member} is not a member this run starts "
+                                f"({', '.join(members)})")
+        reader = hooks.consume_unassigned if hooks else None
+        if reader:
+            topic = reader.topic or self.produced_topic
+            declared = {t.name: t.partitions for t in self.topics}
+            if topic not in declared:
+                problems.append(f"workload.test_hooks.consume_unassigned.topic: topic {topic!r} is not declared under topics")
+            elif reader.partition >= declared[topic]:
+                problems.append(f"workload.test_hooks.consume_unassigned.partition: {topic} has {declared[topic]} "
+                                f"partitions (0..{declared[topic] - 1})")
+        return problems
 
     def member_slots(self) -> list[str]:
         """Every member name the run may start: the workload's, plus join storms and scale-ups.
@@ -345,14 +459,13 @@ class Scenario(_Strict):
             return []
         return [f"coordinator-{i}" for i in range(1, self.workload.coordinator.instances + 1)]
 
-    def _fault_problems(self, f, topics: set[str]) -> list[tuple[str, str]]:
-        """(key, reason) for one fault, whatever its kind."""
+    def _fault_problems(self, f, topics: set[str], members: list[str], targets: list[str]) -> list[tuple[str, str]]:
+        """(key, reason) for one fault, whatever its kind (``members``, ``targets``: member_slots(), fault_targets())."""
         out = []
         target = getattr(f, "target", None)
         brokers = [f"broker-{i}" for i in range(1, self.cluster.brokers + 1)]
-        members = self.member_slots()
-        if target is not None and target not in self.fault_targets():
-            out.append(("target", f"no process {target!r} in this scenario (targets: {', '.join(self.fault_targets())})"))
+        if target is not None and target not in targets:
+            out.append(("target", f"no process {target!r} in this scenario (targets: {', '.join(targets)})"))
         elif isinstance(f, NetworkFault):
             is_member = target in members
             instances = self.coordinator_instances()
@@ -379,7 +492,7 @@ class Scenario(_Strict):
         elif isinstance(f, PollStallFault) and target not in members:
             out.append(("target", f"a poll stall needs a consumer, not {target!r}"))
         elif isinstance(f, RollingRestartFault) and isinstance(f.targets, list):
-            unknown = [t for t in f.targets if t not in self.fault_targets() or t == COORDINATOR]
+            unknown = [t for t in f.targets if t not in targets or t == COORDINATOR]
             if unknown:
                 out.append(("targets", f"no process {', '.join(map(repr, unknown))} in this scenario"))
         elif isinstance(f, (AddPartitionsFault, CreateTopicFault)):
@@ -396,7 +509,7 @@ class Scenario(_Strict):
             out.append(("at_s", f"{f.at_s}s is not within duration_s ({self.duration_s}s)"))
         return out
 
-    def _random_problems(self) -> list[str]:
+    def _random_problems(self, members: list[str], targets: list[str]) -> list[str]:
         r = self.random_faults
         end = r.end_s if r.end_s is not None else self.duration_s - 5
         out = []
@@ -404,12 +517,32 @@ class Scenario(_Strict):
             out.append(f"end_s: the window {r.start_s}s..{end}s must be non-empty and within duration_s ({self.duration_s}s)")
         if r.duration_s[0] > r.duration_s[1]:
             out.append(f"duration_s: [{r.duration_s[0]}, {r.duration_s[1]}] is not a [min, max] range")
-        unknown = [t for t in r.targets or [] if t not in self.fault_targets() or t == COORDINATOR]
+        unknown = [t for t in r.targets or [] if t not in targets or t == COORDINATOR]
         if unknown:
             out.append(f"targets: no process {', '.join(map(repr, unknown))} in this scenario")
-        if "poll-stall" in r.kinds and any(t not in self.member_slots() for t in r.targets or []):
+        if "poll-stall" in r.kinds and any(t not in members for t in r.targets or []):
             out.append("kinds: poll-stall needs consumer targets only")
-        return out
+        # Whatever the seed, every fault the draw can give a target must be one the run can inject.
+        for target in dict.fromkeys(t for t in r.targets or [] if t not in unknown):
+            for probe in self._random_shapes(target, members):
+                out += [f"targets: a drawn {probe.kind} fault on {target}: {reason}"
+                        for key, reason in self._fault_problems(probe, set(), members, targets) if key != "at_s"]
+        return list(dict.fromkeys(out))
+
+    def _random_shapes(self, target: str, members: list[str]) -> list:
+        """One fault of each shape faults.random_schedule.draw can give ``target``."""
+        from faults.random_schedule import network_links
+
+        shapes = []
+        for kind in dict.fromkeys(self.random_faults.kinds):
+            if kind == "poll-stall" and target not in members:
+                continue  # the draw gives poll stalls to consumers only
+            links = network_links(target, members, self.cluster.zookeeper_mode) if kind == "network" else [None]
+            for link in links:
+                fields = {"duration_s": 1.0} if kind != "crash" else {}
+                shapes.append(_FAULT.validate_python(
+                    {"kind": kind, "target": target, "at_s": 0.0, **fields, **({"link": link} if link else {})}))
+        return shapes
 
     def schedule(self) -> list[dict]:
         """Every fault of the run in time order, the seeded random ones expanded, with ids."""
@@ -419,8 +552,8 @@ class Scenario(_Strict):
         if self.random_faults:
             # Through the model: drawn faults carry every field, defaults included, as written ones do.
             drawn = draw(self.random_faults.model_dump(), seed=self.seed, duration_s=self.duration_s,
-                         consumers=self.workload.member_names())
-            faults += [TypeAdapter(Fault).validate_python(f).model_dump() for f in drawn]
+                         consumers=self.workload.member_names(), zookeeper=self.cluster.zookeeper_mode)
+            faults += [_FAULT.validate_python(f).model_dump() for f in drawn]
         faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order
         return [{"fault_id": f"f{i}", **f} for i, f in enumerate(faults, 1)]
 
@@ -458,7 +591,7 @@ class Scenario(_Strict):
 
 # Model validators raise "key.path: reason" lines (one per problem); the key path is
 # relative to the model that raised, which pydantic gives as the error's location.
-_PATHED = re.compile(r"^(?P<key>[\w.\-]+): (?P<reason>.*)$")
+_PATHED = re.compile(r"^(?P<key>[^\s:]+): (?P<reason>.*)$")  # a key is what the user wrote: "[/bold]" too
 
 
 def _loc(loc: tuple) -> str:
@@ -489,21 +622,106 @@ def _problems(err: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
-def load_scenario(path: str | Path) -> Scenario:
+MAX_SCENARIO_BYTES = 2**20  # a scenario is a page of YAML
+MAX_DEPTH = 20  # the deepest scenario key is 4 levels down
+MAX_VALUES = 50_000  # after aliases are expanded (no alias bomb); a 1000-fault scenario has ~6000
+MAX_PROBLEMS = 50  # reported at once; a file that is not a scenario at all would list thousands
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a scenario does not accept (a tag, too deep, too large)."""
+
+
+class _ScenarioLoader(yaml.SafeLoader):
+    """PyYAML's safe loader minus what a scenario never needs and PyYAML handles badly: tags
+    (``!!int x`` raises a bare ValueError), nesting deep enough to exhaust the stack, aliases that
+    expand to millions of values. A value its constructor cannot build (``2020-99-99`` is read as
+    a date, a 5000-digit integer) becomes a YAML error at its line."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = self._values = 0
+        self._sizes: dict[int, int] = {}  # id(anchored node) -> values under it, aliases expanded
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            self._count(self._sizes.get(id(self.anchors.get(event.anchor)), 1), event)
+            return super().compose_node(parent, index)
+        if event.tag is not None:
+            tag = event.tag.replace("tag:yaml.org,2002:", "!!")
+            raise _Refused(None, None, f"YAML tags ({tag}) are not accepted in a scenario: write the plain value",
+                           event.start_mark)
+        if self._depth >= MAX_DEPTH:
+            raise _Refused(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+        before = self._values
+        self._count(1, event)
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if event.anchor is not None:
+            self._sizes[id(node)] = self._values - before
+        return node
+
+    def _count(self, values: int, event) -> None:
+        self._values += values
+        if self._values > MAX_VALUES:
+            raise _Refused(None, None, f"more than {MAX_VALUES} values (aliases expanded)", event.start_mark)
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as e:
+            value = node.value if isinstance(node.value, str) else node.tag
+            raise yaml.constructor.ConstructorError(  # (Python's advice on its digit limit is not for users)
+                None, None, f"cannot read {value[:40]!r}: {str(e).split('; use')[0]}", node.start_mark) from None
+
+
+def _where(data: bytes, offset: int) -> str:
+    line, line_start = data.count(b"\n", 0, offset) + 1, data.rfind(b"\n", 0, offset) + 1
+    return f"line {line}, column {offset - line_start + 1}"
+
+
+def read_scenario_data(path: str | Path) -> dict:
+    """The scenario file as plain data, before validation: UTF-8 YAML within the limits above."""
     path = Path(path)
     try:
-        text = path.read_text()
+        if path.exists() and not path.is_file():
+            raise ScenarioError(path, [("(file)", "not a regular file")])
+        with path.open("rb") as fh:
+            data = fh.read(MAX_SCENARIO_BYTES + 1)
     except OSError as e:
         raise ScenarioError(path, [("(file)", e.strerror or str(e))]) from None
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(path, [("(file)", f"larger than {MAX_SCENARIO_BYTES >> 20} MiB: not a scenario")])
+    data = data.removeprefix(codecs.BOM_UTF8)  # some editors start UTF-8 files with one
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(path, [(_where(data, e.start), f"not UTF-8 text (byte 0x{data[e.start]:02x})")]) from None
+    try:
+        parsed = yaml.load(text, Loader=_ScenarioLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(yaml)"
-        raise ScenarioError(path, [(where, f"not valid YAML: {getattr(e, 'problem', None) or e}")]) from None
-    if not isinstance(data, dict):
+        reason = e.problem if isinstance(e, _Refused) else f"not valid YAML: {e.problem or e}"
+        raise ScenarioError(path, [(where, reason)]) from None
+    except yaml.YAMLError as e:  # the reader: a control character, say
+        where = _where(text.encode(), len(text[:e.position].encode())) if isinstance(e, yaml.reader.ReaderError) else "(yaml)"
+        raise ScenarioError(path, [(where, f"not valid YAML: {getattr(e, 'reason', None) or e}")]) from None
+    if not isinstance(parsed, dict):
         raise ScenarioError(path, [("(top level)", "a scenario is a mapping of keys such as name, duration_s, topics")])
+    return parsed
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    data = read_scenario_data(path)
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ScenarioError(path, _problems(e)) from None
+        problems = _problems(e)
+        if len(problems) > MAX_PROBLEMS:
+            problems = problems[:MAX_PROBLEMS] + [("…", f"{len(problems) - MAX_PROBLEMS} more problems")]
+        raise ScenarioError(path, problems) from None

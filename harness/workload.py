@@ -76,7 +76,20 @@ class WorkloadProcesses:
             zookeeper_connect=self.cluster.network.lane_zookeeper_connect(lane) if self.cluster.zookeeper_connect else None,
             zk_eager=w.zk_eager.model_dump() if w.protocol == "zk-eager" else None,
             session_file=str(self.run_dir / "control" / f"{name}.zk-session.json"),
-            coordinators=self.cluster.network.lane_coordinators(lane) or None))
+            coordinators=self.cluster.network.lane_coordinators(lane) or None,
+            test_hooks=self.test_hooks_of(name)))
+
+    def test_hooks_of(self, name: str) -> dict | None:
+        """The scenario's test-only switches aimed at this member (workload.test_hooks), or None."""
+        hooks = self.scenario.workload.test_hooks
+        mine = {}
+        if hooks and hooks.consume_unassigned and hooks.consume_unassigned.member == name:
+            hook = hooks.consume_unassigned
+            mine["consume_unassigned"] = {"topic": hook.topic or self.scenario.produced_topic,
+                                          "partition": hook.partition}
+        if hooks and hooks.sigterm_after_join and hooks.sigterm_after_join.member == name:
+            mine["sigterm_after_join"] = {"join": hooks.sigterm_after_join.join}
+        return mine or None
 
     def start_all(self) -> None:
         self.start_producer()

@@ -8,6 +8,7 @@ reader can go from the message straight to the lines of the history.
 """
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,17 +45,31 @@ class CheckResult:
     findings: list[Anomaly] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None  # why the check could not judge this history
+    error: str | None = None  # the check raised: "TypeError: …" (a short traceback in detail)
+
+    @classmethod
+    def raised(cls, e: Exception) -> CheckResult:
+        """The result of a check that raised: the exception, and where, for the bug report."""
+        frames = "".join(traceback.format_exception(e, limit=-4))  # the innermost frames say where
+        return cls(error=f"{type(e).__name__}: {e}", detail={"traceback": frames})
 
     @property
     def status(self) -> str:
+        if self.error:
+            return "error"
         return "skipped" if self.skipped else "failed" if self.violations else "passed"
 
     def to_dict(self) -> dict[str, Any]:
         d = {"status": self.status, "violations": len(self.violations),
              "findings": len(self.findings), "detail": self.detail}
-        if self.skipped:
-            d["reason"] = self.skipped
+        if self.skipped or self.error:
+            d["reason"] = self.error or self.skipped
         return d
+
+
+# Why the checks that judge the end of a run cannot judge one that never reached it.
+NOT_FINISHED = ("no `phase: done` event: the run ended before recovery and drain finished, "
+                "so records may still have been in flight and the group still settling")
 
 
 def duration(ms: float) -> str:

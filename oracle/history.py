@@ -8,13 +8,18 @@ the same interpretation of the same events.
 """
 from __future__ import annotations
 
+import gc
 import json
-from bisect import bisect_right
+import sys
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple, TypeVar
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
+from .events import problem
 from .offsets import OffsetSet
 
 Event = dict[str, Any]
@@ -26,27 +31,81 @@ INCREMENTAL_PROTOCOLS = frozenset({"classic-cooperative", "consumer"})
 
 def sort_key(event: Event) -> tuple:
     """Lines are appended by many processes; CLOCK_MONOTONIC is the shared order."""
+    if type(event) is CompactEvent:
+        return event.sort_key  # worked out once: a long history is sorted twice
     return (event["mono_ms"], event.get("source", ""), event.get("seq", 0))
+
+
+class HistoryError(ValueError):
+    """A file that is not a history: names the file, the line (if one is to blame) and why."""
+
+    def __init__(self, path: str | Path, line: int | None, reason: str):
+        self.path, self.line, self.reason = str(path), line, reason
+        super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
+
+
+# An event is a few hundred bytes (run_started with a long fault schedule: a few hundred KB);
+# a longer "line" is a file that is not a history, and reading it whole would cost its size.
+MAX_LINE_BYTES = 16 * 2**20
+
+
+def _parse(raw: bytes, first: bool) -> Any:
+    """One line's event; ValueError (with the reason) if the line is not JSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
+    if first and text.startswith("\ufeff"):  # a byte order mark, as some editors write: not content
+        text = text[1:]
+    try:
+        return json.loads(text)  # NaN and Infinity parse: a field the oracle reads refuses them (events.py)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not a JSON event ({e.msg.removesuffix(' at')} at column {e.colno})") from None
+    except ValueError as e:  # an integer too long to convert (Python's advice on that is not for users)
+        raise ValueError(f"not a JSON event ({str(e).split('; use')[0]})") from None
+    except RecursionError:
+        raise ValueError("not a JSON event (nested too deeply)") from None
 
 
 def load_history(path: str | Path) -> list[Event]:
     """Read history.jsonl (or RUN_DIR/history.jsonl), sorted into time order.
 
     A process killed mid-write leaves at most a torn last line; that one is
-    dropped. A malformed line anywhere else means the file is not a history.
+    dropped. A malformed line anywhere else, an event the oracle cannot read
+    (oracle/events.py), or a file without a single event means the file is not
+    a history: HistoryError, naming the first bad line.
     """
     path = Path(path)
     if path.is_dir():
         path = path / "history.jsonl"
-    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
-    events = []
-    for i, (lineno, line) in enumerate(lines):
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            if i == len(lines) - 1:
-                break
-            raise ValueError(f"{path}:{lineno}: not a JSON event ({exc})") from None
+    if path.exists() and not path.is_file():
+        raise HistoryError(path, None, "not a regular file")
+    events: list[Event] = []
+    torn: HistoryError | None = None  # a line that did not parse: forgiven only as the last one
+    try:
+        with path.open("rb") as fh:
+            lineno = 0
+            while raw := fh.readline(MAX_LINE_BYTES + 1):
+                lineno += 1
+                if raw.isspace():
+                    continue
+                if torn:
+                    raise torn
+                if len(raw) > MAX_LINE_BYTES:
+                    raise HistoryError(path, lineno, f"longer than {MAX_LINE_BYTES >> 20} MiB: not an event")
+                try:
+                    event = _parse(raw, lineno == 1)
+                except ValueError as e:
+                    torn = HistoryError(path, lineno, str(e))
+                    continue
+                why = problem(event)
+                if why:
+                    raise HistoryError(path, lineno, why)
+                events.append(event)
+    except OSError as e:
+        raise HistoryError(path, None, e.strerror or str(e)) from None
+    if not events:
+        raise HistoryError(path, None, "no events: nothing to judge" + (f" (line {torn.line}: {torn.reason})" if torn else ""))
     return sorted(events, key=sort_key)
 
 
@@ -96,9 +155,9 @@ class Instant(NamedTuple):
         return {"ts": self.ts, "mono_ms": self.mono_ms}
 
 
-@dataclass(frozen=True)
-class Consumption:
-    """One contiguous range of records whose processing a member completed."""
+class Consumption(NamedTuple):
+    """One contiguous range of records whose processing a member completed.
+    (A tuple: a long history holds millions of them.)"""
 
     slot: MemberSlot
     tp: TopicPartition
@@ -112,8 +171,7 @@ class Consumption:
         return OffsetSet.span(self.lo, self.hi)
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(NamedTuple):
     """One partition's entry of an `offsets_committed` event."""
 
     slot: MemberSlot
@@ -127,13 +185,189 @@ class Commit:
     at: Instant  # when the answer came
 
 
-def _ranges(event: Event, key: str = "ranges") -> Iterable[tuple[TopicPartition, int, int]]:
-    for r in event.get(key) or ():
-        yield TopicPartition.of(r), int(r["min_offset"]), int(r["max_offset"])
+# -- compact events ---------------------------------------------------------------
+
+# The events a long history is mostly made of (one per poll batch, per commit, per producer
+# flush) and the list of objects each carries.
+_NESTED = {"records_consumed": "ranges", "records_acked": "ranges", "offsets_committed": "offsets"}
+
+
+class _Shape:
+    """The keys of one kind of object, in order: one instance shared by all objects of that shape."""
+
+    __slots__ = ("keys", "index", "names", "row", "pickers", "getters")
+    _known: dict[tuple[str, ...], _Shape] = {}
+    # Fields whose strings repeat on every line (who wrote it, which topic): kept once each.
+    _NAMES = frozenset({"name", "source", "member", "member_id", "trigger", "error", "driver", "topic"})
+
+    def __init__(self, keys: tuple[str, ...]):
+        self.keys, self.index = keys, {k: i for i, k in enumerate(keys)}
+        self.names = tuple(i for i, k in enumerate(keys) if k in self._NAMES)
+        self.pickers: dict[tuple[str, ...], Callable[[tuple], tuple]] = {}
+        self.getters: dict[tuple[str, ...], Callable[[tuple], tuple]] = {}
+        # As a row of a list: its values in this order, its strings kept once.
+        values = itemgetter(*keys) if len(keys) > 1 else lambda o: (o[keys[0]],)
+        if self.names == (0,) and len(keys) > 1:  # {"topic", ...}: ranges and committed offsets
+            rest = itemgetter(*keys[1:])
+            self.row = lambda o: (sys.intern(o[keys[0]]), *(rest(o) if len(keys) > 2 else (rest(o),)))
+        else:
+            self.row = lambda o: tuple(self.intern(list(values(o))))
+
+    @classmethod
+    def of(cls, keys: tuple[str, ...]) -> _Shape:
+        shape = cls._known.get(keys)
+        if shape is None:
+            shape = cls._known[keys] = cls(tuple(sys.intern(k) for k in keys))
+        return shape
+
+    def getter(self, keys: tuple[str, ...]) -> Callable[[tuple], tuple]:
+        """Those fields (two or more) out of a row; KeyError for a key it does not have, as o[key]."""
+        getter = self.getters.get(keys)
+        if getter is None:
+            getter = self.getters[keys] = itemgetter(*(self.index[k] for k in keys))
+        return getter
+
+    def picker(self, keys: tuple[str, ...]) -> Callable[[tuple], tuple]:
+        """Those fields out of (values + (None,)): the last slot stands for a missing key."""
+        picker = self.pickers.get(keys)
+        if picker is None:
+            at = [self.index.get(k, len(self.keys)) for k in keys]
+            get = itemgetter(*at)
+            picker = self.pickers[keys] = get if len(at) > 1 else lambda values: (get(values),)
+        return picker
+
+    def intern(self, values: list) -> list:
+        for i in self.names:
+            if type(values[i]) is str:
+                values[i] = sys.intern(values[i])
+        return values
+
+
+class _Rows(NamedTuple):
+    """A list of objects of one shape (offset ranges, say), as tuples of their values."""
+
+    shape: _Shape
+    rows: tuple[tuple, ...]
+
+    def dicts(self) -> list[dict]:
+        keys = self.shape.keys
+        return [dict(zip(keys, row)) for row in self.rows]
+
+
+def _rows(objects: list) -> _Rows | None:
+    """The objects as rows of one shape; None unless every one is a dict with the same keys."""
+    if type(objects[0]) is not dict:
+        return None
+    shape = _Shape.of(tuple(objects[0]))
+    try:
+        if sum(map(len, objects)) != len(shape.keys) * len(objects):
+            return None
+        rows = tuple(map(shape.row, objects))  # KeyError: another key; TypeError: not a dict
+    except (KeyError, TypeError):
+        return None
+    return tuple.__new__(_Rows, (shape, rows))
+
+
+class CompactEvent(Mapping):
+    """A bulk event held as tuples: a quarter of the memory of the dict it was parsed into,
+    read the same way (its list of ranges or offsets comes back as new dicts on each read;
+    the History reads the tuples). A million-line history is mostly these."""
+
+    __slots__ = ("_shape", "_values", "sort_key")
+
+    def __init__(self, shape: _Shape, values: tuple, key: tuple):
+        self._shape, self._values, self.sort_key = shape, values, key
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._values[self._shape.index[key]]
+        return value.dicts() if type(value) is _Rows else value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = self._shape.index.get(key)
+        if i is None:
+            return default
+        value = self._values[i]
+        return value.dicts() if type(value) is _Rows else value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._shape.index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._shape.keys)
+
+    def __len__(self) -> int:
+        return len(self._shape.keys)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def rows(self, key: str) -> _Rows | None:
+        """The nested objects under `key` as tuples (None: not there, or not held as tuples)."""
+        i = self._shape.index.get(key)
+        value = self._values[i] if i is not None else None
+        return value if type(value) is _Rows else None
+
+    def pick(self, keys: tuple[str, ...]) -> tuple:
+        """`tuple(map(self.get, keys))` for top-level fields, in one step."""
+        return self._shape.picker(keys)(self._values + (None,))
+
+
+# Who wrote an event and when: what every record and commit is stamped with.
+_HEAD = ("member", "source", "incarnation", "ts", "mono_ms")
+
+
+def _pick(event: Event, keys: tuple[str, ...]) -> tuple:
+    """These fields of an event (None where absent), however it is held."""
+    return event.pick(keys) if type(event) is CompactEvent else tuple(map(event.get, keys))
+
+
+def compact(event: Event) -> Event:
+    """The event in less memory, if it is of a kind a long history holds millions of
+    (`records_consumed`, `records_acked`, `offsets_committed`); any other event as it is.
+    The loader calls it on every line it keeps: a ten-million-record history then fits."""
+    nested = _NESTED.get(event.get("name")) if type(event) is dict else None
+    if nested is None:
+        return event
+    shape = _Shape.of(tuple(event))
+    values = shape.intern(list(event.values()))
+    listed = event.get(nested)
+    if type(listed) is list and listed:
+        rows = _rows(listed)
+        if rows is not None:
+            values[shape.index[nested]] = rows
+    compacted = CompactEvent(shape, tuple(values), ())
+    compacted.sort_key = (compacted["mono_ms"], compacted.get("source", ""), compacted.get("seq", 0))
+    return compacted
+
+
+def _fields(event: Event, key: str, names: tuple[str, ...]) -> Iterable[tuple]:
+    """These fields of each object listed under `key` (offset ranges, committed offsets)."""
+    rows = event.rows(key) if type(event) is CompactEvent else None
+    if rows is None:
+        return map(itemgetter(*names), event.get(key) or ())
+    return map(rows.shape.getter(names), rows.rows)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Cyclic garbage collection paused while millions of long-lived objects are built: every
+    collection would walk them all again, for nothing (indexes and records hold no cycles).
+    Half the time of indexing a long history went to it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class History:
     def __init__(self, events: Iterable[Event]):
+        with gc_paused():
+            self._index(events)
+
+    def _index(self, events: Iterable[Event]) -> None:
         self.events: list[Event] = sorted(events, key=sort_key)
         self._by_name: dict[str, list[Event]] = defaultdict(list)
         for e in self.events:
@@ -147,30 +381,20 @@ class History:
         self.t0: float = (self.run or self.events[0])["mono_ms"] if self.events else 0.0
         self.end: Instant = Instant.of(self.events[-1]) if self.events else Instant(None, 0.0)
 
-        acked, consumed = defaultdict(list), defaultdict(list)
+        # Millions of ranges name a handful of partitions and members: one object for each.
+        self._tps: dict[tuple, TopicPartition] = {}
+        self._slots: dict[tuple, MemberSlot] = {}
+        acked = defaultdict(list)
         for e in self.named("records_acked"):
-            for tp, lo, hi in _ranges(e):
+            for tp, lo, hi in self.ranges_of(e):
                 acked[tp].append((lo, hi))
+        self.acked: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in acked.items()}
+        del acked
         self.consumptions: list[Consumption] = []
         self._consumptions_by_tp: dict[TopicPartition, list[Consumption]] = defaultdict(list)
-        for e in self.named("records_consumed"):
-            for tp, lo, hi in _ranges(e):
-                consumed[tp].append((lo, hi))
-                c = Consumption(MemberSlot.of(e), tp, lo, hi, Instant.of(e), e.get("generation"))
-                self.consumptions.append(c)
-                self._consumptions_by_tp[tp].append(c)
-        self.acked: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in acked.items()}
-        self.consumed: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in consumed.items()}
-
-        self.commits: list[Commit] = sorted(
-            (
-                Commit(MemberSlot.of(e), TopicPartition.of(o), int(o["offset"]), bool(e.get("success")),
-                       e.get("error"), e.get("trigger"), e.get("generation"),
-                       e.get("started_mono_ms", e["mono_ms"]), Instant.of(e))
-                for e in self.named("offsets_committed") for o in e.get("offsets") or ()
-            ),
-            key=lambda c: (c.sent_ms, c.at.mono_ms),
-        )
+        self.consumed: dict[TopicPartition, OffsetSet] = {
+            tp: OffsetSet(rs) for tp, rs in self._index_consumptions().items()}
+        self.commits: list[Commit] = self._index_commits()
         self.partitions: list[TopicPartition] = self._partitions()  # every partition of the group, by the end
         self._added_at = self._partitions_added()
 
@@ -191,18 +415,106 @@ class History:
                 first_assigned.setdefault(TopicPartition.of(p), e["mono_ms"])
         return {tp: first_assigned.get(tp, float("inf")) for tp in self.partitions if tp not in declared}
 
+    def _index_consumptions(self) -> dict[TopicPartition, list[tuple[int, int]]]:
+        """One Consumption per range of every `records_consumed`; returns the ranges by partition.
+        There are millions: the loop is kept tight, and the tuples are made without their
+        Python-level constructors."""
+        consumed, by_tp, everything, new = defaultdict(list), self._consumptions_by_tp, self.consumptions, tuple.__new__
+        for e in self.named("records_consumed"):
+            slot = None  # who and when: the same for each of the event's ranges
+            for tp, lo, hi in self.ranges_of(e):
+                if slot is None:
+                    member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + ("generation",))
+                    slot, at = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms))
+                consumed[tp].append((lo, hi))
+                c = new(Consumption, (slot, tp, lo, hi, at, generation))
+                everything.append(c)
+                by_tp[tp].append(c)
+        return consumed
+
+    def _index_commits(self) -> list[Commit]:
+        """One Commit per partition of every `offsets_committed`, in the order they were sent."""
+        commits, tps, new = [], self._tps, tuple.__new__
+        for e in self.named("offsets_committed"):
+            slot = None
+            for topic, partition, offset in _fields(e, "offsets", ("topic", "partition", "offset")):
+                if slot is None:
+                    member, source, incarnation, ts, mono_ms, generation, success, error, trigger, sent_ms = _pick(
+                        e, _HEAD + ("generation", "success", "error", "trigger", "started_mono_ms"))
+                    slot, at, success = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms)), bool(success)
+                    # librdkafka's auto commits come without the instant their request left (null):
+                    # the answer is the latest it can have left.
+                    sent_ms = mono_ms if sent_ms is None else sent_ms
+                key = (topic, partition)
+                commits.append(new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
+                                            trigger, generation, sent_ms, at)))
+        commits.sort(key=lambda c: (c.sent_ms, c.at.mono_ms))
+        return commits
+
+    def _tp(self, topic: str, partition: Any) -> TopicPartition:
+        tp = self._tps.get((topic, partition))
+        if tp is None:
+            tp = self._tps[topic, partition] = TopicPartition(topic, int(partition))
+        return tp
+
+    def _slot(self, event: Event) -> MemberSlot:
+        return self._slot_of(event, *_pick(event, _HEAD[:3]))
+
+    def _slot_of(self, event: Event, member: Any, source: Any, incarnation: Any) -> MemberSlot:
+        """MemberSlot.of(event), given its member, source and incarnation fields (one per slot)."""
+        if not member and source is None:
+            return MemberSlot.of(event)  # no member name: the source names it, or it has none (KeyError)
+        key = (member or source, incarnation or 1)
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = self._slots[key] = MemberSlot.of(event)
+        return slot
+
+    def ranges_of(self, event: Event) -> Iterator[tuple[TopicPartition, int, int]]:
+        """An event's offset ranges (`records_acked`, `records_consumed`): partition, first, last."""
+        tps = self._tps
+        for topic, partition, lo, hi in _fields(event, "ranges", ("topic", "partition", "min_offset", "max_offset")):
+            key = (topic, partition)
+            yield tps.get(key) or self._tp(*key), int(lo), int(hi)
+
     # -- lookups -----------------------------------------------------------
 
     def named(self, *names: str) -> list[Event]:
+        """The events of these names, in time order (one list, computed once: do not change it)."""
         if len(names) == 1:
             return self._by_name.get(names[0], [])
-        return sorted((e for n in names for e in self._by_name.get(n, [])), key=sort_key)
+        return self.memo(("named", names), lambda: sorted(
+            (e for n in names for e in self._by_name.get(n, [])), key=sort_key))
 
     def first(self, name: str, **where: Any) -> Event | None:
-        return next((e for e in self.named(name) if all(e.get(k) == v for k, v in where.items())), None)
+        found = self.where(name, **where)
+        return found[0] if found else None
 
     def last(self, name: str, **where: Any) -> Event | None:
-        return next((e for e in reversed(self.named(name)) if all(e.get(k) == v for k, v in where.items())), None)
+        found = self.where(name, **where)
+        return found[-1] if found else None
+
+    def where(self, name: str, **where: Any) -> list[Event]:
+        """The events of that name whose fields have those values, in time order. Checks ask
+        this once per generation and member: the answers are indexed by the fields asked about."""
+        if not where:
+            return self.named(name)
+        keys = tuple(sorted(where))
+        try:
+            wanted = tuple(where[k] for k in keys)
+            hash(wanted)
+        except TypeError:  # a value that cannot be a key (a list): look at each event
+            return [e for e in self.named(name) if all(e.get(k) == v for k, v in where.items())]
+        index = self._memo.get(("where", name, keys))
+        if index is None:
+            index = self._memo[("where", name, keys)] = defaultdict(list)
+            for e in self.named(name):
+                values = tuple(e.get(k) for k in keys)
+                try:
+                    index[values].append(e)
+                except TypeError:  # an unhashable field value equals no hashable one asked for
+                    pass
+        return index.get(wanted, [])
 
     def coordinator_events(self, name: str) -> list[Event]:
         """Broker-log events for our group (a shared broker logs other groups too)."""
@@ -215,8 +527,8 @@ class History:
 
     @property
     def incremental(self) -> bool:
-        return self.protocol in INCREMENTAL_PROTOCOLS or any(
-            e.get("incremental") for e in self.named("partitions_assigned", "partitions_revoked"))
+        return self.protocol in INCREMENTAL_PROTOCOLS or self.memo("incremental", lambda: any(
+            e.get("incremental") for e in self.named("partitions_assigned", "partitions_revoked")))
 
     def known_offsets(self, tp: TopicPartition) -> OffsetSet:
         """Offsets we know exist in the log: acknowledged or seen by a consumer.
@@ -229,6 +541,15 @@ class History:
     def consumptions_of(self, tp: TopicPartition) -> list[Consumption]:
         """One partition's consumed ranges, in time order."""
         return self._consumptions_by_tp.get(tp, [])
+
+    def consumptions_between(self, tp: TopicPartition, from_ms: float, to_ms: float) -> list[Consumption]:
+        """One partition's consumed ranges processed from `from_ms` to `to_ms` (both included),
+        in time order: a window looked up, not the whole partition scanned."""
+        consumptions = self.consumptions_of(tp)
+        times = self.memo("consumption_times", dict).get(tp)
+        if times is None:
+            times = self._memo["consumption_times"][tp] = [c.at.mono_ms for c in consumptions]
+        return consumptions[bisect_left(times, from_ms):bisect_right(times, to_ms)]
 
     def committed_at(self, tp: TopicPartition, mono_ms: float) -> Commit | None:
         """The group's committed offset for a partition at an instant: the last
@@ -251,7 +572,7 @@ class History:
         return sum(c.success for c in self.commits), dict(sorted(failed.items()))
 
     def members(self) -> list[MemberSlot]:
-        return sorted({MemberSlot.of(e) for e in self.events if "member" in e})
+        return sorted({self._slot(e) for e in self.events if "member" in e})
 
     def clock(self, mono_ms: float) -> str:
         """Times in messages are relative to the run start: 't+12.345s'."""

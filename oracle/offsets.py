@@ -6,6 +6,9 @@ is set algebra over them. Storing ranges keeps a million-record run cheap.
 """
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_right
+from operator import itemgetter
 from typing import Iterable
 
 Range = tuple[int, int]  # inclusive: (120, 134) is 15 offsets
@@ -31,7 +34,7 @@ class OffsetSet:
 
     @classmethod
     def span(cls, lo: int, hi: int) -> OffsetSet:
-        return cls([(lo, hi)])
+        return _of(((int(lo), int(hi)),) if lo <= hi else ())
 
     def __len__(self) -> int:
         return sum(hi - lo + 1 for lo, hi in self.ranges)
@@ -49,7 +52,8 @@ class OffsetSet:
         return f"OffsetSet({self.render()!r})"
 
     def __contains__(self, offset: int) -> bool:
-        return any(lo <= offset <= hi for lo, hi in self.ranges)
+        i = bisect_right(self.ranges, offset, key=itemgetter(0))  # ranges are sorted and disjoint
+        return i > 0 and offset <= self.ranges[i - 1][1]
 
     @property
     def min(self) -> int:
@@ -60,7 +64,23 @@ class OffsetSet:
         return self.ranges[-1][1]
 
     def __or__(self, other: OffsetSet) -> OffsetSet:
-        return OffsetSet(self.ranges + other.ranges)
+        a, b = self.ranges, other.ranges
+        if not a or not b:
+            return self if b == () else other
+        if a[-1][1] + 1 < b[0][0]:  # the common case: more offsets further along
+            return _of(a + b)
+        if len(b) == 1 and a[-1][0] <= b[0][0]:  # the next offsets right after (or within) the last range
+            return _of(a[:-1] + ((a[-1][0], max(a[-1][1], b[0][1])),))
+        # Both sorted already: one pass, no sort. When b begins within or after a's last
+        # range (the next batch of a partition), only that range can merge with b.
+        keep, a = (a[:-1], a[-1:]) if a[-1][0] <= b[0][0] else ((), a)
+        merged: list[list[int]] = []
+        for lo, hi in heapq.merge(a, b):
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        return _of(keep + tuple((lo, hi) for lo, hi in merged))
 
     def __and__(self, other: OffsetSet) -> OffsetSet:
         out, a, b, i, j = [], self.ranges, other.ranges, 0, 0
@@ -95,3 +115,10 @@ class OffsetSet:
         if len(self.ranges) > limit:
             parts.append(f"… {len(self.ranges) - limit} more ranges")
         return ", ".join(parts)
+
+
+def _of(ranges: tuple[Range, ...]) -> OffsetSet:
+    """An OffsetSet of ranges already sorted, disjoint and apart: nothing to normalize."""
+    offsets = OffsetSet.__new__(OffsetSet)
+    offsets.ranges = ranges
+    return offsets

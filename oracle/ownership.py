@@ -9,11 +9,14 @@ the same sessions, so no check has to care which protocol ran.
 """
 from __future__ import annotations
 
+import heapq
 import math
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Iterable, Iterator
 
-from .history import Event, History, Instant, MemberSlot, TopicPartition
+from .history import Commit, Event, History, Instant, MemberSlot, TopicPartition
 
 REVOKED = "revoked"
 LOST = "lost"
@@ -21,6 +24,12 @@ STOPPED = "stopped"  # consumer_stopped: closed the consumer itself
 PROCESS_EXITED = "process-exited"
 CRASHED = "crashed"  # killed by a signal, or a crash fault targeted it
 OWNED_AT_END = "owned-at-end"
+
+# How long after its revoke a member's revoke-callback commit still counts as the owner's
+# (drivers commit inside the callback; one that records the revoke first, or stamps with
+# another clock, may send the commit a little later). Nothing else is attributed to a
+# session after it ended.
+REVOKE_COMMIT_GRACE_MS = 1000.0
 
 
 @dataclass(eq=False)
@@ -77,6 +86,7 @@ class Ownership:
         for s in sorted(self.sessions, key=lambda s: s.start_ms):
             self._by_tp[s.tp].append(s)
             self._by_owner[s.slot, s.tp].append(s)
+        self._starts = {key: [s.start_ms for s in sessions] for key, sessions in self._by_owner.items()}
 
     def of_partition(self, tp: TopicPartition) -> list[Session]:
         """Sessions of one partition, oldest first."""
@@ -86,16 +96,45 @@ class Ownership:
         return sorted(self._by_tp)
 
     def owning(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> Session | None:
-        return next((s for s in self._by_owner.get((slot, tp), ()) if s.covers(mono_ms)), None)
+        """The slot's session of the partition covering the instant (the earlier one where a
+        session ends at the very instant the next begins)."""
+        sessions = self._by_owner.get((slot, tp), ())
+        i = self._started_by(slot, tp, mono_ms)
+        found = None
+        while i >= 0 and sessions[i].covers(mono_ms):  # a slot's sessions of one partition never overlap
+            found, i = sessions[i], i - 1
+        return found
 
-    def attribute(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> Session | None:
-        """The session an action of `slot` belongs to: the one covering it, else the
-        slot's latest earlier one (its callback events can trail its last records)."""
+    def _started_by(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> int:
+        """Index of the slot's last session of the partition that started by `mono_ms` (-1: none)."""
+        starts = self._starts.get((slot, tp))
+        return bisect_right(starts, mono_ms) - 1 if starts else -1
+
+    def attribute(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float, grace_ms: float = 0.0) -> Session | None:
+        """The session an action of `slot` at `mono_ms` belongs to: the one covering it, or,
+        within `grace_ms` after it ended, the one that just ended. Nothing else: an action
+        long after a session ended is not part of it (it is what it is: see `owned_before`)."""
         own = self.owning(slot, tp, mono_ms)
-        if own:
+        if own or grace_ms <= 0:
             return own
-        earlier = [s for s in self._by_owner.get((slot, tp), ()) if s.start_ms <= mono_ms]
-        return earlier[-1] if earlier else None
+        ended = self.owned_before(slot, tp, mono_ms)
+        return ended if ended and mono_ms - ended.end_ms <= grace_ms else None
+
+    def owned_before(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> Session | None:
+        """The slot's latest session of the partition that started by `mono_ms`: did this
+        incarnation ever own it? (A former owner is not a member that never owned it.)"""
+        i = self._started_by(slot, tp, mono_ms)
+        return self._by_owner[slot, tp][i] if i >= 0 else None
+
+    def commit_session(self, commit: Commit) -> Session | None:
+        """The ownership session a commit was made in, judged when its request left. The revoke
+        callback commits while it gives the partition up: such a commit may leave just after the
+        revoke was recorded, so it gets REVOKE_COMMIT_GRACE_MS after a revoked session's end."""
+        session = self.owning(commit.slot, commit.tp, commit.sent_ms)
+        if session is None and commit.trigger == "revoke":
+            ended = self.attribute(commit.slot, commit.tp, commit.sent_ms, REVOKE_COMMIT_GRACE_MS)
+            session = ended if ended and ended.ended_by == REVOKED else None
+        return session
 
     def owners_at(self, mono_ms: float) -> dict[TopicPartition, list[Session]]:
         """Sessions open at an instant (half-open: an ending session no longer counts)."""
@@ -104,6 +143,24 @@ class Ownership:
             if s.start_ms <= mono_ms < s.end_ms:
                 owners[s.tp].append(s)
         return owners
+
+    def owners_over(self, instants: Iterable[float]) -> Iterator[dict[TopicPartition, list[Session]]]:
+        """`owners_at` each of a rising series of instants, in one sweep over the sessions."""
+        by_start = sorted(range(len(self.sessions)), key=lambda i: self.sessions[i].start_ms)
+        ends: list[tuple[float, int]] = []  # heap of the open sessions' ends
+        open_, started = set(), 0
+        for mono_ms in instants:
+            while started < len(by_start) and self.sessions[by_start[started]].start_ms <= mono_ms:
+                i = by_start[started]
+                open_.add(i)
+                heapq.heappush(ends, (self.sessions[i].end_ms, i))
+                started += 1
+            while ends and ends[0][0] <= mono_ms:
+                open_.discard(heapq.heappop(ends)[1])
+            owners: dict[TopicPartition, list[Session]] = defaultdict(list)
+            for i in sorted(open_):  # in the order owners_at lists them
+                owners[self.sessions[i].tp].append(self.sessions[i])
+            yield owners
 
 
 def ownership_of(history: History) -> Ownership:
@@ -125,6 +182,8 @@ class _Derivation:
         self.doomed: set[str] = set()  # processes a crash fault is about to kill
         self.assignments: dict[int, dict[MemberSlot, frozenset[TopicPartition]]] = defaultdict(dict)
         self.incremental_revokes: dict[int, set[MemberSlot]] = defaultdict(set)
+        # slot -> generation of its latest incremental revoke, until it shows it stayed in the group
+        self.revoke_pending: dict[MemberSlot, int] = {}
 
     def run(self) -> Ownership:
         for e in self.history.events:
@@ -173,11 +232,23 @@ class _Derivation:
             self.died(slot, e, e.get("returncode"))
 
     def on_consumer_stopped(self, e: Event) -> None:
-        self.end(self.slot(e), None, e, STOPPED)
+        slot = self.slot(e)
+        self.end(slot, None, e, STOPPED)
+        # Its last incremental revoke was the close giving everything up before LeaveGroup,
+        # not KIP-429's first phase: that generation's assignment was whole.
+        generation = self.revoke_pending.pop(slot, None)
+        if generation is not None:
+            self.incremental_revokes[generation].discard(slot)
+            if not self.incremental_revokes[generation]:
+                del self.incremental_revokes[generation]
 
     # -- group membership --------------------------------------------------
 
+    def on_group_join_sent(self, e: Event) -> None:
+        self.revoke_pending.pop(self.slot(e), None)  # it stays in the group: a first phase after all
+
     def on_group_joined(self, e: Event) -> None:
+        self.revoke_pending.pop(self.slot(e), None)
         for session in self.open[self.slot(e)].values():
             session.generations.append(e["generation"])
 
@@ -206,6 +277,7 @@ class _Derivation:
         self.end(slot, _partitions(e), e, REVOKED)
         if e.get("incremental") and e.get("generation") is not None:
             self.incremental_revokes[e["generation"]].add(slot)
+            self.revoke_pending[slot] = e["generation"]
 
     def on_partitions_lost(self, e: Event) -> None:
         self.end(self.slot(e), _partitions(e), e, LOST)

@@ -1,15 +1,27 @@
 """Rebalances measured, not just counted.
 
-One rebalance per generation seen in `group_joined`. It ends when the last
-member that joined the generation has its assignment (`partitions_assigned`);
-it starts at the earliest sign that the previous generation was over: a
-revoke, a lost partition, a member sending JoinGroup for this generation, or
-the coordinator logging "Preparing to rebalance … old generation G-1". The
-phases follow the protocol: detect (start → first JoinGroup), join (JoinGroup
-→ joined, slowest member), sync (joined → SyncGroup answered, slowest member).
-Stop-the-world is per partition: from its old owner's session end to its new
-owner's session start. The coordinator's own log lines, when present, give an
-independent clock for the same rebalance.
+One rebalance per generation seen in `group_joined`. It starts at the earliest
+sign that the previous generation was over: a revoke, a lost partition, a
+member sending JoinGroup for this generation, or the coordinator logging
+"Preparing to rebalance … old generation G-1". Two endpoints, named for what
+they are:
+
+- **stabilized**: the last member of the generation got its JoinGroup answer —
+  the members' side of the coordinator's "Stabilized group … generation G";
+- **assigned**: the last member has its assignment (`partitions_assigned`) —
+  the group can work again. `duration_ms` is start → assigned.
+
+The phases follow the protocol: detect (start → first JoinGroup), join
+(JoinGroup → joined, slowest member), sync (joined → SyncGroup answered,
+slowest member). Stop-the-world is per partition: from its old owner's session
+end to its new owner's session start. The coordinator's own log lines, when
+present, are an independent clock, compared like with like: its "Preparing"
+against the members' first sign (`start_vs_coordinator_ms`), its "Stabilized"
+against the members' stabilized end (`stabilized_vs_coordinator_ms`).
+
+A rebalance that began once the run was over (`phase: done`, or the harness's
+teardown) is the harness's own doing — its members leaving — and is marked
+`teardown`: it is kept out of every verdict and statistic.
 """
 from __future__ import annotations
 
@@ -43,16 +55,30 @@ class Rebalance:
     moves: list[str] = field(default_factory=list)
     unowned_ms: dict[str, float] = field(default_factory=dict)  # stop-the-world per partition
     superseded_by: int | None = None
+    stabilized: Instant | None = None  # the last member's JoinGroup answer
+    member_start: Instant | None = None  # the first sign the members themselves gave
+    coordinator_preparing: Instant | None = None
+    coordinator_stabilized: Instant | None = None
+    coordinator_members: int | None = None  # how many members the coordinator stabilized the generation with
+    teardown: bool = False
 
     @property
     def duration_ms(self) -> float | None:
-        return self.end.mono_ms - self.start.mono_ms if self.start and self.end else None
+        """Start → assigned: until the whole group could work again."""
+        return _span(self.start, self.end)
+
+    @property
+    def stabilized_ms(self) -> float | None:
+        return _span(self.start, self.stabilized)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "generation": self.generation,
             "status": self.status,
             "duration_ms": _ms(self.duration_ms),
+            "assigned_ms": _ms(self.duration_ms),
+            "stabilized_ms": _ms(self.stabilized_ms),
+            "teardown": self.teardown,
             "start_ts": self.start.ts if self.start else None,
             "start_mono_ms": self.start.mono_ms if self.start else None,
             "end_ts": self.end.ts if self.end else None,
@@ -65,6 +91,9 @@ class Rebalance:
             "join_ms": _ms(self.join_ms),
             "sync_ms": _ms(self.sync_ms),
             "coordinator_ms": _ms(self.coordinator_ms),
+            "coordinator_members": self.coordinator_members,
+            "start_vs_coordinator_ms": _ms(_span(self.coordinator_preparing, self.member_start)),
+            "stabilized_vs_coordinator_ms": _ms(_span(self.coordinator_stabilized, self.stabilized)),
             "partitions_moved": len(self.moves),
             "moves": self.moves,
             "unowned_ms": {tp: _ms(gap) for tp, gap in self.unowned_ms.items()},
@@ -77,8 +106,25 @@ def _ms(span: float | None) -> float | None:
     return None if span is None else round(span, 3)  # monotonic clocks: µs is all the precision there is
 
 
+def _span(a: Instant | None, b: Instant | None) -> float | None:
+    return b.mono_ms - a.mono_ms if a and b else None
+
+
 def rebalances_of(history: History) -> list[Rebalance]:
+    """Every generation's rebalance, the harness's own teardown ones included (marked)."""
     return history.memo("rebalances", lambda: _Measurement(history).run())
+
+
+def run_rebalances(history: History) -> list[Rebalance]:
+    """The rebalances of the run itself: what verdicts, tables and statistics report."""
+    return [r for r in rebalances_of(history) if not r.teardown]
+
+
+def teardown_from(history: History) -> float:
+    """When the run was over and the harness began taking the group apart: `phase: done`,
+    else its teardown (`heal_checked`, written before members are stopped), else never."""
+    marks = [e["mono_ms"] for e in (history.done, history.first("heal_checked")) if e]
+    return min(marks, default=math.inf)
 
 
 def _first_per_slot(events: list[Event]) -> dict[int, dict[MemberSlot, Event]]:
@@ -128,6 +174,7 @@ class _Measurement:
         self.stabilized = _first_per_generation(
             history.coordinator_events("coordinator_stabilized")
             + history.coordinator_events("coordinator_target_assignment"), "generation")
+        self.teardown_from = teardown_from(history)
 
     def _join_sent_by_generation(self) -> dict[int, dict[MemberSlot, Event]]:
         """A JoinGroup belongs to the generation the member joins next; a member's
@@ -180,11 +227,19 @@ class _Measurement:
             r.detect_ms = min(e["mono_ms"] for e in sent.values()) - r.start.mono_ms
         r.join_ms = _slowest([(sent.get(s), joined[s]) for s in members])
         r.sync_ms = _slowest([(joined[s], synced.get(s)) for s in members])
+        r.stabilized = Instant.of(max(joined.values(), key=lambda e: e["mono_ms"]))
         prepared, stable = self.preparing.get(generation - 1), self.stabilized.get(generation)
         if prepared:
             r.coordinator_reason = prepared.get("reason")
+            r.coordinator_preparing = Instant.of(prepared)
+        if stable:
+            r.coordinator_stabilized = Instant.of(stable)
+            if isinstance(stable.get("members"), int):
+                r.coordinator_members = stable["members"]
         if prepared and stable:
             r.coordinator_ms = stable["mono_ms"] - prepared["mono_ms"]
+        began = r.start.mono_ms if r.start else min(e["mono_ms"] for e in joined.values())
+        r.teardown = began >= self.teardown_from
         if completed:
             r.end = Instant.of(max(assigned.values(), key=lambda e: e["mono_ms"]))
             after = self.owners(generation)
@@ -206,6 +261,8 @@ class _Measurement:
         signs = [e for e in self.history.named("partitions_revoked", "partitions_lost")
                  if boundary < e["mono_ms"] <= first_joined]
         signs += [e for e in sent.values() if e["mono_ms"] > boundary]
+        if signs:
+            r.member_start = Instant.of(min(signs, key=lambda e: e["mono_ms"]))
         prepared = self.preparing.get(r.generation - 1)
         signs += [prepared] if prepared else []
         if not signs:

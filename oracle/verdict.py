@@ -2,30 +2,56 @@
 
 `check_history` is the oracle's one entry point: events in, `Verdict` out.
 Besides the checks it always measures rebalances and duplicates, because a
-passing run's numbers are as interesting as a failing run's anomalies.
+passing run's numbers are as interesting as a failing run's anomalies. A check
+(or a measurement) that raises is reported as its error and the others still run:
+the verdict's status says what was judged — pass, fail, incomplete or error.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, TypeVar
 
 from .anomalies import Anomaly, CheckResult
 from .checks import CHECK_NAMES, CHECKS
 from .checks.duplicates import DuplicateReport, redeliveries_of
+from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
+from .events import shown
 from .history import Event, History
-from .rebalances import Rebalance, rebalances_of
+from .rebalances import Rebalance, rebalances_of, run_rebalances
+
+T = TypeVar("T")
+
+STATUSES = ("pass", "fail", "incomplete", "error")  # Verdict.status
 
 
 @dataclass
 class Verdict:
+    """What the oracle says of one history.
+
+    ``status`` is the word to act on: **fail** — a check found a violation;
+    **error** — a check (or a measurement) raised, so a violation may be hidden
+    behind it; **incomplete** — a check could not judge this history (a run that
+    never reached ``phase: done``); **pass** — every check judged and held.
+    """
+
     checks: dict[str, CheckResult]
     rebalances: list[Rebalance]
     duplicates: DuplicateReport
     stats: dict[str, Any]
+    # The always-on measurements ("rebalances", "duplicates", "stats") that raised, each as a check that raised.
+    measurements: dict[str, CheckResult] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.violations:
+            return "fail"
+        if self.errored_checks:
+            return "error"
+        return "incomplete" if self.skipped_checks else "pass"
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        return self.status == "pass"
 
     @property
     def violations(self) -> list[Anomaly]:
@@ -35,12 +61,27 @@ class Verdict:
     def findings(self) -> list[Anomaly]:
         return [f for r in self.checks.values() for f in r.findings]
 
+    @property
+    def skipped_checks(self) -> dict[str, str]:
+        """Check -> why it could not judge this history."""
+        return {name: r.skipped for name, r in self.checks.items() if r.skipped}
+
+    @property
+    def errored_checks(self) -> dict[str, str]:
+        """Check (or "<name> measurement") -> the exception it raised."""
+        return {**{name: r.error for name, r in self.checks.items() if r.error},
+                **{f"{name} measurement": r.error for name, r in self.measurements.items()}}
+
     def to_dict(self) -> dict[str, Any]:
         return {
-            "ok": self.ok,
+            "status": self.status,
+            "ok": self.ok,  # status == "pass"; kept for readers of older verdicts
+            "skipped_checks": self.skipped_checks,
+            "errored_checks": self.errored_checks,
             "violations": [v.to_dict() for v in self.violations],
             "findings": [f.to_dict() for f in self.findings],
             "checks": {name: r.to_dict() for name, r in self.checks.items()},
+            "measurements": {name: r.to_dict() for name, r in self.measurements.items()},
             "rebalances": [r.to_dict() for r in self.rebalances],
             "duplicates": self.duplicates.to_dict(),
             "stats": self.stats,
@@ -48,9 +89,13 @@ class Verdict:
 
     def render(self) -> str:
         """A terminal-sized explanation: what failed and why, then what was noticed."""
-        lines = [f"{'PASS' if self.ok else 'FAIL'}: {len(self.violations)} violations, {len(self.findings)} findings"]
+        lines = [f"{self.status.upper()}: " + headline(len(self.violations), len(self.findings),
+                                                      self.skipped_checks, self.errored_checks)]
         for name, r in self.checks.items():
-            lines.append(f"  {name:<22} {r.status}" + (f" ({r.skipped})" if r.skipped else ""))
+            why = r.error or r.skipped
+            lines.append(f"  {name:<22} {r.status}" + (f" ({why})" if why else ""))
+        for name, r in self.measurements.items():
+            lines.append(f"  {name + ' measurement':<22} {r.status} ({r.error})")
         for heading, anomalies in (("violations", self.violations), ("findings", self.findings)):
             if anomalies:
                 lines.append(f"{heading}:")
@@ -61,30 +106,117 @@ class Verdict:
         return "\n".join(lines)
 
 
+def headline(violations: int, findings: int, skipped: dict[str, str], errored: dict[str, str]) -> str:
+    """The verdict line after its status word: counts, then what was not judged and why.
+
+    "0 violations, 3 findings — no-loss, convergence skipped (no `phase: done` …)"
+    """
+    notes = [f"{name} raised {error}" for name, error in errored.items()]
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in skipped.items():
+        by_reason.setdefault(reason, []).append(name)
+    notes += [f"{', '.join(names)} skipped ({reason})" for reason, names in by_reason.items()]
+    return f"{violations} violations, {findings} findings" + (" — " + "; ".join(notes) if notes else "")
+
+
+class CheckOptionError(ValueError):
+    """A check, or a check's option, that a scenario or history names and the oracle cannot use."""
+
+    def __init__(self, check: str, reason: str):
+        self.check, self.reason = check, reason
+        super().__init__(f"{check}: {reason}")
+
+
+MAX_SECONDS = 10**9  # ~30 years: any longer is a typo, and would overflow a float in milliseconds
+
+
+def _seconds(v: Any) -> bool:
+    return type(v) in (int, float) and 0 <= v <= MAX_SECONDS  # not true, not NaN (it compares false)
+
+
+def _count(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+# What each option accepts (a check module's OPTIONS holds its default). Validated when a
+# scenario is loaded, so `max: many` is refused before a run, not after it.
+OPTION_RULES: dict[tuple[str, str], tuple[Callable[[Any], bool], str]] = {
+    ("commit-monotonicity", "allow_reset"): (lambda v: type(v) is bool, "true or false"),
+    ("convergence", "within_s"): (_seconds, "a number of seconds, 0 to 10⁹"),
+    ("convergence", "stall_s"): (lambda v: v is None or _seconds(v), "a number of seconds, 0 to 10⁹, or null (the default)"),
+    ("duplicates", "max"): (lambda v: v is None or _count(v), "a whole number ≥ 0, or null (no limit)"),
+    ("exclusive-ownership", "split_brain"): (lambda v: v in SPLIT_BRAIN_MODES,
+                                             f"one of {', '.join(map(repr, SPLIT_BRAIN_MODES))}"),
+}
+
+
+def _option_rule(check: str, option: str, default: Any) -> tuple[Callable[[Any], bool], str]:
+    """An option without a rule above takes what its default is: a flag, a number 0 to 10⁹, a string."""
+    if (check, option) in OPTION_RULES:
+        return OPTION_RULES[check, option]
+    if type(default) is bool:
+        return (lambda v: type(v) is bool), "true or false"
+    if type(default) is str:
+        return (lambda v: type(v) is str), "a string"
+    return (lambda v: (v is None and default is None) or _seconds(v)), "a number, 0 to 10⁹" + (", or null" if default is None else "")
+
+
 def resolve_checks(checks: dict[str, dict | None] | None) -> dict[str, dict]:
     """Check name -> full options (defaults filled in); no names means every check.
 
-    Unknown names and options are errors: a typo in a scenario must not
-    silently turn a check off.
+    Unknown names and options, and option values a check cannot use, are errors
+    (CheckOptionError): a typo in a scenario must not silently turn a check off,
+    nor a bad value fail only once the run is over.
     """
+    if checks is not None and not isinstance(checks, dict):
+        raise CheckOptionError("checks", f"expected check name -> options, got {type(checks).__name__}")
     selected = checks or {name: {} for name in CHECK_NAMES}
     resolved = {}
     for name, options in selected.items():
         if name not in CHECKS:
-            raise ValueError(f"unknown check {name!r}; known checks: {', '.join(CHECK_NAMES)}")
+            raise CheckOptionError(str(name), f"unknown check {name!r}; known checks: {', '.join(CHECK_NAMES)}")
+        if options is not None and not isinstance(options, dict):
+            raise CheckOptionError(name, f"options are a mapping of option -> value (or nothing), not {shown(options)}")
         defaults = CHECKS[name].OPTIONS
         unknown = set(options or {}) - set(defaults)
         if unknown:
-            raise ValueError(f"check {name!r} has no option {', '.join(map(repr, sorted(unknown)))}; "
-                             f"it accepts: {', '.join(defaults) or 'none'}")
+            raise CheckOptionError(name, f"has no option {', '.join(sorted(map(repr, unknown)))}; "
+                                         f"it accepts: {', '.join(defaults) or 'none'}")
+        for option, value in (options or {}).items():
+            accepts, expected = _option_rule(name, option, defaults[option])
+            if not accepts(value):
+                raise CheckOptionError(name, f"{option} must be {expected}, not {shown(value)}")
         resolved[name] = {**defaults, **(options or {})}
     return resolved
 
 
 def check_history(events: Iterable[Event] | History, checks: dict[str, dict | None] | None = None) -> Verdict:
+    """Every selected check, then the measurements. A check that raises is that check's error
+    (the verdict's status says so); it never takes the other checks down with it."""
     history = events if isinstance(events, History) else History(events)
-    results = {name: CHECKS[name].check(history, options) for name, options in resolve_checks(checks).items()}
-    return Verdict(results, rebalances_of(history), redeliveries_of(history), _stats(history))
+    results = {name: _guarded(CHECKS[name].check, history, options)
+               for name, options in resolve_checks(checks).items()}
+    failed: dict[str, CheckResult] = {}
+    rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
+    duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))
+    stats = _measured(failed, "stats", _stats, history, {})
+    return Verdict(results, rebalances, duplicates, stats, failed)
+
+
+def _guarded(check: Callable[[History, dict], CheckResult], history: History, options: dict) -> CheckResult:
+    try:
+        return check(history, options)
+    except Exception as e:  # a bug in one check must not hide what the others found
+        return CheckResult.raised(e)
+
+
+def _measured(failed: dict[str, CheckResult], name: str, measure: Callable[[History], T], history: History,
+              empty: T) -> T:
+    try:
+        return measure(history)
+    except Exception as e:
+        failed[name] = CheckResult.raised(e)
+        return empty
 
 
 def _stats(history: History) -> dict[str, Any]:
@@ -101,4 +233,6 @@ def _stats(history: History) -> dict[str, Any]:
         "deliveries": sum(c.hi - c.lo + 1 for c in history.consumptions),
         "commits": {"ok": ok, "failed": failed},
         "members": [str(s) for s in history.members()],
+        # the harness's own end-of-run LeaveGroups: counted here, in no statistic
+        "teardown_rebalances": sum(r.teardown for r in rebalances_of(history)),
     }

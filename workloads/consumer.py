@@ -7,8 +7,11 @@ ranges and every commit with its outcome.
 
 librdkafka does not expose the generation to Python, so we read it where
 librdkafka says it: its ``cgrp`` debug log ("JoinGroup response: GenerationId
-N … my MemberId M"). Logs are served from the same queue as rebalance callbacks,
-so the generation is known before ``on_assign`` runs.
+N … my MemberId M"). The lines are read from librdkafka's own stderr output as
+its threads write them (``workloads.client_log``), so each protocol step is
+stamped when the client took it, not when the application next polled; a
+rebalance callback first takes every line written before it, so the generation
+is known before ``on_assign`` runs.
 
 Usage: ``python -m workloads.consumer SPEC.json`` (see ``ConsumerSpec``).
 """
@@ -16,7 +19,6 @@ Usage: ``python -m workloads.consumer SPEC.json`` (see ``ConsumerSpec``).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import signal
@@ -26,10 +28,11 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.child import read_spec, stop_on_signals
 from harness.history import HistoryWriter, now, offset_ranges, tp
+from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
 
 EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
 
@@ -58,6 +61,9 @@ class ConsumerSpec:
     zk_eager: dict | None = None  # ZkEagerSettings (zk-eager)
     session_file: str | None = None  # where a ZooKeeper-based member publishes its session (for expiry faults)
     coordinators: dict[str, str] | None = None  # coordinator-v*: instance name -> this member's lane to it
+    # Test-only switches for this member (workload.test_hooks, docs/history.md): "consume_unassigned"
+    # ({topic, partition}), "sigterm_after_join" ({join}). None in every real run.
+    test_hooks: dict | None = None
 
     @property
     def group_instance_id(self) -> str | None:
@@ -118,47 +124,50 @@ _SUBSCRIPTION = re.compile(r"effective subscription list changed from \d+ to (?P
 _SUBSCRIBED_TOPIC = re.compile(r"\bTopic (?P<topic>\S+) with (?P<partitions>-?\d+) partition\(s\)$")
 
 
-class GroupLogReader(logging.Handler):
-    """Turns librdkafka's cgrp debug lines into history events and group state."""
+class GroupLogReader:
+    """Turns librdkafka's cgrp debug lines into history events and group state. Each event
+    carries the instant librdkafka made its line (``Member.emit_client``)."""
 
     def __init__(self, member: "Member"):
-        super().__init__(logging.DEBUG)
         self.member = member
         self.subscription: dict[str, int] = {}
         self.subscription_lines_due = 0
+        self.line: ClientLine | None = None  # the line being read
 
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        m = self.member
+    def emit(self, name: str, **fields) -> None:
+        self.member.emit_client(self.line, name, **fields)
+
+    def __call__(self, line: ClientLine) -> None:
+        self.line, msg, m = line, line.message, self.member
         if self.subscription_lines_due and (t := _SUBSCRIBED_TOPIC.search(msg)):
             self._subscribed_topic(t["topic"], int(t["partitions"]))
         elif "effective subscription list changed" in msg and (s := _SUBSCRIPTION.search(msg)):
             self.subscription, self.subscription_lines_due = {}, int(s["count"])
             if not self.subscription_lines_due:
-                m.emit("subscription_changed", topics={})
+                self.emit("subscription_changed", topics={})
         elif "ConsumerGroupHeartbeat" in msg or "Target assignment acked" in msg:
             self._kip848(msg)
         elif "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
             if int(j["gen"]) >= 0 and j["err"] == "(no error)":
                 m.generation, m.member_id = int(j["gen"]), j["member"]
-                m.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=j["leader"],
-                       is_leader=bool(j["me"]), protocol_name=j["proto"])
+                self.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=j["leader"],
+                          is_leader=bool(j["me"]), protocol_name=j["proto"])
             else:
-                m.emit("group_join_failed", error=j["err"])
+                self.emit("group_join_failed", error=j["err"])
         elif "Joining group" in msg and _JOIN_SENT.search(msg):
-            m.emit("group_join_sent")
+            self.emit("group_join_sent")
+            m.join_sent()
         elif "SyncGroup response:" in msg and (s := _SYNCED.search(msg)):
             if s["result"].startswith("Success"):
-                m.emit("group_synced")
+                self.emit("group_synced")
             else:
-                m.emit("group_sync_failed", error=s["result"])
+                self.emit("group_sync_failed", error=s["result"])
         elif "heartbeat error response" in msg and (h := _HB_ERROR.search(msg)):
-            m.emit("heartbeat_failed", error=h["err"])
+            self.emit("heartbeat_failed", error=h["err"])
         elif (r := _REBALANCING.search(msg)) and "unsubscribe" not in msg:
-            m.emit("rebalance_started", reason=r["reason"].strip(), rebalance_protocol=r["kind"])
-        elif record.levelno >= logging.WARNING:
-            m.emit("client_log", level=record.levelname, message=msg[:500])
-
+            self.emit("rebalance_started", reason=r["reason"].strip(), rebalance_protocol=r["kind"])
+        elif line.level <= WARNING:
+            self.emit("client_log", level=line.level_name, message=msg[:500])
 
     def _subscribed_topic(self, topic: str, partitions: int) -> None:
         """With a pattern subscription each member subscribes to the topics *its* metadata
@@ -167,7 +176,7 @@ class GroupLogReader(logging.Handler):
         self.subscription[topic] = partitions
         self.subscription_lines_due -= 1
         if not self.subscription_lines_due:
-            self.member.emit("subscription_changed", topics=dict(sorted(self.subscription.items())))
+            self.emit("subscription_changed", topics=dict(sorted(self.subscription.items())))
 
     def _kip848(self, msg: str) -> None:
         """The member's epoch is its generation: it reaches the group epoch whose target
@@ -175,12 +184,12 @@ class GroupLogReader(logging.Handler):
         m = self.member
         if (e := _EPOCH.search(msg)) and int(e["epoch"]) > 0 and int(e["epoch"]) != m.generation:
             m.generation, m.member_id = int(e["epoch"]), e["member"]
-            m.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=None, is_leader=False,
-                   protocol_name=m.spec.assignor)
+            self.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=None,
+                      is_leader=False, protocol_name=m.spec.assignor)
         elif _EPOCH_ZERO_SENT.search(msg) and m.generation is None:
-            m.emit("group_join_sent")
+            self.emit("group_join_sent")
         elif "Target assignment acked" in msg:
-            m.emit("group_synced")
+            self.emit("group_synced")
 
 
 # --------------------------------------------------------------------- the member
@@ -192,24 +201,54 @@ class Member:
         self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation)
         self.generation: int | None = None
         self.member_id: str | None = None
+        self.assigned: set[tuple[str, int]] = set()  # what the group gave this member, as of its last callback
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
         self.command_pending = threading.Event()
-        logger = logging.getLogger(f"rdkafka.{spec.member}")
-        logger.setLevel(logging.DEBUG)
-        logger.propagate = False
-        logger.addHandler(GroupLogReader(self))
+        self.last_mono_ms: float | None = None  # the member's latest event: client lines are not stamped before it
+        self.joins_sent = 0
+        hooks = spec.test_hooks or {}
+        self.sigterm_after_join: int | None = (hooks.get("sigterm_after_join") or {}).get("join")
+        # No logger: librdkafka prints each line itself, from its own threads, as it happens.
+        self.tap = StderrTap(GroupLogReader(self)).start()
         conf = spec.client_config()
         if spec.commit == "auto":
             conf["on_commit"] = self._on_auto_commit
-        self.consumer = Consumer(conf, logger=logger)
+        self.consumer = Consumer(conf)
+        unassigned = hooks.get("consume_unassigned")
+        self.non_owner = NonOwnerFetch(spec, unassigned["topic"], unassigned["partition"]) if unassigned else None
 
     def emit(self, name: str, **fields) -> None:
-        self.history.emit(name, **{"member_id": self.member_id, "generation": self.generation, **fields})
+        """An event stamped now. Every line librdkafka wrote before is read first: the event
+        carries the generation it acted in, and comes after the steps that led to it."""
+        with self.tap.caught_up():
+            self._write(name, None, **fields)
+
+    def emit_client(self, line: ClientLine, name: str, **fields) -> None:
+        """An event stamped when librdkafka made ``line`` (called while the tap reads it)."""
+        self._write(name, line, **fields)
+
+    def _write(self, name: str, line: ClientLine | None, **fields) -> None:
+        stamp = {}
+        if line is not None:
+            ts, mono_ms = client_instant(line.wall_ms, self.last_mono_ms)
+            stamp = {"ts": ts, "mono_ms": mono_ms, "clock": "client"}
+        event = self.history.emit(name, **stamp, **{"member_id": self.member_id, "generation": self.generation,
+                                                    **fields})
+        self.last_mono_ms = event["mono_ms"]
+
+    def join_sent(self) -> None:
+        """Test-only (sigterm_after_join): a static member gone right after its JoinGroup went
+        out is still counted by the coordinator, which waits out its session for it."""
+        self.joins_sent += 1
+        if self.joins_sent == self.sigterm_after_join:
+            self._write("test_hook_fired", None, hook="sigterm_after_join", join=self.joins_sent)
+            os.kill(os.getpid(), signal.SIGTERM)
 
     # --- rebalance callbacks (served from consume(), on this thread) ---------------
 
     def _on_assign(self, consumer, partitions) -> None:
         self.emit("partitions_assigned", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        self.assigned |= {(p.topic, p.partition) for p in partitions}
         if self.spec.cooperative:
             consumer.incremental_assign(partitions)
         else:
@@ -220,6 +259,7 @@ class Member:
         revoked = {(p.topic, p.partition) for p in partitions}
         self._commit({k: v for k, v in self.uncommitted.items() if k in revoked}, "revoke")
         self.emit("partitions_revoked", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        self.assigned -= revoked
         for k in revoked:
             self.uncommitted.pop(k, None)
         if self.spec.cooperative:
@@ -232,6 +272,7 @@ class Member:
         self.emit("partitions_lost", partitions=_tps(partitions), incremental=self.spec.cooperative)
         for p in partitions:
             self.uncommitted.pop((p.topic, p.partition), None)
+            self.assigned.discard((p.topic, p.partition))
         if self.spec.cooperative:
             consumer.incremental_unassign(partitions)
         else:
@@ -270,6 +311,8 @@ class Member:
         self.emit("consumer_started", pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
                   group_instance_id=s.group_instance_id, commit_mode=s.commit,
                   session_timeout_ms=s.session_timeout_ms, max_poll_interval_ms=s.max_poll_interval_ms)
+        for hook, params in sorted((s.test_hooks or {}).items()):
+            self.emit("test_hook_armed", hook=hook, params=params)
         self.consumer.subscribe(s.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
         reason = "end-of-run"
         try:
@@ -278,13 +321,18 @@ class Member:
                     self._obey(stop)
                 batch = self.consumer.consume(num_messages=s.batch_size, timeout=0.2)
                 self._handle(batch)
+                if self.non_owner and self.generation is not None:
+                    self.non_owner.consume(self.assigned, self.emit)
         except KafkaException as e:
             err = e.args[0]
             self.emit("consumer_error", error=err.name(), error_code=err.code(), fatal=err.fatal())
             reason = "error"
         finally:
+            if self.non_owner:
+                self.non_owner.close()
             self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
             self.emit("consumer_stopped", reason=reason)
+            self.tap.stop()
         return 0 if reason == "end-of-run" else 1
 
     def _obey(self, stop: threading.Event) -> None:
@@ -327,6 +375,32 @@ class Member:
             self.uncommitted.clear()
 
 
+class NonOwnerFetch:
+    """Test-only (workload.test_hooks.consume_unassigned): the member also reads one partition
+    through a handle of its own (manual assignment from the log end, a group id of its own, no
+    commits) and writes what it processed as the member's records_consumed — a non-owner
+    consuming what the owner does. Only while the group has never given the member that
+    partition: once it has, the member would be a former owner, another story."""
+
+    def __init__(self, spec: ConsumerSpec, topic: str, partition: int):
+        self.spec = spec
+        self.partition = (topic, partition)
+        self.consumer = Consumer(spec.fetcher_config(f"{spec.group}.non-owner.{spec.member}.{spec.incarnation}"))
+        self.consumer.assign([TopicPartition(topic, partition, OFFSET_END)])
+        self.retired = False
+
+    def consume(self, assigned: set[tuple[str, int]], emit) -> None:
+        self.retired = self.retired or self.partition in assigned
+        if self.retired:
+            return
+        records = records_of(self.consumer.consume(num_messages=self.spec.batch_size, timeout=0), emit)
+        if records:
+            process_records(records, self.spec.processing_ms, {}, emit)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
 def records_of(batch, emit) -> list:
     """The records of a consumed batch; its errors go to the history as consumer_error."""
     records = []
@@ -345,18 +419,19 @@ def process_records(records, processing_ms: float, uncommitted: dict[tuple[str, 
     in ``uncommitted`` and writing ``records_consumed`` at least every EMIT_EVERY_MS. The rest
     of the batch is dropped once ``interrupted()`` (a driver's rebalance, say)."""
     processed: dict[tuple[str, int], list[int]] = defaultdict(list)
-    last_emit = time.monotonic()
-    for msg in records:
+    pause, every = processing_ms / 1000.0, EMIT_EVERY_MS / 1000.0
+    emit_at = time.monotonic() + every
+    for msg in records:  # per record: kept to the few calls it needs (the rate is part of the figures)
         if interrupted():
             break
-        if processing_ms:
-            time.sleep(processing_ms / 1000.0)
-        key = (msg.topic(), msg.partition())
-        processed[key].append(msg.offset())
-        uncommitted[key] = msg.offset() + 1
-        if (time.monotonic() - last_emit) * 1000 >= EMIT_EVERY_MS:
+        if pause:
+            time.sleep(pause)
+        offset, key = msg.offset(), (msg.topic(), msg.partition())
+        processed[key].append(offset)
+        uncommitted[key] = offset + 1
+        if time.monotonic() >= emit_at:
             emit("records_consumed", ranges=offset_ranges(processed))
-            processed, last_emit = defaultdict(list), time.monotonic()
+            processed, emit_at = defaultdict(list), time.monotonic() + every
     if processed:
         emit("records_consumed", ranges=offset_ranges(processed))
 

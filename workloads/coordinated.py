@@ -36,7 +36,6 @@ Usage: ``python -m workloads.coordinated SPEC.json`` (a ``workloads.consumer.Con
 from __future__ import annotations
 
 import enum
-import logging
 import os
 import signal
 import sys
@@ -54,8 +53,9 @@ from harness.coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GEN
                                           CoordinatorError)
 from harness.history import HistoryWriter, now, tp
 from harness.scenario import PROJECT_COORDINATOR
-from workloads.consumer import ConsumerSpec, GroupLogReader, Member, process_records, records_of
-from workloads.zk_eager import ZkEagerMember
+from workloads.client_log import warnings_logger
+from workloads.consumer import ConsumerSpec, Member, process_records
+from workloads.fetching import ManualFetcher
 
 POLL_TIMEOUT_S = 0.2  # the fetcher's poll
 REQUEST_TIMEOUT_S = 5.0  # OffsetCommit, OffsetFetch, LeaveGroup, Heartbeat at most
@@ -345,9 +345,6 @@ class CoordinatedMember:
     # The harness's poll-stall command, obeyed as the librdkafka driver obeys it: the poll
     # loop stops; in v1/v2 so do the heartbeats, in v3 the heartbeat thread goes on.
     _obey = Member._obey
-    # The fetcher follows the assignment exactly as zk-eager's does (same fields: lock, epoch,
-    # applied_epoch, fetch_from, fetcher): assign()/unassign() only from the poll loop.
-    _follow_assignment = ZkEagerMember._follow_assignment
 
     def __init__(self, spec: ConsumerSpec, stop: threading.Event, fetcher=None):
         self.spec = spec
@@ -368,9 +365,6 @@ class CoordinatedMember:
         self.rejoin_reason: str | None = None  # a rebalance the poll loop must start
         self.assignment: list[tuple[str, int]] = []
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
-        self.fetch_from: list[TopicPartition] = []  # what the fetcher should fetch, from which offsets
-        self.epoch = 0  # +1 whenever fetching stops or restarts: batches fetched before are stale
-        self.applied_epoch = 0  # the fetcher follows fetch_from as of this epoch
         self.last_poll = time.monotonic()
         self.next_heartbeat = 0.0
         self.next_auto_commit = 0.0
@@ -378,13 +372,11 @@ class CoordinatedMember:
         self.closing = False
 
         if fetcher is None:
-            client_log = logging.getLogger(f"coordinated.{spec.member}")
-            client_log.setLevel(logging.WARNING)
-            client_log.propagate = False
-            client_log.addHandler(GroupLogReader(self))  # librdkafka's warnings become client_log events
             fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{spec.member}.{spec.incarnation}"),
-                               logger=client_log)
+                               logger=warnings_logger(f"coordinated.{spec.member}", self.emit))
         self.fetcher = fetcher
+        # assign()/unassign() only from the poll loop; the rebalance decides what, under `lock`.
+        self.fetching = ManualFetcher(fetcher, self.lock, self.emit)
 
     def emit(self, name: str, **fields) -> None:
         self.history.emit(name, **{"member_id": self.group.member_id or None, "generation": self.group.generation,
@@ -440,11 +432,10 @@ class CoordinatedMember:
             if self.rejoin_reason is not None:
                 return  # the rebalance starts at the next turn, before anything more is fetched
         self._watch_partition_counts()
-        epoch = self._follow_assignment()
         timeout = POLL_TIMEOUT_S
         if not self.variant.background_heartbeats:
             timeout = min(timeout, max(0.0, self.next_heartbeat - time.monotonic()))
-        batch = self.fetcher.consume(num_messages=self.spec.batch_size, timeout=timeout)
+        epoch, batch = self.fetching.poll(self.spec.batch_size, timeout)
         if batch:
             self._process(batch, epoch)
         if self.spec.commit == "auto" and time.monotonic() >= self.next_auto_commit:
@@ -454,20 +445,21 @@ class CoordinatedMember:
 
     def _process(self, batch, epoch: int) -> None:
         with self.lock:
-            if epoch != self.epoch:
+            records = self.fetching.take(batch, epoch)
+            if records is None:
                 return  # fetched before the assignment changed: the partitions' owner reads it again
-            records = records_of(batch, self.emit)
             if self.spec.commit == "before-processing":
                 # The deliberately faulty mode: progress committed before the work is done.
                 ends = {}
                 for msg in records:
                     ends[(msg.topic(), msg.partition())] = msg.offset() + 1
                 self._commit_offsets(ends, "before-processing")
-                if epoch != self.epoch:
+                if epoch != self.fetching.epoch:
                     return  # the refusal said the partitions are lost: not ours to process
             # SIGTERM drops the rest of the batch: the next owner reads it again from the commit.
             process_records(records, self.spec.processing_ms, self.uncommitted, self.emit,
                             interrupted=self.stop.is_set)
+            self.fetching.processed(self.uncommitted)
             if self.spec.commit == "sync":
                 self._commit_processed("after-processing")
             elif self.spec.commit == "before-processing":
@@ -540,14 +532,14 @@ class CoordinatedMember:
                 # A coordinator that moved gets a session timeout to answer: longer, and the
                 # group would have moved on without the member anyway.
                 self._revoke(patience_s=self.spec.session_timeout_ms / 1000)
-        self._follow_assignment()  # stop fetching before the (long) join
+        self.fetching.follow()  # stop fetching before the (long) join
         assignment = self.group.join()
         if assignment is None:
             return  # stopping
         with self.lock:
             self.assignment = assignment
             self.emit("partitions_assigned", partitions=[tp(t, p) for t, p in assignment], incremental=False)
-            epoch = self.epoch
+            epoch = self.fetching.epoch
             # The join took as long as the rebalance did: it counts as a poll and as a heartbeat.
             self.last_poll = time.monotonic()
             self.next_heartbeat = self.last_poll + self.heartbeat_interval_s
@@ -556,8 +548,8 @@ class CoordinatedMember:
         self.next_metadata_check = time.monotonic() + self.spec.metadata_refresh_ms / 1000
         positions = self._positions(assignment, epoch)
         with self.lock:
-            if positions is not None and self.epoch == epoch:  # not lost meanwhile
-                self._fetch(positions)
+            if positions is not None and self.fetching.epoch == epoch:  # not lost meanwhile
+                self.fetching.fetch(positions)
 
     def _revoke(self, patience_s: float) -> None:
         """Under the lock: commit what was processed (the generation is still current: accepted
@@ -574,7 +566,7 @@ class CoordinatedMember:
         """Where fetching starts: the committed offsets (from the beginning where none is)."""
         if not partitions:
             return []
-        while not self.stop.is_set() and self.epoch == epoch:
+        while not self.stop.is_set() and self.fetching.epoch == epoch:
             try:
                 committed = self.group.committed(partitions)
             except CoordinatorUnavailable:
@@ -591,12 +583,7 @@ class CoordinatedMember:
         """Under the lock: nothing owned, nothing fetched; what was fetched before is stale."""
         self.assignment = []
         self.uncommitted.clear()
-        self._fetch([])
-
-    def _fetch(self, partitions: list[TopicPartition]) -> None:
-        """Under the lock: a new assignment for the fetcher (the poll loop applies it)."""
-        self.fetch_from = partitions
-        self.epoch += 1
+        self.fetching.fetch([])
 
     def _watch_partition_counts(self) -> None:
         """The leader rejoins when a subscribed topic's partition count changed since it assigned

@@ -257,7 +257,7 @@ class Translator:
         self.shutdown_complete = False
 
     def emit(self, name: str, **fields) -> None:
-        stamp = {} if self.jvm_wall_ms is None else {"ts": self.jvm_wall_ms, "mono_ms": self.mono()}
+        stamp = {} if self.jvm_wall_ms is None else {"ts": self.jvm_wall_ms, "mono_ms": self.mono(), "clock": "jvm"}
         self._emit(name, **stamp, **{"member_id": self.member_id, "generation": self.generation, **fields})
 
     def mono(self) -> float:

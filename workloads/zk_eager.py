@@ -25,8 +25,8 @@ fetcher threads: until its poll ends or the record in hand is done; the rest of 
 batch is dropped (a lock keeps processing and rebalancing apart). Records are fetched
 from the real brokers by a librdkafka consumer with a manual assignment, positioned at
 the ZooKeeper offsets;
-the rebalancer only publishes that assignment (each change a new epoch) and the consumer
-thread applies it between polls (librdkafka's assign() hangs while another thread polls).
+the rebalancer only publishes that assignment and the consumer thread applies it between
+polls (``workloads.fetching``, shared with the coordinator driver).
 
 The generation in the history is the ``cversion`` of ``/consumers/<g>/ids``, read with
 the member list an assignment was computed from: consumers that saw the same
@@ -38,7 +38,6 @@ Usage: ``python -m workloads.zk_eager SPEC.json`` (a ``workloads.consumer.Consum
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import signal
@@ -60,7 +59,9 @@ from harness.child import read_spec, stop_on_signals
 from harness.cluster.zookeeper import session_hex
 from harness.history import HistoryWriter, now, tp
 from harness.scenario import ZkEagerSettings
-from workloads.consumer import ConsumerSpec, GroupLogReader, Member, process_records, records_of
+from workloads.client_log import warnings_logger
+from workloads.consumer import ConsumerSpec, Member, process_records
+from workloads.fetching import ManualFetcher
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
@@ -214,13 +215,6 @@ class ZkEagerMember:
         self.lock = threading.Lock()
         self.owned: list[tuple[str, int]] = []  # partitions whose owner znodes are ours
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
-        self.fetch_from: list[TopicPartition] = []  # what the fetcher should fetch, from which offsets
-        self.epoch = 0  # +1 whenever fetching stops or restarts: batches fetched before are stale
-        # Per owned partition, the next offset to process. librdkafka may still deliver from an
-        # older fetch position after assign() (seen once: records from 0 for a partition assigned
-        # at 369, then 369 again); what lies below it was processed already or is not ours.
-        self.next_offset: dict[tuple[str, int], int] = {}
-        self.applied_epoch = 0  # the consumer thread's fetcher follows fetch_from as of this epoch
         self.closing_fetchers = threading.Event()  # the rebalancer waits: drop the batch in hand
         self.fetchers_closed = threading.Event()  # the consumer thread's answer: it stopped
 
@@ -229,11 +223,9 @@ class ZkEagerMember:
         self.registered = False
         self.last_inputs: Inputs | None = None
 
-        client_log = logging.getLogger(f"zk-eager.{spec.member}")
-        client_log.setLevel(logging.WARNING)
-        client_log.propagate = False
-        client_log.addHandler(GroupLogReader(self))  # warnings of both clients become client_log events
+        client_log = warnings_logger(f"zk-eager.{spec.member}", self.emit)  # both clients' warnings
         self.fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{self.consumer_id}"), logger=client_log)
+        self.fetching = ManualFetcher(self.fetcher, self.lock, self.emit)
         self.zk = KazooClient(hosts=spec.zookeeper_connect, timeout=self.settings.zookeeper_session_timeout_ms / 1000,
                               connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
                               logger=client_log)
@@ -296,7 +288,7 @@ class ZkEagerMember:
                 self.emit("partitions_lost", partitions=[tp(t, p) for t, p in self.owned], incremental=False)
             self.owned = []
             self.uncommitted.clear()
-            self._fetch([])
+            self.fetching.fetch([])
 
     # --- the rebalancer thread (the original's watcher thread) --------------------------
 
@@ -392,8 +384,8 @@ class ZkEagerMember:
                        for key in mine}
             self._claim(mine)
             self.owned = mine
-            self._fetch([TopicPartition(t, p, OFFSET_BEGINNING if offsets[(t, p)] is None else offsets[(t, p)])
-                         for t, p in mine])
+            self.fetching.fetch([TopicPartition(t, p, OFFSET_BEGINNING if offsets[key] is None else offsets[key])
+                                 for key in mine for t, p in [key]])
             self.emit("group_synced", generation=inputs.generation)
             self.emit("partitions_assigned", partitions=[tp(t, p) for t, p in mine], incremental=False)
 
@@ -460,17 +452,11 @@ class ZkEagerMember:
     def _release(self, trigger: str, retry: KazooRetry | None = None) -> None:
         """Under the lock: commit what was processed, stop fetching, delete our owner znodes."""
         self._commit(trigger, retry)
-        self._fetch([])
+        self.fetching.fetch([])
         if self.owned:
             self.emit("partitions_revoked", partitions=[tp(t, p) for t, p in self.owned], incremental=False)
             self._delete_owners(self.owned, retry or self.rebalance_retry)
             self.owned = []
-
-    def _fetch(self, partitions: list[TopicPartition]) -> None:
-        """Under the lock: a new assignment for the fetcher; what was fetched before is stale."""
-        self.fetch_from = partitions
-        self.next_offset = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
-        self.epoch += 1
 
     def _delete_owners(self, partitions: list[tuple[str, int]], retry: KazooRetry) -> None:
         for t, p in partitions:
@@ -512,8 +498,7 @@ class ZkEagerMember:
             while not self.stop.is_set():
                 if self.command_pending.is_set():
                     self._obey(self.stop)
-                epoch = self._follow_assignment()
-                batch = self.fetcher.consume(num_messages=s.batch_size, timeout=POLL_TIMEOUT_S)
+                epoch, batch = self.fetching.poll(s.batch_size, POLL_TIMEOUT_S)
                 if self._fetchers_stopping():
                     continue  # the batch goes: whoever owns its partitions next fetches it again
                 if batch:
@@ -527,30 +512,15 @@ class ZkEagerMember:
             self.emit("consumer_stopped", reason=reason)
         return 0
 
-    def _follow_assignment(self) -> int:
-        with self.lock:
-            if self.applied_epoch != self.epoch:
-                if self.fetch_from:
-                    self.fetcher.assign(self.fetch_from)
-                else:
-                    self.fetcher.unassign()  # stop fetching
-                self.applied_epoch = self.epoch
-            return self.epoch
-
     def _process(self, batch, epoch: int) -> None:
         with self.lock:
-            if epoch != self.epoch:
+            records = self.fetching.take(batch, epoch)
+            if records is None:
                 return  # fetched before a rebalance stopped fetching: the new owner reads it again
             # The rebalancer closing the fetchers (or SIGTERM) drops the rest of the batch.
-            records = records_of(batch, self.emit)
-            fresh = [m for m in records if m.offset() >= self.next_offset.get((m.topic(), m.partition()), 0)]
-            if len(fresh) < len(records):
-                self.emit("client_log", level="WARNING", message=f"dropped {len(records) - len(fresh)} records "
-                          "from below the partition's fetch position (a stale fetch after assign)")
-            process_records(fresh, self.spec.processing_ms, self.uncommitted, self.emit,
+            process_records(records, self.spec.processing_ms, self.uncommitted, self.emit,
                             interrupted=self._fetchers_stopping)
-            for key, offset in self.uncommitted.items():
-                self.next_offset[key] = max(offset, self.next_offset.get(key, 0))
+            self.fetching.processed(self.uncommitted)
             if self.spec.commit != "auto":  # sync; before-processing has no meaning here
                 self._commit("after-processing")
 

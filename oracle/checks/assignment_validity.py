@@ -9,12 +9,20 @@ checked for double assignment. For eager range / roundrobin the layout must also
 match the assignor's definition; cooperative-sticky has no closed-form layout.
 Members that reported their subscriptions (librdkafka's, with a pattern) are
 held to them: a topic only some members' metadata matched yet goes to those.
+
+The coordinator's own count of a generation's members (its "Stabilized … with N
+members") is part of the evidence: a member it counted that never got its
+JoinGroup answer (stopped right after sending it) was assigned partitions by the
+leader all the same. Those are held by nobody until its session expires — a
+finding (`held-by-absent-member`, with how long), and the layout is checked
+over every member the coordinator counted.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 
-from ..anomalies import Anomaly, CheckResult, members
+from ..anomalies import Anomaly, CheckResult, duration, members, plural
 from ..assignors import LAYOUTS
 from ..history import History, Instant, MemberSlot, TopicPartition, render_partitions
 from ..ownership import ownership_of
@@ -61,18 +69,47 @@ def check(history: History, options: dict) -> CheckResult:
             topics = frozenset().union(*subscriptions.values())
             subscribed = [tp for tp in subscribed if tp.topic in topics]
         missing = [tp for tp in subscribed if tp not in owners]
-        if missing:
-            result.violations.append(Anomaly(
-                NAME, "unassigned-partition",
-                f"generation {generation} left {render_partitions(missing)} unassigned "
-                f"(members: {', '.join(rebalance.members)})",
-                partition=str(missing[0]) if len(missing) == 1 else None, members=tuple(rebalance.members),
-                generation=generation, times={"assigned": rebalance.end}))
+        absent = _absent_members(history, rebalance)
         assignor = _assignor(history, generation)
-        if assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and assignment:
+        layout_applies = assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and bool(assignment)
+        if absent is None:  # everyone the coordinator counted joined: the assignment is theirs alone
+            if missing:
+                result.violations.append(Anomaly(
+                    NAME, "unassigned-partition",
+                    f"generation {generation} left {render_partitions(missing)} unassigned "
+                    f"(members: {', '.join(rebalance.members)})",
+                    partition=str(missing[0]) if len(missing) == 1 else None, members=tuple(rebalance.members),
+                    generation=generation, times={"assigned": rebalance.end}))
+            if layout_applies:
+                layouts.append(generation)
+                result.violations.extend(_layout(history, generation, assignor, assignment, subscribed,
+                                                 subscriptions, rebalance.end))
+            continue
+        # The coordinator stabilized the generation with members that never got their JoinGroup
+        # answer (stopped right after sending it; a static member leaves no LeaveGroup behind).
+        # The leader assigned them partitions all the same: held by nobody until their session
+        # expires. A finding, not an invalid assignment; the layout includes them where it can.
+        expected = None
+        if layout_applies and len(absent) == rebalance.coordinator_members - len(rebalance.members):
+            everyone = {**assignment, **{slot: frozenset() for slot in absent}}
+            expected = _expected_layout(history, generation, assignor, everyone, subscribed, subscriptions)
+        if expected is not None:
             layouts.append(generation)
-            result.violations.extend(_layout(history, generation, assignor, assignment, subscribed, subscriptions,
-                                             rebalance.end))
+            live = {slot: tps for slot, tps in assignment.items()}
+            result.violations.extend(_layout(history, generation, assignor, live, subscribed, subscriptions,
+                                             rebalance.end, expected))
+            held = sorted(tp for slot in absent for tp in expected[slot])
+            stray = sorted(set(missing) - set(held))
+            if stray:
+                result.violations.append(Anomaly(
+                    NAME, "unassigned-partition",
+                    f"generation {generation} left {render_partitions(stray)} unassigned, beyond what its "
+                    f"absent members were due (members: {', '.join(rebalance.members)})",
+                    partition=str(stray[0]) if len(stray) == 1 else None, members=tuple(rebalance.members),
+                    generation=generation, times={"assigned": rebalance.end}))
+            missing = [tp for tp in missing if tp in held]
+        if missing:
+            result.findings.append(_held_by_absent(history, rebalance, absent, missing, ownership))
     result.detail = {"generations_checked": checked, "partial_cooperative_generations": partial,
                      "layouts_checked": layouts}
     return result
@@ -93,17 +130,19 @@ def _subscriptions(history: History, generation: int,
         mine = {"member": slot.member, "incarnation": slot.incarnation}
         joined = history.first("group_joined", generation=generation, **mine)
         until = joined["mono_ms"] if joined else history.end.mono_ms
-        sent = [e["mono_ms"] for e in history.named("group_join_sent") if _is(e, mine) and e["mono_ms"] <= until]
-        until = sent[-1] if sent else until
-        changed = [e for e in history.named("subscription_changed") if _is(e, mine) and e["mono_ms"] <= until]
+        sent = _last_by(history.where("group_join_sent", **mine), until)
+        until = sent["mono_ms"] if sent else until
+        changed = _last_by(history.where("subscription_changed", **mine), until)
         if not changed:
             return None
-        subscriptions[slot] = frozenset(changed[-1]["topics"])
+        subscriptions[slot] = frozenset(changed["topics"])
     return subscriptions
 
 
-def _is(event: dict, where: dict) -> bool:
-    return all(event.get(k) == v for k, v in where.items())
+def _last_by(events: list[dict], until: float) -> dict | None:
+    """The last of these events (in time order) written at or before `until`."""
+    i = bisect_right(events, until, key=lambda e: e["mono_ms"])
+    return events[i - 1] if i else None
 
 
 def _member_order(history: History, generation: int, slots: list[MemberSlot]) -> tuple[list[MemberSlot], str]:
@@ -118,16 +157,70 @@ def _member_order(history: History, generation: int, slots: list[MemberSlot]) ->
     return sorted(slots, key=lambda s: ids[s][1]), "member id"
 
 
+def _expected_layout(history: History, generation: int, assignor: str,
+                     assignment: dict[MemberSlot, frozenset[TopicPartition]], partitions: list[TopicPartition],
+                     subscriptions: dict[MemberSlot, frozenset[str]] | None) -> dict | None:
+    """The assignor's layout over these members, or None when their order cannot be known:
+    a dynamic member that never got its JoinGroup answer has no member id in the history."""
+    ordered, basis = _member_order(history, generation, list(assignment))
+    if basis != "group.instance.id" and any(
+            not history.first("group_joined", generation=generation, member=s.member, incarnation=s.incarnation)
+            for s in assignment):
+        return None
+    if subscriptions is not None and not set(assignment) <= set(subscriptions):
+        subscriptions = None
+    return LAYOUTS[assignor](partitions, ordered, subscriptions)
+
+
 def _layout(history: History, generation: int, assignor: str, assignment: dict[MemberSlot, frozenset[TopicPartition]],
             partitions: list[TopicPartition], subscriptions: dict[MemberSlot, frozenset[str]] | None,
-            at: Instant | None) -> list[Anomaly]:
-    ordered, basis = _member_order(history, generation, list(assignment))
-    expected = LAYOUTS[assignor](partitions, ordered, subscriptions)
+            at: Instant | None, expected: dict | None = None) -> list[Anomaly]:
+    ordered, basis = _member_order(history, generation, list(expected or assignment))
+    expected = expected or LAYOUTS[assignor](partitions, ordered, subscriptions)
     return [
         Anomaly(
             NAME, "layout-mismatch",
             f"generation {generation} ({assignor} over {len(ordered)} members sorted by {basis}): {slot} (#{i}) got "
             f"{render_partitions(assignment[slot])} but {assignor} assigns it {render_partitions(expected[slot])}",
             members=members(slot), generation=generation, times={"assigned": at} if at else {})
-        for i, slot in enumerate(ordered) if assignment[slot] != expected[slot]
+        for i, slot in enumerate(ordered) if slot in assignment and assignment[slot] != expected[slot]
     ]
+
+
+def _absent_members(history: History, rebalance) -> list[MemberSlot] | None:
+    """Members the coordinator counted in a generation that never got its JoinGroup answer,
+    or None when it counted no more than joined (or did not say). They are the members whose
+    latest JoinGroup before the coordinator stabilized the generation went unanswered."""
+    counted = rebalance.coordinator_members
+    if counted is None or counted <= len(rebalance.members):
+        return None
+    at = rebalance.coordinator_stabilized.mono_ms
+    joined_members = set(rebalance.members)
+    pending: dict[MemberSlot, bool] = {}
+    for e in history.named("group_join_sent", "group_joined"):
+        if e["mono_ms"] > at:
+            break
+        pending[MemberSlot.of(e)] = e["name"] == "group_join_sent"
+    return sorted(slot for slot, waiting in pending.items() if waiting and str(slot) not in joined_members)
+
+
+def _held_by_absent(history: History, rebalance, absent: list[MemberSlot], missing: list[TopicPartition],
+                    ownership) -> Anomaly:
+    generation, end = rebalance.generation, rebalance.end
+    who = ", ".join(map(str, absent)) or "not named in the history"
+    unowned = {}
+    for tp in missing:
+        later = [s.start_ms for s in ownership.of_partition(tp) if s.start_ms >= end.mono_ms]
+        unowned[tp] = (min(later) - end.mono_ms) if later else None
+    longest = max((v for v in unowned.values() if v is not None), default=None)
+    until = ("held by nobody until the end of the run" if any(v is None for v in unowned.values())
+             else f"held by nobody in practice for up to {duration(longest)}, until the group reassigned them")
+    extra = rebalance.coordinator_members - len(rebalance.members)
+    return Anomaly(
+        NAME, "held-by-absent-member",
+        f"generation {generation}: the coordinator stabilized it with {rebalance.coordinator_members} members but "
+        f"only {len(rebalance.members)} joined ({', '.join(rebalance.members)}); {render_partitions(missing)} went to "
+        f"the {plural(extra, 'absent member')} (whose JoinGroup went unanswered: {who}) and were {until}",
+        partition=str(missing[0]) if len(missing) == 1 else None, members=members(*absent), generation=generation,
+        times={"assigned": end} | ({"coordinator_stabilized": rebalance.coordinator_stabilized}
+                                    if rebalance.coordinator_stabilized else {}))

@@ -6,12 +6,13 @@ owner's first record must not lie beyond (highest offset anyone consumed
 before) + 1, or the records in between were handed over to nobody
 (`skip-at-handover`, e.g. a commit made before processing). Gaps only count
 where records are known to exist (acknowledged or consumed by someone), so
-transaction markers are not skips.
+transaction markers are not skips. Records processed outside any ownership
+session belong to no session: exclusive-ownership judges those.
 """
 from __future__ import annotations
 
 from ..anomalies import Anomaly, CheckResult, members, plural
-from ..history import Consumption, History, MemberSlot
+from ..history import Consumption, History
 from ..offsets import OffsetSet
 from ..ownership import Session, ownership_of
 
@@ -22,22 +23,24 @@ OPTIONS: dict = {}
 def check(history: History, options: dict) -> CheckResult:
     ownership = ownership_of(history)
     result = CheckResult()
-    sessions = 0
+    sessions = outside = 0
     for tp in sorted(history.consumed):
         known = history.known_offsets(tp)
-        position: dict[Session | MemberSlot, tuple[int, OffsetSet]] = {}  # next offset, offsets seen in session
-        highest: Consumption | None = None  # consumed the highest offset so far, by anyone
+        position: dict[Session, tuple[int, OffsetSet]] = {}  # next offset, offsets seen in session
+        highest: Consumption | None = None  # consumed the highest offset so far, by an owner
         for c in history.consumptions_of(tp):
             session = ownership.attribute(c.slot, tp, c.at.mono_ms)
-            key = session or c.slot
-            if key not in position:
+            if session is None:
+                outside += 1  # no session to judge it within: exclusive-ownership reports it
+                continue
+            if session not in position:
                 sessions += 1
                 if highest and c.lo > highest.hi + 1:
                     skipped = OffsetSet.span(highest.hi + 1, c.lo - 1) & known
                     if skipped:
                         result.violations.append(_handover_skip(history, c, session, highest, skipped))
             else:
-                expected, seen = position[key]
+                expected, seen = position[session]
                 if c.lo > expected:
                     skipped = (OffsetSet.span(expected, c.lo - 1) & known) - seen
                     if skipped:
@@ -49,31 +52,26 @@ def check(history: History, options: dict) -> CheckResult:
                     result.violations.append(_within(
                         history, c, session, "nonmonotonic-poll", OffsetSet.span(c.lo, min(c.hi, expected - 1)),
                         f"went back from offset {expected - 1} to {c.lo} within one ownership session"))
-            seen = position[key][1] if key in position else OffsetSet()
-            position[key] = (c.hi + 1, seen | c.offsets)
+            seen = position[session][1] if session in position else OffsetSet()
+            position[session] = (c.hi + 1, seen | c.offsets)
             if highest is None or c.hi > highest.hi:
                 highest = c
-    result.detail = {"sessions_checked": sessions}
+    result.detail = {"sessions_checked": sessions, "consumptions_outside_sessions": outside}
     return result
 
 
-def _generation(session: Session | None, c: Consumption) -> int | None:
-    return session.generation if session else c.generation
-
-
-def _within(history: History, c: Consumption, session: Session | None, kind: str, offsets: OffsetSet,
+def _within(history: History, c: Consumption, session: Session, kind: str, offsets: OffsetSet,
             what: str) -> Anomaly:
-    where = session.describe(history) if session else f"{c.slot} (no ownership session)"
     return Anomaly(
-        NAME, kind, f"{c.tp}: {c.slot} {what} at {history.clock(c.at.mono_ms)}; session {where}",
+        NAME, kind, f"{c.tp}: {c.slot} {what} at {history.clock(c.at.mono_ms)}; session {session.describe(history)}",
         partition=str(c.tp), offsets=offsets.render(), count=len(offsets), members=members(c.slot),
-        generation=_generation(session, c), times={"consumed": c.at},
+        generation=session.generation, times={"consumed": c.at},
     )
 
 
-def _handover_skip(history: History, c: Consumption, session: Session | None, before: Consumption,
+def _handover_skip(history: History, c: Consumption, session: Session, before: Consumption,
                    skipped: OffsetSet) -> Anomaly:
-    generation = _generation(session, c)
+    generation = session.generation
     return Anomaly(
         NAME, "skip-at-handover",
         f"{c.tp}: {c.slot} started at offset {c.lo} when it took the partition over (generation {generation}, "

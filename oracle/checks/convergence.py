@@ -12,7 +12,9 @@ within `stall_s` (default: twice the longest session timeout, at least 15 s).
 """
 from __future__ import annotations
 
-from ..anomalies import Anomaly, CheckResult, duration
+from bisect import bisect_left
+
+from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, duration
 from ..history import Event, History, Instant, TopicPartition, render_partitions
 from ..ownership import ownership_of
 from ..rebalances import rebalances_of
@@ -24,7 +26,7 @@ OPTIONS = {"within_s": 60, "stall_s": None}
 def check(history: History, options: dict) -> CheckResult:
     done = history.done
     if not done:
-        return CheckResult(skipped="no `phase: done` event: the run ended before recovery finished")
+        return CheckResult(skipped=NOT_FINISHED)
     healed = history.last("fault_healed")
     anchor = healed or history.first("phase", phase="workload") or history.events[0]
     since = anchor["mono_ms"]
@@ -39,10 +41,10 @@ def check(history: History, options: dict) -> CheckResult:
     changes = sorted({t for s in ownership.sessions for t in (s.start_ms, s.end_ms) if since < t < horizon})
     converged_at: float | None = None
     checkpoints = [since, *changes]
-    for t in checkpoints:
+    for t, owners in zip(checkpoints, ownership.owners_over(checkpoints)):
         # The last state must cover every partition, including any the group never noticed.
         partitions = history.partitions if t == checkpoints[-1] else history.partitions_at(t)
-        problem = _problem(partitions, ownership.owners_at(t))
+        problem = _problem(partitions, owners)
         converged_at = None if problem else (t if converged_at is None else converged_at)
     result = CheckResult(detail={"since": since_what, "within_s": options["within_s"]})
     times = {"since": Instant.of(anchor), "horizon": Instant(None, horizon)}
@@ -82,10 +84,11 @@ def _busy_intervals(history: History, horizon: float) -> list[tuple[float, float
     until then, the dead member's partitions are rightly idle.
     """
     rebalances = [r for r in rebalances_of(history) if r.start]
-    busy = []
-    for i, r in enumerate(rebalances):
-        later = [x.start.mono_ms for x in rebalances[i + 1:]]
-        busy.append((r.start.mono_ms, r.end.mono_ms if r.end else min(later, default=horizon)))
+    busy, next_start = [], None  # the earliest start among the later rebalances
+    for r in reversed(rebalances):
+        busy.append((r.start.mono_ms, r.end.mono_ms if r.end else horizon if next_start is None else next_start))
+        next_start = r.start.mono_ms if next_start is None else min(next_start, r.start.mono_ms)
+    busy.reverse()
     healed = {e.get("fault_id"): e["mono_ms"] for e in history.named("fault_healed")}
     for f in history.named("fault_started"):
         end = healed.get(f.get("fault_id"), horizon)
@@ -100,22 +103,27 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
     completed = [r for r in rebalances_of(history) if r.end]
     if not completed:
         return []  # never settled: reported above as not-converged
-    busy = _busy_intervals(history, horizon)
+    quiet = _Quiet(_busy_intervals(history, horizon))
     acks: dict[TopicPartition, list[tuple[float, int]]] = {}
     for e in history.named("records_acked"):
-        for r in e.get("ranges") or ():
-            acks.setdefault(TopicPartition.of(r), []).append((e["mono_ms"], int(r["max_offset"])))
+        for tp, _, hi in history.ranges_of(e):
+            acks.setdefault(tp, []).append((e["mono_ms"], hi))
     ownership = ownership_of(history)
     found = []
     for tp in history.partitions:
         consumed = sorted((c.at.mono_ms, c.hi) for c in history.consumptions_of(tp))
-        high, t, worst = -1, completed[0].end.mono_ms, None
+        acked = acks.get(tp, [])
+        # acked[:waiting] is processed: offsets at most `high`, which only grows. Acks are in
+        # time order, so acked[waiting] is the first acknowledgement still waiting.
+        high, t, worst, waiting = -1, completed[0].end.mono_ms, None, 0
         for at, hi in [*consumed, (horizon, None)]:
             if at > t:
-                # Backlog from the first acknowledgement beyond what was processed by t.
-                behind = [a for a, off in acks.get(tp, ()) if off > high and a < at]
-                if behind:
-                    for lo, up in _quiet(max(t, min(behind)), at, busy):
+                while waiting < len(acked) and acked[waiting][1] <= high:
+                    waiting += 1
+                # Backlog from the first acknowledgement beyond what was processed by t. A window
+                # no longer than the allowed stall holds no quiet piece longer than it.
+                if waiting < len(acked) and acked[waiting][0] < at and at - max(t, acked[waiting][0]) > stall_ms:
+                    for lo, up in quiet.pieces(max(t, acked[waiting][0]), at):
                         if up - lo > stall_ms and (worst is None or up - lo > worst[1] - worst[0]):
                             worst = (lo, up)
             high = max(high, hi) if hi is not None else high
@@ -129,6 +137,33 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
                 f"(owner: {owners}; allowed {duration(stall_ms)})",
                 partition=str(tp), times={"from": Instant(None, worst[0]), "to": Instant(None, worst[1])}))
     return found
+
+
+class _Quiet:
+    """[lo, hi) minus the busy intervals, for many windows: only the intervals that reach
+    into a window can cut it, so each window looks at those alone."""
+
+    def __init__(self, busy: list[tuple[float, float]]):
+        self.busy = busy
+        # A busy interval that ends before it starts (a fault begun after the horizon) is
+        # not a plain cut: such intervals are applied to every window, as they always were.
+        self.inverted = [i for i, (b_lo, b_hi) in enumerate(busy) if b_hi < b_lo]
+        self.order = sorted((i for i, (b_lo, b_hi) in enumerate(busy) if b_lo <= b_hi), key=lambda i: busy[i][0])
+        self.starts = [busy[i][0] for i in self.order]
+        self.reach: list[float] = []  # latest end among the intervals starting up to here
+        for i in self.order:
+            self.reach.append(max(busy[i][1], self.reach[-1] if self.reach else busy[i][1]))
+
+    def pieces(self, lo: float, hi: float) -> list[tuple[float, float]]:
+        # An interval cuts [lo, hi) only if it starts before hi and ends after lo; one
+        # outside that leaves every piece of the window as it is.
+        j = bisect_left(self.starts, hi) - 1
+        cutting = list(self.inverted)
+        while j >= 0 and self.reach[j] > lo:
+            if self.busy[self.order[j]][1] > lo:
+                cutting.append(self.order[j])
+            j -= 1
+        return _quiet(lo, hi, [self.busy[i] for i in sorted(cutting)])
 
 
 def _quiet(lo: float, hi: float, busy: list[tuple[float, float]]) -> list[tuple[float, float]]:

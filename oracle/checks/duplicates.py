@@ -4,8 +4,9 @@ At-least-once delivery re-delivers whatever its previous owner processed
 but had not committed when the partition moved: the new owner resumes from
 the committed offset. A duplicate at or above the offset committed when the
 re-delivering session began is "explained by uncommitted progress at
-revocation"; one below it, or within a single session, is not. Scenarios
-may bound the total with `max: N`.
+revocation"; one below it, within a single session, or processed by a member
+that did not own the partition then, is not — and its reason says which of
+these the history shows. Scenarios may bound the total with `max: N`.
 """
 from __future__ import annotations
 
@@ -104,7 +105,10 @@ def _partition(history: History, ownership: Ownership, tp: TopicPartition) -> li
                 i += 1
         fresh = (c.offsets - OffsetSet(seen)).ranges if seen else ((c.lo, c.hi),)
         for lo, hi in fresh:
-            insort(firsts, (lo, hi, c), key=lambda f: f[0])
+            if not firsts or lo >= firsts[-1][0]:  # further along: where insort would put it anyway
+                firsts.append((lo, hi, c))
+            else:
+                insort(firsts, (lo, hi, c), key=lambda f: f[0])
     return out
 
 
@@ -113,12 +117,16 @@ def _explain(history: History, ownership: Ownership, out: list[Redelivery], firs
     was = ownership.attribute(first.slot, first.tp, first.at.mono_ms)
     now = ownership.attribute(second.slot, second.tp, second.at.mono_ms)
     pieces: list[tuple[int, int, bool, str]]
-    if first.slot == second.slot and was is now:
+    if was is None:  # exclusive-ownership judges the consumption itself
+        pieces = [(lo, hi, False, f"first processed by {first.slot}, which did not own the partition then")]
+    elif now is None:
+        pieces = [(lo, hi, False, f"processed again by {second.slot}, which did not own the partition then")]
+    elif was is now:
         pieces = [(lo, hi, False, "re-delivered within one ownership session")]
-    elif now and now.start_ms < first.at.mono_ms:  # both owned it at once: a zombie, not a hand-over
+    elif now.start_ms < first.at.mono_ms:  # both owned it at once: a zombie, not a hand-over
         pieces = [(lo, hi, False, f"processed again by {second.slot} while both owned the partition")]
     else:
-        committed = history.committed_at(first.tp, now.start_ms if now else second.at.mono_ms)
+        committed = history.committed_at(first.tp, now.start_ms)
         floor = committed.offset if committed else lo
         when = f"when {second.slot} {'got it back' if first.slot == second.slot else 'took over'}"
         pieces = [(lo, min(hi, floor - 1), False, f"below the offset {floor} committed {when}"),

@@ -6,13 +6,19 @@ owns a partition the group already gave away, until it learns it was lost.
 That is expected under a pause (a finding) unless both owners actually
 processed records of the partition in the overlap: split brain, which the
 scenario can declare fatal with `split_brain: fail`.
+
+Outside every session — a member processing records of a partition it was never
+assigned in this incarnation (`consumed-without-ownership`), or after it had
+itself recorded losing it (`consumed-after-ownership`) — is a violation: only
+a zombie that has not yet learnt of its loss is excusable, and its session is
+still open.
 """
 from __future__ import annotations
 
 from ..anomalies import Anomaly, CheckResult, duration, members, plural
-from ..history import History, Instant
+from ..history import Consumption, History, Instant
 from ..offsets import OffsetSet
-from ..ownership import Session, ownership_of
+from ..ownership import Ownership, Session, ownership_of
 
 NAME = "exclusive-ownership"
 OPTIONS = {"split_brain": "finding"}  # or "fail"
@@ -43,7 +49,7 @@ def check(history: History, options: dict) -> CheckResult:
                 anomaly = _zombie(history, older, newer, start, end)
                 split = anomaly.kind == "split-brain" and options["split_brain"] == "fail"
                 (result.violations if split else result.findings).append(anomaly)
-    result.findings.extend(_unowned_consumption(history))
+    result.violations.extend(_outside_sessions(history))
     result.detail = {"sessions": len(ownership.sessions), "overlapping_sessions": overlaps}
     return result
 
@@ -59,8 +65,8 @@ def _two_owners(history: History, a: Session, b: Session, generation: int, start
 
 
 def _processed(history: History, session: Session, start: Instant, end: Instant) -> OffsetSet:
-    return OffsetSet((c.lo, c.hi) for c in history.consumptions_of(session.tp)
-                     if c.slot == session.slot and start.mono_ms <= c.at.mono_ms <= end.mono_ms)
+    return OffsetSet((c.lo, c.hi) for c in history.consumptions_between(session.tp, start.mono_ms, end.mono_ms)
+                     if c.slot == session.slot)
 
 
 def _zombie(history: History, older: Session, newer: Session, start: Instant, end: Instant) -> Anomaly:
@@ -80,21 +86,59 @@ def _zombie(history: History, older: Session, newer: Session, start: Instant, en
     )
 
 
-def _unowned_consumption(history: History) -> list[Anomaly]:
-    """Records processed outside any session of the member: nothing fenced them."""
+def _outside_sessions(history: History) -> list[Anomaly]:
+    """Records a member processed while it owned no session of the partition.
+
+    Only a zombie is excusable: a former owner that has not yet learnt it lost the partition
+    still has its session open (an overlap, above). Outside every session a member either never
+    owned the partition in this incarnation, or had itself recorded losing it (its revoke, its
+    loss, an assignment without it) before it went on processing: both break exclusive ownership.
+    """
     ownership = ownership_of(history)
-    stray: dict[tuple, list] = {}
+    stray: dict[tuple, list[Consumption]] = {}
     for c in history.consumptions:
         if not ownership.owning(c.slot, c.tp, c.at.mono_ms):
-            stray.setdefault((c.tp, c.slot), []).append(c)
-    findings = []
-    for (tp, slot), batch in stray.items():
+            former = ownership.owned_before(c.slot, c.tp, c.at.mono_ms)
+            stray.setdefault((c.tp, c.slot, former), []).append(c)
+    violations = []
+    for (tp, slot, former), batch in stray.items():
         offsets = OffsetSet((c.lo, c.hi) for c in batch)
-        findings.append(Anomaly(
-            NAME, "consumed-while-unowned",
-            f"{tp}: {slot} processed {plural(len(offsets), 'record')} (offsets {offsets.render()}) while it did not "
-            f"own the partition, first at {history.clock(batch[0].at.mono_ms)}",
-            partition=str(tp), offsets=offsets.render(), count=len(offsets), members=members(slot),
-            times={"first": batch[0].at, "last": batch[-1].at},
-        ))
-    return findings
+        first, last = batch[0], batch[-1]
+        span = f"{history.clock(first.at.mono_ms)}..{history.clock(last.at.mono_ms)}"
+        what = f"{tp}: {slot} processed {plural(len(offsets), 'record')} (offsets {offsets.render()}, {span})"
+        if former is None:
+            kind = "consumed-without-ownership"
+            message = (f"{what} without owning the partition: it was never assigned {tp} in this incarnation"
+                       f" (its generation then: {_generation(first)})")
+            times = {"first": first.at, "last": last.at}
+        else:
+            kind = "consumed-after-ownership"
+            message = (f"{what} after its own ownership of the partition had ended: {former.describe(history)} "
+                       f"(its generation then: {_generation(first)})")
+            times = {"ownership_ended": former.end or history.end, "first": first.at, "last": last.at}
+        owners = _owners_during(history, ownership, tp, first.at.mono_ms, last.at.mono_ms, slot)
+        if owners:
+            message += "; " + "; ".join(owners)
+        violations.append(Anomaly(NAME, kind, message, partition=str(tp), offsets=offsets.render(),
+                                  count=len(offsets), members=members(slot), generation=first.generation,
+                                  times=times))
+    return violations
+
+
+def _generation(c: Consumption) -> str:
+    return f"generation {c.generation}" if c.generation is not None else "no generation"
+
+
+def _owners_during(history: History, ownership: Ownership, tp, lo_ms: float, hi_ms: float, intruder) -> list[str]:
+    """Who did own the partition meanwhile, and which of the intruder's records they processed too."""
+    theirs = OffsetSet((c.lo, c.hi) for c in history.consumptions_of(tp) if c.slot == intruder
+                       and not ownership.owning(c.slot, tp, c.at.mono_ms) and lo_ms <= c.at.mono_ms <= hi_ms)
+    out = []
+    for s in ownership.of_partition(tp):
+        if s.slot == intruder or s.end_ms < lo_ms or s.start_ms > hi_ms:
+            continue
+        both = theirs & OffsetSet((c.lo, c.hi) for c in history.consumptions_of(tp)
+                                  if c.slot == s.slot and s.covers(c.at.mono_ms))
+        out.append(f"the owner was {s.describe(history)}"
+                   + (f", which processed the same offsets {both.render()}" if both else ""))
+    return out

@@ -3,17 +3,20 @@
 The coordinator fences commits by generation (ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH).
 A commit is judged at the instant its request left (`started_mono_ms`): if the
-member did not own the partition then, or another member had already taken
-it over, an accepted commit means fencing failed. Rejected commits are the
+member did not own the partition then (a revoke-callback commit gets a short
+grace after the revoke, `REVOKE_COMMIT_GRACE_MS`), or another member had
+already taken it over, an accepted commit means fencing failed. Rejected commits are the
 fence working and are only counted. A "takeover" by an assignment of an older
 generation than the commit's is no takeover: a paused member can read, when it
 resumes, the SyncGroup answer it was sent before the group moved on without it.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ..anomalies import Anomaly, CheckResult, members
 from ..history import Commit, History, Instant
-from ..ownership import REVOKED, Ownership, Session, ownership_of
+from ..ownership import Session, ownership_of
 
 NAME = "fenced-commits"
 OPTIONS: dict = {}
@@ -22,17 +25,21 @@ OPTIONS: dict = {}
 def check(history: History, options: dict) -> CheckResult:
     ownership = ownership_of(history)
     result = CheckResult()
+    starts = {tp: [s.start_ms for s in ownership.of_partition(tp)] for tp in ownership.partitions()}
     for commit in history.commits:
         if not commit.success:
             continue
-        session = _session_of(ownership, commit)
+        session = ownership.commit_session(commit)
         if session is None:
             result.violations.append(_anomaly(history, commit, "commit-without-ownership",
                                               f"but did not own {commit.tp} then"))
             continue
-        usurper = next((s for s in ownership.of_partition(commit.tp)
-                        if s.slot != commit.slot and session.start_ms < s.start_ms <= commit.sent_ms
-                        and not _older(s.generation, commit.generation)), None)
+        # Sessions of others that began after this one and by the time the commit left.
+        sessions, begun = ownership.of_partition(commit.tp), starts.get(commit.tp, [])
+        window = range(bisect_right(begun, session.start_ms), bisect_right(begun, commit.sent_ms))
+        usurper = next((sessions[i] for i in window
+                        if sessions[i].slot != commit.slot and not _older(sessions[i].generation, commit.generation)),
+                       None)
         if usurper:
             result.violations.append(_anomaly(
                 history, commit, "commit-after-handover",
@@ -45,15 +52,6 @@ def check(history: History, options: dict) -> CheckResult:
 
 def _older(generation: int | None, than: int | None) -> bool:
     return generation is not None and than is not None and generation < than
-
-
-def _session_of(ownership: Ownership, commit: Commit) -> Session | None:
-    """The ownership session a commit was made in. The revoke callback commits
-    before it returns, so its commit may be sent just after the revoke event."""
-    session = ownership.attribute(commit.slot, commit.tp, commit.sent_ms)
-    if session and (session.covers(commit.sent_ms) or (commit.trigger == "revoke" and session.ended_by == REVOKED)):
-        return session
-    return None
 
 
 def _anomaly(history: History, commit: Commit, kind: str, why: str, usurper: Session | None = None) -> Anomaly:

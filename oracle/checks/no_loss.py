@@ -7,7 +7,7 @@ commit-before-processing consumer killed mid-batch.
 """
 from __future__ import annotations
 
-from ..anomalies import Anomaly, CheckResult, members, plural
+from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, members, plural
 from ..history import History, TopicPartition
 from ..offsets import OffsetSet
 from ..ownership import OWNED_AT_END, ownership_of
@@ -18,8 +18,7 @@ OPTIONS: dict = {}
 
 def check(history: History, options: dict) -> CheckResult:
     if not history.done:
-        return CheckResult(skipped="no `phase: done` event: the run was interrupted before drain, "
-                                   "so unconsumed records may still have been in flight")
+        return CheckResult(skipped=NOT_FINISHED)
     result = CheckResult()
     for tp, acked in sorted(history.acked.items()):
         lost = acked - history.consumed.get(tp, OffsetSet())
@@ -39,7 +38,7 @@ def _lost(history: History, tp: TopicPartition, lost: OffsetSet) -> Anomaly:
     if culprit:
         message += (f"; {culprit.slot} committed offset {culprit.offset} past them (trigger {culprit.trigger}, "
                     f"generation {culprit.generation}, sent {history.clock(culprit.sent_ms)})")
-        session = ownership_of(history).attribute(culprit.slot, tp, culprit.sent_ms)
+        session = ownership_of(history).commit_session(culprit)
         if session and session.ended_by != OWNED_AT_END:
             message += f" and its ownership then ended ({session.ended_by}) at {history.clock(session.end_ms)}"
         times["commit"] = culprit.at

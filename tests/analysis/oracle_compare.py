@@ -6,8 +6,10 @@ from pathlib import Path
 from oracle import check_history, load_history
 
 REBALANCE_FIELDS = ("generation", "status", "superseded_by", "members", "leader", "trigger", "coordinator_reason",
-                    "duration_ms", "detect_ms", "join_ms", "sync_ms", "coordinator_ms", "partitions_moved",
-                    "max_unowned_ms")
+                    "duration_ms", "assigned_ms", "stabilized_ms", "detect_ms", "join_ms", "sync_ms",
+                    "coordinator_ms", "coordinator_members", "start_vs_coordinator_ms",
+                    "stabilized_vs_coordinator_ms", "partitions_moved", "max_unowned_ms")
+RUN_FIGURES = ("duplicates", "lost", "commits_failed", "acked", "consumed", "deliveries", "teardown_rebalances")
 
 
 def oracle_figures(run_dir: Path) -> dict:
@@ -22,6 +24,7 @@ def oracle_figures(run_dir: Path) -> dict:
         "commits_failed": verdict["stats"]["commits"]["failed"],
         "acked": verdict["stats"]["acked"], "consumed": verdict["stats"]["consumed"],
         "deliveries": verdict["stats"]["deliveries"],
+        "teardown_rebalances": verdict["stats"]["teardown_rebalances"],
     }
 
 
@@ -41,6 +44,7 @@ def spark_figures(tables: dict[str, list[dict]], run: str) -> dict:
         "lost": r["lost_records"],
         "commits_failed": dict(sorted(failed.items())),
         "acked": r["acked"], "consumed": r["consumed"], "deliveries": r["deliveries"],
+        "teardown_rebalances": r["teardown_rebalances"],
     }
 
 
@@ -54,7 +58,7 @@ def differences(tables: dict[str, list[dict]], run: str, run_dir: Path) -> list[
         for k in b:
             if a[k] != b[k]:
                 out.append(f"{run} generation {b['generation']} {k}: spark {a[k]!r}, oracle {b[k]!r}")
-    for k in ("duplicates", "lost", "commits_failed", "acked", "consumed", "deliveries"):
+    for k in RUN_FIGURES:
         if ours[k] != theirs[k]:
             out.append(f"{run} {k}: spark {ours[k]!r}, oracle {theirs[k]!r}")
     return out

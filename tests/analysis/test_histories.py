@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,27 @@ from analysis.synthetic import PROTOCOLS, SynthSpec, write_run
 from harness.cli import main as lab
 from harness.errors import EXIT_BAD_INPUT
 from oracle import check_history, load_history
+from oracle.history import History
+from oracle.ownership import ownership_of
+from oracle.rebalances import rebalances_of
 from tests.analysis.oracle_compare import differences, oracle_figures, spark_figures
 from tests.unit.conftest import HistoryBuilder
 
 SYNTHETIC = [(p, f) for p in PROTOCOLS for f in ("pause", "crash", "poll-stall", "network")] + [("consumer", "none")]
+# Stories the fault matrix does not tell: members stopped one at a time after `phase: done`
+# (the harness's teardown rebalances), and a member processing a partition it does not own —
+# one that never owned it, and a former owner well after its session ended.
+TEARDOWN = {
+    "teardown-eager": SynthSpec(41, "classic-eager", "pause", duration_s=25, staggered_stop=True),
+    "teardown-cooperative": SynthSpec(42, "classic-cooperative", "crash", duration_s=25, staggered_stop=True),
+    "teardown-kip848": SynthSpec(43, "consumer", "none", duration_s=25, staggered_stop=True),
+}
+STRAY = {
+    "stray-never-owner": SynthSpec(44, "classic-eager", "none", duration_s=25, stray_at_s=10),
+    "stray-former-owner": SynthSpec(45, "classic-eager", "pause", duration_s=25, fault_at_s=3, fault_duration_s=7,
+                                    stray_at_s=15),
+}
+STORIES = {**TEARDOWN, **STRAY}
 
 
 def crash_story() -> list[dict]:
@@ -98,6 +116,8 @@ def runs(tmp_path_factory) -> Path:
     _write_story(root / "crash-story", crash_story())
     for seed, (protocol, fault) in enumerate(SYNTHETIC, 1):
         write_run(root / f"synth-{protocol}-{fault}", SynthSpec(seed, protocol, fault, duration_s=25))
+    for name, spec in STORIES.items():
+        write_run(root / name, replace(spec, scenario=name))
     # a writer killed mid-line: the last line is torn, which the oracle forgives as well
     torn = write_run(root / "torn-tail", SynthSpec(99, "classic-eager", "pause", duration_s=25))
     text = (torn / HISTORY).read_text()
@@ -134,9 +154,45 @@ def test_crash_story_has_the_answers_worked_out_by_hand_in_the_oracle_and_in_spa
         "crash", CRASH_STORY["fault_to_detection_ms"], 2)
 
 
-@pytest.mark.parametrize("run", ["torn-tail"] + [f"synth-{p}-{f}" for p, f in SYNTHETIC])
+@pytest.mark.parametrize("run", ["torn-tail"] + [f"synth-{p}-{f}" for p, f in SYNTHETIC] + list(STORIES))
 def test_spark_figures_equal_the_oracles(result, runs, run):
     assert differences(result.tables, run, runs / run) == []
+
+
+@pytest.mark.parametrize("run", list(TEARDOWN))
+def test_teardown_rebalances_are_in_no_table_or_statistic(result, runs, run):
+    """Members leaving after `phase: done` make the rest rebalance: the oracle marks those
+    rebalances teardown and Spark counts them, in no table but the run's count."""
+    every = rebalances_of(History(load_history(runs / run)))
+    teardown = {r.generation for r in every if r.teardown}
+    assert teardown and len(teardown) < len(every)
+    assert any(r.unowned_ms for r in every if r.teardown)  # partitions moved: stop-the-world rows to leave out
+    [row] = [r for r in result.runs if r["run"] == run]
+    assert row["teardown_rebalances"] == len(teardown)
+    for table in ("rebalances", "stop_the_world"):
+        assert not {r["generation"] for r in result.tables[table] if r["run"] == run} & teardown, table
+    completed = sum(r.status == "completed" and not r.teardown for r in every)
+    assert row["rebalances_completed"] == completed
+    assert sum(1 for r in result.tables["metrics"] if r["run"] == run and r["metric"] == "rebalance_ms") == completed
+
+
+def test_a_member_processing_a_partition_it_does_not_own_explains_no_duplicate(result, runs):
+    """Each side of the re-delivery belongs to a session only if one covers it: the stray member's
+    records (already processed by the owner, or processed by the owner afterwards) are unexplained."""
+    for run in STRAY:
+        history = History(load_history(runs / run))
+        stray = [r for r in check_history(history).duplicates.redeliveries
+                 if "did not own the partition then" in r.reason]
+        assert {r.reason.split(" by ")[0] for r in stray} == {"processed again", "first processed"}, run
+        assert not any(r.explained for r in stray)
+        again = next(r.second for r in stray if r.reason.startswith("processed again"))
+        ended = ownership_of(history).owned_before(again.slot, again.tp, again.at.mono_ms)
+        if run == "stray-former-owner":  # no "latest earlier" session to lend it: it ended seconds before
+            assert ended and again.at.mono_ms - ended.end_ms > 1000
+        else:
+            assert ended is None
+        [row] = [r for r in result.runs if r["run"] == run]
+        assert row["duplicates"] - row["duplicates_explained"] == sum(r.count for r in stray) > 0
 
 
 def test_synthetic_runs_have_something_to_compare(result):
@@ -154,7 +210,7 @@ def test_damaged_half_written_and_missing_run_directories_are_named_and_skipped(
         assert reason in skipped.pop(name), (name, skipped)
     assert skipped == {"no-such-run": "no such run directory"}
     analysed = {r["run"] for r in result.runs}
-    assert analysed.isdisjoint(reasons) and len(analysed) == len(SYNTHETIC) + 2
+    assert analysed.isdisjoint(reasons) and len(analysed) == len(SYNTHETIC) + len(STORIES) + 2
     assert "torn-middle" in (result.out / "report.html").read_text()  # the page lists what it skipped
 
 

@@ -104,6 +104,13 @@ def test_ctrl_c_during_run_heals_and_stops_everything(tmp_path):
     assert healed and healed[0]["how"] == "end-of-run"
     assert any(e["name"] == "run_finished" and e["outcome"] == "interrupted" for e in events)
 
+    # Judged again, an unfinished run is no pass: no-loss and convergence could not judge it.
+    check = lab("check", str(run_dir))
+    assert check.returncode == 4, check.stdout[-2000:] + check.stderr
+    [headline] = [line for line in check.stdout.splitlines() if line.startswith("INCOMPLETE: 0 violations")]
+    assert "no-loss" in headline and "convergence" in headline and "skipped (no `phase: done` event" in headline
+    assert check.stdout.rstrip().endswith("run.json: interrupted"), check.stdout[-500:]
+
 
 def test_sigkill_of_harness_then_cleanup_leaves_nothing(tmp_path):
     harness, run_dir = _harness_mid_pause(tmp_path)
@@ -114,7 +121,18 @@ def test_sigkill_of_harness_then_cleanup_leaves_nothing(tmp_path):
     assert any(name == "consumer-1" and state == "T" for name, _, state in left), left  # really left stopped
     assert {"broker-1", "zookeeper-1", "toxiproxy"} <= {name for name, _, _ in left}
 
+    assert json.loads((run_dir / "run.json").read_text())["state"] == "running"  # nobody left to say otherwise
+
     cleanup = lab("cleanup")
     assert cleanup.returncode == 0, cleanup.stderr
     assert "was paused" in cleanup.stdout
     assert alive_pids(events) == []
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["state"] == "killed" and run["killed"]["by"] == "rebalance-lab cleanup", run
+    stopped = {p["process"]: p for p in run["killed"]["processes"]}
+    assert {"consumer-1", "broker-1", "zookeeper-1", "toxiproxy"} <= set(stopped) and stopped["consumer-1"]["paused"]
+    assert f"run {run_dir.resolve()}: killed" in cleanup.stdout
+
+    check = lab("check", str(run_dir))
+    assert check.returncode == 4 and "INCOMPLETE: 0 violations" in check.stdout, check.stdout[-2000:] + check.stderr
+    assert "run.json: killed — its harness died without tearing down" in check.stdout

@@ -505,3 +505,20 @@ def test_a_pattern_subscription_is_refused_clearly(tmp_path, coordinators):
     error_event = [e for e in history(tmp_path) if e["name"] == "consumer_error"][0]
     assert error_event["error"] == "UNSUPPORTED" and error_event["fatal"]
     assert names(tmp_path)[-1] == "consumer_stopped" and c1.requests == []
+
+
+def test_records_below_the_committed_position_are_dropped_not_processed_again(tmp_path, coordinators):
+    """The stale-fetch guard zk-eager has (workloads/fetching.py): the fetcher is assigned at the
+    committed offset; records from below it, delivered anyway, are dropped and noted."""
+    [c1] = coordinators("c1")
+    member = member_of(tmp_path, c1, "coordinator-v2")
+    c1.on("OffsetFetch", lambda r: {"offsets": [{**p, "offset": 5} for p in r["partitions"]]})
+    member.poll_once()  # joins; fetches from the committed 5
+    consume(member, (0, 3), (0, 4), (0, 5), (1, 5))
+
+    assert member.fetcher.assigned == [(TOPIC, 0, 5), (TOPIC, 1, 5)]
+    consumed = [(r["partition"], r["min_offset"], r["max_offset"]) for e in history(tmp_path)
+                if e["name"] == "records_consumed" for r in e["ranges"]]
+    assert consumed == [(0, 5, 5), (1, 5, 5)]
+    [note] = [e["message"] for e in history(tmp_path) if e["name"] == "client_log"]
+    assert note == "dropped 2 records of events-0 (offsets 3..4) below its fetch position 5 (a stale fetch after assign)"

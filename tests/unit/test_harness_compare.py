@@ -32,3 +32,26 @@ def test_kip848_runs_on_kafka_4_and_zk_eager_on_3_9_without_fencing_checks():
 def test_the_base_is_not_modified():
     variant(BASE, "consumer")
     assert BASE["workload"]["protocol"] == "classic-eager" and BASE["cluster"]["kafka"] == "3.9"
+
+
+def test_a_row_is_ok_only_when_its_verdict_passed(tmp_path):
+    from rich.console import Console
+
+    from harness.compare import Entry
+    from harness.report import print_comparison
+    from harness.run import RunResult
+
+    def row(outcome, verdict):
+        return Entry("classic-eager", 1, "3.9", RunResult(tmp_path, outcome, verdict), {}).row()
+
+    base = {"rebalances": [], "duplicates": {"count": 0}, "violations": []}
+    rows = [row("completed", {**base, "status": "pass", "ok": True}),
+            row("completed", {**base, "status": "incomplete", "ok": False, "skipped_checks": {"no-loss": "…"}}),
+            row("completed", {**base, "status": "error", "ok": False, "errored_checks": {"convergence": "KeyError"}}),
+            row("interrupted", None)]
+    assert [(r["status"], r["ok"], r["unjudged_checks"]) for r in rows] == [
+        ("pass", True, []), ("incomplete", False, ["no-loss"]), ("error", False, ["convergence"]), (None, False, [])]
+    console = Console(record=True, width=300)
+    print_comparison(console, rows, tmp_path)
+    results = [line.split("│")[-2].strip() for line in console.export_text().splitlines() if "classic-eager" in line]
+    assert results == ["PASS", "INCOMPLETE no-loss", "ERROR convergence", "INTERRUPTED"]

@@ -163,3 +163,62 @@ def test_a_recycled_pid_is_never_killed(home, tmp_path):
     assert not registration.exists()  # forgotten: it was not ours any more
     stranger.kill()
     stranger.wait()
+
+
+def running_run(tmp_path: Path, name: str, state: str = "running") -> Path:
+    run_dir = tmp_path / "runs" / name
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({"state": state, "scenario": "s", "seed": 1}))
+    return run_dir
+
+
+def test_cleanup_marks_the_runs_of_dead_harnesses_killed(home, tmp_path):
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.runstate import run_owner
+
+    lab_home, track = home
+    killed, finished = running_run(tmp_path, "killed"), running_run(tmp_path, "finished", state="completed")
+    pid = track(orphan(lab_home, tmp_path, owner=run_owner(killed), pause=True))
+    other = track(orphan(lab_home, tmp_path, owner=run_owner(finished)))
+    wait_until(lambda: process_state(pid) == "T")
+    alive = running_run(tmp_path, "alive")  # its harness (this test) lives on: it writes its own final state
+    mine = Supervisor(owner=run_owner(alive)).start("consumer-2", "consumer", ["sleep", "30"], tmp_path / "mine.log")
+    track(mine.pid)
+
+    result = CliRunner().invoke(main, ["cleanup"])
+    assert result.exit_code == 0, result.output
+    assert gone(pid) and gone(other) and mine.running()
+    state = json.loads((killed / "run.json").read_text())
+    assert state["state"] == "killed" and state["scenario"] == "s"  # the rest of run.json is kept
+    assert state["killed"]["by"] == "rebalance-lab cleanup" and state["killed"]["stopped_at"]
+    assert state["killed"]["processes"] == [{"process": "consumer-1", "role": "consumer", "pid": pid, "paused": True}]
+    assert json.loads((finished / "run.json").read_text())["state"] == "completed"  # only a `running` run is marked
+    assert f"run {killed.resolve()}: killed" in result.output and f"run {finished.resolve()}: completed" in result.output
+
+    cleanup_leftovers(include_live_owners=True, by="a test")  # a live harness's run is never marked
+    assert json.loads((alive / "run.json").read_text())["state"] == "running"
+
+
+def test_the_start_of_a_run_marks_the_runs_it_cleans_up_after(home, tmp_path):
+    from harness.runstate import run_owner
+
+    lab_home, track = home
+    killed = running_run(tmp_path, "killed")
+    pid = track(orphan(lab_home, tmp_path, owner=run_owner(killed)))
+    assert [v.pid for v in cleanup_leftovers(include_detached=False, by="the start of run r2")] == [pid]
+    state = json.loads((killed / "run.json").read_text())
+    assert state["state"] == "killed" and state["killed"]["by"] == "the start of run r2"
+
+
+def test_a_run_directory_deleted_since_is_no_error(home, tmp_path):
+    import shutil
+
+    from harness.runstate import run_owner
+
+    lab_home, track = home
+    gone_run = running_run(tmp_path, "deleted")
+    pid = track(orphan(lab_home, tmp_path, owner=run_owner(gone_run)))
+    shutil.rmtree(gone_run)
+    assert [v.pid for v in cleanup_leftovers()] == [pid] and gone(pid)

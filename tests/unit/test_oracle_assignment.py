@@ -181,3 +181,69 @@ def test_a_member_whose_metadata_had_not_matched_the_new_topic_gets_none_of_it(h
     c1.at(900).emit("subscription_changed", topics={"events": 4, "events-extra": 2})
     result = run(b)
     assert [v.kind for v in result.violations] == ["layout-mismatch", "layout-mismatch"]
+
+
+def absent_static_member(history_builder):
+    """Three static members; consumer-3 sends its JoinGroup for generation 2 and is stopped
+    with SIGTERM (a static member sends no LeaveGroup). The coordinator stabilizes generation
+    2 with 3 members, the leader's range assignment gives consumer-3 events-4,5, and nobody
+    holds them until its session expires and generation 3 hands them out."""
+    b = history_builder(topics={"events": 6}, protocol="classic-static")
+    cs = [b.consumer(f"consumer-{i}").start(group_instance_id=f"g-consumer-{i}") for i in (1, 2, 3)]
+    b.rebalance(1, {"consumer-1": [0, 1], "consumer-2": [2, 3], "consumer-3": [4, 5]}, at=0)
+    b.at(1000).coordinator("coordinator_preparing_rebalance", old_generation=1, reason="Updating metadata")
+    for c in cs:
+        c.at(1010).revoked().join_sent()
+    cs[2].at(1020).exited(returncode=-15)
+    b.at(1030).coordinator("coordinator_stabilized", generation=2, members=3)
+    cs[0].at(1040).joined(2, leader=True).synced().assigned(0, 1)
+    cs[1].at(1045).joined(2).synced().assigned(2, 3)
+    b.at(7000).coordinator("coordinator_preparing_rebalance", old_generation=2,
+                           reason="removing member consumer-3 on heartbeat expiration")
+    b.rebalance(3, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4, 5]}, at=7010)
+    b.at(7100).coordinator("coordinator_stabilized", generation=3, members=2)
+    return b.at(9000).done()
+
+
+def test_partitions_held_by_an_absent_static_member_are_a_finding(history_builder):
+    verdict = check_history(absent_static_member(history_builder).build())
+    assert verdict.violations == []
+    result = verdict.checks[CHECK]
+    assert result.detail["layouts_checked"] == [1, 2, 3]
+    [f] = [f for f in result.findings if f.kind == "held-by-absent-member"]
+    assert (f.generation, f.members) == (2, ("consumer-3",))
+    assert f.message.startswith("generation 2: the coordinator stabilized it with 3 members but only 2 joined "
+                                "(consumer-1, consumer-2); events-4,5 went to the 1 absent member (whose JoinGroup "
+                                "went unanswered: consumer-3) and were held by nobody in practice for up to 6.0 s")
+
+
+def test_the_absent_member_is_in_the_layout(history_builder):
+    b = absent_static_member(history_builder)
+    b.events = [e for e in b.events if not (e["name"] == "partitions_assigned" and e.get("generation") == 2
+                                            and e["member"] == "consumer-2")]
+    b["consumer-2"].at(1046).assigned(2, 3, 4)  # took the absent member's share too: not range over 3
+    result = check_history(b.build()).checks[CHECK]
+    assert [(v.kind, v.members) for v in result.violations] == [("layout-mismatch", ("consumer-2",))]
+
+
+def test_a_cooperative_member_leaving_does_not_make_its_generation_partial(history_builder):
+    """A leaving member's close revokes everything incrementally before its LeaveGroup: that is not
+    KIP-429's first phase, so the generation it leaves from is still checked for coverage."""
+    b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3]}, at=0)  # events-4 went to nobody
+    c2.at(5000).revoked().stopped()
+    result = run(b)
+    assert result.detail["partial_cooperative_generations"] == []
+    [v] = result.violations
+    assert (v.kind, v.generation, v.partition) == ("unassigned-partition", 1, "events-4")
+
+
+def test_a_first_phase_revoke_keeps_its_generation_partial(history_builder):
+    b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4], "consumer-2": []}, at=0)
+    b.rebalance(2, {"consumer-1": [0, 1, 2], "consumer-2": []}, at=1000)  # gives 3, 4 up, then rejoins
+    b.rebalance(3, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=1100)
+    result = run(b)
+    assert result.detail["partial_cooperative_generations"] == [2] and result.violations == []

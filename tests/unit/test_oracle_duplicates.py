@@ -101,3 +101,16 @@ def test_getting_a_partition_back_after_an_eager_revoke_is_explained(history_bui
     c1.at(1100).consumed(0, 10, 19)
     [r] = check_history(b.build(), {CHECK: {}}).duplicates.redeliveries
     assert r.explained and r.reason.endswith("(committed offset 10 when consumer-1 got it back)")
+
+
+def test_a_non_owner_never_took_anything_over(history_builder):
+    """Every sentence states only what the history shows: the re-consuming member was
+    never the partition's owner, so nothing was "committed when it took over"."""
+    b = history_builder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
+    c1.at(100).consumed(0, 0, 9).committed(0, 10)
+    c2.at(200).consumed(0, 0, 9)
+    [r] = check_history(b.build(), {CHECK: {}}).duplicates.redeliveries
+    assert (r.explained, r.reason) == (False, "processed again by consumer-2, which did not own the partition then")
+    assert "took over" not in r.describe()

@@ -69,10 +69,48 @@ def test_split_brain_fails_when_the_scenario_says_so(pause_story):
     assert [f.kind for f in result.findings] == ["zombie-overlap"]  # events-4: nobody processed it
 
 
-def test_processing_outside_any_session_is_a_finding(history_builder):
+def test_processing_a_partition_never_owned_is_a_violation(history_builder):
+    """The review's case: a member consumes a partition it was never assigned while the
+    real owner consumes the same records. Not a zombie: exclusive ownership is broken."""
+    b = history_builder()
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=0)
+    c1.at(100).consumed(1, 0, 9)
+    c2.at(150).consumed(1, 0, 4)
+    result = run(b)
+    assert result.status == "failed" and result.findings == []
+    [v] = result.violations
+    assert (v.kind, v.partition, v.offsets, v.count, v.members, v.generation) == (
+        "consumed-without-ownership", "events-1", "0-4", 5, ("consumer-2",), 1)
+    assert v.message.startswith("events-1: consumer-2 processed 5 records (offsets 0-4, t+0.150s..t+0.150s) "
+                                "without owning the partition: it was never assigned events-1 in this "
+                                "incarnation (its generation then: generation 1); the owner was consumer-1 "
+                                "(generation 1, t+0.015s..the end, owned-at-end), which processed the same "
+                                "offsets 0-4")
+    assert set(v.times) == {"first", "last"}
+
+
+def test_a_new_incarnation_never_owned_what_its_predecessor_did(history_builder):
     b = history_builder()
     c1 = b.consumer("consumer-1").start()
     b.rebalance(1, {"consumer-1": [0]}, at=0)
-    c1.at(100).consumed(1, 0, 4)
-    [f] = run(b).findings
-    assert (f.kind, f.partition, f.offsets, f.members) == ("consumed-while-unowned", "events-1", "0-4", ("consumer-1",))
+    c1.at(100).consumed(0, 0, 4).exited(returncode=-9)
+    b.consumer("consumer-1", incarnation=2).start().at(500).consumed(0, 5, 9)
+    [v] = run(b).violations
+    assert (v.kind, v.members) == ("consumed-without-ownership", ("consumer-1#2",))
+
+
+def test_a_former_owner_processing_after_it_recorded_the_revoke_is_a_violation(history_builder):
+    """Not a zombie: it had itself recorded giving the partition up before it went on."""
+    b = history_builder()
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1], "consumer-2": [2, 3, 4]}, at=0)
+    b.rebalance(2, {"consumer-1": [0], "consumer-2": [1, 2, 3, 4]}, at=1000)
+    c1.at(1500).consumed(1, 0, 4)
+    result = run(b)
+    assert result.findings == []
+    [v] = result.violations
+    assert (v.kind, v.partition, v.offsets, v.members, v.generation) == (
+        "consumed-after-ownership", "events-1", "0-4", ("consumer-1",), 2)
+    assert ("after its own ownership of the partition had ended: consumer-1 (generation 1, t+0.015s..t+1.000s, "
+            "revoked) (its generation then: generation 2); the owner was consumer-2") in v.message

@@ -71,7 +71,7 @@ class TestNoLoss:
     def test_an_interrupted_run_is_skipped_not_failed(self, commit_before_processing):
         commit_before_processing.events = [e for e in commit_before_processing.events if e.get("phase") != "done"]
         result = run(commit_before_processing, self.CHECK)
-        assert result.status == "skipped" and "interrupted before drain" in result.skipped
+        assert result.status == "skipped" and "ended before recovery and drain finished" in result.skipped
 
 
 class TestContiguity:
@@ -116,3 +116,20 @@ class TestContiguity:
         assert v.message.startswith(
             "events-0: consumer-2 started at offset 150 when it took the partition over (generation 2, t+12.100s), "
             "but the highest offset consumed before was 119 (by consumer-1): 30 records skipped, offsets 120-149")
+
+
+def test_records_long_after_a_session_ended_belong_to_no_session(history_builder):
+    """The review's case: records consumed 6 s after the member's session ended were
+    attributed to it ("went back within one ownership session"). They belong to no session."""
+    b = history_builder(topics={"events": 1})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": []}, at=0)
+    c1.at(100).consumed(0, 0, 49)
+    b.rebalance(2, {"consumer-1": [], "consumer-2": [0]}, at=1000)
+    c2.at(1100).consumed(0, 50, 99)
+    c1.at(7000).consumed(0, 10, 19)
+    verdict = check_history(b.build(), {"contiguity": {}, "exclusive-ownership": {}})
+    contiguity = verdict.checks["contiguity"]
+    assert contiguity.violations == [] and contiguity.detail["consumptions_outside_sessions"] == 1
+    [v] = verdict.checks["exclusive-ownership"].violations
+    assert v.kind == "consumed-after-ownership" and v.offsets == "10-19"

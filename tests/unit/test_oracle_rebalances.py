@@ -1,8 +1,8 @@
 """Measuring rebalances: start, end, phases, trigger, coordinator clock, stop-the-world."""
 import pytest
 
-from oracle import History
-from oracle.rebalances import COMPLETED, INCOMPLETE, SUPERSEDED, rebalances_of
+from oracle import History, check_history
+from oracle.rebalances import COMPLETED, INCOMPLETE, SUPERSEDED, rebalances_of, run_rebalances
 
 ms = lambda x: pytest.approx(x, abs=0.05)  # noqa: E731  (the builder spaces same-instant events by 1 µs)
 
@@ -79,3 +79,39 @@ def test_superseded_and_incomplete_generations_are_reported_not_dropped(history_
     assert (r3.status, r3.trigger) == (COMPLETED, "group_join_sent by consumer-1")
     assert r3.start.mono_ms == ms(11000) and r3.duration_ms == ms(20)
     assert (r4.status, r4.end) == (INCOMPLETE, None)
+
+
+def test_both_endpoints_are_named_and_compared_like_with_like(pause_story):
+    """stabilized: the last JoinGroup answer (the members' side of the coordinator's
+    "Stabilized"); assigned: the last assignment. Each is compared with its own clock."""
+    r = next(r for r in rebalances_of(History(pause_story.build())) if r.generation == 2)
+    d = r.to_dict()
+    assert (d["stabilized_ms"], d["assigned_ms"], d["duration_ms"]) == (ms(120), ms(130), ms(130))
+    assert d["start_vs_coordinator_ms"] == ms(100)  # the members' first sign (a revoke) came 100 ms after "Preparing"
+    assert d["stabilized_vs_coordinator_ms"] == ms(-20)
+    assert (d["coordinator_ms"], d["coordinator_members"], d["teardown"]) == (ms(140), 1, False)
+
+
+def test_the_harness_taking_the_group_apart_is_no_rebalance_of_the_run(history_builder):
+    b = history_builder()
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=0)
+    b.at(5000).done()
+    c2.at(5100).revoked().stopped()
+    b.rebalance(2, {"consumer-1": [0, 1, 2, 3, 4]}, at=5200)
+    history = History(b.build())
+    assert [(r.generation, r.teardown) for r in rebalances_of(history)] == [(1, False), (2, True)]
+    assert [r.generation for r in run_rebalances(history)] == [1]
+    verdict = check_history(b.build())
+    assert [r["generation"] for r in verdict.to_dict()["rebalances"]] == [1]
+
+
+def test_without_done_the_teardown_starts_at_heal_checked(history_builder):
+    b = history_builder()
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=0)
+    b.at(3000).emit("heal_checked", "harness", stopped_processes=[], proxies=0, proxies_with_toxics=[],
+                    proxies_disabled=[])
+    c2.at(3100).revoked().stopped()
+    b.rebalance(2, {"consumer-1": [0, 1, 2, 3, 4]}, at=3200)
+    assert [r.teardown for r in rebalances_of(History(b.build()))] == [False, True]

@@ -44,8 +44,10 @@ def failing_run(b):
 def test_verdict_dict_shape(pause_story):
     d = check_history(failing_run(pause_story).build()).to_dict()
     json.dumps(d)  # JSON-ready as is
-    assert set(d) == {"ok", "violations", "findings", "checks", "rebalances", "duplicates", "stats"}
-    assert d["ok"] is False
+    assert set(d) == {"status", "ok", "skipped_checks", "errored_checks", "violations", "findings", "checks",
+                      "measurements", "rebalances", "duplicates", "stats"}
+    assert d["status"] == "fail" and d["ok"] is False
+    assert d["skipped_checks"] == {} and d["errored_checks"] == {} and d["measurements"] == {}
     assert {(v["check"], v["kind"]) for v in d["violations"]} == {
         ("fenced-commits", "commit-after-handover"), ("no-loss", "lost-write")}
     lost = next(v for v in d["violations"] if v["check"] == "no-loss")
@@ -85,3 +87,87 @@ def test_round_trip_through_a_history_file(tmp_path, pause_story):
     (tmp_path / "history.jsonl").write_text("\n".join(lines) + '\n{"name": "recor', encoding="utf-8")
     from_file = check_history(load_history(tmp_path)).to_dict()
     assert from_file == check_history(History(pause_story.build())).to_dict()
+
+
+# -- status: pass, fail, incomplete, error -------------------------------------------------------
+
+def clean_run(history_builder, done: bool = True):
+    b = history_builder(topics={"events": 1})
+    c1 = b.consumer("consumer-1").start()
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0]}, at=0)
+    b.at(50).acked(0, 0, 9)
+    c1.at(60).consumed(0, 0, 9).committed(0, 10)
+    if done:
+        b.at(100).done()
+    return b
+
+
+def test_a_run_that_never_reached_done_is_incomplete_not_a_pass(history_builder):
+    verdict = check_history(clean_run(history_builder, done=False).build())
+    assert verdict.violations == [] and verdict.status == "incomplete" and not verdict.ok
+    assert set(verdict.skipped_checks) == {"no-loss", "convergence"}
+    assert all("phase: done" in why for why in verdict.skipped_checks.values())
+    headline = verdict.render().splitlines()[0]
+    assert headline.startswith("INCOMPLETE: 0 violations, 0 findings — no-loss, convergence skipped (no `phase: done` event")
+    assert "convergence skipped (" in headline
+    d = verdict.to_dict()
+    assert d["status"] == "incomplete" and d["ok"] is False and d["skipped_checks"] == verdict.skipped_checks
+
+
+def test_a_violation_fails_the_run_even_when_checks_were_skipped(pause_story):
+    pause_story.at(100).acked(3, 0, 9)
+    pause_story["consumer-2"].at(20005).committed(3, 5, sent_at=20004)  # a zombie's commit accepted
+    verdict = check_history(pause_story.build())  # and no `phase: done`
+    assert verdict.status == "fail" and verdict.skipped_checks
+    assert verdict.render().startswith("FAIL: 1 violations, ")
+
+
+def boom(history, options):
+    raise RuntimeError("checker bug")
+
+
+def test_a_check_that_raises_is_its_error_and_the_others_still_run(history_builder, monkeypatch):
+    from oracle.checks import CHECKS
+    monkeypatch.setattr(CHECKS["convergence"], "check", boom)
+    verdict = check_history(clean_run(history_builder).build())
+    assert verdict.status == "error" and not verdict.ok
+    assert verdict.errored_checks == {"convergence": "RuntimeError: checker bug"}
+    assert [n for n, r in verdict.checks.items() if r.status == "passed"] == [n for n in CHECK_NAMES if n != "convergence"]
+    result = verdict.to_dict()["checks"]["convergence"]
+    assert result["status"] == "error" and result["reason"] == "RuntimeError: checker bug"
+    assert "in boom" in result["detail"]["traceback"] and "checker bug" in result["detail"]["traceback"]
+    assert verdict.render().startswith("ERROR: 0 violations, 0 findings — convergence raised RuntimeError: checker bug")
+
+
+def test_a_violation_outranks_a_check_that_raised(pause_story, monkeypatch):
+    from oracle.checks import CHECKS
+    monkeypatch.setattr(CHECKS["contiguity"], "check", boom)
+    verdict = check_history(failing_run(pause_story).build())
+    assert verdict.status == "fail" and "contiguity" in verdict.errored_checks
+    assert {v.check for v in verdict.violations} == {"fenced-commits", "no-loss"}
+
+
+def test_a_measurement_that_raises_is_an_error_too(history_builder, monkeypatch):
+    import oracle.verdict
+    monkeypatch.setattr(oracle.verdict, "run_rebalances", lambda history: 1 / 0)
+    verdict = check_history(clean_run(history_builder).build())
+    assert verdict.status == "error" and verdict.rebalances == []
+    assert verdict.errored_checks == {"rebalances measurement": "ZeroDivisionError: division by zero"}
+    d = verdict.to_dict()
+    assert d["measurements"]["rebalances"]["status"] == "error" and d["rebalances"] == []
+    json.dumps(d)
+
+
+def test_an_interrupt_inside_a_check_is_not_taken_for_a_checker_bug(history_builder, monkeypatch):
+    from oracle.checks import CHECKS
+
+    def interrupted(history, options):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(CHECKS["no-loss"], "check", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        check_history(clean_run(history_builder).build())
+
+
+def test_an_empty_history_does_not_crash_the_oracle():
+    assert check_history([]).status == "incomplete"

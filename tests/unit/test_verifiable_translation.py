@@ -312,3 +312,4 @@ def test_events_carry_the_jvms_time_of_writing_not_the_time_we_read_them(sink, c
     assert assigned["ts"] == 1795302000250.0
     assert assigned["mono_ms"] == 1795302000250.0 - t.clock_offset_ms
     assert assigned["generation"] == 3  # the dated log line was still understood
+    assert assigned["clock"] == "jvm"  # the history says which clock stamped it

@@ -1,0 +1,178 @@
+"""How fast the instrumented member consumes, next to a bare confluent-kafka consumer
+reading the same pre-filled topic on the same cluster in the same run.
+
+    python3 benchmarks/consume_rate.py [--records 500000] [--partitions 6] [--rounds 2]
+
+Starts a real local cluster (Kafka 3.9, one broker), fills a topic with N small records,
+then consumes all of it, alternating (a) a bare `confluent_kafka.Consumer` in this process
+(the member's own client settings, minus its debug log: a poll loop, no processing, no
+commits), (a') the same committing synchronously after each batch as `commit: sync` asks of
+the member (a round trip per batch that no instrumentation can save), and (b) the project's
+member process (`workloads/consumer.py`, started the way
+`harness/workload.py` starts it: its spec file, `processing_ms: 0`, `commit: sync`), each
+in a group of its own so each reads from offset 0. A consumer's time runs from its
+assignment to the last record of every partition: for (a) its on_assign callback and the
+message itself, for (b) its `partitions_assigned` and `records_consumed` lines in its
+history. Both clocks are CLOCK_MONOTONIC. Goal: (b) at 0.9x of (a) or better. On a busy
+machine single rounds vary by tens of percent: use --rounds 3 or more and compare means.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+from harness.cluster import ClusterSpec, TopicSpec, local_cluster  # noqa: E402
+from workloads.consumer import ConsumerSpec  # noqa: E402
+
+TOPIC = "events"
+
+
+def member_spec(bootstrap: str, group: str, history: Path, workdir: Path) -> ConsumerSpec:
+    return ConsumerSpec(
+        member="consumer-1", incarnation=1, history=str(history), bootstrap_servers=bootstrap, group=group,
+        topics=[TOPIC], protocol="classic-eager", assignor="range", commit="sync", processing_ms=0,
+        session_timeout_ms=10_000, heartbeat_interval_ms=1_000, max_poll_interval_ms=300_000,
+        control_file=str(workdir / "control.json"), kafka_line="3.9")
+
+
+def fill(bootstrap: str, partitions: int, records: int) -> dict[int, int]:
+    """N records of 16 bytes, round-robin over the partitions; the last offset of each."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000,
+                         "queue.buffering.max.messages": 1_000_000, "acks": "all"})
+    last: dict[int, int] = {}
+
+    def delivered(err, msg):
+        if err is None:
+            last[msg.partition()] = max(last.get(msg.partition(), -1), msg.offset())
+    payload = b"x" * 16
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(TOPIC, payload, partition=i % partitions, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+    return last
+
+
+def bare(spec: ConsumerSpec, last: dict[int, int], commit: bool = False) -> float:
+    """(a): records/s of a plain poll loop with the member's client settings; with `commit`,
+    (a'): it also commits synchronously after each batch, as `commit: sync` asks of the member."""
+    conf = {k: v for k, v in spec.client_config().items() if k != "debug"}
+    consumer = Consumer(conf)
+    assigned: list[float] = []
+    consumer.subscribe([TOPIC], on_assign=lambda c, ps: assigned.append(time.monotonic()))
+    remaining, count = dict(last), 0
+    while remaining:
+        ends: dict[int, int] = {}
+        for msg in consumer.consume(num_messages=spec.batch_size, timeout=0.2):
+            if msg.error():
+                continue
+            count += 1
+            ends[msg.partition()] = msg.offset() + 1
+            if remaining.get(msg.partition()) == msg.offset():
+                del remaining[msg.partition()]
+        if commit and ends:
+            consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in sorted(ends.items())],
+                            asynchronous=False)
+    done = time.monotonic()
+    consumer.close()
+    return count / (done - assigned[0])
+
+
+def member(spec: ConsumerSpec, last: dict[int, int], workdir: Path) -> float:
+    """(b): records/s of the member process, read off its history."""
+    spec_file = workdir / f"{spec.group}.json"
+    spec_file.write_text(json.dumps(asdict(spec), indent=2))
+    history = Path(spec.history)
+    proc = subprocess.Popen([sys.executable, "-m", "workloads.consumer", str(spec_file)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=open(workdir / f"{spec.group}.stderr", "w"))
+    remaining, records, assigned, done, pos = dict(last), 0, None, None, 0
+    try:
+        deadline = time.monotonic() + 600
+        while remaining and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if not history.exists():
+                continue
+            with open(history, "rb") as f:
+                f.seek(pos)
+                chunk = f.read()
+            complete = chunk.rfind(b"\n") + 1
+            pos += complete
+            for line in chunk[:complete].splitlines():
+                e = json.loads(line)
+                if e["name"] == "partitions_assigned" and assigned is None:
+                    assigned = e["mono_ms"]
+                elif e["name"] == "records_consumed":
+                    for r in e["ranges"]:
+                        records += r["count"]
+                        if remaining.get(r["partition"], -1) in range(r["min_offset"], r["max_offset"] + 1):
+                            del remaining[r["partition"]]
+                            done = e["mono_ms"]
+        if remaining:
+            raise RuntimeError(f"member did not finish; see {workdir}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return records / ((done - assigned) / 1000)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=2, help="(a) then (b), this many times")
+    parser.add_argument("--keep", type=Path, help="work directory to keep (cluster logs, histories)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="rl-bench-rate-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        spec = ClusterSpec(kafka="3.9", brokers=1, broker_config={"group.initial.rebalance.delay.ms": 0},
+                           topics=[TopicSpec(TOPIC, args.partitions)])
+        with local_cluster(spec, work / "cluster") as cluster:
+            t0 = time.monotonic()
+            last = fill(cluster.bootstrap_servers, args.partitions, args.records)
+            print(f"{args.records:,} records of 16 bytes on {args.partitions} partitions, filled in "
+                  f"{time.monotonic() - t0:.1f} s; load {os.getloadavg()[0]:.1f}", flush=True)
+            rates: dict[str, list[float]] = {"bare": [], "bare+commit": [], "member": []}
+            for i in range(1, args.rounds + 1):
+                history = work / f"history-{i}.jsonl"
+                spec_of = lambda kind: member_spec(cluster.bootstrap_servers, f"rate-{kind}-{i}", history, work)  # noqa: E731
+                for kind, label, run in (
+                        ("bare", "(a)  bare confluent-kafka consumer", lambda: bare(spec_of("bare"), last)),
+                        ("bare+commit", "(a') bare, sync commit per batch  ",
+                         lambda: bare(spec_of("bare-commit"), last, commit=True)),
+                        ("member", "(b)  instrumented member          ", lambda: member(spec_of("member"), last, work))):
+                    rate = run()
+                    rates[kind].append(rate)
+                    print(f"round {i} {label}: {rate:>10,.0f} records/s", flush=True)
+    a, c, b = (statistics.mean(rates[k]) for k in ("bare", "bare+commit", "member"))
+    print(f"mean records/s: (a) {a:,.0f}, (a') {c:,.0f}, (b) {b:,.0f}; member/bare = {b / a:.2f}x, "
+          f"member/bare-with-the-same-commits = {b / c:.2f}x (goal >= 0.9x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,411 @@
+"""How long `rebalance-lab check` takes on long histories, how much memory it needs,
+and how both grow with the history.
+
+    python3 benchmarks/oracle.py [--sizes 1M,3M,10M] [--keep DIR] [--timeout 300]
+                                 [--oracle-root DIR]
+
+Per size it writes a synthetic-but-realistic history.jsonl (below), then judges it in a
+fresh Python process exactly as `rebalance-lab check` does: `load_history`, then
+`check_history` with every check, then the verdict as JSON. It prints records, lines,
+MB, seconds, the child's peak RSS, and the time ratio to the previous size.
+Goal on the 2-core reference machine: 10 M consumed records (about 1.2 M lines) in
+30 s and 1.5 GB at most, and linear: twice the records, at most 2.2 times the time.
+
+The history is a long run of an eager group (classic-eager, range) written at the
+granularity real runs write: 4 members on 8 partitions at 800 records/s; the producer
+reports its acknowledgements every 200 ms; each member processes what it owns every
+100 ms (about 10 records per partition and range), commits synchronously after each
+batch, and the observer samples lag every second. Every minute a fault hits one member,
+in turn: a pause past the session timeout (eviction, a rebalance, the successor
+re-delivers the zombie's uncommitted last batch, the zombie's late commit is fenced and
+it learns its partitions were lost when it resumes, then rejoins), or a crash with a
+restart (a new incarnation joins). The brokers' coordinator lines come with every
+rebalance. The oracle should pass every such history with findings (zombies, explained
+duplicates) and no violation; the table says if it did not.
+
+`--oracle-root DIR` judges with the `oracle` package found in DIR (e.g. a copy of an
+older version) instead of this checkout's, to compare before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TOPIC, GROUP = "events", "bench"
+PARTITIONS, MEMBERS = 8, 4
+TICK_MS = 100.0  # members poll, process and commit every tick
+ACK_EVERY_MS = 200.0  # the producer's FLUSH_EVERY_S
+PER_PARTITION_PER_TICK = 10  # records produced to each partition per tick (800 records/s)
+SESSION_TIMEOUT_MS = 10_000
+FAULT_EVERY_MS = 60_000.0
+FAULT_MS = 15_000.0  # pause length / time until a crashed member restarts: past the session timeout
+
+
+# --------------------------------------------------------------------------- the history
+
+
+@dataclass
+class _Member:
+    name: str
+    pid: int
+    incarnation: int = 1
+    member_id: str | None = None
+    generation: int | None = None
+    owned: list[int] = field(default_factory=list)
+    position: dict[int, int] = field(default_factory=dict)  # next offset to process
+    uncommitted: dict[int, int] = field(default_factory=dict)  # processed, not committed: next offset
+    alive: bool = True
+    paused: bool = False
+
+
+class LongRun:
+    """Writes one long run's history, line by line, into `out` (never all in memory)."""
+
+    def __init__(self, out, records: int, seed: int = 1):
+        self.out, self.target, self.rng = out, records, random.Random(seed)
+        self.seq: dict[str, int] = {}
+        self.mono0, self.wall0 = 5_000_000.0, 1_790_000_000_000.0
+        self.lines = 0
+        self.consumed = 0  # deliveries written so far
+        self.log_end = [0] * PARTITIONS  # produced (and soon acknowledged) up to here
+        self.acked = [0] * PARTITIONS  # acknowledged in a records_acked event up to here
+        self.committed: dict[int, int] = {}
+        self.generation = 0
+        self.members = {f"consumer-{i}": _Member(f"consumer-{i}", 7000 + i) for i in range(1, MEMBERS + 1)}
+        self.faults = 0
+
+    # -- writing ------------------------------------------------------------------------
+
+    def emit(self, t: float, name: str, source: str, **fields) -> None:
+        self.seq[source] = self.seq.get(source, 0) + 1
+        event = {"name": name, "ts": round(self.wall0 + t, 3), "mono_ms": round(self.mono0 + t, 3),
+                 "source": source, "seq": self.seq[source], **fields}
+        self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
+        self.lines += 1
+
+    def memit(self, t: float, m: _Member, name: str, **fields) -> None:
+        self.emit(t, name, m.name, member=m.name, incarnation=m.incarnation, member_id=m.member_id,
+                  generation=m.generation, **fields)
+
+    def coord(self, t: float, name: str, **fields) -> None:
+        self.emit(t, name, "broker-1", broker=1, group=GROUP, **fields)
+
+    @staticmethod
+    def tps(parts) -> list[dict]:
+        return [{"topic": TOPIC, "partition": p} for p in sorted(parts)]
+
+    @staticmethod
+    def range_(p: int, lo: int, hi: int) -> dict:
+        return {"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}
+
+    # -- the producer, the members, the observer ------------------------------------------
+
+    def produce(self, t: float) -> None:
+        for p in range(PARTITIONS):
+            self.log_end[p] += max(1, int(self.rng.gauss(PER_PARTITION_PER_TICK, 2)))
+
+    def ack(self, t: float) -> None:
+        ranges = [self.range_(p, self.acked[p], self.log_end[p] - 1)
+                  for p in range(PARTITIONS) if self.log_end[p] > self.acked[p]]
+        self.acked = list(self.log_end)
+        if ranges:
+            self.emit(t, "records_acked", "producer", ranges=ranges)
+
+    def consume(self, t: float, m: _Member, commit: bool = True) -> None:
+        ranges = []
+        for p in m.owned:
+            lo, hi = m.position[p], self.log_end[p] - 1
+            if hi >= lo:
+                ranges.append(self.range_(p, lo, hi))
+                m.position[p] = m.uncommitted[p] = hi + 1
+                self.consumed += hi - lo + 1
+        if not ranges:
+            return
+        self.memit(t, m, "records_consumed", ranges=ranges)
+        if commit:
+            self.commit(t + self.rng.uniform(0.1, 1), m, "after-processing")
+
+    def commit(self, sent: float, m: _Member, trigger: str) -> None:
+        offsets = dict(m.uncommitted)
+        if not offsets:
+            return
+        ok = m.generation == self.generation and not m.paused and set(offsets) <= set(m.owned)
+        self.memit(sent + self.rng.uniform(1, 6), m, "offsets_committed",
+                   offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
+                   success=ok, error=None if ok else "ILLEGAL_GENERATION", error_code=None if ok else 22,
+                   trigger=trigger, started_mono_ms=round(self.mono0 + sent, 3))
+        if ok:
+            for p, o in offsets.items():
+                self.committed[p] = max(self.committed.get(p, 0), o)
+        m.uncommitted.clear()
+
+    def sample_lag(self, t: float) -> None:
+        parts = [{"topic": TOPIC, "partition": p, "committed": self.committed.get(p),
+                  "high_watermark": self.acked[p], "lag": self.acked[p] - self.committed.get(p, 0)}
+                 for p in range(PARTITIONS)]
+        self.emit(t, "lag_sampled", "observer", group=GROUP, partitions=parts)
+
+    def describe_group(self, t: float) -> None:
+        live = [m for m in self.members.values() if m.alive and m.generation == self.generation]
+        self.emit(t, "group_described", "observer", group=GROUP, state="STABLE", coordinator=1,
+                  members={f"{m.name}/{m.member_id}": [[TOPIC, p] for p in m.owned] for m in live},
+                  covers_all=sorted(p for m in live for p in m.owned) == list(range(PARTITIONS)))
+
+    def start_member(self, t: float, m: _Member) -> None:
+        self.emit(t, "process_started", "harness", process=m.name, role="consumer", pid=m.pid)
+        self.memit(t + self.rng.uniform(30, 80), m, "consumer_started", pid=m.pid, group=GROUP,
+                   protocol="classic-eager", assignor="range", group_instance_id=None, commit_mode="sync",
+                   session_timeout_ms=SESSION_TIMEOUT_MS, max_poll_interval_ms=300_000)
+
+    # -- rebalances ------------------------------------------------------------------------
+
+    def rebalance(self, t: float, reason: str, joiners: tuple[_Member, ...] = ()) -> float:
+        """Every live, unpaused member moves to the next generation (eager: revoke all, join,
+        sync, range over the member ids); returns when the last one had its assignment."""
+        members = [m for m in self.members.values() if m.alive and not m.paused]
+        self.coord(t, "coordinator_preparing_rebalance", old_generation=self.generation, reason=reason)
+        t += self.rng.uniform(5, 50)
+        for m in members:
+            if m not in joiners:
+                self.memit(t, m, "heartbeat_failed", error="Broker: Group rebalance in progress")
+                self.memit(t + 0.2, m, "rebalance_started", reason="group is rebalancing", rebalance_protocol="EAGER")
+                self.commit(t + 0.4, m, "revoke")
+                self.memit(t + 8, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=False)
+                m.owned = []
+                self.memit(t + 9, m, "group_join_sent")
+            t += self.rng.uniform(1, 5)
+        t += self.rng.uniform(20, 200)
+        self.generation += 1
+        self.coord(t - 2, "coordinator_stabilized", generation=self.generation, members=len(members))
+        for m in members:
+            m.member_id = m.member_id or f"{m.name}-{self.rng.getrandbits(64):016x}"
+        ordered = sorted(members, key=lambda m: m.member_id)
+        leader = ordered[0]
+        for m in members:
+            m.generation = self.generation
+            self.memit(t, m, "group_joined", leader_id=leader.member_id, is_leader=m is leader,
+                       protocol_name="range")
+            t += self.rng.uniform(0.2, 2)
+        t += self.rng.uniform(5, 40)
+        self.coord(t - 1, "coordinator_assignment_received", generation=self.generation, leader_id=leader.member_id)
+        n, extra = divmod(PARTITIONS, len(ordered))
+        for i, m in enumerate(ordered):
+            m.owned = list(range(i * n + min(i, extra), (i + 1) * n + min(i + 1, extra)))
+            for p in m.owned:  # a new owner fetches from the committed offset
+                m.position[p] = self.committed.get(p, 0)
+            m.uncommitted.clear()
+            self.memit(t, m, "group_synced")
+            self.memit(t + 0.3, m, "partitions_assigned", partitions=self.tps(m.owned), incremental=False)
+            t += self.rng.uniform(0.5, 3)
+        self.describe_group(t + self.rng.uniform(100, 900))
+        return t
+
+    def fault(self, t: float) -> float:
+        """One fault on one member, healed FAULT_MS later; returns when the group is whole again."""
+        self.faults += 1
+        fid, victim = f"f{self.faults}", self.members[f"consumer-{(self.faults - 1) % MEMBERS + 1}"]
+        kind = "pause" if self.faults % 2 else "crash"
+        params = ({"duration_s": FAULT_MS / 1000} if kind == "pause"
+                  else {"restart_after_s": FAULT_MS / 1000, "signal": "SIGKILL"})
+        self.produce(t)
+        self.consume(t - 1, victim, commit=False)  # its last batch is processed, its commit never leaves
+        self.emit(t, "fault_started", "fault", fault_id=fid, kind=kind, target=victim.name, params=params, details={})
+        if kind == "pause":
+            victim.paused = True
+        else:
+            victim.alive = False
+            self.emit(t + 2, "process_exited", "harness", process=victim.name, role="consumer", pid=victim.pid,
+                      returncode=-9)
+        evicted = t + SESSION_TIMEOUT_MS + self.rng.uniform(0, 300)
+        self.ticks(t + TICK_MS, evicted)  # the others go on meanwhile
+        self.coord(evicted, "coordinator_member_removed", member_id=victim.member_id, reason="failed")
+        settled = self.rebalance(evicted + 1, f"removing member {victim.member_id} on heartbeat expiration")
+        end = t + FAULT_MS
+        self.ticks(settled, end)
+        self.emit(end, "fault_healed", "fault", fault_id=fid, kind=kind, target=victim.name, how="scheduled")
+        if kind == "pause":  # it resumes: its late commit is fenced, then it learns it was evicted
+            victim.paused = False
+            victim.uncommitted = {p: victim.position[p] for p in victim.owned}
+            self.commit(end + 1, victim, "after-processing")
+            self.memit(end + 20, victim, "heartbeat_failed", error="Broker: Unknown member")
+            self.memit(end + 21, victim, "partitions_lost", partitions=self.tps(victim.owned), incremental=False)
+            victim.owned, victim.member_id, victim.generation = [], None, None
+            self.memit(end + 25, victim, "group_join_sent")
+        else:  # a new incarnation
+            victim.alive, victim.incarnation, victim.pid = True, victim.incarnation + 1, victim.pid + 100
+            victim.owned, victim.member_id, victim.generation = [], None, None
+            self.start_member(end + 2, victim)
+            self.memit(end + 300, victim, "group_join_sent")
+        return self.rebalance(end + 330, f"Adding new member {victim.name} with group instance id None",
+                              joiners=(victim,))
+
+    def ticks(self, start: float, end: float) -> None:
+        """Every tick after start whose work is done before end."""
+        t = (start // TICK_MS + 1) * TICK_MS
+        while t + TICK_MS <= end:
+            self.run_tick(t)
+            t += TICK_MS
+
+    def run_tick(self, t: float) -> None:
+        self.produce(t)
+        if t % ACK_EVERY_MS < TICK_MS:
+            self.ack(t + self.rng.uniform(1, 20))
+        if t % 1000 < TICK_MS:
+            self.sample_lag(t + self.rng.uniform(0, 50))
+        for m in self.members.values():
+            if m.alive and not m.paused and m.owned:
+                self.consume(t + self.rng.uniform(1, 60), m)
+
+    def run(self) -> None:
+        self.emit(0, "run_started", "harness", run_id="bench-oracle", scenario="bench-oracle", seed=1,
+                  topics=[{"topic": TOPIC, "partitions": PARTITIONS}], topic_pattern=None, group=GROUP,
+                  protocol="classic-eager", assignor="range", members=list(self.members), checks={}, faults=[],
+                  clock_offset_ms=self.wall0 - self.mono0)
+        self.emit(10, "phase", "harness", phase="warmup", members=list(self.members))
+        self.emit(20, "producer_started", "producer", pid=6999, topic=TOPIC, rate=PARTITIONS * 1000 / TICK_MS
+                  * PER_PARTITION_PER_TICK)
+        for i, m in enumerate(self.members.values()):
+            self.start_member(30 + i, m)
+            self.memit(500 + i, m, "group_join_sent")
+        t = self.rebalance(3500, "Adding new member consumer-1 with group instance id None (initial join)")
+        self.emit(t + 10, "phase", "harness", phase="workload")
+        t = (t // TICK_MS + 1) * TICK_MS
+        next_fault = t + FAULT_EVERY_MS
+        while self.consumed < self.target:
+            if t >= next_fault:
+                t = (self.fault(t) // TICK_MS + 1) * TICK_MS
+                next_fault = t + FAULT_EVERY_MS
+            self.run_tick(t)
+            t += TICK_MS
+        self.ack(t)
+        self.emit(t + 5, "producer_stopped", "producer", sent=sum(self.log_end), unacknowledged=0)
+        self.emit(t + 10, "phase", "harness", phase="recovery")
+        for m in self.members.values():
+            self.consume(t + 50, m)
+        self.sample_lag(t + 900)
+        self.emit(t + 1000, "phase", "harness", phase="drain")
+        self.emit(t + 1001, "phase", "harness", phase="done")
+        for m in self.members.values():
+            self.memit(t + 1100, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=False)
+            m.owned = []
+            self.memit(t + 1110, m, "consumer_stopped", reason="end-of-run")
+            self.emit(t + 1200, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+            self.coord(t + 1150, "coordinator_member_removed", member_id=m.member_id, reason="left")
+        self.coord(t + 1300, "coordinator_group_empty", generation=self.generation)
+        self.emit(t + 1500, "run_finished", "harness", outcome="completed")
+
+
+def write_history(path: Path, records: int) -> tuple[int, int]:
+    """(lines, consumed records) of a history of about `records` consumed records."""
+    with open(path, "w", buffering=1 << 20) as out:
+        run = LongRun(out, records)
+        run.run()
+    return run.lines, run.consumed
+
+
+# --------------------------------------------------------------------------- judging it
+
+CHILD = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from oracle import check_history, load_history
+t0 = time.monotonic()
+events = load_history(sys.argv[2])
+loaded = time.monotonic() - t0
+started = next((e for e in events if e["name"] == "run_started"), {})
+verdict = check_history(events, started.get("checks") or {}).to_dict()
+judged = time.monotonic() - t0 - loaded
+json.dumps(verdict)
+print(json.dumps({"load_s": loaded, "check_s": judged, "ok": verdict["ok"],
+                  "violations": [v["check"] + "/" + v["kind"] for v in verdict["violations"]],
+                  "findings": len(verdict["findings"])}))
+"""
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper()
+    scale = {"K": 1_000, "M": 1_000_000}.get(text[-1:], 1)
+    return int(float(text.rstrip("KM")) * scale)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1M,3M,10M", help="consumed records per history (default 1M,3M,10M)")
+    parser.add_argument("--keep", type=Path, help="write (and reuse) the histories here instead of a temp dir")
+    parser.add_argument("--timeout", type=float, default=300.0, help="stop judging one history after this long")
+    parser.add_argument("--oracle-root", type=Path, default=REPO, help="directory holding the oracle package")
+    args = parser.parse_args()
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+
+    with tempfile.TemporaryDirectory(prefix="rl-bench-oracle-") as tmp:
+        root = args.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        print(f"oracle: {args.oracle_root}/oracle; histories in {root}")
+        print(f"load: {os.getloadavg()[0]:.1f} (the figures are wall-clock; CPU time is the child's own)")
+        print(f"{'records':>11} {'lines':>10} {'MB':>7} {'load s':>7} {'check s':>8} {'total s':>8} {'CPU s':>6} "
+              f"{'peak RSS MB':>12} {'time ratio':>11}  verdict")
+        previous: tuple[int, float] | None = None
+        for size in sizes:
+            path = root / f"history-{size}.jsonl"
+            meta = path.with_suffix(".meta.json")
+            if not (path.exists() and meta.exists()):
+                lines, consumed = write_history(path, size)
+                meta.write_text(json.dumps({"lines": lines, "consumed": consumed}))
+            info = json.loads(meta.read_text())
+            row = run_child(path, args.oracle_root, args.timeout)
+            mb = path.stat().st_size / 1e6
+            head = f"{info['consumed']:>11,} {info['lines']:>10,} {mb:>7.1f}"
+            if row.get("error"):
+                print(f"{head} {'':>7} {'':>8} {'> ' + str(int(args.timeout)):>8} {'':>6} {row['rss_mb'] or '':>12} "
+                      f"{'':>11}  {row['error']}", flush=True)
+                previous = None
+                continue
+            ratio = ""
+            if previous:
+                ratio = f"{row['seconds'] / previous[1]:.2f} ({info['consumed'] / previous[0]:.1f}x)"
+            verdict = ("PASS" if row["ok"] else "FAIL " + ",".join(sorted(set(row["violations"])))) \
+                + f", {row['findings']} findings"
+            print(f"{head} {row['load_s']:>7.1f} {row['check_s']:>8.1f} {row['seconds']:>8.1f} {row['cpu']:>6.1f} "
+                  f"{row['rss_mb']:>12,.0f} {ratio:>11}  {verdict}", flush=True)
+            previous = (info["consumed"], row["seconds"])
+    return 0
+
+
+def run_child(path: Path, oracle_root: Path, timeout: float) -> dict:
+    """Judge in a fresh interpreter: wall time, and that process's peak RSS (wait4's rusage)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(oracle_root), str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = t0 + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            os.kill(proc.pid, signal.SIGKILL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            return {"error": f"stopped after {timeout:.0f} s", "rss_mb": round(usage.ru_maxrss / 1024)}
+        time.sleep(0.05)
+    seconds, cpu = time.monotonic() - t0, usage.ru_utime + usage.ru_stime
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
+    rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+    if proc.returncode != 0:
+        return {"error": f"exit {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}",
+                "rss_mb": round(rss_mb)}
+    return {"seconds": seconds, "cpu": cpu, "rss_mb": rss_mb, **json.loads(out)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

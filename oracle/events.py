@@ -1,0 +1,252 @@
+"""The history's vocabulary as the oracle reads it: per event, the fields it uses and their types.
+
+docs/history.md is the format; this is the part of it a verdict depends on, checked
+line by line when a history is loaded, so a damaged or hand-edited file is refused
+with its line and field instead of surfacing as a traceback deep inside a check.
+Events the oracle does not read, and fields it does not read, are not checked: the
+format may grow, and other tools' histories carry more. A check that starts reading
+a field adds it here.
+
+It runs over every line of million-line histories: a table of allowed types and
+bounds per field, compiled into one plain-Python test per event (`compile_record`).
+Only a line that fails is looked at again, by `explain`, for the words to say why.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable, NamedTuple
+
+MAX_PARTITION = 2**31 - 1  # Kafka's partition ids are int32
+MAX_OFFSET = 2**63 - 1  # and offsets int64
+# A topic's partition count builds a list of partitions: bounded, so a damaged count
+# cannot ask for a billion of them. Far above what a Kafka cluster can host.
+MAX_PARTITIONS_PER_TOPIC = 100_000
+_FLOAT_MAX = sys.float_info.max  # as a bound it keeps out inf (and nan, which compares false)
+
+_NONE = type(None)
+_ABSENT = object()
+
+
+class Field(NamedTuple):
+    """One field: the JSON types it may have, bounds for a number, the shape of a list's items."""
+
+    key: str
+    types: tuple[type, ...]
+    expected: str  # for messages: "an integer or null"
+    bounds: tuple[float, float] | None = None
+    items: Record | Field | None = None
+
+
+class Record(NamedTuple):
+    """An object: its fields (absent is fine), the ones it must have, one check across fields."""
+
+    fields: tuple[Field, ...]
+    required: tuple[str, ...] = ()
+    check: Callable[[dict], str | None] | None = None  # None when fine, else the reason
+
+
+def _f(types: tuple[type, ...], expected: str, bounds: tuple[float, float] | None = None,
+       items: Record | Field | None = None) -> Callable[[str], Field]:
+    return lambda key: Field(key, types, expected, bounds, items)
+
+
+STR = _f((str,), "a string")
+OPT_STR = _f((str, _NONE), "a string or null")
+OPT_BOOL = _f((bool, _NONE), "true, false or null")
+INT = _f((int,), "an integer")  # type() is int: true is not a number here
+OPT_INT = _f((int, _NONE), "an integer or null")
+NUMBER = _f((int, float), "a finite number", (-_FLOAT_MAX, _FLOAT_MAX))
+OPT_NUMBER = _f((int, float, _NONE), "a finite number or null", (-_FLOAT_MAX, _FLOAT_MAX))
+OPT_OBJECT = _f((dict, _NONE), "an object or null")
+PARTITION = _f((int,), f"a partition number 0..{MAX_PARTITION}", (0, MAX_PARTITION))
+PARTITION_COUNT = _f((int,), f"a partition count 0..{MAX_PARTITIONS_PER_TOPIC}", (0, MAX_PARTITIONS_PER_TOPIC))
+OFFSET = _f((int,), "an offset (a 64-bit integer)", (-MAX_OFFSET - 1, MAX_OFFSET))
+OPT_OFFSET = _f((int, _NONE), "an offset (a 64-bit integer) or null", (-MAX_OFFSET - 1, MAX_OFFSET))
+INCARNATION = _f((int, _NONE), "an incarnation ≥ 1 or null", (1, MAX_OFFSET))
+
+
+def list_of(items: Record | Field, expected: str) -> Callable[[str], Field]:
+    return _f((list, _NONE), f"a list of {expected}, or null", items=items)
+
+
+def _min_le_max(r: dict) -> str | None:
+    return None if r["min_offset"] <= r["max_offset"] else f"max_offset {r['max_offset']} is below min_offset {r['min_offset']}"
+
+
+def _topic_counts(d: dict) -> str | None:
+    topics = d["topics"]
+    if type(topics) is not dict:
+        return f"topics: expected an object of topic -> partition count, got {shown(topics)}"
+    for topic, count in topics.items():
+        if type(count) is not int or not 0 <= count <= MAX_PARTITIONS_PER_TOPIC:
+            return f"topics.{topic}: expected a partition count 0..{MAX_PARTITIONS_PER_TOPIC}, got {shown(count)}"
+    return None
+
+
+def _check_options(d: dict) -> str | None:
+    checks = d.get("checks")
+    if checks is None:
+        return None
+    if type(checks) is not dict:
+        return f"checks: expected an object of check name -> options, got {shown(checks)}"
+    for name, options in checks.items():
+        if options is not None and type(options) is not dict:
+            return f"checks.{name}: expected an object of option -> value, or null, got {shown(options)}"
+    return None
+
+
+TOPIC_PARTITION = Record((STR("topic"), PARTITION("partition")), ("topic", "partition"))
+RANGE = Record((STR("topic"), PARTITION("partition"), OFFSET("min_offset"), OFFSET("max_offset")),
+               ("topic", "partition", "min_offset", "max_offset"), _min_le_max)
+RANGES = list_of(RANGE, "offset ranges")
+PARTITIONS = list_of(TOPIC_PARTITION, "partitions")
+OFFSETS = list_of(Record((STR("topic"), PARTITION("partition"), OFFSET("offset")), ("topic", "partition", "offset")),
+                  "committed offsets")
+LAG = list_of(Record((STR("topic"), PARTITION("partition"), OPT_OFFSET("committed"), OPT_OFFSET("high_watermark"),
+                      OPT_INT("lag")), ("topic", "partition")), "partition lags")
+TOPICS = list_of(Record((STR("topic"), PARTITION_COUNT("partitions")), ("topic", "partitions")), "topics")
+MEMBER_IDS = list_of(STR("member id"), "member ids")
+
+# Fields of every event (docs/history.md), and of every consumer event.
+ENVELOPE = (STR("name"), NUMBER("mono_ms"), STR("source"), OPT_NUMBER("ts"),
+            INT("seq"),  # part of the sort key: never null
+            OPT_STR("member"), INCARNATION("incarnation"), OPT_STR("member_id"), OPT_INT("generation"))
+ENVELOPE_REQUIRED = ("name", "mono_ms", "source")
+
+_GROUP = (OPT_STR("group"),)
+_FAULT = (OPT_STR("fault_id"), OPT_STR("kind"), OPT_STR("target"))
+_PARTITIONS = (PARTITIONS("partitions"), OPT_BOOL("incremental"))
+
+# Event name -> (its fields the oracle reads, the ones it cannot do without, a check across fields).
+EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str | None] | None]] = {
+    "run_started": ((OPT_STR("run_id"), OPT_STR("scenario"), OPT_INT("seed"), TOPICS("topics"),
+                     OPT_STR("topic_pattern"), *_GROUP, OPT_STR("protocol"), OPT_STR("assignor")), (), _check_options),
+    "run_finished": ((OPT_STR("outcome"), OPT_STR("error")), (), None),
+    "phase": ((OPT_STR("phase"), OPT_STR("reason")), (), None),
+    "process_started": ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid")), (), None),
+    "process_exited": ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid"), OPT_INT("returncode")), (), None),
+    "partitions_added": ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
+                         ("topic", "partitions"), None),
+    "topic_created": ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
+                      ("topic", "partitions"), None),
+    "lag_sampled": ((*_GROUP, LAG("partitions")), (), None),
+    "records_acked": ((RANGES("ranges"),), (), None),
+    "consumer_started": ((*_GROUP, OPT_INT("pid"), OPT_STR("protocol"), OPT_STR("assignor"),
+                          OPT_STR("group_instance_id"), OPT_STR("commit_mode"), OPT_NUMBER("session_timeout_ms"),
+                          OPT_NUMBER("max_poll_interval_ms")), (), None),
+    "consumer_stopped": ((OPT_STR("reason"),), (), None),
+    "subscription_changed": ((), ("topics",), _topic_counts),
+    "group_joined": ((OPT_STR("leader_id"), OPT_BOOL("is_leader"), OPT_STR("protocol_name"), MEMBER_IDS("members")),
+                     ("generation",), None),
+    "partitions_assigned": (_PARTITIONS, (), None),
+    "partitions_revoked": (_PARTITIONS, (), None),
+    "partitions_lost": (_PARTITIONS, (), None),
+    "records_consumed": ((RANGES("ranges"),), (), None),
+    "offsets_committed": ((OFFSETS("offsets"), OPT_BOOL("success"), OPT_STR("error"), OPT_INT("error_code"),
+                           OPT_STR("trigger"), OPT_NUMBER("started_mono_ms")), (), None),
+    "fault_started": ((*_FAULT, OPT_OBJECT("params")), (), None),
+    "fault_healed": ((*_FAULT, OPT_STR("how")), (), None),
+    "coordinator_preparing_rebalance": ((*_GROUP, OPT_INT("old_generation"), OPT_STR("reason")), (), None),
+    "coordinator_stabilized": ((*_GROUP, OPT_INT("members")), (), None),
+    "coordinator_target_assignment": (_GROUP, (), None),
+    "coordinator_assignment_received": ((*_GROUP, OPT_STR("leader_id")), (), None),
+    "coordinator_member_removed": ((*_GROUP, OPT_STR("reason")), (), None),
+    "coordinator_group_empty": (_GROUP, (), None),
+}
+
+def compile_record(shape: Record) -> Callable[[Any], bool]:
+    """The record's yes/no test as straight-line Python: every line of a history goes through one,
+    and a loop interpreting the table costs about twice as much. `explain` reads the same table."""
+    env: dict[str, Any] = {"ABSENT": _ABSENT}
+    source: list[str] = []
+
+    def emit(record: Record, fn: str) -> None:
+        body = [f"def {fn}(d):", "    if type(d) is not dict: return False", "    get = d.get"]
+        body += [f"    if get({key!r}, ABSENT) is ABSENT: return False" for key in record.required]
+        for i, f in enumerate(record.fields):
+            types = f"{fn}_types{i}"
+            env[types] = f.types
+            body += [f"    v = get({f.key!r}, ABSENT)",
+                     "    if v is not ABSENT:",
+                     "        t = type(v)",
+                     "        if " + " and ".join(f"t is not {types}[{j}]" for j in range(len(f.types))) + ": return False"]
+            if f.bounds is not None:
+                nullable = "v is not None and " if _NONE in f.types else ""
+                body.append(f"        if {nullable}not {f.bounds[0]!r} <= v <= {f.bounds[1]!r}: return False")
+            if type(f.items) is Record:
+                emit(f.items, f"{fn}_{i}")
+                body.append(f"        if t is list and not all(map({fn}_{i}, v)): return False")
+            elif f.items is not None:
+                env[f"{fn}_items{i}"] = f.items.types
+                body.append(f"        if t is list and any(type(x) not in {fn}_items{i} for x in v): return False")
+        if record.check is not None:
+            env[f"{fn}_check"] = record.check
+        body.append(f"    return {fn}_check(d) is None" if record.check is not None else "    return True")
+        source.append("\n".join(body))
+
+    emit(shape, "fits")
+    exec("\n\n".join(source), env)  # nested records first: each function is defined before it is called
+    return env["fits"]
+
+
+def explain(value: Any, shape: Record) -> tuple[str, str] | None:
+    """Why an object does not fit its record, as (path below it, reason); None if it does."""
+    if type(value) is not dict:
+        return "", f"expected an object, got {shown(value)}"
+    for key in shape.required:  # in the order of the fields: a line without a name says so first
+        if key not in value and not any(f.key == key for f in shape.fields):
+            return f".{key}", "missing"
+    for field in shape.fields:
+        v = value.get(field.key, _ABSENT)
+        if v is _ABSENT:
+            if field.key in shape.required:
+                return f".{field.key}", "missing"
+            continue
+        if type(v) not in field.types or (field.bounds is not None and v is not None
+                                            and not field.bounds[0] <= v <= field.bounds[1]):
+            return f".{field.key}", f"expected {field.expected}, got {shown(v)}"
+        if field.items is not None and type(v) is list:
+            for i, x in enumerate(v):
+                if type(field.items) is Record:
+                    found = explain(x, field.items)
+                    if found:
+                        return f".{field.key}[{i}]{found[0]}", found[1]
+                elif type(x) not in field.items.types:
+                    return f".{field.key}[{i}]", f"expected {field.items.expected}, got {shown(x)}"
+    if shape.check is not None:
+        reason = shape.check(value)
+        if reason:
+            return "", reason
+    return None
+
+
+# One record per event name, the envelope included: one pass over each line.
+_RECORDS: dict[str, Record] = {
+    name: Record(ENVELOPE + fields, ENVELOPE_REQUIRED + required, check)
+    for name, (fields, required, check) in EVENTS.items()
+}
+_ANY_EVENT = Record(ENVELOPE, ENVELOPE_REQUIRED)
+_FITS: dict[str, Callable[[Any], bool]] = {name: compile_record(r) for name, r in _RECORDS.items()}
+_FITS_ANY_EVENT = compile_record(_ANY_EVENT)
+
+
+def problem(event: Any) -> str | None:
+    """What makes one parsed history line unusable, as ``event.field: reason``; None if it is fine."""
+    name = event.get("name") if type(event) is dict else None
+    if _FITS.get(name, _FITS_ANY_EVENT)(event) if type(name) is str else False:
+        return None
+    if type(event) is not dict:
+        return f"expected an event (a JSON object), got {shown(event)}"
+    path, reason = explain(event, _RECORDS.get(name, _ANY_EVENT) if type(name) is str else _ANY_EVENT) or (
+        "", "not an event")
+    return f"{name if type(name) is str else 'event'}{path}: {reason}"
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A value as it looks in the file, cut short: messages quote what they refuse."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,103 @@
+"""workload.test_hooks: test-only switches of the librdkafka driver (docs/history.md, "Test hooks").
+Off by default, refused where the driver has none, and handed only to the member they name."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.errors import ScenarioError
+from harness.scenario import load_scenario
+from harness.workload import WorkloadProcesses
+
+BASE = {
+    "name": "t",
+    "duration_s": 30,
+    "cluster": {"kafka": "3.9", "brokers": 1},
+    "topics": [{"name": "events", "partitions": 4}, {"name": "audit", "partitions": 2}],
+    "workload": {"consumers": 3, "protocol": "classic-static"},
+}
+
+
+def scenario(tmp_path: Path, **workload):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "workload": {**BASE["workload"], **workload}}, sort_keys=False))
+    return load_scenario(path)
+
+
+def hooks_of(s, member: str):
+    processes = WorkloadProcesses.__new__(WorkloadProcesses)  # only the scenario is needed to pick hooks
+    processes.scenario = s
+    return processes.test_hooks_of(member)
+
+
+def test_off_unless_given(tmp_path):
+    s = scenario(tmp_path)
+    assert s.workload.test_hooks is None
+    assert hooks_of(s, "consumer-1") is None
+
+
+def test_each_member_gets_only_its_own_switches(tmp_path):
+    s = scenario(tmp_path, test_hooks={"consume_unassigned": {"member": "consumer-2", "partition": 1},
+                                       "sigterm_after_join": {"member": "consumer-3", "join": 2}})
+    assert hooks_of(s, "consumer-1") is None
+    assert hooks_of(s, "consumer-2") == {"consume_unassigned": {"topic": "events", "partition": 1}}  # the produced topic
+    assert hooks_of(s, "consumer-3") == {"sigterm_after_join": {"join": 2}}
+
+
+def test_a_topic_can_be_named(tmp_path):
+    s = scenario(tmp_path, test_hooks={"consume_unassigned": {"member": "consumer-1", "partition": 0, "topic": "audit"}})
+    assert hooks_of(s, "consumer-1") == {"consume_unassigned": {"topic": "audit", "partition": 0}}
+
+
+@pytest.mark.parametrize("workload, where", [
+    ({"test_hooks": {"sigterm_after_join": {"member": "consumer-1", "join": 0}}}, "workload.test_hooks.sigterm_after_join.join"),
+    ({"test_hooks": {"consume_unassigned": {"member": "c2", "partition": 0}}}, "workload.test_hooks.consume_unassigned.member"),
+    ({"test_hooks": {"consume_unassigned": {"member": "consumer-1", "partition": -1}}},
+     "workload.test_hooks.consume_unassigned.partition"),
+    ({"test_hooks": {"drop_everything": True}}, "workload.test_hooks.drop_everything"),
+])
+def test_bad_values_are_named(tmp_path, workload, where):
+    with pytest.raises(ScenarioError) as info:
+        scenario(tmp_path, **workload)
+    assert where in str(info.value)
+
+
+@pytest.mark.parametrize("workload, reason", [
+    ({"driver": "java", "protocol": "classic-eager"}, "only the librdkafka driver has them"),
+    ({"protocol": "coordinator-v2"}, "the coordinator-v2 driver does not have it"),
+])
+def test_consume_unassigned_only_where_the_driver_has_it(tmp_path, workload, reason):
+    with pytest.raises(ScenarioError) as info:
+        scenario(tmp_path, test_hooks={"consume_unassigned": {"member": "consumer-1", "partition": 0}}, **workload)
+    assert "test_hooks" in str(info.value) and reason in str(info.value)
+
+
+def test_sigterm_after_join_needs_a_joingroup(tmp_path):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "cluster": {"kafka": "4.1", "brokers": 1}, "workload": {
+        "protocol": "consumer", "test_hooks": {"sigterm_after_join": {"member": "consumer-1", "join": 1}}}}))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert "classic protocols only" in str(info.value)
+
+
+def test_a_hook_names_a_member_the_run_starts_and_a_partition_that_exists(tmp_path):
+    from harness.errors import LabError
+    from harness.scenario import load_scenario
+
+    path = tmp_path / "hooks.yaml"
+    path.write_text("""name: hooks
+duration_s: 20
+topics: [{name: events, partitions: 4}]
+workload:
+  consumers: 2
+  test_hooks:
+    consume_unassigned: {member: consumer-5, partition: 4}
+""")
+    with pytest.raises(LabError) as e:
+        load_scenario(path)
+    message = str(e.value)
+    assert "workload.test_hooks.consume_unassigned.member: consumer-5 is not a member this run starts" in message
+    assert "workload.test_hooks.consume_unassigned.partition: events has 4 partitions (0..3)" in message

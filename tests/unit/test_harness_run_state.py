@@ -1,0 +1,91 @@
+"""run.json always reaches a final state, whatever the run, its teardown or the oracle does;
+verdict.json is written last and only when there is a verdict; no traceback on the terminal.
+
+The run's phases are replaced by a few events (no cluster): what is under test is the
+path from the end of the phases to the files on disk.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import harness.run
+from harness.run import Interrupted, Run
+from harness.scenario import load_scenario
+from oracle.checks import CHECKS
+
+SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml"
+
+
+def phases_that_finish(run: Run) -> None:
+    run.history.emit("run_started", run_id=run.run_dir.name, scenario="smoke", seed=1, topics=[], group="g",
+                     protocol="classic-eager", assignor="range", members=[], checks={})
+    run._phase("workload")
+    run._phase("done")
+
+
+@pytest.fixture
+def execute(tmp_path, monkeypatch):
+    monkeypatch.setattr(Run, "_run_phases", phases_that_finish)
+    reported: list[str] = []
+
+    def execute():
+        result = Run(load_scenario(SCENARIO), SCENARIO, tmp_path / "runs", reported.append).execute()
+        events = [json.loads(line) for line in (result.run_dir / "history.jsonl").read_text().splitlines()]
+        return result, json.loads((result.run_dir / "run.json").read_text()), events, reported
+
+    return execute
+
+
+def raise_(exc: BaseException):
+    def raiser(*args, **kwargs):
+        raise exc
+    return raiser
+
+
+def test_a_judged_run_writes_its_state_then_its_verdict(execute):
+    result, state, events, _ = execute()
+    assert (result.outcome, result.exit_code, state["state"], state["verdict"]) == ("completed", 0, "completed", "pass")
+    assert (result.run_dir / "verdict.json").stat().st_mtime_ns >= (result.run_dir / "run.json").stat().st_mtime_ns
+    assert json.loads((result.run_dir / "verdict.json").read_text())["status"] == "pass"
+    assert events[-1]["name"] == "run_finished" and events[-1]["outcome"] == "completed"
+
+
+def test_a_check_that_raises_is_in_the_verdict_and_exits_3(execute, monkeypatch):
+    monkeypatch.setattr(CHECKS["convergence"], "check", raise_(RuntimeError("checker bug")))
+    result, state, _, _ = execute()
+    assert (result.outcome, result.exit_code, state["state"], state["verdict"]) == ("completed", 3, "completed", "error")
+    verdict = json.loads((result.run_dir / "verdict.json").read_text())
+    assert verdict["errored_checks"] == {"convergence": "RuntimeError: checker bug"}
+    assert verdict["checks"]["no-loss"]["status"] == "passed"  # the others still ran
+
+
+def test_an_oracle_that_breaks_leaves_an_error_state_and_no_verdict(execute, monkeypatch, capsys):
+    monkeypatch.setattr(harness.run, "check_history", raise_(TypeError("oracle bug")))
+    result, state, events, reported = execute()
+    assert (result.outcome, result.exit_code, state["state"]) == ("error", 3, "error")
+    assert state["error"].startswith("TypeError during judging: oracle bug (traceback in harness-error.txt)")
+    assert "oracle bug" in (result.run_dir / "harness-error.txt").read_text()
+    assert not (result.run_dir / "verdict.json").exists() and not (result.run_dir / "summary.md").exists()
+    assert events[-1]["name"] == "run_finished" and events[-1]["outcome"] == "completed"  # the run itself did
+    assert "Traceback" not in capsys.readouterr().err + "".join(reported)
+
+
+def test_a_teardown_that_breaks_still_ends_the_run(execute, monkeypatch):
+    monkeypatch.setattr(Run, "_teardown", raise_(OSError("teardown bug")))
+    result, state, events, _ = execute()
+    assert (result.outcome, result.exit_code, state["state"]) == ("error", 3, "error")
+    assert "OSError during teardown: teardown bug" in state["error"]
+    assert events[-1]["name"] == "run_finished" and events[-1]["outcome"] == "error"
+    assert not (result.run_dir / "verdict.json").exists()
+
+
+@pytest.mark.parametrize("signal_", [KeyboardInterrupt(), Interrupted("SIGTERM")])
+def test_an_interrupt_while_judging_is_an_interrupted_run(execute, monkeypatch, signal_):
+    monkeypatch.setattr(harness.run, "check_history", raise_(signal_))
+    result, state, _, _ = execute()
+    assert (result.outcome, result.exit_code, state["state"]) == ("interrupted", 130, "interrupted")
+    assert "rebalance-lab check" in state["error"]
+    assert not (result.run_dir / "verdict.json").exists()

@@ -1,0 +1,205 @@
+"""What the Kafka and ZooKeeper clients inside a member process say, as history events.
+
+librdkafka's lines are read the way librdkafka writes them when no log callback is
+set: each from the librdkafka thread that made it, to stderr, the moment it made it::
+
+    %7|1795457288.538|CGRPSTATE|consumer-1#consumer-1| [thrd:main]: Group "g" changed state …
+    (syslog level | wall clock s.ms | facility | client instance | message)
+
+A Python ``logger`` instead gets the lines queued until the application polls, so a
+member that is busy or stalled would stamp its whole rebalance when it polls again,
+seconds after the client acted. ``StderrTap`` points the process's fd 2 at a pipe and
+reads the lines as they come; whatever else reaches stderr (Python's own output, a
+traceback) goes on to the real stderr, the member's log file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import logging
+import os
+import re
+import select
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from harness.history import now
+
+# librdkafka's rd_kafka_log_print(): "%%%i|%u.%03u|%s|%s| %s\n"
+_LINE = re.compile(r"%(?P<level>[0-7])\|(?P<s>\d+)\.(?P<ms>\d{3})\|(?P<fac>[^|]*)\|(?P<client>[^|]*)\| (?P<msg>.*)")
+# The thread prefix librdkafka puts before the message (log.thread.name, on by default).
+_THREAD = re.compile(r"\[thrd:[^\]]*\]: ")
+# Syslog severities as confluent-kafka names them for a Python logger (what client_log always said).
+LEVEL_NAMES = {0: "CRITICAL", 1: "CRITICAL", 2: "CRITICAL", 3: "ERROR", 4: "WARNING", 5: "INFO", 6: "INFO", 7: "DEBUG"}
+WARNING = 4
+PIPE_BYTES = 1 << 20  # librdkafka's threads block on a full pipe: room for bursts while the reader waits for the GIL
+
+
+@dataclass(frozen=True)
+class ClientLine:
+    """One librdkafka log line."""
+
+    level: int  # syslog severity: 7 debug … 4 warning, 3 error
+    wall_ms: float  # when librdkafka made the line (wall clock, millisecond resolution)
+    facility: str  # e.g. CGRPOP, JOINGROUP, HEARTBEAT
+    client: str  # the client instance, "<client.id>#consumer-<n>"
+    message: str  # without librdkafka's thread prefix
+
+    @property
+    def level_name(self) -> str:
+        return LEVEL_NAMES[self.level]
+
+
+def parse_line(text: str) -> ClientLine | None:
+    """A librdkafka log line, or None for anything else written to stderr."""
+    m = _LINE.fullmatch(text)
+    if not m:
+        return None
+    message = m["msg"]
+    if t := _THREAD.match(message):
+        message = message[t.end():]
+    return ClientLine(int(m["level"]), int(m["s"]) * 1000.0 + int(m["ms"]), m["fac"], m["client"], message)
+
+
+def client_instant(wall_ms: float, not_before_mono_ms: float | None = None) -> tuple[float, float]:
+    """(ts, mono_ms) of a client line: its wall time on the history's monotonic clock, with the
+    offset between the two clocks measured now, in this process. Never before
+    ``not_before_mono_ms`` (the member's previous event): the line's millisecond resolution
+    must not put it ahead of something the member did before it."""
+    wall, mono = now()
+    line_mono = wall_ms - (wall - mono)
+    if not_before_mono_ms is not None and line_mono < not_before_mono_ms:
+        return wall_ms + (not_before_mono_ms - line_mono), not_before_mono_ms
+    return wall_ms, line_mono
+
+
+class StderrTap:
+    """fd 2 through a pipe: librdkafka's lines to ``on_line`` as they are written, the rest of
+    stderr to where fd 2 pointed before.
+
+    A reader thread takes lines as they come. ``caught_up()`` takes, on the calling thread,
+    everything written so far and holds the lock while the caller writes its own event: a
+    rebalance callback runs after librdkafka logged the JoinGroup response that led to it
+    (the line is written before the rebalance op is enqueued), so the generation is known
+    there, and events of one member stay in the order they happened.
+    """
+
+    def __init__(self, on_line: Callable[[ClientLine], None]):
+        self.on_line = on_line
+        self.lock = threading.RLock()
+        self._partial = b""
+        self._read_fd = self._real_stderr = -1
+        self._stopping = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> StderrTap:
+        sys.stderr.flush()
+        self._real_stderr = os.dup(2)
+        self._read_fd, write_fd = os.pipe()
+        try:
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # the system's limit is lower: the default 64 KiB still holds many lines
+        os.set_blocking(self._read_fd, False)
+        os.dup2(write_fd, 2)
+        os.close(write_fd)
+        self._reader = threading.Thread(target=self._read_on, name="stderr-tap", daemon=True)
+        self._reader.start()
+        atexit.register(self.stop)  # a traceback that ends the process is in the pipe: pass it on
+        return self
+
+    @contextmanager
+    def caught_up(self) -> Iterator[None]:
+        with self.lock:
+            self._drain()
+            yield
+
+    def stop(self) -> None:
+        """Everything written so far is handled; fd 2 is the real stderr again."""
+        if self._read_fd < 0:
+            return
+        sys.stderr.flush()
+        with self.lock:
+            os.dup2(self._real_stderr, 2)  # the pipe's last writer is gone: the reader sees EOF
+            self._drain()
+            self._stopping.set()
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+        with self.lock:
+            self._drain()
+            if self._partial:
+                self._forward(self._partial)
+                self._partial = b""
+            os.close(self._read_fd)
+            self._read_fd = -1
+            os.close(self._real_stderr)
+
+    # --- reading --------------------------------------------------------------------
+
+    def _read_on(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                ready, _, _ = select.select([self._read_fd], [], [], 0.5)
+            except (OSError, ValueError):
+                return  # closed by stop()
+            if ready:
+                with self.lock:
+                    if self._stopping.is_set():
+                        return
+                    if not self._drain():
+                        return  # EOF
+
+    def _drain(self) -> bool:
+        """Under the lock: handle every complete line in the pipe. False at EOF."""
+        while True:
+            try:
+                chunk = os.read(self._read_fd, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            *lines, self._partial = (self._partial + chunk).split(b"\n")
+            for raw in lines:
+                self._handle(raw)
+
+    def _handle(self, raw: bytes) -> None:
+        line = parse_line(raw.decode("utf-8", "replace"))
+        if line is None:
+            self._forward(raw + b"\n")
+            return
+        try:
+            self.on_line(line)
+        except Exception as e:  # a reader that dies would leave librdkafka blocked on a full pipe
+            self._forward(f"stderr tap: {type(e).__name__}: {e} on {raw[:300]!r}\n".encode())
+
+    def _forward(self, data: bytes) -> None:
+        try:
+            os.write(self._real_stderr, data)
+        except OSError:
+            pass
+
+
+class WarningsToHistory(logging.Handler):
+    """A Python logger's warnings and errors as ``client_log`` events: how the fetchers of the
+    zk-eager and coordinator drivers (no group in Kafka, warnings only) and kazoo report."""
+
+    def __init__(self, emit: Callable[..., None]):
+        super().__init__(logging.WARNING)
+        self._emit = emit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._emit("client_log", level=record.levelname, message=record.getMessage()[:500])
+
+
+def warnings_logger(name: str, emit: Callable[..., None]) -> logging.Logger:
+    logger = logging.getLogger(name)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    logger.addHandler(WarningsToHistory(emit))
+    return logger
