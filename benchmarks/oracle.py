@@ -320,7 +320,10 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from oracle import check_history, load_history
 t0 = time.monotonic()
-events = load_history(sys.argv[2])
+try:
+    events = load_history(sys.argv[2], compact_events=True)
+except TypeError:  # an --oracle-root from before the lean form
+    events = load_history(sys.argv[2])
 loaded = time.monotonic() - t0
 started = next((e for e in events if e["name"] == "run_started"), {})
 verdict = check_history(events, started.get("checks") or {}).to_dict()
@@ -351,7 +354,8 @@ def main() -> int:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         print(f"oracle: {args.oracle_root}/oracle; histories in {root}")
-        print(f"load: {os.getloadavg()[0]:.1f} (the figures are wall-clock; CPU time is the child's own)")
+        print(f"machine load average {os.getloadavg()[0]:.1f}; seconds are wall-clock (load_history, "
+              f"check_history, the whole child), CPU s the child's own")
         print(f"{'records':>11} {'lines':>10} {'MB':>7} {'load s':>7} {'check s':>8} {'total s':>8} {'CPU s':>6} "
               f"{'peak RSS MB':>12} {'time ratio':>11}  verdict")
         previous: tuple[int, float] | None = None
@@ -366,7 +370,8 @@ def main() -> int:
             mb = path.stat().st_size / 1e6
             head = f"{info['consumed']:>11,} {info['lines']:>10,} {mb:>7.1f}"
             if row.get("error"):
-                print(f"{head} {'':>7} {'':>8} {'> ' + str(int(args.timeout)):>8} {'':>6} {row['rss_mb'] or '':>12} "
+                took = f"> {args.timeout:.0f}" if row["error"].startswith("stopped") else "-"
+                print(f"{head} {'':>7} {'':>8} {took:>8} {'':>6} {row['rss_mb'] or '':>12} "
                       f"{'':>11}  {row['error']}", flush=True)
                 previous = None
                 continue
@@ -383,9 +388,9 @@ def main() -> int:
 
 def run_child(path: Path, oracle_root: Path, timeout: float) -> dict:
     """Judge in a fresh interpreter: wall time, and that process's peak RSS (wait4's rusage)."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # pipes could fill while we wait4
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(oracle_root), str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(oracle_root), str(path)], stdout=out, stderr=err)
     deadline = t0 + timeout
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -399,7 +404,8 @@ def run_child(path: Path, oracle_root: Path, timeout: float) -> dict:
         time.sleep(0.05)
     seconds, cpu = time.monotonic() - t0, usage.ru_utime + usage.ru_stime
     proc.returncode = os.waitstatus_to_exitcode(status)
-    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
+    out.seek(0), err.seek(0)
+    out, err = out.read().decode(), err.read().decode()
     rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
     if proc.returncode != 0:
         return {"error": f"exit {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}",

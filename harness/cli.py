@@ -256,7 +256,7 @@ def check(run_dir: Path, write: bool) -> None:
     if not history.exists():
         _error(f"{history}: no history in this directory")
     try:
-        events = load_history(history)
+        events = load_history(history, compact_events=True)  # judged, never edited: the lean form
         started = next((e for e in events if e["name"] == "run_started"), {})
         checks = started.get("checks") or {}
         resolve_checks(checks)  # the scenario's options, as recorded: bad ones are bad input, not a check's error

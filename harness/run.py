@@ -324,7 +324,7 @@ class Run:
             writer.close()
 
     def _judge(self) -> dict:
-        verdict = check_history(load_history(self.history_path), self.scenario.checks or {}).to_dict()
+        verdict = check_history(load_history(self.history_path, compact_events=True), self.scenario.checks or {}).to_dict()
         return {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
 
 

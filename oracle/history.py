@@ -15,7 +15,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Mapping
 from contextlib import contextmanager
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
@@ -67,14 +67,18 @@ def _parse(raw: bytes, first: bool) -> Any:
         raise ValueError("not a JSON event (nested too deeply)") from None
 
 
-def load_history(path: str | Path) -> list[Event]:
+def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
     """Read history.jsonl (or RUN_DIR/history.jsonl), sorted into time order.
 
     A process killed mid-write leaves at most a torn last line; that one is
     dropped. A malformed line anywhere else, an event the oracle cannot read
     (oracle/events.py), or a file without a single event means the file is not
     a history: HistoryError, naming the first bad line.
+
+    `compact_events`: the bulk events (records, commits) as read-only `compact`
+    mappings, a quarter of the memory — for judging a long history, not for editing it.
     """
+    keep = compact if compact_events else (lambda e: e)
     path = Path(path)
     if path.is_dir():
         path = path / "history.jsonl"
@@ -83,7 +87,7 @@ def load_history(path: str | Path) -> list[Event]:
     events: list[Event] = []
     torn: HistoryError | None = None  # a line that did not parse: forgiven only as the last one
     try:
-        with path.open("rb") as fh:
+        with gc_paused(), path.open("rb") as fh:
             lineno = 0
             while raw := fh.readline(MAX_LINE_BYTES + 1):
                 lineno += 1
@@ -101,7 +105,7 @@ def load_history(path: str | Path) -> list[Event]:
                 why = problem(event)
                 if why:
                     raise HistoryError(path, lineno, why)
-                events.append(event)
+                events.append(keep(event))
     except OSError as e:
         raise HistoryError(path, None, e.strerror or str(e)) from None
     if not events:
@@ -314,6 +318,7 @@ class CompactEvent(Mapping):
 
 # Who wrote an event and when: what every record and commit is stamped with.
 _HEAD = ("member", "source", "incarnation", "ts", "mono_ms")
+_RANGE = ("topic", "partition", "min_offset", "max_offset")
 
 
 def _pick(event: Event, keys: tuple[str, ...]) -> tuple:
@@ -420,9 +425,11 @@ class History:
         There are millions: the loop is kept tight, and the tuples are made without their
         Python-level constructors."""
         consumed, by_tp, everything, new = defaultdict(list), self._consumptions_by_tp, self.consumptions, tuple.__new__
+        tps = self._tps
         for e in self.named("records_consumed"):
             slot = None  # who and when: the same for each of the event's ranges
-            for tp, lo, hi in self.ranges_of(e):
+            for topic, partition, lo, hi in _fields(e, "ranges", _RANGE):
+                tp, lo, hi = tps.get((topic, partition)) or self._tp(topic, partition), int(lo), int(hi)
                 if slot is None:
                     member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + ("generation",))
                     slot, at = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms))
@@ -448,7 +455,9 @@ class History:
                 key = (topic, partition)
                 commits.append(new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
                                             trigger, generation, sent_ms, at)))
-        commits.sort(key=lambda c: (c.sent_ms, c.at.mono_ms))
+        # By (sent, answered): stable sorts by the second key, then by the first.
+        commits.sort(key=attrgetter("at.mono_ms"))
+        commits.sort(key=attrgetter("sent_ms"))
         return commits
 
     def _tp(self, topic: str, partition: Any) -> TopicPartition:
@@ -473,9 +482,8 @@ class History:
     def ranges_of(self, event: Event) -> Iterator[tuple[TopicPartition, int, int]]:
         """An event's offset ranges (`records_acked`, `records_consumed`): partition, first, last."""
         tps = self._tps
-        for topic, partition, lo, hi in _fields(event, "ranges", ("topic", "partition", "min_offset", "max_offset")):
-            key = (topic, partition)
-            yield tps.get(key) or self._tp(*key), int(lo), int(hi)
+        for topic, partition, lo, hi in _fields(event, "ranges", _RANGE):
+            yield tps.get((topic, partition)) or self._tp(topic, partition), int(lo), int(hi)
 
     # -- lookups -----------------------------------------------------------
 

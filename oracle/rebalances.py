@@ -26,6 +26,7 @@ teardown) is the harness's own doing — its members leaving — and is marked
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,6 +176,9 @@ class _Measurement:
             history.coordinator_events("coordinator_stabilized")
             + history.coordinator_events("coordinator_target_assignment"), "generation")
         self.teardown_from = teardown_from(history)
+        releases = history.named("partitions_revoked", "partitions_lost")  # in time order
+        self.releases = ([e["mono_ms"] for e in releases], releases)
+        self.handovers = self._handovers()
 
     def _join_sent_by_generation(self) -> dict[int, dict[MemberSlot, Event]]:
         """A JoinGroup belongs to the generation the member joins next; a member's
@@ -258,8 +262,8 @@ class _Measurement:
     def find_start(self, r: Rebalance, boundary: float, sent: dict[MemberSlot, Event]) -> None:
         """The earliest sign, after the previous generation settled, that this one was coming."""
         first_joined = min(e["mono_ms"] for e in self.joined[r.generation].values())
-        signs = [e for e in self.history.named("partitions_revoked", "partitions_lost")
-                 if boundary < e["mono_ms"] <= first_joined]
+        times, releases = self.releases
+        signs = releases[bisect_right(times, boundary):bisect_right(times, first_joined)]
         signs += [e for e in sent.values() if e["mono_ms"] > boundary]
         if signs:
             r.member_start = Instant.of(min(signs, key=lambda e: e["mono_ms"]))
@@ -274,12 +278,17 @@ class _Measurement:
 
     def stop_the_world(self, generation: int) -> dict[str, float]:
         """Per partition handed out in this generation: how long nobody owned it."""
-        gaps: dict[str, float] = {}
+        return {str(tp): gap for tp, gap in self.handovers.get(generation, [])}
+
+    def _handovers(self) -> dict[int, list[tuple[TopicPartition, float]]]:
+        """generation -> (partition, unowned ms) for each hand-over of a partition in it, in
+        session order (the last one per partition wins): from the latest end of any earlier
+        session of the partition (none still open) to the new session's start. One pass."""
+        out: dict[int, list[tuple[TopicPartition, float]]] = defaultdict(list)
         for tp in self.ownership.partitions():
-            sessions = self.ownership.of_partition(tp)
-            for i, s in enumerate(sessions):
-                if s.generation != generation or i == 0:
-                    continue
-                released = max(p.end_ms for p in sessions[:i])
-                gaps[str(tp)] = max(0.0, s.start_ms - released) if released != math.inf else 0.0
-        return gaps
+            released = -math.inf  # running maximum of earlier sessions' ends
+            for i, s in enumerate(self.ownership.of_partition(tp)):
+                if i and s.generation is not None:
+                    out[s.generation].append((tp, max(0.0, s.start_ms - released) if released != math.inf else 0.0))
+                released = max(released, s.end_ms)
+        return out

@@ -16,7 +16,7 @@ from .checks import CHECK_NAMES, CHECKS
 from .checks.duplicates import DuplicateReport, redeliveries_of
 from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
 from .events import shown
-from .history import Event, History
+from .history import Event, History, gc_paused
 from .rebalances import Rebalance, rebalances_of, run_rebalances
 
 T = TypeVar("T")
@@ -193,13 +193,14 @@ def resolve_checks(checks: dict[str, dict | None] | None) -> dict[str, dict]:
 def check_history(events: Iterable[Event] | History, checks: dict[str, dict | None] | None = None) -> Verdict:
     """Every selected check, then the measurements. A check that raises is that check's error
     (the verdict's status says so); it never takes the other checks down with it."""
-    history = events if isinstance(events, History) else History(events)
-    results = {name: _guarded(CHECKS[name].check, history, options)
-               for name, options in resolve_checks(checks).items()}
-    failed: dict[str, CheckResult] = {}
-    rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
-    duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))
-    stats = _measured(failed, "stats", _stats, history, {})
+    with gc_paused():  # millions of long-lived objects, no cycles: collections would only rescan them
+        history = events if isinstance(events, History) else History(events)
+        results = {name: _guarded(CHECKS[name].check, history, options)
+                   for name, options in resolve_checks(checks).items()}
+        failed: dict[str, CheckResult] = {}
+        rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
+        duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))
+        stats = _measured(failed, "stats", _stats, history, {})
     return Verdict(results, rebalances, duplicates, stats, failed)
 
 

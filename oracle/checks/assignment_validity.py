@@ -74,12 +74,7 @@ def check(history: History, options: dict) -> CheckResult:
         layout_applies = assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and bool(assignment)
         if absent is None:  # everyone the coordinator counted joined: the assignment is theirs alone
             if missing:
-                result.violations.append(Anomaly(
-                    NAME, "unassigned-partition",
-                    f"generation {generation} left {render_partitions(missing)} unassigned "
-                    f"(members: {', '.join(rebalance.members)})",
-                    partition=str(missing[0]) if len(missing) == 1 else None, members=tuple(rebalance.members),
-                    generation=generation, times={"assigned": rebalance.end}))
+                result.violations.append(_unassigned(rebalance, missing))
             if layout_applies:
                 layouts.append(generation)
                 result.violations.extend(_layout(history, generation, assignor, assignment, subscribed,
@@ -95,24 +90,27 @@ def check(history: History, options: dict) -> CheckResult:
             expected = _expected_layout(history, generation, assignor, everyone, subscribed, subscriptions)
         if expected is not None:
             layouts.append(generation)
-            live = {slot: tps for slot, tps in assignment.items()}
-            result.violations.extend(_layout(history, generation, assignor, live, subscribed, subscriptions,
+            result.violations.extend(_layout(history, generation, assignor, assignment, subscribed, subscriptions,
                                              rebalance.end, expected))
             held = sorted(tp for slot in absent for tp in expected[slot])
             stray = sorted(set(missing) - set(held))
             if stray:
-                result.violations.append(Anomaly(
-                    NAME, "unassigned-partition",
-                    f"generation {generation} left {render_partitions(stray)} unassigned, beyond what its "
-                    f"absent members were due (members: {', '.join(rebalance.members)})",
-                    partition=str(stray[0]) if len(stray) == 1 else None, members=tuple(rebalance.members),
-                    generation=generation, times={"assigned": rebalance.end}))
+                result.violations.append(_unassigned(rebalance, stray, ", beyond what its absent members were due"))
             missing = [tp for tp in missing if tp in held]
         if missing:
             result.findings.append(_held_by_absent(history, rebalance, absent, missing, ownership))
     result.detail = {"generations_checked": checked, "partial_cooperative_generations": partial,
                      "layouts_checked": layouts}
     return result
+
+
+def _unassigned(rebalance, missing: list[TopicPartition], beyond: str = "") -> Anomaly:
+    return Anomaly(
+        NAME, "unassigned-partition",
+        f"generation {rebalance.generation} left {render_partitions(missing)} unassigned{beyond} "
+        f"(members: {', '.join(rebalance.members)})",
+        partition=str(missing[0]) if len(missing) == 1 else None, members=tuple(rebalance.members),
+        generation=rebalance.generation, times={"assigned": rebalance.end})
 
 
 def _assignor(history: History, generation: int) -> str | None:
