@@ -14,7 +14,7 @@ the ownership session of its consumer covering its instant, and to nothing else 
 consumer owned nothing then, by the same ownership session, or by a member that owned
 the partition before the first delivery happened (a zombie), is not explained;
 otherwise the offsets at or above the offset committed when the re-delivering session
-began were uncommitted progress at revocation, and are explained.
+began were uncommitted progress at a hand-over, and are explained.
 
 Lost: acknowledged offsets never consumed — only meaningful once the run drained
 (`phase: done`), like the oracle's no-loss check; `unconsumed` is the same figure

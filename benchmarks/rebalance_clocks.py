@@ -35,11 +35,21 @@ def run_dirs(patterns: list[str]) -> list[Path]:
         patterns = [str(sessions[-1] / "**" / "history.jsonl")] if sessions else []
     found = set()
     for match in (Path(h) for p in patterns for h in glob.glob(p, recursive=True)):
-        if match.name == "history.jsonl":
-            found.add(match.parent)
-        elif (match / "history.jsonl").exists():
-            found.add(match)
+        run = match.parent if match.name == "history.jsonl" else match
+        # A real run's directory (run.json, cluster/), once: pytest's "…current" links repeat them.
+        if (run / "history.jsonl").exists() and (run / "run.json").exists() and (run / "cluster").is_dir():
+            found.add(run.resolve())
     return sorted(found)
+
+
+def _family(protocol: str | None) -> str:
+    """KIP-848 has no "Stabilized": its members reach the epoch of the broker's target assignment one
+    by one, on their own heartbeats — not the same instant, so it is reported on its own."""
+    if protocol == "consumer":
+        return "KIP-848 (epoch reached vs target computed)"
+    if protocol and protocol.startswith("coordinator-"):
+        return "the project's coordinator"
+    return "classic (Kafka's GroupCoordinator)"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -61,7 +71,8 @@ def main(argv: list[str]) -> int:
     if not dirs:
         print("no run directories found (give RUN_DIR globs)", file=sys.stderr)
         return 2
-    before, after, stabilized, teardown, unmatched = [], [], [], 0, 0
+    before, after, teardown, unmatched = [], [], 0, 0
+    stabilized: dict[str, list[float]] = {}
     worst: list[tuple[float, str]] = []
     for d in dirs:
         try:
@@ -80,14 +91,15 @@ def main(argv: list[str]) -> int:
             if s is not None:
                 (before if s <= 0 else after).append(s)
             if z is not None:
-                stabilized.append(z)
+                stabilized.setdefault(_family(verdict["stats"].get("protocol")), []).append(z)
                 worst.append((abs(z), f"{d.name} generation {r['generation']}: stabilized Δ {z:+.1f} ms"))
     print(f"{len(dirs)} run directories; teardown rebalances left out: {teardown}; "
           f"completed rebalances without a coordinator clock: {unmatched}")
     print(describe("start, member sign first", before))
     print(describe("start, coordinator first", after))
     print(describe("start, all", before + after))
-    print(describe("stabilized (last JoinGroup answer)", stabilized))
+    for family, values in sorted(stabilized.items()):
+        print(describe(f"stabilized, {family}", values))
     for _, line in sorted(worst, reverse=True)[:5]:
         print("  worst:", line)
     return 0

@@ -65,7 +65,7 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
 
     d = verdict["duplicates"]
     console.print(f"duplicates: {d['count']} re-delivered records ({d['explained']} explained by uncommitted "
-                  f"progress at revocation, {d['unexplained']} unexplained)")
+                  f"progress at a hand-over, {d['unexplained']} unexplained)")
     for name, c in _checks_and_measurements(verdict):
         if c["status"] == "error":  # where it raised; the whole traceback is in verdict.json
             console.print("[red]error[/] " + escape(f"[{name}] {c['reason']}{_raised_at(c)}"), highlight=False)

@@ -110,16 +110,6 @@ class Ownership:
         starts = self._starts.get((slot, tp))
         return bisect_right(starts, mono_ms) - 1 if starts else -1
 
-    def attribute(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float, grace_ms: float = 0.0) -> Session | None:
-        """The session an action of `slot` at `mono_ms` belongs to: the one covering it, or,
-        within `grace_ms` after it ended, the one that just ended. Nothing else: an action
-        long after a session ended is not part of it (it is what it is: see `owned_before`)."""
-        own = self.owning(slot, tp, mono_ms)
-        if own or grace_ms <= 0:
-            return own
-        ended = self.owned_before(slot, tp, mono_ms)
-        return ended if ended and mono_ms - ended.end_ms <= grace_ms else None
-
     def owned_before(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> Session | None:
         """The slot's latest session of the partition that started by `mono_ms`: did this
         incarnation ever own it? (A former owner is not a member that never owned it.)"""
@@ -132,8 +122,9 @@ class Ownership:
         revoke was recorded, so it gets REVOKE_COMMIT_GRACE_MS after a revoked session's end."""
         session = self.owning(commit.slot, commit.tp, commit.sent_ms)
         if session is None and commit.trigger == "revoke":
-            ended = self.attribute(commit.slot, commit.tp, commit.sent_ms, REVOKE_COMMIT_GRACE_MS)
-            session = ended if ended and ended.ended_by == REVOKED else None
+            ended = self.owned_before(commit.slot, commit.tp, commit.sent_ms)
+            if ended and ended.ended_by == REVOKED and commit.sent_ms - ended.end_ms <= REVOKE_COMMIT_GRACE_MS:
+                session = ended
         return session
 
     def owners_at(self, mono_ms: float) -> dict[TopicPartition, list[Session]]:

@@ -397,7 +397,7 @@ class LocalCluster:
 
     def _prepare_kraft(self) -> None:
         """Format every node's storage (a JVM start each, in parallel), then start the controller."""
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = _kraft_cluster_id()
         controller = self.workdir / "config" / "controller-1.properties"
         controller.write_text(config.properties(config.kraft_controller_properties(
             KRAFT_CONTROLLER_ID, self.controller_port, self.workdir / "data" / "controller-1", self._kraft_voters)))
@@ -575,3 +575,12 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def _kraft_cluster_id() -> str:
+    """A random KRaft cluster id, as Kafka's Uuid.randomUuid() makes one: never starting with
+    "-", which the storage tool's argument parser would take for an option (seen: one run in
+    ~30 failed to format its controller with "argument --cluster-id/-t: expected one argument")."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return cluster_id

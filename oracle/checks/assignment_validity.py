@@ -26,7 +26,7 @@ from ..anomalies import Anomaly, CheckResult, duration, members, plural
 from ..assignors import LAYOUTS
 from ..history import History, Instant, MemberSlot, TopicPartition, render_partitions
 from ..ownership import ownership_of
-from ..rebalances import COMPLETED, rebalances_of
+from ..rebalances import COMPLETED, run_rebalances
 
 NAME = "assignment-validity"
 OPTIONS: dict = {}
@@ -39,7 +39,7 @@ def check(history: History, options: dict) -> CheckResult:
     ownership = ownership_of(history)
     result = CheckResult()
     checked, partial, layouts = [], [], []
-    for rebalance in rebalances_of(history):
+    for rebalance in run_rebalances(history):  # the harness's teardown is not the group's doing
         if rebalance.status != COMPLETED:
             continue
         generation = rebalance.generation
@@ -72,7 +72,7 @@ def check(history: History, options: dict) -> CheckResult:
         absent = _absent_members(history, rebalance)
         assignor = _assignor(history, generation)
         layout_applies = assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and bool(assignment)
-        if absent is None:  # everyone the coordinator counted joined: the assignment is theirs alone
+        if not absent:  # everyone the coordinator counted joined, or nobody to blame: the assignment is theirs
             if missing:
                 result.violations.append(_unassigned(rebalance, missing))
             if layout_applies:
@@ -186,26 +186,29 @@ def _layout(history: History, generation: int, assignor: str, assignment: dict[M
 
 
 def _absent_members(history: History, rebalance) -> list[MemberSlot] | None:
-    """Members the coordinator counted in a generation that never got its JoinGroup answer,
-    or None when it counted no more than joined (or did not say). They are the members whose
-    latest JoinGroup before the coordinator stabilized the generation went unanswered."""
-    counted = rebalance.coordinator_members
-    if counted is None or counted <= len(rebalance.members):
+    """Members the coordinator counted in a generation without their JoinGroup answer, or None
+    when it counted no more than joined (or did not say). They are the members that sent a
+    JoinGroup during this rebalance — after it began, by the coordinator's "Stabilized" — and
+    got no answer by then. An empty list: the coordinator counted more, and nobody is to blame."""
+    counted, stabilized = rebalance.coordinator_members, rebalance.coordinator_stabilized
+    if counted is None or stabilized is None or counted <= len(rebalance.members):
         return None
-    at = rebalance.coordinator_stabilized.mono_ms
+    began = min(i.mono_ms for i in (rebalance.start, rebalance.coordinator_preparing) if i) \
+        if (rebalance.start or rebalance.coordinator_preparing) else stabilized.mono_ms
     joined_members = set(rebalance.members)
-    pending: dict[MemberSlot, bool] = {}
+    waiting: dict[MemberSlot, bool] = {}
     for e in history.named("group_join_sent", "group_joined"):
-        if e["mono_ms"] > at:
+        if e["mono_ms"] > stabilized.mono_ms:
             break
-        pending[MemberSlot.of(e)] = e["name"] == "group_join_sent"
-    return sorted(slot for slot, waiting in pending.items() if waiting and str(slot) not in joined_members)
+        if e["mono_ms"] >= began:
+            waiting[MemberSlot.of(e)] = e["name"] == "group_join_sent"
+    return sorted(slot for slot, unanswered in waiting.items() if unanswered and str(slot) not in joined_members)
 
 
 def _held_by_absent(history: History, rebalance, absent: list[MemberSlot], missing: list[TopicPartition],
                     ownership) -> Anomaly:
     generation, end = rebalance.generation, rebalance.end
-    who = ", ".join(map(str, absent)) or "not named in the history"
+    who = ", ".join(map(str, absent))
     unowned = {}
     for tp in missing:
         later = [s.start_ms for s in ownership.of_partition(tp) if s.start_ms >= end.mono_ms]
@@ -218,7 +221,8 @@ def _held_by_absent(history: History, rebalance, absent: list[MemberSlot], missi
         NAME, "held-by-absent-member",
         f"generation {generation}: the coordinator stabilized it with {rebalance.coordinator_members} members but "
         f"only {len(rebalance.members)} joined ({', '.join(rebalance.members)}); {render_partitions(missing)} went to "
-        f"the {plural(extra, 'absent member')} (whose JoinGroup went unanswered: {who}) and were {until}",
+        f"no member that joined — the leader assigned them among the {plural(extra, 'member')} counted without an "
+        f"answered JoinGroup ({who}) — and were {until}",
         partition=str(missing[0]) if len(missing) == 1 else None, members=members(*absent), generation=generation,
         times={"assigned": end} | ({"coordinator_stabilized": rebalance.coordinator_stabilized}
                                     if rebalance.coordinator_stabilized else {}))

@@ -31,7 +31,7 @@ def check(history: History, options: dict) -> CheckResult:
         position: dict[Session, tuple[int, list[tuple[int, int]]]] = {}
         highest: Consumption | None = None  # consumed the highest offset so far, by an owner
         for c in history.consumptions_of(tp):
-            session = ownership.attribute(c.slot, tp, c.at.mono_ms)
+            session = ownership.owning(c.slot, tp, c.at.mono_ms)
             if session is None:
                 outside += 1  # no session to judge it within: exclusive-ownership reports it
                 continue

@@ -21,7 +21,7 @@ from ..ownership import Ownership, ownership_of
 
 NAME = "duplicates"
 OPTIONS = {"max": None}
-UNCOMMITTED = "explained by uncommitted progress at revocation"
+UNCOMMITTED = "explained by uncommitted progress at a hand-over"
 
 
 @dataclass
@@ -114,8 +114,8 @@ def _partition(history: History, ownership: Ownership, tp: TopicPartition) -> li
 
 def _explain(history: History, ownership: Ownership, out: list[Redelivery], first: Consumption,
              second: Consumption, lo: int, hi: int) -> None:
-    was = ownership.attribute(first.slot, first.tp, first.at.mono_ms)
-    now = ownership.attribute(second.slot, second.tp, second.at.mono_ms)
+    was = ownership.owning(first.slot, first.tp, first.at.mono_ms)
+    now = ownership.owning(second.slot, second.tp, second.at.mono_ms)
     pieces: list[tuple[int, int, bool, str]]
     if was is None:  # exclusive-ownership judges the consumption itself
         pieces = [(lo, hi, False, f"first processed by {first.slot}, which did not own the partition then")]

@@ -90,8 +90,8 @@ def _outside_sessions(history: History) -> list[Anomaly]:
     """Records a member processed while it owned no session of the partition.
 
     Only a zombie is excusable: a former owner that has not yet learnt it lost the partition
-    still has its session open (an overlap, above). Outside every session a member either never
-    owned the partition in this incarnation, or had itself recorded losing it (its revoke, its
+    still has its session open (an overlap, above). Outside every session a member either had
+    not owned the partition in this incarnation by then, or had itself recorded losing it (its revoke, its
     loss, an assignment without it) before it went on processing: both break exclusive ownership.
     """
     ownership = ownership_of(history)
@@ -108,8 +108,8 @@ def _outside_sessions(history: History) -> list[Anomaly]:
         what = f"{tp}: {slot} processed {plural(len(offsets), 'record')} (offsets {offsets.render()}, {span})"
         if former is None:
             kind = "consumed-without-ownership"
-            message = (f"{what} without owning the partition: it was never assigned {tp} in this incarnation"
-                       f" (its generation then: {_generation(first)})")
+            message = (f"{what} without owning the partition: it had not been assigned {tp} in this incarnation "
+                       f"by then (its generation then: {_generation(first)})")
             times = {"first": first.at, "last": last.at}
         else:
             kind = "consumed-after-ownership"

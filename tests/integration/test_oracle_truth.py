@@ -35,9 +35,9 @@ def absent_static(module_run):
     second JoinGroup is a rejoin, and it stops right after sending it. consumer-1 is stalled in
     its poll loop meanwhile, so the coordinator answers that JoinGroup only when the stall ends
     — to nobody."""
-    scenario = small_scenario("absent-static", duration_s=22, topics=[{"name": "events", "partitions": 6}], faults=[
+    scenario = small_scenario("absent-static", duration_s=26, topics=[{"name": "events", "partitions": 6}], faults=[
         {"kind": "scale", "at_s": 1, "consumers": 3},
-        {"kind": "poll-stall", "target": "consumer-1", "at_s": 6, "duration_s": 3},
+        {"kind": "poll-stall", "target": "consumer-1", "at_s": 6, "duration_s": 6},
         {"kind": "scale", "at_s": 7, "consumers": 4},
     ])
     scenario["workload"].update(protocol="classic-static", session_timeout_ms=SESSION_MS,
@@ -82,10 +82,12 @@ def test_consuming_without_ownership_fails_exclusive_ownership_naming_member_par
 
 def _absent(run) -> tuple[dict, dict, dict]:
     """(the hook firing, the generation the coordinator stabilized next, consumer-3's removal)."""
-    [fired] = run.named("test_hook_fired")
-    stabilized = next(e for e in run.named("coordinator_stabilized") if e["mono_ms"] > fired["mono_ms"])
-    removed = next(e for e in run.named("coordinator_member_removed") if e["member_id"] == fired["member_id"])
-    return fired, stabilized, removed
+    fired = run.named("test_hook_fired")
+    assert len(fired) == 1, f"the hook fired {len(fired)} times: the scenario did not play out\n{run.output[-2000:]}"
+    stabilized = [e for e in run.named("coordinator_stabilized") if e["mono_ms"] > fired[0]["mono_ms"]]
+    removed = [e for e in run.named("coordinator_member_removed") if e["member_id"] == fired[0]["member_id"]]
+    assert stabilized and removed, "no generation stabilized after the hook fired, or consumer-3 was never removed"
+    return fired[0], stabilized[0], removed[0]
 
 
 def test_the_static_member_stopped_right_after_its_rejoin_without_leaving(absent_static):
@@ -110,8 +112,10 @@ def test_the_coordinator_counted_the_absent_member_and_its_partitions_were_unown
                          if e["generation"] == generation))
     unowned = {("events", p) for p in range(6)} - held
     assert unowned, "the leader's range assignment gave the absent member partitions"
-    # Nobody took them over before the coordinator removed consumer-3 for its expired session ...
-    assert SESSION_MS - 1000 <= removed["mono_ms"] - fired["mono_ms"] <= SESSION_MS + 3000
+    # Nobody took them over before the coordinator removed consumer-3 for its expired session: its
+    # session timer restarted when the coordinator stabilized the generation (every member's does).
+    assert fired["mono_ms"] < stabilized["mono_ms"] < removed["mono_ms"]
+    assert SESSION_MS - 1000 <= removed["mono_ms"] - stabilized["mono_ms"] <= SESSION_MS + 3000
     taken = [e for e in absent_static.named("partitions_assigned")
              if e["mono_ms"] > fired["mono_ms"] and _partitions(e) & unowned]
     assert taken and min(e["mono_ms"] for e in taken) > removed["mono_ms"]

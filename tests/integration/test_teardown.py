@@ -121,17 +121,21 @@ def test_sigkill_of_harness_then_cleanup_leaves_nothing(tmp_path):
     assert any(name == "consumer-1" and state == "T" for name, _, state in left), left  # really left stopped
     assert {"broker-1", "zookeeper-1", "toxiproxy"} <= {name for name, _, _ in left}
 
-    assert json.loads((run_dir / "run.json").read_text())["state"] == "running"  # nobody left to say otherwise
+    # Nobody left to say otherwise — unless a run on the other xdist worker started meanwhile: a
+    # run's start cleans up after dead harnesses too, and marks their runs the same way.
+    assert json.loads((run_dir / "run.json").read_text())["state"] in ("running", "killed")
 
     cleanup = lab("cleanup")
     assert cleanup.returncode == 0, cleanup.stderr
-    assert "was paused" in cleanup.stdout
     assert alive_pids(events) == []
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["state"] == "killed" and run["killed"]["by"] == "rebalance-lab cleanup", run
+    assert run["state"] == "killed", run
+    cleaner = run["killed"]["by"]
+    assert cleaner == "rebalance-lab cleanup" or cleaner.startswith("the start of run "), run
     stopped = {p["process"]: p for p in run["killed"]["processes"]}
     assert {"consumer-1", "broker-1", "zookeeper-1", "toxiproxy"} <= set(stopped) and stopped["consumer-1"]["paused"]
-    assert f"run {run_dir.resolve()}: killed" in cleanup.stdout
+    if cleaner == "rebalance-lab cleanup":
+        assert "was paused" in cleanup.stdout and f"run {run_dir.resolve()}: killed" in cleanup.stdout
 
     check = lab("check", str(run_dir))
     assert check.returncode == 4 and "INCOMPLETE: 0 violations" in check.stdout, check.stdout[-2000:] + check.stderr

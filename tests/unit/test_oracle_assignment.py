@@ -213,8 +213,23 @@ def test_partitions_held_by_an_absent_static_member_are_a_finding(history_builde
     [f] = [f for f in result.findings if f.kind == "held-by-absent-member"]
     assert (f.generation, f.members) == (2, ("consumer-3",))
     assert f.message.startswith("generation 2: the coordinator stabilized it with 3 members but only 2 joined "
-                                "(consumer-1, consumer-2); events-4,5 went to the 1 absent member (whose JoinGroup "
-                                "went unanswered: consumer-3) and were held by nobody in practice for up to 6.0 s")
+                                "(consumer-1, consumer-2); events-4,5 went to no member that joined — the leader "
+                                "assigned them among the 1 member counted without an answered JoinGroup (consumer-3) "
+                                "— and were held by nobody in practice for up to 6.0 s")
+
+
+def test_a_member_that_died_in_an_earlier_rebalance_is_not_absent_from_a_later_one(history_builder):
+    """Only JoinGroups sent during this rebalance count: consumer-3 died mid-join in generation 2,
+    and has nothing to do with generation 3's count."""
+    b = absent_static_member(history_builder)
+    b.events = [e for e in b.events if not (e["name"] == "coordinator_stabilized" and e["generation"] == 3)]
+    b.at(7005).coordinator("coordinator_stabilized", generation=3, members=3)  # one more than joined, nobody to blame
+    b.events = [e for e in b.events if not (e["name"] == "partitions_assigned" and e.get("generation") == 3
+                                            and e["member"] == "consumer-2")]
+    b["consumer-2"].at(7030).assigned(3, 4)  # events-5 went to nobody
+    result = check_history(b.build()).checks[CHECK]
+    assert [(v.kind, v.generation, v.partition) for v in result.violations] == [
+        ("unassigned-partition", 3, "events-5"), ("layout-mismatch", 3, None)]
 
 
 def test_the_absent_member_is_in_the_layout(history_builder):

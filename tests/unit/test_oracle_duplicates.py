@@ -27,7 +27,7 @@ def test_redelivery_of_uncommitted_progress_is_explained(handover):
         "count": 10, "explained": 10, "unexplained": 0,
         "ranges": [{"partition": "events-0", "offsets": "10-19", "count": 10, "first": "consumer-1",
                     "second": "consumer-2", "explained": True,
-                    "reason": "explained by uncommitted progress at revocation "
+                    "reason": "explained by uncommitted progress at a hand-over "
                               "(committed offset 10 when consumer-2 took over)"}]}
     assert verdict.checks[CHECK].status == "passed" and verdict.checks[CHECK].findings == []
 
@@ -68,7 +68,7 @@ def test_a_bound_on_duplicates_fails_the_run_when_exceeded(handover):
     [v] = verdict.violations
     assert (v.kind, v.count, v.members) == ("too-many-duplicates", 10, ("consumer-1", "consumer-2"))
     assert v.message.startswith("10 records consumed more than once, more than the allowed 0 "
-                                "(10 explained by uncommitted progress at revocation); largest: events-0 offsets 10-19")
+                                "(10 explained by uncommitted progress at a hand-over); largest: events-0 offsets 10-19")
 
 
 def test_each_duplicate_is_counted_once_per_extra_delivery(handover):

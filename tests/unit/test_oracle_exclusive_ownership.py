@@ -83,8 +83,8 @@ def test_processing_a_partition_never_owned_is_a_violation(history_builder):
     assert (v.kind, v.partition, v.offsets, v.count, v.members, v.generation) == (
         "consumed-without-ownership", "events-1", "0-4", 5, ("consumer-2",), 1)
     assert v.message.startswith("events-1: consumer-2 processed 5 records (offsets 0-4, t+0.150s..t+0.150s) "
-                                "without owning the partition: it was never assigned events-1 in this "
-                                "incarnation (its generation then: generation 1); the owner was consumer-1 "
+                                "without owning the partition: it had not been assigned events-1 in this "
+                                "incarnation by then (its generation then: generation 1); the owner was consumer-1 "
                                 "(generation 1, t+0.015s..the end, owned-at-end), which processed the same "
                                 "offsets 0-4")
     assert set(v.times) == {"first", "last"}
