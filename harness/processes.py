@@ -111,7 +111,9 @@ class Supervisor:
             "argv": argv[:3], "log": str(log_path),
         }))
         proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
-        self.processes[name] = proc
+        # Copy on write: the fault scheduler's thread starts members while the run's thread walks
+        # the table (poll_exits); rebinding is atomic, so a walk keeps the table it began with.
+        self.processes = {**self.processes, name: proc}
         if self.on_start:
             self.on_start(proc)
         return proc

@@ -346,26 +346,25 @@ def markup_names(rng: random.Random, data: bytes) -> bytes:
     return data.replace(b'"consumer-2"', b'"' + name + b'"')
 
 
-def huge_partition_count(rng: random.Random, data: bytes) -> bytes:
+def _set_in_run_started(data: bytes, key: str, value: Any) -> bytes:
     events = _events(data)
     if not events:
         return data
     for e in events:
         if isinstance(e, dict) and e.get("name") == "run_started":
-            e["topics"] = [{"topic": "events", "partitions": rng.choice([10**9, 10**6, -1, 2**31])}]
+            e[key] = value
     return _dump_events(events)
+
+
+def huge_partition_count(rng: random.Random, data: bytes) -> bytes:
+    return _set_in_run_started(data, "topics", [{"topic": "events",
+                                                 "partitions": rng.choice([10**9, 10**6, -1, 2**31])}])
 
 
 def run_started_checks(rng: random.Random, data: bytes) -> bytes:
-    events = _events(data)
-    if not events:
-        return data
-    for e in events:
-        if isinstance(e, dict) and e.get("name") == "run_started":
-            e["checks"] = rng.choice([{"duplicates": {"max": "many"}}, {"convergence": {"within_s": -1}},
-                                      {"nope": {}}, [1], "all", {"duplicates": [1]}, {"exclusive-ownership":
-                                                                                      {"split_brain": "panic"}}])
-    return _dump_events(events)
+    return _set_in_run_started(data, "checks", rng.choice([
+        {"duplicates": {"max": "many"}}, {"convergence": {"within_s": -1}}, {"nope": {}}, [1], "all",
+        {"duplicates": [1]}, {"exclusive-ownership": {"split_brain": "panic"}}]))
 
 
 def drop_event(rng: random.Random, data: bytes) -> bytes:

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -106,6 +107,28 @@ def test_poll_exits_reports_a_process_that_ended_on_its_own_once(home, tmp_path)
     assert [p.name for p in sup.poll_exits()] == ["producer"]
     assert sup.poll_exits() == []
     assert codes == [("producer", 3)] and not proc.registration.exists()
+
+
+def test_members_started_from_another_thread_never_break_a_walk_of_the_table(home, tmp_path):
+    """The fault scheduler's thread starts members (scale, join storms) while the run's thread
+    polls for exits: seen in a real run as "dictionary changed size during iteration"."""
+    sup = Supervisor(owner="test")
+    done = threading.Event()
+
+    def start_many():
+        for i in range(40):
+            sup.start(f"member-{i}", "consumer", ["sleep", "0.2"], tmp_path / f"member-{i}.log")
+        done.set()
+
+    starter = threading.Thread(target=start_many)
+    starter.start()
+    try:
+        while not done.is_set():
+            sup.poll_exits()  # raised RuntimeError before the table was copied on write
+    finally:
+        starter.join()
+        sup.stop_all()
+    assert len(sup.processes) == 40
 
 
 def test_stop_all_terminates_everything_including_paused(home, tmp_path):

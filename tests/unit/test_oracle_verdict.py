@@ -68,14 +68,7 @@ def test_verdict_dict_shape(pause_story):
 
 
 def test_a_clean_run_is_ok_and_renders(history_builder):
-    b = history_builder(topics={"events": 1})
-    c1 = b.consumer("consumer-1").start()
-    b.phase("workload")
-    b.rebalance(1, {"consumer-1": [0]}, at=0)
-    b.at(50).acked(0, 0, 9)
-    c1.at(60).consumed(0, 0, 9).committed(0, 10)
-    b.at(100).done()
-    verdict = check_history(b.build())
+    verdict = check_history(clean_run(history_builder).build())
     assert verdict.ok and verdict.violations == [] and verdict.findings == []
     text = verdict.render()
     assert text.startswith("PASS: 0 violations, 0 findings")
