@@ -42,6 +42,7 @@ PYTHON_PINS = {
     "rich": "15.0.0",
     "pyspark": "4.1.1",
     "matplotlib": "3.10.8",
+    "orjson": "3.11.9",
 }
 
 _OFFLINE_HINTS = (

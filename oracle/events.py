@@ -247,6 +247,8 @@ def shown(value: Any, limit: int = 40) -> str:
     """A value as it looks in the file, cut short: messages quote what they refuse."""
     try:
         text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError):
         text = repr(value)
+    except RecursionError:  # nested deeper than Python recurses (orjson parses 1024 levels)
+        text = "[[[…" if type(value) is list else "{…"
     return text if len(text) <= limit else text[:limit] + "…"

@@ -19,6 +19,8 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
+import orjson
+
 from .events import problem
 from .offsets import OffsetSet
 
@@ -51,6 +53,10 @@ MAX_LINE_BYTES = 16 * 2**20
 
 def _parse(raw: bytes, first: bool) -> Any:
     """One line's event; ValueError (with the reason) if the line is not JSON."""
+    try:
+        return orjson.loads(raw)  # a long history is mostly well-formed lines: the fast parser first
+    except orjson.JSONDecodeError:
+        pass  # the standard library says why, in its words, and reads what orjson refuses (NaN, a BOM)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -209,13 +215,10 @@ class _Shape:
         self.names = tuple(i for i, k in enumerate(keys) if k in self._NAMES)
         self.pickers: dict[tuple[str, ...], Callable[[tuple], tuple]] = {}
         self.getters: dict[tuple[str, ...], Callable[[tuple], tuple]] = {}
-        # As a row of a list: its values in this order, its strings kept once.
-        values = itemgetter(*keys) if len(keys) > 1 else lambda o: (o[keys[0]],)
-        if self.names == (0,) and len(keys) > 1:  # {"topic", ...}: ranges and committed offsets
-            rest = itemgetter(*keys[1:])
-            self.row = lambda o: (sys.intern(o[keys[0]]), *(rest(o) if len(keys) > 2 else (rest(o),)))
-        else:
-            self.row = lambda o: tuple(self.intern(list(values(o))))
+        # As a row of a list: its values in this order, its strings kept once (KeyError: another key).
+        # Written out, as `(intern(o["topic"]), o["partition"], …)`: millions of ranges go through it.
+        fields = ", ".join(f"intern_str(o[{k!r}])" if i in self.names else f"o[{k!r}]" for i, k in enumerate(keys))
+        self.row = eval(f"lambda o: ({fields},)", {"intern_str": _intern_str})
 
     @classmethod
     def of(cls, keys: tuple[str, ...]) -> _Shape:
@@ -245,6 +248,10 @@ class _Shape:
             if type(values[i]) is str:
                 values[i] = sys.intern(values[i])
         return values
+
+
+def _intern_str(value: Any) -> Any:
+    return sys.intern(value) if type(value) is str else value
 
 
 class _Rows(NamedTuple):
@@ -331,18 +338,35 @@ def compact(event: Event) -> Event:
     (`records_consumed`, `records_acked`, `offsets_committed`); any other event as it is.
     The loader calls it on every line it keeps: a ten-million-record history then fits."""
     nested = _NESTED.get(event.get("name")) if type(event) is dict else None
-    if nested is None:
+    if nested is None or "mono_ms" not in event:
         return event
-    shape = _Shape.of(tuple(event))
-    values = shape.intern(list(event.values()))
-    listed = event.get(nested)
-    if type(listed) is list and listed:
-        rows = _rows(listed)
-        if rows is not None:
-            values[shape.index[nested]] = rows
-    compacted = CompactEvent(shape, tuple(values), ())
-    compacted.sort_key = (compacted["mono_ms"], compacted.get("source", ""), compacted.get("seq", 0))
-    return compacted
+    return _compactor(tuple(event), nested)(event)
+
+
+def _compactor(keys: tuple[str, ...], nested: str) -> Callable[[dict], CompactEvent]:
+    """`compact` for events with exactly these keys, in this order, as straight-line Python:
+    the loader runs it on most lines of a long history, and a loop over the shape's fields
+    cost twice as much. One per shape, made on first use."""
+    found = _COMPACTORS.get(keys)
+    if found is None:
+        shape = _Shape.of(keys)
+        names = [f"v{i}" for i in range(len(keys))]
+        body = [f"def compact_shape(event):", f"    {', '.join(names)}, = event.values()"]
+        body += [f"    if type(v{i}) is str: v{i} = intern(v{i})" for i in shape.names]
+        if nested in shape.index:
+            i = shape.index[nested]
+            body.append(f"    if type(v{i}) is list and v{i}: v{i} = rows(v{i}) or v{i}")
+        at = shape.index.get
+        key = (f"v{at('mono_ms')}", f"v{at('source')}" if "source" in keys else '""',
+               f"v{at('seq')}" if "seq" in keys else "0")
+        body.append(f"    return new_event(shape, ({', '.join(names)},), ({', '.join(key)}))")
+        env = {"intern": sys.intern, "rows": _rows, "shape": shape, "new_event": CompactEvent}
+        exec("\n".join(body), env)
+        found = _COMPACTORS[keys] = env["compact_shape"]
+    return found
+
+
+_COMPACTORS: dict[tuple[str, ...], Callable[[dict], CompactEvent]] = {}
 
 
 def _fields(event: Event, key: str, names: tuple[str, ...]) -> Iterable[tuple]:
