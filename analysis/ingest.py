@@ -29,6 +29,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from oracle import vocabulary as ev
+
 from .schema import EVENT_SCHEMA, LAG, LINE_SCHEMA, TP
 
 HISTORY = "history.jsonl"
@@ -155,7 +157,7 @@ def find_runs(patterns: list[str]) -> tuple[list[RunDir], list[Skipped]]:
 def _typed(parsed: DataFrame) -> DataFrame:
     """Raw polymorphic fields -> typed columns, per event name."""
     name, raw = F.col("e.name"), F.col("e.partitions")
-    ownership = name.isin("partitions_assigned", "partitions_revoked", "partitions_lost")
+    ownership = name.isin(ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST)
     cols = [F.col("run_key"), F.col("line"), F.col("bad")]
     for f in EVENT_SCHEMA.fields:
         if f.name in ("run_key", "line", "ord", "bad"):
@@ -163,15 +165,15 @@ def _typed(parsed: DataFrame) -> DataFrame:
         if f.name == "tps":
             cols.append(F.when(ownership, F.from_json(raw, T.ArrayType(TP))).alias("tps"))
         elif f.name == "lag":
-            cols.append(F.when(name == "lag_sampled", F.from_json(raw, T.ArrayType(LAG))).alias("lag"))
+            cols.append(F.when(name == ev.LAG_SAMPLED, F.from_json(raw, T.ArrayType(LAG))).alias("lag"))
         elif f.name == "partitions_total":
-            cols.append(F.when(name.isin("partitions_added", "topic_created"), raw.cast("long"))
+            cols.append(F.when(name.isin(ev.PARTITIONS_ADDED, ev.TOPIC_CREATED), raw.cast("long"))
                         .alias("partitions_total"))
         elif f.name == "joined_members":
-            cols.append(F.when(name == "group_joined", F.from_json(F.col("e.members"), T.ArrayType(T.StringType())))
+            cols.append(F.when(name == ev.GROUP_JOINED, F.from_json(F.col("e.members"), T.ArrayType(T.StringType())))
                         .alias("joined_members"))
         elif f.name == "members_count":
-            cols.append(F.when(name == "coordinator_stabilized", F.col("e.members").cast("long"))
+            cols.append(F.when(name == ev.COORDINATOR_STABILIZED, F.col("e.members").cast("long"))
                         .alias("members_count"))
         else:
             cols.append(F.col("e." + f.name).alias(f.name))

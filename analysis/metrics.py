@@ -27,6 +27,8 @@ from dataclasses import dataclass, fields
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from oracle import vocabulary as ev
+
 from .ownership import assignments_of, sessions_of, slot_label, tp_label
 from .rebalances import COMPLETED, ms, rebalances_of, run_info, stop_the_world
 from .records import duplicates_by_partition, lost_records
@@ -56,13 +58,13 @@ def _clock(control: DataFrame, totals: DataFrame) -> DataFrame:
     """run_key, t0 (the run's start: run_started, else its first event), t_end (its last event), events,
     outcome, done, workload_start, recovery_start."""
     span = control.groupBy("run_key").agg(
-        F.min(F.when(F.col("name") == "run_started", F.struct("ord", "mono_ms"))).alias("_rs"),
-        F.max(F.when(F.col("name") == "run_finished", F.struct("ord", "outcome"))).alias("_fin"),
-        F.max((F.col("name") == "phase") & (F.col("phase") == "done")).alias("done"),
+        F.min(F.when(F.col("name") == ev.RUN_STARTED, F.struct("ord", "mono_ms"))).alias("_rs"),
+        F.max(F.when(F.col("name") == ev.RUN_FINISHED, F.struct("ord", "outcome"))).alias("_fin"),
+        F.max((F.col("name") == ev.PHASE) & (F.col("phase") == "done")).alias("done"),
         # the producer runs from the warm-up on
-        F.min(F.when((F.col("name") == "phase") & F.col("phase").isin("warmup", "workload"), F.col("mono_ms")))
+        F.min(F.when((F.col("name") == ev.PHASE) & F.col("phase").isin("warmup", "workload"), F.col("mono_ms")))
          .alias("workload_start"),
-        F.min(F.when((F.col("name") == "phase") & (F.col("phase") == "recovery"), F.col("mono_ms"))).alias("recovery_start"))
+        F.min(F.when((F.col("name") == ev.PHASE) & (F.col("phase") == "recovery"), F.col("mono_ms"))).alias("recovery_start"))
     return (totals.join(span, "run_key", "left")
             .select("run_key", F.coalesce("_rs.mono_ms", "t_first").alias("t0"), "t_end", "events",
                     F.col("_fin.outcome").alias("outcome"), F.coalesce("done", F.lit(False)).alias("done"),
@@ -71,10 +73,10 @@ def _clock(control: DataFrame, totals: DataFrame) -> DataFrame:
 
 def fault_windows(events: DataFrame, clock: DataFrame) -> DataFrame:
     """run_key, fault_id, kind, target, start_mono, end_mono (healed / failed / the end of the run), healed_how."""
-    started = (events.where(F.col("name") == "fault_started")
+    started = (events.where(F.col("name") == ev.FAULT_STARTED)
                .select("run_key", "fault_id", "kind", "target", "params", "details",
                        F.col("mono_ms").alias("start_mono"), F.col("ord").alias("start_ord")))
-    ended = (events.where(F.col("name").isin("fault_healed", "fault_failed"))
+    ended = (events.where(F.col("name").isin(ev.FAULT_HEALED, ev.FAULT_FAILED))
              .select("run_key", "fault_id", F.col("mono_ms").alias("e_mono"), F.col("ord").alias("e_ord"),
                      F.coalesce("how", F.lit("failed")).alias("how")))
     j = started.join(ended, ["run_key", "fault_id"], "left").where(

@@ -19,8 +19,10 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-SLOT_EVENTS = ("consumer_started", "consumer_stopped", "group_joined", "partitions_assigned",
-               "partitions_revoked", "partitions_lost")
+from oracle import vocabulary as ev
+
+SLOT_EVENTS = (ev.CONSUMER_STARTED, ev.CONSUMER_STOPPED, ev.GROUP_JOINED, ev.PARTITIONS_ASSIGNED,
+               ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST)
 TP_KEYS = ["run_key", "member", "inc", "topic", "partition"]
 
 
@@ -42,7 +44,7 @@ def tp_label(topic: str = "topic", partition: str = "partition") -> Column:
 
 
 def consumer_events(events: DataFrame) -> DataFrame:
-    return (events.where(F.col("name").isin(*SLOT_EVENTS, "process_exited"))
+    return (events.where(F.col("name").isin(*SLOT_EVENTS, ev.PROCESS_EXITED))
             .select("run_key", "ord", "name", "mono_ms", "ts", member_col().alias("member"), inc_col().alias("inc"),
                     "member_id", "generation", "tps", "incremental", "pid", "process"))
 
@@ -51,7 +53,7 @@ def _current_slot(queries: DataFrame, marks: DataFrame, who: str) -> DataFrame:
     """queries(run_key, q_ord, <who>, …) -> + cur_inc: the member's live incarnation just before q_ord
     (the latest one started, else the first one seen: the oracle's `current`)."""
     m = marks.select(F.col("run_key").alias("_rk"), F.col("member").alias("_member"), F.col("ord").alias("m_ord"),
-                     F.col("inc").alias("m_inc"), (F.col("name") == "consumer_started").alias("started"))
+                     F.col("inc").alias("m_inc"), (F.col("name") == ev.CONSUMER_STARTED).alias("started"))
     joined = queries.join(m, (F.col("run_key") == F.col("_rk")) & (F.col(who) == F.col("_member"))
                           & (F.col("m_ord") < F.col("q_ord")), "left")
     return (joined.groupBy(*queries.columns)
@@ -66,7 +68,7 @@ def sessions_of(events: DataFrame, keep: Callable[[DataFrame], DataFrame] = lamb
     member_id, start_ord, start_mono, start_ts, end_ord, end_mono, end_ts (end_* null: owned at the end).
     `keep` computes and keeps an intermediate table used several times (identity: one big plan)."""
     ce = keep(consumer_events(events))
-    assigned = ce.where(F.col("name") == "partitions_assigned")
+    assigned = ce.where(F.col("name") == ev.PARTITIONS_ASSIGNED)
     starts = (assigned.select("run_key", "member", "inc", "ord", "mono_ms", "ts", "generation", "member_id",
                               F.explode(F.coalesce("tps", F.array())).alias("tp"))
               .select("run_key", "member", "inc", "ord", "mono_ms", "ts", "generation", "member_id",
@@ -82,16 +84,16 @@ def sessions_of(events: DataFrame, keep: Callable[[DataFrame], DataFrame] = lamb
     eager = end_all(assigned.where(~F.coalesce(F.col("incremental"), F.lit(False))))
     eager = eager.join(starts.select("run_key", "member", "inc", "ord", "topic", "partition"),
                        ["run_key", "member", "inc", "ord", "topic", "partition"], "left_anti")
-    give_up = ce.where(F.col("name").isin("partitions_revoked", "partitions_lost"))
+    give_up = ce.where(F.col("name").isin(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST))
     listed = (give_up.where(F.col("tps").isNotNull())
               .select("run_key", "member", "inc", "ord", "mono_ms", "ts", F.explode("tps").alias("tp"))
               .select("run_key", "member", "inc", "ord", "mono_ms", "ts",
                       F.col("tp.topic").alias("topic"), F.col("tp.partition").alias("partition")))
     unlisted = end_all(give_up.where(F.col("tps").isNull()))
-    stopped = end_all(ce.where(F.col("name") == "consumer_stopped"))
+    stopped = end_all(ce.where(F.col("name") == ev.CONSUMER_STOPPED))
 
     marks = ce.where(F.col("name").isin(*SLOT_EVENTS))
-    started = marks.where(F.col("name") == "consumer_started")
+    started = marks.where(F.col("name") == ev.CONSUMER_STARTED)
     # a restarted slot: the previous incarnation is gone
     restart_q = started.select("run_key", F.col("ord").alias("q_ord"), "member", F.col("inc").alias("new_inc"),
                                "mono_ms", "ts")
@@ -101,7 +103,7 @@ def sessions_of(events: DataFrame, keep: Callable[[DataFrame], DataFrame] = lamb
                          "mono_ms", "ts"))
     restarted = end_all(restarted)
     # a process exit ends the slot that pid belongs to (else the member's live incarnation)
-    exits = (ce.where(F.col("name") == "process_exited")
+    exits = (ce.where(F.col("name") == ev.PROCESS_EXITED)
              .select("run_key", F.col("ord").alias("q_ord"), F.col("process").alias("member"), "pid", "mono_ms", "ts"))
     starts_by_pid = started.select(F.col("run_key").alias("s_rk"), F.col("pid").alias("s_pid"),
                                    F.col("ord").alias("s_ord"), F.col("member").alias("s_member"),
@@ -146,7 +148,7 @@ def assignments_of(events: DataFrame, sessions: DataFrame) -> DataFrame:
     """Per completed assignment callback: what each member owned in each generation.
     -> run_key, generation, topic, partition, owner (member name). One owner per partition:
     where two slots claim one, the one that joined the generation's assignments last wins."""
-    ce = consumer_events(events).where((F.col("name") == "partitions_assigned") & F.col("generation").isNotNull())
+    ce = consumer_events(events).where((F.col("name") == ev.PARTITIONS_ASSIGNED) & F.col("generation").isNotNull())
     per_member = Window.partitionBy("run_key", "generation", "member")
     last = (ce.withColumn("last_ord", F.max("ord").over(per_member))
             .where(F.col("ord") == F.col("last_ord")).select("run_key", "generation", "member", "inc", "ord"))

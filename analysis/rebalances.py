@@ -32,9 +32,11 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from oracle import vocabulary as ev
+from oracle.protocols import INCREMENTAL_PROTOCOLS
+
 from .ownership import inc_col, member_col, slot_label, tp_label
 
-INCREMENTAL_PROTOCOLS = ("classic-cooperative", "consumer")
 COMPLETED, SUPERSEDED, INCOMPLETE = "completed", "superseded", "incomplete"
 NEG_INF = float("-inf")
 
@@ -46,20 +48,20 @@ def ms(col: Column) -> Column:
 
 def run_info(events: DataFrame) -> DataFrame:
     """run_key, group, protocol, assignor, scenario, run_id, seed, incremental."""
-    first = (events.where(F.col("name") == "run_started").groupBy("run_key")
+    first = (events.where(F.col("name") == ev.RUN_STARTED).groupBy("run_key")
              .agg(F.min(F.struct("ord", "group", "protocol", "assignor", "scenario", "run_id", "seed")).alias("r")))
-    inc = (events.where(F.col("name").isin("partitions_assigned", "partitions_revoked")).groupBy("run_key")
+    inc = (events.where(F.col("name").isin(ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED)).groupBy("run_key")
            .agg(F.max(F.coalesce("incremental", F.lit(False)).cast("int")).alias("any_incremental")))
     return (events.select("run_key").distinct().join(first, "run_key", "left").join(inc, "run_key", "left")
             .select("run_key", "r.group", "r.protocol", "r.assignor", "r.scenario", "r.run_id", "r.seed",
-                    (F.coalesce(F.col("r.protocol").isin(*INCREMENTAL_PROTOCOLS), F.lit(False))
+                    (F.coalesce(F.col("r.protocol").isin(*sorted(INCREMENTAL_PROTOCOLS)), F.lit(False))
                      | (F.coalesce("any_incremental", F.lit(0)) == 1)).alias("incremental")))
 
 
 def teardown_from(events: DataFrame) -> DataFrame:
     """run_key, teardown_from: when the run was over and the harness began taking the group apart
     (`phase: done`, else `heal_checked`, written before members are stopped); no row: never."""
-    over = ((F.col("name") == "phase") & (F.col("phase") == "done")) | (F.col("name") == "heal_checked")
+    over = ((F.col("name") == ev.PHASE) & (F.col("phase") == "done")) | (F.col("name") == ev.HEAL_CHECKED)
     return events.where(over).groupBy("run_key").agg(F.min("mono_ms").alias("teardown_from"))
 
 
@@ -74,7 +76,7 @@ def _first(df: DataFrame, keys: list[str]) -> DataFrame:
     return df.withColumn("_rn", F.row_number().over(w)).where(F.col("_rn") == 1).drop("_rn")
 
 
-MEMBER_EVENTS = ("group_joined", "group_synced", "partitions_assigned")
+MEMBER_EVENTS = (ev.GROUP_JOINED, ev.GROUP_SYNCED, ev.PARTITIONS_ASSIGNED)
 
 
 def _member_events(events: DataFrame) -> DataFrame:
@@ -90,16 +92,16 @@ def _member_events(events: DataFrame) -> DataFrame:
 def _join_sent(events: DataFrame) -> DataFrame:
     """A JoinGroup belongs to the generation its member joins next; a member's join phase
     starts at the first of them. -> run_key, generation, member, inc, sent_ord, sent_mono, dict_ord."""
-    df = (events.where((F.col("name") == "group_join_sent")
-                       | ((F.col("name") == "group_joined") & F.col("generation").isNotNull()))
+    df = (events.where((F.col("name") == ev.GROUP_JOIN_SENT)
+                       | ((F.col("name") == ev.GROUP_JOINED) & F.col("generation").isNotNull()))
           .select("run_key", member_col().alias("member"), inc_col().alias("inc"), "ord", "mono_ms", "ts", "name",
                   "generation"))
     w = Window.partitionBy("run_key", "member", "inc").orderBy("ord")
-    is_join = (F.col("name") == "group_joined").cast("int")
+    is_join = (F.col("name") == ev.GROUP_JOINED).cast("int")
     df = df.withColumn("blk", F.coalesce(F.sum(is_join).over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
-    sent = (df.where(F.col("name") == "group_join_sent").groupBy("run_key", "member", "inc", "blk")
+    sent = (df.where(F.col("name") == ev.GROUP_JOIN_SENT).groupBy("run_key", "member", "inc", "blk")
             .agg(F.min(F.struct("ord", "mono_ms", "ts")).alias("s")))
-    joins = df.where(F.col("name") == "group_joined").select("run_key", "member", "inc", "blk", "generation",
+    joins = df.where(F.col("name") == ev.GROUP_JOINED).select("run_key", "member", "inc", "blk", "generation",
                                                               F.col("ord").alias("dict_ord"))
     pairs = joins.join(sent, ["run_key", "member", "inc", "blk"])
     w2 = Window.partitionBy("run_key", "generation", "member", "inc").orderBy("blk")
@@ -130,9 +132,9 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
     """`keep` computes and keeps an intermediate table used several times below (a local
     checkpoint in the job; identity leaves one big plan)."""
     firsts = keep(_member_events(events))
-    joined = firsts.where(F.col("name") == "group_joined").drop("name")
-    synced = firsts.where(F.col("name") == "group_synced").drop("name")
-    assigned = firsts.where(F.col("name") == "partitions_assigned").drop("name")
+    joined = firsts.where(F.col("name") == ev.GROUP_JOINED).drop("name")
+    synced = firsts.where(F.col("name") == ev.GROUP_SYNCED).drop("name")
+    assigned = firsts.where(F.col("name") == ev.PARTITIONS_ASSIGNED).drop("name")
     slot = ["run_key", "generation", "member", "inc"]
     joined_slots = joined.select(*slot)
     assigned_in = assigned.join(joined_slots, slot)
@@ -169,7 +171,7 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
     sent = keep(_join_sent(events))
     bounds = gen.select("run_key", "generation", "boundary", "first_joined")
     after_boundary = lambda t: F.col("boundary").isNull() | (F.col(t) > F.col("boundary"))  # noqa: E731
-    give_up = (events.where(F.col("name").isin("partitions_revoked", "partitions_lost"))
+    give_up = (events.where(F.col("name").isin(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST))
                .select("run_key", "name", F.col("ord").alias("sign_ord"), F.col("mono_ms").alias("sign_mono"),
                        F.col("ts").alias("sign_ts"), member_col().alias("member"), inc_col().alias("inc"))
                .withColumn("trigger", F.concat(F.col("name"), F.lit(" by "), slot_label())))
@@ -181,7 +183,7 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
                .select("run_key", "generation", F.col("sent_mono").alias("sign_mono"),
                        F.col("sent_ts").alias("sign_ts"), F.lit(1).alias("prio"), F.col("dict_ord").alias("tie"),
                        F.concat(F.lit("group_join_sent by "), slot_label()).alias("trigger")))
-    preparing = _first(coordinator_events(events, info, "coordinator_preparing_rebalance")
+    preparing = _first(coordinator_events(events, info, ev.COORDINATOR_PREPARING_REBALANCE)
                        .where(F.col("old_generation").isNotNull()), ["run_key", "old_generation"])
     prepared = preparing.select("run_key", (F.col("old_generation") + 1).alias("generation"),
                                 F.col("mono_ms").alias("prep_mono"), F.col("ts").alias("prep_ts"),
@@ -204,9 +206,9 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
     sync_phase = (joined.join(synced.select(*slot, F.col("mono_ms").alias("synced_mono")), slot)
                   .groupBy("run_key", "generation")
                   .agg(F.max(F.col("synced_mono") - F.col("mono_ms")).alias("sync_raw")))
-    stab = coordinator_events(events, info, "coordinator_stabilized", "coordinator_target_assignment").where(
+    stab = coordinator_events(events, info, ev.COORDINATOR_STABILIZED, ev.COORDINATOR_TARGET_ASSIGNMENT).where(
         F.col("generation").isNotNull())
-    stab = _first(stab.withColumn("_kind", F.when(F.col("name") == "coordinator_stabilized", 0).otherwise(1)),
+    stab = _first(stab.withColumn("_kind", F.when(F.col("name") == ev.COORDINATOR_STABILIZED, 0).otherwise(1)),
                   ["run_key", "generation", "_kind"])
     stab = (stab.groupBy("run_key", "generation")
             .agg(F.min(F.struct("_kind", "mono_ms", "members_count")).alias("_s"))

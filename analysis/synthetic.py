@@ -32,12 +32,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oracle import vocabulary as ev
+from oracle.protocols import GENERATIONS, INCREMENTAL_PROTOCOLS
+
 from .ingest import HISTORY, VERDICT
 
 PROTOCOLS = ("classic-eager", "classic-cooperative", "classic-static", "consumer")
 FAULTS = ("pause", "crash", "poll-stall", "network", "none")
-ASSIGNORS = {"classic-eager": "range", "classic-cooperative": "cooperative-sticky", "classic-static": "range",
-             "consumer": "uniform"}
 TOPIC = "events"
 
 
@@ -62,7 +63,7 @@ class SynthSpec:
 
     @property
     def incremental(self) -> bool:
-        return self.protocol in ("classic-cooperative", "consumer")
+        return self.protocol in INCREMENTAL_PROTOCOLS
 
     def name(self) -> str:
         return self.scenario or f"synth-{self.protocol}-{self.fault}"
@@ -96,7 +97,7 @@ class _Sim:
                         for i in range(1, spec.consumers + 1)}
         self.generation = 0
         self.group = "synth"
-        self.assignor = spec.assignor or ASSIGNORS[spec.protocol]
+        self.assignor = spec.assignor or GENERATIONS[spec.protocol].assignors[0]
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, t: float, name: str, source: str, **fields) -> None:
@@ -136,7 +137,7 @@ class _Sim:
             return
         ok = m.generation == self.generation and all(p in m.owned for p in offsets)
         error, code = ("UNKNOWN_MEMBER_ID", 25) if self.s.protocol == "consumer" else ("ILLEGAL_GENERATION", 22)
-        self.memit(t, m, "offsets_committed",
+        self.memit(t, m, ev.OFFSETS_COMMITTED,
                    offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
                    success=ok, error=None if ok else error, error_code=None if ok else code,
                    trigger=trigger, started_mono_ms=round(self.mono0 + t - self.rng.uniform(2, 15), 3))
@@ -154,7 +155,7 @@ class _Sim:
         for p in new:
             m.position[p] = self.committed.get(p, 0)
             m.uncommitted[p] = 0
-        self.memit(t, m, "partitions_assigned", partitions=self.tps(parts if not incremental else new),
+        self.memit(t, m, ev.PARTITIONS_ASSIGNED, partitions=self.tps(parts if not incremental else new),
                    incremental=incremental)
 
     def rebalance(self, t: float, names: list[str], reason: str, joiner: str | None = None) -> float:
@@ -162,7 +163,7 @@ class _Sim:
         members = [self.members[n] for n in names]
         target = self.layout(names)
         old = self.generation
-        self.coord(t, "coordinator_preparing_rebalance", old_generation=old, reason=reason)
+        self.coord(t, ev.COORDINATOR_PREPARING_REBALANCE, old_generation=old, reason=reason)
         t += self.rng.uniform(20, 300)
         if self.s.protocol == "consumer":
             return self._reconcile(t, members, target)
@@ -171,24 +172,24 @@ class _Sim:
         held = {m.name: {p for o in members if o is not m for p in o.owned} for m in members}
         for m in members:
             if m.name != joiner and m.member_id is not None:
-                self.memit(t, m, "heartbeat_failed", error="Broker: Group rebalance in progress")
-                self.memit(t + 0.2, m, "rebalance_started", reason="group is rebalancing",
+                self.memit(t, m, ev.HEARTBEAT_FAILED, error="Broker: Group rebalance in progress")
+                self.memit(t + 0.2, m, ev.REBALANCE_STARTED, reason="group is rebalancing",
                            rebalance_protocol="EAGER" if eager else "COOPERATIVE")
             if eager and m.owned:
                 self.commit(t + 0.5, m, m.owned, "revoke")
-                self.memit(t + 1, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=False)
+                self.memit(t + 1, m, ev.PARTITIONS_REVOKED, partitions=self.tps(m.owned), incremental=False)
                 m.owned = set()
-            self.memit(t + 2, m, "group_join_sent")
+            self.memit(t + 2, m, ev.GROUP_JOIN_SENT)
             t += self.rng.uniform(1, 8)
         join_t = t + self.rng.uniform(30, 600)
         self.generation = old + 1
         self._join(join_t, members)
         sync_t = join_t + self.rng.uniform(20, 200)
-        self.coord(sync_t - 5, "coordinator_assignment_received", generation=self.generation,
+        self.coord(sync_t - 5, ev.COORDINATOR_ASSIGNMENT_RECEIVED, generation=self.generation,
                    leader_id=members[0].member_id)
         end = sync_t
         for m in members:
-            self.memit(sync_t, m, "group_synced")
+            self.memit(sync_t, m, ev.GROUP_SYNCED)
             if eager:
                 self.take(sync_t + 0.3, m, target[m.name], incremental=False)
             else:  # cooperative first phase: give up what moves, take what nobody in the group holds
@@ -196,7 +197,7 @@ class _Sim:
                 if gone:
                     self.commit(sync_t + 0.2, m, gone, "revoke")
                     m.owned -= gone
-                    self.memit(sync_t + 0.3, m, "partitions_revoked", partitions=self.tps(gone), incremental=True)
+                    self.memit(sync_t + 0.3, m, ev.PARTITIONS_REVOKED, partitions=self.tps(gone), incremental=True)
                 self.take(sync_t + 0.4, m, target[m.name] - held[m.name], incremental=True)
             sync_t += self.rng.uniform(0.5, 5)
             end = sync_t
@@ -204,29 +205,29 @@ class _Sim:
             return end
         # cooperative second phase: the revoked partitions are handed out in a new generation
         t = end + self.rng.uniform(50, 400)
-        self.coord(t, "coordinator_preparing_rebalance", old_generation=self.generation,
+        self.coord(t, ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation,
                    reason="Updating metadata for member (cooperative rebalance)")
         for m in members:
-            self.memit(t + 1, m, "group_join_sent")
+            self.memit(t + 1, m, ev.GROUP_JOIN_SENT)
         self.generation += 1
         join_t = t + self.rng.uniform(20, 200)
         self._join(join_t, members)
         sync_t = join_t + self.rng.uniform(10, 100)
         for m in members:
-            self.memit(sync_t, m, "group_synced")
+            self.memit(sync_t, m, ev.GROUP_SYNCED)
             self.take(sync_t + 0.3, m, target[m.name] - m.owned, incremental=True)
             sync_t += self.rng.uniform(0.5, 5)
         return sync_t
 
     def _join(self, t: float, members: list[_Member]) -> None:
-        self.coord(t - 3, "coordinator_stabilized", generation=self.generation, members=len(members))
+        self.coord(t - 3, ev.COORDINATOR_STABILIZED, generation=self.generation, members=len(members))
         leader = members[0]
         for m in members:
             if m.member_id is None:
                 m.member_id = f"{m.name}-{self.rng.getrandbits(48):012x}"
         for m in members:
             m.generation = self.generation
-            self.memit(t, m, "group_joined", leader_id=leader.member_id, is_leader=m is leader,
+            self.memit(t, m, ev.GROUP_JOINED, leader_id=leader.member_id, is_leader=m is leader,
                        protocol_name=self.assignor)
             t += self.rng.uniform(0.2, 3)
 
@@ -234,22 +235,22 @@ class _Sim:
         """KIP-848: the broker bumps the group epoch and computes a target assignment; members
         revoke what moves, then receive what is theirs in the new epoch."""
         self.generation += 1
-        self.coord(t, "coordinator_target_assignment", generation=self.generation, assignor=self.assignor)
+        self.coord(t, ev.COORDINATOR_TARGET_ASSIGNMENT, generation=self.generation, assignor=self.assignor)
         for m in members:
             if m.member_id is None:
                 m.member_id = f"{self.rng.getrandbits(64):016x}"
-                self.memit(t - 5, m, "group_join_sent")
+                self.memit(t - 5, m, ev.GROUP_JOIN_SENT)
             gone = m.owned - target[m.name]
             if gone:
                 self.commit(t + 1, m, gone, "revoke")
                 m.owned -= gone
-                self.memit(t + 2, m, "partitions_revoked", partitions=self.tps(gone), incremental=True)
+                self.memit(t + 2, m, ev.PARTITIONS_REVOKED, partitions=self.tps(gone), incremental=True)
         t += self.rng.uniform(200, 700)
         for m in members:
             m.generation = self.generation
-            self.memit(t, m, "group_joined", leader_id=None, is_leader=False, protocol_name=self.assignor)
+            self.memit(t, m, ev.GROUP_JOINED, leader_id=None, is_leader=False, protocol_name=self.assignor)
             self.take(t + 0.5, m, target[m.name] - m.owned, incremental=True)
-            self.memit(t + 1, m, "group_synced")
+            self.memit(t + 1, m, ev.GROUP_SYNCED)
             t += self.rng.uniform(1, 20)
         return t
 
@@ -263,7 +264,7 @@ class _Sim:
                                "max_offset": self.hw[p] + n - 1, "count": n})
                 self.hw[p] += n
         if ranges:
-            self.emit(t, "records_acked", "producer", ranges=ranges)
+            self.emit(t, ev.RECORDS_ACKED, "producer", ranges=ranges)
 
     def consume(self, t: float, m: _Member, commit: bool = True) -> None:
         ranges = []
@@ -275,7 +276,7 @@ class _Sim:
                 m.position[p] = hi + 1
                 m.uncommitted[p] = 1
         if ranges:
-            self.memit(t, m, "records_consumed", ranges=ranges)
+            self.memit(t, m, ev.RECORDS_CONSUMED, ranges=ranges)
             if commit:
                 self.commit(t + self.rng.uniform(5, 40), m, [r["partition"] for r in ranges])
 
@@ -283,7 +284,7 @@ class _Sim:
         parts = [{"topic": TOPIC, "partition": p, "committed": self.committed.get(p),
                   "high_watermark": self.hw[p], "lag": self.hw[p] - self.committed.get(p, 0)}
                  for p in range(self.s.partitions)]
-        self.emit(t, "lag_sampled", "observer", group=self.group, partitions=parts)
+        self.emit(t, ev.LAG_SAMPLED, "observer", group=self.group, partitions=parts)
 
     def run(self) -> list[dict]:
         s, rng = self.s, self.rng
@@ -297,18 +298,18 @@ class _Sim:
                 "restart_after_s": round(length / 1000, 3), "signal": "SIGKILL"}
             faults.append({"fault_id": "f1", "kind": s.fault, "target": victim, "at_s": round(fault_at / 1000, 3),
                            **params})
-        self.emit(0, "run_started", "harness", run_id=f"synth-{s.seed}", scenario=s.name(), seed=s.seed,
+        self.emit(0, ev.RUN_STARTED, "harness", run_id=f"synth-{s.seed}", scenario=s.name(), seed=s.seed,
                   topics=[{"topic": TOPIC, "partitions": s.partitions}], topic_pattern=None, group=self.group,
                   protocol=s.protocol, assignor=self.assignor, members=list(self.members), checks={},
                   faults=faults, clock_offset_ms=round(self.wall0 - self.mono0, 3))
         start = 3000.0
-        self.emit(start - 10, "phase", "harness", phase="workload")
-        self.emit(start, "producer_started", "producer", pid=4000 + s.seed, topic=TOPIC, rate=s.rate)
+        self.emit(start - 10, ev.PHASE, "harness", phase="workload")
+        self.emit(start, ev.PRODUCER_STARTED, "producer", pid=4000 + s.seed, topic=TOPIC, rate=s.rate)
         for m in self.members.values():
-            self.emit(start, "process_started", "harness", process=m.name, role="consumer", pid=m.pid)
+            self.emit(start, ev.PROCESS_STARTED, "harness", process=m.name, role="consumer", pid=m.pid)
             self._started(start + rng.uniform(50, 400), m)
         for m in self.members.values():
-            self.memit(start + 1000 + rng.uniform(0, 50), m, "group_join_sent")
+            self.memit(start + 1000 + rng.uniform(0, 50), m, ev.GROUP_JOIN_SENT)
         busy_until = self.rebalance(start + 1100, sorted(self.members), "Adding new member (initial join)")
         end = start + s.duration_s * 1000
         t = start
@@ -333,16 +334,16 @@ class _Sim:
                     self.consume(t + rng.uniform(1, 60), m)
         for when, what in sorted(pending):  # whatever was still due heals now
             busy_until = max(busy_until, self.fault(max(when, end), what, victim, length, []))
-        self.emit(end + 5, "producer_stopped", "producer", sent=sum(self.hw.values()), unacknowledged=0)
-        self.emit(end + 20, "phase", "harness", phase="recovery")
+        self.emit(end + 5, ev.PRODUCER_STOPPED, "producer", sent=sum(self.hw.values()), unacknowledged=0)
+        self.emit(end + 20, ev.PHASE, "harness", phase="recovery")
         t = max(end + 100, busy_until + 100)
         for m in self.members.values():
             if m.alive and not m.stopped:
                 self.consume(t, m)
         self.sample_lag(t + 500)
-        self.emit(t + 1000, "phase", "harness", phase="drain")
-        self.emit(t + 1001, "phase", "harness", phase="done")
-        self.emit(t + 1002, "heal_checked", "harness", stopped_processes=[], proxies=[], proxies_with_toxics=[],
+        self.emit(t + 1000, ev.PHASE, "harness", phase="drain")
+        self.emit(t + 1001, ev.PHASE, "harness", phase="done")
+        self.emit(t + 1002, ev.HEAL_CHECKED, "harness", stopped_processes=[], proxies=[], proxies_with_toxics=[],
                   proxies_disabled=[])
         t += 1100
         live = [m for m in self.members.values() if m.alive]
@@ -354,17 +355,17 @@ class _Sim:
                 t += rng.uniform(50, 200)
         for m in live:
             self.stop(t, m)
-        self.coord(t + 200, "coordinator_group_empty", generation=self.generation)
-        self.emit(t + 400, "run_finished", "harness", outcome="completed")
+        self.coord(t + 200, ev.COORDINATOR_GROUP_EMPTY, generation=self.generation)
+        self.emit(t + 400, ev.RUN_FINISHED, "harness", outcome="completed")
         return self.events
 
     def stop(self, t: float, m: _Member) -> None:
         """A member closes: gives its partitions up, leaves the group and exits."""
         if m.owned:
-            self.memit(t, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=self.s.incremental)
+            self.memit(t, m, ev.PARTITIONS_REVOKED, partitions=self.tps(m.owned), incremental=self.s.incremental)
             m.owned = set()
-        self.memit(t + 10, m, "consumer_stopped", reason="end-of-run")
-        self.emit(t + 100, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+        self.memit(t + 10, m, ev.CONSUMER_STOPPED, reason="end-of-run")
+        self.emit(t + 100, ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
         m.alive = False
 
     def stray(self, t: float) -> bool:
@@ -378,12 +379,12 @@ class _Sim:
             return False
         _, owner, p, stray = min(candidates)
         lo, hi = max(0, self.members[owner].position[p] - 10), self.hw[p] - 1
-        self.memit(t + 0.5, self.members[stray], "records_consumed", ranges=[
+        self.memit(t + 0.5, self.members[stray], ev.RECORDS_CONSUMED, ranges=[
             {"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}])
         return True
 
     def _started(self, t: float, m: _Member) -> None:
-        self.memit(t, m, "consumer_started", pid=m.pid, group=self.group, protocol=self.s.protocol,
+        self.memit(t, m, ev.CONSUMER_STARTED, pid=m.pid, group=self.group, protocol=self.s.protocol,
                    assignor=self.assignor,
                    group_instance_id=m.name if self.s.protocol == "classic-static" else None, commit_mode="sync",
                    session_timeout_ms=self.s.session_timeout_ms, max_poll_interval_ms=self.s.max_poll_interval_ms)
@@ -393,7 +394,7 @@ class _Sim:
         others = [n for n, x in self.members.items() if n != victim and x.alive]
         if what == "inject":
             params = {"duration_s": round(length / 1000, 3)}
-            self.emit(t, "fault_started", "fault", fault_id="f1", kind=s.fault, target=victim, params=params,
+            self.emit(t, ev.FAULT_STARTED, "fault", fault_id="f1", kind=s.fault, target=victim, params=params,
                       details={})
             if s.fault in ("pause", "network"):
                 # its last batch is processed but the commit never leaves: a successor re-delivers it
@@ -407,50 +408,50 @@ class _Sim:
             elif s.fault == "crash":
                 self.consume(t - 1, m, commit=False)
                 m.alive = False
-                self.emit(t + 3, "process_exited", "harness", process=victim, role="consumer", pid=m.pid,
+                self.emit(t + 3, ev.PROCESS_EXITED, "harness", process=victim, role="consumer", pid=m.pid,
                           returncode=-9)
                 pending.append((t + length, "heal"))
                 evict = t + s.session_timeout_ms + self.rng.uniform(0, 300)
                 m.owned = set()
                 return self.rebalance(evict, others, f"removing member {m.member_id} on heartbeat expiration")
             elif s.fault == "poll-stall":
-                self.memit(t + 1, m, "poll_stall_started", fault_id="f1", duration_s=round(length / 1000, 3))
+                self.memit(t + 1, m, ev.POLL_STALL_STARTED, fault_id="f1", duration_s=round(length / 1000, 3))
                 m.stopped = True
                 pending.append((t + length, "heal"))
                 if length > s.max_poll_interval_ms:
                     leave = t + s.max_poll_interval_ms
-                    self.memit(leave, m, "consumer_error", error="Application maximum poll interval exceeded",
+                    self.memit(leave, m, ev.CONSUMER_ERROR, error="Application maximum poll interval exceeded",
                                error_code="_MAX_POLL_EXCEEDED", fatal=False)
                     if m.owned:
-                        self.memit(leave + 1, m, "partitions_lost", partitions=self.tps(m.owned),
+                        self.memit(leave + 1, m, ev.PARTITIONS_LOST, partitions=self.tps(m.owned),
                                    incremental=s.incremental)
                         m.owned = set()
-                    self.coord(leave + 2, "coordinator_member_removed", member_id=m.member_id, reason="left")
+                    self.coord(leave + 2, ev.COORDINATOR_MEMBER_REMOVED, member_id=m.member_id, reason="left")
                     return self.rebalance(leave + 3, others, f"Removing member {m.member_id} on LeaveGroup")
             return t
         # heal
-        self.emit(t, "fault_healed", "fault", fault_id="f1", kind=s.fault, target=victim, how="scheduled")
+        self.emit(t, ev.FAULT_HEALED, "fault", fault_id="f1", kind=s.fault, target=victim, how="scheduled")
         if s.fault == "crash":
             m.inc += 1
             m.pid += 1000
             m.alive, m.member_id, m.generation, m.owned = True, None, None, set()
-            self.emit(t + 5, "process_started", "harness", process=victim, role="consumer", pid=m.pid)
+            self.emit(t + 5, ev.PROCESS_STARTED, "harness", process=victim, role="consumer", pid=m.pid)
             self._started(t + 300, m)
-            self.memit(t + 1300, m, "group_join_sent")
+            self.memit(t + 1300, m, ev.GROUP_JOIN_SENT)
             return self.rebalance(t + 1310, sorted(self.members), f"Adding new member {victim}", joiner=victim)
         m.stopped = False
         if s.fault == "poll-stall":
-            self.memit(t, m, "poll_stall_ended", fault_id="f1")
+            self.memit(t, m, ev.POLL_STALL_ENDED, fault_id="f1")
             if m.owned:  # never left: no rebalance
                 return t
         else:
             if m.generation != self.generation and m.owned:
                 self.commit(t + 2, m, m.owned)  # the zombie's late commit: rejected
-                self.memit(t + 5, m, "partitions_lost", partitions=self.tps(m.owned), incremental=s.incremental)
+                self.memit(t + 5, m, ev.PARTITIONS_LOST, partitions=self.tps(m.owned), incremental=s.incremental)
                 m.owned = set()
             elif m.owned:  # shorter than the session timeout: nothing happened
                 return t
-        self.memit(t + 8, m, "group_join_sent")
+        self.memit(t + 8, m, ev.GROUP_JOIN_SENT)
         return self.rebalance(t + 10, sorted(self.members), f"Adding new member {m.member_id}", joiner=victim)
 
 
@@ -470,7 +471,7 @@ def write_run(directory: Path, spec: SynthSpec, verdict: bool = True) -> Path:
         if rng.random() < 0.3:
             lines[i], lines[i + 1] = lines[i + 1], lines[i]
     (directory / HISTORY).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    kafka = spec.kafka or ("4.1" if spec.protocol == "consumer" else "3.9")
+    kafka = spec.kafka or GENERATIONS[spec.protocol].kafka or "3.9"
     (directory / "scenario.yaml").write_text(
         f"name: {spec.name()}\nseed: {spec.seed}\nduration_s: {spec.duration_s}\ncluster:\n  kafka: '{kafka}'\n"
         f"workload:\n  protocol: {spec.protocol}\n  consumers: {spec.consumers}\n", encoding="utf-8")

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-BULK = ("records_consumed", "records_acked", "offsets_committed", "lag_sampled", "client_log")
+from oracle import vocabulary as ev
+
+BULK = (ev.RECORDS_CONSUMED, ev.RECORDS_ACKED, ev.OFFSETS_COMMITTED, ev.LAG_SAMPLED, ev.CLIENT_LOG)
 
 
 def _member():
@@ -38,18 +40,18 @@ def split(events: DataFrame, keep=lambda df: df.localCheckpoint(eager=True)) -> 
     clock = keep(events.groupBy("run_key").agg(F.count("*").alias("events"), F.min("mono_ms").alias("t_first"),
                                                 F.max("mono_ms").alias("t_end")))
     consumed = keep(
-        events.where(F.col("name") == "records_consumed")
+        events.where(F.col("name") == ev.RECORDS_CONSUMED)
         .select("run_key", "ord", "mono_ms", _member(), _inc(), F.posexplode(F.coalesce("ranges", F.array())).alias("pos", "r"))
         .select("run_key", F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"),
                 F.col("r.min_offset").alias("lo"), F.col("r.max_offset").alias("hi"), "ord", "pos", "member", "inc",
                 "mono_ms"))
     acked = keep(
-        events.where(F.col("name") == "records_acked")
+        events.where(F.col("name") == ev.RECORDS_ACKED)
         .select("run_key", F.explode(F.coalesce("ranges", F.array())).alias("r"))
         .select("run_key", F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"),
                 F.col("r.min_offset").alias("lo"), F.col("r.max_offset").alias("hi")))
     commits = keep(
-        events.where(F.col("name") == "offsets_committed")
+        events.where(F.col("name") == ev.OFFSETS_COMMITTED)
         .select("run_key", "ord", "mono_ms", F.coalesce("started_mono_ms", "mono_ms").alias("sent_ms"), _member(),
                 _inc(), "generation", F.coalesce("success", F.lit(False)).alias("success"), "error", "error_code",
                 "trigger", F.posexplode(F.coalesce("offsets", F.array())).alias("opos", "o"))
@@ -57,7 +59,7 @@ def split(events: DataFrame, keep=lambda df: df.localCheckpoint(eager=True)) -> 
                 F.col("o.offset").alias("offset"), "ord", "opos", "mono_ms", "sent_ms", "member", "inc", "generation",
                 "success", "error", "error_code", "trigger"))
     lag = keep(
-        events.where(F.col("name") == "lag_sampled")
+        events.where(F.col("name") == ev.LAG_SAMPLED)
         .select("run_key", "ord", "mono_ms", "ts", "group", F.explode(F.coalesce("lag", F.array())).alias("l"))
         .select("run_key", "ord", "mono_ms", "ts", "group", F.col("l.topic").alias("topic"),
                 F.col("l.partition").alias("partition"), F.col("l.lag").alias("lag"),

@@ -1,26 +1,133 @@
-"""What a fault is: something done at a time, and undone (healed) later.
+"""What a fault kind is: one package of everything about it (Jepsen's nemesis package idea).
 
-Faults act through ``Targets``, which the run provides, so a fault never needs
-to know whether ``broker-2`` is a local JVM or a container, or how a member is
-told to stall.
+- ``FaultSpec``: its entry under ``faults:`` in a scenario — a strict pydantic model with
+  the kind's typed, defaulted options — and what makes it impossible in a given scenario
+  (``problems``, checked against ``ScenarioFacts``, never the Scenario itself);
+- its random draw, for kinds ``random_faults`` may pick (``drawable``);
+- ``Fault``: what it does to a run — inject at ``at_s``, heal ``heal_after_s`` later.
+
+Faults act through ``Targets``, which the run provides, so a fault never needs to know
+whether ``broker-2`` is a local JVM or a container, or how a member is told to stall.
+Every kind lives in its own module and is listed once in ``faults/catalogue.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol
+import random
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Annotated, ClassVar, Generic, Literal, Protocol, TypeVar, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from faults.toxiproxy import ToxiproxyClient
+
+DAY_S = 86_400  # the longest run, and so the longest anything in it can last
+COORDINATOR = "coordinator"  # a fault target resolved when injected: whatever coordinates the group
+STOP_SIGNALS = ("SIGKILL", "SIGTERM")  # no LeaveGroup and no controlled shutdown, or a clean close
+StopSignal = Literal[STOP_SIGNALS]  # type: ignore[valid-type]
+
+
+class Strict(BaseModel):
+    """A scenario's entries: unknown keys are errors, values frozen, no NaN or infinity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+@dataclass(frozen=True)
+class ScenarioFacts:
+    """What a fault entry is checked against: the scenario's processes, cluster and topics."""
+
+    targets: tuple[str, ...]  # every process a fault may name, ``coordinator`` included
+    members: tuple[str, ...]  # every member the run may start (join storms and scale-ups too)
+    brokers: tuple[str, ...]
+    coordinator_instances: tuple[str, ...]  # the project's coordinator (coordinator-v* protocols)
+    kafka: str  # the Kafka line
+    zookeeper: bool  # ZooKeeper mode (else KRaft)
+    driver: str  # the members' driver: librdkafka or java
+    topics: Mapping[str, int]  # topic -> partitions: declared, and created by the entries before
+
+    def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
+        return replace(self, topics={**self.topics, topic: partitions})
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """What a kind's random draw may depend on."""
+
+    members: Collection[str]  # which of the candidate targets are consumers
+    zookeeper: bool
+
+
+class FaultSpec(Strict):
+    """One entry under ``faults:``. A kind adds ``kind: Literal["its-name"]`` and its options."""
+
+    at_s: Annotated[float, Field(ge=0, le=DAY_S)]
+
+    @classmethod
+    def kind_name(cls) -> str:
+        return get_args(cls.model_fields["kind"].annotation)[0]
+
+    def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        """(key, reason) for whatever keeps this entry from being done in ``scenario``."""
+        return []
+
+    def after(self, scenario: ScenarioFacts) -> ScenarioFacts:
+        """The scenario as the entries after this one see it (a created topic exists)."""
+        return scenario
+
+    def members_after(self, running: int) -> int:
+        """How many members run once this fault is done, ``running`` before it."""
+        return running
+
+    # --- the random draw (faults/random_schedule.py): drawable kinds override these ---------
+
+    drawable: ClassVar[bool] = False
+    draw_targets: ClassVar[str] = "any target"  # which targets the draw gives this kind, in words
+
+    @classmethod
+    def drawable_for(cls, target: str, drawing: Drawing) -> bool:
+        return True
+
+    @classmethod
+    def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
+        """This kind's own options for a fault on ``target`` lasting ``length_s``, drawn from
+        ``rng`` after the time, length and target. Each draw from ``rng`` is part of every
+        schedule seeded before: never add, drop or reorder one."""
+        raise NotImplementedError(f"{cls.kind_name()} faults are not drawn")
+
+    @classmethod
+    def draw_shapes(cls, target: str, drawing: Drawing) -> list[dict]:
+        """One set of options for each shape ``draw`` can give ``target``, for validation."""
+        raise NotImplementedError(f"{cls.kind_name()} faults are not drawn")
+
+
+class TargetedSpec(FaultSpec):
+    """An entry aimed at one process (``target``); else it acts on the group or the cluster."""
+
+    target: str
+
+    def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        if self.target not in scenario.targets:
+            return [("target", f"no process {self.target!r} in this scenario (targets: {', '.join(scenario.targets)})")]
+        return self.target_problems(scenario)
+
+    def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        """Problems of a target the scenario has, for this kind."""
+        return []
 
 
 class Targets(Protocol):
-    def resolve(self, name: str) -> str: ...  # "coordinator" -> the group's coordinator broker
+    def resolve(self, name: str) -> str: ...  # "coordinator" -> whatever coordinates the group now
     def pause(self, name: str) -> None: ...
     def resume(self, name: str) -> None: ...
     def kill(self, name: str, sig: int) -> None: ...
     def restart(self, name: str) -> None: ...
     def is_running(self, name: str) -> bool: ...
     def group_names(self, which: str) -> list[str]: ...  # "brokers" | "consumers"
-    def proxies(self, target: str, link: str) -> list[str]: ...
-    def toxiproxy(self): ...
+    def proxies(self, target: str, link: str) -> list[str]: ...  # faults.network.LINKS
+    def toxiproxy(self) -> ToxiproxyClient: ...
     def command(self, member: str, command: dict) -> None: ...
     def expire_zookeeper_session(self, name: str) -> dict: ...
     def zookeeper_session_timeout_s(self, name: str) -> float: ...
@@ -30,19 +137,36 @@ class Targets(Protocol):
     def create_topic(self, topic: str, partitions: int) -> None: ...
 
 
-@dataclass
-class Fault:
-    fault_id: str
-    at_s: float
-    target: str | None = None  # None for faults on the group or the cluster as a whole
-    params: dict = field(default_factory=dict)
-    resolved: str | None = None  # the process actually hit (``coordinator`` is looked up at injection)
+S = TypeVar("S", bound=FaultSpec)
 
-    kind = "fault"
+
+@dataclass
+class Fault(Generic[S]):
+    """One fault of a run: its entry (typed options), and what it does and undoes."""
+
+    Spec: ClassVar[type[FaultSpec]]  # the kind's scenario entry
+
+    fault_id: str
+    spec: S
+    params: dict = field(default_factory=dict)  # the options as the schedule gave them, for the history
+    resolved: str | None = None  # the process actually hit (``coordinator`` is looked up at injection)
 
     def __post_init__(self):
         if self.resolved is None:
             self.resolved = self.target
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def at_s(self) -> float:
+        return self.spec.at_s
+
+    @property
+    def target(self) -> str | None:
+        """None for faults on the group or the cluster as a whole."""
+        return getattr(self.spec, "target", None)
 
     @property
     def heal_after_s(self) -> float:

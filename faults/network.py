@@ -1,49 +1,185 @@
-"""Network faults through Toxiproxy: one link of one process degraded.
+"""network: one link of one process degraded through Toxiproxy for ``duration_s``.
 
-Which proxies make up a link (a member's lane to every broker, to its coordinator
-only, a broker's ZooKeeper connections, a broker pair) is the cluster's business
-(``Targets.proxies``); what happens on them is this module's.
+``LINKS`` says which links each kind of process has and which proxies carry each; both
+validation (``links``) and injection (``proxies``, behind ``Targets.proxies``) read it.
+The proxies themselves are named by the cluster's network plan
+(harness/cluster/network.py), handed in as ``net``.
+
+The effects, in Toxiproxy terms:
+
+- blackhole: a ``timeout`` toxic with timeout 0 on both streams — connections are
+  accepted, data is silently dropped; removing the toxic closes them.
+- refuse: the proxy disabled — existing connections are closed, new ones refused.
+- latency (+ jitter), bandwidth, reset (``reset_peer``: connections reset).
 """
 
 from __future__ import annotations
 
+import random
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
-from faults.base import Fault, Targets
-from faults.toxiproxy import toxics_for
+from pydantic import Field
+
+from faults.base import COORDINATOR, DAY_S, Drawing, Fault, ScenarioFacts, Targets, TargetedSpec
+
+
+def _number(name: str) -> int:
+    return int(name.rsplit("-", 1)[1])
+
+
+# Process kind ("broker-" for any broker) -> its links as a scenario names them, in the order
+# messages list them -> the proxies carrying that link, given the plan, the process and the
+# link (both resolved: ``coordinator`` is looked up at injection). ``broker-`` and
+# ``coordinator-`` as links stand for each broker, each instance of the project's coordinator.
+Carriers = Callable[[Any, str, str], list[str]]
+LINKS: dict[str, dict[str, Carriers | None]] = {
+    "consumer-": {  # a member's lane
+        "brokers": lambda net, me, _: net.lane_proxies(_number(me)),
+        COORDINATOR: None,  # the group's coordinator when injected: one of the links below
+        "broker-": lambda net, me, broker: net.lane_proxies(_number(me), _number(broker)),
+        "coordinator-": lambda net, me, instance: net.lane_coordinator_proxies(_number(me), instance),
+        "zookeeper": lambda net, me, _: net.lane_zookeeper_proxies(_number(me)),
+    },
+    "broker-": {
+        "zookeeper": lambda net, me, _: net.zookeeper_proxies(_number(me)),
+        "brokers": lambda net, me, _: net.inter_broker_proxies(_number(me)),  # both ways
+        "clients": lambda net, me, _: net.client_proxies(_number(me)),  # every member's lane into it
+        "broker-": lambda net, me, other: net.inter_broker_proxies(_number(me), _number(other)),
+    },
+    "coordinator-": {  # an instance of the project's coordinator
+        "zookeeper": lambda net, me, _: net.coordinator_zookeeper_proxies(me),
+        "clients": lambda net, me, _: net.coordinator_client_proxies(me),
+    },
+}
+
+
+def _process_kind(target: str, scenario: ScenarioFacts) -> str | None:
+    instances = scenario.coordinator_instances
+    if target in scenario.members:
+        return "consumer-"
+    if target in instances or (target == COORDINATOR and instances):
+        return "coordinator-"
+    if target in scenario.brokers or target == COORDINATOR:
+        return "broker-"
+    return None
+
+
+def links(target: str, scenario: ScenarioFacts) -> list[str]:
+    """Every link of ``target`` a network fault may name (none: not a process with links)."""
+    named = {"broker-": scenario.brokers, "coordinator-": scenario.coordinator_instances,
+             "zookeeper": ("zookeeper",) if scenario.zookeeper else ()}
+    return [name for link in LINKS.get(_process_kind(target, scenario), {}) for name in named.get(link, (link,))]
+
+
+def proxies(net, target: str, link: str) -> list[str]:
+    """The proxies carrying ``link`` of ``target`` (both resolved), in the network plan ``net``."""
+    of_target = LINKS.get(re.sub(r"\d+$", "", target), {})
+    carriers = of_target.get(link) or of_target.get(re.sub(r"(?<=-)\d+$", "", link))
+    if carriers is None or link == target:
+        raise ValueError(f"{link!r} is not a link of {target}")
+    return carriers(net, target, link)
+
+
+class NetworkSpec(TargetedSpec):
+    """A link of one process degraded through Toxiproxy for ``duration_s``.
+
+    ``link`` for a consumer: ``brokers`` (all), ``coordinator`` (only its group
+    coordinator broker) or ``broker-N``; for a broker: ``zookeeper``, ``brokers``
+    (every other broker, both ways), ``broker-N`` or ``clients`` (every member).
+    """
+
+    kind: Literal["network"]
+    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
+    link: str = "brokers"
+    effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"
+    latency_ms: Annotated[int, Field(ge=0, le=600_000)] = 500
+    jitter_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
+    rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 64
+
+    def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        of_target = links(self.target, scenario)
+        if not of_target:
+            return [("target", f"network faults apply to consumers and brokers, not {self.target!r}")]
+        if self.link not in of_target or self.link == self.target:
+            listed = ", ".join(link for link in of_target if link != self.target)
+            return [("link", f"{self.link!r} is not a link of {self.target} (links: {listed})")]
+        return []
+
+    drawable = True
+
+    @classmethod
+    def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
+        links = drawn_links(target, drawing)
+        link = links[0] if len(links) == 1 else rng.choice(links)
+        return {"duration_s": length_s, "link": link, "effect": rng.choice(DRAWN_EFFECTS)}
+
+    @classmethod
+    def draw_shapes(cls, target: str, drawing: Drawing) -> list[dict]:
+        return [{"duration_s": 1.0, "link": link} for link in drawn_links(target, drawing)]
+
+
+DRAWN_EFFECTS = ("blackhole", "refuse", "latency")
+
+
+def drawn_links(target: str, drawing: Drawing) -> list[str]:
+    """The links a drawn network fault on ``target`` may cut: a member's link to the brokers;
+    another process's (a broker's) to the other brokers, or to ZooKeeper where there is one."""
+    return ["brokers"] if target in drawing.members or not drawing.zookeeper else ["brokers", "zookeeper"]
 
 
 @dataclass
-class Network(Fault):
-    kind = "network"
+class Network(Fault[NetworkSpec]):
+    Spec = NetworkSpec
     proxies: list[str] = field(default_factory=list)
 
     @property
     def heal_after_s(self) -> float:
-        return float(self.params["duration_s"])
+        return self.spec.duration_s
 
     def inject(self, targets: Targets) -> dict:
-        self.proxies = targets.proxies(self.resolved, self.params.get("link", "brokers"))
-        degrade(targets.toxiproxy(), self.proxies, self.fault_id, self.params.get("effect", "blackhole"), self.params)
+        self.proxies = targets.proxies(self.resolved, self.spec.link)
+        degrade(targets.toxiproxy(), self.proxies, self.fault_id, self.spec.effect, self.spec.model_dump())
         return {"proxies": self.proxies}
 
     def heal(self, targets: Targets) -> None:
-        restore(targets.toxiproxy(), self.proxies, self.fault_id, self.params.get("effect", "blackhole"), self.params)
+        restore(targets.toxiproxy(), self.proxies, self.fault_id, self.spec.effect, self.spec.model_dump())
 
 
-def degrade(client, proxies: list[str], fault_id: str, effect: str, params: dict) -> None:
+def degrade(client, proxies: list[str], fault_id: str, effect: str, options: Mapping) -> None:
+    """Apply ``effect`` to every proxy; ``options`` are a network entry's (defaults: its model's)."""
     for proxy in proxies:
         if effect == "refuse":
             client.set_enabled(proxy, False)
         else:
-            for kind, stream, attributes in toxics_for(effect, params):
+            for kind, stream, attributes in toxics_for(effect, options):
                 client.add_toxic(proxy, f"{fault_id}-{kind}-{stream}", kind, stream, **attributes)
 
 
-def restore(client, proxies: list[str], fault_id: str, effect: str, params: dict) -> None:
+def restore(client, proxies: list[str], fault_id: str, effect: str, options: Mapping) -> None:
     for proxy in proxies:
         if effect == "refuse":
             client.set_enabled(proxy, True)
         else:
-            for kind, stream, _ in toxics_for(effect, params):
+            for kind, stream, _ in toxics_for(effect, options):
                 client.remove_toxic(proxy, f"{fault_id}-{kind}-{stream}")
+
+
+_TOXIC_OPTIONS = ("latency_ms", "jitter_ms", "rate_kbps")
+
+
+def toxics_for(effect: str, options: Mapping) -> list[tuple[str, str, dict]]:
+    """The effect as Toxiproxy toxics: (toxic kind, stream, attributes) on both streams."""
+    o = {name: options.get(name, NetworkSpec.model_fields[name].default) for name in _TOXIC_OPTIONS}
+    both = ("upstream", "downstream")
+    if effect == "blackhole":
+        return [("timeout", s, {"timeout": 0}) for s in both]
+    if effect == "latency":
+        return [("latency", s, {"latency": o["latency_ms"], "jitter": o["jitter_ms"]}) for s in both]
+    if effect == "bandwidth":
+        return [("bandwidth", s, {"rate": o["rate_kbps"]}) for s in both]
+    if effect == "reset":
+        return [("reset_peer", s, {"timeout": 0}) for s in both]
+    raise ValueError(f"no toxics for effect {effect!r}")

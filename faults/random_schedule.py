@@ -5,28 +5,23 @@ same seed gives the same schedule byte for byte — on any machine, any Python
 (``random.Random`` with an integer seed is specified to be stable). Faults on
 different processes may overlap; one process gets one fault at a time (a pause of a
 process that is down tests nothing). The run heals whatever is still active before
-recovery.
+recovery. Each kind draws its own options (``FaultSpec.draw``).
 """
 
 from __future__ import annotations
 
 import random
 
-SIGNALS = ("SIGKILL", "SIGTERM")
-NETWORK_EFFECTS = ("blackhole", "refuse", "latency")
+from faults.base import Drawing
+from faults.catalogue import SPECS
+
 RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long before the next
-
-
-def network_links(target: str, members: list[str], zookeeper: bool = True) -> list[str]:
-    """The links a drawn network fault on ``target`` may cut: a member's link to the brokers;
-    another process's (a broker's) to the other brokers, or to ZooKeeper where there is one."""
-    return ["brokers"] if target in members or not zookeeper else ["brokers", "zookeeper"]
 
 
 def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zookeeper: bool = True) -> list[dict]:
     rng = random.Random(seed)
     targets = spec.get("targets") or consumers
-    members = [t for t in targets if t.startswith("consumer-")]
+    drawing = Drawing(members=[t for t in targets if t.startswith("consumer-")], zookeeper=zookeeper)
     start = spec["start_s"]
     end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5
     shortest, longest = spec["duration_s"]
@@ -37,20 +32,11 @@ def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zook
         at_s = round(rng.uniform(start, end), 3)
         length = round(rng.uniform(shortest, longest), 3)
         window = (at_s, at_s + length + RECOVERY_MARGIN_S)
-        pool = [t for t in (members if kind == "poll-stall" else targets)
-                if not any(a < window[1] and window[0] < b for a, b in busy.get(t, ()))]
+        pool = [t for t in targets if SPECS[kind].drawable_for(t, drawing)
+                and not any(a < window[1] and window[0] < b for a, b in busy.get(t, ()))]
         if not pool:
             continue  # every candidate is already faulted then: overlapping faults, but not on one process
         target = rng.choice(pool)
         busy.setdefault(target, []).append(window)
-        fault = {"kind": kind, "target": target, "at_s": at_s}
-        if kind in ("pause", "poll-stall"):
-            fault["duration_s"] = length
-        elif kind == "crash":
-            fault.update(signal=rng.choice(SIGNALS), restart_after_s=length)
-        elif kind == "network":
-            links = network_links(target, members, zookeeper)
-            link = links[0] if len(links) == 1 else rng.choice(links)
-            fault.update(duration_s=length, link=link, effect=rng.choice(NETWORK_EFFECTS))
-        faults.append(fault)
+        faults.append({"kind": kind, "target": target, "at_s": at_s, **SPECS[kind].draw(rng, target, length, drawing)})
     return faults

@@ -15,6 +15,7 @@ from typing import Callable
 
 from faults.base import Fault, Targets
 from harness.history import now
+from oracle import vocabulary as ev
 
 Emit = Callable[..., None]
 # How long a scheduled heal waits for a fault still in progress (a slow rolling round)
@@ -69,14 +70,14 @@ class FaultScheduler:
                 fault.resolved = self.targets.resolve(fault.target) if fault.target else None
                 details = fault.inject(self.targets)
             except Exception as e:  # a fault that cannot be done is recorded, not fatal
-                self.emit("fault_failed", fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e))
+                self.emit(ev.FAULT_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e))
                 self.report(f"fault {fault.fault_id} ({fault.kind} {fault.target or ''}) could not be injected: {e}")
                 return False
             self.active[fault.fault_id] = fault
             where = {"target": fault.resolved}
             if fault.resolved != fault.target:
                 where["requested_target"] = fault.target
-            self.emit("fault_started", ts=wall, mono_ms=mono, fault_id=fault.fault_id, kind=fault.kind, **where,
+            self.emit(ev.FAULT_STARTED, ts=wall, mono_ms=mono, fault_id=fault.fault_id, kind=fault.kind, **where,
                       params=fault.params, **({"details": details} if details else {}))
             self.report(f"fault {fault.fault_id}: {fault.kind} {fault.resolved or ''} {_describe(fault.params)}"
                         + (f" {_describe(details)}" if details else ""))
@@ -88,10 +89,10 @@ class FaultScheduler:
                 return
             try:
                 fault.heal(self.targets)
-                self.emit("fault_healed", fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, how=how)
+                self.emit(ev.FAULT_HEALED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, how=how)
                 self.report(f"fault {fault.fault_id}: healed ({how})")
             except Exception as e:
-                self.emit("fault_heal_failed", fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, error=str(e))
+                self.emit(ev.FAULT_HEAL_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, error=str(e))
                 self.report(f"fault {fault.fault_id} could not be healed: {e}")
 
     def heal_all(self, how: str) -> None:

@@ -4,14 +4,8 @@ toxiproxy-python keeps the server address in class state and makes its HTTP
 calls without timeouts, so a wedged server would hang a run forever. This thin
 client talks to one server (an instance, not class state), bounds every call,
 and reuses toxiproxy-python's error mapping (ProxyExists / NotFound /
-InvalidToxic) so API errors read the same.
-
-The effects the fault catalogue needs, in Toxiproxy terms:
-
-- blackhole: a ``timeout`` toxic with timeout 0 on both streams — connections are
-  accepted, data is silently dropped; removing the toxic closes them.
-- refuse: the proxy disabled — existing connections are closed, new ones refused.
-- latency (+ jitter), bandwidth, reset (``reset_peer``: connections reset).
+InvalidToxic) so API errors read the same. What the network faults do with it is
+faults/network.py's.
 """
 
 from __future__ import annotations
@@ -82,17 +76,3 @@ class ToxiproxyClient:
     def remove_toxic(self, proxy: str, name: str) -> None:
         self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")
 
-
-# The effects, each a list of (toxic kind, stream, attributes) or "refuse".
-def toxics_for(effect: str, params: dict) -> list[tuple[str, str, dict]]:
-    both = ("upstream", "downstream")
-    if effect == "blackhole":
-        return [("timeout", s, {"timeout": 0}) for s in both]
-    if effect == "latency":
-        return [("latency", s, {"latency": int(params.get("latency_ms", 500)), "jitter": int(params.get("jitter_ms", 0))})
-                for s in both]
-    if effect == "bandwidth":
-        return [("bandwidth", s, {"rate": int(params.get("rate_kbps", 64))}) for s in both]
-    if effect == "reset":
-        return [("reset_peer", s, {"timeout": 0}) for s in both]
-    raise ValueError(f"no toxics for effect {effect!r}")

@@ -14,43 +14,45 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
+from oracle import vocabulary as ev
+
 # "[2026-11-21T19:42:28.038+0000] INFO message (logger)" — see cluster/config.LOG_PATTERN
 _LINE = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4})\] (?P<level>\w+) (?P<msg>.*)$")
 
 _PATTERNS = [
-    ("coordinator_preparing_rebalance", re.compile(
+    (ev.COORDINATOR_PREPARING_REBALANCE, re.compile(
         r"Preparing to rebalance group (?P<group>\S+) in state \w+ with old generation (?P<old_generation>-?\d+)"
         # The reason runs to the ")" that closes it, before the logger name; it may hold
         # parentheses itself (4.x: "explicit `LeaveGroup` request for (m1, m2) members.").
         r".*?\(reason: (?P<reason>.*?)\)\.?(?: \([\w.$]+\))?$")),
-    ("coordinator_stabilized", re.compile(
+    (ev.COORDINATOR_STABILIZED, re.compile(
         r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+) .*?with (?P<members>\d+) members")),
-    ("coordinator_assignment_received", re.compile(
+    (ev.COORDINATOR_ASSIGNMENT_RECEIVED, re.compile(
         r"Assignment received from leader (?P<leader_id>\S+) for group (?P<group>\S+) for generation (?P<generation>\d+)")),
-    ("coordinator_member_removed", re.compile(
+    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
         r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? (?:in group (?P<group>\S+) )?has failed")),
-    ("coordinator_member_removed", re.compile(
+    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
         r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? has left group (?P<group>\S+) through explicit")),
     # 4.x: "[Group G] Member M has left group through explicit `LeaveGroup` request; …",
     # also "Dynamic Member M" and "Static Member M with instance id I".
-    ("coordinator_member_removed", re.compile(
+    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
         r"\[Group (?P<group>\S+?)\] (?:Dynamic |Static )?Member (?P<member_id>\S+)(?: with instance id \S+)? "
         r"has left group through explicit")),
-    ("coordinator_group_empty", re.compile(
+    (ev.COORDINATOR_GROUP_EMPTY, re.compile(
         r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty")),
     # KIP-848 groups (4.x, group.protocol=consumer): no join/sync phases. The group epoch is
     # bumped (the rebalance begins) and the broker computes the target assignment; members
     # then reconcile towards it on their own heartbeats.
-    ("coordinator_preparing_rebalance", re.compile(
+    (ev.COORDINATOR_PREPARING_REBALANCE, re.compile(
         r"\[GroupId (?P<group>\S+?)\] Bumped group epoch to (?P<generation>\d+)")),
-    ("coordinator_target_assignment", re.compile(
+    (ev.COORDINATOR_TARGET_ASSIGNMENT, re.compile(
         r"\[GroupId (?P<group>\S+?)\] Computed a new target assignment for epoch (?P<generation>\d+) "
         r"with '(?P<assignor>[^']+)' assignor")),
-    ("coordinator_member_joined", re.compile(
+    (ev.COORDINATOR_MEMBER_JOINED, re.compile(
         r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) joins the consumer group")),
-    ("coordinator_member_removed", re.compile(
+    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
         r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) fenced from the group because (?P<cause>[^.]*)")),
-    ("coordinator_member_removed", re.compile(
+    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
         r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) left the consumer group")),
 ]
 
@@ -65,12 +67,12 @@ def parse_line(line: str) -> tuple[float, str, dict] | None:
     for name, pattern in _PATTERNS:
         if hit := pattern.search(m["msg"]):
             fields = {k: (int(v) if k in _INTS else v) for k, v in hit.groupdict().items() if v is not None}
-            if name == "coordinator_preparing_rebalance" and "generation" in fields:  # KIP-848 epoch bump
+            if name == ev.COORDINATOR_PREPARING_REBALANCE and "generation" in fields:  # KIP-848 epoch bump
                 fields = {"group": fields["group"], "old_generation": fields["generation"] - 1,
                           "reason": "group epoch bumped"}
-            elif name == "coordinator_preparing_rebalance":
+            elif name == ev.COORDINATOR_PREPARING_REBALANCE:
                 fields["reason"] = fields["reason"].split("; client reason: ")[0]
-            if name == "coordinator_member_removed":
+            if name == ev.COORDINATOR_MEMBER_REMOVED:
                 fields["reason"] = "left" if ("through explicit" in m["msg"] or " left the" in m["msg"]) else "failed"
                 if "cause" in fields:
                     fields["detail"] = fields.pop("cause")

@@ -14,6 +14,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from harness import versions
 from harness.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_OK, LabError
 from harness.paths import default_runs_dir, lab_home
+from oracle import vocabulary as ev
+from oracle.protocols import PROTOCOLS
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -194,8 +196,7 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
 
 @main.command("compare")
 @click.argument("scenario_file", type=click.Path(path_type=Path))
-@click.option("--protocols", required=True, help="Comma-separated: zk-eager, classic-eager, classic-cooperative, "
-              "classic-static, consumer, coordinator-v1, coordinator-v2, coordinator-v3")
+@click.option("--protocols", required=True, help="Comma-separated: " + ", ".join(PROTOCOLS))
 @click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …).")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
 def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None) -> None:
@@ -203,12 +204,10 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
     Exit code 0 when every run passed the checks that apply to its protocol."""
     from harness.compare import compare
     from harness.report import print_comparison
-    from harness.scenario import PROTOCOL_ASSIGNORS
-
     wanted = [p.strip() for p in protocols.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in PROTOCOL_ASSIGNORS]
+    unknown = [p for p in wanted if p not in PROTOCOLS]
     if unknown or not wanted:
-        raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOL_ASSIGNORS)}",
+        raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}",
                                  param_hint="--protocols")
     try:
         out, entries = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log)
@@ -257,7 +256,7 @@ def check(run_dir: Path, write: bool) -> None:
         _error(f"{history}: no history in this directory")
     try:
         events = load_history(history, compact_events=True)  # judged, never edited: the lean form
-        started = next((e for e in events if e["name"] == "run_started"), {})
+        started = next((e for e in events if e["name"] == ev.RUN_STARTED), {})
         checks = started.get("checks") or {}
         resolve_checks(checks)  # the scenario's options, as recorded: bad ones are bad input, not a check's error
     except HistoryError as e:

@@ -18,19 +18,10 @@ from typing import Callable
 import yaml
 
 from harness.run import Run, RunResult
-from harness.scenario import CLASSIC, PROJECT_COORDINATOR, PROTOCOL_ASSIGNORS, load_scenario, read_scenario_data
+from harness.scenario import load_scenario, read_scenario_data
 from oracle import CHECK_NAMES
-
-# The line a protocol exists on (else: the scenario's own): KIP-848 needs 4.x; the ZooKeeper-era
-# consumer and the project's coordinator keep their groups in ZooKeeper, so 3.9.
-KAFKA_FOR = {"consumer": "4.1", "zk-eager": "3.9", **{p: "3.9" for p in PROJECT_COORDINATOR}}
-
-# Checks whose premise a protocol does not have: reported as such, not as failures.
-_NO_FENCING = "the ZooKeeper-era consumer has no commit fencing: a zombie's stale commits are accepted (its finding)"
-NOT_APPLICABLE = {
-    "zk-eager": {"fenced-commits": _NO_FENCING,
-                 "commit-monotonicity": _NO_FENCING + ", so committed offsets can move back"},
-}
+from oracle.checks import not_applicable
+from oracle.protocols import GENERATIONS
 
 
 @dataclass
@@ -67,13 +58,15 @@ def variant(base: dict, protocol: str) -> tuple[dict, dict[str, str]]:
     data = json.loads(json.dumps(base))  # deep copy of plain YAML data
     workload = data.setdefault("workload", {})
     workload["protocol"] = protocol
-    if workload.get("assignor") not in PROTOCOL_ASSIGNORS[protocol]:
+    generation = GENERATIONS[protocol]
+    if workload.get("assignor") not in generation.assignors:
         workload.pop("assignor", None)  # the protocol's default
-    if protocol not in CLASSIC:
+    if not generation.classic:
         workload.pop("driver", None)
-    if protocol in KAFKA_FOR:
-        data.setdefault("cluster", {})["kafka"] = KAFKA_FOR[protocol]
-    skipped = NOT_APPLICABLE.get(protocol, {})
+    if generation.kafka:  # the line it exists on, else the scenario's own
+        data.setdefault("cluster", {})["kafka"] = generation.kafka
+    # Checks whose premise the protocol does not have (the oracle's policy): reported as such, not as failures.
+    skipped = not_applicable(protocol)
     checks = data.get("checks") or {name: {} for name in CHECK_NAMES}
     data["checks"] = {k: v for k, v in checks.items() if k not in skipped}
     data["name"] = f"{data['name']}-{protocol}"

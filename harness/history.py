@@ -1,4 +1,4 @@
-"""Appending events to a run history (schema: docs/history.md).
+"""Appending events to a run history (schema: docs/history.md; its names: oracle/vocabulary.py).
 
 Every process of a run opens the same ``history.jsonl`` with O_APPEND and writes
 each event as one ``write()`` of one line, so lines from different processes never
@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+from oracle import vocabulary as ev
+
 
 def now() -> tuple[float, float]:
     """(wall-clock ms, CLOCK_MONOTONIC ms). Monotonic time is system-wide on Linux,
@@ -21,7 +23,7 @@ def now() -> tuple[float, float]:
 
 
 def tp(topic: str, partition: int) -> dict:
-    return {"topic": topic, "partition": partition}
+    return {ev.TOPIC: topic, ev.PARTITION: partition}
 
 
 def offset_ranges(offsets_by_tp: dict[tuple[str, int], list[int]]) -> list[dict]:
@@ -42,7 +44,7 @@ def offset_ranges(offsets_by_tp: dict[tuple[str, int], list[int]]) -> list[dict]
 
 
 def _range(topic, partition, lo, hi) -> dict:
-    return {"topic": topic, "partition": partition, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}
+    return {ev.TOPIC: topic, ev.PARTITION: partition, ev.MIN_OFFSET: lo, ev.MAX_OFFSET: hi, ev.COUNT: hi - lo + 1}
 
 
 class HistoryWriter:
@@ -59,11 +61,11 @@ class HistoryWriter:
         with self._lock:
             self._seq += 1
             event = {
-                "name": name,
-                "ts": round(ts if ts is not None else wall, 3),
-                "mono_ms": round(mono_ms if mono_ms is not None else mono, 3),
-                "source": self.source,
-                "seq": self._seq,
+                ev.NAME: name,
+                ev.TS: round(ts if ts is not None else wall, 3),
+                ev.MONO_MS: round(mono_ms if mono_ms is not None else mono, 3),
+                ev.SOURCE: self.source,
+                ev.SEQ: self._seq,
                 **self.context,
                 **fields,
             }

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.child import read_spec, stop_on_signals
 from harness.history import HistoryWriter, now
+from oracle import vocabulary as ev
 
 REQUEST_TIMEOUT_S = 5
 STATUS_MAX_AGE_MS = 4000
@@ -217,14 +218,14 @@ def main(argv: list[str]) -> int:
         status: dict = {}
         try:
             status["lag"] = observer.lag()
-            history.emit("lag_sampled", group=spec.group, partitions=status["lag"])
+            history.emit(ev.LAG_SAMPLED, group=spec.group, partitions=status["lag"])
         except Exception as e:  # a broker down mid-fault: no sample this time
             status["lag_error"] = f"{type(e).__name__}: {e}"
         try:
             group = observer.describe()
             status["group"] = group
             if group != last_group:  # only changes: the group view is bulky and mostly constant
-                history.emit("group_described", group=spec.group, **group)
+                history.emit(ev.GROUP_DESCRIBED, group=spec.group, **group)
                 last_group = group
         except Exception as e:
             status["group_error"] = f"{type(e).__name__}: {e}"

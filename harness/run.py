@@ -39,10 +39,11 @@ from harness.history import HistoryWriter, now
 from harness.observe import ObserverSpec, ObserverStatus, spec_json
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
-from harness.scenario import PROJECT_COORDINATOR, Scenario
+from harness.scenario import Scenario
 from harness.targets import RunTargets
 from harness.workload import WorkloadProcesses
 from oracle import check_history, load_history
+from oracle import vocabulary as ev
 
 Report = Callable[[str], None]
 
@@ -104,13 +105,13 @@ class Run:
     # --------------------------------------------------------------- events
 
     def _on_start(self, proc) -> None:
-        self.history.emit("process_started", process=proc.name, role=proc.role, pid=proc.pid)
+        self.history.emit(ev.PROCESS_STARTED, process=proc.name, role=proc.role, pid=proc.pid)
 
     def _on_exit(self, proc, code) -> None:
-        self.history.emit("process_exited", process=proc.name, role=proc.role, pid=proc.pid, returncode=code)
+        self.history.emit(ev.PROCESS_EXITED, process=proc.name, role=proc.role, pid=proc.pid, returncode=code)
 
     def _phase(self, phase: str, **fields) -> None:
-        self.history.emit("phase", phase=phase, **fields)
+        self.history.emit(ev.PHASE, phase=phase, **fields)
         self.timings[phase] = time.monotonic()
         self.report(f"phase: {phase}" + (f" ({fields['reason']})" if fields.get("reason") else ""))
 
@@ -174,7 +175,7 @@ class Run:
                     self._teardown()
                 except Exception as e:
                     outcome, error = "error", self._harness_bug(e, "teardown")
-                self.history.emit("run_finished", outcome=outcome, **({"error": error} if error else {}))
+                self.history.emit(ev.RUN_FINISHED, outcome=outcome, **({"error": error} if error else {}))
             finally:
                 for s, handler in previous.items():
                     signal.signal(s, handler)
@@ -196,7 +197,8 @@ class Run:
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()
-        self.history.emit("run_started", run_id=self.run_dir.name, scenario=s.name, seed=s.seed,
+        self.history.emit(ev.RUN_STARTED, format_version=ev.FORMAT_VERSION, run_id=self.run_dir.name,
+                          scenario=s.name, seed=s.seed,
                           topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics if s.subscribes(t.name)],
                           topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
                           assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
@@ -243,7 +245,7 @@ class Run:
 
     def _project_coordinator(self) -> ProjectCoordinator | None:
         w = self.scenario.workload
-        if w.protocol not in PROJECT_COORDINATOR:
+        if not w.generation.project_coordinator:
             return None
         return ProjectCoordinator(variant=w.protocol.removeprefix("coordinator-"), instances=w.coordinator.instances,
                                   initial_rebalance_delay_ms=w.coordinator.initial_rebalance_delay_ms,
@@ -256,8 +258,9 @@ class Run:
                             bootstrap_servers=self.cluster.bootstrap_servers, group=s.workload.group,
                             topics=[] if s.workload.topic_pattern else s.consumed_topics,
                             topic_pattern=s.workload.topic_pattern,
-                            # zk-eager keeps its group in ZooKeeper: the observer reads it there.
-                            zookeeper_connect=self.cluster.zookeeper_connect if s.workload.protocol == "zk-eager" else None,
+                            # a group kept in ZooKeeper (zk-eager's): the observer reads it there.
+                            zookeeper_connect=self.cluster.zookeeper_connect
+                            if s.workload.generation.group_home == "zookeeper" else None,
                             # the project's coordinator keeps the group: the observer asks it, directly.
                             coordinators=self.cluster.coordinator_addresses() or None)
         spec_path = self.run_dir / "workload" / "observer.json"
@@ -308,7 +311,7 @@ class Run:
                     self.cluster.toxiproxy.reset()
             except Exception as e:  # Toxiproxy itself may be what a fault broke
                 self.report(f"could not check Toxiproxy: {e}")
-        self.history.emit("heal_checked", stopped_processes=stopped,
+        self.history.emit(ev.HEAL_CHECKED, stopped_processes=stopped,
                           proxies=len(proxies), proxies_with_toxics=sorted(p.name for p in proxies if p.toxics),
                           proxies_disabled=sorted(p.name for p in proxies if not p.enabled))
 

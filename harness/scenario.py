@@ -18,20 +18,19 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
+from faults import catalogue, random_schedule
+from faults.base import COORDINATOR, DAY_S, Drawing, FaultSpec, ScenarioFacts
+from faults.base import Strict as _Strict
 from harness import versions
 from harness.errors import ScenarioError
 from oracle import CHECK_NAMES
+from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
 from oracle.verdict import CheckOptionError, resolve_checks
 
 Scalar = Union[str, int, float, bool]
-DAY_S = 86_400  # the longest run, and so the longest anything in it can last
 DAY_MS = DAY_S * 1000
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _config_problems(config: dict, key: str) -> list[str]:
@@ -105,22 +104,6 @@ class Producer(_Strict):
     value_bytes: Annotated[int, Field(ge=1, le=1_000_000)] = 100
 
 
-# Protocol generation -> the assignors it can use (the first is the default). For
-# `consumer` (KIP-848) they are the brokers' remote assignors; for `zk-eager` the
-# 0.8 high-level consumer's own range assignment over sorted consumer threads.
-PROTOCOL_ASSIGNORS = {
-    "zk-eager": ("range",),
-    "classic-eager": ("range", "roundrobin"),
-    "classic-static": ("range", "roundrobin", "cooperative-sticky"),
-    "classic-cooperative": ("cooperative-sticky",),
-    "consumer": ("uniform", "range"),
-}
-CLASSIC = ("classic-eager", "classic-static", "classic-cooperative")
-# The project's own coordinator (harness/coordinator, docs/coordinator.md): seeds 001-004's designs.
-PROJECT_COORDINATOR = ("coordinator-v1", "coordinator-v2", "coordinator-v3")
-PROTOCOL_ASSIGNORS.update({protocol: ("range", "roundrobin") for protocol in PROJECT_COORDINATOR})
-
-
 class ZkEagerSettings(_Strict):
     """The Kafka 0.8 high-level consumer's rebalance settings (seed 000)."""
 
@@ -162,8 +145,8 @@ class DriverTestHooks(_Strict):
 
 class Workload(_Strict):
     group: Annotated[str, Field(min_length=1, max_length=255)] = "rebalance-lab"
-    protocol: Literal[tuple(PROTOCOL_ASSIGNORS)] = "classic-eager"  # type: ignore[valid-type]
-    assignor: Literal["range", "roundrobin", "cooperative-sticky", "uniform"] | None = None
+    protocol: Literal[PROTOCOLS] = "classic-eager"  # type: ignore[valid-type]  # oracle/protocols.py
+    assignor: Literal[ASSIGNORS] | None = None  # type: ignore[valid-type]
     driver: Literal["librdkafka", "java"] = "librdkafka"  # java: Kafka's own VerifiableConsumer
     zk_eager: ZkEagerSettings = ZkEagerSettings()
     coordinator: CoordinatorSettings = CoordinatorSettings()
@@ -192,23 +175,23 @@ class Workload(_Strict):
         hooks = self.test_hooks or DriverTestHooks()
         if hooks != DriverTestHooks() and self.driver != "librdkafka":
             raise ValueError("test_hooks: only the librdkafka driver has them")
-        if hooks.consume_unassigned and self.protocol not in (*CLASSIC, "consumer"):
+        if hooks.consume_unassigned and self.generation.drivers[self.driver] != "workloads.consumer":
             raise ValueError(f"test_hooks.consume_unassigned: the {self.protocol} driver does not have it")
-        if hooks.sigterm_after_join and self.protocol not in CLASSIC:
+        if hooks.sigterm_after_join and not self.generation.classic:
             raise ValueError(f"test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
                              f"through librdkafka (classic protocols only)")
         return self
 
     @model_validator(mode="after")
     def _coherent(self):
-        allowed = PROTOCOL_ASSIGNORS[self.protocol]
+        allowed = self.generation.assignors
         if self.assignor is not None and self.assignor not in allowed:
             raise ValueError(f"assignor: {self.assignor!r} does not go with protocol {self.protocol!r} "
                              f"(allowed: {', '.join(allowed)})")
-        if self.driver == "java" and self.protocol not in CLASSIC:
+        if self.driver not in self.generation.drivers:
             raise ValueError(f"driver: the java driver (VerifiableConsumer) runs the classic protocols, not {self.protocol!r}")
         if self.topic_pattern is not None:
-            if self.protocol in PROJECT_COORDINATOR:
+            if self.generation.project_coordinator:
                 raise ValueError(f"topic_pattern: {self.protocol} members subscribe to topics by name")
             if self.topics:
                 raise ValueError("topic_pattern: give either topics or topic_pattern, not both")
@@ -223,116 +206,22 @@ class Workload(_Strict):
         return self
 
     @property
+    def generation(self) -> Generation:
+        return GENERATIONS[self.protocol]
+
+    @property
     def effective_assignor(self) -> str:
-        return self.assignor or PROTOCOL_ASSIGNORS[self.protocol][0]
+        return self.assignor or self.generation.assignors[0]
 
     def member_names(self) -> list[str]:
         """The members started with the workload."""
         return [f"consumer-{i}" for i in range(1, self.consumers + 1)]
 
 
-COORDINATOR = "coordinator"  # a fault target resolved when injected: the group's coordinator broker
-
-
-class _FaultBase(_Strict):
-    at_s: Annotated[float, Field(ge=0, le=DAY_S)]
-
-
-class _TargetedFault(_FaultBase):
-    target: str
-
-
-class PauseFault(_TargetedFault):
-    """SIGSTOP, then SIGCONT after ``duration_s``: a stop-the-world GC pause."""
-
-    kind: Literal["pause"]
-    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
-
-
-class CrashFault(_TargetedFault):
-    """SIGKILL (no LeaveGroup, no controlled shutdown) or SIGTERM (clean close)."""
-
-    kind: Literal["crash"]
-    signal: Literal["SIGKILL", "SIGTERM"] = "SIGKILL"
-    restart_after_s: Annotated[float | None, Field(gt=0, le=DAY_S)] = None
-
-
-class NetworkFault(_TargetedFault):
-    """A link of one process degraded through Toxiproxy for ``duration_s``.
-
-    ``link`` for a consumer: ``brokers`` (all), ``coordinator`` (only its group
-    coordinator broker) or ``broker-N``; for a broker: ``zookeeper``, ``brokers``
-    (every other broker, both ways), ``broker-N`` or ``clients`` (every member).
-    """
-
-    kind: Literal["network"]
-    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
-    link: str = "brokers"
-    effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"
-    latency_ms: Annotated[int, Field(ge=0, le=600_000)] = 500
-    jitter_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
-    rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 64
-
-
-class ZkSessionExpiryFault(_TargetedFault):
-    """A broker's ZooKeeper session expired for real: on the server (``server``), or by
-    cutting the broker's ZooKeeper link longer than its session timeout (``network``)."""
-
-    kind: Literal["zk-session-expiry"]
-    method: Literal["server", "network"] = "server"
-
-
-class PollStallFault(_TargetedFault):
-    """The member keeps heartbeating (librdkafka's thread) but does not poll: slow processing."""
-
-    kind: Literal["poll-stall"]
-    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
-
-
-class RollingRestartFault(_FaultBase):
-    """Stop and start each target in turn: a rolling bounce of brokers, or a rolling deploy of
-    consumers (with static membership when the protocol is classic-static)."""
-
-    kind: Literal["rolling-restart"]
-    targets: Union[Literal["brokers", "consumers"], Annotated[list[str], Field(min_length=1, max_length=100)]]
-    signal: Literal["SIGKILL", "SIGTERM"] = "SIGTERM"
-    down_s: Annotated[float, Field(ge=0, le=DAY_S)] = 2
-    interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
-
-
-class JoinStormFault(_FaultBase):
-    """``consumers`` new members start at once."""
-
-    kind: Literal["join-storm"]
-    consumers: Annotated[int, Field(ge=1, le=64)]
-
-
-class ScaleFault(_FaultBase):
-    """Scale the group to ``consumers`` members: start new ones, or stop (SIGTERM) the newest."""
-
-    kind: Literal["scale"]
-    consumers: Annotated[int, Field(ge=0, le=64)]
-
-
-class AddPartitionsFault(_FaultBase):
-    kind: Literal["add-partitions"]
-    topic: str
-    partitions: Annotated[int, Field(ge=2, le=1000, description="the new total")]
-
-
-class CreateTopicFault(_FaultBase):
-    """A new topic — picked up by a pattern subscription (``workload.topic_pattern``)."""
-
-    kind: Literal["create-topic"]
-    topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")]
-    partitions: Annotated[int, Field(ge=1, le=1000)]
-
-
-FAULT_MODELS = (PauseFault, CrashFault, NetworkFault, ZkSessionExpiryFault, PollStallFault, RollingRestartFault,
-                JoinStormFault, ScaleFault, AddPartitionsFault, CreateTopicFault)
-Fault = Annotated[Union[FAULT_MODELS], Field(discriminator="kind")]  # type: ignore[valid-type]
-FAULT_KINDS = tuple(m.model_fields["kind"].annotation.__args__[0] for m in FAULT_MODELS)
-RANDOM_KINDS = ("pause", "crash", "network", "poll-stall")
+# Every fault kind's entry, from the catalogue (faults/): the kind names the model.
+Fault = Annotated[Union[tuple(catalogue.SPECS.values())], Field(discriminator="kind")]  # type: ignore[valid-type]
+FAULT_KINDS = tuple(catalogue.SPECS)
+RANDOM_KINDS = catalogue.DRAWABLE
 _FAULT = TypeAdapter(Fault)
 
 
@@ -374,30 +263,25 @@ class Scenario(_Strict):
                 problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")
         if self.workload.producer.topic and self.workload.producer.topic not in topic_names:
             problems.append(f"workload.producer.topic: topic {self.workload.producer.topic!r} is not declared under topics")
-        protocol = self.workload.protocol
-        if protocol == "consumer" and self.cluster.zookeeper_mode:
-            problems.append(f"workload.protocol: the consumer protocol (KIP-848) needs Kafka 4.x; cluster.kafka is {self.cluster.kafka}")
-        if protocol == "zk-eager" and not self.cluster.zookeeper_mode:
-            problems.append(f"workload.protocol: zk-eager rebalances through ZooKeeper; Kafka {self.cluster.kafka} runs without one (use 3.9)")
-        if protocol in PROJECT_COORDINATOR and not self.cluster.zookeeper_mode:
-            problems.append(f"workload.protocol: the project's coordinator keeps its groups in ZooKeeper; "
-                            f"Kafka {self.cluster.kafka} runs without one (use 3.9)")
+        generation, kafka = self.workload.generation, self.cluster.kafka
+        # A generation's Kafka line says which kind of cluster it needs: with ZooKeeper, or without.
+        if generation.kafka and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode:
+            problems.append(f"workload.protocol: {generation.kafka_why}; " + (
+                f"cluster.kafka is {kafka}" if self.cluster.zookeeper_mode
+                else f"Kafka {kafka} runs without one (use {generation.kafka})"))
         if self.workload.driver == "java":
             # What Kafka's VerifiableConsumer cannot do: one topic by name, commit after processing.
             if len(self.consumed_topics) != 1 or self.workload.topic_pattern:
                 problems.append("workload.driver: the java driver (VerifiableConsumer) consumes exactly one topic by name")
             if self.workload.commit == "before-processing":
                 problems.append("workload.commit: the java driver (VerifiableConsumer) cannot commit before processing")
-            problems += [f"faults.{i}.kind: the java driver (VerifiableConsumer) cannot stall its poll loop"
-                         for i, f in enumerate(self.faults) if isinstance(f, PollStallFault)]
-        members, targets = self.member_slots(), self.fault_targets()  # once: each is a pass over the faults
+        declared = facts = self._fault_facts()  # once: it takes passes over the faults
         for i, f in enumerate(self.faults):
-            problems += [f"faults.{i}.{key}: {reason}"
-                         for key, reason in self._fault_problems(f, set(topic_names), members, targets)]
-            topic_names += [f.topic] if isinstance(f, CreateTopicFault) else []
+            problems += [f"faults.{i}.{key}: {reason}" for key, reason in self._fault_problems(f, facts)]
+            facts = f.after(facts)  # what this fault creates exists for the faults written after it
         if self.random_faults:
-            problems += [f"random_faults.{p}" for p in self._random_problems(members, targets)]
-        problems += self._test_hook_problems(members)
+            problems += [f"random_faults.{p}" for p in self._random_problems(declared)]
+        problems += self._test_hook_problems(list(declared.members))
         for name, options in (self.checks or {}).items():
             if name not in CHECK_NAMES:
                 problems.append(f"checks.{name}: unknown check (known: {', '.join(CHECK_NAMES)})")
@@ -438,11 +322,9 @@ class Scenario(_Strict):
         New members always get new numbers (never a stopped one's), as WorkloadProcesses does."""
         highest = running = self.workload.consumers
         for f in sorted(self.faults, key=lambda f: f.at_s):
-            grow = f.consumers if isinstance(f, JoinStormFault) else (
-                f.consumers - running if isinstance(f, ScaleFault) else 0)
-            if grow > 0:
-                highest += grow
-            running = f.consumers if isinstance(f, ScaleFault) else running + max(grow, 0)
+            after = f.members_after(running)
+            highest += max(after - running, 0)
+            running = after
         return [f"consumer-{i}" for i in range(1, highest + 1)]
 
     def fault_targets(self) -> list[str]:
@@ -455,61 +337,27 @@ class Scenario(_Strict):
 
     def coordinator_instances(self) -> list[str]:
         """The project's coordinator instances (none unless the protocol is coordinator-v*)."""
-        if self.workload.protocol not in PROJECT_COORDINATOR:
+        if not self.workload.generation.project_coordinator:
             return []
         return [f"coordinator-{i}" for i in range(1, self.workload.coordinator.instances + 1)]
 
-    def _fault_problems(self, f, topics: set[str], members: list[str], targets: list[str]) -> list[tuple[str, str]]:
-        """(key, reason) for one fault, whatever its kind (``members``, ``targets``: member_slots(), fault_targets())."""
-        out = []
-        target = getattr(f, "target", None)
-        brokers = [f"broker-{i}" for i in range(1, self.cluster.brokers + 1)]
-        if target is not None and target not in targets:
-            out.append(("target", f"no process {target!r} in this scenario (targets: {', '.join(targets)})"))
-        elif isinstance(f, NetworkFault):
-            is_member = target in members
-            instances = self.coordinator_instances()
-            zookeeper = ["zookeeper"] if self.cluster.zookeeper_mode else []
-            member_links = ["brokers", COORDINATOR, *brokers, *instances] + zookeeper
-            if is_member:
-                links = member_links
-            elif target in instances or (target == COORDINATOR and instances):
-                links = [*zookeeper, "clients"]  # the project's coordinator: its ZooKeeper, its members
-            elif target in brokers or target == COORDINATOR:
-                links = [*zookeeper, "brokers", "clients", *brokers]
-            else:
-                links = []
-            if not links:
-                out.append(("target", f"network faults apply to consumers and brokers, not {target!r}"))
-            elif f.link not in links or f.link == target:
-                out.append(("link", f"{f.link!r} is not a link of {target} (links: {', '.join(l for l in links if l != target)})"))
-        elif isinstance(f, ZkSessionExpiryFault):
-            if not self.cluster.zookeeper_mode:
-                out.append(("kind", f"Kafka {self.cluster.kafka} runs in KRaft mode: brokers have no ZooKeeper session"))
-            elif target not in brokers + self.coordinator_instances() and target != COORDINATOR:
-                out.append(("target", f"ZooKeeper sessions expire for brokers and coordinator instances here, "
-                                      f"not {target!r}"))
-        elif isinstance(f, PollStallFault) and target not in members:
-            out.append(("target", f"a poll stall needs a consumer, not {target!r}"))
-        elif isinstance(f, RollingRestartFault) and isinstance(f.targets, list):
-            unknown = [t for t in f.targets if t not in targets or t == COORDINATOR]
-            if unknown:
-                out.append(("targets", f"no process {', '.join(map(repr, unknown))} in this scenario"))
-        elif isinstance(f, (AddPartitionsFault, CreateTopicFault)):
-            exists = f.topic in topics
-            if isinstance(f, AddPartitionsFault) and not exists:
-                out.append(("topic", f"topic {f.topic!r} is not declared under topics"))
-            elif isinstance(f, AddPartitionsFault):
-                current = next(t.partitions for t in self.topics if t.name == f.topic)
-                if f.partitions <= current:
-                    out.append(("partitions", f"{f.partitions} is not more than the {current} partitions {f.topic} has"))
-            elif exists:
-                out.append(("topic", f"topic {f.topic!r} already exists"))
+    def _fault_facts(self) -> ScenarioFacts:
+        """What a fault entry is checked against, before any fault has run."""
+        return ScenarioFacts(
+            targets=tuple(self.fault_targets()), members=tuple(self.member_slots()),
+            brokers=tuple(f"broker-{i}" for i in range(1, self.cluster.brokers + 1)),
+            coordinator_instances=tuple(self.coordinator_instances()), kafka=self.cluster.kafka,
+            zookeeper=self.cluster.zookeeper_mode, driver=self.workload.driver,
+            topics={t.name: t.partitions for t in self.topics})
+
+    def _fault_problems(self, f: FaultSpec, facts: ScenarioFacts) -> list[tuple[str, str]]:
+        """(key, reason) for one fault, whatever its kind."""
+        out = f.problems(facts)
         if f.at_s >= self.duration_s:
             out.append(("at_s", f"{f.at_s}s is not within duration_s ({self.duration_s}s)"))
         return out
 
-    def _random_problems(self, members: list[str], targets: list[str]) -> list[str]:
+    def _random_problems(self, facts: ScenarioFacts) -> list[str]:
         r = self.random_faults
         end = r.end_s if r.end_s is not None else self.duration_s - 5
         out = []
@@ -517,41 +365,34 @@ class Scenario(_Strict):
             out.append(f"end_s: the window {r.start_s}s..{end}s must be non-empty and within duration_s ({self.duration_s}s)")
         if r.duration_s[0] > r.duration_s[1]:
             out.append(f"duration_s: [{r.duration_s[0]}, {r.duration_s[1]}] is not a [min, max] range")
-        unknown = [t for t in r.targets or [] if t not in targets or t == COORDINATOR]
+        unknown = [t for t in r.targets or [] if t not in facts.targets or t == COORDINATOR]
         if unknown:
             out.append(f"targets: no process {', '.join(map(repr, unknown))} in this scenario")
-        if "poll-stall" in r.kinds and any(t not in members for t in r.targets or []):
-            out.append("kinds: poll-stall needs consumer targets only")
+        drawing = Drawing(members=facts.members, zookeeper=facts.zookeeper)
+        for kind in dict.fromkeys(r.kinds):
+            spec = catalogue.SPECS[kind]
+            if not all(spec.drawable_for(t, drawing) for t in r.targets or []):
+                out.append(f"kinds: {kind} needs {spec.draw_targets} only")
         # Whatever the seed, every fault the draw can give a target must be one the run can inject.
         for target in dict.fromkeys(t for t in r.targets or [] if t not in unknown):
-            for probe in self._random_shapes(target, members):
+            for probe in self._random_shapes(target, drawing):
                 out += [f"targets: a drawn {probe.kind} fault on {target}: {reason}"
-                        for key, reason in self._fault_problems(probe, set(), members, targets) if key != "at_s"]
+                        for key, reason in self._fault_problems(probe, facts) if key != "at_s"]
         return list(dict.fromkeys(out))
 
-    def _random_shapes(self, target: str, members: list[str]) -> list:
+    def _random_shapes(self, target: str, drawing: Drawing) -> list[FaultSpec]:
         """One fault of each shape faults.random_schedule.draw can give ``target``."""
-        from faults.random_schedule import network_links
-
-        shapes = []
-        for kind in dict.fromkeys(self.random_faults.kinds):
-            if kind == "poll-stall" and target not in members:
-                continue  # the draw gives poll stalls to consumers only
-            links = network_links(target, members, self.cluster.zookeeper_mode) if kind == "network" else [None]
-            for link in links:
-                fields = {"duration_s": 1.0} if kind != "crash" else {}
-                shapes.append(_FAULT.validate_python(
-                    {"kind": kind, "target": target, "at_s": 0.0, **fields, **({"link": link} if link else {})}))
-        return shapes
+        return [_FAULT.validate_python({"kind": kind, "target": target, "at_s": 0.0, **options})
+                for kind in dict.fromkeys(self.random_faults.kinds)
+                if catalogue.SPECS[kind].drawable_for(target, drawing)
+                for options in catalogue.SPECS[kind].draw_shapes(target, drawing)]
 
     def schedule(self) -> list[dict]:
         """Every fault of the run in time order, the seeded random ones expanded, with ids."""
-        from faults.random_schedule import draw
-
         faults = [f.model_dump() for f in self.faults]
         if self.random_faults:
             # Through the model: drawn faults carry every field, defaults included, as written ones do.
-            drawn = draw(self.random_faults.model_dump(), seed=self.seed, duration_s=self.duration_s,
+            drawn = random_schedule.draw(self.random_faults.model_dump(), seed=self.seed, duration_s=self.duration_s,
                          consumers=self.workload.member_names(), zookeeper=self.cluster.zookeeper_mode)
             faults += [_FAULT.validate_python(f).model_dump() for f in drawn]
         faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from faults import network
+from faults.base import COORDINATOR
 from harness.cluster.config import BROKER_ZK_SESSION_TIMEOUT_MS
 from harness.cluster.local import LocalCluster, TopicSpec
 from harness.errors import ClusterError
@@ -12,10 +14,7 @@ from harness.history import HistoryWriter
 from harness.observe import ObserverStatus
 from harness.processes import Supervisor
 from harness.workload import WorkloadProcesses
-
-
-def _number(name: str) -> int:
-    return int(name.rsplit("-", 1)[1])
+from oracle import vocabulary as ev
 
 
 class RunTargets:
@@ -30,7 +29,7 @@ class RunTargets:
     def resolve(self, name: str) -> str:
         """``coordinator`` is what coordinates the group right now: the project's coordinator
         leader (as its instances say), else the broker the observer last saw coordinating."""
-        if name != "coordinator":
+        if name != COORDINATOR:
             return name
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
@@ -75,22 +74,7 @@ class RunTargets:
         return self.cluster.toxiproxy
 
     def proxies(self, target: str, link: str) -> list[str]:
-        net = self.cluster.network
-        link = self.resolve(link)
-        if target.startswith("coordinator-"):  # the project's coordinator instance
-            return net.coordinator_zookeeper_proxies(target) if link == "zookeeper" else net.coordinator_client_proxies(target)
-        if target.startswith("consumer-"):
-            if link == "zookeeper":
-                return net.lane_zookeeper_proxies(_number(target))
-            if link.startswith("coordinator-"):
-                return net.lane_coordinator_proxies(_number(target), link)
-            return net.lane_proxies(_number(target), None if link == "brokers" else _number(link))
-        broker = _number(target)
-        if link == "zookeeper":
-            return net.zookeeper_proxies(broker)
-        if link == "clients":
-            return net.client_proxies(broker)
-        return net.inter_broker_proxies(broker, None if link == "brokers" else _number(link))
+        return network.proxies(self.cluster.network, target, self.resolve(link))
 
     # --- ZooKeeper ----------------------------------------------------------------------
 
@@ -118,8 +102,8 @@ class RunTargets:
 
     def add_partitions(self, topic: str, total: int) -> None:
         self.cluster.add_partitions(topic, total)
-        self.history.emit("partitions_added", topic=topic, partitions=total, subscribed=self.subscribes(topic))
+        self.history.emit(ev.PARTITIONS_ADDED, topic=topic, partitions=total, subscribed=self.subscribes(topic))
 
     def create_topic(self, topic: str, partitions: int) -> None:
         self.cluster.create_topics([TopicSpec(topic, partitions)])
-        self.history.emit("topic_created", topic=topic, partitions=partitions, subscribed=self.subscribes(topic))
+        self.history.emit(ev.TOPIC_CREATED, topic=topic, partitions=partitions, subscribed=self.subscribes(topic))

@@ -24,15 +24,6 @@ from workloads.consumer import ConsumerSpec
 from workloads.producer import ProducerSpec
 
 
-def driver_module(protocol: str, driver: str) -> str:
-    """The module that runs one member: every driver writes the same history events."""
-    if protocol == "zk-eager":
-        return "workloads.zk_eager"
-    if protocol.startswith("coordinator-"):
-        return "workloads.coordinated"
-    return "workloads.verifiable" if driver == "java" else "workloads.consumer"
-
-
 class WorkloadProcesses:
     def __init__(self, scenario: Scenario, run_dir: Path, cluster: LocalCluster, supervisor: Supervisor):
         self.scenario = scenario
@@ -64,7 +55,7 @@ class WorkloadProcesses:
         w = self.scenario.workload
         lane = int(name.rsplit("-", 1)[1])
         self.incarnations[name] = self.incarnations.get(name, 0) + 1
-        self._launch(name, "consumer", driver_module(w.protocol, w.driver), ConsumerSpec(
+        self._launch(name, "consumer", w.generation.drivers[w.driver], ConsumerSpec(
             member=name, incarnation=self.incarnations[name], history=self.history,
             bootstrap_servers=self.cluster.lane_bootstrap_servers(lane), group=w.group,
             topics=[w.topic_pattern] if w.topic_pattern else self.scenario.consumed_topics,
@@ -74,7 +65,7 @@ class WorkloadProcesses:
             control_file=str(self.run_dir / "control" / f"{name}.json"), metadata_refresh_ms=w.metadata_refresh_ms,
             kafka_line=self.scenario.cluster.kafka,
             zookeeper_connect=self.cluster.network.lane_zookeeper_connect(lane) if self.cluster.zookeeper_connect else None,
-            zk_eager=w.zk_eager.model_dump() if w.protocol == "zk-eager" else None,
+            zk_eager=w.zk_eager.model_dump() if w.generation.group_home == "zookeeper" else None,
             session_file=str(self.run_dir / "control" / f"{name}.zk-session.json"),
             coordinators=self.cluster.network.lane_coordinators(lane) or None,
             test_hooks=self.test_hooks_of(name)))

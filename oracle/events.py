@@ -1,11 +1,11 @@
 """The history's vocabulary as the oracle reads it: per event, the fields it uses and their types.
 
-docs/history.md is the format; this is the part of it a verdict depends on, checked
-line by line when a history is loaded, so a damaged or hand-edited file is refused
-with its line and field instead of surfacing as a traceback deep inside a check.
-Events the oracle does not read, and fields it does not read, are not checked: the
-format may grow, and other tools' histories carry more. A check that starts reading
-a field adds it here.
+docs/history.md is the format (its names: oracle/vocabulary.py); this is the part of
+it a verdict depends on, checked line by line when a history is loaded, so a damaged
+or hand-edited file is refused with its line and field instead of surfacing as a
+traceback deep inside a check. Fields the oracle does not read are not checked, nor
+events the format does not name: the format may grow, and other tools' histories
+carry more. A check that starts reading a field adds it here.
 
 It runs over every line of million-line histories: a table of allowed types and
 bounds per field, compiled into one plain-Python test per event (`compile_record`).
@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any, Callable, NamedTuple
+
+from . import vocabulary as ev
 
 MAX_PARTITION = 2**31 - 1  # Kafka's partition ids are int32
 MAX_OFFSET = 2**63 - 1  # and offsets int64
@@ -96,64 +98,108 @@ def _check_options(d: dict) -> str | None:
     return None
 
 
-TOPIC_PARTITION = Record((STR("topic"), PARTITION("partition")), ("topic", "partition"))
-RANGE = Record((STR("topic"), PARTITION("partition"), OFFSET("min_offset"), OFFSET("max_offset")),
-               ("topic", "partition", "min_offset", "max_offset"), _min_le_max)
+TOPIC_PARTITION = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION)), (ev.TOPIC, ev.PARTITION))
+RANGE = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.MIN_OFFSET), OFFSET(ev.MAX_OFFSET)),
+               (ev.TOPIC, ev.PARTITION, ev.MIN_OFFSET, ev.MAX_OFFSET), _min_le_max)
 RANGES = list_of(RANGE, "offset ranges")
 PARTITIONS = list_of(TOPIC_PARTITION, "partitions")
-OFFSETS = list_of(Record((STR("topic"), PARTITION("partition"), OFFSET("offset")), ("topic", "partition", "offset")),
-                  "committed offsets")
-LAG = list_of(Record((STR("topic"), PARTITION("partition"), OPT_OFFSET("committed"), OPT_OFFSET("high_watermark"),
-                      OPT_INT("lag")), ("topic", "partition")), "partition lags")
-TOPICS = list_of(Record((STR("topic"), PARTITION_COUNT("partitions")), ("topic", "partitions")), "topics")
+OFFSETS = list_of(Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.OFFSET)),
+                         (ev.TOPIC, ev.PARTITION, ev.OFFSET)), "committed offsets")
+LAG = list_of(Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OPT_OFFSET("committed"), OPT_OFFSET("high_watermark"),
+                      OPT_INT("lag")), (ev.TOPIC, ev.PARTITION)), "partition lags")
+TOPICS = list_of(Record((STR(ev.TOPIC), PARTITION_COUNT("partitions")), (ev.TOPIC, "partitions")), "topics")
 MEMBER_IDS = list_of(STR("member id"), "member ids")
+# A version newer than this reader's is refused first, in words of its own (`newer_format`).
+VERSION = _f((int, _NONE), "a format version ≥ 1, or null", (1, ev.FORMAT_VERSION))
 
 # Fields of every event (docs/history.md), and of every consumer event.
-ENVELOPE = (STR("name"), NUMBER("mono_ms"), STR("source"), OPT_NUMBER("ts"),
-            INT("seq"),  # part of the sort key: never null
-            OPT_STR("member"), INCARNATION("incarnation"), OPT_STR("member_id"), OPT_INT("generation"))
-ENVELOPE_REQUIRED = ("name", "mono_ms", "source")
+ENVELOPE = (STR(ev.NAME), NUMBER(ev.MONO_MS), STR(ev.SOURCE), OPT_NUMBER(ev.TS),
+            INT(ev.SEQ),  # part of the sort key: never null
+            OPT_STR(ev.MEMBER), INCARNATION(ev.INCARNATION), OPT_STR(ev.MEMBER_ID), OPT_INT(ev.GENERATION))
+ENVELOPE_REQUIRED = (ev.NAME, ev.MONO_MS, ev.SOURCE)
 
 _GROUP = (OPT_STR("group"),)
 _FAULT = (OPT_STR("fault_id"), OPT_STR("kind"), OPT_STR("target"))
 _PARTITIONS = (PARTITIONS("partitions"), OPT_BOOL("incremental"))
+_ENVELOPE_ONLY = ((), (), None)
 
 # Event name -> (its fields the oracle reads, the ones it cannot do without, a check across fields).
+# Every event of the format is here; of one the oracle does not read, only the envelope is checked.
 EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str | None] | None]] = {
-    "run_started": ((OPT_STR("run_id"), OPT_STR("scenario"), OPT_INT("seed"), TOPICS("topics"),
-                     OPT_STR("topic_pattern"), *_GROUP, OPT_STR("protocol"), OPT_STR("assignor")), (), _check_options),
-    "run_finished": ((OPT_STR("outcome"), OPT_STR("error")), (), None),
-    "phase": ((OPT_STR("phase"), OPT_STR("reason")), (), None),
-    "process_started": ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid")), (), None),
-    "process_exited": ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid"), OPT_INT("returncode")), (), None),
-    "partitions_added": ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
-                         ("topic", "partitions"), None),
-    "topic_created": ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
-                      ("topic", "partitions"), None),
-    "lag_sampled": ((*_GROUP, LAG("partitions")), (), None),
-    "records_acked": ((RANGES("ranges"),), (), None),
-    "consumer_started": ((*_GROUP, OPT_INT("pid"), OPT_STR("protocol"), OPT_STR("assignor"),
-                          OPT_STR("group_instance_id"), OPT_STR("commit_mode"), OPT_NUMBER("session_timeout_ms"),
-                          OPT_NUMBER("max_poll_interval_ms")), (), None),
-    "consumer_stopped": ((OPT_STR("reason"),), (), None),
-    "subscription_changed": ((), ("topics",), _topic_counts),
-    "group_joined": ((OPT_STR("leader_id"), OPT_BOOL("is_leader"), OPT_STR("protocol_name"), MEMBER_IDS("members")),
-                     ("generation",), None),
-    "partitions_assigned": (_PARTITIONS, (), None),
-    "partitions_revoked": (_PARTITIONS, (), None),
-    "partitions_lost": (_PARTITIONS, (), None),
-    "records_consumed": ((RANGES("ranges"),), (), None),
-    "offsets_committed": ((OFFSETS("offsets"), OPT_BOOL("success"), OPT_STR("error"), OPT_INT("error_code"),
-                           OPT_STR("trigger"), OPT_NUMBER("started_mono_ms")), (), None),
-    "fault_started": ((*_FAULT, OPT_OBJECT("params")), (), None),
-    "fault_healed": ((*_FAULT, OPT_STR("how")), (), None),
-    "coordinator_preparing_rebalance": ((*_GROUP, OPT_INT("old_generation"), OPT_STR("reason")), (), None),
-    "coordinator_stabilized": ((*_GROUP, OPT_INT("members")), (), None),
-    "coordinator_target_assignment": (_GROUP, (), None),
-    "coordinator_assignment_received": ((*_GROUP, OPT_STR("leader_id")), (), None),
-    "coordinator_member_removed": ((*_GROUP, OPT_STR("reason")), (), None),
-    "coordinator_group_empty": (_GROUP, (), None),
+    ev.RUN_STARTED: ((OPT_STR("run_id"), OPT_STR("scenario"), OPT_INT("seed"), TOPICS("topics"),
+                      OPT_STR("topic_pattern"), *_GROUP, OPT_STR("protocol"), OPT_STR("assignor"),
+                      VERSION("format_version")), (), _check_options),
+    ev.PHASE: ((OPT_STR("phase"), OPT_STR("reason")), (), None),
+    ev.PROCESS_STARTED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid")), (), None),
+    ev.PROCESS_EXITED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid"), OPT_INT("returncode")), (), None),
+    ev.PARTITIONS_ADDED: ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
+                          ("topic", "partitions"), None),
+    ev.TOPIC_CREATED: ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
+                       ("topic", "partitions"), None),
+    ev.HEAL_CHECKED: _ENVELOPE_ONLY,
+    ev.RUN_FINISHED: ((OPT_STR("outcome"), OPT_STR("error")), (), None),
+    ev.LAG_SAMPLED: ((*_GROUP, LAG("partitions")), (), None),
+    ev.GROUP_DESCRIBED: _ENVELOPE_ONLY,
+    ev.PRODUCER_STARTED: _ENVELOPE_ONLY,
+    ev.PRODUCER_STOPPED: _ENVELOPE_ONLY,
+    ev.RECORDS_ACKED: ((RANGES(ev.RANGES),), (), None),
+    ev.PRODUCE_FAILED: _ENVELOPE_ONLY,
+    ev.CONSUMER_STARTED: ((*_GROUP, OPT_INT("pid"), OPT_STR("protocol"), OPT_STR("assignor"),
+                           OPT_STR("group_instance_id"), OPT_STR("commit_mode"), OPT_NUMBER("session_timeout_ms"),
+                           OPT_NUMBER("max_poll_interval_ms")), (), None),
+    ev.SUBSCRIPTION_CHANGED: ((), ("topics",), _topic_counts),
+    ev.GROUP_JOIN_SENT: _ENVELOPE_ONLY,
+    ev.GROUP_JOINED: ((OPT_STR("leader_id"), OPT_BOOL("is_leader"), OPT_STR("protocol_name"),
+                       MEMBER_IDS("members")), (ev.GENERATION,), None),
+    ev.GROUP_JOIN_FAILED: _ENVELOPE_ONLY,
+    ev.GROUP_SYNCED: _ENVELOPE_ONLY,
+    ev.GROUP_SYNC_FAILED: _ENVELOPE_ONLY,
+    ev.HEARTBEAT_FAILED: _ENVELOPE_ONLY,
+    ev.REBALANCE_STARTED: _ENVELOPE_ONLY,
+    ev.PARTITIONS_ASSIGNED: (_PARTITIONS, (), None),
+    ev.PARTITIONS_REVOKED: (_PARTITIONS, (), None),
+    ev.PARTITIONS_LOST: (_PARTITIONS, (), None),
+    ev.RECORDS_CONSUMED: ((RANGES(ev.RANGES),), (), None),
+    ev.OFFSETS_COMMITTED: ((OFFSETS(ev.OFFSETS), OPT_BOOL("success"), OPT_STR("error"), OPT_INT("error_code"),
+                            OPT_STR("trigger"), OPT_NUMBER("started_mono_ms")), (), None),
+    ev.CONSUMER_ERROR: _ENVELOPE_ONLY,
+    ev.POLL_STALL_STARTED: _ENVELOPE_ONLY,
+    ev.POLL_STALL_ENDED: _ENVELOPE_ONLY,
+    ev.CLIENT_LOG: _ENVELOPE_ONLY,
+    ev.REBALANCE_FAILED: _ENVELOPE_ONLY,
+    ev.CONSUMER_STOPPED: ((OPT_STR("reason"),), (), None),
+    ev.TEST_HOOK_ARMED: _ENVELOPE_ONLY,
+    ev.TEST_HOOK_FIRED: _ENVELOPE_ONLY,
+    ev.COORDINATOR_FOUND: _ENVELOPE_ONLY,
+    ev.COORDINATOR_LOST: _ENVELOPE_ONLY,
+    ev.FAULT_STARTED: ((*_FAULT, OPT_OBJECT("params")), (), None),
+    ev.FAULT_HEALED: ((*_FAULT, OPT_STR("how")), (), None),
+    ev.FAULT_FAILED: _ENVELOPE_ONLY,
+    ev.FAULT_HEAL_FAILED: _ENVELOPE_ONLY,
+    ev.COORDINATOR_PREPARING_REBALANCE: ((*_GROUP, OPT_INT("old_generation"), OPT_STR("reason")), (), None),
+    ev.COORDINATOR_STABILIZED: ((*_GROUP, OPT_INT("members")), (), None),
+    ev.COORDINATOR_TARGET_ASSIGNMENT: (_GROUP, (), None),
+    ev.COORDINATOR_ASSIGNMENT_RECEIVED: ((*_GROUP, OPT_STR("leader_id")), (), None),
+    ev.COORDINATOR_MEMBER_JOINED: _ENVELOPE_ONLY,
+    ev.COORDINATOR_MEMBER_REMOVED: ((*_GROUP, OPT_STR("reason")), (), None),
+    ev.COORDINATOR_GROUP_EMPTY: (_GROUP, (), None),
+    ev.COORDINATOR_STARTED: _ENVELOPE_ONLY,
+    ev.COORDINATOR_STOPPED: _ENVELOPE_ONLY,
+    ev.COORDINATOR_ZOOKEEPER_STATE: _ENVELOPE_ONLY,
+    ev.COORDINATOR_ELECTED: _ENVELOPE_ONLY,
+    ev.COORDINATOR_RESIGNED: _ENVELOPE_ONLY,
+    ev.COORDINATOR_STATE_CHANGED: _ENVELOPE_ONLY,
 }
+
+
+def newer_format(event: dict) -> str | None:
+    """Why a run_started cannot be read by this oracle: a newer rebalance-lab wrote it (None if not).
+    Said before any field is looked at: a newer format may have changed them."""
+    version = event.get("format_version") if event.get(ev.NAME) == ev.RUN_STARTED else None
+    if type(version) is int and version > ev.FORMAT_VERSION:
+        return (f"written by a newer rebalance-lab: format version {version}, "
+                f"this reader knows up to {ev.FORMAT_VERSION}")
+    return None
 
 def compile_record(shape: Record) -> Callable[[Any], bool]:
     """The record's yes/no test as straight-line Python: every line of a history goes through one,
@@ -238,6 +284,9 @@ def problem(event: Any) -> str | None:
         return None
     if type(event) is not dict:
         return f"expected an event (a JSON object), got {shown(event)}"
+    newer = newer_format(event)
+    if newer:
+        return newer
     path, reason = explain(event, _RECORDS.get(name, _ANY_EVENT) if type(name) is str else _ANY_EVENT) or (
         "", "not an event")
     return f"{name if type(name) is str else 'event'}{path}: {reason}"

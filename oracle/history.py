@@ -21,14 +21,13 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 import orjson
 
+from . import vocabulary as ev
 from .events import problem
 from .offsets import OffsetSet
+from .protocols import INCREMENTAL_PROTOCOLS
 
 Event = dict[str, Any]
 T = TypeVar("T")
-
-# Protocols whose rebalance callbacks carry deltas (KIP-429 / KIP-848).
-INCREMENTAL_PROTOCOLS = frozenset({"classic-cooperative", "consumer"})
 
 
 def sort_key(event: Event) -> tuple:
@@ -199,7 +198,7 @@ class Commit(NamedTuple):
 
 # The events a long history is mostly made of (one per poll batch, per commit, per producer
 # flush) and the list of objects each carries.
-_NESTED = {"records_consumed": "ranges", "records_acked": "ranges", "offsets_committed": "offsets"}
+_NESTED = {ev.RECORDS_CONSUMED: ev.RANGES, ev.RECORDS_ACKED: ev.RANGES, ev.OFFSETS_COMMITTED: ev.OFFSETS}
 
 
 class _Shape:
@@ -324,8 +323,8 @@ class CompactEvent(Mapping):
 
 
 # Who wrote an event and when: what every record and commit is stamped with.
-_HEAD = ("member", "source", "incarnation", "ts", "mono_ms")
-_RANGE = ("topic", "partition", "min_offset", "max_offset")
+_HEAD = (ev.MEMBER, ev.SOURCE, ev.INCARNATION, ev.TS, ev.MONO_MS)
+_RANGE = (ev.TOPIC, ev.PARTITION, ev.MIN_OFFSET, ev.MAX_OFFSET)
 
 
 def _pick(event: Event, keys: tuple[str, ...]) -> tuple:
@@ -403,7 +402,7 @@ class History:
             self._by_name[e["name"]].append(e)
         self._memo: dict[str, Any] = {}
 
-        self.run: Event = self.first("run_started") or {}
+        self.run: Event = self.first(ev.RUN_STARTED) or {}
         self.protocol: str | None = self.run.get("protocol")
         self.assignor: str | None = self.run.get("assignor")
         self.group: str | None = self.run.get("group")
@@ -414,7 +413,7 @@ class History:
         self._tps: dict[tuple, TopicPartition] = {}
         self._slots: dict[tuple, MemberSlot] = {}
         acked = defaultdict(list)
-        for e in self.named("records_acked"):
+        for e in self.named(ev.RECORDS_ACKED):
             for tp, lo, hi in self.ranges_of(e):
                 acked[tp].append((lo, hi))
         self.acked: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in acked.items()}
@@ -439,7 +438,7 @@ class History:
         if not declared:
             return {}
         first_assigned: dict[TopicPartition, float] = {}
-        for e in self.named("partitions_assigned"):
+        for e in self.named(ev.PARTITIONS_ASSIGNED):
             for p in e.get("partitions") or ():
                 first_assigned.setdefault(TopicPartition.of(p), e["mono_ms"])
         return {tp: first_assigned.get(tp, float("inf")) for tp in self.partitions if tp not in declared}
@@ -450,12 +449,12 @@ class History:
         Python-level constructors."""
         consumed, by_tp, everything, new = defaultdict(list), self._consumptions_by_tp, self.consumptions, tuple.__new__
         tps = self._tps
-        for e in self.named("records_consumed"):
+        for e in self.named(ev.RECORDS_CONSUMED):
             slot = None  # who and when: the same for each of the event's ranges
-            for topic, partition, lo, hi in _fields(e, "ranges", _RANGE):
+            for topic, partition, lo, hi in _fields(e, ev.RANGES, _RANGE):
                 tp, lo, hi = tps.get((topic, partition)) or self._tp(topic, partition), int(lo), int(hi)
                 if slot is None:
-                    member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + ("generation",))
+                    member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + (ev.GENERATION,))
                     slot, at = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms))
                 consumed[tp].append((lo, hi))
                 c = new(Consumption, (slot, tp, lo, hi, at, generation))
@@ -466,12 +465,12 @@ class History:
     def _index_commits(self) -> list[Commit]:
         """One Commit per partition of every `offsets_committed`, in the order they were sent."""
         commits, tps, new = [], self._tps, tuple.__new__
-        for e in self.named("offsets_committed"):
+        for e in self.named(ev.OFFSETS_COMMITTED):
             slot = None
-            for topic, partition, offset in _fields(e, "offsets", ("topic", "partition", "offset")):
+            for topic, partition, offset in _fields(e, ev.OFFSETS, (ev.TOPIC, ev.PARTITION, ev.OFFSET)):
                 if slot is None:
                     member, source, incarnation, ts, mono_ms, generation, success, error, trigger, sent_ms = _pick(
-                        e, _HEAD + ("generation", "success", "error", "trigger", "started_mono_ms"))
+                        e, _HEAD + (ev.GENERATION, "success", "error", "trigger", "started_mono_ms"))
                     slot, at, success = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms)), bool(success)
                     # librdkafka's auto commits come without the instant their request left (null):
                     # the answer is the latest it can have left.
@@ -506,7 +505,7 @@ class History:
     def ranges_of(self, event: Event) -> Iterator[tuple[TopicPartition, int, int]]:
         """An event's offset ranges (`records_acked`, `records_consumed`): partition, first, last."""
         tps = self._tps
-        for topic, partition, lo, hi in _fields(event, "ranges", _RANGE):
+        for topic, partition, lo, hi in _fields(event, ev.RANGES, _RANGE):
             yield tps.get((topic, partition)) or self._tp(topic, partition), int(lo), int(hi)
 
     # -- lookups -----------------------------------------------------------
@@ -555,12 +554,12 @@ class History:
     @property
     def done(self) -> Event | None:
         """The `phase: done` event: the run got through recovery and drain."""
-        return self.first("phase", phase="done")
+        return self.first(ev.PHASE, phase="done")
 
     @property
     def incremental(self) -> bool:
         return self.protocol in INCREMENTAL_PROTOCOLS or self.memo("incremental", lambda: any(
-            e.get("incremental") for e in self.named("partitions_assigned", "partitions_revoked")))
+            e.get("incremental") for e in self.named(ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED)))
 
     def known_offsets(self, tp: TopicPartition) -> OffsetSet:
         """Offsets we know exist in the log: acknowledged or seen by a consumer.
@@ -621,12 +620,12 @@ class History:
                     for t in self.run.get("topics") or () for p in range(int(t["partitions"]))]
         if declared:
             counts = {t["topic"]: int(t["partitions"]) for t in self.run.get("topics") or ()}
-            for e in self.named("partitions_added", "topic_created"):
+            for e in self.named(ev.PARTITIONS_ADDED, ev.TOPIC_CREATED):
                 if e.get("subscribed", True):
                     counts[e["topic"]] = max(counts.get(e["topic"], 0), int(e["partitions"]))
             return sorted(TopicPartition(t, p) for t, n in counts.items() for p in range(n))
         # No run_started (e.g. a converted VerifiableConsumer log): the partitions anyone touched.
         seen = set(self.acked) | set(self.consumed) | {c.tp for c in self.commits}
-        for e in self.named("partitions_assigned"):
+        for e in self.named(ev.PARTITIONS_ASSIGNED):
             seen.update(TopicPartition.of(p) for p in e.get("partitions") or ())
         return sorted(seen)

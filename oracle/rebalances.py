@@ -31,6 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import vocabulary as ev
 from .history import Event, History, Instant, MemberSlot, TopicPartition
 from .ownership import Ownership, ownership_of
 
@@ -124,7 +125,7 @@ def run_rebalances(history: History) -> list[Rebalance]:
 def teardown_from(history: History) -> float:
     """When the run was over and the harness began taking the group apart: `phase: done`,
     else its teardown (`heal_checked`, written before members are stopped), else never."""
-    marks = [e["mono_ms"] for e in (history.done, history.first("heal_checked")) if e]
+    marks = [e["mono_ms"] for e in (history.done, history.first(ev.HEAL_CHECKED)) if e]
     return min(marks, default=math.inf)
 
 
@@ -164,19 +165,19 @@ class _Measurement:
     def __init__(self, history: History):
         self.history = history
         self.ownership: Ownership = ownership_of(history)
-        self.joined = _first_per_slot(history.named("group_joined"))
-        self.synced = _first_per_slot(history.named("group_synced"))
-        self.assigned = _first_per_slot(history.named("partitions_assigned"))
+        self.joined = _first_per_slot(history.named(ev.GROUP_JOINED))
+        self.synced = _first_per_slot(history.named(ev.GROUP_SYNCED))
+        self.assigned = _first_per_slot(history.named(ev.PARTITIONS_ASSIGNED))
         self.join_sent = self._join_sent_by_generation()
         self.preparing = _first_per_generation(
-            history.coordinator_events("coordinator_preparing_rebalance"), "old_generation")
+            history.coordinator_events(ev.COORDINATOR_PREPARING_REBALANCE), "old_generation")
         # The broker's end of a rebalance: "Stabilized group" (classic), or for KIP-848 groups
         # the target assignment it computed (members reconcile towards it afterwards).
         self.stabilized = _first_per_generation(
-            history.coordinator_events("coordinator_stabilized")
-            + history.coordinator_events("coordinator_target_assignment"), "generation")
+            history.coordinator_events(ev.COORDINATOR_STABILIZED)
+            + history.coordinator_events(ev.COORDINATOR_TARGET_ASSIGNMENT), "generation")
         self.teardown_from = teardown_from(history)
-        releases = history.named("partitions_revoked", "partitions_lost")  # in time order
+        releases = history.named(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST)  # in time order
         self.releases = ([e["mono_ms"] for e in releases], releases)
         self.handovers = self._handovers()
 
@@ -185,9 +186,9 @@ class _Measurement:
         join phase starts at the first of them (retries, MEMBER_ID_REQUIRED)."""
         pending: dict[MemberSlot, Event] = {}
         out: dict[int, dict[MemberSlot, Event]] = defaultdict(dict)
-        for e in self.history.named("group_join_sent", "group_joined"):
+        for e in self.history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED):
             slot = MemberSlot.of(e)
-            if e["name"] == "group_join_sent":
+            if e["name"] == ev.GROUP_JOIN_SENT:
                 pending.setdefault(slot, e)
             elif slot in pending and e.get("generation") is not None:
                 out[e["generation"]].setdefault(slot, pending.pop(slot))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
+from . import vocabulary as ev
 from .anomalies import Anomaly, CheckResult
 from .checks import CHECK_NAMES, CHECKS
 from .checks.duplicates import DuplicateReport, redeliveries_of
@@ -222,7 +223,7 @@ def _measured(failed: dict[str, CheckResult], name: str, measure: Callable[[Hist
 
 def _stats(history: History) -> dict[str, Any]:
     ok, failed = history.commit_outcomes()
-    finished = history.last("run_finished") or {}
+    finished = history.last(ev.RUN_FINISHED) or {}
     return {
         "run_id": history.run.get("run_id"),
         "scenario": history.run.get("scenario"),

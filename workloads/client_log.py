@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from harness.history import now
+from oracle import vocabulary as ev
 
 # librdkafka's rd_kafka_log_print(): "%%%i|%u.%03u|%s|%s| %s\n"
 _LINE = re.compile(r"%(?P<level>[0-7])\|(?P<s>\d+)\.(?P<ms>\d{3})\|(?P<fac>[^|]*)\|(?P<client>[^|]*)\| (?P<msg>.*)")
@@ -169,6 +170,8 @@ class StderrTap:
                 self._handle(raw)
 
     def _handle(self, raw: bytes) -> None:
+        if raw.startswith(b"%7|") and b"|DUMP" in raw[:48]:
+            return  # librdkafka's debug dumps of assignments (most of `cgrp`'s lines per commit): nobody reads them
         line = parse_line(raw.decode("utf-8", "replace"))
         if line is None:
             self._forward(raw + b"\n")
@@ -194,7 +197,7 @@ class WarningsToHistory(logging.Handler):
         self._emit = emit
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._emit("client_log", level=record.levelname, message=record.getMessage()[:500])
+        self._emit(ev.CLIENT_LOG, level=record.levelname, message=record.getMessage()[:500])
 
 
 def warnings_logger(name: str, emit: Callable[..., None]) -> logging.Logger:

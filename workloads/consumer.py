@@ -32,6 +32,7 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, To
 
 from harness.child import read_spec, stop_on_signals
 from harness.history import HistoryWriter, now, offset_ranges, tp
+from oracle import vocabulary as ev
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
 
 EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
@@ -144,30 +145,30 @@ class GroupLogReader:
         elif "effective subscription list changed" in msg and (s := _SUBSCRIPTION.search(msg)):
             self.subscription, self.subscription_lines_due = {}, int(s["count"])
             if not self.subscription_lines_due:
-                self.emit("subscription_changed", topics={})
+                self.emit(ev.SUBSCRIPTION_CHANGED, topics={})
         elif "ConsumerGroupHeartbeat" in msg or "Target assignment acked" in msg:
             self._kip848(msg)
         elif "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
             if int(j["gen"]) >= 0 and j["err"] == "(no error)":
                 m.generation, m.member_id = int(j["gen"]), j["member"]
-                self.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=j["leader"],
+                self.emit(ev.GROUP_JOINED, generation=m.generation, member_id=m.member_id, leader_id=j["leader"],
                           is_leader=bool(j["me"]), protocol_name=j["proto"])
             else:
-                self.emit("group_join_failed", error=j["err"])
+                self.emit(ev.GROUP_JOIN_FAILED, error=j["err"])
         elif "Joining group" in msg and _JOIN_SENT.search(msg):
-            self.emit("group_join_sent")
+            self.emit(ev.GROUP_JOIN_SENT)
             m.join_sent()
         elif "SyncGroup response:" in msg and (s := _SYNCED.search(msg)):
             if s["result"].startswith("Success"):
-                self.emit("group_synced")
+                self.emit(ev.GROUP_SYNCED)
             else:
-                self.emit("group_sync_failed", error=s["result"])
+                self.emit(ev.GROUP_SYNC_FAILED, error=s["result"])
         elif "heartbeat error response" in msg and (h := _HB_ERROR.search(msg)):
-            self.emit("heartbeat_failed", error=h["err"])
+            self.emit(ev.HEARTBEAT_FAILED, error=h["err"])
         elif (r := _REBALANCING.search(msg)) and "unsubscribe" not in msg:
-            self.emit("rebalance_started", reason=r["reason"].strip(), rebalance_protocol=r["kind"])
+            self.emit(ev.REBALANCE_STARTED, reason=r["reason"].strip(), rebalance_protocol=r["kind"])
         elif line.level <= WARNING:
-            self.emit("client_log", level=line.level_name, message=msg[:500])
+            self.emit(ev.CLIENT_LOG, level=line.level_name, message=msg[:500])
 
     def _subscribed_topic(self, topic: str, partitions: int) -> None:
         """With a pattern subscription each member subscribes to the topics *its* metadata
@@ -176,7 +177,7 @@ class GroupLogReader:
         self.subscription[topic] = partitions
         self.subscription_lines_due -= 1
         if not self.subscription_lines_due:
-            self.emit("subscription_changed", topics=dict(sorted(self.subscription.items())))
+            self.emit(ev.SUBSCRIPTION_CHANGED, topics=dict(sorted(self.subscription.items())))
 
     def _kip848(self, msg: str) -> None:
         """The member's epoch is its generation: it reaches the group epoch whose target
@@ -184,12 +185,12 @@ class GroupLogReader:
         m = self.member
         if (e := _EPOCH.search(msg)) and int(e["epoch"]) > 0 and int(e["epoch"]) != m.generation:
             m.generation, m.member_id = int(e["epoch"]), e["member"]
-            self.emit("group_joined", generation=m.generation, member_id=m.member_id, leader_id=None,
+            self.emit(ev.GROUP_JOINED, generation=m.generation, member_id=m.member_id, leader_id=None,
                       is_leader=False, protocol_name=m.spec.assignor)
         elif _EPOCH_ZERO_SENT.search(msg) and m.generation is None:
-            self.emit("group_join_sent")
+            self.emit(ev.GROUP_JOIN_SENT)
         elif "Target assignment acked" in msg:
-            self.emit("group_synced")
+            self.emit(ev.GROUP_SYNCED)
 
 
 # --------------------------------------------------------------------- the member
@@ -241,13 +242,13 @@ class Member:
         out is still counted by the coordinator, which waits out its session for it."""
         self.joins_sent += 1
         if self.joins_sent == self.sigterm_after_join:
-            self._write("test_hook_fired", None, hook="sigterm_after_join", join=self.joins_sent)
+            self._write(ev.TEST_HOOK_FIRED, None, hook="sigterm_after_join", join=self.joins_sent)
             os.kill(os.getpid(), signal.SIGTERM)
 
     # --- rebalance callbacks (served from consume(), on this thread) ---------------
 
     def _on_assign(self, consumer, partitions) -> None:
-        self.emit("partitions_assigned", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        self.emit(ev.PARTITIONS_ASSIGNED, partitions=_tps(partitions), incremental=self.spec.cooperative)
         self.assigned |= {(p.topic, p.partition) for p in partitions}
         if self.spec.cooperative:
             consumer.incremental_assign(partitions)
@@ -258,7 +259,7 @@ class Member:
         # Still the owner here: commit processed progress before giving partitions away.
         revoked = {(p.topic, p.partition) for p in partitions}
         self._commit({k: v for k, v in self.uncommitted.items() if k in revoked}, "revoke")
-        self.emit("partitions_revoked", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        self.emit(ev.PARTITIONS_REVOKED, partitions=_tps(partitions), incremental=self.spec.cooperative)
         self.assigned -= revoked
         for k in revoked:
             self.uncommitted.pop(k, None)
@@ -269,7 +270,7 @@ class Member:
 
     def _on_lost(self, consumer, partitions) -> None:
         # No commit: the group has moved on, any commit would (and should) be fenced.
-        self.emit("partitions_lost", partitions=_tps(partitions), incremental=self.spec.cooperative)
+        self.emit(ev.PARTITIONS_LOST, partitions=_tps(partitions), incremental=self.spec.cooperative)
         for p in partitions:
             self.uncommitted.pop((p.topic, p.partition), None)
             self.assigned.discard((p.topic, p.partition))
@@ -300,7 +301,7 @@ class Member:
         return err is None
 
     def _emit_commit(self, offsets, trigger, err: KafkaError | None, started: float | None) -> None:
-        self.emit("offsets_committed", offsets=offsets, success=err is None,
+        self.emit(ev.OFFSETS_COMMITTED, offsets=offsets, success=err is None,
                   error=err.name() if err else None, error_code=err.code() if err else None,
                   trigger=trigger, started_mono_ms=round(started, 3) if started is not None else None)
 
@@ -308,11 +309,11 @@ class Member:
 
     def run(self, stop: threading.Event) -> int:
         s = self.spec
-        self.emit("consumer_started", pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
+        self.emit(ev.CONSUMER_STARTED, pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
                   group_instance_id=s.group_instance_id, commit_mode=s.commit,
                   session_timeout_ms=s.session_timeout_ms, max_poll_interval_ms=s.max_poll_interval_ms)
         for hook, params in sorted((s.test_hooks or {}).items()):
-            self.emit("test_hook_armed", hook=hook, params=params)
+            self.emit(ev.TEST_HOOK_ARMED, hook=hook, params=params)
         self.consumer.subscribe(s.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
         reason = "end-of-run"
         try:
@@ -325,13 +326,13 @@ class Member:
                     self.non_owner.consume(self.assigned, self.emit)
         except KafkaException as e:
             err = e.args[0]
-            self.emit("consumer_error", error=err.name(), error_code=err.code(), fatal=err.fatal())
+            self.emit(ev.CONSUMER_ERROR, error=err.name(), error_code=err.code(), fatal=err.fatal())
             reason = "error"
         finally:
             if self.non_owner:
                 self.non_owner.close()
             self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
-            self.emit("consumer_stopped", reason=reason)
+            self.emit(ev.CONSUMER_STOPPED, reason=reason)
             self.tap.stop()
         return 0 if reason == "end-of-run" else 1
 
@@ -342,7 +343,7 @@ class Member:
             command = json.load(f)
         if command["command"] != "poll-stall":
             return
-        self.emit("poll_stall_started", fault_id=command["fault_id"], duration_s=command["duration_s"])
+        self.emit(ev.POLL_STALL_STARTED, fault_id=command["fault_id"], duration_s=command["duration_s"])
         deadline = time.monotonic() + command["duration_s"]
         while not stop.is_set() and time.monotonic() < deadline:
             if self.command_pending.wait(min(0.2, max(0.0, deadline - time.monotonic()))):
@@ -350,7 +351,7 @@ class Member:
                 with open(self.spec.control_file) as f:
                     if json.load(f)["command"] == "poll-stall-end":
                         break
-        self.emit("poll_stall_ended", fault_id=command["fault_id"])
+        self.emit(ev.POLL_STALL_ENDED, fault_id=command["fault_id"])
 
     def _handle(self, batch) -> None:
         records = records_of(batch, self.emit)
@@ -403,37 +404,41 @@ class NonOwnerFetch:
 
 def records_of(batch, emit) -> list:
     """The records of a consumed batch; its errors go to the history as consumer_error."""
-    records = []
-    for msg in batch:
-        if msg.error():
-            err = msg.error()
-            emit("consumer_error", error=err.name(), error_code=err.code(), fatal=err.fatal())
-        else:
-            records.append(msg)
+    records = [msg for msg in batch if msg.error() is None]
+    if len(records) < len(batch):
+        for msg in batch:
+            if (err := msg.error()) is not None:
+                emit(ev.CONSUMER_ERROR, error=err.name(), error_code=err.code(), fatal=err.fatal())
     return records
 
 
 def process_records(records, processing_ms: float, uncommitted: dict[tuple[str, int], int], emit,
-                    interrupted=lambda: False) -> None:
-    """Process records one by one (``processing_ms`` each), noting the next offset per partition
-    in ``uncommitted`` and writing ``records_consumed`` at least every EMIT_EVERY_MS. The rest
-    of the batch is dropped once ``interrupted()`` (a driver's rebalance, say)."""
+                    interrupted=None) -> None:
+    """Process records one by one (``processing_ms`` each), writing ``records_consumed`` at
+    least every EMIT_EVERY_MS while processing takes time (without it a batch takes well under
+    a millisecond: one line) and noting the next offset per partition in ``uncommitted`` as it
+    is written. The rest of the batch is dropped once ``interrupted()`` (a driver's rebalance,
+    say)."""
     processed: dict[tuple[str, int], list[int]] = defaultdict(list)
     pause, every = processing_ms / 1000.0, EMIT_EVERY_MS / 1000.0
     emit_at = time.monotonic() + every
     for msg in records:  # per record: kept to the few calls it needs (the rate is part of the figures)
-        if interrupted():
+        if interrupted is not None and interrupted():
             break
         if pause:
             time.sleep(pause)
-        offset, key = msg.offset(), (msg.topic(), msg.partition())
-        processed[key].append(offset)
-        uncommitted[key] = offset + 1
-        if time.monotonic() >= emit_at:
-            emit("records_consumed", ranges=offset_ranges(processed))
+        processed[msg.topic(), msg.partition()].append(msg.offset())
+        if pause and time.monotonic() >= emit_at:
+            _consumed(processed, uncommitted, emit)
             processed, emit_at = defaultdict(list), time.monotonic() + every
     if processed:
-        emit("records_consumed", ranges=offset_ranges(processed))
+        _consumed(processed, uncommitted, emit)
+
+
+def _consumed(processed: dict[tuple[str, int], list[int]], uncommitted: dict[tuple[str, int], int], emit) -> None:
+    for key, offsets in processed.items():
+        uncommitted[key] = offsets[-1] + 1  # the next after the last one processed
+    emit(ev.RECORDS_CONSUMED, ranges=offset_ranges(processed))
 
 
 def _tps(partitions) -> list[dict]:

@@ -52,7 +52,8 @@ from harness.coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GEN
                                           REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Address, Connection,
                                           CoordinatorError)
 from harness.history import HistoryWriter, now, tp
-from harness.scenario import PROJECT_COORDINATOR
+from oracle import vocabulary as ev
+from oracle.protocols import where
 from workloads.client_log import warnings_logger
 from workloads.consumer import ConsumerSpec, Member, process_records
 from workloads.fetching import ManualFetcher
@@ -74,7 +75,7 @@ JOIN_CHANNEL, GROUP_CHANNEL, HEARTBEAT_CHANNEL = "join", "group", "heartbeat"
 
 # The member's side of each design, from the same definition as the coordinator's.
 VARIANTS: dict[str, Variant] = {protocol: variant(protocol.removeprefix("coordinator-"))
-                                for protocol in PROJECT_COORDINATOR}
+                                for protocol in where(project_coordinator=True)}
 
 
 def rebalance_timeout_ms(variant: Variant, spec: ConsumerSpec) -> int:
@@ -180,7 +181,7 @@ class CoordinatorLink:
                     continue  # not elected yet, or out of reach: the next one may know
                 if answer.get("leader") in self.instances:
                     self._leader = answer["leader"]
-                    self.emit("coordinator_found", instance=self._leader, address=str(self.instances[self._leader]),
+                    self.emit(ev.COORDINATOR_FOUND, instance=self._leader, address=str(self.instances[self._leader]),
                               answered_by=name)
                     return self._leader
             self._quiet_until = time.monotonic() + self.backoff_s
@@ -198,7 +199,7 @@ class CoordinatorLink:
                 return  # another thread lost it (and maybe found the next one) already
             self._leader, self._suspect = None, name
             self._quiet_until = time.monotonic() + self.backoff_s
-        self.emit("coordinator_lost", instance=name, error=error, error_code=code, message=detail[:300])
+        self.emit(ev.COORDINATOR_LOST, instance=name, error=error, error_code=code, message=detail[:300])
 
     def close(self) -> None:
         for conn in [*self._channels.values(), *self._finders.values()]:
@@ -242,7 +243,7 @@ class GroupMembership:
         None once stopping."""
         try:
             while True:
-                self.emit("group_join_sent")
+                self.emit(ev.GROUP_JOIN_SENT)
                 try:
                     try:
                         joined = self._long_poll("JoinGroup", member_id=self.member_id, client_id=self.spec.member,
@@ -250,7 +251,7 @@ class GroupMembership:
                                                  rebalance_timeout_ms=rebalance_timeout_ms(self.variant, self.spec),
                                                  protocols=[{"name": self.spec.assignor, "topics": self.spec.topics}])
                     except CoordinatorError as e:
-                        self._join_refused("group_join_failed", e)
+                        self._join_refused(ev.GROUP_JOIN_FAILED, e)
                         continue
                     self._joined(joined)
                     if self.variant.coordinator_assigns:
@@ -259,11 +260,11 @@ class GroupMembership:
                         try:
                             assignment = self._sync(joined)
                         except CoordinatorError as e:
-                            self._join_refused("group_sync_failed", e)
+                            self._join_refused(ev.GROUP_SYNC_FAILED, e)
                             continue
                 except CoordinatorUnavailable:
                     continue  # found again (after a backoff), joined again with the same member id
-                self.emit("group_synced", generation=self.generation)
+                self.emit(ev.GROUP_SYNCED, generation=self.generation)
                 return sorted((a["topic"], int(a["partition"])) for a in assignment)
         except Stopping:
             return None
@@ -273,7 +274,7 @@ class GroupMembership:
         self.leader_id, self.protocol_name = response.get("leader_id"), response["protocol_name"]
         # The leader knows the whole generation: it is complete once each of them has its assignment.
         members = {"members": [m["member_id"] for m in response["members"]]} if response.get("members") else {}
-        self.emit("group_joined", generation=self.generation, member_id=self.member_id, leader_id=self.leader_id,
+        self.emit(ev.GROUP_JOINED, generation=self.generation, member_id=self.member_id, leader_id=self.leader_id,
                   is_leader=self.is_leader, protocol_name=self.protocol_name, **members)
 
     def _sync(self, joined: dict) -> list[dict]:
@@ -390,14 +391,14 @@ class CoordinatedMember:
 
     def run(self) -> int:
         s = self.spec
-        self.emit("consumer_started", pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
+        self.emit(ev.CONSUMER_STARTED, pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
                   group_instance_id=None, commit_mode=s.commit, session_timeout_ms=s.session_timeout_ms,
                   max_poll_interval_ms=s.max_poll_interval_ms)
         unsupported = self._unsupported()
         if unsupported:
-            self.emit("consumer_error", error="UNSUPPORTED", error_code=None, fatal=True, message=unsupported)
+            self.emit(ev.CONSUMER_ERROR, error="UNSUPPORTED", error_code=None, fatal=True, message=unsupported)
             self.fetcher.close()
-            self.emit("consumer_stopped", reason="error")
+            self.emit(ev.CONSUMER_STOPPED, reason="error")
             return 1
         if self.variant.background_heartbeats:
             threading.Thread(target=self._heartbeat_thread, name="heartbeat", daemon=True).start()
@@ -406,7 +407,7 @@ class CoordinatedMember:
                 self.poll_once()
         finally:
             self._shutdown()
-            self.emit("consumer_stopped", reason="end-of-run")
+            self.emit(ev.CONSUMER_STOPPED, reason="end-of-run")
         return 0
 
     def _unsupported(self) -> str | None:
@@ -513,7 +514,7 @@ class CoordinatedMember:
 
     def _emit_commit(self, entries, trigger: str, started: float, error: str | None = None,
                      error_code: int | None = None) -> None:
-        self.emit("offsets_committed", offsets=[{**tp(t, p), "offset": o} for (t, p), o in entries],
+        self.emit(ev.OFFSETS_COMMITTED, offsets=[{**tp(t, p), "offset": o} for (t, p), o in entries],
                   success=error is None, error=error, error_code=error_code, trigger=trigger,
                   started_mono_ms=round(started, 3))
 
@@ -527,7 +528,7 @@ class CoordinatedMember:
                 reason, self.rejoin_reason = self.rejoin_reason, None
                 self.in_group = False  # no more heartbeats: the JoinGroup speaks for the member now
             if reason is not None:
-                self.emit("rebalance_started", reason=reason, rebalance_protocol="EAGER")
+                self.emit(ev.REBALANCE_STARTED, reason=reason, rebalance_protocol="EAGER")
             if self.assignment:
                 # A coordinator that moved gets a session timeout to answer: longer, and the
                 # group would have moved on without the member anyway.
@@ -538,7 +539,7 @@ class CoordinatedMember:
             return  # stopping
         with self.lock:
             self.assignment = assignment
-            self.emit("partitions_assigned", partitions=[tp(t, p) for t, p in assignment], incremental=False)
+            self.emit(ev.PARTITIONS_ASSIGNED, partitions=[tp(t, p) for t, p in assignment], incremental=False)
             epoch = self.fetching.epoch
             # The join took as long as the rebalance did: it counts as a poll and as a heartbeat.
             self.last_poll = time.monotonic()
@@ -559,7 +560,7 @@ class CoordinatedMember:
         except CoordinatorError as e:  # fenced already: the next owner reads the uncommitted records again
             if e.code == UNKNOWN_MEMBER_ID:
                 self.group.member_id = ""
-        self.emit("partitions_revoked", partitions=[tp(t, p) for t, p in self.assignment], incremental=False)
+        self.emit(ev.PARTITIONS_REVOKED, partitions=[tp(t, p) for t, p in self.assignment], incremental=False)
         self._drop_assignment()
 
     def _positions(self, partitions: list[tuple[str, int]], epoch: int) -> list[TopicPartition] | None:
@@ -572,7 +573,7 @@ class CoordinatedMember:
             except CoordinatorUnavailable:
                 continue  # found again after a backoff
             except CoordinatorError as e:
-                self.emit("consumer_error", error=e.name, error_code=e.code, fatal=False,
+                self.emit(ev.CONSUMER_ERROR, error=e.name, error_code=e.code, fatal=False,
                           message=f"OffsetFetch: {e}"[:300])
                 self.stop.wait(REDISCOVER_BACKOFF_S)
                 continue
@@ -607,7 +608,7 @@ class CoordinatedMember:
             try:
                 return self._read_partition_counts(topics)
             except KafkaException as e:
-                self.emit("client_log", level="WARNING", message=f"partition counts for the assignment: {e}"[:500])
+                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"partition counts for the assignment: {e}"[:500])
                 if self.stop.wait(REDISCOVER_BACKOFF_S):
                     raise Stopping from None
 
@@ -641,25 +642,25 @@ class CoordinatedMember:
         except CoordinatorUnavailable:
             self.next_heartbeat = time.monotonic()  # the link waits out its backoff before looking again
         except CoordinatorError as e:
-            self.emit("heartbeat_failed", error=e.name, error_code=e.code)
+            self.emit(ev.HEARTBEAT_FAILED, error=e.name, error_code=e.code)
             self._refused("heartbeat", e, heartbeat_signal(self.variant, e.code), generation)
 
     def _leave_for_max_poll(self) -> None:
         """The heartbeat thread leaves at once (no heartbeat goes out meanwhile: it is this
         thread), then declares the partitions lost once the batch in hand, if any, is done."""
         generation = self.group.generation
-        self.emit("consumer_error", error="_MAX_POLL_EXCEEDED", error_code=None, fatal=False,
+        self.emit(ev.CONSUMER_ERROR, error="_MAX_POLL_EXCEEDED", error_code=None, fatal=False,
                   message=f"max.poll.interval.ms ({self.spec.max_poll_interval_ms} ms) exceeded: leaving the group")
         try:
             self.group.leave(HEARTBEAT_CHANNEL)
         except (CoordinatorError, CoordinatorUnavailable) as e:
-            self.emit("client_log", level="WARNING", message=f"LeaveGroup: {e}"[:500])
+            self.emit(ev.CLIENT_LOG, level="WARNING", message=f"LeaveGroup: {e}"[:500])
         self._lose("max.poll.interval.ms exceeded", generation, new_member=True)
 
     def _refused(self, request: str, e: CoordinatorError, signal_: Signal | None, generation: int | None) -> None:
         """A heartbeat or commit of ``generation`` was refused: rejoin, or partitions lost."""
         if signal_ is None:
-            self.emit("consumer_error", error=e.name, error_code=e.code, fatal=False, message=f"{request}: {e}"[:300])
+            self.emit(ev.CONSUMER_ERROR, error=e.name, error_code=e.code, fatal=False, message=f"{request}: {e}"[:300])
         elif signal_ is Signal.REBALANCE:
             with self.state_lock:
                 if self.in_group and self.group.generation == generation:
@@ -675,7 +676,7 @@ class CoordinatedMember:
             if not self.in_group or self.group.generation != generation:
                 return  # lost or revoked already, or rejoining: the refusal was for a past membership
             if self.assignment:
-                self.emit("partitions_lost", partitions=[tp(t, p) for t, p in self.assignment], incremental=False)
+                self.emit(ev.PARTITIONS_LOST, partitions=[tp(t, p) for t, p in self.assignment], incremental=False)
             self._drop_assignment()
             if new_member:
                 self.group.member_id = ""
@@ -697,7 +698,7 @@ class CoordinatedMember:
                 if self.group.member_id:
                     self.group.leave(GROUP_CHANNEL, timeout_s=SHUTDOWN_PATIENCE_S)
             except (CoordinatorError, CoordinatorUnavailable) as e:  # the session timeout removes us instead
-                self.emit("client_log", level="WARNING", message=f"leaving the group on close: {e}"[:500])
+                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"leaving the group on close: {e}"[:500])
         self.fetcher.close()
         self.link.close()
 

@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 
 from confluent_kafka import TopicPartition
 
+from oracle import vocabulary as ev
 from workloads.consumer import records_of
 
 
@@ -77,7 +78,7 @@ class ManualFetcher:
             position = self.positions.get((topic, partition))
             where = (f"below its fetch position {position} (a stale fetch after assign)" if position is not None
                      else "not in the assignment")
-            self.emit("client_log", level="WARNING",
+            self.emit(ev.CLIENT_LOG, level="WARNING",
                       message=f"dropped {len(offsets)} records of {topic}-{partition} (offsets {min(offsets)}.."
                               f"{max(offsets)}) {where}")
         return fresh

@@ -21,6 +21,7 @@ from confluent_kafka import Producer
 
 from harness.child import read_spec, stop_on_signals
 from harness.history import HistoryWriter, offset_ranges
+from oracle import vocabulary as ev
 
 FLUSH_EVERY_S = 0.2
 TICK_S = 0.01
@@ -60,15 +61,15 @@ class RecordingProducer:
 
     def _flush_history(self) -> None:
         if self.acked:
-            self.history.emit("records_acked", ranges=offset_ranges(self.acked))
+            self.history.emit(ev.RECORDS_ACKED, ranges=offset_ranges(self.acked))
             self.acked = defaultdict(list)
         for (topic, partition, error), count in self.failed.items():
-            self.history.emit("produce_failed", topic=topic, partition=partition, error=error, count=count)
+            self.history.emit(ev.PRODUCE_FAILED, topic=topic, partition=partition, error=error, count=count)
         self.failed.clear()
 
     def run(self, stop: threading.Event) -> int:
         spec = self.spec
-        self.history.emit("producer_started", pid=os.getpid(), topic=spec.topic, rate=spec.rate)
+        self.history.emit(ev.PRODUCER_STARTED, pid=os.getpid(), topic=spec.topic, rate=spec.rate)
         payload = b"x" * spec.value_bytes
         sent = 0
         start = last_flush = time.monotonic()
@@ -87,7 +88,7 @@ class RecordingProducer:
                 last_flush = time.monotonic()
         remaining = self.producer.flush(30)
         self._flush_history()
-        self.history.emit("producer_stopped", sent=sent, unacknowledged=remaining)
+        self.history.emit(ev.PRODUCER_STOPPED, sent=sent, unacknowledged=remaining)
         return 0
 
 

@@ -61,6 +61,7 @@ from harness.cluster.config import JVM_OPTS
 from harness.errors import SetupError
 from harness.history import HistoryWriter, now, offset_ranges, tp
 from harness.install import kafka_tools
+from oracle import vocabulary as ev
 from workloads.consumer import ConsumerSpec
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
@@ -288,7 +289,7 @@ class Translator:
     # --- JSON events -----------------------------------------------------------------
 
     def json_event(self, event: dict, text: str = "") -> None:
-        name = event.get("name")
+        name = event.get("name")  # VerifiableConsumer's names, not the history's (some are spelt alike)
         if name == "record_data":
             m = _RECORD.search(text)  # hot path: no need to parse the record's value
             key = (m["topic"], int(m["partition"])) if m else (event["topic"], event["partition"])
@@ -296,11 +297,11 @@ class Translator:
         elif name == "records_consumed":
             self.records_consumed(event)
         elif name == "partitions_assigned":
-            self.emit("partitions_assigned", partitions=_partitions(event["partitions"]), incremental=self.cooperative)
+            self.emit(ev.PARTITIONS_ASSIGNED, partitions=_partitions(event["partitions"]), incremental=self.cooperative)
         elif name == "partitions_revoked":
             lost, self.lost_next = self.lost_next, False
-            self.emit("partitions_lost" if lost else "partitions_revoked", partitions=_partitions(event["partitions"]),
-                      incremental=self.cooperative)
+            self.emit(ev.PARTITIONS_LOST if lost else ev.PARTITIONS_REVOKED,
+                      partitions=_partitions(event["partitions"]), incremental=self.cooperative)
         elif name == "offsets_committed":
             self.offsets_committed(event)
         elif name in ("startup_complete", "shutdown_complete"):
@@ -316,11 +317,11 @@ class Translator:
             if key not in offsets and part["count"] == part["maxOffset"] - part["minOffset"] + 1:
                 offsets[key] = list(range(part["minOffset"], part["maxOffset"] + 1))  # run without --verbose
             elif len(offsets.get(key, ())) != part["count"]:
-                self.emit("client_log", level="WARN", message=f"records_consumed summary {part} does not match "
+                self.emit(ev.CLIENT_LOG, level="WARN", message=f"records_consumed summary {part} does not match "
                                                               f"{len(offsets.get(key, ()))} record_data lines")
         self.commit_started = self.mono()  # VerifiableConsumer commits right after printing this
         if offsets:
-            self.emit("records_consumed", ranges=offset_ranges(offsets))
+            self.emit(ev.RECORDS_CONSUMED, ranges=offset_ranges(offsets))
 
     def offsets_committed(self, event: dict) -> None:
         offsets = {(o["topic"], o["partition"]): o["offset"] for o in event["offsets"]}
@@ -334,7 +335,7 @@ class Translator:
         name, code = self._commit_error(error) if error else (None, None)
         if not error:
             self.commit_error = None
-        self.emit("offsets_committed", offsets=_offset_list(offsets), success=error is None, error=name,
+        self.emit(ev.OFFSETS_COMMITTED, offsets=_offset_list(offsets), success=error is None, error=name,
                   error_code=code, error_message=error, trigger=trigger, started_mono_ms=_round(started))
 
     def _commit_error(self, message: str) -> tuple[str, int | None]:
@@ -355,30 +356,30 @@ class Translator:
     def log_line(self, level: str, logger: str, m: str) -> None:
         handled = True
         if m == "(Re-)joining group":
-            self.emit("group_join_sent")
+            self.emit(ev.GROUP_JOIN_SENT)
         elif m.startswith("Received successful JoinGroup response") and (leader := _LEADER.search(m)):
             self.leader_id = leader["leader"]
         elif m.startswith("Successfully joined group with generation") and (g := _GENERATION.search(m)):
             self.generation, self.member_id = int(g["gen"]), g["member"]
             leader, self.leader_id = self.leader_id, None
-            self.emit("group_joined", generation=self.generation, member_id=self.member_id, leader_id=leader,
+            self.emit(ev.GROUP_JOINED, generation=self.generation, member_id=self.member_id, leader_id=leader,
                       is_leader=leader == self.member_id if leader else None, protocol_name=g["proto"])
         elif m.startswith("JoinGroup failed"):
-            self.emit("group_join_failed", error=kafka_error(m)[0] or m[:300])
+            self.emit(ev.GROUP_JOIN_FAILED, error=kafka_error(m)[0] or m[:300])
         elif m.startswith("Successfully synced group in generation") and (g := _GENERATION.search(m)):
-            self.emit("group_synced", generation=int(g["gen"]))
+            self.emit(ev.GROUP_SYNCED, generation=int(g["gen"]))
         elif m.startswith("SyncGroup failed"):
-            self.emit("group_sync_failed", error=kafka_error(m)[0] or m[:300])
+            self.emit(ev.GROUP_SYNC_FAILED, error=kafka_error(m)[0] or m[:300])
         elif hb := _HEARTBEAT_FAILED.search(m):
-            self.emit("heartbeat_failed", error=hb["err"])
+            self.emit(ev.HEARTBEAT_FAILED, error=hb["err"])
         elif m.startswith("Attempt to heartbeat failed since coordinator"):
-            self.emit("heartbeat_failed", error=m)
+            self.emit(ev.HEARTBEAT_FAILED, error=m)
         elif m.startswith("Request joining group due to: "):
             reason = m.split(": ", 1)[1]
             if reason == "group is already rebalancing":  # a heartbeat answered REBALANCE_IN_PROGRESS
-                self.emit("heartbeat_failed", error="REBALANCE_IN_PROGRESS")
+                self.emit(ev.HEARTBEAT_FAILED, error="REBALANCE_IN_PROGRESS")
             if reason != _LEAVING:
-                self.emit("rebalance_started", reason=reason,
+                self.emit(ev.REBALANCE_STARTED, reason=reason,
                           rebalance_protocol="COOPERATIVE" if self.cooperative else "EAGER")
         elif m.startswith("Lost previously assigned partitions"):
             self.lost_next = True
@@ -396,7 +397,7 @@ class Translator:
         else:
             handled = False
         if level in ("WARN", "ERROR", "FATAL") and not handled:
-            self.emit("client_log", level=level, message=m[:500])
+            self.emit(ev.CLIENT_LOG, level=level, message=m[:500])
         if not handled and (level != "DEBUG" or os.environ.get("RL_JAVA_DEBUG")):
             self.echo(f"{level} {logger} {m}")
 
@@ -406,7 +407,7 @@ class Translator:
             self.fatal_pending = False
             exception, _, message = text.strip().partition(": ")
             name = exception.rsplit(".", 1)[-1]
-            self.emit("consumer_error", error=name, error_code=kafka_error(message)[1],
+            self.emit(ev.CONSUMER_ERROR, error=name, error_code=kafka_error(message)[1],
                       message=message[:500], fatal=True)
         self.echo(text)
 
@@ -486,13 +487,13 @@ class JavaMember:
         if not reasons:
             jvm = subprocess.Popen(command(s, classpath, config_dir), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        t.emit("consumer_started", pid=os.getpid(), jvm_pid=jvm.pid if jvm else None, group=s.group,
+        t.emit(ev.CONSUMER_STARTED, pid=os.getpid(), jvm_pid=jvm.pid if jvm else None, group=s.group,
                protocol=s.protocol, assignor=s.assignor, group_instance_id=s.group_instance_id, commit_mode=s.commit,
                session_timeout_ms=s.session_timeout_ms, max_poll_interval_ms=s.max_poll_interval_ms,
                kafka_client=s.kafka_line, processing_ms_ignored=s.processing_ms or None)
         if jvm is None:
-            t.emit("consumer_error", error=error, error_code=None, message="; ".join(reasons), fatal=True)
-            t.emit("consumer_stopped", reason="error")
+            t.emit(ev.CONSUMER_ERROR, error=error, error_code=None, message="; ".join(reasons), fatal=True)
+            t.emit(ev.CONSUMER_STOPPED, reason="error")
             return 2
         threading.Thread(target=self._stop_jvm, args=(stop, jvm), daemon=True).start()
         for raw in jvm.stdout:
@@ -501,7 +502,7 @@ class JavaMember:
                 self._refuse_command()
         jvm.wait()
         stopped = stop.is_set()
-        t.emit("consumer_stopped", reason="end-of-run" if stopped else "error")
+        t.emit(ev.CONSUMER_STOPPED, reason="end-of-run" if stopped else "error")
         return 0 if stopped and t.shutdown_complete else 1
 
     @staticmethod
@@ -522,7 +523,7 @@ class JavaMember:
             command_text = Path(self.spec.control_file).read_text()
         except (OSError, TypeError):
             command_text = "?"
-        self.translator.emit("client_log", level="WARN",
+        self.translator.emit(ev.CLIENT_LOG, level="WARN",
                              message="java driver: VerifiableConsumer cannot stall its poll loop; "
                                      f"ignored {command_text}")
 

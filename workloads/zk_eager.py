@@ -59,6 +59,7 @@ from harness.child import read_spec, stop_on_signals
 from harness.cluster.zookeeper import session_hex
 from harness.history import HistoryWriter, now, tp
 from harness.scenario import ZkEagerSettings
+from oracle import vocabulary as ev
 from workloads.client_log import warnings_logger
 from workloads.consumer import ConsumerSpec, Member, process_records
 from workloads.fetching import ManualFetcher
@@ -285,7 +286,7 @@ class ZkEagerMember:
             self.session_lost.clear()
             self.registered = False
             if self.owned:
-                self.emit("partitions_lost", partitions=[tp(t, p) for t, p in self.owned], incremental=False)
+                self.emit(ev.PARTITIONS_LOST, partitions=[tp(t, p) for t, p in self.owned], incremental=False)
             self.owned = []
             self.uncommitted.clear()
             self.fetching.fetch([])
@@ -317,11 +318,11 @@ class ZkEagerMember:
             except InterruptedError:
                 return  # stopping
             except (KazooException, SessionLost) as e:  # e.g. expired meanwhile: the next wake starts over
-                self.emit("client_log", level="WARNING", message=f"rebalancer: {type(e).__name__}: {e}")
+                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"rebalancer: {type(e).__name__}: {e}")
                 self.wake.set()
                 self.stop.wait(0.2)
             except Exception as e:  # a bug must not silently end rebalancing (the seed's lost exception)
-                self.emit("consumer_error", error=f"rebalancer: {type(e).__name__}: {e}", error_code=None, fatal=False)
+                self.emit(ev.CONSUMER_ERROR, error=f"rebalancer: {type(e).__name__}: {e}", error_code=None, fatal=False)
                 self.wake.set()
                 self.stop.wait(1.0)
 
@@ -347,7 +348,7 @@ class ZkEagerMember:
         """Up to rebalance_max_retries attempts, rebalance_backoff_ms apart; then give up
         until the next change (ConsumerRebalanceFailedException, caught by the watcher thread)."""
         s = self.settings
-        self.emit("rebalance_started", reason=reason, rebalance_protocol="EAGER")
+        self.emit(ev.REBALANCE_STARTED, reason=reason, rebalance_protocol="EAGER")
         failure = ""
         for attempt in range(1, s.rebalance_max_retries + 1):
             try:
@@ -355,19 +356,19 @@ class ZkEagerMember:
                 return
             except RebalanceAttemptFailed as e:
                 failure = str(e)
-                self.emit("group_sync_failed", error=failure, attempt=attempt)
+                self.emit(ev.GROUP_SYNC_FAILED, error=failure, attempt=attempt)
             if self.session_lost.is_set():
                 return  # the new session rebalances anyway
             if attempt < s.rebalance_max_retries and self.stop.wait(s.rebalance_backoff_ms / 1000):
                 return
-        self.emit("rebalance_failed", attempts=s.rebalance_max_retries, reason=failure, trigger=reason)
+        self.emit(ev.REBALANCE_FAILED, attempts=s.rebalance_max_retries, reason=failure, trigger=reason)
 
     def _attempt(self) -> None:
         """One rebalance attempt: release everything, compute, read offsets, claim."""
         inputs = self.last_inputs = self._read_inputs()
         if not inputs.brokers:
             return  # the original: no broker to fetch from, keep things as they are until /brokers/ids changes
-        self.emit("group_join_sent")
+        self.emit(ev.GROUP_JOIN_SENT)
         self._close_fetchers()
         with self.lock:
             self.closing_fetchers.clear()
@@ -375,7 +376,7 @@ class ZkEagerMember:
             if self.consumer_id not in inputs.consumers:
                 raise RebalanceAttemptFailed(f"{self.consumer_id} is not registered in {self.paths.ids}")
             self.generation = inputs.generation
-            self.emit("group_joined", generation=inputs.generation, member_id=self.consumer_id, leader_id=None,
+            self.emit(ev.GROUP_JOINED, generation=inputs.generation, member_id=self.consumer_id, leader_id=None,
                       is_leader=False, protocol_name="range", members=list(inputs.consumers))
             mine = self._my_partitions(inputs)
             # The original read the offsets before claiming: a previous owner that commits
@@ -386,8 +387,8 @@ class ZkEagerMember:
             self.owned = mine
             self.fetching.fetch([TopicPartition(t, p, OFFSET_BEGINNING if offsets[key] is None else offsets[key])
                                  for key in mine for t, p in [key]])
-            self.emit("group_synced", generation=inputs.generation)
-            self.emit("partitions_assigned", partitions=[tp(t, p) for t, p in mine], incremental=False)
+            self.emit(ev.GROUP_SYNCED, generation=inputs.generation)
+            self.emit(ev.PARTITIONS_ASSIGNED, partitions=[tp(t, p) for t, p in mine], incremental=False)
 
     def _close_fetchers(self) -> None:
         """closeFetchers: stop fetching and wait until the consumer thread stops — at its poll's
@@ -454,7 +455,7 @@ class ZkEagerMember:
         self._commit(trigger, retry)
         self.fetching.fetch([])
         if self.owned:
-            self.emit("partitions_revoked", partitions=[tp(t, p) for t, p in self.owned], incremental=False)
+            self.emit(ev.PARTITIONS_REVOKED, partitions=[tp(t, p) for t, p in self.owned], incremental=False)
             self._delete_owners(self.owned, retry or self.rebalance_retry)
             self.owned = []
 
@@ -477,14 +478,14 @@ class ZkEagerMember:
         for (t, p), offset in offsets:
             self.zk_call(retry or self.commit_retry, write_offset, self.zk, self.paths.offset(t, p), offset)
         self.uncommitted.clear()
-        self.emit("offsets_committed", offsets=[{**tp(t, p), "offset": o} for (t, p), o in offsets], success=True,
+        self.emit(ev.OFFSETS_COMMITTED, offsets=[{**tp(t, p), "offset": o} for (t, p), o in offsets], success=True,
                   error=None, error_code=None, trigger=trigger, started_mono_ms=round(started, 3))
 
     # --- the consumer thread ------------------------------------------------------------
 
     def run(self) -> int:
         s = self.spec
-        self.emit("consumer_started", pid=os.getpid(), group=s.group, protocol=s.protocol, assignor="range",
+        self.emit(ev.CONSUMER_STARTED, pid=os.getpid(), group=s.group, protocol=s.protocol, assignor="range",
                   group_instance_id=None, commit_mode=s.commit,
                   session_timeout_ms=self.settings.zookeeper_session_timeout_ms, max_poll_interval_ms=None,
                   consumer_id=self.consumer_id, rebalance_max_retries=self.settings.rebalance_max_retries,
@@ -509,7 +510,7 @@ class ZkEagerMember:
             self.stop.set()
             rebalancer.join(timeout=10)
             self._shutdown()
-            self.emit("consumer_stopped", reason=reason)
+            self.emit(ev.CONSUMER_STOPPED, reason=reason)
         return 0
 
     def _process(self, batch, epoch: int) -> None:
@@ -532,7 +533,7 @@ class ZkEagerMember:
                 if self.zk.connected:
                     self._release("revoke", bounded)
             except Exception as e:  # ZooKeeper out of reach: the session expiry releases for us
-                self.emit("client_log", level="WARNING", message=f"release on close: {type(e).__name__}: {e}")
+                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"release on close: {type(e).__name__}: {e}")
         self.fetcher.close()
         self.zk.stop()
         self.zk.close()

@@ -13,6 +13,7 @@ from kazoo.client import KazooClient, KazooState
 from harness.child import read_spec, stop_on_signals
 from harness.cluster.zookeeper import QUIET_ZK_LOG, session_hex
 from harness.history import HistoryWriter
+from oracle import vocabulary as ev
 
 from .group import variant
 from .server import Coordinator, CoordinatorServer, Instance
@@ -49,7 +50,7 @@ def main(argv: list[str]) -> int:
                      logger=QUIET_ZK_LOG)
 
     def on_state(state: str) -> None:
-        history.emit("coordinator_zookeeper_state", state=state)
+        history.emit(ev.COORDINATOR_ZOOKEEPER_STATE, state=state)
         if state == KazooState.CONNECTED:
             threading.Thread(target=publish_session, args=(zk, spec), daemon=True).start()
 
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> int:
                               session_timeout_s=spec.zookeeper_session_timeout_ms / 1000,
                               watch_topics=spec.variant == "v1")
     server = CoordinatorServer(coordinator)  # listening before anything else: the harness waits for the port
-    history.emit("coordinator_started", pid=os.getpid(), variant=spec.variant, address=f"{spec.host}:{spec.port}")
+    history.emit(ev.COORDINATOR_STARTED, pid=os.getpid(), variant=spec.variant, address=f"{spec.host}:{spec.port}")
     zk.start_async()
     threads = [threading.Thread(target=coordinator.leadership.run, name="election", daemon=True),
                threading.Thread(target=coordinator.ticker, name="ticker", daemon=True),
@@ -74,7 +75,7 @@ def main(argv: list[str]) -> int:
     server.server_close()
     zk.stop()
     zk.close()
-    history.emit("coordinator_stopped", reason="end-of-run")
+    history.emit(ev.COORDINATOR_STOPPED, reason="end-of-run")
     return 0
 
 

@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from oracle import vocabulary as ev
+
 from .assignors import ASSIGNORS
 from .protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, INVALID_REQUEST, NOT_COORDINATOR,
                        REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error)
@@ -144,7 +146,7 @@ class Group:
         member.awaiting_join = reply = Reply()
         member.heartbeat_deadline = now + session_timeout_ms
         if new:
-            self.emit("coordinator_member_joined", member_id=member_id, client_id=client_id)
+            self.emit(ev.COORDINATOR_MEMBER_JOINED, member_id=member_id, client_id=client_id)
         if self.state == PREPARING:
             if self.initial_join_deadline is not None and new:
                 # KIP-134: every newcomer buys the others one more delay, up to the rebalance timeout.
@@ -169,7 +171,7 @@ class Group:
         if member_id == self.leader_id:
             if assignments is None:
                 return Reply.now(error(INVALID_REQUEST, "the leader's SyncGroup carries the assignment"))
-            self.emit("coordinator_assignment_received", leader_id=member_id, generation=self.generation)
+            self.emit(ev.COORDINATOR_ASSIGNMENT_RECEIVED, leader_id=member_id, generation=self.generation)
             for mid, m in self.members.items():
                 m.assignment = sorted((a["topic"], int(a["partition"])) for a in assignments.get(mid) or ())
             self._transition(STABLE, now, f"generation {self.generation} assigned by the leader")
@@ -237,7 +239,7 @@ class Group:
 
     def _transition(self, to: str, now: float, reason: str = "") -> None:
         if to != self.state:
-            self.emit("coordinator_state_changed", **{"from": self.state}, to=to, generation=self.generation,
+            self.emit(ev.COORDINATOR_STATE_CHANGED, **{"from": self.state}, to=to, generation=self.generation,
                       reason=reason)
             self.state = to
 
@@ -247,7 +249,7 @@ class Group:
                 member.awaiting_sync.complete(error(REBALANCE_IN_PROGRESS, reason))
                 member.awaiting_sync = None
         was_empty = self.state == EMPTY
-        self.emit("coordinator_preparing_rebalance", old_generation=self.generation, reason=reason)
+        self.emit(ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation, reason=reason)
         self._transition(PREPARING, now, reason)
         self.join_deadline = now + max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
         delay = self.variant.initial_rebalance_delay_ms
@@ -272,7 +274,7 @@ class Group:
         if not self.members:
             self.protocol = self.leader_id = None
             self._transition(EMPTY, now, "no members")
-            self.emit("coordinator_group_empty", generation=self.generation)
+            self.emit(ev.COORDINATOR_GROUP_EMPTY, generation=self.generation)
             self._save(now)
             return
         if self.leader_id not in self.members:
@@ -309,7 +311,7 @@ class Group:
 
     def _stabilized(self) -> None:
         """The generation's assignment is saved: everyone waiting in SyncGroup gets theirs."""
-        self.emit("coordinator_stabilized", generation=self.generation, members=len(self.members))
+        self.emit(ev.COORDINATOR_STABILIZED, generation=self.generation, members=len(self.members))
         for m in self.members.values():
             if m.awaiting_sync:
                 m.awaiting_sync.complete(self._sync_response(m))
@@ -323,7 +325,7 @@ class Group:
         for reply in (member.awaiting_join, member.awaiting_sync):
             if reply:
                 reply.complete(error(UNKNOWN_MEMBER_ID, reason))
-        self.emit("coordinator_member_removed", member_id=member_id, cause=reason)
+        self.emit(ev.COORDINATOR_MEMBER_REMOVED, member_id=member_id, cause=reason)
         if self.leader_id == member_id:
             self.leader_id = None
         if self.state in (STABLE, COMPLETING):

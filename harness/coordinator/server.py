@@ -17,6 +17,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from harness.history import HistoryWriter
+from oracle import vocabulary as ev
 
 from . import protocol as p
 from .election import Leadership
@@ -65,13 +66,13 @@ class Coordinator:
             now = _now_ms()
             self.groups = {name: Group.restore(snapshot, offsets, now, **self._group_kwargs(name))
                            for name, (snapshot, offsets) in self.store.load().items()}
-            self.history.emit("coordinator_elected", instance=self.instance.name, epoch=epoch,
+            self.history.emit(ev.COORDINATOR_ELECTED, instance=self.instance.name, epoch=epoch,
                               groups=sorted(self.groups))
 
     def _resigned(self, reason: str) -> None:
         # Called from kazoo's thread too: no ZooKeeper calls, and never wait for the lock
         # (a request may hold it while blocked on ZooKeeper). Members learn from NOT_COORDINATOR.
-        self.history.emit("coordinator_resigned", instance=self.instance.name, reason=reason)
+        self.history.emit(ev.COORDINATOR_RESIGNED, instance=self.instance.name, reason=reason)
         threading.Thread(target=self._drop_groups, daemon=True).start()
 
     def _drop_groups(self) -> None:

@@ -22,23 +22,23 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import defaultdict
 
+from .. import vocabulary as ev
 from ..anomalies import Anomaly, CheckResult, duration, members, plural
 from ..assignors import LAYOUTS
 from ..history import History, Instant, MemberSlot, TopicPartition, render_partitions
 from ..ownership import ownership_of
+from ..protocols import GENERATIONS, LAYOUT_PROTOCOLS
 from ..rebalances import COMPLETED, run_rebalances
 
 NAME = "assignment-validity"
 OPTIONS: dict = {}
-# zk-eager: range over sorted threads; the project's coordinator: range/roundrobin over sorted member ids.
-LAYOUT_PROTOCOLS = frozenset({"classic-eager", "classic-static", "zk-eager",
-                              "coordinator-v1", "coordinator-v2", "coordinator-v3"})
 
 
 def check(history: History, options: dict) -> CheckResult:
     ownership = ownership_of(history)
     result = CheckResult()
     checked, partial, layouts = [], [], []
+    member_epochs = history.protocol in GENERATIONS and GENERATIONS[history.protocol].member_epochs
     for rebalance in run_rebalances(history):  # the harness's teardown is not the group's doing
         if rebalance.status != COMPLETED:
             continue
@@ -59,7 +59,7 @@ def check(history: History, options: dict) -> CheckResult:
                     times={"assigned": rebalance.end}))
         # KIP-848 members reach an epoch one by one, each reconciling on its own heartbeat:
         # an epoch's snapshot is partial by design (convergence judges the end state).
-        if generation in ownership.incremental_revokes or history.protocol == "consumer":
+        if generation in ownership.incremental_revokes or member_epochs:
             partial.append(generation)
             continue
         at = rebalance.end.mono_ms if rebalance.end else history.end.mono_ms
@@ -115,7 +115,7 @@ def _unassigned(rebalance, missing: list[TopicPartition], beyond: str = "") -> A
 
 def _assignor(history: History, generation: int) -> str | None:
     """The assignor the group actually chose (JoinGroup's protocol_name), else the configured one."""
-    joined = history.first("group_joined", generation=generation)
+    joined = history.first(ev.GROUP_JOINED, generation=generation)
     return (joined or {}).get("protocol_name") or history.assignor
 
 
@@ -126,11 +126,11 @@ def _subscriptions(history: History, generation: int,
     subscriptions = {}
     for slot in slots:
         mine = {"member": slot.member, "incarnation": slot.incarnation}
-        joined = history.first("group_joined", generation=generation, **mine)
+        joined = history.first(ev.GROUP_JOINED, generation=generation, **mine)
         until = joined["mono_ms"] if joined else history.end.mono_ms
-        sent = _last_by(history.where("group_join_sent", **mine), until)
+        sent = _last_by(history.where(ev.GROUP_JOIN_SENT, **mine), until)
         until = sent["mono_ms"] if sent else until
-        changed = _last_by(history.where("subscription_changed", **mine), until)
+        changed = _last_by(history.where(ev.SUBSCRIPTION_CHANGED, **mine), until)
         if not changed:
             return None
         subscriptions[slot] = frozenset(changed["topics"])
@@ -147,8 +147,8 @@ def _member_order(history: History, generation: int, slots: list[MemberSlot]) ->
     """Members in the order the assignor sees them, and what that order is by."""
     ids = {}
     for slot in slots:
-        joined = history.first("group_joined", generation=generation, member=slot.member, incarnation=slot.incarnation)
-        started = history.first("consumer_started", member=slot.member, incarnation=slot.incarnation) or {}
+        joined = history.first(ev.GROUP_JOINED, generation=generation, member=slot.member, incarnation=slot.incarnation)
+        started = history.first(ev.CONSUMER_STARTED, member=slot.member, incarnation=slot.incarnation) or {}
         ids[slot] = (started.get("group_instance_id"), (joined or {}).get("member_id") or slot.member)
     if all(instance for instance, _ in ids.values()):
         return sorted(slots, key=lambda s: ids[s][0]), "group.instance.id"
@@ -162,7 +162,7 @@ def _expected_layout(history: History, generation: int, assignor: str,
     a dynamic member that never got its JoinGroup answer has no member id in the history."""
     ordered, basis = _member_order(history, generation, list(assignment))
     if basis != "group.instance.id" and any(
-            not history.first("group_joined", generation=generation, member=s.member, incarnation=s.incarnation)
+            not history.first(ev.GROUP_JOINED, generation=generation, member=s.member, incarnation=s.incarnation)
             for s in assignment):
         return None
     if subscriptions is not None and not set(assignment) <= set(subscriptions):
@@ -197,11 +197,11 @@ def _absent_members(history: History, rebalance) -> list[MemberSlot] | None:
         if (rebalance.start or rebalance.coordinator_preparing) else stabilized.mono_ms
     joined_members = set(rebalance.members)
     waiting: dict[MemberSlot, bool] = {}
-    for e in history.named("group_join_sent", "group_joined"):
+    for e in history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED):
         if e["mono_ms"] > stabilized.mono_ms:
             break
         if e["mono_ms"] >= began:
-            waiting[MemberSlot.of(e)] = e["name"] == "group_join_sent"
+            waiting[MemberSlot.of(e)] = e["name"] == ev.GROUP_JOIN_SENT
     return sorted(slot for slot, unanswered in waiting.items() if unanswered and str(slot) not in joined_members)
 
 
@@ -224,5 +224,5 @@ def _held_by_absent(history: History, rebalance, absent: list[MemberSlot], missi
         f"no member that joined — the leader assigned them among the {plural(extra, 'member')} counted without an "
         f"answered JoinGroup ({who}) — and were {until}",
         partition=str(missing[0]) if len(missing) == 1 else None, members=members(*absent), generation=generation,
-        times={"assigned": end} | ({"coordinator_stabilized": rebalance.coordinator_stabilized}
+        times={"assigned": end} | ({ev.COORDINATOR_STABILIZED: rebalance.coordinator_stabilized}
                                     if rebalance.coordinator_stabilized else {}))

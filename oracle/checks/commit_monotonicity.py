@@ -12,6 +12,7 @@ from ..offsets import OffsetSet
 
 NAME = "commit-monotonicity"
 OPTIONS = {"allow_reset": False}
+PREMISE = ("fenced_commits", "so committed offsets can move back")  # a zombie's late commit is accepted
 
 
 def check(history: History, options: dict) -> CheckResult:

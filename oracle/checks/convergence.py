@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from .. import vocabulary as ev
 from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, duration
 from ..history import Event, History, Instant, TopicPartition, render_partitions
 from ..ownership import ownership_of
@@ -27,13 +28,13 @@ def check(history: History, options: dict) -> CheckResult:
     done = history.done
     if not done:
         return CheckResult(skipped=NOT_FINISHED)
-    healed = history.last("fault_healed")
-    anchor = healed or history.first("phase", phase="workload") or history.events[0]
+    healed = history.last(ev.FAULT_HEALED)
+    anchor = healed or history.first(ev.PHASE, phase="workload") or history.events[0]
     since = anchor["mono_ms"]
     since_what = f"fault {healed.get('fault_id')} healed" if healed else "the workload started"
     # Judge up to `done`, or the first end-of-run stop if the harness stopped members first.
     # Members a scale-down stopped did so before their fault healed: they are not the end.
-    stops = [e["mono_ms"] for e in history.named("consumer_stopped")
+    stops = [e["mono_ms"] for e in history.named(ev.CONSUMER_STOPPED)
              if e.get("reason") == "end-of-run" and e["mono_ms"] > since]
     horizon = min([done["mono_ms"], *stops])
 
@@ -61,7 +62,7 @@ def check(history: History, options: dict) -> CheckResult:
                 NAME, "slow-convergence",
                 f"the group settled {duration(took)} after {since_what} ({history.clock(since)}), "
                 f"later than the allowed {options['within_s']} s", times=times))
-    lag = _lag(history, history.last("lag_sampled"))
+    lag = _lag(history, history.last(ev.LAG_SAMPLED))
     if lag:
         result.violations.append(lag)
     stall_ms = _stall_ms(history, options["stall_s"])
@@ -73,7 +74,7 @@ def check(history: History, options: dict) -> CheckResult:
 def _stall_ms(history: History, stall_s: float | None) -> float:
     if stall_s is not None:
         return stall_s * 1000.0
-    sessions = [e.get("session_timeout_ms") or 0 for e in history.named("consumer_started")]
+    sessions = [e.get("session_timeout_ms") or 0 for e in history.named(ev.CONSUMER_STARTED)]
     return max(15_000.0, 2.0 * max(sessions, default=0))
 
 
@@ -89,8 +90,8 @@ def _busy_intervals(history: History, horizon: float) -> list[tuple[float, float
         busy.append((r.start.mono_ms, r.end.mono_ms if r.end else horizon if next_start is None else next_start))
         next_start = r.start.mono_ms if next_start is None else min(next_start, r.start.mono_ms)
     busy.reverse()
-    healed = {e.get("fault_id"): e["mono_ms"] for e in history.named("fault_healed")}
-    for f in history.named("fault_started"):
+    healed = {e.get("fault_id"): e["mono_ms"] for e in history.named(ev.FAULT_HEALED)}
+    for f in history.named(ev.FAULT_STARTED):
         end = healed.get(f.get("fault_id"), horizon)
         if f.get("kind") == "crash" and not (f.get("params") or {}).get("restart_after_s"):
             after = [r.end.mono_ms for r in rebalances if r.end and r.start.mono_ms >= f["mono_ms"]]
@@ -105,7 +106,7 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
         return []  # never settled: reported above as not-converged
     quiet = _Quiet(_busy_intervals(history, horizon))
     acks: dict[TopicPartition, list[tuple[float, int]]] = {}
-    for e in history.named("records_acked"):
+    for e in history.named(ev.RECORDS_ACKED):
         for tp, _, hi in history.ranges_of(e):
             acks.setdefault(tp, []).append((e["mono_ms"], hi))
     ownership = ownership_of(history)

@@ -20,6 +20,7 @@ from ..ownership import Session, ownership_of
 
 NAME = "fenced-commits"
 OPTIONS: dict = {}
+PREMISE = ("fenced_commits", "")  # oracle/protocols.py: a generation without fencing accepts such commits
 
 
 def check(history: History, options: dict) -> CheckResult:

@@ -1,41 +1,22 @@
-"""faults/: process faults from scenario specs, and the scheduler that injects and heals them."""
+"""faults/: every fault kind from its scenario entry, the link table, and the scheduler that
+injects and heals faults (against tests/fake_targets.py, which implements all of ``Targets``)."""
 from __future__ import annotations
 
+import inspect
 import signal
 import time
 
 import pytest
 
 from faults import catalogue
-from faults.process import Crash, Pause
+from faults.crash import Crash
+from faults.pause import Pause
 from faults.schedule import FaultScheduler
+from tests.fake_targets import FakeTargets
 
 
 def from_spec(fault_id: str, spec: dict):
     return catalogue.from_spec({"fault_id": fault_id, **spec})
-
-
-class FakeTargets:
-    """Records (seconds since creation, action, target[, signal]) instead of touching processes."""
-
-    def __init__(self, broken: tuple[str, ...] = ()):
-        self.t0 = time.monotonic()
-        self.calls: list[tuple] = []
-        self.broken = broken
-
-    def _record(self, *call):
-        if call[1] in self.broken:
-            raise RuntimeError(f"no process named {call[1]!r}")
-        self.calls.append((time.monotonic() - self.t0, *call))
-
-    def resolve(self, name): return name
-    def pause(self, name): self._record("pause", name)
-    def resume(self, name): self._record("resume", name)
-    def kill(self, name, sig): self._record("kill", name, sig)
-    def restart(self, name): self._record("restart", name)
-
-    def actions(self):
-        return [c[1:] for c in self.calls]
 
 
 class Events(list):
@@ -173,9 +154,6 @@ class SlowStopTargets(FakeTargets):
         super().__init__()
         self.stop_s = stop_s
 
-    def group_names(self, which): return ["broker-1", "broker-2", "broker-3"]
-    def is_running(self, name): return True
-
     def kill(self, name, sig):
         time.sleep(self.stop_s)
         super().kill(name, sig)
@@ -204,3 +182,118 @@ def test_a_forced_heal_cuts_a_rolling_round_short_and_leaves_everyone_running():
     s.heal_all("end-of-workload")
     assert [c[1:3] for c in targets.calls] == [("kill", "broker-1"), ("restart", "broker-1")]
     assert events.names() == [("fault_started", "f1"), ("fault_healed", "f1")]
+
+
+# --- every kind, one package each --------------------------------------------------------------
+
+def test_the_fake_and_the_runs_targets_implement_every_method_of_targets():
+    from faults.base import Targets
+    from harness.targets import RunTargets
+
+    protocol = {name: inspect.signature(method) for name, method in vars(Targets).items()
+                if callable(method) and not name.startswith("_")}
+    assert len(protocol) == 16
+    for implementation in (FakeTargets, RunTargets):
+        for name, signature in protocol.items():
+            method = getattr(implementation, name, None)
+            assert callable(method), f"{implementation.__name__} has no {name}"
+            assert list(inspect.signature(method).parameters) == list(signature.parameters), (implementation, name)
+
+
+def test_the_catalogue_names_each_kind_once_and_the_scenario_takes_its_kinds_from_it():
+    from harness.scenario import FAULT_KINDS, RANDOM_KINDS
+
+    assert FAULT_KINDS == tuple(catalogue.KINDS) == tuple(catalogue.SPECS)
+    assert FAULT_KINDS == ("pause", "crash", "network", "zk-session-expiry", "poll-stall", "rolling-restart",
+                           "join-storm", "scale", "add-partitions", "create-topic")
+    assert RANDOM_KINDS == ("pause", "crash", "network", "poll-stall")  # the order every seeded draw relies on
+    assert all(fault.Spec.kind_name() == kind for kind, fault in catalogue.KINDS.items())
+
+
+@pytest.mark.parametrize("entry, heal_after_s, injected, healed", [
+    ({"kind": "pause", "target": "consumer-1", "duration_s": 3},
+     3.0, [("pause", "consumer-1")], [("resume", "consumer-1")]),
+    ({"kind": "crash", "target": "coordinator", "signal": "SIGTERM", "restart_after_s": 4},
+     4.0, [("kill", "broker-1", signal.SIGTERM)], [("restart", "broker-1")]),
+    ({"kind": "network", "target": "consumer-2", "duration_s": 5, "link": "coordinator", "effect": "latency",
+      "latency_ms": 80},
+     5.0, [("add_toxic", "consumer-2.to.broker-1", f"f1-latency-{s}", {"latency": 80, "jitter": 0})
+           for s in ("upstream", "downstream")],
+     [("remove_toxic", "consumer-2.to.broker-1", f"f1-latency-{s}") for s in ("upstream", "downstream")]),
+    ({"kind": "network", "target": "broker-2", "duration_s": 1, "link": "zookeeper", "effect": "refuse"},
+     1.0, [("set_enabled", "broker-2.to.zookeeper", False)], [("set_enabled", "broker-2.to.zookeeper", True)]),
+    ({"kind": "zk-session-expiry", "target": "broker-3"}, 0.0, [("expire_zookeeper_session", "broker-3")], []),
+    ({"kind": "zk-session-expiry", "target": "broker-3", "method": "network"},
+     9.0, [("add_toxic", "broker-3.to.zookeeper", f"f1-timeout-{s}", {"timeout": 0}) for s in ("upstream", "downstream")],
+     [("remove_toxic", "broker-3.to.zookeeper", f"f1-timeout-{s}") for s in ("upstream", "downstream")]),
+    ({"kind": "poll-stall", "target": "consumer-3", "duration_s": 2.5},
+     2.5, [("command", "consumer-3", {"command": "poll-stall", "fault_id": "f1", "duration_s": 2.5})],
+     [("command", "consumer-3", {"command": "poll-stall-end", "fault_id": "f1"})]),
+    ({"kind": "join-storm", "consumers": 2}, 0.0, [("start_consumers", 2, ["consumer-4", "consumer-5"])], []),
+    ({"kind": "scale", "consumers": 1}, 0.0, [("scale_consumers", 1, ["consumer-2", "consumer-3"])], []),
+    ({"kind": "add-partitions", "topic": "events", "partitions": 12}, 0.0, [("add_partitions", "events", 12)], []),
+    ({"kind": "create-topic", "topic": "events-2", "partitions": 4}, 0.0, [("create_topic", "events-2", 4)], []),
+])
+def test_each_kind_injects_and_heals_from_its_typed_options(entry, heal_after_s, injected, healed):
+    fault = from_spec("f1", {"at_s": 1, **entry})
+    assert fault.params == {k: v for k, v in entry.items() if k not in ("kind", "target")}  # as written, for the history
+    targets = FakeTargets()
+    fault.resolved = targets.resolve(fault.target) if fault.target else None
+    fault.inject(targets)
+    assert (targets.actions(), fault.heal_after_s) == (injected, heal_after_s)  # the network way: 6 s session + 3 s
+    fault.heal(targets)
+    assert targets.actions()[len(injected):] == healed
+
+
+def test_a_schedule_entry_is_validated_by_its_kind():
+    with pytest.raises(ValueError, match="duration_s"):
+        from_spec("f1", {"kind": "pause", "target": "consumer-1", "at_s": 1})
+
+
+def test_validation_and_injection_read_one_link_table():
+    """Every link validation accepts is one the network plan has proxies for, and no other."""
+    import itertools
+
+    from faults.base import ScenarioFacts
+    from faults.network import links, proxies
+    from harness.cluster.network import NetworkPlan
+
+    ports = itertools.count(20_000)
+    plan = NetworkPlan(brokers=[1, 2, 3], lanes=2, zookeeper_ports={"zookeeper-1": 2181}, port=lambda: next(ports),
+                       coordinators=["coordinator-1", "coordinator-2"])
+    members, brokers, instances = ("consumer-1", "consumer-2"), ("broker-1", "broker-2", "broker-3"), ("coordinator-1", "coordinator-2")
+    facts = ScenarioFacts(targets=(*members, *brokers, *instances, "producer", "coordinator"), members=members,
+                          brokers=brokers, coordinator_instances=instances, kafka="3.9", zookeeper=True,
+                          driver="librdkafka", topics={})
+    every_link = ["brokers", "clients", "zookeeper", *brokers, *instances]
+    for target in (*members, *brokers, *instances):
+        accepted = [link for link in links(target, facts) if link != target]
+        assert accepted and set(accepted) - {"coordinator"} <= set(every_link)
+        for link in every_link:
+            if link in accepted:
+                cut = proxies(plan, target, link)
+                assert cut and set(cut) <= set(plan.routes), (target, link)
+            else:
+                with pytest.raises(ValueError, match="is not a link of"):
+                    proxies(plan, target, link)
+    assert links("producer", facts) == [] and links("coordinator", facts) == ["zookeeper", "clients"]
+
+
+def test_a_topic_created_by_a_fault_can_be_grown_by_a_later_one(tmp_path):
+    from harness.errors import ScenarioError
+    from harness.scenario import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text("""
+name: grow-a-new-topic
+duration_s: 60
+topics: [{name: events, partitions: 3}]
+workload: {topic_pattern: "^events.*"}
+faults:
+  - {kind: create-topic, at_s: 5, topic: events-new, partitions: 2}
+  - {kind: add-partitions, at_s: 10, topic: events-new, partitions: 4}
+  - {kind: add-partitions, at_s: 20, topic: events-new, partitions: 2}
+""")
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(path)
+    assert e.value.problems == [("faults.2.partitions", "2 is not more than the 2 partitions events-new has")]

@@ -31,7 +31,7 @@ import pytest
 from oracle import CHECK_NAMES, check_history, load_history
 from oracle.anomalies import Anomaly
 from oracle.assignors import LAYOUTS
-from oracle.checks.assignment_validity import LAYOUT_PROTOCOLS
+from oracle.protocols import LAYOUT_PROTOCOLS
 from oracle.verdict import Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "histories"

@@ -1,53 +1,37 @@
-"""Membership and topology churn: join storms, scaling, rolling restarts, new partitions
-and topics — the everyday causes of rebalances, as opposed to failures."""
+"""rolling-restart: stop and start each target in turn — a rolling bounce of brokers, or a
+rolling deploy of consumers (with static membership when the protocol is classic-static)."""
 
 from __future__ import annotations
 
 import signal
 import threading
 from dataclasses import dataclass, field
+from typing import Annotated, Literal, Union
 
-from faults.base import Fault, Targets
+from pydantic import Field
 
-
-@dataclass
-class JoinStorm(Fault):
-    """``consumers`` new members start at the same moment."""
-
-    kind = "join-storm"
-
-    def inject(self, targets: Targets) -> dict:
-        return {"started": targets.start_consumers(int(self.params["consumers"]))}
+from faults.base import COORDINATOR, DAY_S, Fault, FaultSpec, ScenarioFacts, StopSignal, Targets
 
 
-@dataclass
-class Scale(Fault):
-    """Scale the group to ``consumers`` members (new ones started, the newest stopped cleanly)."""
+class RollingRestartSpec(FaultSpec):
+    """Stop and start each target in turn: a rolling bounce of brokers, or a rolling deploy of
+    consumers (with static membership when the protocol is classic-static)."""
 
-    kind = "scale"
+    kind: Literal["rolling-restart"]
+    targets: Union[Literal["brokers", "consumers"], Annotated[list[str], Field(min_length=1, max_length=100)]]
+    signal: StopSignal = "SIGTERM"
+    down_s: Annotated[float, Field(ge=0, le=DAY_S)] = 2
+    interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
 
-    def inject(self, targets: Targets) -> dict:
-        return {"changed": targets.scale_consumers(int(self.params["consumers"]))}
-
-
-@dataclass
-class AddPartitions(Fault):
-    kind = "add-partitions"
-
-    def inject(self, targets: Targets) -> None:
-        targets.add_partitions(self.params["topic"], int(self.params["partitions"]))
+    def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        if isinstance(self.targets, str):
+            return []
+        unknown = [t for t in self.targets if t not in scenario.targets or t == COORDINATOR]
+        return [("targets", f"no process {', '.join(map(repr, unknown))} in this scenario")] if unknown else []
 
 
 @dataclass
-class CreateTopic(Fault):
-    kind = "create-topic"
-
-    def inject(self, targets: Targets) -> None:
-        targets.create_topic(self.params["topic"], int(self.params["partitions"]))
-
-
-@dataclass
-class RollingRestart(Fault):
+class RollingRestart(Fault[RollingRestartSpec]):
     """Stop each target (SIGTERM by default), start it again ``down_s`` later, wait
     ``interval_s``, next. Runs in its own thread so other faults keep their times.
     ``heal_after_s`` is the round's nominal length — a broker's controlled shutdown
@@ -55,7 +39,7 @@ class RollingRestart(Fault):
     heal at the end of the workload or run finishes it at once, leaving every target
     running."""
 
-    kind = "rolling-restart"
+    Spec = RollingRestartSpec
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _names: list[str] = field(default_factory=list)
@@ -63,29 +47,29 @@ class RollingRestart(Fault):
     @property
     def heal_after_s(self) -> float:
         n = len(self._names) or 1
-        return n * float(self.params["down_s"]) + n * float(self.params["interval_s"])
+        return n * self.spec.down_s + n * self.spec.interval_s
 
     @property
     def in_progress(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
     def inject(self, targets: Targets) -> dict:
-        which = self.params["targets"]
+        which = self.spec.targets
         self._names = targets.group_names(which) if isinstance(which, str) else list(which)
         self._thread = threading.Thread(target=self._round, args=(targets,), name=f"{self.fault_id}-rolling", daemon=True)
         self._thread.start()
         return {"order": self._names}
 
     def _round(self, targets: Targets) -> None:
-        sig = getattr(signal, self.params["signal"])
+        sig = getattr(signal, self.spec.signal)
         for i, name in enumerate(self._names):
             if self._stop.is_set():
                 return
             targets.kill(name, sig)
-            self._stop.wait(float(self.params["down_s"]))
+            self._stop.wait(self.spec.down_s)
             targets.restart(name)
             if i < len(self._names) - 1:
-                self._stop.wait(float(self.params["interval_s"]))
+                self._stop.wait(self.spec.interval_s)
 
     def heal(self, targets: Targets) -> None:
         self._stop.set()

@@ -1,4 +1,4 @@
-"""ZooKeeper session expiry of a ZooKeeper-mode broker, for real: on the server.
+"""zk-session-expiry: a ZooKeeper-mode broker's session expired for real: on the server.
 
 The server drops the session and its ephemeral znodes at once (/brokers/ids/<id>
 goes, the controller sees the broker leave); the broker is told its session
@@ -11,23 +11,39 @@ count. How the session is ended is the cluster's business
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
-from faults.base import Fault, Targets
+from faults.base import COORDINATOR, Fault, ScenarioFacts, Targets, TargetedSpec
 from faults.network import degrade, restore
-
 
 # How much longer than the session timeout the network way keeps the link cut.
 NETWORK_MARGIN_S = 3.0
 
 
+class ZkSessionExpirySpec(TargetedSpec):
+    """A broker's ZooKeeper session expired for real: on the server (``server``), or by
+    cutting the broker's ZooKeeper link longer than its session timeout (``network``)."""
+
+    kind: Literal["zk-session-expiry"]
+    method: Literal["server", "network"] = "server"
+
+    def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        if not scenario.zookeeper:
+            return [("kind", f"Kafka {scenario.kafka} runs in KRaft mode: brokers have no ZooKeeper session")]
+        if self.target not in (*scenario.brokers, *scenario.coordinator_instances, COORDINATOR):
+            return [("target", f"ZooKeeper sessions expire for brokers and coordinator instances here, "
+                               f"not {self.target!r}")]
+        return []
+
+
 @dataclass
-class ZkSessionExpiry(Fault):
+class ZkSessionExpiry(Fault[ZkSessionExpirySpec]):
     """``method: server`` (default): the ZooKeeper server ends the session at once.
     ``method: network``: the broker's ZooKeeper link is blackholed for longer than its
     session timeout, so the server expires the session the way a real partition does;
     healing the link lets the broker in again, with a new session."""
 
-    kind = "zk-session-expiry"
+    Spec = ZkSessionExpirySpec
     proxies: list[str] = field(default_factory=list)
     cut_s: float = 0.0
 
@@ -37,7 +53,7 @@ class ZkSessionExpiry(Fault):
 
     def inject(self, targets: Targets) -> dict:
         """Returns which session was expired (server) or which link was cut (network), for the history."""
-        if self.params.get("method", "server") == "server":
+        if self.spec.method == "server":
             return targets.expire_zookeeper_session(self.resolved)
         self.proxies = targets.proxies(self.resolved, "zookeeper")
         self.cut_s = targets.zookeeper_session_timeout_s(self.resolved) + NETWORK_MARGIN_S

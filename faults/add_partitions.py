@@ -1,0 +1,30 @@
+"""add-partitions: a declared topic grown to ``partitions`` in total while the group consumes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
+
+
+class AddPartitionsSpec(FaultSpec):
+    kind: Literal["add-partitions"]
+    topic: str
+    partitions: Annotated[int, Field(ge=2, le=1000, description="the new total")]
+
+    def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        current = scenario.topics.get(self.topic)
+        if current is None:
+            return [("topic", f"topic {self.topic!r} is not declared under topics")]
+        if self.partitions <= current:
+            return [("partitions", f"{self.partitions} is not more than the {current} partitions {self.topic} has")]
+        return []
+
+
+class AddPartitions(Fault[AddPartitionsSpec]):
+    Spec = AddPartitionsSpec
+
+    def inject(self, targets: Targets) -> None:
+        targets.add_partitions(self.spec.topic, self.spec.partitions)

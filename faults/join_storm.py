@@ -1,0 +1,26 @@
+"""join-storm: ``consumers`` new members start at the same moment."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from faults.base import Fault, FaultSpec, Targets
+
+
+class JoinStormSpec(FaultSpec):
+    """``consumers`` new members start at once."""
+
+    kind: Literal["join-storm"]
+    consumers: Annotated[int, Field(ge=1, le=64)]
+
+    def members_after(self, running: int) -> int:
+        return running + self.consumers
+
+
+class JoinStorm(Fault[JoinStormSpec]):
+    Spec = JoinStormSpec
+
+    def inject(self, targets: Targets) -> dict:
+        return {"started": targets.start_consumers(self.spec.consumers)}

@@ -1,0 +1,27 @@
+"""scale: the group scaled to ``consumers`` members — new ones started (new numbers, never a
+stopped member's), or the newest stopped cleanly."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from faults.base import Fault, FaultSpec, Targets
+
+
+class ScaleSpec(FaultSpec):
+    """Scale the group to ``consumers`` members: start new ones, or stop (SIGTERM) the newest."""
+
+    kind: Literal["scale"]
+    consumers: Annotated[int, Field(ge=0, le=64)]
+
+    def members_after(self, running: int) -> int:
+        return self.consumers
+
+
+class Scale(Fault[ScaleSpec]):
+    Spec = ScaleSpec
+
+    def inject(self, targets: Targets) -> dict:
+        return {"changed": targets.scale_consumers(self.spec.consumers)}

@@ -1,0 +1,91 @@
+"""The protocol generations the lab runs, and what each one is: the one table of them.
+
+A generation is a way a consumer group rebalances — from the ZooKeeper-era
+consumer (0.8) through Kafka's classic group protocol to KIP-848, plus the
+project's own coordinator (harness/coordinator, docs/coordinator.md). Scenario
+validation, ``compare``, the harness that starts the members, the oracle and the
+analysis all read their facts here; adding a generation is one entry below (and
+its driver).
+
+Pure data: nothing of the project is imported, so the oracle — the bottom layer —
+can read it, and so can everything above it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+GroupHome = Literal["kafka", "zookeeper", "project-coordinator"]
+
+
+@dataclass(frozen=True)
+class Generation:
+    name: str  # workload.protocol, and run_started's "protocol"
+    about: str  # how a sentence names it: "the ZooKeeper-era consumer"
+    # workload.driver -> the module that runs one member (python -m); the first is the default.
+    drivers: Mapping[str, str]
+    assignors: tuple[str, ...]  # the first is the default
+    # The Kafka line it exists on (compare runs it there); None: any line the scenario names.
+    kafka: str | None = None
+    kafka_why: str = ""  # why that line, for a scenario on a cluster of the other kind
+    classic: bool = False  # Kafka's classic group protocol: JoinGroup / SyncGroup sent by a Kafka client
+    incremental: bool = False  # rebalance callbacks carry deltas (KIP-429, KIP-848)
+    member_epochs: bool = False  # KIP-848: members reach an epoch one by one, each on its own heartbeat
+    fenced_commits: bool = True  # the group refuses a former owner's commits (by generation or epoch)
+    group_home: GroupHome = "kafka"  # where the group's membership lives
+    # Eager range / roundrobin generations must match oracle/assignors.py's layouts: the members
+    # sort themselves the way those definitions say (KIP-848's brokers assign their own way).
+    layouts: bool = False
+
+    @property
+    def project_coordinator(self) -> bool:
+        return self.group_home == "project-coordinator"
+
+
+_CLASSIC_DRIVERS = MappingProxyType({"librdkafka": "workloads.consumer", "java": "workloads.verifiable"})
+_COORDINATOR = dict(about="the project's coordinator", drivers=MappingProxyType({"librdkafka": "workloads.coordinated"}),
+                    assignors=("range", "roundrobin"), kafka="3.9",
+                    kafka_why="the project's coordinator keeps its groups in ZooKeeper",
+                    group_home="project-coordinator", layouts=True)
+
+GENERATIONS: Mapping[str, Generation] = MappingProxyType({g.name: g for g in (
+    # The 0.8 high-level consumer: its own range assignment over sorted consumer threads, in ZooKeeper.
+    Generation("zk-eager", "the ZooKeeper-era consumer", MappingProxyType({"librdkafka": "workloads.zk_eager"}),
+               ("range",), kafka="3.9", kafka_why="zk-eager rebalances through ZooKeeper",
+               fenced_commits=False, group_home="zookeeper", layouts=True),
+    Generation("classic-eager", "the classic eager protocol", _CLASSIC_DRIVERS, ("range", "roundrobin"),
+               classic=True, layouts=True),
+    Generation("classic-static", "the classic protocol with static membership (KIP-345)", _CLASSIC_DRIVERS,
+               ("range", "roundrobin", "cooperative-sticky"), classic=True, layouts=True),
+    Generation("classic-cooperative", "the classic cooperative protocol (KIP-429)", _CLASSIC_DRIVERS,
+               ("cooperative-sticky",), classic=True, incremental=True),
+    # KIP-848: the assignors are the brokers' remote assignors.
+    Generation("consumer", "the consumer protocol (KIP-848)", MappingProxyType({"librdkafka": "workloads.consumer"}),
+               ("uniform", "range"), kafka="4.1", kafka_why="the consumer protocol (KIP-848) needs Kafka 4.x",
+               incremental=True, member_epochs=True),
+    # The project's coordinator, seeds 001-004's designs: v1 assigns in JoinGroup, v2 lets the
+    # leader assign (SyncGroup), v3 adds KIP-62's rebalance timeout and KIP-134's initial delay.
+    Generation("coordinator-v1", **_COORDINATOR),
+    Generation("coordinator-v2", **_COORDINATOR),
+    Generation("coordinator-v3", **_COORDINATOR),
+)})
+
+PROTOCOLS: tuple[str, ...] = tuple(GENERATIONS)
+# Every assignor some generation uses, in the table's order.
+ASSIGNORS: tuple[str, ...] = tuple(dict.fromkeys(a for g in GENERATIONS.values() for a in g.assignors))
+# Assignors without a closed-form layout to hold a generation to: they keep what members own.
+STICKY_ASSIGNORS = frozenset({"cooperative-sticky", "uniform"})
+
+# What a generation lacking a fact does instead, in the words of a check that rests on the fact
+# (oracle.checks.not_applicable): "<about> <this>".
+LACKING = {"fenced_commits": "has no commit fencing: a zombie's stale commits are accepted (its finding)"}
+
+
+def where(**facts) -> tuple[str, ...]:
+    """The generations with these facts, in the table's order: ``where(classic=True)``."""
+    return tuple(g.name for g in GENERATIONS.values() if all(getattr(g, k) == v for k, v in facts.items()))
+
+
+INCREMENTAL_PROTOCOLS = frozenset(where(incremental=True))
+LAYOUT_PROTOCOLS = frozenset(where(layouts=True))

@@ -1,0 +1,121 @@
+"""A stand-in for the run's ``Targets`` (faults/base.py), for unit tests of faults.
+
+It implements the whole protocol (tests/unit/test_harness_faults.py checks that it and
+``harness.targets.RunTargets`` keep up with it). Instead of touching processes, proxies and
+topics it records each action as ``(seconds since creation, method, name, *arguments)`` in
+``calls``; questions (``resolve``, ``is_running``, ``group_names``, ``proxies``, …) are
+answered from a small model of the run: brokers, members, and who is stopped.
+"""
+from __future__ import annotations
+
+import time
+
+
+class FakeToxiproxy:
+    """Records what a network fault does to its proxies, in its targets' ``calls``."""
+
+    def __init__(self, targets: FakeTargets):
+        self.targets = targets
+
+    def set_enabled(self, proxy: str, enabled: bool) -> None:
+        self.targets._record("set_enabled", proxy, enabled)
+
+    def add_toxic(self, proxy: str, name: str, kind: str, stream: str, **attributes) -> None:
+        self.targets._record("add_toxic", proxy, name, attributes)
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        self.targets._record("remove_toxic", proxy, name)
+
+
+class FakeTargets:
+    def __init__(self, broken: tuple[str, ...] = (), brokers: int = 3, consumers: int = 3,
+                 coordinator: str = "broker-1", zookeeper_session_timeout_s: float = 6.0):
+        self.t0 = time.monotonic()
+        self.calls: list[tuple] = []
+        self.broken = broken  # names whose every action raises, as a process that is not there
+        self.brokers = [f"broker-{i}" for i in range(1, brokers + 1)]
+        self.consumers = [f"consumer-{i}" for i in range(1, consumers + 1)]
+        self.started = consumers  # highest member number handed out: new members get new numbers
+        self.coordinator = coordinator
+        self.session_timeout_s = zookeeper_session_timeout_s
+        self.stopped: set[str] = set()
+        self._toxiproxy = FakeToxiproxy(self)
+
+    def _record(self, *call):
+        if call[1] in self.broken:
+            raise RuntimeError(f"no process named {call[1]!r}")
+        self.calls.append((time.monotonic() - self.t0, *call))
+
+    def actions(self):
+        return [c[1:] for c in self.calls]
+
+    # --- names ----------------------------------------------------------------------------
+
+    def resolve(self, name):
+        return self.coordinator if name == "coordinator" else name
+
+    def group_names(self, which):
+        return list(self.brokers if which == "brokers" else self.consumers)
+
+    def is_running(self, name):
+        return name not in self.stopped
+
+    # --- processes --------------------------------------------------------------------------
+
+    def pause(self, name):
+        self._record("pause", name)
+
+    def resume(self, name):
+        self._record("resume", name)
+
+    def kill(self, name, sig):
+        self._record("kill", name, sig)
+        self.stopped.add(name)
+
+    def restart(self, name):
+        self._record("restart", name)
+        self.stopped.discard(name)
+
+    # --- network ----------------------------------------------------------------------------
+
+    def proxies(self, target, link):
+        return [f"{target}.to.{self.resolve(link)}"]
+
+    def toxiproxy(self):
+        return self._toxiproxy
+
+    # --- ZooKeeper --------------------------------------------------------------------------
+
+    def expire_zookeeper_session(self, name):
+        self._record("expire_zookeeper_session", name)
+        return {"session_id": "0x1"}
+
+    def zookeeper_session_timeout_s(self, name):
+        return self.session_timeout_s
+
+    # --- members ----------------------------------------------------------------------------
+
+    def command(self, member, command):
+        self._record("command", member, command)
+
+    def start_consumers(self, count):
+        new = [f"consumer-{self.started + i}" for i in range(1, count + 1)]
+        self.started += count
+        self.consumers += new
+        self._record("start_consumers", count, new)
+        return new
+
+    def scale_consumers(self, count):
+        if count >= len(self.consumers):
+            return self.start_consumers(count - len(self.consumers))
+        stopped, self.consumers = self.consumers[count:], self.consumers[:count]
+        self._record("scale_consumers", count, stopped)
+        return stopped
+
+    # --- topics -----------------------------------------------------------------------------
+
+    def add_partitions(self, topic, total):
+        self._record("add_partitions", topic, total)
+
+    def create_topic(self, topic, partitions):
+        self._record("create_topic", topic, partitions)

@@ -1,0 +1,58 @@
+"""The member's record path (workloads/consumer.py): what a consumed batch writes to the
+history and leaves to commit. Real confluent-kafka Message objects, no cluster."""
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, Message
+
+from workloads.consumer import process_records, records_of
+
+
+def batch(*records: tuple[int, int], topic: str = "events") -> list[Message]:
+    return [Message(topic=topic, partition=p, offset=o, value=b"x") for p, o in records]
+
+
+def recorder():
+    events: list = []
+    return events, lambda name, **fields: events.append((name, fields))
+
+
+def test_a_batch_is_one_records_consumed_line_and_its_next_offsets_are_left_to_commit():
+    events, emit = recorder()
+    uncommitted = {("events", 1): 3}
+    records = batch((0, 5), (1, 3), (0, 6), (1, 4), (0, 8)) + batch((0, 0), topic="audit")
+    process_records(records, 0, uncommitted, emit)
+    assert events == [("records_consumed", {"ranges": [
+        {"topic": "audit", "partition": 0, "min_offset": 0, "max_offset": 0, "count": 1},
+        {"topic": "events", "partition": 0, "min_offset": 5, "max_offset": 6, "count": 2},
+        {"topic": "events", "partition": 0, "min_offset": 8, "max_offset": 8, "count": 1},
+        {"topic": "events", "partition": 1, "min_offset": 3, "max_offset": 4, "count": 2}]})]
+    assert uncommitted == {("events", 0): 9, ("events", 1): 5, ("audit", 0): 1}
+
+
+def test_slow_processing_is_written_as_it_goes(monkeypatch):
+    monkeypatch.setattr("workloads.consumer.EMIT_EVERY_MS", 0)  # every record is late
+    events, emit = recorder()
+    uncommitted: dict = {}
+    process_records(batch((0, 0), (0, 1)), 0.001, uncommitted, emit)
+    assert [[(r["min_offset"], r["max_offset"]) for r in e["ranges"]] for _, e in events] == [[(0, 0)], [(1, 1)]]
+    assert uncommitted == {("events", 0): 2}
+
+
+def test_an_interrupted_batch_leaves_the_rest_unprocessed():
+    events, emit = recorder()
+    uncommitted: dict = {}
+    seen = iter([False, False, True])
+    process_records(batch((0, 0), (0, 1), (0, 2)), 0, uncommitted, emit, interrupted=lambda: next(seen))
+    assert events == [("records_consumed", {"ranges": [
+        {"topic": "events", "partition": 0, "min_offset": 0, "max_offset": 1, "count": 2}]})]
+    assert uncommitted == {("events", 0): 2}
+
+
+def test_a_batch_s_errors_are_written_and_its_records_kept_in_order():
+    events, emit = recorder()
+    eof = Message(topic="events", partition=2, offset=7, error=KafkaError(KafkaError._PARTITION_EOF))
+    records = records_of([*batch((0, 0)), eof, *batch((1, 0))], emit)
+    assert [(m.partition(), m.offset()) for m in records] == [(0, 0), (1, 0)]
+    assert events == [("consumer_error", {"error": "_PARTITION_EOF", "error_code": KafkaError._PARTITION_EOF,
+                                          "fatal": False})]
+    assert records_of(batch((0, 1)), emit) and len(events) == 1

@@ -1,0 +1,103 @@
+"""oracle/protocols.py: the one table of protocol generations, and everything that reads it
+agreeing with it — the drivers, the assignor layouts, validation, compare, the oracle's policy."""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from harness import versions
+from harness.compare import variant
+from harness.scenario import Scenario, Workload
+from oracle.assignors import LAYOUTS
+from oracle.checks import CHECKS, not_applicable
+from oracle.protocols import (ASSIGNORS, GENERATIONS, INCREMENTAL_PROTOCOLS, LACKING, LAYOUT_PROTOCOLS, PROTOCOLS,
+                              STICKY_ASSIGNORS, Generation, where)
+
+BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "compare-pause.yaml").read_text())
+EVERY = list(GENERATIONS.values())
+
+
+def test_the_table_is_keyed_by_name_in_a_fixed_order():
+    assert all(name == g.name for name, g in GENERATIONS.items())
+    assert PROTOCOLS == ("zk-eager", "classic-eager", "classic-static", "classic-cooperative", "consumer",
+                         "coordinator-v1", "coordinator-v2", "coordinator-v3")
+    assert where(classic=True) == ("classic-eager", "classic-static", "classic-cooperative")
+    assert where(project_coordinator=True) == ("coordinator-v1", "coordinator-v2", "coordinator-v3")
+    assert INCREMENTAL_PROTOCOLS == {"classic-cooperative", "consumer"}
+
+
+@pytest.mark.parametrize("generation", EVERY, ids=PROTOCOLS)
+def test_every_driver_module_imports_and_runs_as_a_program(generation: Generation):
+    assert next(iter(generation.drivers)) == "librdkafka"  # the scenario's default driver runs every generation
+    for module in generation.drivers.values():
+        assert callable(getattr(importlib.import_module(module), "main", None)), module
+
+
+def test_only_the_classic_generations_run_on_the_java_driver():
+    assert {g.name for g in EVERY if "java" in g.drivers} == set(where(classic=True))
+
+
+@pytest.mark.parametrize("generation", EVERY, ids=PROTOCOLS)
+def test_every_assignor_has_a_layout_or_is_declared_sticky(generation: Generation):
+    assert generation.assignors and len(set(generation.assignors)) == len(generation.assignors)
+    for assignor in generation.assignors:
+        assert (assignor in LAYOUTS) != (assignor in STICKY_ASSIGNORS), assignor
+    if generation.layouts:  # held to the layouts: at least one assignor it can use has one
+        assert any(a in LAYOUTS for a in generation.assignors)
+
+
+def test_kip848_epochs_are_no_layout_and_incremental():
+    for g in EVERY:
+        assert not (g.member_epochs and g.layouts) and (not g.member_epochs or g.incremental), g.name
+    assert LAYOUT_PROTOCOLS == {g.name for g in EVERY if g.layouts}
+
+
+@pytest.mark.parametrize("generation", [g for g in EVERY if g.kafka], ids=[g.name for g in EVERY if g.kafka])
+def test_a_pinned_kafka_line_is_a_release_and_says_why(generation: Generation):
+    assert generation.kafka in versions.KAFKA_RELEASES and generation.kafka_why
+
+
+def test_validation_accepts_exactly_the_tables_protocols_and_assignors():
+    for protocol in PROTOCOLS:
+        workload = Workload(protocol=protocol)
+        assert workload.generation is GENERATIONS[protocol]
+        assert workload.effective_assignor == GENERATIONS[protocol].assignors[0]
+    assert ASSIGNORS == ("range", "roundrobin", "cooperative-sticky", "uniform")
+    with pytest.raises(ValidationError):
+        Workload(protocol="classic-eagerly")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_compare_runs_every_generation_on_its_kafka_line(protocol: str):
+    data, skipped = variant(BASE, protocol)
+    scenario = Scenario.model_validate(data)
+    generation = GENERATIONS[protocol]
+    assert scenario.cluster.kafka == (generation.kafka or BASE["cluster"]["kafka"])
+    assert scenario.workload.effective_assignor == generation.assignors[0]
+    assert skipped == not_applicable(protocol) and not set(skipped) & set(data["checks"])
+
+
+def test_the_coordinator_generations_name_known_designs():
+    from harness.coordinator.group import variant as design
+    from workloads.coordinated import VARIANTS
+
+    assert set(VARIANTS) == set(where(project_coordinator=True))
+    for protocol in VARIANTS:
+        design(protocol.removeprefix("coordinator-"))  # raises on an unknown design
+
+
+def test_checks_resting_on_a_fact_do_not_apply_where_a_generation_lacks_it():
+    for check in CHECKS.values():
+        fact, _ = getattr(check, "PREMISE", (None, ""))
+        assert fact is None or (fact in Generation.__dataclass_fields__ and fact in LACKING), check.NAME
+    assert not_applicable("zk-eager") == {
+        "fenced-commits": "the ZooKeeper-era consumer has no commit fencing: a zombie's stale commits are accepted "
+                          "(its finding)",
+        "commit-monotonicity": "the ZooKeeper-era consumer has no commit fencing: a zombie's stale commits are "
+                               "accepted (its finding), so committed offsets can move back"}
+    assert all(not_applicable(p) == {} for p in PROTOCOLS if GENERATIONS[p].fenced_commits)
+    assert not_applicable(None) == {} and not_applicable("a protocol of the future") == {}
