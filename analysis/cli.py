@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import EXIT_RUN_ERROR, LabError
+from runtime.errors import EXIT_RUN_ERROR, LabError
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.errors import EXIT_BAD_INPUT, LabError
+from runtime.errors import EXIT_BAD_INPUT, LabError
 
 from .ingest import RunDir, Skipped, find_runs, load_events
 

@@ -14,8 +14,8 @@ import time
 from typing import Callable
 
 from faults.base import Fault, Targets
-from harness.history import now
 from oracle import vocabulary as ev
+from runtime.history import now
 
 Emit = Callable[..., None]
 # How long a scheduled heal waits for a fault still in progress (a slow rolling round)

@@ -11,11 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from analysis.cli import analyze
 from harness import versions
-from harness.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_OK, LabError
 from harness.paths import default_runs_dir, lab_home
 from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
+from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_OK, LabError
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -127,8 +128,8 @@ def cluster_status() -> None:
     """Show the standalone cluster and whether each process and broker is up."""
     from confluent_kafka.admin import AdminClient
 
-    from harness.cluster.local import QUIET_CLIENT_LOG
     from harness.processes import registered
+    from runtime.logs import QUIET_CLIENT_LOG
 
     state_file = lab_home() / CLUSTER_STATE
     if not state_file.exists():
@@ -294,11 +295,7 @@ def cleanup() -> None:
     console.print(f"cleanup: {len(stopped)} leftover processes stopped.")
 
 
-# ----------------------------------------------------------------------------- analyze
-
 # Defined in analysis/ with the Spark job; importing it loads neither Spark nor matplotlib.
-from analysis.cli import analyze  # noqa: E402
-
 main.add_command(analyze)
 
 

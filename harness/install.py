@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Callable
 
 from harness import versions
-from harness.errors import SetupError
 from harness.paths import components_dir
+from runtime.errors import SetupError
 
 Report = Callable[[str], None]
 

@@ -34,9 +34,6 @@ from faults.schedule import FaultScheduler
 from harness import report as reporting
 from harness.brokerlog import coordinator_events
 from harness.cluster.local import ClusterSpec, LocalCluster, ProjectCoordinator, TopicSpec
-from harness.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
-from harness.history import HistoryWriter, now
-from harness.observe import ObserverSpec, ObserverStatus, spec_json
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
@@ -44,6 +41,9 @@ from harness.targets import RunTargets
 from harness.workload import WorkloadProcesses
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
+from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
+from runtime.history import HistoryWriter, now
+from workloads.observer import ObserverSpec, ObserverStatus, spec_json
 
 Report = Callable[[str], None]
 
@@ -266,7 +266,7 @@ class Run:
         spec_path = self.run_dir / "workload" / "observer.json"
         spec_path.parent.mkdir(exist_ok=True)
         spec_path.write_text(spec_json(spec))
-        self.supervisor.start("observer", "observer", [sys.executable, "-m", "harness.observe", str(spec_path)],
+        self.supervisor.start("observer", "observer", [sys.executable, "-m", "workloads.observer", str(spec_path)],
                               self.run_dir / "logs" / "observer.stdout")
         return ObserverStatus(spec.status_file)
 
@@ -277,7 +277,7 @@ class Run:
             self.progress(phase, elapsed, seconds)
             for proc in self.supervisor.poll_exits():
                 self.report(f"{proc.name} exited with code {proc.popen.returncode}")
-                if proc.role == "observer":  # see harness.observe: it may abort; it is only a witness
+                if proc.role == "observer":  # see workloads.observer: it may abort; it is only a witness
                     self.supervisor.start(proc.name, proc.role, proc.argv, proc.log_path)
             if done():
                 self.progress(phase, seconds, seconds)

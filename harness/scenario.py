@@ -24,10 +24,11 @@ from faults import catalogue, random_schedule
 from faults.base import COORDINATOR, DAY_S, Drawing, FaultSpec, ScenarioFacts
 from faults.base import Strict as _Strict
 from harness import versions
-from harness.errors import ScenarioError
 from oracle import CHECK_NAMES
 from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
 from oracle.verdict import CheckOptionError, resolve_checks
+from runtime.errors import ScenarioError
+from workloads.zk_settings import ZkEagerSettings  # the driver's own settings
 
 Scalar = Union[str, int, float, bool]
 DAY_MS = DAY_S * 1000
@@ -102,14 +103,6 @@ class Producer(_Strict):
     topic: str | None = None  # default: the first topic
     rate: Annotated[float, Field(gt=0, le=50_000, description="records per second")] = 200
     value_bytes: Annotated[int, Field(ge=1, le=1_000_000)] = 100
-
-
-class ZkEagerSettings(_Strict):
-    """The Kafka 0.8 high-level consumer's rebalance settings (seed 000)."""
-
-    rebalance_max_retries: Annotated[int, Field(ge=1, le=100)] = 4
-    rebalance_backoff_ms: Annotated[int, Field(ge=0, le=600_000)] = 2000
-    zookeeper_session_timeout_ms: Annotated[int, Field(ge=1000, le=600_000)] = 6000
 
 
 class CoordinatorSettings(_Strict):

@@ -9,12 +9,12 @@ from faults import network
 from faults.base import COORDINATOR
 from harness.cluster.config import BROKER_ZK_SESSION_TIMEOUT_MS
 from harness.cluster.local import LocalCluster, TopicSpec
-from harness.errors import ClusterError
-from harness.history import HistoryWriter
-from harness.observe import ObserverStatus
 from harness.processes import Supervisor
 from harness.workload import WorkloadProcesses
 from oracle import vocabulary as ev
+from runtime.errors import ClusterError
+from runtime.history import HistoryWriter
+from workloads.observer import ObserverStatus
 
 
 class RunTargets:

@@ -15,11 +15,15 @@ import os
 import signal
 import sys
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 
+from harness import install
+from harness.cluster.config import JVM_OPTS
 from harness.cluster.local import LocalCluster
 from harness.processes import Supervisor
 from harness.scenario import Scenario
+from runtime.errors import SetupError
 from workloads.consumer import ConsumerSpec
 from workloads.producer import ProducerSpec
 
@@ -64,11 +68,22 @@ class WorkloadProcesses:
             max_poll_interval_ms=w.max_poll_interval_ms, auto_commit_interval_ms=w.auto_commit_interval_ms,
             control_file=str(self.run_dir / "control" / f"{name}.json"), metadata_refresh_ms=w.metadata_refresh_ms,
             kafka_line=self.scenario.cluster.kafka,
+            kafka_tools=self.kafka_tools if w.driver == "java" else None,
+            jvm_options=JVM_OPTS if w.driver == "java" else [],
             zookeeper_connect=self.cluster.network.lane_zookeeper_connect(lane) if self.cluster.zookeeper_connect else None,
             zk_eager=w.zk_eager.model_dump() if w.generation.group_home == "zookeeper" else None,
             session_file=str(self.run_dir / "control" / f"{name}.zk-session.json"),
             coordinators=self.cluster.network.lane_coordinators(lane) or None,
             test_hooks=self.test_hooks_of(name)))
+
+    @cached_property
+    def kafka_tools(self) -> str | None:
+        """The java driver's classpath: Kafka's tools for the cluster's Kafka line. `run` checked
+        they are installed; if not, the member reports it in the history (NOT_INSTALLED)."""
+        try:
+            return install.kafka_tools(self.scenario.cluster.kafka).classpath()
+        except SetupError:
+            return None
 
     def test_hooks_of(self, name: str) -> dict | None:
         """The scenario's test-only switches aimed at this member (workload.test_hooks), or None."""

@@ -2,7 +2,7 @@
 
 A generation is a way a consumer group rebalances — from the ZooKeeper-era
 consumer (0.8) through Kafka's classic group protocol to KIP-848, plus the
-project's own coordinator (harness/coordinator, docs/coordinator.md). Scenario
+project's own coordinator (``coordinator/``, docs/coordinator.md). Scenario
 validation, ``compare``, the harness that starts the members, the oracle and the
 analysis all read their facts here; adding a generation is one entry below (and
 its driver).

@@ -1,0 +1,9 @@
+"""The processes a run starts besides the cluster: the recording producer, one consumer
+driver per protocol family, and the group observer — each its own OS process, started by
+the harness with ``python -m workloads.<module> SPEC.json``.
+
+Below the harness: a driver imports ``coordinator`` (its wire protocol, for the
+``coordinator-v*`` members), ``runtime`` and ``oracle``, never ``harness`` or ``faults``;
+what it needs from the harness (addresses, settings, the java driver's classpath) comes
+in its spec.
+"""

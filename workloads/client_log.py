@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from harness.history import now
 from oracle import vocabulary as ev
+from runtime.history import now
 
 # librdkafka's rd_kafka_log_print(): "%%%i|%u.%03u|%s|%s| %s\n"
 _LINE = re.compile(r"%(?P<level>[0-7])\|(?P<s>\d+)\.(?P<ms>\d{3})\|(?P<fac>[^|]*)\|(?P<client>[^|]*)\| (?P<msg>.*)")

@@ -26,13 +26,13 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from harness.child import read_spec, stop_on_signals
-from harness.history import HistoryWriter, now, offset_ranges, tp
 from oracle import vocabulary as ev
+from runtime.child import read_spec, stop_on_signals
+from runtime.history import HistoryWriter, now, offset_ranges, tp
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
 
 EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
@@ -58,6 +58,10 @@ class ConsumerSpec:
     control_file: str | None = None  # commands from the harness (poll stalls), announced by SIGUSR1
     metadata_refresh_ms: int = 5000
     kafka_line: str = "3.9"  # which Kafka release the cluster runs (the java driver uses its client)
+    # The java driver's JVM, from the harness (which installed it): Kafka's tools classpath for
+    # kafka_line (None: not installed, the member says so), and the JVM options every JVM of a run gets.
+    kafka_tools: str | None = None
+    jvm_options: list[str] = field(default_factory=list)
     zookeeper_connect: str | None = None  # this member's lane to ZooKeeper (zk-eager)
     zk_eager: dict | None = None  # ZkEagerSettings (zk-eager)
     session_file: str | None = None  # where a ZooKeeper-based member publishes its session (for expiry faults)

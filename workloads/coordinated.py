@@ -1,4 +1,4 @@
-"""A group member of the project's own coordinator (``harness/coordinator``, docs/coordinator.md),
+"""A group member of the project's own coordinator (``coordinator/``, docs/coordinator.md),
 run as its own OS process like the other drivers and writing the same history events.
 
 Membership, assignment and offsets go through the coordinator's line-JSON protocol
@@ -45,15 +45,15 @@ from typing import Callable, Mapping
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from harness.child import read_spec, stop_on_signals
-from harness.coordinator.assignors import ASSIGNORS
-from harness.coordinator.group import Variant, variant
-from harness.coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NOT_COORDINATOR,
-                                          REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Address, Connection,
-                                          CoordinatorError)
-from harness.history import HistoryWriter, now, tp
+from coordinator.assignors import ASSIGNORS
+from coordinator.group import Variant, variant
+from coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NOT_COORDINATOR,
+                                  REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Address, Connection,
+                                  CoordinatorError)
 from oracle import vocabulary as ev
 from oracle.protocols import where
+from runtime.child import read_spec, stop_on_signals
+from runtime.history import HistoryWriter, now, tp
 from workloads.client_log import warnings_logger
 from workloads.consumer import ConsumerSpec, Member, process_records
 from workloads.fetching import ManualFetcher

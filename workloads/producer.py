@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
-from harness.child import read_spec, stop_on_signals
-from harness.history import HistoryWriter, offset_ranges
 from oracle import vocabulary as ev
+from runtime.child import read_spec, stop_on_signals
+from runtime.history import HistoryWriter, offset_ranges
 
 FLUSH_EVERY_S = 0.2
 TICK_S = 0.01

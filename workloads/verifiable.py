@@ -56,12 +56,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from harness.child import read_spec, stop_on_signals
-from harness.cluster.config import JVM_OPTS
-from harness.errors import SetupError
-from harness.history import HistoryWriter, now, offset_ranges, tp
-from harness.install import kafka_tools
 from oracle import vocabulary as ev
+from runtime.child import read_spec, stop_on_signals
+from runtime.errors import SetupError
+from runtime.history import HistoryWriter, now, offset_ranges, tp
 from workloads.consumer import ConsumerSpec
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
@@ -168,6 +166,15 @@ def consumer_properties(spec: ConsumerSpec) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
+def kafka_tools(spec: ConsumerSpec) -> str:
+    """The classpath of Kafka's tools (VerifiableConsumer) for this member's Kafka line, as the
+    harness found them installed (``ConsumerSpec.kafka_tools``)."""
+    if not spec.kafka_tools:
+        raise SetupError(f"Kafka tools for Kafka {spec.kafka_line} (VerifiableConsumer, the java driver) "
+                         "are not installed. Run `rebalance-lab setup`.")
+    return spec.kafka_tools
+
+
 def command(spec: ConsumerSpec, classpath: str, config_dir: Path) -> list[str]:
     """The JVM's command line; writes its config files into ``config_dir``."""
     stem = config_dir / f"{spec.member}-{spec.incarnation}"
@@ -175,7 +182,7 @@ def command(spec: ConsumerSpec, classpath: str, config_dir: Path) -> list[str]:
              "log4j2.properties": LOG4J2}
     for suffix, text in files.items():
         Path(f"{stem}.{suffix}").write_text(text)
-    argv = ["java", *JVM_OPTS, f"-Dlog4j.configuration=file:{stem}.log4j.properties",
+    argv = ["java", *spec.jvm_options, f"-Dlog4j.configuration=file:{stem}.log4j.properties",
             f"-Dlog4j2.configurationFile={stem}.log4j2.properties", "-cp", classpath, MAIN_CLASS,
             "--bootstrap-server", spec.bootstrap_servers, "--group-id", spec.group, "--topic", spec.topics[0],
             "--session-timeout", str(spec.session_timeout_ms), "--reset-policy", "earliest",
@@ -479,7 +486,7 @@ class JavaMember:
         reasons, error = unsupported(s), "UNSUPPORTED"
         if not reasons:
             try:
-                classpath = kafka_tools(s.kafka_line).classpath()
+                classpath = kafka_tools(s)
             except SetupError as e:
                 reasons, error = [str(e)], "NOT_INSTALLED"
         config_dir = Path(s.control_file).parent if s.control_file else Path(tempfile.mkdtemp(prefix="rl-java-"))

@@ -47,7 +47,6 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -55,14 +54,14 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.retry import KazooRetry
 
-from harness.child import read_spec, stop_on_signals
-from harness.cluster.zookeeper import session_hex
-from harness.history import HistoryWriter, now, tp
-from harness.scenario import ZkEagerSettings
 from oracle import vocabulary as ev
+from runtime.child import read_spec, stop_on_signals
+from runtime.history import HistoryWriter, now, tp
+from runtime.zookeeper import publish_session
 from workloads.client_log import warnings_logger
 from workloads.consumer import ConsumerSpec, Member, process_records
 from workloads.fetching import ManualFetcher
+from workloads.zk_settings import ZkEagerSettings
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
@@ -256,14 +255,9 @@ class ZkEagerMember:
     def _publish_session(self) -> None:
         """Id and password of the live session, for a fault to expire it on the server
         (``harness.cluster.zookeeper.expire_session_as_client``)."""
-        if not self.spec.session_file:
-            return
-        session_id, password = self.zk.client_id
-        path = Path(self.spec.session_file)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"session_id": session_hex(session_id), "password": password.hex(),
-                                   "consumer_id": self.consumer_id, "zookeeper_connect": self.spec.zookeeper_connect}))
-        os.replace(tmp, path)
+        if self.spec.session_file:
+            publish_session(self.zk.client_id, self.spec.session_file, consumer_id=self.consumer_id,
+                            zookeeper_connect=self.spec.zookeeper_connect)
 
     def _register(self) -> None:
         """The ephemeral /consumers/<g>/ids/<consumer id>: the consumer is in the group."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import os
 import random
 import socket
@@ -28,17 +27,14 @@ from typing import Callable
 from faults.toxiproxy import ToxiproxyClient, ToxiproxyError
 from harness.cluster import config, zookeeper
 from harness.cluster.network import NetworkPlan
-from harness.errors import ClusterError
 from harness.install import KafkaDist, jolokia_agent, kafka_dist, toxiproxy_binary
 from harness.processes import Supervisor
+from runtime.errors import ClusterError
+from runtime.logs import QUIET_CLIENT_LOG
 
 Report = Callable[[str], None]
 
 KRAFT_CONTROLLER_ID = 1000
-
-QUIET_CLIENT_LOG = logging.getLogger("rebalance_lab.admin")
-QUIET_CLIENT_LOG.propagate = False
-QUIET_CLIENT_LOG.addHandler(logging.NullHandler())
 
 
 @dataclass
@@ -62,7 +58,7 @@ class ClusterSpec:
 
 @dataclass
 class ProjectCoordinator:
-    """The project's own group coordinator (harness/coordinator), started beside the brokers."""
+    """The project's own group coordinator (the ``coordinator`` package), started beside the brokers."""
 
     variant: str  # v1 | v2 | v3
     instances: int = 1
@@ -344,7 +340,7 @@ class LocalCluster:
 
     def coordinator_leader(self) -> str | None:
         """The instance leading right now, as the instances themselves say (FindCoordinator)."""
-        from harness.coordinator.protocol import Address, Connection, CoordinatorError
+        from coordinator.protocol import Address, Connection, CoordinatorError
 
         for address in self.coordinator_addresses().values():
             connection = Connection(Address.parse(address), connect_timeout_s=1.0)
@@ -367,7 +363,7 @@ class LocalCluster:
                     "initial_rebalance_delay_ms": c.initial_rebalance_delay_ms}
             path = self.workdir / "config" / f"{name}.json"
             path.write_text(json.dumps(spec, indent=2))
-            self._launch(name, "coordinator", [sys.executable, "-m", "harness.coordinator", str(path)])
+            self._launch(name, "coordinator", [sys.executable, "-m", "coordinator", str(path)])
         while self.coordinator_leader() is None:
             for name in self.coordinator_names():
                 if not self.supervisor.get(name).running():

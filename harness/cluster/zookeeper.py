@@ -19,27 +19,15 @@ client that merely closes its socket and reconnects):
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import requests
 
-from harness.errors import ClusterError
+from runtime.errors import ClusterError
+from runtime.zookeeper import QUIET_ZK_LOG, session_hex
 
 ZOOKEEPER_DOMAIN = "org.apache.ZooKeeperService"
 JOLOKIA_TIMEOUT_S = 5.0
-
-# kazoo reports every dropped connection and expiry at WARNING; here they are the point.
-QUIET_ZK_LOG = logging.getLogger("rebalance_lab.zookeeper")
-QUIET_ZK_LOG.propagate = False
-QUIET_ZK_LOG.addHandler(logging.NullHandler())
-
-
-def session_hex(session_id: int) -> str:
-    """A session id as ZooKeeper's MBeans and logs print it (Java's Long.toHexString:
-    unsigned, lower case, no padding)."""
-    return f"0x{session_id & 0xFFFF_FFFF_FFFF_FFFF:x}"
-
 
 # --------------------------------------------------------------------------- Jolokia
 

@@ -19,11 +19,11 @@ from analysis.ingest import HISTORY, VERDICT, find_runs, load_events
 from analysis.job import analyze
 from analysis.synthetic import PROTOCOLS, SynthSpec, write_run
 from harness.cli import main as lab
-from harness.errors import EXIT_BAD_INPUT
 from oracle import check_history, load_history
 from oracle.history import History
 from oracle.ownership import ownership_of
 from oracle.rebalances import rebalances_of
+from runtime.errors import EXIT_BAD_INPUT
 from tests.analysis.oracle_compare import differences, oracle_figures, spark_figures
 from tests.unit.conftest import HistoryBuilder
 

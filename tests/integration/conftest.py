@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.errors import SetupError
 from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
 from harness.processes import registered
 from oracle import load_history
+from runtime.errors import SetupError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The project's own coordinator (harness/coordinator) over real ZooKeeper, with members
+"""The project's own coordinator (coordinator/) over real ZooKeeper, with members
 fetching from real Kafka 3.9 brokers.
 
 - The protocol itself, against two real instances: stale-generation commits refused with
@@ -19,10 +19,10 @@ import time
 
 import pytest
 
+from coordinator.protocol import (ILLEGAL_GENERATION, NOT_COORDINATOR, Address, Connection,
+                                  CoordinatorError)
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.cluster.local import ProjectCoordinator
-from harness.coordinator.protocol import (ILLEGAL_GENERATION, NOT_COORDINATOR, Address, Connection,
-                                          CoordinatorError)
 from tests.integration.conftest import assert_healed, small_scenario, wait_for_event
 
 SESSION_MS = 6000
@@ -114,8 +114,8 @@ def wait_until_both_contend(cluster, timeout_s: float = 30) -> None:
     down, must have reconnected and queued again, or it simply takes the lock back."""
     from kazoo.client import KazooClient
 
-    from harness.cluster.zookeeper import QUIET_ZK_LOG
-    from harness.coordinator.store import ROOT
+    from coordinator.store import ROOT
+    from runtime.zookeeper import QUIET_ZK_LOG
 
     zk = KazooClient(hosts=cluster.zookeeper_connect, logger=QUIET_ZK_LOG)
     zk.start(timeout=10)

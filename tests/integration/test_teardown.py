@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
-from harness.cluster.local import QUIET_CLIENT_LOG
 from harness.paths import lab_home
 from harness.processes import registered
+from runtime.logs import QUIET_CLIENT_LOG
 from tests.integration.conftest import (alive_pids, interrupt, lab, small_scenario, start_harness, wait_for_event,
                                         write_scenario)
 

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient, KazooState
 
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.cluster.zookeeper import JolokiaError, expire_session_as_client, jolokia, session_hex
-from harness.errors import ClusterError
+from runtime.errors import ClusterError
 
 BROKER, BROKER_ID = "broker-2", 2
 REGISTRATION = f"/brokers/ids/{BROKER_ID}"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from harness.history import now
+from runtime.history import now
 from workloads.client_log import ClientLine, client_instant, parse_line
 from workloads.consumer import ConsumerSpec, GroupLogReader
 

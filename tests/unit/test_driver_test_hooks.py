@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.errors import ScenarioError
 from harness.scenario import load_scenario
 from harness.workload import WorkloadProcesses
+from runtime.errors import ScenarioError
 
 BASE = {
     "name": "t",
@@ -84,7 +84,7 @@ def test_sigterm_after_join_needs_a_joingroup(tmp_path):
 
 
 def test_a_hook_names_a_member_the_run_starts_and_a_partition_that_exists(tmp_path):
-    from harness.errors import LabError
+    from runtime.errors import LabError
     from harness.scenario import load_scenario
 
     path = tmp_path / "hooks.yaml"

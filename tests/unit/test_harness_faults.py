@@ -280,7 +280,7 @@ def test_validation_and_injection_read_one_link_table():
 
 
 def test_a_topic_created_by_a_fault_can_be_grown_by_a_later_one(tmp_path):
-    from harness.errors import ScenarioError
+    from runtime.errors import ScenarioError
     from harness.scenario import load_scenario
 
     path = tmp_path / "s.yaml"

@@ -1,11 +1,11 @@
-"""harness/history.py: offset ranges and the one-line-per-event append-only writer."""
+"""runtime/history.py: offset ranges and the one-line-per-event append-only writer."""
 from __future__ import annotations
 
 import json
 import threading
 import time
 
-from harness.history import HistoryWriter, offset_ranges
+from runtime.history import HistoryWriter, offset_ranges
 
 
 def r(topic, partition, lo, hi):

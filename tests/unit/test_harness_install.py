@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 import pytest
 
 from harness import install, versions
-from harness.errors import EXIT_BAD_INPUT, SetupError
+from runtime.errors import EXIT_BAD_INPUT, SetupError
 
 REPO = Path(__file__).resolve().parents[2]
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}

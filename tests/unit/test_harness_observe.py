@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.history import now
-from harness.observe import STATUS_MAX_AGE_MS, ObserverStatus
+from runtime.history import now
+from workloads.observer import STATUS_MAX_AGE_MS, ObserverStatus
 
 
 @pytest.fixture

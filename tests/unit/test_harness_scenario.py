@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.errors import EXIT_BAD_INPUT, ScenarioError
 from harness.scenario import load_scenario
+from runtime.errors import EXIT_BAD_INPUT, ScenarioError
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

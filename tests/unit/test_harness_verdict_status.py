@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from harness.cli import main
-from harness.errors import EXIT_FOR_VERDICT
 from harness.report import print_verdict, summary_markdown
 from oracle import check_history
 from oracle.checks import CHECKS
 from oracle.verdict import STATUSES
+from runtime.errors import EXIT_FOR_VERDICT
 
 
 def story(b, *, done: bool = True, lost: bool = False):

@@ -15,7 +15,7 @@ from harness import install
 from harness.cluster import zookeeper
 from harness.cluster.zookeeper import (JolokiaError, connection_mbeans, object_name_keys, session_hex,
                                        terminate_session, zookeeper_path)
-from harness.errors import ClusterError, SetupError
+from runtime.errors import ClusterError, SetupError
 
 SID = 0x100002048CB0000
 STANDALONE = "org.apache.ZooKeeperService:name0=StandaloneServer_port15466"

@@ -82,7 +82,7 @@ def test_compare_runs_every_generation_on_its_kafka_line(protocol: str):
 
 
 def test_the_coordinator_generations_name_known_designs():
-    from harness.coordinator.group import variant as design
+    from coordinator.group import variant as design
     from workloads.coordinated import VARIANTS
 
     assert set(VARIANTS) == set(where(project_coordinator=True))

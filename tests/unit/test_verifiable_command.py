@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from harness import install, versions
-from harness.errors import SetupError
+from runtime.errors import SetupError
 from workloads.consumer import ConsumerSpec
 from workloads.verifiable import ASSIGNOR_CLASSES, LOG_MARK, MAIN_CLASS, command, unsupported
 

@@ -1,6 +1,6 @@
 """The harness's own view of the group while a run goes: lag and group state.
 
-It runs as a separate process (``python -m harness.observe SPEC.json``) because
+It runs as a separate process (``python -m workloads.observer SPEC.json``) because
 librdkafka's coordinator-bound admin calls (DescribeConsumerGroups,
 ListConsumerGroupOffsets) can abort the calling process when a broker connection
 drops mid-request (librdkafka issue #4605) — exactly what chaos runs do. The
@@ -8,7 +8,8 @@ supervisor restarts it if it dies; the harness itself never links those calls.
 
 Every sample goes into the history (``lag_sampled``, ``group_described``), so
 what the harness saw when it declared the group stable or drained is on record
-for the oracle, and a small status file tells the harness the latest view.
+for the oracle, and a small status file tells the harness the latest view
+(read by ``ObserverStatus``, kept here beside the writer of that file).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness.child import read_spec, stop_on_signals
-from harness.history import HistoryWriter, now
 from oracle import vocabulary as ev
+from runtime.child import read_spec, stop_on_signals
+from runtime.history import HistoryWriter, now
+from runtime.logs import QUIET_CLIENT_LOG
+from runtime.zookeeper import QUIET_ZK_LOG
 
 REQUEST_TIMEOUT_S = 5
 STATUS_MAX_AGE_MS = 4000
@@ -46,8 +49,6 @@ class ObserverSpec:
 class GroupObserver:
     def __init__(self, spec: ObserverSpec):
         from confluent_kafka.admin import AdminClient
-
-        from harness.cluster.local import QUIET_CLIENT_LOG
 
         self.spec = spec
         self.partitions: list[tuple[str, int]] = []
@@ -111,7 +112,6 @@ class ZooKeeperGroupObserver(GroupObserver):
     def __init__(self, spec: ObserverSpec):
         from kazoo.client import KazooClient
 
-        from harness.cluster.zookeeper import QUIET_ZK_LOG
         from workloads.zk_eager import GroupPaths
 
         super().__init__(spec)
@@ -172,7 +172,7 @@ class ProjectCoordinatorObserver(GroupObserver):
     come from the brokers."""
 
     def _ask(self, api: str, **fields) -> dict:
-        from harness.coordinator.protocol import Address, Connection, CoordinatorError
+        from coordinator.protocol import Address, Connection, CoordinatorError
 
         for address in self.spec.coordinators.values():
             connection = Connection(Address.parse(address), connect_timeout_s=1.0)

@@ -1,19 +1,17 @@
-"""One coordinator instance: ``python -m harness.coordinator SPEC.json`` (a ``CoordinatorSpec``)."""
+"""One coordinator instance: ``python -m coordinator SPEC.json`` (a ``CoordinatorSpec``)."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 from kazoo.client import KazooClient, KazooState
 
-from harness.child import read_spec, stop_on_signals
-from harness.cluster.zookeeper import QUIET_ZK_LOG, session_hex
-from harness.history import HistoryWriter
 from oracle import vocabulary as ev
+from runtime.child import read_spec, stop_on_signals
+from runtime.history import HistoryWriter
+from runtime.zookeeper import QUIET_ZK_LOG, publish_session
 
 from .group import variant
 from .server import Coordinator, CoordinatorServer, Instance
@@ -32,15 +30,6 @@ class CoordinatorSpec:
     host: str = "127.0.0.1"
 
 
-def publish_session(zk: KazooClient, spec: CoordinatorSpec) -> None:
-    session_id, password = zk.client_id
-    path = Path(spec.session_file)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"session_id": session_hex(session_id), "password": password.hex(),
-                               "zookeeper_connect": spec.zookeeper_connect}))
-    os.replace(tmp, path)
-
-
 def main(argv: list[str]) -> int:
     spec = read_spec(CoordinatorSpec, argv)
     stop = stop_on_signals()
@@ -52,7 +41,9 @@ def main(argv: list[str]) -> int:
     def on_state(state: str) -> None:
         history.emit(ev.COORDINATOR_ZOOKEEPER_STATE, state=state)
         if state == KazooState.CONNECTED:
-            threading.Thread(target=publish_session, args=(zk, spec), daemon=True).start()
+            threading.Thread(target=lambda: publish_session(zk.client_id, spec.session_file,
+                                                            zookeeper_connect=spec.zookeeper_connect),
+                             daemon=True).start()
 
     zk.add_listener(on_state)
     coordinator = Coordinator(Instance(spec.name, spec.host, spec.port),

@@ -1,4 +1,4 @@
-"""Plumbing shared by the processes a run starts (producer, consumers, observer).
+"""Plumbing shared by the processes a run starts (producer, consumers, observer, coordinator instances).
 
 Each reads its spec from the JSON file named on its command line, and stops
 cleanly — closing its client, writing its last events — on SIGTERM or SIGINT.

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from harness.history import HistoryWriter
 from oracle import vocabulary as ev
+from runtime.history import HistoryWriter
 
 from . import protocol as p
 from .election import Leadership
