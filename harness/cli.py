@@ -23,7 +23,14 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # error lines stay greppable
 
 CLUSTER_STATE = "cluster.json"
-CLUSTER_TIERS = [["consumer", "producer"], ["coordinator"], ["broker"], ["zookeeper", "controller"], ["toxiproxy"]]
+
+
+def _cluster_tiers() -> list[list[str]]:
+    """The standalone cluster's stop order, by role: its services say it (harness.service.StopTier)."""
+    from harness.cluster.local import LocalCluster
+    from harness.service import role_tiers
+
+    return role_tiers(LocalCluster.service_kinds)
 
 
 def _fail(e: LabError) -> None:
@@ -83,7 +90,7 @@ def _topic(value: str) -> tuple[str, int]:
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Default: <lab home>/cluster")
 def cluster_up(kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str, ...], workdir: Path | None) -> None:
     """Start ZooKeeper (or a KRaft controller), brokers and Toxiproxy; leave them running."""
-    from harness.cluster.local import ClusterSpec, LocalCluster, TopicSpec
+    from harness.cluster import ClusterSpec, LocalCluster, TopicSpec
     from harness.processes import Supervisor, stop_owned
 
     state_file = lab_home() / CLUSTER_STATE
@@ -98,7 +105,7 @@ def cluster_up(kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str
             c = LocalCluster(spec, workdir, Supervisor(owner=owner), console.print)
             c.start()
     except (LabError, KeyboardInterrupt) as e:
-        stop_owned(owner, CLUSTER_TIERS)
+        stop_owned(owner, _cluster_tiers())
         _fail(e if isinstance(e, LabError) else LabError("interrupted"))
     state = {**c.describe(), "owner": owner}
     state_file.parent.mkdir(parents=True, exist_ok=True)
@@ -118,7 +125,7 @@ def cluster_down() -> None:
         console.print("no cluster is up.")
         return
     state = json.loads(state_file.read_text())
-    stopped = stop_owned(state["owner"], CLUSTER_TIERS)
+    stopped = stop_owned(state["owner"], _cluster_tiers())
     state_file.unlink()
     console.print(f"stopped {len(stopped)} processes: {', '.join(p.name for p in stopped) or '—'}")
 

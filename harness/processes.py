@@ -172,9 +172,27 @@ class Supervisor:
             self._reap(proc)
         return exited
 
+    def terminate(self, name: str) -> None:
+        """SIGTERM the group without waiting (resumed first: a stopped process ignores SIGTERM)."""
+        proc = self.get(name)
+        if proc.running():
+            if proc.paused:
+                self.resume(name)
+            _signal_group(proc.pid, signal.SIGTERM)
+
+    def wait_stopped(self, name: str, deadline: float) -> None:
+        """Wait for the process to exit until ``deadline``; SIGKILL it if it lingers, and reap it."""
+        proc = self.get(name)
+        try:
+            proc.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill(name)  # SIGKILL if still there; reaps and unregisters
+
     def stop_all(self, tiers: list[list[str]] | None = None, timeout: float = 20.0) -> None:
         """Stop everything, one tier at a time (e.g. clients, brokers, quorum), each tier in
-        parallel. Stopped processes are resumed first: a stopped process ignores SIGTERM."""
+        parallel; what no tier names goes last, newest first. Stopped processes are resumed
+        first, all of them: a client's LeaveGroup must not wait on a paused broker."""
         for proc in self.processes.values():
             if proc.running() and proc.paused:
                 self.resume(proc.name)
@@ -182,17 +200,12 @@ class Supervisor:
         listed = {n for t in tiers for n in t}
         tiers.append([n for n in reversed(self.processes) if n not in listed])
         for tier in tiers:
-            live = [self.processes[n] for n in tier if n in self.processes]
-            for proc in live:
-                if proc.running():
-                    _signal_group(proc.pid, signal.SIGTERM)
+            live = [n for n in tier if n in self.processes]
+            for name in live:
+                self.terminate(name)
             deadline = time.monotonic() + timeout
-            for proc in live:
-                try:
-                    proc.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    pass
-                self.kill(proc.name)  # SIGKILL if still there; reaps and unregisters
+            for name in live:
+                self.wait_stopped(name, deadline)
 
 
 # ------------------------------------------------------------------------------ cleanup

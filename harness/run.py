@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -33,17 +32,20 @@ from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
 from harness import report as reporting
 from harness.brokerlog import coordinator_events
-from harness.cluster.local import ClusterSpec, LocalCluster, ProjectCoordinator, TopicSpec
+from harness.clients import Observer, WorkloadProcesses
+from harness.cluster.admin import TopicSpec
+from harness.cluster.backend import ClusterBackend, open_cluster
+from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
+from harness.service import stop_in_order
 from harness.targets import RunTargets
-from harness.workload import WorkloadProcesses
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
 from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
 from runtime.history import HistoryWriter, now
-from workloads.observer import ObserverSpec, ObserverStatus, spec_json
+from workloads.observer import ObserverSpec, ObserverStatus
 
 Report = Callable[[str], None]
 
@@ -98,7 +100,9 @@ class Run:
         self.history = HistoryWriter(self.history_path, "harness")
         self.timings: dict[str, float] = {}
         self.supervisor = Supervisor(owner=run_owner(self.run_dir), on_start=self._on_start, on_exit=self._on_exit)
-        self.cluster: LocalCluster | None = None
+        self.cluster: ClusterBackend | None = None
+        self.workload: WorkloadProcesses | None = None
+        self.observer: Observer | None = None
         self.scheduler: FaultScheduler | None = None
         self.schedule = scenario.schedule()
 
@@ -203,7 +207,7 @@ class Run:
                           topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
                           assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
                           faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
-        self.cluster = LocalCluster(ClusterSpec(
+        self.cluster = open_cluster(s.cluster.backend, ClusterSpec(
             kafka=s.cluster.kafka, brokers=s.cluster.brokers, zookeeper_nodes=s.cluster.zookeeper_nodes,
             broker_config=s.broker_config(),
             topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
@@ -213,9 +217,11 @@ class Run:
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
-        workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor)
-        observer = self._start_observer()
-        targets = RunTargets(self.supervisor, self.cluster, workload, observer, self.history)
+        workload = self.workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor)
+        self.observer = self._observer()
+        self.observer.start()
+        observer = self.observer.status
+        targets = RunTargets(self.cluster, workload, self.observer, self.history)
         self.scheduler = FaultScheduler([from_spec(f) for f in self.schedule], targets,
                                         HistoryWriter(self.history_path, "fault").emit, self.report)
 
@@ -225,7 +231,7 @@ class Run:
         self._wait("workload", s.duration_s, lambda: False)
 
         self.scheduler.heal_all("end-of-workload")
-        self.supervisor.kill("producer", signal.SIGTERM)  # flushes and records its last acknowledgements
+        workload.producer.kill(signal.SIGTERM)  # flushes and records its last acknowledgements
         self._phase("recovery")
         stable = self._wait("recovery", s.recovery.timeout_s, _stable_for(observer, s.recovery.stable_for_s))
         self._phase("drain", **({} if stable else {"reason": f"group not stable after {s.recovery.timeout_s:.0f}s"}))
@@ -252,7 +258,7 @@ class Run:
                                   zookeeper_session_timeout_ms=w.coordinator.zookeeper_session_timeout_ms,
                                   history=str(self.history_path))
 
-    def _start_observer(self) -> ObserverStatus:
+    def _observer(self) -> Observer:
         s = self.scenario
         spec = ObserverSpec(history=str(self.history_path), status_file=str(self.run_dir / "observer.status.json"),
                             bootstrap_servers=self.cluster.bootstrap_servers, group=s.workload.group,
@@ -263,12 +269,7 @@ class Run:
                             if s.workload.generation.group_home == "zookeeper" else None,
                             # the project's coordinator keeps the group: the observer asks it, directly.
                             coordinators=self.cluster.coordinator_addresses() or None)
-        spec_path = self.run_dir / "workload" / "observer.json"
-        spec_path.parent.mkdir(exist_ok=True)
-        spec_path.write_text(spec_json(spec))
-        self.supervisor.start("observer", "observer", [sys.executable, "-m", "workloads.observer", str(spec_path)],
-                              self.run_dir / "logs" / "observer.stdout")
-        return ObserverStatus(spec.status_file)
+        return Observer("observer", self.supervisor, self.run_dir, spec)
 
     def _wait(self, phase: str, seconds: float, done: Callable[[], bool]) -> bool:
         """Wait up to ``seconds`` for ``done()``, noting processes that exit on their own."""
@@ -277,8 +278,8 @@ class Run:
             self.progress(phase, elapsed, seconds)
             for proc in self.supervisor.poll_exits():
                 self.report(f"{proc.name} exited with code {proc.popen.returncode}")
-                if proc.role == "observer":  # see workloads.observer: it may abort; it is only a witness
-                    self.supervisor.start(proc.name, proc.role, proc.argv, proc.log_path)
+                if self.observer and proc.name == self.observer.name:  # it may give up; it is only a witness
+                    self.observer.start()
             if done():
                 self.progress(phase, seconds, seconds)
                 return True
@@ -291,9 +292,9 @@ class Run:
             self.scheduler.heal_all("end-of-run")
         if self.cluster:
             self._check_healed()
-        if self.cluster:
-            self.cluster.stop()
-        self.supervisor.stop_all()
+        clients = [*(self.workload.services.values() if self.workload else ()), *([self.observer] if self.observer else [])]
+        stop_in_order([*clients, *(self.cluster.services.values() if self.cluster else ())])
+        self.supervisor.stop_all()  # anything no service owns (none expected)
         if self.cluster:
             self._record_coordinator_events()
 
@@ -320,7 +321,7 @@ class Run:
         wall, mono = now()
         offset = wall - mono
         for broker in self.cluster.broker_names():
-            log = self.cluster.workdir / "logs" / f"{broker}.log"
+            log = self.cluster.services[broker].logs["server"]
             writer = HistoryWriter(self.history_path, broker)
             for ts, name, fields in coordinator_events(log, broker, self.scenario.workload.group):
                 writer.emit(name, ts=ts, mono_ms=ts - offset, clock="broker-log", **fields)

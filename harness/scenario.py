@@ -24,6 +24,7 @@ from faults import catalogue, random_schedule
 from faults.base import COORDINATOR, DAY_S, Drawing, FaultSpec, ScenarioFacts
 from faults.base import Strict as _Strict
 from harness import versions
+from harness.cluster.backend import BACKENDS
 from oracle import CHECK_NAMES
 from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
 from oracle.verdict import CheckOptionError, resolve_checks
@@ -73,7 +74,7 @@ HARNESS_BROKER_SETTINGS = frozenset({
 
 
 class Cluster(_Strict):
-    backend: Literal["local"] = "local"
+    backend: Literal[tuple(BACKENDS)] = "local"  # type: ignore[valid-type]
     kafka: Literal[tuple(versions.KAFKA_RELEASES)] = "3.9"  # type: ignore[valid-type]
     brokers: Annotated[int, Field(ge=1, le=9)] = 3
     zookeeper_nodes: Literal[1, 3] = 1

@@ -1,4 +1,4 @@
-"""What faults act on in a run: its processes, its proxies, its members, its topics
+"""What faults act on in a run: its services, its proxies, its members, its topics
 (the run's implementation of ``faults.base.Targets``)."""
 
 from __future__ import annotations
@@ -7,22 +7,28 @@ import time
 
 from faults import network
 from faults.base import COORDINATOR
-from harness.cluster.config import BROKER_ZK_SESSION_TIMEOUT_MS
-from harness.cluster.local import LocalCluster, TopicSpec
-from harness.processes import Supervisor
-from harness.workload import WorkloadProcesses
+from harness.cluster.admin import TopicSpec
+from harness.cluster.backend import ClusterBackend
+from harness.clients import Member, Observer, WorkloadProcesses
+from harness.service import Service
 from oracle import vocabulary as ev
 from runtime.errors import ClusterError
 from runtime.history import HistoryWriter
-from workloads.observer import ObserverStatus
 
 
 class RunTargets:
-    def __init__(self, supervisor: Supervisor, cluster: LocalCluster, workload: WorkloadProcesses,
-                 observer: ObserverStatus, history: HistoryWriter):
-        self.supervisor, self.cluster, self.workload = supervisor, cluster, workload
-        self.observer, self.history = observer, history
+    def __init__(self, cluster: ClusterBackend, workload: WorkloadProcesses, observer: Observer,
+                 history: HistoryWriter):
+        self.cluster, self.workload, self.observer, self.history = cluster, workload, observer, history
         self.subscribes = workload.scenario.subscribes
+
+    def service(self, name: str) -> Service:
+        """The service a fault names: a node of the cluster or a client of the workload."""
+        service = self.cluster.services.get(name) or self.workload.services.get(name)
+        if service is None:
+            known = sorted([*self.cluster.services, *self.workload.services])
+            raise ClusterError(f"no service named {name!r} in this run; known: {', '.join(known)}")
+        return service
 
     # --- names --------------------------------------------------------------------------
 
@@ -36,7 +42,7 @@ class RunTargets:
             if self.cluster.coordinator_names():
                 coordinator = self.cluster.coordinator_leader()
             else:
-                coordinator = self.observer.coordinator()
+                coordinator = self.observer.status.coordinator()
                 coordinator = f"broker-{coordinator}" if coordinator is not None else None
             if coordinator is not None:
                 return coordinator
@@ -47,26 +53,21 @@ class RunTargets:
         return self.cluster.broker_names() if which == "brokers" else self.workload.running_consumers()
 
     def is_running(self, name: str) -> bool:
-        return name in self.supervisor.processes and self.supervisor.get(name).running()
+        return (name in self.cluster.services or name in self.workload.services) and self.service(name).running()
 
-    # --- processes ----------------------------------------------------------------------
+    # --- services -----------------------------------------------------------------------
 
     def pause(self, name: str) -> None:
-        self.supervisor.pause(name)
+        self.service(name).pause()
 
     def resume(self, name: str) -> None:
-        self.supervisor.resume(name)
+        self.service(name).resume()
 
     def kill(self, name: str, sig: int) -> None:
-        self.supervisor.kill(name, sig)
+        self.service(name).kill(sig)
 
     def restart(self, name: str) -> None:
-        if name.startswith("consumer-"):
-            self.workload.start_consumer(name)
-        elif name == "producer":
-            self.workload.start_producer()
-        else:
-            self.cluster.restart(name)
+        self.service(name).start()
 
     # --- network ------------------------------------------------------------------------
 
@@ -82,15 +83,15 @@ class RunTargets:
         return self.cluster.expire_zookeeper_session(name)
 
     def zookeeper_session_timeout_s(self, name: str) -> float:
-        if name in self.cluster.coordinator_names():
-            return self.cluster.spec.coordinator.zookeeper_session_timeout_ms / 1000
-        return int(self.cluster.spec.broker_config.get("zookeeper.session.timeout.ms",
-                                                       BROKER_ZK_SESSION_TIMEOUT_MS)) / 1000
+        return self.cluster.zookeeper_session_timeout_s(name)
 
     # --- members ------------------------------------------------------------------------
 
     def command(self, member: str, command: dict) -> None:
-        self.workload.command(member, command)
+        service = self.service(member)
+        if not isinstance(service, Member):
+            raise ClusterError(f"{member} is not a member of the group; only members take commands")
+        service.tell(command)
 
     def start_consumers(self, count: int) -> list[str]:
         return self.workload.start_new(count)

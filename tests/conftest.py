@@ -10,7 +10,7 @@ other. Hence:
   the runs show, so they run in turn, beside the lighter ones;
 - the longest units start first (the three-broker modules, then `compare`, then the
   real runs of the analysis tests), so neither worker is left with one of them at the end;
-- each worker's clusters take ports from their own slice (harness.cluster.local.free_port),
+- each worker's clusters take ports from their own slice (harness.cluster.ports.free_port),
   so two clusters starting at once never pick the same port.
 """
 import os

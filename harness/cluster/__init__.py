@@ -1,4 +1,4 @@
-"""Cluster backends. ``local`` (plain processes on 127.0.0.1) is the default.
+"""Cluster backends (harness.cluster.backend). ``local`` (plain processes on 127.0.0.1) is the default.
 
 From Python::
 
@@ -9,11 +9,13 @@ From Python::
 
 from __future__ import annotations
 
+import signal
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from harness.cluster.local import ClusterSpec, LocalCluster, TopicSpec
+from harness.cluster.admin import TopicSpec
+from harness.cluster.local import ClusterSpec, LocalCluster
 from harness.processes import Supervisor
 
 __all__ = ["ClusterSpec", "LocalCluster", "TopicSpec", "local_cluster"]
@@ -28,5 +30,7 @@ def local_cluster(spec: ClusterSpec, workdir: Path, report=lambda _m: None) -> I
         cluster.start()
         yield cluster
     finally:
+        for name in [n for n in supervisor.processes if n not in cluster.services]:
+            supervisor.kill(name, signal.SIGTERM)  # what the caller started beside it (clients) goes first
         cluster.stop()
         supervisor.stop_all()

@@ -23,7 +23,7 @@ JVM_OPTS = [
 
 
 # Kafka's default is 18 s; 6 s lets a crashed broker's registration expire sooner, so it
-# can be restarted sooner (see LocalCluster.restart).
+# can be started again sooner (see nodes.Broker.start).
 BROKER_ZK_SESSION_TIMEOUT_MS = 6000
 
 

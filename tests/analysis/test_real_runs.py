@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from analysis.job import analyze
-from harness.cluster.local import free_port
+from harness.cluster.ports import free_port
 from tests.analysis.oracle_compare import differences
 from tests.integration.conftest import lab, small_scenario
 

@@ -12,7 +12,7 @@ import pytest
 
 from faults.network import degrade, restore
 from faults.toxiproxy import ToxiproxyClient, ToxiproxyError
-from harness.cluster.local import free_port
+from harness.cluster.ports import free_port
 from harness.install import toxiproxy_binary
 
 

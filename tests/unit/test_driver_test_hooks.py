@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from harness.scenario import load_scenario
-from harness.workload import WorkloadProcesses
+from harness.clients import WorkloadProcesses
 from runtime.errors import ScenarioError
 
 BASE = {

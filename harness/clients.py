@@ -1,0 +1,222 @@
+"""The run's clients as services: the producer, the consumer group's members, the observer.
+
+Each is a Python child (a ``workloads`` module) started with a spec file in the run
+directory (``workload/<name>-<incarnation>.json``) and writing to the shared history
+itself. Member ``consumer-k`` always uses client lane k: its connections pass its own
+proxies, so a network fault can cut exactly that member off. A member started again
+is a new incarnation of the same slot: same name and lane (and, with static
+membership, same group.instance.id), new process, new member id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from dataclasses import asdict
+from functools import cached_property
+from pathlib import Path
+
+from harness import install
+from harness.cluster.backend import ClusterBackend
+from harness.cluster.config import JVM_OPTS
+from harness.processes import Supervisor
+from harness.scenario import Scenario
+from harness.service import LocalProcess, StopTier
+from runtime.errors import SetupError
+from workloads.consumer import ConsumerSpec
+from workloads.observer import ObserverSpec, ObserverStatus
+from workloads.producer import ProducerSpec
+
+
+class Client(LocalProcess):
+    """A ``workloads`` module run as ``python -m <module> <spec file>``; the spec is made anew
+    at each start (a new incarnation may differ: a member's incarnation number)."""
+
+    tier = StopTier.CLIENTS
+    module: str
+
+    def __init__(self, name: str, supervisor: Supervisor, run_dir: Path):
+        super().__init__(name, supervisor, run_dir / "logs")
+        self.run_dir = run_dir
+        self.incarnation = 0
+
+    def spec(self):
+        """The dataclass the module reads (workloads.*Spec)."""
+        raise NotImplementedError
+
+    @property
+    def spec_file(self) -> Path:
+        return self.run_dir / "workload" / f"{self.name}-{max(self.incarnation, 1)}.json"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", self.module, str(self.spec_file)]
+
+    def start(self) -> None:
+        self.incarnation += 1
+        self.spec_file.write_text(json.dumps(asdict(self.spec()), indent=2))
+        super().start()
+
+
+class Producer(Client):
+    role, module = "producer", "workloads.producer"
+
+    def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload: WorkloadProcesses):
+        super().__init__(name, supervisor, run_dir)
+        self.workload = workload
+
+    @property
+    def spec_file(self) -> Path:
+        return self.run_dir / "workload" / f"{self.name}-1.json"  # one spec, whatever the incarnation
+
+    def spec(self) -> ProducerSpec:
+        s = self.workload.scenario
+        topic = next(t for t in s.topics if t.name == s.produced_topic)
+        return ProducerSpec(history=self.workload.history, bootstrap_servers=self.workload.cluster.bootstrap_servers,
+                            topic=topic.name, partitions=topic.partitions, rate=s.workload.producer.rate,
+                            value_bytes=s.workload.producer.value_bytes)
+
+
+class Member(Client):
+    """One slot of the consumer group, run by the scenario's driver (oracle.protocols)."""
+
+    role = "consumer"
+
+    def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload: WorkloadProcesses):
+        super().__init__(name, supervisor, run_dir)
+        self.workload = workload
+        self.lane = int(name.rsplit("-", 1)[1])
+        w = workload.scenario.workload
+        self.module = w.generation.drivers[w.driver]
+
+    @property
+    def control_file(self) -> Path:
+        """The harness's commands to it (poll stalls), announced by SIGUSR1."""
+        return self.run_dir / "control" / f"{self.name}.json"
+
+    def spec(self) -> ConsumerSpec:
+        s, cluster, lane = self.workload.scenario, self.workload.cluster, self.lane
+        w = s.workload
+        return ConsumerSpec(
+            member=self.name, incarnation=self.incarnation, history=self.workload.history,
+            bootstrap_servers=cluster.lane_bootstrap_servers(lane), group=w.group,
+            topics=[w.topic_pattern] if w.topic_pattern else s.consumed_topics,
+            protocol=w.protocol, assignor=w.effective_assignor, commit=w.commit, processing_ms=w.processing_ms,
+            session_timeout_ms=w.session_timeout_ms, heartbeat_interval_ms=w.heartbeat_interval_ms,
+            max_poll_interval_ms=w.max_poll_interval_ms, auto_commit_interval_ms=w.auto_commit_interval_ms,
+            control_file=str(self.control_file), metadata_refresh_ms=w.metadata_refresh_ms,
+            kafka_line=s.cluster.kafka,
+            kafka_tools=self.workload.kafka_tools if w.driver == "java" else None,
+            jvm_options=JVM_OPTS if w.driver == "java" else [],
+            zookeeper_connect=cluster.network.lane_zookeeper_connect(lane) if cluster.zookeeper_connect else None,
+            zk_eager=w.zk_eager.model_dump() if w.generation.group_home == "zookeeper" else None,
+            session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
+            coordinators=cluster.network.lane_coordinators(lane) or None,
+            test_hooks=self.workload.test_hooks_of(self.name))
+
+    def tell(self, command: dict) -> None:
+        """Tell it what to do: the command file, then SIGUSR1 to look at it."""
+        tmp = self.control_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(command))
+        os.replace(tmp, self.control_file)
+        os.kill(self.pid, signal.SIGUSR1)
+
+
+class Observer(Client):
+    """The run's witness of the group (workloads.observer): its status file tells the run
+    when the group formed, is stable and has drained. It may give up (see there); the run
+    starts it again."""
+
+    role, module = "observer", "workloads.observer"
+
+    def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, spec: ObserverSpec):
+        super().__init__(name, supervisor, run_dir)
+        self._spec = spec
+        self.status = ObserverStatus(spec.status_file)
+
+    @property
+    def spec_file(self) -> Path:
+        return self.run_dir / "workload" / "observer.json"
+
+    def spec(self) -> ObserverSpec:
+        return self._spec
+
+
+class WorkloadProcesses:
+    """The scenario's producer and members: which run, which start next, what they are told."""
+
+    service_kinds = (Producer, Member, Observer)
+
+    def __init__(self, scenario: Scenario, run_dir: Path, cluster: ClusterBackend, supervisor: Supervisor):
+        self.scenario = scenario
+        self.run_dir = run_dir
+        self.cluster = cluster
+        self.supervisor = supervisor
+        self.services: dict[str, Producer | Member] = {}
+        for sub in ("workload", "control"):
+            (run_dir / sub).mkdir(exist_ok=True)
+
+    @property
+    def history(self) -> str:
+        return str(self.run_dir / "history.jsonl")
+
+    @property
+    def producer(self) -> Producer:
+        if "producer" not in self.services:
+            self.services["producer"] = Producer("producer", self.supervisor, self.run_dir, self)
+        return self.services["producer"]
+
+    def member(self, name: str) -> Member:
+        if name not in self.services:
+            self.services[name] = Member(name, self.supervisor, self.run_dir, self)
+        return self.services[name]
+
+    @cached_property
+    def kafka_tools(self) -> str | None:
+        """The java driver's classpath: Kafka's tools for the cluster's Kafka line. `run` checked
+        they are installed; if not, the member reports it in the history (NOT_INSTALLED)."""
+        try:
+            return install.kafka_tools(self.scenario.cluster.kafka).classpath()
+        except SetupError:
+            return None
+
+    def test_hooks_of(self, name: str) -> dict | None:
+        """The scenario's test-only switches aimed at this member (workload.test_hooks), or None."""
+        hooks = self.scenario.workload.test_hooks
+        mine = {}
+        if hooks and hooks.consume_unassigned and hooks.consume_unassigned.member == name:
+            hook = hooks.consume_unassigned
+            mine["consume_unassigned"] = {"topic": hook.topic or self.scenario.produced_topic,
+                                          "partition": hook.partition}
+        if hooks and hooks.sigterm_after_join and hooks.sigterm_after_join.member == name:
+            mine["sigterm_after_join"] = {"join": hooks.sigterm_after_join.join}
+        return mine or None
+
+    def start_all(self) -> None:
+        self.producer.start()
+        for name in self.scenario.workload.member_names():
+            self.member(name).start()
+
+    # --- churn -----------------------------------------------------------------------
+
+    def running_consumers(self) -> list[str]:
+        names = [n for n, s in self.services.items() if isinstance(s, Member) and s.running()]
+        return sorted(names, key=lambda n: self.services[n].lane)
+
+    def start_new(self, count: int) -> list[str]:
+        """``count`` new member slots, started back to back (a join storm)."""
+        first = max((s.lane for s in self.services.values() if isinstance(s, Member)), default=0) + 1
+        names = [f"consumer-{i}" for i in range(first, first + count)]
+        for name in names:
+            self.member(name).start()
+        return names
+
+    def scale_to(self, count: int) -> list[str]:
+        running = self.running_consumers()
+        if count >= len(running):
+            return self.start_new(count - len(running))
+        leaving = running[count:]
+        for name in leaving:  # the newest leave first, cleanly (LeaveGroup)
+            self.services[name].kill(signal.SIGTERM)
+        return leaving

@@ -1,0 +1,141 @@
+"""What the harness asks of a running cluster through Kafka's own Admin API — readiness,
+topics, partitions — whichever backend brought the brokers up."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runtime.errors import ClusterError
+from runtime.logs import QUIET_CLIENT_LOG
+
+
+@dataclass
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int | None = None  # None: min(3, brokers)
+    config: dict = field(default_factory=dict)
+
+
+class ClusterAdmin:
+    def __init__(self, bootstrap_servers: str, broker_ids: list[int], logs_hint: str):
+        self.bootstrap_servers = bootstrap_servers
+        self.broker_ids = set(broker_ids)
+        self.logs_hint = logs_hint  # where to look when the cluster does not come up
+
+    def client(self, bootstrap_servers: str | None = None):
+        from confluent_kafka.admin import AdminClient
+
+        # Connection errors while brokers start or crash are expected; keep them off the terminal.
+        return AdminClient({"bootstrap.servers": bootstrap_servers or self.bootstrap_servers,
+                            "socket.connection.setup.timeout.ms": 3000, "logger": QUIET_CLIENT_LOG})
+
+    def wait_ready(self, timeout: float, check_alive: Callable[[], None] = lambda: None) -> None:
+        """Ready: every broker registered and listed in metadata, and a controller known."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + timeout
+        admin = self.client()
+        seen: set[int] = set()
+        while time.monotonic() < deadline:
+            check_alive()
+            try:
+                md = admin.list_topics(timeout=2)
+                seen = set(md.brokers)
+                if seen >= self.broker_ids and md.controller_id >= 0:
+                    return
+            except KafkaException:
+                pass
+            time.sleep(0.25)
+        raise ClusterError(f"brokers not ready after {timeout:.0f}s: metadata lists {sorted(seen)} "
+                           f"of {sorted(self.broker_ids)}; logs in {self.logs_hint}")
+
+    def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
+        """Create topics and wait until every partition has a leader."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import NewTopic
+
+        if not topics:
+            return
+        deadline = time.monotonic() + timeout
+        pending = list(topics)
+        while pending:
+            # On a busy machine a client may not learn the controller from its first metadata
+            # ("Failed while waiting for controller") and keep waiting on it: a retriable
+            # error is tried again, with a fresh client, until the deadline.
+            admin = self.client()  # referenced until its futures are read ("handle destroyed" otherwise)
+            futures = admin.create_topics([
+                NewTopic(t.name, t.partitions, t.replication_factor or min(3, len(self.broker_ids)),
+                         config=dict(t.config))
+                for t in pending
+            ], operation_timeout=30, request_timeout=max(5.0, min(15.0, deadline - time.monotonic())))
+            by_name = {t.name: t for t in pending}
+            retry = []
+            for name, fut in futures.items():
+                topic = by_name[name]
+                try:
+                    fut.result()
+                except KafkaException as e:
+                    error = e.args[0]
+                    if error.name() == "TOPIC_ALREADY_EXISTS":
+                        continue
+                    if not (error.retriable() or error.code() == KafkaError._TIMED_OUT) or time.monotonic() >= deadline:
+                        raise ClusterError(f"creating topic {topic.name} failed: {error.str()}") from None
+                    retry.append(topic)
+            if retry:
+                time.sleep(1)
+            pending = retry
+        self.wait_leaders(topics, max(10.0, deadline - time.monotonic()))
+
+    def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
+        """Grow a topic to ``total`` partitions and wait until every one has a leader."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewPartitions
+
+        admin = self.client()  # keep a reference: a collected client fails its futures ("handle destroyed")
+        try:
+            admin.create_partitions([NewPartitions(topic, total)], operation_timeout=30)[topic].result()
+        except KafkaException as e:
+            raise ClusterError(f"adding partitions to {topic} failed: {e.args[0].str()}") from None
+        self.wait_leaders([TopicSpec(topic, total)], timeout)
+
+    def wait_every_broker_knows(self, broker_addresses: dict[str, str], topics: list[TopicSpec],
+                                deadline: float) -> None:
+        """Each broker's own metadata cache (ZooKeeper mode: filled by the controller's
+        UpdateMetadata, which may lag) lists every broker, the controller and every
+        partition's leader — whichever broker a client asks first gives the whole picture."""
+        from confluent_kafka import KafkaException
+
+        def complete(address: str) -> bool:
+            # A client that knows only this broker sends its first metadata request there.
+            try:
+                md = self.client(address).list_topics(timeout=2)
+            except KafkaException:
+                return False
+            return set(md.brokers) >= self.broker_ids and md.controller_id >= 0 and led(md, topics)
+
+        waiting = dict(broker_addresses)
+        while waiting and time.monotonic() < deadline:
+            waiting = {name: address for name, address in waiting.items() if not complete(address)}
+            if waiting:
+                time.sleep(0.25)
+        if waiting:
+            raise ClusterError(f"{', '.join(sorted(waiting))}: metadata still incomplete at the start deadline; "
+                               f"logs in {self.logs_hint}")
+
+    def wait_leaders(self, topics: list[TopicSpec], timeout: float) -> None:
+        admin = self.client()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if led(admin.list_topics(timeout=5), topics):
+                return
+            time.sleep(0.25)
+        raise ClusterError(f"topics {[t.name for t in topics]} have no leader for every partition after {timeout:.0f}s")
+
+
+def led(md, topics: list[TopicSpec]) -> bool:
+    """The metadata has every topic with all its partitions, each with a leader."""
+    return all(t.name in md.topics and len(md.topics[t.name].partitions) == t.partitions
+               and all(p.leader >= 0 for p in md.topics[t.name].partitions.values()) for t in topics)

@@ -1,0 +1,68 @@
+"""What a run needs of a cluster, whichever way it is brought up — and the backends there are.
+
+A backend starts ZooKeeper (or a KRaft controller), brokers, Toxiproxy and, when the
+protocol asks for it, the project's coordinator, as services (harness.service); it says
+where they listen on 127.0.0.1 and does the few things only it can (expire a ZooKeeper
+session, grow a topic). Fault kinds, drivers and the oracle never see which backend ran:
+faults act on services by name, drivers get addresses, the oracle reads the history.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from faults.toxiproxy import ToxiproxyClient
+    from harness.cluster.admin import TopicSpec
+    from harness.cluster.local import ClusterSpec
+    from harness.cluster.network import NetworkPlan
+    from harness.processes import Supervisor
+    from harness.service import Service
+
+# name -> "module:class"; imported on use (a backend may need what another does not)
+BACKENDS: dict[str, str] = {
+    "local": "harness.cluster.local:LocalCluster",
+}
+
+
+class ClusterBackend(Protocol):
+    name: ClassVar[str]
+    service_kinds: ClassVar[tuple[type[Service], ...]]  # what it may run (their stop tiers: `cluster down`)
+    spec: ClusterSpec
+    workdir: Path  # configs, data and logs of its services
+    services: dict[str, Service]  # every service, by name, in start order
+    network: NetworkPlan  # the proxies between clients, brokers and ZooKeeper (faults.network reads it)
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...  # every service, in stop-tier order
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+    @property
+    def zookeeper_connect(self) -> str | None: ...
+    @property
+    def toxiproxy(self) -> ToxiproxyClient: ...
+
+    def describe(self) -> dict: ...
+    def broker_names(self) -> list[str]: ...
+    def lane_bootstrap_servers(self, lane: int) -> str: ...
+    def coordinator_names(self) -> list[str]: ...
+    def coordinator_addresses(self) -> dict[str, str]: ...
+    def coordinator_leader(self) -> str | None: ...
+    def expire_zookeeper_session(self, name: str) -> dict: ...
+    def zookeeper_session_timeout_s(self, name: str) -> float: ...
+    def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None: ...
+    def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None: ...
+
+
+def backend_class(name: str) -> type[ClusterBackend]:
+    module, _, cls = BACKENDS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def open_cluster(backend: str, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,
+                 report: Callable[[str], None] = lambda _m: None) -> ClusterBackend:
+    """The cluster a scenario's ``cluster.backend`` names, not started yet."""
+    return backend_class(backend)(spec, workdir, supervisor, report)

@@ -1,0 +1,172 @@
+"""harness/service.py: services start, pause, stop and start again, declare their logs, and stop
+in the order their tiers say — with real short-lived processes, no cluster."""
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.clients import Member, Observer, Producer, WorkloadProcesses
+from harness.cluster.backend import BACKENDS, backend_class
+from harness.cluster.local import LocalCluster
+from harness.processes import Supervisor, process_state
+from harness.service import LocalProcess, Service, StopTier, role_tiers, stop_in_order
+from runtime.errors import ClusterError
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+class Sleeper(LocalProcess):
+    role, tier = "sleeper", StopTier.CLIENTS
+
+    def __init__(self, name, supervisor, logs_dir, script="import time; time.sleep(30)"):
+        super().__init__(name, supervisor, logs_dir)
+        self.script = script
+
+    def command(self):
+        return [sys.executable, "-c", self.script]
+
+
+def eventually(predicate, timeout=5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.fixture
+def supervisor(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path / "home"))
+    sup = Supervisor(owner="test")
+    yield sup
+    sup.stop_all(timeout=5)
+
+
+def test_a_service_pauses_resumes_dies_and_starts_again_as_a_new_process(supervisor, tmp_path):
+    s = Sleeper("s", supervisor, tmp_path / "logs")
+    s.start()
+    first = s.pid
+    s.pause()
+    assert s.paused() and eventually(lambda: process_state(first) == "T")  # a signal is delivered, not sent
+    s.resume()
+    assert not s.paused() and eventually(lambda: process_state(first) in ("S", "R"))
+    s.kill(signal.SIGKILL)
+    assert not s.running()
+    s.start()  # what a crash fault's heal does
+    assert s.running() and s.pid != first
+    assert s.logs == {"stdout": tmp_path / "logs" / "s.stdout"} and s.logs["stdout"].exists()
+
+
+def test_a_service_that_died_while_starting_says_so_with_the_end_of_its_log(supervisor, tmp_path):
+    s = Sleeper("broken", supervisor, tmp_path / "logs", script="import sys; print('bad config: x'); sys.exit(3)")
+    s.start()
+    deadline = time.monotonic() + 10
+    while s.running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(ClusterError, match=r"broken exited with code 3 while starting:\nbad config: x"):
+        s.check_alive()
+
+
+def test_stop_resumes_a_paused_service_before_asking_it_to_stop(supervisor, tmp_path):
+    s = Sleeper("s", supervisor, tmp_path / "logs")
+    s.start()
+    s.pause()
+    t0 = time.monotonic()
+    s.stop(timeout=10)
+    assert not s.running() and time.monotonic() - t0 < 5  # SIGTERM acted: not the SIGKILL after 10 s
+    assert supervisor.get("s").popen.returncode == -signal.SIGTERM
+
+
+class Recorded(Service):
+    """A service that only records what it is asked, for the order of a teardown."""
+
+    def __init__(self, name, tier, log, paused=False):
+        super().__init__(name)
+        self.tier, self.log, self._paused = tier, log, paused
+
+    logs = {}
+
+    def start(self):
+        self.log.append(("start", self.name))
+
+    def running(self):
+        return True
+
+    def paused(self):
+        return self._paused
+
+    def pause(self):
+        self._paused = True
+
+    def resume(self):
+        self._paused = False
+        self.log.append(("resume", self.name))
+
+    def kill(self, sig=signal.SIGKILL):
+        self.log.append(("kill", self.name))
+
+    def terminate(self):
+        self.log.append(("terminate", self.name))
+
+    def wait_stopped(self, deadline):
+        self.log.append(("gone", self.name))
+
+
+def test_teardown_goes_tier_by_tier_each_tier_asked_at_once_paused_ones_resumed_first():
+    log = []
+    services = [Recorded("toxiproxy", StopTier.NETWORK, log), Recorded("broker-1", StopTier.BROKERS, log, paused=True),
+                Recorded("zookeeper-1", StopTier.QUORUM, log), Recorded("consumer-1", StopTier.CLIENTS, log),
+                Recorded("broker-2", StopTier.BROKERS, log), Recorded("consumer-2", StopTier.CLIENTS, log)]
+    stop_in_order(services)
+    assert log == [("resume", "broker-1"),
+                   ("terminate", "consumer-1"), ("terminate", "consumer-2"), ("gone", "consumer-1"), ("gone", "consumer-2"),
+                   ("terminate", "broker-1"), ("terminate", "broker-2"), ("gone", "broker-1"), ("gone", "broker-2"),
+                   ("terminate", "zookeeper-1"), ("gone", "zookeeper-1"),
+                   ("terminate", "toxiproxy"), ("gone", "toxiproxy")]
+
+
+def test_the_stop_order_by_role_comes_from_the_services():
+    assert role_tiers(LocalCluster.service_kinds) == [["coordinator"], ["broker"], ["zookeeper", "controller"],
+                                                      ["toxiproxy"]]
+    assert role_tiers([*WorkloadProcesses.service_kinds, *LocalCluster.service_kinds])[0] == ["producer", "consumer",
+                                                                                               "observer"]
+    assert {Producer.tier, Member.tier, Observer.tier} == {StopTier.CLIENTS}
+
+
+def test_every_backend_declares_its_services_and_the_interface():
+    from harness.cluster.backend import ClusterBackend
+
+    wanted = {n for n in vars(ClusterBackend) if not n.startswith("_")} | set(ClusterBackend.__annotations__)
+    for name in BACKENDS:
+        cls = backend_class(name)
+        assert cls.name == name
+        assert all(issubclass(kind, Service) and isinstance(kind.tier, StopTier) for kind in cls.service_kinds)
+        instance_attributes = {"spec", "workdir", "services", "network"}
+        missing = {n for n in wanted - instance_attributes if not hasattr(cls, n)}
+        assert not missing, f"{name} lacks {missing}"
+
+
+def test_fault_targets_resolve_to_services_of_the_cluster_or_the_workload():
+    from types import SimpleNamespace
+
+    from harness.targets import RunTargets
+
+    log = []
+    broker, member = Recorded("broker-1", StopTier.BROKERS, log), Recorded("consumer-1", StopTier.CLIENTS, log)
+    cluster = SimpleNamespace(services={"broker-1": broker})
+    workload = SimpleNamespace(services={"consumer-1": member}, scenario=SimpleNamespace(subscribes=None))
+    targets = RunTargets(cluster, workload, observer=None, history=None)
+    targets.pause("broker-1")
+    targets.kill("consumer-1", signal.SIGTERM)
+    targets.restart("consumer-1")
+    assert log == [("kill", "consumer-1"), ("start", "consumer-1")] and broker.paused()
+    assert targets.is_running("broker-1") and not targets.is_running("consumer-9")
+    with pytest.raises(ClusterError, match=r"no service named 'consumer-9' in this run; known: broker-1, consumer-1"):
+        targets.pause("consumer-9")
+    with pytest.raises(ClusterError, match="broker-1 is not a member of the group"):
+        targets.command("broker-1", {"command": "poll-stall"})
