@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.cli import analyze
 from harness import versions
+from harness.cluster.backend import BACKENDS
 from harness.paths import default_runs_dir, lab_home
 from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
@@ -54,7 +55,10 @@ def main() -> None:
 @main.command()
 @click.option("--kafka", "lines", multiple=True, type=click.Choice(list(versions.KAFKA_RELEASES)),
               help="Kafka line(s) to install (default: all).")
-def setup(lines: tuple[str, ...]) -> None:
+@click.option("--compose", is_flag=True,
+              help="Also what the compose backend needs: a Docker Engine (Debian's docker.io, when none answers), "
+                   "debootstrap, and its images, built here.")
+def setup(lines: tuple[str, ...], compose: bool) -> None:
     """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
     from harness.install import setup_all
 
@@ -62,8 +66,12 @@ def setup(lines: tuple[str, ...]) -> None:
         with console.status("setting up …") as status:
             def report(msg: str) -> None:
                 status.update(msg)
-                console.print(msg)
+                console.print(msg, markup=False)
             changed = setup_all(report, list(lines) or None)
+            if compose:
+                from harness.containers.setup import setup_compose
+
+                changed |= setup_compose(report, list(lines) or list(versions.KAFKA_RELEASES))
     except LabError as e:
         _fail(e)
     console.print("setup: everything was already installed; nothing to do." if not changed else "setup: done.")
@@ -83,15 +91,18 @@ def _topic(value: str) -> tuple[str, int]:
 
 
 @cluster.command("up")
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default="local", show_default=True)
 @click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
 @click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]", help="Topic to create (repeatable).")
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Default: <lab home>/cluster")
-def cluster_up(kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str, ...], workdir: Path | None) -> None:
+def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str, ...],
+               workdir: Path | None) -> None:
     """Start ZooKeeper (or a KRaft controller), brokers and Toxiproxy; leave them running."""
-    from harness.cluster import ClusterSpec, LocalCluster, TopicSpec
-    from harness.processes import Supervisor, stop_owned
+    from harness.cluster import ClusterSpec, TopicSpec
+    from harness.cluster.backend import open_cluster
+    from harness.processes import Supervisor
 
     state_file = lab_home() / CLUSTER_STATE
     if state_file.exists():
@@ -100,12 +111,13 @@ def cluster_up(kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str
     owner = f"cluster:{workdir}"
     spec = ClusterSpec(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes),
                        topics=[TopicSpec(*_topic(t)) for t in topics])
+    c = None
     try:
         with console.status("starting cluster …"):
-            c = LocalCluster(spec, workdir, Supervisor(owner=owner), console.print)
+            c = open_cluster(backend, spec, workdir, Supervisor(owner=owner), console.print)
             c.start()
     except (LabError, KeyboardInterrupt) as e:
-        stop_owned(owner, _cluster_tiers())
+        _stop_detached(backend, owner)
         _fail(e if isinstance(e, LabError) else LabError("interrupted"))
     state = {**c.describe(), "owner": owner}
     state_file.parent.mkdir(parents=True, exist_ok=True)
@@ -115,19 +127,32 @@ def cluster_up(kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str
         console.print(f"zookeeper.connect={c.zookeeper_connect}")
 
 
+def _stop_detached(backend: str, owner: str) -> list[str]:
+    """Stop a standalone cluster from its registrations (its harness has exited): what was stopped."""
+    from harness.processes import stop_owned
+
+    if backend == "compose":
+        from harness.cluster.compose import cleanup_projects
+
+        return cleanup_projects(include_live_owners=True, owner=owner)
+    return [p.name for p in stop_owned(owner, _cluster_tiers())]
+
+
 @cluster.command("down")
 def cluster_down() -> None:
     """Stop the standalone cluster."""
-    from harness.processes import stop_owned
-
     state_file = lab_home() / CLUSTER_STATE
     if not state_file.exists():
         console.print("no cluster is up.")
         return
     state = json.loads(state_file.read_text())
-    stopped = stop_owned(state["owner"], _cluster_tiers())
+    try:
+        stopped = _stop_detached(state.get("backend", "local"), state["owner"])
+    except LabError as e:
+        _fail(e)
     state_file.unlink()
-    console.print(f"stopped {len(stopped)} processes: {', '.join(p.name for p in stopped) or '—'}")
+    what = "compose projects" if state.get("backend") == "compose" else "processes"
+    console.print(f"stopped {len(stopped)} {what}: {', '.join(stopped) or '—'}")
 
 
 @cluster.command("status")
@@ -144,7 +169,7 @@ def cluster_status() -> None:
         sys.exit(1)
     state = json.loads(state_file.read_text())
     alive = {p.name: p for p in registered() if p.owner == state["owner"]}
-    for name in state["processes"]:
+    for name in state.get("processes", {}):
         p = alive.get(name)
         console.print(f"{name:<14} {'[green]running[/]' if p and not p.stopped else '[yellow]stopped[/]' if p else '[red]gone[/]'}"
                       + (f" pid {p.pid}" if p else ""))
@@ -162,7 +187,9 @@ def cluster_status() -> None:
 @main.command()
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
-def run(scenario_file: Path, runs_dir: Path | None) -> None:
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
+              help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
+def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None:
     """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
 
     Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
@@ -176,6 +203,8 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
 
     try:
         scenario = load_scenario(scenario_file)
+        if backend:
+            scenario = scenario.with_backend(backend)
         # Fail before creating a run directory.
         kafka_dist(scenario.cluster.kafka), toxiproxy_binary(), jolokia_agent()
         if scenario.workload.driver == "java":
@@ -207,7 +236,9 @@ def run(scenario_file: Path, runs_dir: Path | None) -> None:
 @click.option("--protocols", required=True, help="Comma-separated: " + ", ".join(PROTOCOLS))
 @click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …).")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
-def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None) -> None:
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
+              help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
+def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None, backend: str | None) -> None:
     """Run one scenario under several protocol generations and print them side by side.
     Exit code 0 when every run passed the checks that apply to its protocol."""
     from harness.compare import compare
@@ -218,7 +249,7 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
         raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}",
                                  param_hint="--protocols")
     try:
-        out, entries = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log)
+        out, entries = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log, backend)
     except LabError as e:
         _fail(e)
     rows = [e.row() for e in entries]
@@ -285,11 +316,20 @@ def check(run_dir: Path, write: bool) -> None:
 
 @main.command()
 def cleanup() -> None:
-    """Stop every process the lab started and left behind (also resumes paused ones);
-    the runs whose harness died are marked `killed` in their run.json."""
+    """Stop every process and remove every container the lab started and left behind (also
+    resumes paused ones), and stop the project's Docker Engine; the runs whose harness died
+    are marked `killed` in their run.json."""
+    from harness.cluster.compose import cleanup_projects
+    from harness.containers.engine import stop_engine
     from harness.processes import cleanup_leftovers
     from harness.runstate import read_state
 
+    try:  # containers first (the engine must still run to remove them), then the engine, then processes
+        for project in cleanup_projects(include_detached=True):
+            console.print(f"removed compose project {project} (its containers and network)", markup=False)
+    except LabError as e:
+        err_console.print(escape(f"cleanup: {e}"))
+    stop_engine(lambda m: console.print(m, markup=False))
     stopped = cleanup_leftovers(include_detached=True, include_live_owners=False)
     state_file = lab_home() / CLUSTER_STATE
     if stopped and state_file.exists():
@@ -300,6 +340,40 @@ def cleanup() -> None:
     for run_dir in dict.fromkeys(p.run_dir for p in stopped if p.run_dir):
         console.print(f"run {run_dir}: {(read_state(run_dir) or {}).get('state', 'no run.json')}", markup=False)
     console.print(f"cleanup: {len(stopped)} leftover processes stopped.")
+
+
+# ----------------------------------------------------------------------------- compose
+
+
+@main.group()
+def compose() -> None:
+    """The cluster as a Docker Compose project (the compose backend)."""
+
+
+@compose.command("render")
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True,
+              help="Directory to write the project into (created; must be empty if it exists).")
+def compose_render(scenario_file: Path, output: Path) -> None:
+    """Write the scenario's cluster as a complete Compose project: compose.yaml, every service's
+    configuration and PORTS.md. Start it with `docker compose up -d --wait` in that directory
+    (the images come from `rebalance-lab setup --compose`)."""
+    from harness.cluster.compose_topology import render
+    from harness.containers.images import image_set
+    from harness.run import cluster_spec
+    from harness.scenario import load_scenario
+
+    try:
+        scenario = load_scenario(scenario_file)
+        if output.exists() and (not output.is_dir() or any(output.iterdir())):
+            raise LabError(f"{output}: exists and is not an empty directory")
+        images = image_set(scenario.cluster.kafka)
+    except LabError as e:
+        _fail(e)
+    topology = render(cluster_spec(scenario), output, images, f"rl-{scenario.name}".lower(),
+                      owner=f"render:{output.resolve()}")
+    console.print(f"wrote {topology.compose_file} (start it there with `docker compose up -d --wait`)", markup=False)
+    console.print((output / "PORTS.md").read_text(), markup=False)
 
 
 # Defined in analysis/ with the Spark job; importing it loads neither Spark nor matplotlib.

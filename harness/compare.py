@@ -74,9 +74,11 @@ def variant(base: dict, protocol: str) -> tuple[dict, dict[str, str]]:
 
 
 def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
-            report: Callable[[str], None]) -> tuple[Path, list[Entry]]:
+            report: Callable[[str], None], backend: str | None = None) -> tuple[Path, list[Entry]]:
     load_scenario(scenario_file)  # the base itself must be valid
     base = read_scenario_data(scenario_file)
+    if backend:  # every variant on it (written into each variant's scenario file)
+        base.setdefault("cluster", {})["backend"] = backend
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = runs_dir / f"compare-{stamp}-{base['name']}"
     out.mkdir(parents=True)

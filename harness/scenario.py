@@ -311,6 +311,10 @@ class Scenario(_Strict):
                                 f"partitions (0..{declared[topic] - 1})")
         return problems
 
+    def with_backend(self, backend: str) -> Scenario:
+        """The same scenario on another cluster backend (`run --backend`)."""
+        return self.model_copy(update={"cluster": self.cluster.model_copy(update={"backend": backend})})
+
     def member_slots(self) -> list[str]:
         """Every member name the run may start: the workload's, plus join storms and scale-ups.
         New members always get new numbers (never a stopped one's), as WorkloadProcesses does."""

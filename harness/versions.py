@@ -32,3 +32,13 @@ TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 
 JAVA_MIN_MAJOR = 17
 GO_MIN = (1, 23)
+
+# The compose backend (setup --compose): Debian's Docker Engine when no engine answers, and
+# debootstrap for the images' base (no registry is reachable: images are built here).
+CONTAINER_DEBS = {
+    "docker.io": "20.10.24+dfsg1-1+deb12u1+b6",
+    "debootstrap": "1.0.128+nmu2+deb12u2",
+}
+IMAGE_SUITE = "bookworm"  # the images' Debian release
+IMAGE_MIRROR = "http://deb.debian.org/debian"
+IMAGE_PACKAGES = ("openjdk-17-jre-headless", "python3")  # the JVMs and the project's coordinator

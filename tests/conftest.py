@@ -16,7 +16,7 @@ other. Hence:
 import os
 from pathlib import Path
 
-HEAVY_MODULES = frozenset({"test_driver_verifiable", "test_fault_cluster", "test_fault_network",
+HEAVY_MODULES = frozenset({"test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network",
                            "test_fault_zookeeper_scenario", "test_shipped_scenarios", "test_teardown",
                            "test_zookeeper_expiry"})
 

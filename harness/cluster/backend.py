@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # name -> "module:class"; imported on use (a backend may need what another does not)
 BACKENDS: dict[str, str] = {
     "local": "harness.cluster.local:LocalCluster",
+    "compose": "harness.cluster.compose:ComposeCluster",
 }
 
 
@@ -37,6 +38,7 @@ class ClusterBackend(Protocol):
 
     def start(self) -> None: ...
     def stop(self) -> None: ...  # every service, in stop-tier order
+    def poll_exits(self) -> list[str]: ...  # services that stopped on their own since the last call (recorded)
 
     @property
     def bootstrap_servers(self) -> str: ...

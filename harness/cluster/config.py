@@ -7,6 +7,7 @@ directory and the templates tested without starting anything.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 # The brokers' log must carry the GroupCoordinator's INFO lines ("Preparing to
 # rebalance group", "Stabilized group …"): they are the independent clock the
@@ -63,11 +64,28 @@ def log4j2_xml(log_file: Path) -> str:
 """
 
 
-def zookeeper_cfg(data_dir: Path, client_port: int, peers: list[tuple[int, int, int]], tick_ms: int = 500) -> str:
-    """``peers``: (id, quorum port, election port) for every node; a single node runs standalone."""
+def log_settings(log4j1: bool, log_config: Path, log_file: Path) -> tuple[str, str]:
+    """(the log configuration's text, the JVM option naming it): Kafka 3.x ships log4j 1, 4.x log4j 2.
+    Paths are as the JVM sees them (on this machine, or in its container)."""
+    if log4j1:
+        return log4j1_properties(log_file), f"-Dlog4j.configuration=file:{log_config}"
+    return log4j2_xml(log_file), f"-Dlog4j2.configurationFile={log_config}"
+
+
+def kafka_jvm_argv(main_class: str, config_file: Path, classpath: str, logs_dir: Path, log_option: str,
+                   agents: list[str] = ()) -> list[str]:
+    """The command line of a JVM of the Kafka distribution (a broker, a controller, a ZooKeeper node)."""
+    return ["java", *agents, *JVM_OPTS, log_option, f"-Dkafka.logs.dir={logs_dir}", "-cp", classpath, main_class,
+            str(config_file)]
+
+
+def zookeeper_cfg(data_dir: Path, client_port: int, peers: list[tuple[int, int, int]], tick_ms: int = 500,
+                  host_of: Callable[[str], str] = lambda _node: "127.0.0.1", node: str = "") -> str:
+    """``peers``: (id, quorum port, election port) for every node; a single node runs standalone.
+    ``host_of``: a node's address by name (network.Hosts.of): loopback, or a container's service name."""
     lines = [
         f"dataDir={data_dir}",
-        "clientPortAddress=127.0.0.1",
+        f"clientPortAddress={host_of(node)}",
         f"clientPort={client_port}",
         f"tickTime={tick_ms}",
         "initLimit=20",
@@ -80,7 +98,7 @@ def zookeeper_cfg(data_dir: Path, client_port: int, peers: list[tuple[int, int, 
         "maxClientCnxns=0",
     ]
     if len(peers) > 1:
-        lines += [f"server.{i}=127.0.0.1:{q}:{e}" for i, q, e in peers]
+        lines += [f"server.{i}={host_of(f'zookeeper-{i}')}:{q}:{e}" for i, q, e in peers]
     return "\n".join(lines) + "\n"
 
 
@@ -136,12 +154,13 @@ def kraft_broker_properties(node_id, listeners, log_dir, brokers, controller_vot
     return props
 
 
-def kraft_controller_properties(node_id: int, port: int, log_dir: Path, controller_voters: str) -> dict:
+def kraft_controller_properties(node_id: int, port: int, log_dir: Path, controller_voters: str,
+                                host: str = "127.0.0.1") -> dict:
     return {
         "process.roles": "controller",
         "node.id": node_id,
         "controller.quorum.voters": controller_voters,
-        "listeners": f"CONTROLLER://127.0.0.1:{port}",
+        "listeners": f"CONTROLLER://{host}:{port}",
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
         "log.dirs": log_dir,

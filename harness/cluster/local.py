@@ -22,6 +22,8 @@ from typing import Callable, ClassVar
 
 from harness.cluster import config, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
+from harness.cluster import kinds
+from harness.cluster.kinds import CLUSTER_KINDS
 from harness.cluster.network import NetworkPlan
 from harness.cluster.nodes import Broker, CoordinatorInstance, KRaftController, ToxiproxyServer, ZooKeeperNode
 from harness.cluster.ports import free_port
@@ -66,8 +68,7 @@ class LocalCluster:
     as processes of this machine (harness.cluster.backend.ClusterBackend)."""
 
     name: ClassVar[str] = "local"
-    service_kinds: ClassVar[tuple[type[LocalProcess], ...]] = (
-        ToxiproxyServer, ZooKeeperNode, KRaftController, Broker, CoordinatorInstance)
+    service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
         self.spec = spec
@@ -163,7 +164,7 @@ class LocalCluster:
         self.network = NetworkPlan(list(self.broker_ids.values()), self.spec.lanes, self.zk_ports, free_port,
                                    self.coordinator_names())
         for route in self.network.routes.values():
-            self.toxiproxy.create(route.proxy, f"127.0.0.1:{route.listen_port}", f"127.0.0.1:{route.upstream_port}")
+            self.toxiproxy.create(route.proxy, route.listen, route.upstream)
         self._write_broker_configs()
         if not self.dist.zookeeper_mode:
             self._prepare_kraft()
@@ -185,6 +186,9 @@ class LocalCluster:
 
     def stop(self) -> None:
         stop_in_order(self.services.values())
+
+    def poll_exits(self) -> list[str]:
+        return []  # its processes are the supervisor's: the run's poll of it sees them
 
     def _add(self, service: LocalProcess) -> LocalProcess:
         self.services[service.name] = service
@@ -222,31 +226,12 @@ class LocalCluster:
         return self.spec.broker_zookeeper_session_timeout_ms / 1000
 
     def expire_zookeeper_session(self, name: str) -> dict:
-        """Expire broker ``name``'s ZooKeeper session on the server, as a real expiry
-        would: its /brokers/ids/<id> goes at once, the broker learns "session expired"
-        and registers again with a new session.
-
-        A broker's session password never leaves its JVM, so instead of the client-side
-        trick (zookeeper.expire_session_as_client) this calls terminateSession() on the
-        connection's MBean, on whichever ZooKeeper node the broker is connected to.
-        """
         if name in self.coordinator_names():
             return self.expire_coordinator_session(name)
-        if name not in self.broker_ids or not self.zookeeper_nodes:
-            raise ClusterError(f"{name!r} is not a broker of a ZooKeeper-mode cluster; only those have a ZooKeeper session")
-        path = f"/brokers/ids/{self.broker_ids[name]}"
-        session_id = zookeeper.ephemeral_owner(self.zookeeper_connect, path)
-        if not session_id:
-            raise ClusterError(f"{name} is not registered in ZooKeeper (no {path}): no session to expire")
-        failures = []
-        for node in self.zookeeper_nodes.values():  # the connection can be on any node of the ensemble
-            try:
-                if zookeeper.terminate_session(node.jolokia_url, session_id):
-                    return {"session_id": zookeeper.session_hex(session_id), "zookeeper": node.name}
-            except ClusterError as e:  # a paused or stopped node must not hide the one holding it
-                failures.append(f"{node.name}: {e}")
-        raise ClusterError(f"no ZooKeeper node has a connection of {name}'s session {zookeeper.session_hex(session_id)} "
-                           f"(owner of {path}); the broker may be reconnecting" + "".join(f"\n{f}" for f in failures))
+        return zookeeper.expire_broker_session(name, self.broker_ids, self.zookeeper_connect, self.zk_jolokia)
+
+    def expire_coordinator_session(self, name: str) -> dict:
+        return zookeeper.expire_published_session(name, self.services[name].session_file, self.zookeeper_connect)
 
     # ----------------------------------------------------------------- the project's coordinator
 
@@ -259,18 +244,7 @@ class LocalCluster:
         return {name: f"127.0.0.1:{port}" for name, port in self.network.coordinator_ports.items()}
 
     def coordinator_leader(self) -> str | None:
-        """The instance leading right now, as the instances themselves say (FindCoordinator)."""
-        from coordinator.protocol import Address, Connection, CoordinatorError
-
-        for address in self.coordinator_addresses().values():
-            connection = Connection(Address.parse(address), connect_timeout_s=1.0)
-            try:
-                return connection.request("FindCoordinator", 2.0)["leader"]
-            except (ConnectionError, CoordinatorError):
-                continue
-            finally:
-                connection.close()
-        return None
+        return kinds.coordinator_leader(self.coordinator_addresses())
 
     def _start_coordinators(self, deadline: float) -> None:
         c = self.spec.coordinator
@@ -293,18 +267,6 @@ class LocalCluster:
                 raise ClusterError("the project's coordinator elected no leader in time")
             time.sleep(0.1)
         self.report(f"coordinator {c.variant}: {c.instances} instance(s), {self.coordinator_leader()} leads")
-
-    def expire_coordinator_session(self, name: str) -> dict:
-        """Expire a coordinator instance's ZooKeeper session on the server: its password is
-        ours (it publishes its session), so the client-side twin trick does it."""
-        path = self.services[name].session_file
-        try:
-            session = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            raise ClusterError(f"{name} has published no ZooKeeper session ({path}): {e}") from None
-        session_id = int(session["session_id"], 16)
-        zookeeper.expire_session_as_client(self.zookeeper_connect, session_id, bytes.fromhex(session["password"]))
-        return {"session_id": session["session_id"]}
 
     # ----------------------------------------------------------------- KRaft
 

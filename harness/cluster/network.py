@@ -14,6 +14,11 @@ therefore gets:
   listener name, so a→b traffic (replica fetches, controller requests) passes
   the proxy ``broker-<a>.to.broker-<b>`` and any one pair can be cut.
 
+Local processes all live on 127.0.0.1. In containers (the compose backend) each node
+listens on its own Compose service name, a broker reaches the proxies at ``toxiproxy``,
+and what the harness and the members use is published on 127.0.0.1 with the same
+port number: ``Hosts`` says which name each end has.
+
 In ZooKeeper mode broker b reaches each ZooKeeper node z through
 ``broker-<b>.to.<z>``, and member lane k through ``lane-<k>.<z>`` (the zk-eager
 consumer keeps its group in ZooKeeper).
@@ -29,11 +34,39 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """Where the nodes are, by name. Clients of the harness (members, producer, observer)
+    always reach the cluster at 127.0.0.1."""
+
+    containers: bool = False  # True: each node is a container reached by its service name
+
+    def of(self, node: str) -> str:
+        return node if self.containers else LOOPBACK
+
+    @property
+    def proxy(self) -> str:
+        return self.of("toxiproxy")
+
+
 @dataclass(frozen=True)
 class Route:
     proxy: str
     listen_port: int
     upstream_port: int
+    listen_host: str = LOOPBACK  # where Toxiproxy listens for it
+    upstream_host: str = LOOPBACK  # the node it leads to
+
+    @property
+    def listen(self) -> str:
+        return f"{self.listen_host}:{self.listen_port}"
+
+    @property
+    def upstream(self) -> str:
+        return f"{self.upstream_host}:{self.upstream_port}"
 
 
 @dataclass
@@ -46,6 +79,7 @@ class NetworkPlan:
     direct: dict[int, int] = field(default_factory=dict)
     coordinator_ports: dict[str, int] = field(default_factory=dict)
     routes: dict[str, Route] = field(default_factory=dict)
+    hosts: Hosts = Hosts()
     _bound: dict[tuple[int, str], int] = field(default_factory=dict)  # (broker, listener) -> bound port
 
     def __post_init__(self):
@@ -59,20 +93,33 @@ class NetworkPlan:
                 else:  # a broker talking to itself needs no proxy, but the listener must exist
                     self._bound[(b, f"FROM{a}")] = self.port()
             for z, zk_port in self.zookeeper_ports.items():
-                self.routes[f"broker-{b}.to.{z}"] = Route(f"broker-{b}.to.{z}", self.port(), zk_port)
+                self._add(f"broker-{b}.to.{z}", z, zk_port)
         for k in range(1, self.lanes + 1):
             for z, zk_port in self.zookeeper_ports.items():
-                self.routes[f"lane-{k}.{z}"] = Route(f"lane-{k}.{z}", self.port(), zk_port)
+                self._add(f"lane-{k}.{z}", z, zk_port)
         for c in self.coordinators:
             port = self.coordinator_ports[c] = self.port()
             for k in range(1, self.lanes + 1):
-                self.routes[f"lane-{k}.{c}"] = Route(f"lane-{k}.{c}", self.port(), port)
+                self._add(f"lane-{k}.{c}", c, port)
             for z, zk_port in self.zookeeper_ports.items():
-                self.routes[f"{c}.to.{z}"] = Route(f"{c}.to.{z}", self.port(), zk_port)
+                self._add(f"{c}.to.{z}", z, zk_port)
 
     def _route(self, proxy: str, broker: int, listener: str) -> None:
-        bound = self._bound[(broker, listener)] = self.port()
-        self.routes[proxy] = Route(proxy, self.port(), bound)
+        self._bound[(broker, listener)] = self.port()
+        self._add(proxy, f"broker-{broker}", self._bound[(broker, listener)])
+
+    def _add(self, proxy: str, node: str, upstream_port: int) -> None:
+        self.routes[proxy] = Route(proxy, self.port(), upstream_port, self.hosts.proxy, self.hosts.of(node))
+
+    def published_ports(self, node: str) -> list[int]:
+        """The ports of ``node`` the harness and the members reach from 127.0.0.1."""
+        if node == "toxiproxy":
+            return [r.listen_port for r in self.routes.values() if r.proxy.startswith("lane-")]
+        if node.startswith("broker-"):
+            return [self.direct[int(node.removeprefix("broker-"))]]
+        if node in self.coordinator_ports:
+            return [self.coordinator_ports[node]]
+        return [self.zookeeper_ports[node]] if node in self.zookeeper_ports else []
 
     # --- broker configuration -------------------------------------------------------------
 
@@ -84,13 +131,19 @@ class NetworkPlan:
             return self._bound[(broker, listener)]
         return self.routes[f"broker-{source}.to.broker-{broker}"].listen_port
 
+    def _advertised_host(self, broker: int, listener: str) -> str:
+        if listener.startswith("LANE"):
+            return LOOPBACK  # members are processes of the harness's machine
+        return self.hosts.of(f"broker-{broker}") if int(listener[4:]) == broker else self.hosts.proxy
+
     def listener_properties(self, broker: int) -> dict:
         names = [n for (b, n) in self._bound if b == broker]
-        listeners = [f"CLIENT://127.0.0.1:{self.direct[broker]}"]
-        advertised = list(listeners)
+        here = self.hosts.of(f"broker-{broker}")
+        listeners = [f"CLIENT://{here}:{self.direct[broker]}"]
+        advertised = [f"CLIENT://{LOOPBACK}:{self.direct[broker]}"]
         for n in names:
-            listeners.append(f"{n}://127.0.0.1:{self._bound[(broker, n)]}")
-            advertised.append(f"{n}://127.0.0.1:{self._advertised_port(broker, n)}")
+            listeners.append(f"{n}://{here}:{self._bound[(broker, n)]}")
+            advertised.append(f"{n}://{self._advertised_host(broker, n)}:{self._advertised_port(broker, n)}")
         return {
             "listeners": ",".join(listeners),
             "advertised.listeners": ",".join(advertised),
@@ -99,7 +152,7 @@ class NetworkPlan:
         }
 
     def zookeeper_connect(self, broker: int) -> str:
-        return ",".join(f"127.0.0.1:{self.routes[f'broker-{broker}.to.{z}'].listen_port}" for z in self.zookeeper_ports)
+        return ",".join(self.routes[f"broker-{broker}.to.{z}"].listen for z in self.zookeeper_ports)
 
     # --- addresses and link selection -----------------------------------------------------
 
@@ -129,7 +182,7 @@ class NetworkPlan:
     # --- the project's coordinator ----------------------------------------------------------
 
     def coordinator_zookeeper_connect(self, coordinator: str) -> str:
-        return ",".join(f"127.0.0.1:{self.routes[f'{coordinator}.to.{z}'].listen_port}" for z in self.zookeeper_ports)
+        return ",".join(self.routes[f"{coordinator}.to.{z}"].listen for z in self.zookeeper_ports)
 
     def coordinator_zookeeper_proxies(self, coordinator: str) -> list[str]:
         return [f"{coordinator}.to.{z}" for z in self.zookeeper_ports]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from faults.toxiproxy import ToxiproxyClient, ToxiproxyError
 from harness.cluster import config, zookeeper
+from harness.cluster.kinds import BrokerKind, CoordinatorKind, KRaftControllerKind, ToxiproxyKind, ZooKeeperKind
 from harness.install import KafkaDist
 from harness.processes import Supervisor
-from harness.service import LocalProcess, StopTier
+from harness.service import LocalProcess
 from runtime.errors import ClusterError
-from runtime.logs import QUIET_CLIENT_LOG
 
 
 class KafkaJvm(LocalProcess):
@@ -39,19 +39,14 @@ class KafkaJvm(LocalProcess):
         return []
 
     def command(self) -> list[str]:
-        logcfg = self.workdir / "config" / f"{self.name}.log4j"
-        if self.dist.zookeeper_mode:  # Kafka 3.x ships log4j 1, 4.x log4j 2
-            logcfg.write_text(config.log4j1_properties(self.logs["server"]))
-            log_opt = f"-Dlog4j.configuration=file:{logcfg}"
-        else:
-            logcfg.write_text(config.log4j2_xml(self.logs["server"]))
-            log_opt = f"-Dlog4j2.configurationFile={logcfg}"
-        return ["java", *self.jvm_agents(), *config.JVM_OPTS, log_opt, f"-Dkafka.logs.dir={self.logs_dir}",
-                "-cp", self.dist.classpath(), self.main_class, str(self.config_file)]
+        log_config = self.workdir / "config" / f"{self.name}.log4j"
+        text, option = config.log_settings(self.dist.zookeeper_mode, log_config, self.logs["server"])
+        log_config.write_text(text)
+        return config.kafka_jvm_argv(self.main_class, self.config_file, self.dist.classpath(), self.logs_dir, option,
+                                     self.jvm_agents())
 
 
-class ZooKeeperNode(KafkaJvm):
-    role, tier = "zookeeper", StopTier.QUORUM
+class ZooKeeperNode(ZooKeeperKind, KafkaJvm):
     main_class = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
     def __init__(self, name: str, supervisor: Supervisor, workdir: Path, dist: KafkaDist, config_file: Path,
@@ -82,13 +77,11 @@ class ZooKeeperNode(KafkaJvm):
             time.sleep(0.2)
 
 
-class KRaftController(KafkaJvm):
-    role, tier = "controller", StopTier.QUORUM
+class KRaftController(KRaftControllerKind, KafkaJvm):
     main_class = "kafka.Kafka"
 
 
-class Broker(KafkaJvm):
-    role, tier = "broker", StopTier.BROKERS
+class Broker(BrokerKind, KafkaJvm):
     main_class = "kafka.Kafka"
 
     def __init__(self, name: str, supervisor: Supervisor, workdir: Path, dist: KafkaDist, config_file: Path,
@@ -102,33 +95,8 @@ class Broker(KafkaJvm):
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> None:
-        """A ZooKeeper-mode broker killed without a clean shutdown leaves its ephemeral
-        /brokers/ids/<id> behind until its ZooKeeper session expires; started before that,
-        it dies at once ("node already exists"). Wait for the expiry, as an operator would."""
-        if self.process is not None and self.zookeeper_connect:
-            self._wait_registration_gone()
-        super().start()
 
-    def _wait_registration_gone(self) -> None:
-        from kazoo.client import KazooClient
-
-        zk = KazooClient(hosts=self.zookeeper_connect, timeout=5, logger=QUIET_CLIENT_LOG)
-        zk.start(timeout=10)
-        try:
-            deadline = time.monotonic() + self.zookeeper_session_timeout_ms / 1000 + 10
-            while zk.exists(f"/brokers/ids/{self.broker_id}") and time.monotonic() < deadline:
-                time.sleep(0.2)
-        finally:
-            zk.stop()
-            zk.close()
-
-
-class ToxiproxyServer(LocalProcess):
-    """The proxies every connection of a run passes (network.py): network faults act here."""
-
-    role, tier = "toxiproxy", StopTier.NETWORK
-
+class ToxiproxyServer(ToxiproxyKind, LocalProcess):
     def __init__(self, name: str, supervisor: Supervisor, logs_dir: Path, binary: Path, port: int):
         super().__init__(name, supervisor, logs_dir)
         self.binary, self.port = binary, port
@@ -153,11 +121,8 @@ class ToxiproxyServer(LocalProcess):
                 time.sleep(0.1)
 
 
-class CoordinatorInstance(LocalProcess):
-    """An instance of the project's own group coordinator (the ``coordinator`` package);
-    its spec file says its port, ZooKeeper and variant."""
-
-    role, tier = "coordinator", StopTier.COORDINATOR
+class CoordinatorInstance(CoordinatorKind, LocalProcess):
+    """Its spec file says its port, ZooKeeper and variant."""
 
     def __init__(self, name: str, supervisor: Supervisor, logs_dir: Path, spec_file: Path, session_file: Path):
         super().__init__(name, supervisor, logs_dir)

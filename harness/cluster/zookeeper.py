@@ -19,6 +19,8 @@ client that merely closes its socket and reconnects):
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import requests
@@ -33,10 +35,14 @@ JOLOKIA_TIMEOUT_S = 5.0
 
 # Jolokia runs inside the ZooKeeper JVM, where any JMX operation could be called
 # (heap dumps, diagnostic commands, …). Allow exactly what the harness needs: find
-# the connection MBeans and terminate a session, from 127.0.0.1 only.
-JOLOKIA_POLICY = f"""<?xml version="1.0" encoding="UTF-8"?>
+# the connection MBeans and terminate a session, from 127.0.0.1 only. (In a container
+# the harness's requests arrive from the Compose network's gateway, through the port
+# published on 127.0.0.1 only: there the policy names no remote host.)
+def jolokia_policy(remote_hosts: tuple[str, ...] = ("127.0.0.1",)) -> str:
+    remote = "".join(f"<host>{h}</host>" for h in remote_hosts)
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
 <restrict>
-  <remote><host>127.0.0.1</host></remote>
+  {f"<remote>{remote}</remote>" if remote else ""}
   <commands><command>search</command></commands>
   <allow>
     <mbean><name>{ZOOKEEPER_DOMAIN}:*</name><operation>terminateSession</operation></mbean>
@@ -45,11 +51,14 @@ JOLOKIA_POLICY = f"""<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def jolokia_javaagent(jar: Path, port: int, policy: Path) -> str:
-    """The JVM option that starts Jolokia's HTTP agent on 127.0.0.1:``port``, restricted
-    by the policy file (``JOLOKIA_POLICY``) at ``policy``. No multicast discovery."""
-    return (f"-javaagent:{jar}=host=127.0.0.1,port={port},discoveryEnabled=false,"
-            f"policyLocation={policy.resolve().as_uri()}")
+JOLOKIA_POLICY = jolokia_policy()
+
+
+def jolokia_javaagent(jar: Path | str, port: int, policy: Path, host: str = "127.0.0.1") -> str:
+    """The JVM option that starts Jolokia's HTTP agent on ``host``:``port``, restricted
+    by the policy file (``jolokia_policy``) at ``policy``. No multicast discovery."""
+    return (f"-javaagent:{jar}=host={host},port={port},discoveryEnabled=false,"
+            f"policyLocation={policy.as_uri() if policy.is_absolute() else policy.resolve().as_uri()}")
 
 
 class JolokiaError(ClusterError):
@@ -189,3 +198,53 @@ def expire_session_as_client(hosts: str, session_id: int, password: bytes, timeo
     finally:
         twin.stop()
         twin.close()
+
+
+def wait_registration_gone(hosts: str, broker_id: int, session_timeout_ms: int) -> None:
+    """Wait until broker ``broker_id``'s ephemeral /brokers/ids/<id> is gone (its old session
+    expired). A ZooKeeper-mode broker killed without a clean shutdown leaves it behind, and
+    started again before it goes, dies at once ("node already exists") — an operator waits too."""
+    zk = _started_client(hosts, 10)
+    try:
+        deadline = time.monotonic() + session_timeout_ms / 1000 + 10
+        while zk.exists(f"/brokers/ids/{broker_id}") and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def expire_broker_session(name: str, broker_ids: dict[str, int], hosts: str | None, jolokia_urls: dict[str, str]) -> dict:
+    """Expire broker ``name``'s ZooKeeper session on the server, as a real expiry would: its
+    /brokers/ids/<id> goes at once, the broker learns "session expired" and registers again.
+
+    A broker's session password never leaves its JVM, so instead of the client-side trick
+    (expire_session_as_client) this calls terminateSession() on the connection's MBean, on
+    whichever ZooKeeper node (``jolokia_urls``: node -> its Jolokia) the broker is connected to.
+    """
+    if name not in broker_ids or not jolokia_urls:
+        raise ClusterError(f"{name!r} is not a broker of a ZooKeeper-mode cluster; only those have a ZooKeeper session")
+    path = f"/brokers/ids/{broker_ids[name]}"
+    session_id = ephemeral_owner(hosts, path)
+    if not session_id:
+        raise ClusterError(f"{name} is not registered in ZooKeeper (no {path}): no session to expire")
+    failures = []
+    for node, url in jolokia_urls.items():  # the connection can be on any node of the ensemble
+        try:
+            if terminate_session(url, session_id):
+                return {"session_id": session_hex(session_id), "zookeeper": node}
+        except ClusterError as e:  # a paused or stopped node must not hide the one holding it
+            failures.append(f"{node}: {e}")
+    raise ClusterError(f"no ZooKeeper node has a connection of {name}'s session {session_hex(session_id)} "
+                       f"(owner of {path}); the broker may be reconnecting" + "".join(f"\n{f}" for f in failures))
+
+
+def expire_published_session(name: str, session_file: Path, hosts: str | None) -> dict:
+    """Expire the session a process published (the project's coordinator does: its password
+    is ours), with the client-side twin trick."""
+    try:
+        session = json.loads(Path(session_file).read_text())
+    except (OSError, ValueError) as e:
+        raise ClusterError(f"{name} has published no ZooKeeper session ({session_file}): {e}") from None
+    expire_session_as_client(hosts, int(session["session_id"], 16), bytes.fromhex(session["password"]))
+    return {"session_id": session["session_id"]}

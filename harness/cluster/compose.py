@@ -1,0 +1,399 @@
+"""The ``compose`` backend: ZooKeeper (or a KRaft controller), brokers, Toxiproxy and the
+project's coordinator as containers of one Compose project per run, on a real Docker
+Engine, driven through testcontainers' DockerCompose.
+
+The project is rendered by compose_topology.py (from compose/services/); every
+container and its network carry the run's owner label, and the project is registered
+(like a process) so `rebalance-lab cleanup` removes it if the harness dies. Faults act
+on the containers through the engine: pause is `docker pause` (the cgroup freezer stops
+every thread, as SIGSTOP does), a crash is `docker kill`, a restart `docker start`.
+The members, the producer and the observer stay processes of this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Callable, ClassVar
+
+from harness.cluster import kinds, zookeeper
+from harness.cluster.admin import ClusterAdmin, TopicSpec
+from harness.cluster.compose_topology import OWNER_LABEL, Topology, render
+from harness.cluster.kinds import (CLUSTER_KINDS, BrokerKind, CoordinatorKind, KRaftControllerKind, ToxiproxyKind,
+                                   ZooKeeperKind)
+from harness.cluster.local import ClusterSpec
+from harness.cluster.network import NetworkPlan
+from harness.paths import registry_dir
+from harness.processes import Supervisor, _proc_start_time
+from harness.runstate import mark_killed, run_of
+from harness.service import Service, stop_in_order
+from runtime.errors import ClusterError, SetupError
+
+Report = Callable[[str], None]
+
+
+class Container(Service):
+    """A service that is one container of the run's Compose project."""
+
+    def __init__(self, name: str, cluster: ComposeCluster):
+        super().__init__(name)
+        self.cluster = cluster
+        self._id: str | None = None
+        self._last_pid: int | None = None  # of the start not yet recorded as ended
+        self._lock = threading.Lock()  # the run's poll and a fault's kill may both see it end
+
+    @property
+    def logs(self) -> dict[str, Path]:
+        # stdout: `docker logs`, collected when the project stops
+        return {"stdout": self.cluster.workdir / "logs" / f"{self.name}.stdout"}
+
+    @property
+    def container(self):
+        if self._id is None:
+            self._id = self.cluster.compose.get_container(self.name, include_all=True).ID
+        container = self.cluster.docker.containers.get(self._id)
+        return container
+
+    def _state(self) -> dict:
+        return self.container.attrs["State"]
+
+    @property
+    def pid(self) -> int | None:
+        return self._state().get("Pid") or None
+
+    def started(self) -> None:
+        """Compose (or we) started it: say so in the history, as a process start is."""
+        self._last_pid = self.pid
+        self.cluster.supervisor.record_start(self.name, self.role, self._last_pid)
+
+    def exited(self) -> None:
+        """Say once in the history that the start recorded last has ended."""
+        with self._lock:
+            pid, self._last_pid = self._last_pid, None
+        if pid is not None:
+            self.cluster.supervisor.record_exit(self.name, self.role, pid, self._state().get("ExitCode"))
+
+    def start(self) -> None:
+        self.container.start()
+        self.started()
+
+    def running(self) -> bool:
+        return self._state()["Status"] in ("running", "paused")
+
+    def paused(self) -> bool:
+        return self._state()["Status"] == "paused"
+
+    def pause(self) -> None:
+        if not self.running():
+            raise RuntimeError(f"{self.name} is not running")
+        self.container.pause()
+
+    def resume(self) -> None:
+        if self.paused():
+            self.container.unpause()
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.running():
+            self.resume()  # a frozen container cannot act on SIGTERM
+            self.container.kill(signal=signal.Signals(sig).name)
+            self.wait_stopped(time.monotonic() + 30)
+        else:
+            self.exited()
+
+    def terminate(self) -> None:
+        if self.running():
+            self.resume()
+            self.container.kill(signal="SIGTERM")
+
+    def wait_stopped(self, deadline: float) -> None:
+        while self.running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.running():
+            self.container.kill(signal="SIGKILL")
+            while self.running():
+                time.sleep(0.05)
+        self.exited()
+
+    def check_alive(self) -> None:
+        if not self.running():
+            tail = self.container.logs(tail=20).decode(errors="replace")
+            raise ClusterError(f"{self.name} exited with code {self._state().get('ExitCode')} while starting:\n{tail}")
+
+
+class JvmContainer(Container):
+    @property
+    def logs(self) -> dict[str, Path]:
+        return {**super().logs, "server": self.cluster.workdir / "logs" / f"{self.name}.log"}
+
+
+class ZooKeeperContainer(ZooKeeperKind, JvmContainer):
+    pass
+
+
+class KRaftControllerContainer(KRaftControllerKind, JvmContainer):
+    pass
+
+
+class BrokerContainer(BrokerKind, JvmContainer):
+    def __init__(self, name: str, cluster: ComposeCluster, broker_id: int, port: int):
+        super().__init__(name, cluster)
+        self.broker_id, self.port = broker_id, port
+        self.zookeeper_connect = cluster.zookeeper_connect
+        self.zookeeper_session_timeout_ms = cluster.spec.broker_zookeeper_session_timeout_ms
+        self._started = True  # Compose started it
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+class ToxiproxyContainer(ToxiproxyKind, Container):
+    pass
+
+
+class CoordinatorContainer(CoordinatorKind, Container):
+    def __init__(self, name: str, cluster: ComposeCluster):
+        super().__init__(name, cluster)
+        self.session_file = cluster.workdir / "data" / f"{name}.zk-session.json"
+
+
+class ComposeCluster:
+    """The cluster as a Compose project (harness.cluster.backend.ClusterBackend)."""
+
+    name: ClassVar[str] = "compose"
+    service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
+
+    def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
+        self.spec = spec
+        self.workdir = Path(workdir).resolve()
+        self.supervisor = supervisor
+        self.report = report
+        self.services: dict[str, Container] = {}
+        self.topology: Topology | None = None
+        self.compose = None  # testcontainers' DockerCompose, once rendered
+        self.docker = None  # the engine's Python client
+        self.engine = None
+        self.kafka_admin: ClusterAdmin | None = None
+        self._toxiproxy = None
+        self._registration: Path | None = None
+
+    # ----------------------------------------------------------------- addresses
+
+    @property
+    def network(self) -> NetworkPlan:
+        return self.topology.network
+
+    @property
+    def brokers(self) -> dict[str, BrokerContainer]:
+        return {n: s for n, s in self.services.items() if isinstance(s, BrokerContainer)}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.network.direct_bootstrap()
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        return ",".join(f"127.0.0.1:{p}" for p in self.network.zookeeper_ports.values()) or None
+
+    @property
+    def toxiproxy(self):
+        from faults.toxiproxy import ToxiproxyClient
+
+        if self._toxiproxy is None:
+            self._toxiproxy = ToxiproxyClient(f"http://127.0.0.1:{self.topology.toxiproxy_api_port}")
+        return self._toxiproxy
+
+    def broker_names(self) -> list[str]:
+        return list(self.topology.broker_ids)
+
+    def lane_bootstrap_servers(self, lane: int) -> str:
+        return self.network.lane_bootstrap(lane)
+
+    def coordinator_names(self) -> list[str]:
+        return list(self.network.coordinators)
+
+    def coordinator_addresses(self) -> dict[str, str]:
+        return {name: f"127.0.0.1:{port}" for name, port in self.network.coordinator_ports.items()}
+
+    def coordinator_leader(self) -> str | None:
+        return kinds.coordinator_leader(self.coordinator_addresses())
+
+    def describe(self) -> dict:
+        return {
+            "backend": self.name, "kafka": self.spec.kafka, "project": self.topology.project,
+            "compose_file": str(self.topology.compose_file), "docker_host": self.engine.docker_host,
+            "mode": "zookeeper" if self.topology.zookeeper_mode else "kraft",
+            "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
+            "toxiproxy_api": f"http://127.0.0.1:{self.topology.toxiproxy_api_port}",
+            "brokers": {n: {"id": b.broker_id, "port": b.port} for n, b in self.brokers.items()},
+            "containers": {n: s._id for n, s in self.services.items()},
+            "logs": {n: {k: str(v) for k, v in s.logs.items()} for n, s in self.services.items()},
+            "workdir": str(self.workdir),
+        }
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self, ready_timeout: float = 180.0) -> None:
+        from harness.containers.engine import compose_env, ensure_engine
+        from harness.containers.images import ensure_images
+
+        t0 = time.monotonic()
+        deadline = t0 + ready_timeout
+        self.engine = ensure_engine(self.report)
+        os.environ.update(compose_env(self.engine))  # for `docker compose` and the Python client alike
+        images = ensure_images([self.spec.kafka], self.report, self.engine.docker_host)
+        project = "rl-" + "".join(ch for ch in self.supervisor.owner.rsplit("/", 1)[-1].lower()
+                                  if ch.isalnum() or ch == "-")[-40:].strip("-")
+        self.topology = render(self.spec, self.workdir, images, project, self.supervisor.owner,
+                               Path(self.spec.coordinator.history).parent
+                               if self.spec.coordinator and self.spec.coordinator.history else None)
+        self._register(project)
+        self._make_services()
+        from testcontainers.compose import DockerCompose
+
+        import docker
+
+        self.docker = docker.DockerClient(base_url=self.engine.docker_host)
+        self.compose = DockerCompose(self.workdir, compose_file_name="compose.yaml", wait=True)
+        try:
+            self.compose.start()
+        except Exception as e:  # noqa: BLE001 - `docker compose up` failed: say what it printed
+            raise ClusterError(f"`docker compose up --wait` failed for {self.topology.compose_file}: "
+                               f"{_output_of(e)}") from None
+        for service in self.services.values():
+            service.started()
+        self.kafka_admin = ClusterAdmin(self.bootstrap_servers, list(self.topology.broker_ids.values()),
+                                        str(self.workdir / "logs"))
+        self.kafka_admin.wait_ready(deadline - time.monotonic(), self._check_alive)
+        self.kafka_admin.create_topics(self.spec.topics, deadline - time.monotonic())
+        self.kafka_admin.wait_every_broker_knows({n: b.address for n, b in self.brokers.items()}, self.spec.topics,
+                                                 deadline)
+        if self.spec.coordinator:
+            while self.coordinator_leader() is None:
+                if time.monotonic() > deadline:
+                    raise ClusterError("the project's coordinator elected no leader in time")
+                time.sleep(0.1)
+        self.report(f"cluster ready in {time.monotonic() - t0:.1f}s (compose project {project}): Kafka "
+                    f"{self.spec.kafka}, {self.spec.brokers} brokers at {self.bootstrap_servers}")
+
+    def _make_services(self) -> None:
+        t, n = self.topology, self.topology.network
+        self.services["toxiproxy"] = ToxiproxyContainer("toxiproxy", self)
+        for name in n.zookeeper_ports:
+            self.services[name] = ZooKeeperContainer(name, self)
+        if not t.zookeeper_mode:
+            self.services["controller-1"] = KRaftControllerContainer("controller-1", self)
+        for name, i in t.broker_ids.items():
+            self.services[name] = BrokerContainer(name, self, i, n.direct[i])
+        for name in n.coordinators:
+            self.services[name] = CoordinatorContainer(name, self)
+
+    def _check_alive(self) -> None:
+        for service in self.services.values():
+            service.check_alive()
+
+    def poll_exits(self) -> list[str]:
+        """Containers that stopped on their own since the last call (each recorded once)."""
+        gone = [s for s in self.services.values() if s._last_pid is not None and not s.running()]
+        for service in gone:
+            service.exited()
+        return [s.name for s in gone]
+
+    def stop(self) -> None:
+        """Every container in stop-tier order, their output kept in logs/, then the project removed."""
+        if self.compose is None:
+            self._unregister()
+            return
+        try:
+            stop_in_order(self.services.values())
+            for service in self.services.values():
+                try:
+                    service.logs["stdout"].write_bytes(service.container.logs())
+                except Exception:  # noqa: BLE001 - a container already gone has nothing to keep
+                    pass
+        finally:
+            self.compose.stop(down=True)
+            self._unregister()
+
+    # ----------------------------------------------------------------- ZooKeeper
+
+    def zookeeper_session_timeout_s(self, name: str) -> float:
+        if name in self.coordinator_names():
+            return self.spec.coordinator.zookeeper_session_timeout_ms / 1000
+        return self.spec.broker_zookeeper_session_timeout_ms / 1000
+
+    def expire_zookeeper_session(self, name: str) -> dict:
+        if name in self.coordinator_names():
+            return zookeeper.expire_published_session(name, self.services[name].session_file, self.zookeeper_connect)
+        jolokia = {z: f"http://127.0.0.1:{p}/jolokia/" for z, p in self.topology.jolokia_ports.items()}
+        return zookeeper.expire_broker_session(name, self.topology.broker_ids, self.zookeeper_connect, jolokia)
+
+    # ----------------------------------------------------------------- topics
+
+    def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
+        self.kafka_admin.create_topics(topics, timeout)
+
+    def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
+        self.kafka_admin.add_partitions(topic, total, timeout)
+
+    # ----------------------------------------------------------------- cleanup registry
+
+    def _register(self, project: str) -> None:
+        """Like a process: who owns the project, so `cleanup` removes it if that harness dies."""
+        self._registration = compose_registry() / f"{project}.json"
+        self._registration.parent.mkdir(parents=True, exist_ok=True)
+        self._registration.write_text(json.dumps({
+            "project": project, "directory": str(self.workdir), "docker_host": self.engine.docker_host,
+            "owner": self.supervisor.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
+        }))
+
+    def _unregister(self) -> None:
+        if self._registration:
+            self._registration.unlink(missing_ok=True)
+
+
+def compose_registry() -> Path:
+    return registry_dir().parent / "compose-projects"
+
+
+def cleanup_projects(include_detached: bool = True, include_live_owners: bool = False, owner: str | None = None,
+                     by: str = "rebalance-lab cleanup") -> list[str]:
+    """Remove the Compose projects whose harness is gone (or all, if asked; or one owner's):
+    every container and network carrying the owner's label; mark their runs killed.
+
+    As with processes, a detached cluster (`cluster up`) has no living owner by design: the
+    cleanup at the start of a run leaves it alone, `rebalance-lab cleanup` does not."""
+    removed = []
+    for path in sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []:
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        alive = entry.get("owner_start_time") is not None and \
+            _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
+        if owner is not None and entry["owner"] != owner:
+            continue
+        if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):
+            continue
+        from harness.containers.engine import remove_labelled
+
+        try:
+            remove_labelled(entry["docker_host"], f"{OWNER_LABEL}={entry['owner']}")
+        except (SetupError, ClusterError, OSError) as e:
+            raise ClusterError(f"could not remove compose project {entry['project']}: {e}") from None
+        path.unlink(missing_ok=True)
+        removed.append(entry["project"])
+        if not alive and (run_dir := run_of(entry["owner"])):
+            mark_killed(run_dir, by, [{"compose_project": entry["project"]}])
+    return removed
+
+
+def _output_of(e: Exception) -> str:
+    stderr = getattr(e, "stderr", None)
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else str(e)
+    return "\n".join(text.strip().splitlines()[-20:])

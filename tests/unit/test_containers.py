@@ -1,0 +1,69 @@
+"""harness/containers: the project's dockerd command line, which engine is used, the Compose
+environment, and image tags that change exactly when an input does. No engine needed."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.containers import engine, images
+
+
+def test_the_projects_dockerd_touches_nothing_of_the_hosts_network(tmp_path):
+    argv = engine.dockerd_argv("/usr/sbin/dockerd", tmp_path)
+    assert argv[:3] == ["/usr/sbin/dockerd", "--host", f"unix://{tmp_path / 'docker.sock'}"]
+    assert {"--iptables=false", "--ip-masq=false", "--bridge=none"} <= set(argv)
+    for flag in ("--data-root", "--exec-root", "--pidfile"):
+        assert Path(argv[argv.index(flag) + 1]).is_relative_to(tmp_path)  # its state stays in the lab's home
+
+
+def test_the_users_engine_comes_first_then_the_default_socket_then_ours(monkeypatch, tmp_path):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:2375")
+    up: set[str] = set()
+    monkeypatch.setattr(engine, "answers", lambda host, timeout=3.0: "20.10" if host in up else None)
+    assert engine.find_engine() is None
+    up.add(engine.own_socket())
+    assert engine.find_engine() == engine.Engine(engine.own_socket(), True, "20.10")
+    up.add(engine.USER_SOCKET)
+    assert engine.find_engine() == engine.Engine(engine.USER_SOCKET, False, "20.10")
+    up.add("tcp://127.0.0.1:2375")
+    assert engine.find_engine().docker_host == "tcp://127.0.0.1:2375"
+
+
+def test_compose_runs_as_the_docker_clis_plugin_without_ryuk(monkeypatch, tmp_path):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    env = engine.compose_env(engine.Engine("unix:///x.sock", True, "20.10"))
+    assert env["DOCKER_HOST"] == "unix:///x.sock" and env["TESTCONTAINERS_RYUK_DISABLED"] == "true"
+    plugin = Path(env["DOCKER_CONFIG"]) / "cli-plugins" / "docker-compose"
+    assert plugin.resolve() == engine.compose_binary() and plugin.resolve().name == "docker-compose"
+    assert engine.compose_env(engine.Engine("unix:///x.sock", True, "20.10")) == env  # idempotent
+
+
+def test_an_image_tag_is_a_digest_of_its_inputs_and_of_its_parents():
+    base = images.Recipe("base", None, ("bookworm",))
+    child = images.Recipe("jre", base, ("openjdk-17-jre-headless",))
+    assert base.tag.startswith("rebalance-lab/base:") and len(base.tag.split(":")[1]) == 12
+    assert images.Recipe("base", None, ("bookworm",)).tag == base.tag  # the same inputs, the same tag
+    other_base = images.Recipe("base", None, ("trixie",))
+    assert images.Recipe("jre", other_base, ("openjdk-17-jre-headless",)).tag != child.tag
+
+
+def test_the_coordinator_image_changes_with_the_project_s_code(monkeypatch, tmp_path):
+    for package in images.COORDINATOR_PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("x = 1\n")
+    monkeypatch.setattr(images, "REPO", tmp_path)
+    monkeypatch.setattr(images, "jre_recipe", lambda: images.Recipe("jre", None, ()))
+    before = images.coordinator_recipe()
+    assert {target for _, target in before.files} >= {"site/coordinator/__init__.py", "site/oracle/__init__.py",
+                                                      "site/kazoo/client.py"}
+    (tmp_path / "oracle" / "__init__.py").write_text("x = 2\n")
+    assert images.coordinator_recipe().tag != before.tag
+
+
+@pytest.mark.parametrize("line", ["3.9", "4.1"])
+def test_every_kafka_line_has_its_image(line):
+    recipe = images.kafka_recipe(line)
+    assert recipe.name == f"kafka-{line}" and any(t == "jolokia-agent.jar" for _, t in recipe.files)
+    assert images.image_set(line).kafka == recipe.tag
