@@ -118,6 +118,23 @@ class TargetedSpec(FaultSpec):
         return []
 
 
+class TimedSpec(TargetedSpec):
+    """An entry on one target that lasts ``duration_s``; a random schedule draws it as one
+    stretch of the drawn length."""
+
+    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
+
+    drawable = True
+
+    @classmethod
+    def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
+        return {"duration_s": length_s}
+
+    @classmethod
+    def draw_shapes(cls, target: str, drawing: Drawing) -> list[dict]:
+        return [{"duration_s": 1.0}]
+
+
 class Targets(Protocol):
     def resolve(self, name: str) -> str: ...  # "coordinator" -> whatever coordinates the group now
     def pause(self, name: str) -> None: ...
@@ -184,3 +201,11 @@ class Fault(Generic[S]):
 
     def heal(self, targets: Targets) -> None:
         pass
+
+
+class TimedFault(Fault[S]):
+    """A fault undone ``duration_s`` (its TimedSpec's) after it was done."""
+
+    @property
+    def heal_after_s(self) -> float:
+        return self.spec.duration_s

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, DAY_S, Drawing, Fault, ScenarioFacts, Targets, TargetedSpec
+from faults.base import COORDINATOR, Drawing, ScenarioFacts, Targets, TimedFault, TimedSpec
 
 
 def _number(name: str) -> int:
@@ -83,7 +83,7 @@ def proxies(net, target: str, link: str) -> list[str]:
     return carriers(net, target, link)
 
 
-class NetworkSpec(TargetedSpec):
+class NetworkSpec(TimedSpec):
     """A link of one process degraded through Toxiproxy for ``duration_s``.
 
     ``link`` for a consumer: ``brokers`` (all), ``coordinator`` (only its group
@@ -92,7 +92,6 @@ class NetworkSpec(TargetedSpec):
     """
 
     kind: Literal["network"]
-    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
     link: str = "brokers"
     effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"
     latency_ms: Annotated[int, Field(ge=0, le=600_000)] = 500
@@ -107,8 +106,6 @@ class NetworkSpec(TargetedSpec):
             listed = ", ".join(link for link in of_target if link != self.target)
             return [("link", f"{self.link!r} is not a link of {self.target} (links: {listed})")]
         return []
-
-    drawable = True
 
     @classmethod
     def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
@@ -131,13 +128,9 @@ def drawn_links(target: str, drawing: Drawing) -> list[str]:
 
 
 @dataclass
-class Network(Fault[NetworkSpec]):
+class Network(TimedFault[NetworkSpec]):
     Spec = NetworkSpec
     proxies: list[str] = field(default_factory=list)
-
-    @property
-    def heal_after_s(self) -> float:
-        return self.spec.duration_s
 
     def inject(self, targets: Targets) -> dict:
         self.proxies = targets.proxies(self.resolved, self.spec.link)

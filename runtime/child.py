@@ -11,6 +11,10 @@ import signal
 import threading
 from typing import TypeVar
 
+# The harness's commands to a member: written to its control file, announced by SIGUSR1
+# (faults.poll_stall gives them, workloads.poll_stall obeys them).
+POLL_STALL, POLL_STALL_END = "poll-stall", "poll-stall-end"
+
 T = TypeVar("T")
 
 

@@ -18,7 +18,6 @@ Usage: ``python -m workloads.consumer SPEC.json`` (see ``ConsumerSpec``).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -34,6 +33,7 @@ from oracle import vocabulary as ev
 from runtime.child import read_spec, stop_on_signals
 from runtime.history import HistoryWriter, now, offset_ranges, tp
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
+from workloads.poll_stall import TakesCommands, listen_for_commands
 
 EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
 
@@ -200,7 +200,10 @@ class GroupLogReader:
 # --------------------------------------------------------------------- the member
 
 
-class Member:
+class Member(TakesCommands):
+    """The librdkafka member. A poll stall (poll_stall.py) stops its poll loop; librdkafka's
+    heartbeat thread goes on."""
+
     def __init__(self, spec: ConsumerSpec):
         self.spec = spec
         self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation)
@@ -340,23 +343,6 @@ class Member:
             self.tap.stop()
         return 0 if reason == "end-of-run" else 1
 
-    def _obey(self, stop: threading.Event) -> None:
-        """Run the harness's command. A poll stall: the heartbeat thread goes on, poll does not."""
-        self.command_pending.clear()
-        with open(self.spec.control_file) as f:
-            command = json.load(f)
-        if command["command"] != "poll-stall":
-            return
-        self.emit(ev.POLL_STALL_STARTED, fault_id=command["fault_id"], duration_s=command["duration_s"])
-        deadline = time.monotonic() + command["duration_s"]
-        while not stop.is_set() and time.monotonic() < deadline:
-            if self.command_pending.wait(min(0.2, max(0.0, deadline - time.monotonic()))):
-                self.command_pending.clear()
-                with open(self.spec.control_file) as f:
-                    if json.load(f)["command"] == "poll-stall-end":
-                        break
-        self.emit(ev.POLL_STALL_ENDED, fault_id=command["fault_id"])
-
     def _handle(self, batch) -> None:
         records = records_of(batch, self.emit)
         if not records:
@@ -451,7 +437,7 @@ def _tps(partitions) -> list[dict]:
 
 def main(argv: list[str]) -> int:
     member = Member(read_spec(ConsumerSpec, argv))
-    signal.signal(signal.SIGUSR1, lambda *_: member.command_pending.set())
+    listen_for_commands(member)
     return member.run(stop_on_signals())
 
 

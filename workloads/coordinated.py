@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import enum
 import os
-import signal
 import sys
 import threading
 import time
@@ -55,8 +54,9 @@ from oracle.protocols import where
 from runtime.child import read_spec, stop_on_signals
 from runtime.history import HistoryWriter, now, tp
 from workloads.client_log import warnings_logger
-from workloads.consumer import ConsumerSpec, Member, process_records
+from workloads.consumer import ConsumerSpec, process_records
 from workloads.fetching import ManualFetcher
+from workloads.poll_stall import TakesCommands, listen_for_commands
 
 POLL_TIMEOUT_S = 0.2  # the fetcher's poll
 REQUEST_TIMEOUT_S = 5.0  # OffsetCommit, OffsetFetch, LeaveGroup, Heartbeat at most
@@ -342,10 +342,9 @@ class GroupMembership:
 # --------------------------------------------------------------------- the member
 
 
-class CoordinatedMember:
-    # The harness's poll-stall command, obeyed as the librdkafka driver obeys it: the poll
-    # loop stops; in v1/v2 so do the heartbeats, in v3 the heartbeat thread goes on.
-    _obey = Member._obey
+class CoordinatedMember(TakesCommands):
+    """A poll stall (poll_stall.py) stops the poll loop; in v1/v2 so do the heartbeats, in v3
+    the heartbeat thread goes on."""
 
     def __init__(self, spec: ConsumerSpec, stop: threading.Event, fetcher=None):
         self.spec = spec
@@ -710,7 +709,7 @@ def _position(committed: int) -> int:
 def main(argv: list[str]) -> int:
     stop = stop_on_signals()
     member = CoordinatedMember(read_spec(ConsumerSpec, argv), stop)
-    signal.signal(signal.SIGUSR1, lambda *_: member.command_pending.set())
+    listen_for_commands(member)
     return member.run()
 
 

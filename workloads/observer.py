@@ -112,7 +112,7 @@ class ZooKeeperGroupObserver(GroupObserver):
     def __init__(self, spec: ObserverSpec):
         from kazoo.client import KazooClient
 
-        from workloads.zk_eager import GroupPaths
+        from workloads.zk_eager.layout import GroupPaths
 
         super().__init__(spec)
         self.paths = GroupPaths(spec.group)
@@ -140,7 +140,8 @@ class ZooKeeperGroupObserver(GroupObserver):
         registered consumers gives it: every consumer has finished its own rebalance."""
         from kazoo.exceptions import NoNodeError
 
-        from workloads.zk_eager import range_assignment, thread_ids
+        from workloads.zk_eager.assignment import range_assignment
+        from workloads.zk_eager.layout import thread_ids
 
         if not self.partitions:
             self.refresh_partitions()

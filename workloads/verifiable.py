@@ -61,6 +61,7 @@ from runtime.child import read_spec, stop_on_signals
 from runtime.errors import SetupError
 from runtime.history import HistoryWriter, now, offset_ranges, tp
 from workloads.consumer import ConsumerSpec
+from workloads.poll_stall import listen_for_commands, read_command
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 ASSIGNOR_CLASSES = {
@@ -526,10 +527,8 @@ class JavaMember:
 
     def _refuse_command(self) -> None:
         self.command_pending.clear()
-        try:
-            command_text = Path(self.spec.control_file).read_text()
-        except (OSError, TypeError):
-            command_text = "?"
+        command = read_command(self.spec.control_file)
+        command_text = json.dumps(command) if command else "?"
         self.translator.emit(ev.CLIENT_LOG, level="WARN",
                              message="java driver: VerifiableConsumer cannot stall its poll loop; "
                                      f"ignored {command_text}")
@@ -537,7 +536,7 @@ class JavaMember:
 
 def main(argv: list[str]) -> int:
     member = JavaMember(read_spec(ConsumerSpec, argv))
-    signal.signal(signal.SIGUSR1, lambda *_: member.command_pending.set())
+    listen_for_commands(member)
     return member.run(stop_on_signals())
 
 

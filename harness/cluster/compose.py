@@ -214,7 +214,7 @@ class ComposeCluster:
         return self.network.lane_bootstrap(lane)
 
     def coordinator_names(self) -> list[str]:
-        return list(self.network.coordinators)
+        return self.spec.coordinator_names()
 
     def coordinator_addresses(self) -> dict[str, str]:
         return {name: f"127.0.0.1:{port}" for name, port in self.network.coordinator_ports.items()}
@@ -322,9 +322,7 @@ class ComposeCluster:
     # ----------------------------------------------------------------- ZooKeeper
 
     def zookeeper_session_timeout_s(self, name: str) -> float:
-        if name in self.coordinator_names():
-            return self.spec.coordinator.zookeeper_session_timeout_ms / 1000
-        return self.spec.broker_zookeeper_session_timeout_ms / 1000
+        return self.spec.zookeeper_session_timeout_s(name)
 
     def expire_zookeeper_session(self, name: str) -> dict:
         if name in self.coordinator_names():

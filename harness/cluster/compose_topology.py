@@ -75,7 +75,7 @@ def render(spec: ClusterSpec, directory: Path, images: Images, project: str, own
     zookeeper_mode = spec.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER
     zk_nodes = [f"zookeeper-{i}" for i in range(1, spec.zookeeper_nodes + 1)] if zookeeper_mode else []
     zk_ports = {name: free_port() for name in zk_nodes}
-    coordinators = [f"coordinator-{i}" for i in range(1, spec.coordinator.instances + 1)] if spec.coordinator else []
+    coordinators = spec.coordinator_names()
     broker_ids = {f"broker-{i}": i for i in range(1, spec.brokers + 1)}
     network = NetworkPlan(list(broker_ids.values()), spec.lanes, zk_ports, free_port, coordinators, hosts=HOSTS)
     topology = Topology(project, directory, spec.kafka, zookeeper_mode, network, free_port(), broker_ids)

@@ -51,6 +51,15 @@ class ClusterSpec:
     def broker_zookeeper_session_timeout_ms(self) -> int:
         return int(self.broker_config.get("zookeeper.session.timeout.ms", config.BROKER_ZK_SESSION_TIMEOUT_MS))
 
+    def coordinator_names(self) -> list[str]:
+        return [f"coordinator-{i}" for i in range(1, self.coordinator.instances + 1)] if self.coordinator else []
+
+    def zookeeper_session_timeout_s(self, name: str) -> float:
+        """How long the ZooKeeper session of ``name`` (a broker or a coordinator instance) outlives it."""
+        if name in self.coordinator_names():
+            return self.coordinator.zookeeper_session_timeout_ms / 1000
+        return self.broker_zookeeper_session_timeout_ms / 1000
+
 
 @dataclass
 class ProjectCoordinator:
@@ -220,10 +229,7 @@ class LocalCluster:
             node.start()
 
     def zookeeper_session_timeout_s(self, name: str) -> float:
-        """How long the ZooKeeper session of ``name`` (a broker or a coordinator instance) outlives it."""
-        if name in self.coordinator_names():
-            return self.spec.coordinator.zookeeper_session_timeout_ms / 1000
-        return self.spec.broker_zookeeper_session_timeout_ms / 1000
+        return self.spec.zookeeper_session_timeout_s(name)
 
     def expire_zookeeper_session(self, name: str) -> dict:
         if name in self.coordinator_names():
@@ -236,8 +242,7 @@ class LocalCluster:
     # ----------------------------------------------------------------- the project's coordinator
 
     def coordinator_names(self) -> list[str]:
-        c = self.spec.coordinator
-        return [f"coordinator-{i}" for i in range(1, c.instances + 1)] if c else []
+        return self.spec.coordinator_names()
 
     def coordinator_addresses(self) -> dict[str, str]:
         """Instance name -> its own (unproxied) address."""

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from analysis.ingest import HISTORY, VERDICT, find_runs, load_events
 from analysis.job import analyze
-from analysis.synthetic import PROTOCOLS, SynthSpec, write_run
+from tests.synthetic import PROTOCOLS, SynthSpec, write_run
 from harness.cli import main as lab
 from oracle import check_history, load_history
 from oracle.history import History

@@ -32,7 +32,7 @@ from harness.cluster.zookeeper import expire_session_as_client
 from oracle import load_history
 from tests.integration.conftest import REPO, assert_healed, small_scenario, wait_for_event
 from workloads.consumer import ConsumerSpec
-from workloads.zk_eager import GroupPaths
+from workloads.zk_eager.layout import GroupPaths
 
 SESSION_MS = 6000
 

@@ -1,53 +1,13 @@
-"""A group member of the Kafka 0.8 high-level consumer (``ZookeeperConsumerConnector``),
-where every consumer rebalances itself through ZooKeeper (seed 000). Run as its own
-OS process, like the other drivers, and writing the same history events.
-
-The group lives in ZooKeeper, laid out as the original laid it out::
-
-    /consumers/<g>/ids/<consumer id>             ephemeral: registration (JSON, the subscription)
-    /consumers/<g>/owners/<topic>/<partition>    ephemeral: the consumer thread that owns it
-    /consumers/<g>/offsets/<topic>/<partition>   persistent: the next offset to read
-    /brokers/ids, /brokers/topics/<topic>        the brokers' registrations and partitions (watched)
-
-Any change of the group's members, the brokers or a subscribed topic makes every
-consumer rebalance on its own: release everything (commit, stop fetching, delete its
-owner znodes), compute the range assignment over the sorted consumer threads, claim
-its share by creating owner znodes. A partition whose previous owner has not let go
-yet makes the claim fail: release, back off ``rebalance_backoff_ms``, try again, at
-most ``rebalance_max_retries`` attempts — then ``ConsumerRebalanceFailedException``:
-the consumer keeps running without partitions until the next change (the herd effect
-of seed 000). Nothing fences offsets: whoever writes last wins.
-
-Threads, as in the original: rebalances run on their own thread (the original's
-watcher thread), records are processed on the main thread (the consumer thread).
-Closing the fetchers waits for the consumer thread, as the original waited for its
-fetcher threads: until its poll ends or the record in hand is done; the rest of the
-batch is dropped (a lock keeps processing and rebalancing apart). Records are fetched
-from the real brokers by a librdkafka consumer with a manual assignment, positioned at
-the ZooKeeper offsets;
-the rebalancer only publishes that assignment and the consumer thread applies it between
-polls (``workloads.fetching``, shared with the coordinator driver).
-
-The generation in the history is the ``cversion`` of ``/consumers/<g>/ids``, read with
-the member list an assignment was computed from: consumers that saw the same
-membership agree on it, and every join or leave moves it on.
-
-Usage: ``python -m workloads.zk_eager SPEC.json`` (a ``workloads.consumer.ConsumerSpec``).
-"""
+"""The member process of the 0.8 high-level consumer: its rebalancer thread and its consumer
+thread (see the package's docstring). Usage: ``python -m workloads.zk_eager SPEC.json``."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import signal
-import sys
 import threading
-import time
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from kazoo.client import KazooClient, KazooState
@@ -59,110 +19,17 @@ from runtime.child import read_spec, stop_on_signals
 from runtime.history import HistoryWriter, now, tp
 from runtime.zookeeper import publish_session
 from workloads.client_log import warnings_logger
-from workloads.consumer import ConsumerSpec, Member, process_records
+from workloads.consumer import ConsumerSpec, process_records
 from workloads.fetching import ManualFetcher
+from workloads.poll_stall import TakesCommands, listen_for_commands
+from workloads.zk_eager.assignment import Inputs, range_assignment
+from workloads.zk_eager.layout import (BROKER_IDS, BROKER_TOPICS, GroupPaths, partition_count, read_offset,
+                                       registration_data, subscribed_topics, thread_ids, write_offset)
 from workloads.zk_settings import ZkEagerSettings
 
-BROKER_IDS = "/brokers/ids"
-BROKER_TOPICS = "/brokers/topics"
-THREADS_PER_CONSUMER = 1  # one consumer thread per process: thread "<consumer id>-0"
 SHUTDOWN_ZK_DEADLINE_S = 5.0  # the last commit and release on SIGTERM, if ZooKeeper answers
 POLL_TIMEOUT_S = 0.2  # the consumer thread's poll; closing the fetchers waits for it, as 0.8 waited for a fetch
 FETCHERS_STOP_TIMEOUT_S = 1.0  # a consumer thread that does not poll (a poll stall) is not waited for longer
-
-
-# --------------------------------------------------------------------- the assignment
-
-
-def range_assignment(partitions: Sequence[int], threads: Sequence[str]) -> dict[str, list[int]]:
-    """One topic's partitions over its consumer threads, as the 0.8 consumer did it:
-    both sorted, N = P // C, M = P % C, thread i gets [i*N + min(i, M), (i+1)*N + min(i+1, M)).
-    The first M threads get one partition more; with more threads than partitions the
-    last ones get none. (The oracle has its own copy of the definition on purpose: it
-    checks this one.)"""
-    ordered_partitions, ordered_threads = sorted(partitions), sorted(threads)
-    if not ordered_threads:
-        return {}
-    per_thread, extra = divmod(len(ordered_partitions), len(ordered_threads))
-    out = {}
-    for i, thread in enumerate(ordered_threads):
-        first = i * per_thread + min(i, extra)
-        out[thread] = ordered_partitions[first:first + per_thread + (1 if i < extra else 0)]
-    return out
-
-
-def thread_ids(consumer_id: str, count: int = THREADS_PER_CONSUMER) -> list[str]:
-    return [f"{consumer_id}-{i}" for i in range(count)]
-
-
-# --------------------------------------------------------------------- the ZooKeeper layout
-
-
-@dataclass(frozen=True)
-class GroupPaths:
-    """Where a 0.8 consumer group keeps itself in ZooKeeper."""
-
-    group: str
-
-    @property
-    def ids(self) -> str:
-        return f"/consumers/{self.group}/ids"
-
-    def registration(self, consumer_id: str) -> str:
-        return f"{self.ids}/{consumer_id}"
-
-    def owners(self, topic: str) -> str:
-        return f"/consumers/{self.group}/owners/{topic}"
-
-    def owner(self, topic: str, partition: int) -> str:
-        return f"{self.owners(topic)}/{partition}"
-
-    def offset(self, topic: str, partition: int) -> str:
-        return f"/consumers/{self.group}/offsets/{topic}/{partition}"
-
-
-def registration_data(topics: list[str]) -> bytes:
-    """The original's registration: a static subscription (topic -> thread count), or a
-    whitelist regex (our pattern subscriptions, "^…")."""
-    pattern = len(topics) == 1 and topics[0].startswith("^")
-    return json.dumps({"version": 1, "subscription": {t: THREADS_PER_CONSUMER for t in topics},
-                       "pattern": "white_list" if pattern else "static",
-                       "timestamp": str(int(time.time() * 1000))}).encode()
-
-
-def subscribed_topics(registration: dict, existing: list[str]) -> dict[str, int]:
-    """Topic -> thread count of one registered consumer, a whitelist expanded over ``existing``."""
-    subscription = registration.get("subscription") or {}
-    if registration.get("pattern") == "white_list":
-        return {t: count for regex, count in subscription.items() for t in existing if re.match(regex, t)}
-    return {t: int(count) for t, count in subscription.items()}
-
-
-def partition_count(topic_data: bytes) -> int:
-    """A broker-written /brokers/topics/<topic>: {"partitions": {"0": [replicas], …}, …}."""
-    return len(json.loads(topic_data)["partitions"])
-
-
-def read_offset(zk: KazooClient, path: str) -> int | None:
-    try:
-        data, _ = zk.get(path)
-    except NoNodeError:
-        return None
-    return int(data)
-
-
-def write_offset(zk: KazooClient, path: str, offset: int) -> None:
-    value = str(offset).encode()
-    try:
-        zk.set(path, value)
-    except NoNodeError:
-        try:
-            zk.create(path, value, makepath=True)
-        except NodeExistsError:  # another consumer created it in between: last writer wins
-            zk.set(path, value)
-
-
-# --------------------------------------------------------------------- the member
 
 
 class RebalanceAttemptFailed(Exception):
@@ -173,31 +40,9 @@ class SessionLost(Exception):
     """The ZooKeeper session expired during a rebalance: the new session rebalances from scratch."""
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """What a rebalance is computed from; any difference since the last attempt means a new one."""
-
-    generation: int  # cversion of /consumers/<g>/ids
-    consumers: tuple[str, ...]
-    brokers: tuple[str, ...]
-    topics: tuple[tuple[str, int, int], ...]  # (topic, partitions, data version) of subscribed topics
-
-    def change_since(self, before: Inputs | None) -> str | None:
-        if before is None:
-            return "first view of the group"
-        if self.consumers != before.consumers or self.generation != before.generation:
-            return "consumers changed"
-        if self.brokers != before.brokers:
-            return "brokers changed"
-        if self.topics != before.topics:
-            return "topic partitions changed"
-        return None
-
-
-class ZkEagerMember:
-    # The harness's poll-stall command, obeyed as the librdkafka driver obeys it: the
-    # consumer thread stops, the ZooKeeper session (kazoo's thread) and rebalances go on.
-    _obey = Member._obey
+class ZkEagerMember(TakesCommands):
+    """A poll stall (poll_stall.py) stops the consumer thread; the ZooKeeper session (kazoo's
+    thread) and rebalances go on."""
 
     def __init__(self, spec: ConsumerSpec, stop: threading.Event):
         self.spec = spec
@@ -535,9 +380,6 @@ class ZkEagerMember:
 
 def main(argv: list[str]) -> int:
     member = ZkEagerMember(read_spec(ConsumerSpec, argv), stop_on_signals())
-    signal.signal(signal.SIGUSR1, lambda *_: member.command_pending.set())
+    listen_for_commands(member)
     return member.run()
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
