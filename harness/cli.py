@@ -184,6 +184,15 @@ def cluster_status() -> None:
 # ----------------------------------------------------------------------------- run / check
 
 
+def _installed_for(scenario) -> None:
+    """What a scenario's run needs from this machine, installed (SetupError if it cannot be)."""
+    from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
+
+    kafka_dist(scenario.cluster.kafka), toxiproxy_binary(), jolokia_agent()
+    if scenario.workload.driver == "java":
+        kafka_tools(scenario.cluster.kafka)
+
+
 @main.command()
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
@@ -196,7 +205,6 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
     failure, 3 when the run itself broke or a check raised, 4 when a check could
     not judge the run (incomplete), 130 when interrupted.
     """
-    from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
     from harness.report import print_verdict
     from harness.run import Run
     from harness.scenario import load_scenario
@@ -205,10 +213,7 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
         scenario = load_scenario(scenario_file)
         if backend:
             scenario = scenario.with_backend(backend)
-        # Fail before creating a run directory.
-        kafka_dist(scenario.cluster.kafka), toxiproxy_binary(), jolokia_agent()
-        if scenario.workload.driver == "java":
-            kafka_tools(scenario.cluster.kafka)
+        _installed_for(scenario)  # fail before creating a run directory
     except LabError as e:
         _fail(e)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
@@ -255,6 +260,54 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
     rows = [e.row() for e in entries]
     print_comparison(console, rows, out)
     sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == len(wanted) * seeds else EXIT_CHECK_FAILED)
+
+
+@main.command("suite")
+@click.argument("suite_file", type=click.Path(path_type=Path))
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--only", multiple=True, metavar="PATTERN",
+              help="Run only variants whose id matches (shell-style, repeatable): 'smoke*', '*consumer*'.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first variant that does not pass (the rest: skipped).")
+@click.option("--rerun-failed", is_flag=True, help="Run only the variants that did not pass in this suite's last run.")
+@click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
+def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...], fail_fast: bool,
+                  rerun_failed: bool, list_only: bool) -> None:
+    """Run a chaos suite: scenarios × protocols × Kafka lines × seeds × backends.
+
+    Writes suite.json, junit.xml (one testcase per variant) and index.html next to the
+    runs. Exit code 0 when every variant passed, 1 when a check failed, 2 on bad input,
+    3 when a run broke or could not be judged, 130 when interrupted.
+    """
+    from harness.report import print_suite
+    from harness.scenario import Scenario
+    from harness.suite import SuiteRun, last_suite_json, load_suite, select
+
+    runs_dir = runs_dir or default_runs_dir()
+    try:
+        suite = load_suite(suite_file)
+        chosen = select(suite, only, last_suite_json(runs_dir, suite.spec.name) if rerun_failed else None)
+        if list_only or not chosen:
+            for v in chosen:
+                console.print(escape(v.id))
+            if not chosen:
+                console.print("nothing to run: every variant of the suite's last run passed")
+            sys.exit(EXIT_OK)
+        for v in chosen:
+            _installed_for(Scenario.model_validate(v.scenario_data))
+    except LabError as e:
+        _fail(e)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"suite {suite.spec.name}", total=len(chosen))
+
+        def on_variant(i: int, variant) -> None:
+            progress.update(task, completed=i, description=escape(f"suite {suite.spec.name}: {variant.id}"))
+
+        run = SuiteRun(suite, chosen, runs_dir, fail_fast, lambda m: progress.console.log(escape(m)), on_variant)
+        code = run.execute()
+        progress.update(task, completed=len(chosen), description=escape(f"suite {suite.spec.name}"))
+    print_suite(console, run.to_dict(), run.dir)
+    sys.exit(code)
 
 
 @main.command()

@@ -17,11 +17,10 @@ from typing import Callable
 
 import yaml
 
+from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.scenario import load_scenario, read_scenario_data
-from oracle import CHECK_NAMES
-from oracle.checks import not_applicable
-from oracle.protocols import GENERATIONS
+from harness.variants import Axes, variant
 
 
 @dataclass
@@ -34,43 +33,13 @@ class Entry:
 
     def row(self) -> dict:
         v = self.result.verdict or {}
-        completed = [r for r in v.get("rebalances", []) if r["status"] == "completed" and r["duration_ms"] is not None]
-        durations = [r["duration_ms"] for r in completed]
-        unowned = [r.get("max_unowned_ms") or 0 for r in completed]
         return {
             "protocol": self.protocol, "kafka": self.kafka, "seed": self.seed, "outcome": self.result.outcome,
             # a run without a verdict (interrupted, broken) has no status: it did not pass either
-            "status": v.get("status"), "ok": v.get("status") == "pass", "rebalances": len(completed),
-            "rebalance_total_ms": round(sum(durations), 1), "rebalance_max_ms": round(max(durations, default=0), 1),
-            "rebalance_mean_ms": round(sum(durations) / len(durations), 1) if durations else None,
-            "stop_the_world_max_ms": round(max(unowned, default=0), 1),
-            "duplicates": (v.get("duplicates") or {}).get("count"),
-            "violations": len(v.get("violations", [])),
-            "violated_checks": sorted({x["check"] for x in v.get("violations", [])}),
-            "unjudged_checks": sorted({*v.get("skipped_checks", {}), *v.get("errored_checks", {})}),
+            "status": v.get("status"), "ok": v.get("status") == "pass", **verdict_figures(v),
             "not_applicable": self.skipped_checks,
             "run_dir": str(self.result.run_dir),
         }
-
-
-def variant(base: dict, protocol: str) -> tuple[dict, dict[str, str]]:
-    """The scenario with only the protocol changed (and what the protocol forces)."""
-    data = json.loads(json.dumps(base))  # deep copy of plain YAML data
-    workload = data.setdefault("workload", {})
-    workload["protocol"] = protocol
-    generation = GENERATIONS[protocol]
-    if workload.get("assignor") not in generation.assignors:
-        workload.pop("assignor", None)  # the protocol's default
-    if not generation.classic:
-        workload.pop("driver", None)
-    if generation.kafka:  # the line it exists on, else the scenario's own
-        data.setdefault("cluster", {})["kafka"] = generation.kafka
-    # Checks whose premise the protocol does not have (the oracle's policy): reported as such, not as failures.
-    skipped = not_applicable(protocol)
-    checks = data.get("checks") or {name: {} for name in CHECK_NAMES}
-    data["checks"] = {k: v for k, v in checks.items() if k not in skipped}
-    data["name"] = f"{data['name']}-{protocol}"
-    return data, skipped
 
 
 def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
@@ -84,7 +53,8 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
     out.mkdir(parents=True)
     plans = []
     for protocol in protocols:
-        data, skipped = variant(base, protocol)
+        data, skipped = variant(base, Axes(protocol=protocol))
+        data["name"] = f"{data['name']}-{protocol}"
         for i in range(seeds):
             data = {**data, "seed": int(base.get("seed", 0)) + i}
             path = out / f"{data['name']}-s{data['seed']}.yaml"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from rich.console import Console
@@ -38,6 +39,27 @@ def _rebalance_rows(verdict: dict) -> list[tuple[str, ...]]:
 # "assigned" (the last member has its partitions: the group works again) is the rebalance's duration.
 _REBALANCE_HEADERS = ("gen", "status", "stabilized", "broker's view", "assigned", "join", "sync", "max unowned",
                       "moved", "trigger")
+
+
+def verdict_figures(verdict: dict) -> dict:
+    """A run's figures, as compare, suite.json and JUnit carry them: its completed rebalances
+    (count, total / mean / p95 / max, the longest stop-the-world), duplicates and what failed.
+    An empty dict (no verdict) gives the figures of nothing."""
+    completed = [r for r in verdict.get("rebalances", []) if r["status"] == "completed" and r["duration_ms"] is not None]
+    durations = sorted(r["duration_ms"] for r in completed)
+    unowned = [r.get("max_unowned_ms") or 0 for r in completed]
+    return {
+        "rebalances": len(completed),
+        "rebalance_total_ms": round(sum(durations), 1), "rebalance_max_ms": round(max(durations, default=0), 1),
+        "rebalance_mean_ms": round(sum(durations) / len(durations), 1) if durations else None,
+        # nearest rank: a figure some rebalance of the run really took
+        "rebalance_p95_ms": round(durations[math.ceil(0.95 * len(durations)) - 1], 1) if durations else None,
+        "stop_the_world_max_ms": round(max(unowned, default=0), 1),
+        "duplicates": (verdict.get("duplicates") or {}).get("count"),
+        "violations": len(verdict.get("violations", [])),
+        "violated_checks": sorted({x["check"] for x in verdict.get("violations", [])}),
+        "unjudged_checks": sorted({*verdict.get("skipped_checks", {}), *verdict.get("errored_checks", {})}),
+    }
 
 
 def _checks_and_measurements(verdict: dict) -> list[tuple[str, dict]]:
@@ -158,3 +180,21 @@ def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
     console.print(table)
     console.print(f"stop-the-world: the longest time one partition had no consuming owner during a rebalance. "
                   f"Runs and compare.json in {out}")
+
+
+_SUITE_COLOURS = {"passed": "green", "failed": "red", "broken": "red", "skipped": "yellow"}
+
+
+def print_suite(console: Console, suite: dict, out: Path) -> None:
+    """suite.json as a table: a row per variant (its id, how it ended, its figures)."""
+    table = Table(title=f"Suite {suite['suite']}", title_justify="left")
+    for h in ("variant", "result", "time", "rebalances", "p95", "stop-the-world", "violated checks / reason"):
+        table.add_column(h, overflow="fold")
+    for v in suite["variants"]:
+        f = v.get("figures") or {}
+        why = ", ".join(f["violated_checks"]) if v["state"] == "failed" else (v["reason"] if v["state"] != "passed" else "")
+        table.add_row(escape(v["id"]), f"[{_SUITE_COLOURS[v['state']]}]{v['state'].upper()}[/]", f"{v['seconds']:.0f} s",
+                      str(f.get("rebalances", "—")), _ms(f.get("rebalance_p95_ms")), _ms(f.get("stop_the_world_max_ms")),
+                      escape(why))
+    console.print(table)
+    console.print(escape(f"{suite['state']}: suite.json, junit.xml, index.html in {out}"), soft_wrap=True)

@@ -440,7 +440,7 @@ def _loc(loc: tuple) -> str:
     return ".".join(parts)
 
 
-def _problems(err: ValidationError) -> list[tuple[str, str]]:
+def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
     out = []
     for e in err.errors():
         loc = _loc(e["loc"])
@@ -523,8 +523,9 @@ def _where(data: bytes, offset: int) -> str:
     return f"line {line}, column {offset - line_start + 1}"
 
 
-def read_scenario_data(path: str | Path) -> dict:
-    """The scenario file as plain data, before validation: UTF-8 YAML within the limits above."""
+def read_scenario_data(path: str | Path, what: str = "a scenario is a mapping of keys such as name, duration_s, topics") -> dict:
+    """The scenario file (or a suite file: `what` it should be) as plain data, before validation:
+    UTF-8 YAML within the limits above."""
     path = Path(path)
     try:
         if path.exists() and not path.is_file():
@@ -551,7 +552,7 @@ def read_scenario_data(path: str | Path) -> dict:
         where = _where(text.encode(), len(text[:e.position].encode())) if isinstance(e, yaml.reader.ReaderError) else "(yaml)"
         raise ScenarioError(path, [(where, f"not valid YAML: {getattr(e, 'reason', None) or e}")]) from None
     if not isinstance(parsed, dict):
-        raise ScenarioError(path, [("(top level)", "a scenario is a mapping of keys such as name, duration_s, topics")])
+        raise ScenarioError(path, [("(top level)", what)])
     return parsed
 
 
@@ -560,7 +561,7 @@ def load_scenario(path: str | Path) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        problems = _problems(e)
+        problems = validation_problems(e)
         if len(problems) > MAX_PROBLEMS:
             problems = problems[:MAX_PROBLEMS] + [("…", f"{len(problems) - MAX_PROBLEMS} more problems")]
         raise ScenarioError(path, problems) from None

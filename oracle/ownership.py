@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from .history import Commit, Event, History, Instant, MemberSlot, TopicPartition
+from .protocols import GENERATIONS
 
 REVOKED = "revoked"
 LOST = "lost"
@@ -175,6 +176,12 @@ class _Derivation:
         self.incremental_revokes: dict[int, set[MemberSlot]] = defaultdict(set)
         # slot -> generation of its latest incremental revoke, until it shows it stayed in the group
         self.revoke_pending: dict[MemberSlot, int] = {}
+        # KIP-848: a member told of a new epoch that must give partitions up stays at its previous
+        # epoch on the broker until it has revoked them (only then are they handed on). What it
+        # revokes before its next assignment it held at the old epoch: slot -> the epoch it learnt.
+        generation = GENERATIONS.get(history.protocol) if isinstance(history.protocol, str) else None
+        self.member_epochs = bool(generation and generation.member_epochs)
+        self.epoch_pending: dict[MemberSlot, int] = {}
 
     def run(self) -> Ownership:
         for e in self.history.events:
@@ -189,6 +196,8 @@ class _Derivation:
         return slot
 
     def end(self, slot: MemberSlot, tps: set[TopicPartition] | None, e: Event, why: str) -> None:
+        if why != REVOKED:
+            self.enter_epoch(slot)
         owned = self.open[slot]
         for tp in sorted(owned.keys() if tps is None else owned.keys() & tps):
             session = owned.pop(tp)
@@ -239,12 +248,24 @@ class _Derivation:
         self.revoke_pending.pop(self.slot(e), None)  # it stays in the group: a first phase after all
 
     def on_group_joined(self, e: Event) -> None:
-        self.revoke_pending.pop(self.slot(e), None)
-        for session in self.open[self.slot(e)].values():
-            session.generations.append(e["generation"])
+        slot = self.slot(e)
+        self.revoke_pending.pop(slot, None)
+        self.enter_epoch(slot)
+        self.epoch_pending[slot] = e["generation"]
+        if not self.member_epochs:
+            self.enter_epoch(slot)
+
+    def enter_epoch(self, slot: MemberSlot) -> None:
+        """The sessions the slot still has are owned in the generation it last joined."""
+        generation = self.epoch_pending.pop(slot, None)
+        if generation is not None:
+            for session in self.open[slot].values():
+                if generation not in session.generations:
+                    session.generations.append(generation)
 
     def on_partitions_assigned(self, e: Event) -> None:
         slot, generation, tps = self.slot(e), e.get("generation"), _partitions(e) or set()
+        self.enter_epoch(slot)
         owned = self.open[slot]
         if not e.get("incremental"):
             self.end(slot, owned.keys() - tps, e, REVOKED)  # eager: the list is the whole assignment

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.compare import variant
+from harness.variants import Axes, variant
 from harness.scenario import Scenario
 from oracle import CHECK_NAMES
 
@@ -13,7 +13,7 @@ BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "comp
 
 
 def test_a_classic_variant_changes_only_the_protocol():
-    data, skipped = variant(BASE, "classic-cooperative")
+    data, skipped = variant(BASE, Axes(protocol="classic-cooperative"))
     assert data["workload"]["protocol"] == "classic-cooperative" and "assignor" not in data["workload"]
     assert data["cluster"]["kafka"] == "3.9" and data["faults"] == BASE["faults"] and skipped == {}
     assert set(data["checks"]) == set(CHECK_NAMES)
@@ -21,16 +21,16 @@ def test_a_classic_variant_changes_only_the_protocol():
 
 
 def test_kip848_runs_on_kafka_4_and_zk_eager_on_3_9_without_fencing_checks():
-    consumer, _ = variant(BASE, "consumer")
+    consumer, _ = variant(BASE, Axes(protocol="consumer"))
     assert consumer["cluster"]["kafka"] == "4.1"
     assert Scenario.model_validate(consumer).broker_config()["group.consumer.session.timeout.ms"] == 6000
-    zk, skipped = variant(BASE, "zk-eager")
+    zk, skipped = variant(BASE, Axes(protocol="zk-eager"))
     assert zk["cluster"]["kafka"] == "3.9" and "fenced-commits" in skipped and "fenced-commits" not in zk["checks"]
     Scenario.model_validate(zk)
 
 
 def test_the_base_is_not_modified():
-    variant(BASE, "consumer")
+    variant(BASE, Axes(protocol="consumer"))
     assert BASE["workload"]["protocol"] == "classic-eager" and BASE["cluster"]["kafka"] == "3.9"
 
 

@@ -114,3 +114,34 @@ def test_a_former_owner_processing_after_it_recorded_the_revoke_is_a_violation(h
         "consumed-after-ownership", "events-1", "0-4", ("consumer-1",), 2)
     assert ("after its own ownership of the partition had ended: consumer-1 (generation 1, t+0.015s..t+1.000s, "
             "revoked) (its generation then: generation 2); the owner was consumer-2") in v.message
+
+
+def kip848_first_joins(history_builder, then_revokes_at: float):
+    """Seen on a real 4.1 broker under load: consumer-2 is given every partition at epoch 1;
+    consumer-1 joins, epoch 3 moves events-2 to it; consumer-2 learns epoch 3 afterwards and
+    revokes events-2 as its first act at that epoch."""
+    b = history_builder(protocol="consumer", assignor="uniform")
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    c2.at(0).joined(1).assigned(0, 1, 2, 3, 4)
+    c1.at(40).joined(3).assigned(2)
+    c2.at(70).joined(3)
+    c2.at(then_revokes_at).revoked(2)
+    c2.assigned()
+    return b
+
+
+def test_kip848_a_partition_revoked_on_learning_the_epoch_was_held_at_the_old_one(history_builder):
+    # KIP-848: a member that must give partitions up stays at its previous epoch until it has
+    # revoked them — the overlap is a zombie's (consumer-2 had not yet learnt), not two owners in epoch 3.
+    result = run(kip848_first_joins(history_builder, then_revokes_at=77))
+    assert result.violations == []
+    [f] = result.findings
+    assert (f.kind, f.partition, f.members) == ("zombie-overlap", "events-2", ("consumer-2", "consumer-1"))
+    assert "still owned it for 37 ms after consumer-1 (generation 3" in f.message
+
+
+def test_kip848_a_partition_still_held_after_the_epochs_assignment_is_two_owners(history_builder):
+    b = kip848_first_joins(history_builder, then_revokes_at=77)
+    b.events = [e for e in b.events if e["name"] != "partitions_revoked"]  # consumer-2 keeps events-2 in epoch 3
+    [v] = run(b).violations
+    assert (v.kind, v.partition, v.generation) == ("two-owners-in-generation", "events-2", 3)

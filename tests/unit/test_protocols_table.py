@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from harness import versions
-from harness.compare import variant
+from harness.variants import Axes, variant
 from harness.scenario import Scenario, Workload
 from oracle.assignors import LAYOUTS
 from oracle.checks import CHECKS, not_applicable
@@ -73,7 +73,7 @@ def test_validation_accepts_exactly_the_tables_protocols_and_assignors():
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_compare_runs_every_generation_on_its_kafka_line(protocol: str):
-    data, skipped = variant(BASE, protocol)
+    data, skipped = variant(BASE, Axes(protocol=protocol))
     scenario = Scenario.model_validate(data)
     generation = GENERATIONS[protocol]
     assert scenario.cluster.kafka == (generation.kafka or BASE["cluster"]["kafka"])

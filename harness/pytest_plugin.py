@@ -1,0 +1,250 @@
+"""rebalance-lab's pytest plugin (entry point `pytest11`: loaded wherever the package is installed).
+
+- Scenario files are test items: `pytest scenarios/smoke.yaml` runs the scenario against a
+  real cluster and the item fails with the oracle's violations. YAML files are collected
+  only when named on the command line (a file, or a directory holding them) or when the
+  ini option `chaos_scenarios = true` says so, and only if they look like scenarios
+  (`workload` and `topics` at the top).
+- `chaos_run(scenario, **overrides)` runs a scenario (a path or plain data) from a test
+  and returns a `ChaosResult`: the verdict, the history's events, the run directory.
+  `protocol=`, `kafka=`, `seed=`, `backend=` change what `suite` varies (with what a protocol
+  forces: its Kafka line, its default assignor); other overrides are the scenario's own keys,
+  nested with `__`: `workload__consumers=4`.
+- `lab_cluster`: one cluster for the whole session, for tests that drive their own clients.
+- `--chaos-protocol`, `--chaos-kafka`, `--chaos-seed`, `--chaos-backend` apply to every
+  scenario run (items and `chaos_run`); `--chaos-runs-dir` keeps the runs (default ./runs).
+- Every item and every test using these fixtures is marked `chaos`: `-m "not chaos"`
+  leaves them out.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness import versions
+from harness.cluster.backend import BACKENDS
+from harness.paths import default_runs_dir
+from oracle.protocols import PROTOCOLS
+from runtime.errors import LabError, ScenarioError
+
+MARKER = "chaos"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rebalance-lab", "chaos scenarios against a real Kafka cluster (rebalance-lab)")
+    group.addoption("--chaos-protocol", choices=PROTOCOLS, default=None, help="Run every scenario with this protocol.")
+    group.addoption("--chaos-kafka", choices=list(versions.KAFKA_RELEASES), default=None,
+                    help="Run every scenario on this Kafka line.")
+    group.addoption("--chaos-seed", type=int, default=None, help="Run every scenario with this seed.")
+    group.addoption("--chaos-backend", choices=list(BACKENDS), default=None, help="Cluster backend (default: the scenario's).")
+    group.addoption("--chaos-runs-dir", default=None, help="Where runs are kept (default: ./runs).")
+    parser.addini("chaos_scenarios", "collect scenario YAML files found without being named on the command line",
+                  type="bool", default=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}: runs a chaos scenario against a real cluster (rebalance-lab)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:  # a test that runs scenarios or uses the cluster is a chaos test (-m "not chaos")
+        if {"chaos_run", "lab_cluster"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(MARKER)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    config = parent.config
+    named = config.args_source == pytest.Config.ArgsSource.ARGS
+    if not (named or config.getini("chaos_scenarios")):
+        return None  # a project's own YAML under testpaths is not a scenario to run
+    if _named_exactly(file_path, config) or _looks_like_scenario(file_path):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _named_exactly(path: Path, config: pytest.Config) -> bool:
+    return any(Path(a.split("::")[0]).resolve() == path.resolve() for a in config.args)
+
+
+def _looks_like_scenario(path: Path) -> bool:
+    from harness.scenario import read_scenario_data
+
+    try:
+        data = read_scenario_data(path)
+    except ScenarioError:
+        return False
+    return "workload" in data and "topics" in data
+
+
+class ScenarioFile(pytest.File):
+    def collect(self):
+        yield ScenarioItem.from_parent(self, name=self.path.stem)
+
+
+class ChaosFailure(Exception):
+    """A scenario run that did not pass: its result says why."""
+
+    def __init__(self, result: ChaosResult):
+        super().__init__(result.explain())
+        self.result = result
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.add_marker(MARKER)
+
+    def runtest(self) -> None:
+        result = _run(self.config, self.path, {}, self.path.stem)
+        for key, value in result.figures().items():  # --junitxml writes them as the testcase's properties
+            self.user_properties.append((key, value))
+        self.user_properties.append(("run_dir", str(result.run_dir)))
+        if not result.passed:
+            raise ChaosFailure(result)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ChaosFailure):
+            return excinfo.value.result.explain()
+        if isinstance(excinfo.value, LabError):
+            return f"{self.path}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"chaos scenario {self.path.name}"
+
+
+@dataclass
+class ChaosResult:
+    """One scenario run as a test sees it."""
+
+    run_dir: Path
+    outcome: str  # completed | interrupted | error
+    verdict: dict | None
+    error: str | None
+    exit_code: int
+
+    @property
+    def status(self) -> str | None:
+        return self.verdict["status"] if self.verdict else None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def violations(self) -> list[dict]:
+        return (self.verdict or {}).get("violations", [])
+
+    @cached_property
+    def history(self) -> list[dict]:
+        """The run's events, in time order (history.jsonl as the oracle read it)."""
+        from oracle import load_history
+
+        return [dict(e) for e in load_history(self.run_dir)]
+
+    def figures(self) -> dict:
+        from harness.report import verdict_figures
+
+        return verdict_figures(self.verdict or {})
+
+    def explain(self) -> str:
+        if self.verdict is None:
+            return f"the run {self.outcome}: {self.error or 'no verdict'} ({self.run_dir})"
+        from oracle.verdict import headline
+
+        v = self.verdict
+        lines = [f"{v['status'].upper()}: " + headline(len(v["violations"]), len(v["findings"]),
+                                                       v.get("skipped_checks") or {}, v.get("errored_checks") or {})]
+        lines += [f"  [{a['check']}/{a['kind']}] {a['message']}" for a in v["violations"]]
+        lines.append(f"run directory: {self.run_dir}")
+        return "\n".join(lines)
+
+    def assert_passed(self) -> None:
+        assert self.passed, self.explain()
+
+
+def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str, Any], name: str) -> ChaosResult:
+    """The scenario with the axes (the call's, else the command line's) and the overrides,
+    run like `rebalance-lab run`."""
+    overrides = dict(overrides)
+    from harness.run import Run
+    from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
+    from harness.variants import Axes, variant
+    from pydantic import ValidationError
+
+    if isinstance(scenario, dict):
+        base, source = copy.deepcopy(scenario), "<chaos_run data>"
+    else:
+        load_scenario(scenario)  # names the file's own problems
+        base, source = read_scenario_data(scenario), str(scenario)
+    # protocol / kafka / seed / backend as `compare` and `suite` apply them (with what a protocol forces)
+    axes = {axis: overrides.pop(axis, config.getoption(f"chaos_{axis}")) for axis in ("protocol", "kafka", "seed", "backend")}
+    data, _ = variant(base, Axes(**axes))
+    for key, value in overrides.items():
+        _set(data, key.split("__"), value)
+    try:
+        parsed = Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(source, validation_problems(e)) from None
+    runs_dir = Path(config.getoption("chaos_runs_dir") or default_runs_dir()).resolve()
+    scenarios = runs_dir / "pytest-scenarios"
+    scenarios.mkdir(parents=True, exist_ok=True)
+    path = scenarios / f"{name}-{parsed.name}-s{parsed.seed}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def report(message: str) -> None:  # progress a release engineer can follow with -s; quiet otherwise
+        if reporter is not None and capture is not None and not capture.is_globally_capturing():
+            reporter.write_line(f"{parsed.name}: {message}")
+
+    result = Run(parsed, path, runs_dir, report).execute()
+    return ChaosResult(result.run_dir, result.outcome, result.verdict, result.error, result.exit_code)
+
+
+def _set(data: dict, keys: list[str], value: Any) -> None:
+    for key in keys[:-1]:
+        data = data.setdefault(key, {})
+    data[keys[-1]] = value
+
+
+@pytest.fixture
+def chaos_run(request: pytest.FixtureRequest):
+    """`chaos_run(scenario, protocol=…, seed=…, **overrides) -> ChaosResult`: run a scenario (a path
+    or plain data) against its own real cluster; overrides nest with `__` (`workload__consumers=4`)."""
+
+    def run(scenario: str | Path | dict, **overrides: Any) -> ChaosResult:
+        return _run(request.config, scenario, overrides, request.node.name.replace("/", "_")[:60])
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def lab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """A real cluster (3 brokers; ZooKeeper on 3.9, KRaft on 4.x) for the whole session:
+    `.bootstrap_servers`, `.zookeeper_connect`, `.create_topics([TopicSpec(...)])`."""
+    from harness.cluster import ClusterSpec
+    from harness.cluster.backend import open_cluster
+    from harness.install import jolokia_agent, kafka_dist, toxiproxy_binary
+    from harness.processes import Supervisor
+
+    kafka = request.config.getoption("chaos_kafka") or "3.9"
+    backend = request.config.getoption("chaos_backend") or "local"
+    kafka_dist(kafka), toxiproxy_binary(), jolokia_agent()
+    workdir = tmp_path_factory.mktemp("lab-cluster")
+    cluster = open_cluster(backend, ClusterSpec(kafka=kafka, brokers=3), workdir,
+                           Supervisor(owner=f"pytest:{workdir}"), lambda _m: None)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

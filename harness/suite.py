@@ -1,0 +1,329 @@
+"""`rebalance-lab suite`: many scenarios across a matrix of protocols, Kafka lines, seeds and
+backends — the chaos suite a release is gated on.
+
+A suite file names scenario files and a matrix; every variant (scenario × protocol ×
+Kafka line × seed × backend, minus `exclude`) is built and validated before anything
+starts, so an impossible pair is named up front rather than found an hour in. Each
+variant then runs like `rebalance-lab run` (its own run directory, kept), and the suite
+directory gets `suite.json` (rewritten after every variant: a killed suite still says
+how far it got), `junit.xml` and `index.html` (harness/suite_report.py).
+
+    name: release
+    scenarios: [../scenarios/smoke.yaml, ../scenarios/faulty-consumer.yaml]
+    matrix:
+      protocol: [classic-eager, classic-cooperative, consumer]
+      seed: [1, 2]
+    exclude:
+      - {scenario: faulty-consumer, protocol: consumer}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import json
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Callable, Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from harness import versions
+from harness.cluster.backend import BACKENDS
+from harness.report import verdict_figures
+from harness.run import Run, RunResult
+from harness.runstate import write_json_atomically
+from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
+from harness.variants import Axes, Impossible, variant
+from faults.base import Strict
+from oracle.protocols import PROTOCOLS
+from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError, ScenarioError
+
+SUITE_JSON = "suite.json"
+
+# How a variant ended, as suite.json, JUnit and the page say it.
+PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
+
+Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
+KafkaLine = Literal[tuple(versions.KAFKA_RELEASES)]  # type: ignore[valid-type]
+Backend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
+
+
+class Matrix(Strict):
+    """Each axis left out keeps every scenario's own value."""
+
+    protocol: Annotated[list[Protocol], Field(min_length=1)] | None = None
+    kafka: Annotated[list[KafkaLine], Field(min_length=1)] | None = None
+    seed: Annotated[list[Seed], Field(min_length=1, max_length=1000)] | None = None
+    backend: Annotated[list[Backend], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> Matrix:
+        for axis in ("protocol", "kafka", "seed", "backend"):
+            values = getattr(self, axis) or []
+            if len(set(values)) != len(values):
+                raise ValueError(f"{axis}: a value is listed twice")
+        return self
+
+
+class Exclude(Strict):
+    """Variants to leave out: every key given must match (a scenario by its name)."""
+
+    scenario: str | None = None
+    protocol: Protocol | None = None
+    kafka: KafkaLine | None = None
+    seed: Seed | None = None
+    backend: Backend | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Exclude:
+        if not self.model_fields_set:
+            raise ValueError("an exclude names at least one of scenario, protocol, kafka, seed, backend")
+        return self
+
+    def matches(self, scenario: str, axes: Axes) -> bool:
+        wanted = {k: getattr(self, k) for k in self.model_fields_set}
+        return all((scenario if k == "scenario" else getattr(axes, k)) == v for k, v in wanted.items())
+
+
+class SuiteSpec(Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,80}$")]
+    description: str = ""
+    scenarios: Annotated[list[str], Field(min_length=1, max_length=200)]
+    matrix: Matrix = Matrix()
+    exclude: list[Exclude] = []
+
+
+@dataclass
+class Variant:
+    scenario: str  # the scenario's own name
+    axes: Axes
+    scenario_data: dict
+    not_applicable: dict[str, str]  # checks the protocol has no premise for -> why
+
+    @property
+    def id(self) -> str:
+        """'smoke[classic-eager, seed 1]': the testcase's name in JUnit, what --only matches."""
+        label = self.axes.label()
+        return f"{self.scenario}[{label}]" if label else self.scenario
+
+    @property
+    def run_name(self) -> str:
+        """The variant's scenario name (its run directory's): the scenario's, plus the axes that
+        are not in the directory name already (the seed is)."""
+        a = self.axes
+        return "-".join(filter(None, (self.scenario, a.protocol, a.kafka and f"kafka{a.kafka}", a.backend)))
+
+
+@dataclass
+class VariantResult:
+    variant: Variant
+    state: str  # PASSED, FAILED, BROKEN, SKIPPED
+    seconds: float = 0.0
+    result: RunResult | None = None
+    reason: str = ""  # why skipped or broken
+
+    def to_dict(self) -> dict:
+        v, verdict = self.variant, (self.result.verdict if self.result else None) or {}
+        return {
+            "id": v.id, "scenario": v.scenario, "protocol": verdict.get("stats", {}).get("protocol") or v.axes.protocol,
+            "kafka": v.scenario_data.get("cluster", {}).get("kafka"), "seed": v.scenario_data.get("seed"),
+            "backend": v.scenario_data.get("cluster", {}).get("backend", "local"),
+            "state": self.state, "reason": self.reason, "seconds": round(self.seconds, 1),
+            "outcome": self.result.outcome if self.result else None, "status": verdict.get("status"),
+            "exit_code": self.result.exit_code if self.result else None,
+            "run_dir": str(self.result.run_dir) if self.result else None,
+            "figures": verdict_figures(verdict) if verdict else None,
+            "violations": [{k: a[k] for k in ("check", "kind", "message")} for a in verdict.get("violations", [])],
+            "not_applicable": v.not_applicable,
+        }
+
+
+@dataclass
+class Suite:
+    spec: SuiteSpec
+    path: Path
+    variants: list[Variant] = field(default_factory=list)
+
+
+def load_suite(path: str | Path) -> Suite:
+    """The suite file, every scenario it names and every variant of the matrix, validated;
+    ScenarioError (exit 2) naming each problem — an impossible pair as `scenario[axes]` —
+    before anything starts."""
+    path = Path(path)
+    data = read_scenario_data(path, "a suite is a mapping of keys such as name, scenarios, matrix, exclude")
+    try:
+        spec = SuiteSpec.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(path, validation_problems(e)) from None
+    problems: list[tuple[str, str]] = []
+    bases: dict[str, dict] = {}
+    for i, entry in enumerate(spec.scenarios):
+        file = (path.parent / entry).resolve()
+        try:
+            name = load_scenario(file).name
+        except ScenarioError as e:
+            problems += [(f"scenarios.{i}", f"{entry}: {key}: {reason}") for key, reason in e.problems]
+            continue
+        if name in bases:
+            problems.append((f"scenarios.{i}", f"{entry}: a second scenario named {name!r} (names identify variants)"))
+        bases[name] = read_scenario_data(file)
+    if problems:
+        raise ScenarioError(path, problems)
+    problems = [(f"exclude.{i}.scenario", f"no scenario of this suite is named {x.scenario!r} (known: {', '.join(bases)})")
+                for i, x in enumerate(spec.exclude) if x.scenario is not None and x.scenario not in bases]
+
+    m = spec.matrix
+    variants, used = [], set()
+    for (name, base), protocol, kafka, seed, backend in itertools.product(
+            bases.items(), m.protocol or [None], m.kafka or [None], m.seed or [None], m.backend or [None]):
+        axes = Axes(protocol, kafka, seed, backend)
+        excluded = [i for i, x in enumerate(spec.exclude) if x.matches(name, axes)]
+        used.update(excluded)
+        if excluded:
+            continue
+        label = f"{name}[{axes.label()}]"
+        try:
+            data, skipped = variant(base, axes)
+        except Impossible as e:
+            problems.append((label, f"{e}: leave it out with an exclude"))
+            continue
+        found = Variant(name, axes, data, skipped)
+        data["name"] = found.run_name
+        try:
+            Scenario.model_validate(data)
+        except ValidationError as e:
+            problems += [(label, f"{key}: {reason}") for key, reason in validation_problems(e)]
+            continue
+        variants.append(found)
+    problems += [(f"exclude.{i}", "matches no variant of the matrix") for i, x in enumerate(spec.exclude)
+                 if i not in used and (x.scenario is None or x.scenario in bases)]
+    if problems:
+        raise ScenarioError(path, problems)
+    if not variants:
+        raise ScenarioError(path, [("exclude", "every variant is excluded: nothing to run")])
+    return Suite(spec, path, variants)
+
+
+def select(suite: Suite, only: tuple[str, ...], rerun_failed_of: dict | None) -> list[Variant]:
+    """The variants to run: those whose id matches an --only pattern (`*` and `?` wildcards;
+    brackets are the id's own), and/or those that did not pass in an earlier suite.json."""
+    chosen = suite.variants
+    if only:
+        literal = [re.sub(r"[\[\]]", lambda m: f"[{m.group()}]", p) for p in only]
+        chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.id, p) for p in literal)]
+        if not chosen:
+            raise BadSuiteArgument(f"--only {' '.join(only)}: no variant matches (ids look like {suite.variants[0].id!r})")
+    if rerun_failed_of is not None:
+        failed = {r["id"] for r in rerun_failed_of["variants"] if r["state"] != PASSED}
+        chosen = [v for v in chosen if v.id in failed]
+    return chosen
+
+
+def last_suite_json(runs_dir: Path, name: str) -> dict:
+    """The most recent suite.json of this suite under runs_dir (for --rerun-failed)."""
+    found = sorted(runs_dir.glob(f"suite-*-{name}/{SUITE_JSON}"))
+    if not found:
+        raise BadSuiteArgument(f"--rerun-failed: no earlier run of suite {name!r} in {runs_dir}")
+    return json.loads(found[-1].read_text())
+
+
+class BadSuiteArgument(LabError):
+    exit_code = EXIT_BAD_INPUT
+
+
+Report = Callable[[str], None]
+
+
+class SuiteRun:
+    """Runs the chosen variants in order into runs_dir/suite-<stamp>-<name>/."""
+
+    def __init__(self, suite: Suite, chosen: list[Variant], runs_dir: Path, fail_fast: bool = False,
+                 report: Report = lambda _m: None, on_variant: Callable[[int, Variant], None] = lambda _i, _v: None):
+        self.suite, self.chosen, self.fail_fast = suite, chosen, fail_fast
+        self.report, self.on_variant = report, on_variant
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.dir = runs_dir / f"suite-{stamp}-{suite.spec.name}"
+        self.results: list[VariantResult] = []
+        self.started = datetime.now(timezone.utc)
+        self.state = "running"
+
+    def execute(self) -> int:
+        from harness.suite_report import write_reports
+
+        scenarios = self.dir / "scenarios"
+        scenarios.mkdir(parents=True)
+        paths = []
+        for v in self.chosen:
+            p = scenarios / f"{v.run_name}-s{v.scenario_data.get('seed', 0)}.yaml"
+            p.write_text(yaml.safe_dump(v.scenario_data, sort_keys=False))
+            paths.append(p)
+        stop_reason = ""
+        # Between variants, SIGTERM / SIGHUP stop the suite the way Ctrl-C does (each Run handles
+        # them itself while it runs): the reports are still written.
+        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            for i, (v, p) in enumerate(zip(self.chosen, paths)):
+                if stop_reason:
+                    self.results.append(VariantResult(v, SKIPPED, reason=stop_reason))
+                    continue
+                self.on_variant(i, v)
+                t0 = time.monotonic()
+                result = Run(load_scenario(p), p, self.dir, lambda m, v=v: self.report(f"{v.id}: {m}")).execute()
+                done = VariantResult(v, _state_of(result), time.monotonic() - t0, result, reason=result.error or "")
+                self.results.append(done)
+                self._write_json()
+                if result.outcome == "interrupted":
+                    self.state, stop_reason = "interrupted", f"not run: the suite was interrupted during {v.id}"
+                elif self.fail_fast and done.state != PASSED:
+                    stop_reason = f"not run: --fail-fast after {v.id} {done.state}"
+        except KeyboardInterrupt:
+            self.state = "interrupted"
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if self.state == "running":
+                self.state = "completed" if len(self.results) == len(self.chosen) else "interrupted"
+            self.results += [VariantResult(v, SKIPPED, reason="not run: the suite was interrupted")
+                             for v in self.chosen[len(self.results):]]
+            self._write_json()
+            write_reports(self.to_dict(), self.dir)
+        return self.exit_code
+
+    @property
+    def exit_code(self) -> int:
+        states = {r.state for r in self.results}
+        if self.state == "interrupted":
+            return EXIT_INTERRUPTED
+        if BROKEN in states:
+            return EXIT_RUN_ERROR
+        return EXIT_CHECK_FAILED if FAILED in states else EXIT_OK
+
+    def to_dict(self) -> dict:
+        return {
+            "suite": self.suite.spec.name, "description": self.suite.spec.description,
+            "suite_file": str(self.suite.path), "state": self.state,
+            "started": self.started.isoformat(), "finished": datetime.now(timezone.utc).isoformat(),
+            "exit_code": self.exit_code if self.state != "running" else None,
+            "variants": [r.to_dict() for r in self.results],
+        }
+
+    def _write_json(self) -> None:
+        write_json_atomically(self.dir / SUITE_JSON, self.to_dict())
+
+
+def _interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _state_of(result: RunResult) -> str:
+    """A failed check is a failure; a run that broke, raised or could not be judged is broken."""
+    if result.outcome == "completed" and result.verdict:
+        return {"pass": PASSED, "fail": FAILED}.get(result.verdict["status"], BROKEN)
+    return BROKEN

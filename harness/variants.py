@@ -1,0 +1,69 @@
+"""A scenario's variants: the same scenario under another protocol generation, Kafka line,
+seed or cluster backend — what `compare` and `suite` run.
+
+A variant changes only what it names and what that forces (a protocol's default
+assignor, the Kafka line a generation exists on); the result is plain scenario
+data, validated like any scenario before anything starts.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from oracle import CHECK_NAMES
+from oracle.checks import not_applicable
+from oracle.protocols import GENERATIONS
+
+
+class Impossible(ValueError):
+    """This combination cannot run (a generation on a Kafka line it does not exist on)."""
+
+
+@dataclass(frozen=True)
+class Axes:
+    """What a variant sets; None keeps the scenario's own."""
+
+    protocol: str | None = None
+    kafka: str | None = None
+    seed: int | None = None
+    backend: str | None = None
+
+    def label(self) -> str:
+        """'classic-eager, kafka 3.9, seed 2' — only the axes that are set."""
+        parts = [self.protocol, self.kafka and f"kafka {self.kafka}",
+                 None if self.seed is None else f"seed {self.seed}", self.backend]
+        return ", ".join(p for p in parts if p)
+
+
+def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
+    """The scenario data with the axes applied, and the checks the protocol has no premise
+    for (name -> why: the oracle's policy, reported as not applicable rather than failed)."""
+    data = copy.deepcopy(base)
+    workload, cluster = data.setdefault("workload", {}), data.setdefault("cluster", {})
+    skipped: dict[str, str] = {}
+    if axes.protocol:
+        generation = GENERATIONS[axes.protocol]
+        workload["protocol"] = axes.protocol
+        if workload.get("assignor") not in generation.assignors:
+            workload.pop("assignor", None)  # the protocol's default
+        if not generation.classic:
+            workload.pop("driver", None)
+        if generation.kafka:
+            if axes.kafka and axes.kafka != generation.kafka:
+                raise Impossible(f"{axes.protocol} runs on Kafka {generation.kafka} only ({generation.kafka_why})")
+            cluster["kafka"] = generation.kafka
+        skipped = not_applicable(axes.protocol)
+        checks = data.get("checks") or {name: {} for name in CHECK_NAMES}
+        data["checks"] = {k: v for k, v in checks.items() if k not in skipped}
+    if axes.kafka:
+        protocol = workload.get("protocol")
+        generation = GENERATIONS.get(protocol) if isinstance(protocol, str) else None
+        if generation and generation.kafka and generation.kafka != axes.kafka:
+            raise Impossible(f"{protocol} runs on Kafka {generation.kafka} only ({generation.kafka_why})")
+        cluster["kafka"] = axes.kafka
+    if axes.seed is not None:
+        data["seed"] = axes.seed
+    if axes.backend:
+        cluster["backend"] = axes.backend
+    return data, skipped

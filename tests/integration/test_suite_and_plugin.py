@@ -1,0 +1,93 @@
+"""`suite` and the pytest plugin on real clusters: a passing and a deliberately faulty
+scenario, with what CI reads (JUnit XML, suite.json) checked against the runs' own verdicts
+and histories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from oracle import load_history
+from tests.integration.conftest import REPO, alive_pids, lab
+from tests.junit_schema import assert_valid_junit
+
+QUICK = REPO / "tests" / "integration" / "scenarios" / "quick-pause.yaml"
+FAULTY = REPO / "scenarios" / "faulty-consumer.yaml"
+
+
+def _evicted(run_dir: Path, member: str) -> bool:
+    return any(e["name"] == "coordinator_member_removed" and e.get("reason") == "failed"
+               and str(e.get("member_id", "")).startswith(f"{member}-") for e in load_history(run_dir))
+
+
+@pytest.mark.timeout(900)
+def test_a_suite_runs_every_variant_and_reports_them_as_junit(tmp_path):
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""
+name: ci
+scenarios: [{QUICK}, {FAULTY}]
+matrix: {{protocol: [classic-eager, classic-cooperative]}}
+exclude: [{{scenario: faulty-consumer, protocol: classic-cooperative}}]
+""")
+    proc = lab("suite", str(suite), "--runs-dir", str(tmp_path / "runs"), timeout=840)
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-4000:]  # the faulty consumer's check failed
+    [out] = (tmp_path / "runs").glob("suite-*-ci")
+    data = json.loads((out / "suite.json").read_text())
+    assert data["state"] == "completed" and data["exit_code"] == 1
+    states = {v["id"]: v["state"] for v in data["variants"]}
+    assert states == {"quick-pause[classic-eager]": "passed", "quick-pause[classic-cooperative]": "passed",
+                      "faulty-consumer[classic-eager]": "failed"}
+
+    assert_valid_junit(out / "junit.xml")
+    root = ET.parse(out / "junit.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert set(cases) == set(states)
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    for v in data["variants"]:
+        verdict = json.loads((Path(v["run_dir"]) / "verdict.json").read_text())
+        completed = [r["duration_ms"] for r in verdict["rebalances"] if r["status"] == "completed"]
+        # What CI reads is what the oracle measured on that run's history.
+        assert props[f"{v['id']}.rebalances"] == str(len(completed))
+        assert float(props[f"{v['id']}.rebalance_max_ms"]) == round(max(completed), 1)
+        assert props[f"{v['id']}.protocol"] == v["id"].split("[")[1].rstrip("]")
+        if v["scenario"] == "quick-pause":  # the paused member was evicted and the group went on
+            assert len(completed) >= 2 and _evicted(Path(v["run_dir"]), "consumer-2")
+            assert cases[v["id"]].find("failure") is None
+    failure = cases["faulty-consumer[classic-eager]"].find("failure")
+    lost = [x for x in json.loads((Path(data["variants"][2]["run_dir"]) / "verdict.json").read_text())["violations"]
+            if x["check"] == "no-loss"]
+    assert lost and failure.get("message").endswith("no-loss")
+    assert all(f"[no-loss/{x['kind']}] {x['message']}" in failure.text for x in lost)
+    page = (out / "index.html").read_text()
+    assert page.count("<tr>") == 4 and "FAILED" in page
+    assert all(alive_pids(list(load_history(v["run_dir"]))) == [] for v in data["variants"])  # each run stopped its own
+
+
+@pytest.mark.timeout(900)
+def test_scenario_files_are_pytest_items(tmp_path):
+    for source in (QUICK, FAULTY):
+        shutil.copy(source, tmp_path / source.name)
+    (tmp_path / "notes.yaml").write_text("just: some yaml\n")  # not a scenario: not collected
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), f"--junitxml={tmp_path / 'out.xml'}",
+                           "--chaos-runs-dir", str(tmp_path / "runs"), "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-o", "addopts=", "-rA"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=840)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 failed, 1 passed" in output, output[-4000:]
+    root = ET.parse(tmp_path / "out.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert set(cases) == {"quick-pause", "faulty-consumer"}
+    failure = cases["faulty-consumer"].find("failure")
+    assert failure is not None and "[no-loss/" in failure.get("message", "") + (failure.text or "")
+    assert "run directory:" in failure.text
+    props = {p.get("name"): p.get("value") for p in cases["quick-pause"].iter("property")}
+    run_dir = Path(props["run_dir"])
+    assert json.loads((run_dir / "verdict.json").read_text())["status"] == "pass" and _evicted(run_dir, "consumer-2")
+    assert int(props["rebalances"]) >= 2
+    assert all(alive_pids(list(load_history(d))) == [] for d in (tmp_path / "runs").glob("*-s1"))

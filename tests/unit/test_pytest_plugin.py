@@ -1,0 +1,105 @@
+"""The pytest plugin: scenario files collected as items, chaos_run, options, markers — with
+runs stood in for (a conftest swaps harness.run.Run); tests/integration/test_suite_and_plugin.py
+runs real scenarios through it."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ("pytester",)
+
+REPO = Path(__file__).resolve().parents[2]
+
+FAKE_RUNS = '''
+import json
+from pathlib import Path
+import harness.run
+from harness.run import RunResult
+
+LOST = {"check": "no-loss", "kind": "lost-records", "message": "events-3: offsets 120..131 acknowledged, never processed"}
+
+
+class FakeRun:
+    def __init__(self, scenario, path, runs_dir, report):
+        self.scenario, self.path, self.run_dir = scenario, path, Path(runs_dir) / f"{scenario.name}-s{scenario.seed}"
+
+    def execute(self):
+        self.run_dir.mkdir(parents=True)
+        (self.run_dir / "seen.yaml").write_text(Path(self.path).read_text())
+        failing = self.scenario.workload.commit == "before-processing"
+        verdict = {"status": "fail" if failing else "pass", "violations": [LOST] if failing else [], "findings": [],
+                   "skipped_checks": {}, "errored_checks": {}, "duplicates": {"count": 0},
+                   "rebalances": [{"status": "completed", "duration_ms": 1234.5, "max_unowned_ms": 600.0}]}
+        (self.run_dir / "history.jsonl").write_text(json.dumps({"name": "run_started", "ts": 1.0, "mono_ms": 1.0,
+                                                                "source": "harness", "seq": 1}) + "\\n")
+        return RunResult(self.run_dir, "completed", verdict)
+
+
+harness.run.Run = FakeRun
+'''
+
+
+@pytest.fixture
+def lab(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """A project with the two shipped scenarios, a YAML file that is no scenario, and runs stood in for.
+    The plugin is named explicitly (entry-point loading is the integration test's business)."""
+    for name in ("smoke.yaml", "faulty-consumer.yaml"):
+        shutil.copy(REPO / "scenarios" / name, pytester.path / name)
+    (pytester.path / "settings.yaml").write_text("just: some settings\n")
+    pytester.makeconftest(FAKE_RUNS)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+
+    def run(*more: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess("-p", "harness.pytest_plugin", "-p", "no:cacheprovider",
+                                             "--chaos-runs-dir", str(pytester.path / "runs"), *more)
+
+    return run
+
+
+def test_scenario_files_named_on_the_command_line_are_items(lab, pytester):
+    result = lab(str(pytester.path), "--junitxml=out.xml", "-v")
+    result.assert_outcomes(passed=1, failed=1)  # settings.yaml is not a scenario: not collected
+    result.stdout.fnmatch_lines(["*faulty-consumer.yaml::faulty-consumer FAILED*", "*smoke.yaml::smoke PASSED*",
+                                 "*FAIL: 1 violation*", "*[[]no-loss/lost-records] events-3: offsets 120..131*"])
+    xml = (pytester.path / "out.xml").read_text()
+    assert 'name="rebalance_max_ms" value="1234.5"' in xml and "[no-loss/lost-records]" in xml
+
+
+def test_options_reach_the_scenario(lab, pytester):
+    result = lab(str(pytester.path / "smoke.yaml"), "--chaos-protocol", "consumer", "--chaos-seed", "9")
+    result.assert_outcomes(passed=1)
+    [seen] = (pytester.path / "runs").glob("smoke-s9/seen.yaml")
+    text = seen.read_text()
+    assert "protocol: consumer" in text and "kafka: '4.1'" in text  # KIP-848 runs where it exists
+
+
+def test_yaml_under_testpaths_is_not_collected_unless_asked(lab, pytester):
+    pytester.makeini("[pytest]\ntestpaths = .\n")
+    lab().assert_outcomes()  # no args: testpaths, no scenario items
+    pytester.makeini("[pytest]\ntestpaths = .\nchaos_scenarios = true\n")
+    lab().assert_outcomes(passed=1, failed=1)
+
+
+def test_chaos_run_returns_the_verdict_and_history_and_is_marked(lab, pytester):
+    pytester.makepyfile(test_release=f'''
+def test_more_consumers_still_pass(chaos_run):
+    result = chaos_run({str(REPO / "scenarios" / "smoke.yaml")!r}, workload__consumers=5, seed=4, protocol="consumer")
+    result.assert_passed()
+    assert result.figures()["rebalances"] == 1 and result.history[0]["name"] == "run_started"
+    seen = (result.run_dir / "seen.yaml").read_text()
+    assert "consumers: 5" in seen and "protocol: consumer" in seen and "kafka: '4.1'" in seen and "seed: 4" in seen
+
+def test_a_bad_override_is_named(chaos_run):
+    import pytest
+    from runtime.errors import ScenarioError
+    with pytest.raises(ScenarioError, match="workload.consumers"):
+        chaos_run({str(REPO / "scenarios" / "smoke.yaml")!r}, workload__consumers=-1)
+
+def test_no_cluster():
+    pass
+''')
+    lab("test_release.py").assert_outcomes(passed=3)
+    lab("test_release.py", "-m", "not chaos").assert_outcomes(passed=1, deselected=2)

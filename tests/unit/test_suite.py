@@ -1,0 +1,193 @@
+"""suite: the matrix expanded and validated up front, the variants run in order, and what
+CI reads (suite.json, junit.xml against the JUnit schema, index.html) — with runs stood in
+for, so every branch is quick; tests/integration/test_suite_and_plugin.py runs real ones."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness import suite as suite_module
+from harness.run import RunResult
+from harness.suite import SuiteRun, last_suite_json, load_suite, select
+from harness.suite_report import junit_xml
+from runtime.errors import LabError, ScenarioError
+from tests.junit_schema import assert_valid_junit
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO / "scenarios"
+
+
+def write_suite(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "suite.yaml"
+    path.write_text(text.replace("SCENARIOS", str(SCENARIOS)))
+    return path
+
+
+def test_the_shipped_release_suite_expands_to_every_valid_variant():
+    suite = load_suite(REPO / "suites" / "release.yaml")
+    assert len(suite.variants) == 3 * 3 * 2
+    assert suite.variants[0].id == "smoke[classic-eager, seed 1]"
+    consumer = next(v for v in suite.variants if v.axes.protocol == "consumer")
+    assert consumer.scenario_data["cluster"]["kafka"] == "4.1"  # KIP-848 runs where it exists
+    assert consumer.scenario_data["name"] == "smoke-consumer" and consumer.scenario_data["seed"] == 1
+    assert len({v.id for v in suite.variants}) == len(suite.variants)
+
+
+def test_every_impossible_pair_is_named_before_anything_runs(tmp_path):
+    path = write_suite(tmp_path, """
+name: impossible
+scenarios: [SCENARIOS/smoke.yaml, SCENARIOS/faulty-consumer.yaml]
+matrix: {protocol: [classic-eager, consumer, zk-eager], kafka: ["3.9", "4.1"]}
+exclude:
+  - {protocol: consumer, kafka: "3.9", scenario: smoke}
+  - {seed: 7}
+""")
+    with pytest.raises(ScenarioError) as e:
+        load_suite(path)
+    problems = dict(e.value.problems)
+    assert "smoke[consumer, kafka 3.9]" not in problems  # excluded
+    assert problems["faulty-consumer[consumer, kafka 3.9]"].startswith("consumer runs on Kafka 4.1 only")
+    assert problems["smoke[zk-eager, kafka 4.1]"].startswith("zk-eager runs on Kafka 3.9 only")
+    assert problems["exclude.1"] == "matches no variant of the matrix"
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("text, key, reason", [
+    ("name: s\nscenarios: []\n", "scenarios", "at least 1"),
+    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {protocol: [classic-eagerly]}\n", "matrix.protocol.0", "Input should be"),
+    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {seed: [1, 1]}\n", "matrix.seed", "listed twice"),
+    ("name: s\nscenarios: [SCENARIOS/smoke.yaml, SCENARIOS/smoke.yaml]\n", "scenarios.1", "a second scenario named"),
+    ("name: s\nscenarios: [nope.yaml]\n", "scenarios.0", "No such file"),
+    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smok}]\n", "exclude.0.scenario", "no scenario of this suite"),
+    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{}]\n", "exclude.0", "at least one"),
+    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smoke}]\n", "exclude", "every variant is excluded"),
+    ("- a list\n", "(top level)", "a suite is a mapping"),
+])
+def test_bad_suite_files_name_the_key_and_the_reason(tmp_path, text, key, reason):
+    with pytest.raises(ScenarioError) as e:
+        load_suite(write_suite(tmp_path, text))
+    assert any(k == key and reason in r for k, r in e.value.problems), e.value.problems
+
+
+def test_a_variant_the_scenario_rules_refuse_is_named_with_the_scenarios_own_reason(tmp_path):
+    scenario = tmp_path / "zk-fault.yaml"
+    data = (SCENARIOS / "smoke.yaml").read_text().replace("kind: crash            # SIGKILL: no controlled shutdown\n    target: broker-2",
+                                                          "kind: zk-session-expiry\n    target: broker-2")
+    scenario.write_text(data.replace("    restart_after_s: 8\n", ""))
+    path = write_suite(tmp_path, f"name: s\nscenarios: [{scenario}]\nmatrix: {{kafka: ['3.9', '4.1']}}\n")
+    with pytest.raises(ScenarioError) as e:
+        load_suite(path)
+    assert [k for k, _ in e.value.problems] == ["smoke[kafka 4.1]"]
+
+
+def test_only_and_rerun_failed_choose_variants(tmp_path):
+    suite = load_suite(REPO / "suites" / "release.yaml")
+    assert [v.id for v in select(suite, ("faulty*seed 2]",), None)] == [
+        f"faulty-consumer[{p}, seed 2]" for p in ("classic-eager", "classic-cooperative", "consumer")]
+    earlier = {"variants": [{"id": "smoke[consumer, seed 1]", "state": "broken"},
+                            {"id": "smoke[classic-eager, seed 1]", "state": "passed"}]}
+    assert [v.id for v in select(suite, (), earlier)] == ["smoke[consumer, seed 1]"]
+    with pytest.raises(LabError, match="no variant matches"):
+        select(suite, ("nothing*",), None)
+    with pytest.raises(LabError, match="no earlier run of suite 'release'"):
+        last_suite_json(tmp_path, "release")
+
+
+def _verdict(status: str, violations=()):
+    return {"status": status, "violations": list(violations), "findings": [], "skipped_checks": {}, "errored_checks": {},
+            "duplicates": {"count": 3}, "stats": {"protocol": "classic-eager"},
+            "rebalances": [{"status": "completed", "duration_ms": d, "max_unowned_ms": d / 2} for d in (400.0, 900.0)]}
+
+
+LOST = {"check": "no-loss", "kind": "lost-records", "message": "events-3: offsets 120..131 acknowledged, never processed"}
+
+
+class FakeRun:
+    """Stands in for harness.run.Run: the outcome each variant's scenario name asks for."""
+    outcomes = {}
+
+    def __init__(self, scenario, path, runs_dir, report):
+        self.scenario, self.run_dir = scenario, runs_dir / f"{scenario.name}-s{scenario.seed}"
+
+    def execute(self):
+        self.run_dir.mkdir()
+        (self.run_dir / "summary.md").write_text(f"# {self.scenario.name}\n")
+        outcome, verdict = self.outcomes.get(self.scenario.name, ("completed", _verdict("pass")))
+        if outcome == "sigterm-between-runs":
+            import os
+            import signal
+            os.kill(os.getpid(), signal.SIGTERM)
+        return RunResult(self.run_dir, outcome, verdict, None if verdict else "cluster never became ready")
+
+
+@pytest.fixture
+def fake_runs(monkeypatch):
+    monkeypatch.setattr(suite_module, "Run", FakeRun)
+    FakeRun.outcomes = {"faulty-consumer-classic-eager": ("completed", _verdict("fail", [LOST])),
+                        "smoke-consumer": ("error", None)}
+    return FakeRun
+
+
+def test_a_suite_run_writes_suite_json_junit_and_the_page(tmp_path, fake_runs):
+    suite = load_suite(REPO / "suites" / "release.yaml")
+    chosen = select(suite, ("smoke[*seed 1]", "faulty-consumer[classic-eager, seed 1]"), None)
+    run = SuiteRun(suite, chosen, tmp_path)
+    assert run.execute() == 3  # a run broke: that outranks a failed check
+    data = json.loads((run.dir / "suite.json").read_text())
+    assert data["state"] == "completed" and data["exit_code"] == 3
+    assert [(v["id"], v["state"]) for v in data["variants"]] == [
+        ("smoke[classic-eager, seed 1]", "passed"), ("smoke[classic-cooperative, seed 1]", "passed"),
+        ("smoke[consumer, seed 1]", "broken"), ("faulty-consumer[classic-eager, seed 1]", "failed")]
+    assert data["variants"][0]["figures"]["rebalance_p95_ms"] == 900.0
+    assert_valid_junit(run.dir / "junit.xml")
+    root = ET.parse(run.dir / "junit.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert len(cases) == 4 and root.get("tests") == "4" and root.get("failures") == "1" and root.get("errors") == "1"
+    failure = cases["faulty-consumer[classic-eager, seed 1]"].find("failure")
+    assert failure.get("message") == "1 violation(s): no-loss" and "[no-loss/lost-records] events-3: offsets 120..131" in failure.text
+    assert cases["smoke[consumer, seed 1]"].find("error").get("message") == "cluster never became ready"
+    assert "run directory:" in cases["smoke[classic-eager, seed 1]"].find("system-out").text
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["smoke[classic-eager, seed 1].rebalance_max_ms"] == "900.0"
+    page = (run.dir / "index.html").read_text()
+    assert "FAILED" in page and "events-3: offsets 120..131" in page and "smoke-classic-eager-s1/summary.md" in page
+
+
+def test_fail_fast_skips_the_rest_and_an_interrupted_variant_stops_the_suite(tmp_path, fake_runs):
+    suite = load_suite(REPO / "suites" / "release.yaml")
+    chosen = select(suite, ("faulty-consumer[*seed 1]",), None)
+    run = SuiteRun(suite, chosen, tmp_path, fail_fast=True)
+    assert run.execute() == 1
+    states = [(v["state"], v["reason"]) for v in json.loads((run.dir / "suite.json").read_text())["variants"]]
+    assert states[0] == ("failed", "") and all(s == "skipped" and "--fail-fast after faulty-consumer" in r
+                                               for s, r in states[1:])
+    assert_valid_junit(run.dir / "junit.xml")
+
+    fake_runs.outcomes = {"smoke-classic-cooperative": ("interrupted", None)}
+    run = SuiteRun(suite, select(suite, ("smoke[*seed 1]",), None), tmp_path / "again")
+    assert run.execute() == 130
+    data = json.loads((run.dir / "suite.json").read_text())
+    assert data["state"] == "interrupted" and [v["state"] for v in data["variants"]] == ["passed", "broken", "skipped"]
+
+
+def test_junit_escapes_what_runs_wrote():
+    text = 'commit "<fenced>" & lost ]]> \x1b[31m'
+    suite = {"suite": "s", "started": "2026-11-24T10:00:00+00:00", "variants": [{
+        "id": "x[classic-eager]", "scenario": "x", "state": "failed", "seconds": 1.0, "reason": "", "status": "fail",
+        "outcome": "completed", "run_dir": None, "figures": None,
+        "violations": [{"check": "fenced-commits", "kind": "k", "message": text.replace("\x1b", "")}]}]}
+    root = ET.fromstring(junit_xml(suite))
+    assert root.find("./testsuite/testcase/failure").text.endswith('lost ]]> [31m')
+
+
+def test_sigterm_between_variants_stops_the_suite_with_its_reports(tmp_path, fake_runs):
+    suite = load_suite(REPO / "suites" / "release.yaml")
+    fake_runs.outcomes = {"smoke-classic-cooperative": ("sigterm-between-runs", None)}
+    run = SuiteRun(suite, select(suite, ("smoke[*seed 1]",), None), tmp_path)
+    assert run.execute() == 130
+    data = json.loads((run.dir / "suite.json").read_text())
+    assert data["state"] == "interrupted" and [v["state"] for v in data["variants"]] == ["passed", "skipped", "skipped"]
+    assert_valid_junit(run.dir / "junit.xml")
