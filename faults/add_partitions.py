@@ -10,6 +10,8 @@ from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
 
 
 class AddPartitionsSpec(FaultSpec):
+    external_refusal = "on an external cluster the harness only creates the run's own topics and deletes them at the end"
+
     kind: Literal["add-partitions"]
     topic: str
     partitions: Annotated[int, Field(ge=2, le=1000, description="the new total")]

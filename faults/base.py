@@ -47,6 +47,8 @@ class ScenarioFacts:
     zookeeper: bool  # ZooKeeper mode (else KRaft)
     driver: str  # the members' driver: librdkafka or java
     topics: Mapping[str, int]  # topic -> partitions: declared, and created by the entries before
+    # Someone else's cluster (`cluster.backend: external`): only the run's own processes are targets.
+    external: bool = False
 
     def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
         return replace(self, topics={**self.topics, topic: partitions})
@@ -68,6 +70,10 @@ class FaultSpec(Strict):
     @classmethod
     def kind_name(cls) -> str:
         return get_args(cls.model_fields["kind"].annotation)[0]
+
+    # Why this kind cannot be done to a cluster the harness does not run (None: it can, on the
+    # processes the run starts itself).
+    external_refusal: ClassVar[str | None] = None
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""
@@ -109,6 +115,9 @@ class TargetedSpec(FaultSpec):
     target: str
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        if self.target not in scenario.targets and scenario.external:
+            return [("target", f"the cluster is external: faults act only on the processes the run starts "
+                               f"({', '.join(scenario.targets)}), not {self.target!r}")]
         if self.target not in scenario.targets:
             return [("target", f"no process {self.target!r} in this scenario (targets: {', '.join(scenario.targets)})")]
         return self.target_problems(scenario)

@@ -11,6 +11,7 @@ from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
 
 
 class CreateTopicSpec(FaultSpec):
+    external_refusal = "on an external cluster the harness only creates the run's own topics and deletes them at the end"
     """A new topic — picked up by a pattern subscription (``workload.topic_pattern``)."""
 
     kind: Literal["create-topic"]

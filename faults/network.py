@@ -91,6 +91,8 @@ class NetworkSpec(TimedSpec):
     (every other broker, both ways), ``broker-N`` or ``clients`` (every member).
     """
 
+    external_refusal = "network faults cut links through the harness's own Toxiproxy, which an external cluster does not use"
+
     kind: Literal["network"]
     link: str = "brokers"
     effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"

@@ -25,6 +25,7 @@ class ZkSessionExpirySpec(TargetedSpec):
     cutting the broker's ZooKeeper link longer than its session timeout (``network``)."""
 
     kind: Literal["zk-session-expiry"]
+    external_refusal = "expiring a broker's ZooKeeper session needs control of the cluster's brokers and ZooKeeper"
     method: Literal["server", "network"] = "server"
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:

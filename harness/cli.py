@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from analysis.cli import analyze
 from harness import versions
-from harness.cluster.backend import BACKENDS
+from harness.cluster.backend import BACKENDS, STARTED_BACKENDS
 from harness.paths import default_runs_dir, lab_home
 from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
@@ -91,7 +91,7 @@ def _topic(value: str) -> tuple[str, int]:
 
 
 @cluster.command("up")
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default="local", show_default=True)
+@click.option("--backend", type=click.Choice(list(STARTED_BACKENDS)), default="local", show_default=True)
 @click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)

@@ -75,7 +75,7 @@ class Producer(Client):
         topic = next(t for t in s.topics if t.name == s.produced_topic)
         return ProducerSpec(history=self.workload.history, bootstrap_servers=self.workload.cluster.bootstrap_servers,
                             topic=topic.name, partitions=topic.partitions, rate=s.workload.producer.rate,
-                            value_bytes=s.workload.producer.value_bytes)
+                            value_bytes=s.workload.producer.value_bytes, client_settings=dict(s.cluster.client_config))
 
 
 class Member(Client):
@@ -109,11 +109,11 @@ class Member(Client):
             kafka_line=s.cluster.kafka,
             kafka_tools=self.workload.kafka_tools if w.driver == "java" else None,
             jvm_options=JVM_OPTS if w.driver == "java" else [],
-            zookeeper_connect=cluster.network.lane_zookeeper_connect(lane) if cluster.zookeeper_connect else None,
+            zookeeper_connect=cluster.network.lane_zookeeper_connect(lane) if w.generation.group_home == "zookeeper" else None,
             zk_eager=w.zk_eager.model_dump() if w.generation.group_home == "zookeeper" else None,
             session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
-            coordinators=cluster.network.lane_coordinators(lane) or None,
-            test_hooks=self.workload.test_hooks_of(self.name))
+            coordinators=cluster.network.lane_coordinators(lane) or None if w.generation.project_coordinator else None,
+            test_hooks=self.workload.test_hooks_of(self.name), client_settings=dict(s.cluster.client_config))
 
     def tell(self, command: dict) -> None:
         """Tell it what to do: the command file, then SIGUSR1 to look at it."""

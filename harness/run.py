@@ -36,6 +36,7 @@ from harness.clients import Observer, WorkloadProcesses
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
 from harness.cluster.compose import cleanup_projects
+from harness.cluster.external import ExternalTarget
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
@@ -97,6 +98,8 @@ class Run:
         self.report = report
         self.progress = progress or (lambda _phase, _done, _total: None)
         self.run_dir = new_run_dir(runs_dir, scenario)
+        if scenario.cluster.external:  # a shared cluster: the run's topics and group carry its id
+            self.scenario = scenario = scenario.isolated(f"rl-{self.run_dir.name}-")
         self.history_path = self.run_dir / "history.jsonl"
         self.history = HistoryWriter(self.history_path, "harness")
         self.timings: dict[str, float] = {}
@@ -178,6 +181,9 @@ class Run:
             try:
                 try:
                     self._teardown()
+                except LabError as e:  # e.g. an external cluster's topics could not be deleted: said, not a bug
+                    outcome, error = "error", f"teardown: {e}"
+                    self.report(error)
                 except Exception as e:
                     outcome, error = "error", self._harness_bug(e, "teardown")
                 self.history.emit(ev.RUN_FINISHED, outcome=outcome, **({"error": error} if error else {}))
@@ -258,7 +264,8 @@ class Run:
                             zookeeper_connect=self.cluster.zookeeper_connect
                             if s.workload.generation.group_home == "zookeeper" else None,
                             # the project's coordinator keeps the group: the observer asks it, directly.
-                            coordinators=self.cluster.coordinator_addresses() or None)
+                            coordinators=self.cluster.coordinator_addresses() or None,
+                            client_settings=dict(s.cluster.client_config))
         return Observer("observer", self.supervisor, self.run_dir, spec)
 
     def _wait(self, phase: str, seconds: float, done: Callable[[], bool]) -> bool:
@@ -334,7 +341,9 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         broker_config=s.broker_config(),
         topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
         lanes=len(s.member_slots()),
-        coordinator=_project_coordinator(s, history))
+        coordinator=_project_coordinator(s, history),
+        external=ExternalTarget(s.cluster.bootstrap_servers, s.cluster.zookeeper_connect, dict(s.cluster.client_config),
+                                s.workload.group) if s.cluster.external else None)
 
 
 def _project_coordinator(s: Scenario, history: Path | None) -> ProjectCoordinator | None:

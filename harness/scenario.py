@@ -24,7 +24,7 @@ from faults import catalogue, random_schedule
 from faults.base import COORDINATOR, DAY_S, Drawing, FaultSpec, ScenarioFacts
 from faults.base import Strict as _Strict
 from harness import versions
-from harness.cluster.backend import BACKENDS
+from harness.cluster.backend import BACKENDS, EXTERNAL
 from oracle import CHECK_NAMES
 from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
 from oracle.verdict import CheckOptionError, resolve_checks
@@ -73,16 +73,38 @@ HARNESS_BROKER_SETTINGS = frozenset({
 })
 
 
+# Client settings that are the harness's own: where to connect, which group, who a client is.
+HARNESS_CLIENT_SETTINGS = frozenset({"bootstrap.servers", "group.id", "client.id", "group.instance.id",
+                                     "group.protocol", "enable.auto.commit", "enable.auto.offset.store", "debug",
+                                     "logger", "log_level"})
+
+
 class Cluster(_Strict):
     backend: Literal[tuple(BACKENDS)] = "local"  # type: ignore[valid-type]
     kafka: Literal[tuple(versions.KAFKA_RELEASES)] = "3.9"  # type: ignore[valid-type]
     brokers: Annotated[int, Field(ge=1, le=9)] = 3
     zookeeper_nodes: Literal[1, 3] = 1
     broker_config: dict[str, Scalar] = {}
+    # backend: external — someone else's cluster: where it is, and the client settings (security)
+    # every client the harness makes is given. `kafka` then says which line it runs.
+    bootstrap_servers: Annotated[str, Field(pattern=r"^[^,\s]+:\d{1,5}(,[^,\s]+:\d{1,5})*$")] | None = None
+    zookeeper_connect: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    client_config: dict[str, Scalar] = {}
 
     @model_validator(mode="after")
     def _harness_settings_stay(self):
         problems = _config_problems(self.broker_config, "broker_config")
+        problems += _config_problems(self.client_config, "client_config")
+        if self.external:
+            problems += [f"{key}: an external cluster is not started by the harness" for key in
+                         ("brokers", "zookeeper_nodes", "broker_config") if key in self.model_fields_set]
+            if not self.bootstrap_servers:
+                problems.append("bootstrap_servers: an external cluster needs its bootstrap servers (host:port,…)")
+            problems += [f"client_config.{key}: the harness sets this for each client" for key in self.client_config
+                         if key in HARNESS_CLIENT_SETTINGS]
+        else:
+            problems += [f"{key}: only for backend: external (the harness runs this cluster itself)" for key in
+                         ("bootstrap_servers", "zookeeper_connect", "client_config") if key in self.model_fields_set]
         problems += [f"broker_config.{key}: the harness sets this for every broker (listeners, ids, log "
                      f"directories and the quorum are its own: network faults act through those listeners)"
                      for key in self.broker_config if key in HARNESS_BROKER_SETTINGS]
@@ -98,6 +120,10 @@ class Cluster(_Strict):
     @property
     def zookeeper_mode(self) -> bool:
         return self.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER
+
+    @property
+    def external(self) -> bool:
+        return self.backend == EXTERNAL
 
 
 class Producer(_Strict):
@@ -263,6 +289,13 @@ class Scenario(_Strict):
             problems.append(f"workload.protocol: {generation.kafka_why}; " + (
                 f"cluster.kafka is {kafka}" if self.cluster.zookeeper_mode
                 else f"Kafka {kafka} runs without one (use {generation.kafka})"))
+        if self.cluster.external:
+            if generation.group_home != "kafka":
+                problems.append(f"workload.protocol: {generation.kafka_why}, which the harness runs itself: "
+                                f"not on an external cluster")
+            if self.workload.driver != "librdkafka":
+                problems.append("workload.driver: on an external cluster members use the librdkafka driver "
+                                "(it is the one given cluster.client_config)")
         if self.workload.driver == "java":
             # What Kafka's VerifiableConsumer cannot do: one topic by name, commit after processing.
             if len(self.consumed_topics) != 1 or self.workload.topic_pattern:
@@ -284,7 +317,7 @@ class Scenario(_Strict):
                 resolve_checks({name: options})
             except CheckOptionError as e:
                 problems.append(f"checks.{name}: {e.reason}")
-        for t in self.topics:
+        for t in self.topics if not self.cluster.external else ():  # how many brokers it has is not ours to know
             if (t.replication_factor or 0) > self.cluster.brokers:
                 problems.append(f"topics.{t.name}.replication_factor: {t.replication_factor} exceeds the "
                                 f"{self.cluster.brokers} brokers")
@@ -312,8 +345,30 @@ class Scenario(_Strict):
         return problems
 
     def with_backend(self, backend: str) -> Scenario:
-        """The same scenario on another cluster backend (`run --backend`)."""
-        return self.model_copy(update={"cluster": self.cluster.model_copy(update={"backend": backend})})
+        """The same scenario on another cluster backend (`run --backend`), validated again: the
+        backend decides what the cluster section may say and which faults can be done."""
+        data = self.model_dump(exclude_unset=True)
+        data.setdefault("cluster", {})["backend"] = backend
+        try:
+            return Scenario.model_validate(data)
+        except ValidationError as e:
+            raise ScenarioError(f"{self.name} with --backend {backend}", validation_problems(e)) from None
+
+    def isolated(self, prefix: str) -> Scenario:
+        """The same scenario with every topic and the group named `prefix` + its name: a run on a
+        shared (external) cluster touches only what it created, and deletes exactly that."""
+        w = self.workload
+        name = lambda topic: topic and prefix + topic  # noqa: E731
+        hooks = w.test_hooks
+        if hooks and hooks.consume_unassigned and hooks.consume_unassigned.topic:
+            hooks = hooks.model_copy(update={"consume_unassigned": hooks.consume_unassigned.model_copy(
+                update={"topic": name(hooks.consume_unassigned.topic)})})
+        workload = w.model_copy(update={
+            "group": prefix + w.group, "topics": [name(t) for t in w.topics] if w.topics else w.topics,
+            "topic_pattern": "^" + re.escape(prefix) + w.topic_pattern[1:] if w.topic_pattern else None,
+            "producer": w.producer.model_copy(update={"topic": name(w.producer.topic)}), "test_hooks": hooks})
+        return self.model_copy(update={"topics": [t.model_copy(update={"name": name(t.name)}) for t in self.topics],
+                                       "workload": workload})
 
     def member_slots(self) -> list[str]:
         """Every member name the run may start: the workload's, plus join storms and scale-ups.
@@ -341,6 +396,11 @@ class Scenario(_Strict):
 
     def _fault_facts(self) -> ScenarioFacts:
         """What a fault entry is checked against, before any fault has run."""
+        if self.cluster.external:  # the run's own processes, and nothing of the cluster
+            return ScenarioFacts(
+                targets=(*self.member_slots(), "producer"), members=tuple(self.member_slots()), brokers=(),
+                coordinator_instances=(), kafka=self.cluster.kafka, zookeeper=False, driver=self.workload.driver,
+                topics={t.name: t.partitions for t in self.topics}, external=True)
         return ScenarioFacts(
             targets=tuple(self.fault_targets()), members=tuple(self.member_slots()),
             brokers=tuple(f"broker-{i}" for i in range(1, self.cluster.brokers + 1)),
@@ -350,6 +410,8 @@ class Scenario(_Strict):
 
     def _fault_problems(self, f: FaultSpec, facts: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for one fault, whatever its kind."""
+        if facts.external and f.external_refusal:
+            return [("kind", f"the cluster is external: {f.external_refusal}")]
         out = f.problems(facts)
         if f.at_s >= self.duration_s:
             out.append(("at_s", f"{f.at_s}s is not within duration_s ({self.duration_s}s)"))
@@ -369,6 +431,8 @@ class Scenario(_Strict):
         drawing = Drawing(members=facts.members, zookeeper=facts.zookeeper)
         for kind in dict.fromkeys(r.kinds):
             spec = catalogue.SPECS[kind]
+            if facts.external and spec.external_refusal:
+                out.append(f"kinds: {kind}: the cluster is external: {spec.external_refusal}")
             if not all(spec.drawable_for(t, drawing) for t in r.targets or []):
                 out.append(f"kinds: {kind} needs {spec.draw_targets} only")
         # Whatever the seed, every fault the draw can give a target must be one the run can inject.
@@ -391,7 +455,8 @@ class Scenario(_Strict):
         if self.random_faults:
             # Through the model: drawn faults carry every field, defaults included, as written ones do.
             drawn = random_schedule.draw(self.random_faults.model_dump(), seed=self.seed, duration_s=self.duration_s,
-                         consumers=self.workload.member_names(), zookeeper=self.cluster.zookeeper_mode)
+                         consumers=self.workload.member_names(),
+                         zookeeper=self.cluster.zookeeper_mode and not self.cluster.external)
             faults += [_FAULT.validate_python(f).model_dump() for f in drawn]
         faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order
         return [{"fault_id": f"f{i}", **f} for i, f in enumerate(faults, 1)]

@@ -69,6 +69,8 @@ class ConsumerSpec:
     # Test-only switches for this member (workload.test_hooks, docs/history.md): "consume_unassigned"
     # ({topic, partition}), "sigterm_after_join" ({join}). None in every real run.
     test_hooks: dict | None = None
+    # cluster.client_config of an external cluster (security settings): under the harness's own keys
+    client_settings: dict = field(default_factory=dict)
 
     @property
     def group_instance_id(self) -> str | None:
@@ -88,6 +90,7 @@ class ConsumerSpec:
             group = {"partition.assignment.strategy": self.assignor, "session.timeout.ms": self.session_timeout_ms,
                      "heartbeat.interval.ms": self.heartbeat_interval_ms}
         conf = {
+            **self.client_settings,
             "bootstrap.servers": self.bootstrap_servers,
             "group.id": self.group,
             "client.id": self.member,
@@ -108,7 +111,7 @@ class ConsumerSpec:
     def fetcher_config(self, group_id: str) -> dict:
         """Fetching only, for members whose group lives elsewhere (zk-eager, the project's
         coordinator): a manual assignment, a group id of its own, nothing committed to Kafka."""
-        return {"bootstrap.servers": self.bootstrap_servers, "group.id": group_id, "client.id": self.member,
+        return {**self.client_settings, "bootstrap.servers": self.bootstrap_servers, "group.id": group_id, "client.id": self.member,
                 "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "earliest",
                 "topic.metadata.refresh.interval.ms": self.metadata_refresh_ms}
 

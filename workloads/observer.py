@@ -20,7 +20,7 @@ import re
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from oracle import vocabulary as ev
@@ -44,6 +44,8 @@ class ObserverSpec:
     interval_s: float = 1.0
     zookeeper_connect: str | None = None  # zk-eager: the group lives in ZooKeeper, the brokers know nothing of it
     coordinators: dict[str, str] | None = None  # coordinator-v*: instance -> address; the group lives there
+    # cluster.client_config of an external cluster (security settings): under the harness's own keys
+    client_settings: dict = field(default_factory=dict)
 
 
 class GroupObserver:
@@ -52,7 +54,7 @@ class GroupObserver:
 
         self.spec = spec
         self.partitions: list[tuple[str, int]] = []
-        self.admin = AdminClient({"bootstrap.servers": spec.bootstrap_servers, "logger": QUIET_CLIENT_LOG,
+        self.admin = AdminClient({**spec.client_settings, "bootstrap.servers": spec.bootstrap_servers, "logger": QUIET_CLIENT_LOG,
                                   "socket.connection.setup.timeout.ms": 3000})
 
     def refresh_partitions(self) -> None:

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
 
@@ -35,6 +35,8 @@ class ProducerSpec:
     partitions: int
     rate: float
     value_bytes: int = 100
+    # cluster.client_config of an external cluster (security settings): under the harness's own keys
+    client_settings: dict = field(default_factory=dict)
 
 
 class RecordingProducer:
@@ -42,6 +44,7 @@ class RecordingProducer:
         self.spec = spec
         self.history = HistoryWriter(spec.history, "producer")
         self.producer = Producer({
+            **spec.client_settings,
             "bootstrap.servers": spec.bootstrap_servers,
             "client.id": "producer",
             "acks": "all",

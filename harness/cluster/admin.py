@@ -20,16 +20,18 @@ class TopicSpec:
 
 
 class ClusterAdmin:
-    def __init__(self, bootstrap_servers: str, broker_ids: list[int], logs_hint: str):
+    def __init__(self, bootstrap_servers: str, broker_ids: list[int], logs_hint: str, client_settings: dict | None = None):
         self.bootstrap_servers = bootstrap_servers
-        self.broker_ids = set(broker_ids)
+        self.broker_ids = set(broker_ids)  # empty: whichever brokers the cluster has (an external one)
         self.logs_hint = logs_hint  # where to look when the cluster does not come up
+        self.client_settings = dict(client_settings or {})  # an external cluster's security settings
+        self.brokers_seen = 0
 
     def client(self, bootstrap_servers: str | None = None):
         from confluent_kafka.admin import AdminClient
 
         # Connection errors while brokers start or crash are expected; keep them off the terminal.
-        return AdminClient({"bootstrap.servers": bootstrap_servers or self.bootstrap_servers,
+        return AdminClient({**self.client_settings, "bootstrap.servers": bootstrap_servers or self.bootstrap_servers,
                             "socket.connection.setup.timeout.ms": 3000, "logger": QUIET_CLIENT_LOG})
 
     def wait_ready(self, timeout: float, check_alive: Callable[[], None] = lambda: None) -> None:
@@ -44,7 +46,8 @@ class ClusterAdmin:
             try:
                 md = admin.list_topics(timeout=2)
                 seen = set(md.brokers)
-                if seen >= self.broker_ids and md.controller_id >= 0:
+                if seen and seen >= self.broker_ids and md.controller_id >= 0:
+                    self.brokers_seen = len(seen)
                     return
             except KafkaException:
                 pass
@@ -67,7 +70,7 @@ class ClusterAdmin:
             # error is tried again, with a fresh client, until the deadline.
             admin = self.client()  # referenced until its futures are read ("handle destroyed" otherwise)
             futures = admin.create_topics([
-                NewTopic(t.name, t.partitions, t.replication_factor or min(3, len(self.broker_ids)),
+                NewTopic(t.name, t.partitions, t.replication_factor or min(3, len(self.broker_ids) or self.brokers_seen),
                          config=dict(t.config))
                 for t in pending
             ], operation_timeout=30, request_timeout=max(5.0, min(15.0, deadline - time.monotonic())))
@@ -100,6 +103,42 @@ class ClusterAdmin:
         except KafkaException as e:
             raise ClusterError(f"adding partitions to {topic} failed: {e.args[0].str()}") from None
         self.wait_leaders([TopicSpec(topic, total)], timeout)
+
+    def delete_topics(self, names: list[str], timeout: float = 30.0) -> list[str]:
+        """Delete topics (gone already counts as deleted); what could not be deleted, with why."""
+        from confluent_kafka import KafkaException
+
+        if not names:
+            return []
+        admin = self.client()
+        failed = []
+        for name, fut in admin.delete_topics(names, operation_timeout=timeout, request_timeout=timeout).items():
+            try:
+                fut.result()
+            except KafkaException as e:
+                if e.args[0].name() != "UNKNOWN_TOPIC_OR_PART":
+                    failed.append(f"topic {name}: {e.args[0].str()}")
+        return failed
+
+    def delete_group(self, group: str, timeout: float = 30.0) -> list[str]:
+        """Delete a consumer group once its members have left (NON_EMPTY_GROUP is retried until
+        the coordinator has seen them go); what could not be deleted, with why."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + timeout
+        while True:
+            admin = self.client()
+            try:
+                admin.delete_consumer_groups([group], request_timeout=max(1.0, deadline - time.monotonic()))[group].result()
+                return []
+            except KafkaException as e:
+                error = e.args[0]
+                if error.name() == "GROUP_ID_NOT_FOUND":
+                    return []
+                if time.monotonic() >= deadline or error.name() not in ("NON_EMPTY_GROUP", "COORDINATOR_NOT_AVAILABLE",
+                                                                      "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"):
+                    return [f"group {group}: {error.str()}"]
+            time.sleep(0.5)
 
     def wait_every_broker_knows(self, broker_addresses: dict[str, str], topics: list[TopicSpec],
                                 deadline: float) -> None:

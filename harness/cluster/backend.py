@@ -21,11 +21,16 @@ if TYPE_CHECKING:
     from harness.processes import Supervisor
     from harness.service import Service
 
+EXTERNAL = "external"  # someone else's cluster: the harness runs only its clients (harness/cluster/external.py)
+
 # name -> "module:class"; imported on use (a backend may need what another does not)
 BACKENDS: dict[str, str] = {
     "local": "harness.cluster.local:LocalCluster",
     "compose": "harness.cluster.compose:ComposeCluster",
+    EXTERNAL: "harness.cluster.external:ExternalCluster",
 }
+# The backends that start a cluster of their own (`cluster up`).
+STARTED_BACKENDS = tuple(name for name in BACKENDS if name != EXTERNAL)
 
 
 class ClusterBackend(Protocol):
@@ -34,7 +39,7 @@ class ClusterBackend(Protocol):
     spec: ClusterSpec
     workdir: Path  # configs, data and logs of its services
     services: dict[str, Service]  # every service, by name, in start order
-    network: NetworkPlan  # the proxies between clients, brokers and ZooKeeper (faults.network reads it)
+    network: NetworkPlan | None  # the proxies between clients, brokers and ZooKeeper (faults.network reads it)
 
     def start(self) -> None: ...
     def stop(self) -> None: ...  # every service, in stop-tier order
@@ -45,7 +50,7 @@ class ClusterBackend(Protocol):
     @property
     def zookeeper_connect(self) -> str | None: ...
     @property
-    def toxiproxy(self) -> ToxiproxyClient: ...
+    def toxiproxy(self) -> ToxiproxyClient | None: ...
 
     def describe(self) -> dict: ...
     def broker_names(self) -> list[str]: ...

@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 from harness.cluster import config, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
@@ -31,6 +31,9 @@ from harness.install import KafkaDist, jolokia_agent, kafka_dist, toxiproxy_bina
 from harness.processes import Supervisor
 from harness.service import LocalProcess, stop_in_order
 from runtime.errors import ClusterError
+
+if TYPE_CHECKING:
+    from harness.cluster.external import ExternalTarget
 
 Report = Callable[[str], None]
 
@@ -46,6 +49,7 @@ class ClusterSpec:
     topics: list[TopicSpec] = field(default_factory=list)
     lanes: int = 0  # client lanes, each routed through its own proxies (see network.py)
     coordinator: ProjectCoordinator | None = None  # the project's coordinator service, if the run uses it
+    external: ExternalTarget | None = None  # backend external: someone else's cluster (harness/cluster/external.py)
 
     @property
     def broker_zookeeper_session_timeout_ms(self) -> int:

@@ -1,0 +1,117 @@
+"""`cluster.backend: external`: a cluster someone else runs (a staging cluster), as a backend.
+
+Nothing to start or stop: the harness checks the cluster answers, creates the run's own
+topics (every name prefixed with the run's id, as is the group: Scenario.isolated), drives
+its producer and members against it, and at the end deletes exactly those topics and the
+group. It has no services: faults act only on the processes the run starts itself, and a
+scenario whose faults need the brokers, ZooKeeper or the network between them is refused
+at validation (each fault kind says why: FaultSpec.external_refusal). No broker logs are
+read, so such a history has no broker-log clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, ClassVar
+
+from harness.cluster.admin import ClusterAdmin, TopicSpec
+from harness.cluster.backend import EXTERNAL
+from runtime.errors import ClusterError
+
+if TYPE_CHECKING:
+    from harness.cluster.local import ClusterSpec
+    from harness.processes import Supervisor
+
+READY_TIMEOUT_S = 60.0
+
+
+@dataclass
+class ExternalTarget:
+    """Where someone else's cluster is, how to reach it, and what the run leaves in it."""
+
+    bootstrap_servers: str
+    zookeeper_connect: str | None = None
+    client_config: dict = field(default_factory=dict)  # security settings, given to every client
+    group: str | None = None  # the run's (prefixed) group: deleted at the end
+
+
+class ExternalCluster:
+    name: ClassVar[str] = EXTERNAL
+    service_kinds: ClassVar[tuple] = ()
+
+    def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,
+                 report: Callable[[str], None] = lambda _m: None):
+        if spec.external is None:
+            raise ClusterError("backend external needs cluster.bootstrap_servers")
+        self.spec, self.workdir, self.report = spec, workdir, report
+        self.target: ExternalTarget = spec.external
+        self.services: dict = {}
+        self.network = None
+        self.admin = ClusterAdmin(self.target.bootstrap_servers, [], f"the external cluster at "
+                                  f"{self.target.bootstrap_servers}", self.target.client_config)
+        self.created: list[str] = []  # topics this run created, deleted by stop()
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True
+        self.admin.wait_ready(READY_TIMEOUT_S)
+        self.report(f"external cluster at {self.target.bootstrap_servers}: {self.admin.brokers_seen} brokers")
+        self.create_topics(self.spec.topics)
+
+    def stop(self) -> None:
+        """Delete what the run made: its group (its members have left), then its topics."""
+        if not self.started:
+            return
+        problems = self.admin.delete_group(self.target.group) if self.target.group else []
+        problems += self.admin.delete_topics(self.created)
+        if problems:
+            raise ClusterError("could not clean up the external cluster: " + "; ".join(problems))
+        self.report(f"deleted group {self.target.group} and topics {', '.join(self.created)} from the external cluster")
+
+    def poll_exits(self) -> list[str]:
+        return []
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.target.bootstrap_servers
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        return self.target.zookeeper_connect
+
+    @property
+    def toxiproxy(self) -> None:
+        return None
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "kafka": self.spec.kafka, "bootstrap_servers": self.bootstrap_servers,
+                "zookeeper_connect": self.zookeeper_connect, "topics": list(self.created), "group": self.target.group}
+
+    def broker_names(self) -> list[str]:
+        return []  # not ours: no broker is a fault target, no broker log is read
+
+    def lane_bootstrap_servers(self, lane: int) -> str:
+        return self.bootstrap_servers  # no proxies: network faults are refused on an external cluster
+
+    def coordinator_names(self) -> list[str]:
+        return []
+
+    def coordinator_addresses(self) -> dict[str, str]:
+        return {}
+
+    def coordinator_leader(self) -> str | None:
+        return None
+
+    def expire_zookeeper_session(self, name: str) -> dict:
+        raise ClusterError("an external cluster's ZooKeeper sessions are not the harness's to expire")
+
+    def zookeeper_session_timeout_s(self, name: str) -> float:
+        raise ClusterError("an external cluster's ZooKeeper sessions are not the harness's to know")
+
+    def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
+        self.admin.create_topics(topics, timeout)
+        self.created += [t.name for t in topics if t.name not in self.created]
+
+    def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
+        raise ClusterError("on an external cluster the harness only creates the run's topics and deletes them")
