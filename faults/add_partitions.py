@@ -6,11 +6,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Targets
 
 
 class AddPartitionsSpec(FaultSpec):
-    external_refusal = "on an external cluster the harness only creates the run's own topics and deletes them at the end"
+    external_refusal = OWN_TOPICS_ONLY
 
     kind: Literal["add-partitions"]
     topic: str

@@ -62,6 +62,10 @@ class Drawing:
     zookeeper: bool
 
 
+# Why the topic kinds are refused on someone else's cluster.
+OWN_TOPICS_ONLY = "on an external cluster the harness only creates the run's own topics and deletes them at the end"
+
+
 class FaultSpec(Strict):
     """One entry under ``faults:``. A kind adds ``kind: Literal["its-name"]`` and its options."""
 

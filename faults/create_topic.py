@@ -7,12 +7,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Targets
 
 
 class CreateTopicSpec(FaultSpec):
-    external_refusal = "on an external cluster the harness only creates the run's own topics and deletes them at the end"
     """A new topic — picked up by a pattern subscription (``workload.topic_pattern``)."""
+
+    external_refusal = OWN_TOPICS_ONLY
 
     kind: Literal["create-topic"]
     topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")]

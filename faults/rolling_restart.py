@@ -24,6 +24,8 @@ class RollingRestartSpec(FaultSpec):
     interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        if self.targets == "brokers" and scenario.external:
+            return [("targets", "the cluster is external: its brokers are not the harness's to restart")]
         if isinstance(self.targets, str):
             return []
         unknown = [t for t in self.targets if t not in scenario.targets or t == COORDINATOR]

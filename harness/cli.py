@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from analysis.cli import analyze
 from harness import versions
 from harness.cluster.backend import BACKENDS, STARTED_BACKENDS
+from harness.install import installed_for
 from harness.paths import default_runs_dir, lab_home
 from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
@@ -184,15 +185,6 @@ def cluster_status() -> None:
 # ----------------------------------------------------------------------------- run / check
 
 
-def _installed_for(scenario) -> None:
-    """What a scenario's run needs from this machine, installed (SetupError if it cannot be)."""
-    from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
-
-    kafka_dist(scenario.cluster.kafka), toxiproxy_binary(), jolokia_agent()
-    if scenario.workload.driver == "java":
-        kafka_tools(scenario.cluster.kafka)
-
-
 @main.command()
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
@@ -213,7 +205,7 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
         scenario = load_scenario(scenario_file)
         if backend:
             scenario = scenario.with_backend(backend)
-        _installed_for(scenario)  # fail before creating a run directory
+        installed_for(scenario)  # fail before creating a run directory
     except LabError as e:
         _fail(e)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
@@ -231,6 +223,8 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
         result = Run(scenario, scenario_file, runs_dir or default_runs_dir(), report, on_progress).execute()
     if result.verdict:
         print_verdict(console, result.verdict, result.run_dir)
+        if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
+            err_console.print(escape(f"warning: {result.error}"))
     else:
         err_console.print(escape(f"run {result.outcome}: {result.error or ''} — no verdict; see {result.run_dir}"))
     sys.exit(result.exit_code)
@@ -293,7 +287,7 @@ def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...]
                 console.print("nothing to run: every variant of the suite's last run passed")
             sys.exit(EXIT_OK)
         for v in chosen:
-            _installed_for(Scenario.model_validate(v.scenario_data))
+            installed_for(Scenario.model_validate(v.scenario_data))
     except LabError as e:
         _fail(e)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),

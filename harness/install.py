@@ -362,3 +362,14 @@ def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
     changed |= install_jolokia(report)
     changed |= install_toxiproxy(report)
     return changed
+
+
+def installed_for(scenario, kafka: str | None = None) -> None:
+    """What a run of `scenario` (or, without one, a cluster of Kafka `kafka`) needs from this
+    machine, installed now: SetupError if it cannot be. An external cluster needs only clients."""
+    if scenario is not None and scenario.cluster.external:
+        return
+    line = kafka or scenario.cluster.kafka
+    kafka_dist(line), toxiproxy_binary(), jolokia_agent()
+    if scenario is not None and scenario.workload.driver == "java":
+        kafka_tools(line)

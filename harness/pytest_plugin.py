@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from harness import versions
-from harness.cluster.backend import BACKENDS
+from harness.cluster.backend import BACKENDS, STARTED_BACKENDS
 from harness.paths import default_runs_dir
 from oracle.protocols import PROTOCOLS
 from runtime.errors import LabError, ScenarioError
@@ -159,12 +159,13 @@ class ChaosResult:
     def explain(self) -> str:
         if self.verdict is None:
             return f"the run {self.outcome}: {self.error or 'no verdict'} ({self.run_dir})"
+        from harness.report import anomaly_line
         from oracle.verdict import headline
 
         v = self.verdict
         lines = [f"{v['status'].upper()}: " + headline(len(v["violations"]), len(v["findings"]),
                                                        v.get("skipped_checks") or {}, v.get("errored_checks") or {})]
-        lines += [f"  [{a['check']}/{a['kind']}] {a['message']}" for a in v["violations"]]
+        lines += [f"  {anomaly_line(a)}" for a in v["violations"]]
         lines.append(f"run directory: {self.run_dir}")
         return "\n".join(lines)
 
@@ -207,6 +208,9 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         if reporter is not None and capture is not None and not capture.is_globally_capturing():
             reporter.write_line(f"{parsed.name}: {message}")
 
+    from harness.install import installed_for
+
+    installed_for(parsed)
     result = Run(parsed, path, runs_dir, report).execute()
     return ChaosResult(result.run_dir, result.outcome, result.verdict, result.error, result.exit_code)
 
@@ -234,12 +238,14 @@ def lab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     `.bootstrap_servers`, `.zookeeper_connect`, `.create_topics([TopicSpec(...)])`."""
     from harness.cluster import ClusterSpec
     from harness.cluster.backend import open_cluster
-    from harness.install import jolokia_agent, kafka_dist, toxiproxy_binary
+    from harness.install import installed_for
     from harness.processes import Supervisor
 
     kafka = request.config.getoption("chaos_kafka") or "3.9"
     backend = request.config.getoption("chaos_backend") or "local"
-    kafka_dist(kafka), toxiproxy_binary(), jolokia_agent()
+    if backend not in STARTED_BACKENDS:
+        pytest.fail(f"lab_cluster starts a cluster; --chaos-backend {backend} has none to start", pytrace=False)
+    installed_for(None, kafka)
     workdir = tmp_path_factory.mktemp("lab-cluster")
     cluster = open_cluster(backend, ClusterSpec(kafka=kafka, brokers=3), workdir,
                            Supervisor(owner=f"pytest:{workdir}"), lambda _m: None)

@@ -41,6 +41,11 @@ _REBALANCE_HEADERS = ("gen", "status", "stabilized", "broker's view", "assigned"
                       "moved", "trigger")
 
 
+def anomaly_line(a: dict) -> str:
+    """A violation or finding in one line, as every report prints it: `[check/kind] message`."""
+    return f"[{a['check']}/{a['kind']}] {a['message']}"
+
+
 def verdict_figures(verdict: dict) -> dict:
     """A run's figures, as compare, suite.json and JUnit carry them: its completed rebalances
     (count, total / mean / p95 / max, the longest stop-the-world), duplicates and what failed.
@@ -93,7 +98,7 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
             console.print("[red]error[/] " + escape(f"[{name}] {c['reason']}{_raised_at(c)}"), highlight=False)
     for heading, colour in (("violations", "red"), ("findings", "yellow")):
         for a in verdict[heading]:
-            console.print(f"[{colour}]{heading[:-1]}[/] " + escape(f"[{a['check']}/{a['kind']}] {a['message']}"),
+            console.print(f"[{colour}]{heading[:-1]}[/] " + escape(anomaly_line(a)),
                           highlight=False)
     status = verdict["status"]
     console.print(f"[{_COLOUR[status]}]{status.upper()}[/]: " + escape(_headline(verdict))

@@ -182,8 +182,9 @@ class Run:
                 try:
                     self._teardown()
                 except LabError as e:  # e.g. an external cluster's topics could not be deleted: said, not a bug
-                    outcome, error = "error", f"teardown: {e}"
-                    self.report(error)
+                    # The history is whole: a completed run is still judged; the first error is kept.
+                    error = error or f"teardown: {e}"
+                    self.report(f"teardown: {e}")
                 except Exception as e:
                     outcome, error = "error", self._harness_bug(e, "teardown")
                 self.history.emit(ev.RUN_FINISHED, outcome=outcome, **({"error": error} if error else {}))
@@ -294,9 +295,11 @@ class Run:
         # The clients first (their LeaveGroups reach a live cluster), then the cluster, tier by tier.
         stop_in_order([*(self.workload.services.values() if self.workload else ()),
                        *([self.observer] if self.observer else [])])
-        if self.cluster:
-            self.cluster.stop()
-        self.supervisor.stop_all()  # anything no service owns (none expected)
+        try:
+            if self.cluster:
+                self.cluster.stop()
+        finally:
+            self.supervisor.stop_all()  # anything no service owns (none expected)
         if self.cluster:
             self._record_coordinator_events()
 
@@ -343,7 +346,7 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         lanes=len(s.member_slots()),
         coordinator=_project_coordinator(s, history),
         external=ExternalTarget(s.cluster.bootstrap_servers, s.cluster.zookeeper_connect, dict(s.cluster.client_config),
-                                s.workload.group) if s.cluster.external else None)
+                                s.workload.group, s.workload.session_timeout_ms / 1000 + 30) if s.cluster.external else None)
 
 
 def _project_coordinator(s: Scenario, history: Path | None) -> ProjectCoordinator | None:

@@ -74,9 +74,14 @@ HARNESS_BROKER_SETTINGS = frozenset({
 
 
 # Client settings that are the harness's own: where to connect, which group, who a client is.
-HARNESS_CLIENT_SETTINGS = frozenset({"bootstrap.servers", "group.id", "client.id", "group.instance.id",
-                                     "group.protocol", "enable.auto.commit", "enable.auto.offset.store", "debug",
-                                     "logger", "log_level"})
+# Client settings that are the harness's own (the scenario's workload decides them, or the
+# history depends on them); tests/unit/test_scenario_external.py holds it to the clients' configs.
+HARNESS_CLIENT_SETTINGS = frozenset({
+    "bootstrap.servers", "group.id", "client.id", "group.instance.id", "group.protocol", "group.remote.assignor",
+    "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
+    "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store", "auto.commit.interval.ms",
+    "topic.metadata.refresh.interval.ms", "debug", "logger", "log_level", "acks", "enable.idempotence", "linger.ms",
+    "delivery.timeout.ms", "socket.connection.setup.timeout.ms"})
 
 
 class Cluster(_Strict):
@@ -296,6 +301,15 @@ class Scenario(_Strict):
             if self.workload.driver != "librdkafka":
                 problems.append("workload.driver: on an external cluster members use the librdkafka driver "
                                 "(it is the one given cluster.client_config)")
+            # What the harness would set on brokers it runs for the group's timing (broker_config()).
+            timing = {"session_timeout_ms", "heartbeat_interval_ms"} & self.workload.model_fields_set
+            if generation.member_epochs and timing:
+                problems += [f"workload.{key}: KIP-848 groups take their timing from the brokers "
+                             f"(group.consumer.*), which on an external cluster are not the scenario's"
+                             for key in sorted(timing)]
+            elif self.workload.session_timeout_ms < 6000:
+                problems.append("workload.session_timeout_ms: below 6000 the brokers must allow it "
+                                "(group.min.session.timeout.ms), which on an external cluster is not the scenario's")
         if self.workload.driver == "java":
             # What Kafka's VerifiableConsumer cannot do: one topic by name, commit after processing.
             if len(self.consumed_topics) != 1 or self.workload.topic_pattern:

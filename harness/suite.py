@@ -228,10 +228,11 @@ def select(suite: Suite, only: tuple[str, ...], rerun_failed_of: dict | None) ->
 
 def last_suite_json(runs_dir: Path, name: str) -> dict:
     """The most recent suite.json of this suite under runs_dir (for --rerun-failed)."""
-    found = sorted(runs_dir.glob(f"suite-*-{name}/{SUITE_JSON}"))
-    if not found:
-        raise BadSuiteArgument(f"--rerun-failed: no earlier run of suite {name!r} in {runs_dir}")
-    return json.loads(found[-1].read_text())
+    for path in sorted(runs_dir.glob(f"suite-*-{name}/{SUITE_JSON}"), reverse=True):  # newest stamp first
+        data = json.loads(path.read_text())
+        if data.get("suite") == name:  # not suite "pre-release" for suite "release"
+            return data
+    raise BadSuiteArgument(f"--rerun-failed: no earlier run of suite {name!r} in {runs_dir}")
 
 
 class BadSuiteArgument(LabError):

@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
+from harness.report import anomaly_line
 from harness.suite import BROKEN, FAILED, PASSED, SKIPPED
 
 JUNIT_XML = "junit.xml"
@@ -83,7 +84,7 @@ def _testcase(parent: ET.Element, suite: str, v: dict) -> None:
         checks = sorted({x["check"] for x in v["violations"]})
         failure = ET.SubElement(case, "failure", type="violation",
                                 message=f"{len(v['violations'])} violation(s): {', '.join(checks)}")
-        failure.text = "\n".join(f"[{x['check']}/{x['kind']}] {x['message']}" for x in v["violations"])
+        failure.text = "\n".join(map(anomaly_line, v["violations"]))
     elif v["state"] == BROKEN:
         kind = v["status"] or v["outcome"] or "error"  # error / incomplete verdicts, or a run that broke
         error = ET.SubElement(case, "error", type=kind, message=v["reason"] or f"verdict {kind}")
@@ -110,7 +111,7 @@ def html_page(suite: dict, out: Path) -> str:
                  f"<td style='color:{_COLOURS[v['state']]};font-weight:bold'>{v['state'].upper()}</td>",
                  f"<td>{v['seconds']:.0f} s</td>"]
         cells += [f"<td>{_shown(figures.get(key), key)}</td>" for key, _ in _FIGURES]
-        notes = [f"[{x['check']}/{x['kind']}] {x['message']}" for x in v["violations"][:5]]
+        notes = [anomaly_line(x) for x in v["violations"][:5]]
         if len(v["violations"]) > 5:
             notes.append(f"… {len(v['violations']) - 5} more in verdict.json")
         if v["reason"] and v["state"] != PASSED:

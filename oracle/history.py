@@ -350,7 +350,7 @@ def _compactor(keys: tuple[str, ...], nested: str) -> Callable[[dict], CompactEv
     if found is None:
         shape = _Shape.of(keys)
         names = [f"v{i}" for i in range(len(keys))]
-        body = [f"def compact_shape(event):", f"    {', '.join(names)}, = event.values()"]
+        body = ["def compact_shape(event):", f"    {', '.join(names)}, = event.values()"]
         body += [f"    if type(v{i}) is str: v{i} = intern(v{i})" for i in shape.names]
         if nested in shape.index:
             i = shape.index[nested]

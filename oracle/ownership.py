@@ -188,6 +188,8 @@ class _Derivation:
             handler = getattr(self, "on_" + e["name"], None)
             if handler:
                 handler(e)
+        for slot in list(self.epoch_pending):  # an epoch learnt and kept to the end (no callback followed)
+            self.enter_epoch(slot)
         return Ownership(self.sessions, dict(self.assignments), dict(self.incremental_revokes))
 
     def slot(self, e: Event) -> MemberSlot:

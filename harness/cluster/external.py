@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.backend import EXTERNAL
+from faults.base import OWN_TOPICS_ONLY
 from runtime.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ class ExternalTarget:
     zookeeper_connect: str | None = None
     client_config: dict = field(default_factory=dict)  # security settings, given to every client
     group: str | None = None  # the run's (prefixed) group: deleted at the end
+    # How long the coordinator may take to see the last member go (a static member does not
+    # leave: its session has to expire) before the group can be deleted.
+    group_empty_timeout_s: float = 30.0
 
 
 class ExternalCluster:
@@ -54,8 +58,8 @@ class ExternalCluster:
         self.started = False
 
     def start(self) -> None:
-        self.started = True
         self.admin.wait_ready(READY_TIMEOUT_S)
+        self.started = True  # from here on, stop() has something to delete
         self.report(f"external cluster at {self.target.bootstrap_servers}: {self.admin.brokers_seen} brokers")
         self.create_topics(self.spec.topics)
 
@@ -63,7 +67,7 @@ class ExternalCluster:
         """Delete what the run made: its group (its members have left), then its topics."""
         if not self.started:
             return
-        problems = self.admin.delete_group(self.target.group) if self.target.group else []
+        problems = self.admin.delete_group(self.target.group, self.target.group_empty_timeout_s) if self.target.group else []
         problems += self.admin.delete_topics(self.created)
         if problems:
             raise ClusterError("could not clean up the external cluster: " + "; ".join(problems))
@@ -110,8 +114,9 @@ class ExternalCluster:
         raise ClusterError("an external cluster's ZooKeeper sessions are not the harness's to know")
 
     def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
-        self.admin.create_topics(topics, timeout)
+        # Named before they exist: a creation that fails half-way leaves nothing stop() forgets.
         self.created += [t.name for t in topics if t.name not in self.created]
+        self.admin.create_topics(topics, timeout)
 
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
-        raise ClusterError("on an external cluster the harness only creates the run's topics and deletes them")
+        raise ClusterError(OWN_TOPICS_ONLY)

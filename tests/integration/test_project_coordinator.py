@@ -13,7 +13,6 @@ fetching from real Kafka 3.9 brokers.
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 
@@ -23,7 +22,7 @@ from coordinator.protocol import (ILLEGAL_GENERATION, NOT_COORDINATOR, Address, 
                                   CoordinatorError)
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.cluster.local import ProjectCoordinator
-from tests.integration.conftest import assert_healed, small_scenario, wait_for_event
+from tests.integration.conftest import assert_healed, small_scenario
 
 SESSION_MS = 6000
 RANGE = [{"name": "range", "topics": ["events"]}]

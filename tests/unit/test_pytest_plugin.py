@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAKE_RUNS = '''
 import json
 from pathlib import Path
+import harness.install
 import harness.run
 from harness.run import RunResult
 
@@ -38,6 +39,7 @@ class FakeRun:
 
 
 harness.run.Run = FakeRun
+harness.install.installed_for = lambda *args, **kwargs: None  # nothing runs: nothing needs installing
 '''
 
 

@@ -110,3 +110,28 @@ def test_run_backend_external_needs_the_clusters_address():
     with pytest.raises(ScenarioError, match="bootstrap_servers: an external cluster needs its bootstrap servers"):
         Scenario.model_validate(SMOKE).with_backend("external")
     assert Scenario.model_validate(SMOKE).with_backend("compose").cluster.backend == "compose"
+
+
+def test_rolling_restarts_of_their_brokers_and_kip848_timing_are_refused():
+    data = external()
+    data["faults"] = [{"kind": "rolling-restart", "targets": "brokers", "at_s": 5}]
+    assert "faults.0.targets: the cluster is external: its brokers are not the harness's to restart" in problems(data)
+    data = external(kafka="4.1")
+    data["workload"].update(protocol="consumer", assignor="uniform")
+    assert "workload.session_timeout_ms: KIP-848 groups take their timing from the brokers" in problems(data)
+    del data["workload"]["session_timeout_ms"], data["workload"]["heartbeat_interval_ms"]
+    Scenario.model_validate(data)  # the cluster's own timing
+
+
+def test_every_setting_the_clients_make_their_own_is_refused_in_client_config():
+    from harness.scenario import HARNESS_CLIENT_SETTINGS
+    from workloads.consumer import ConsumerSpec
+
+    for protocol, assignor in (("classic-static", "range"), ("consumer", "uniform")):
+        spec = ConsumerSpec(member="consumer-1", incarnation=1, history="h", bootstrap_servers="b", group="g",
+                            topics=["t"], protocol=protocol, assignor=assignor, commit="sync", processing_ms=0,
+                            session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=300000,
+                            client_settings={"security.protocol": "SSL"})
+        for conf in (spec.client_config(), spec.fetcher_config("x")):
+            assert set(conf) - {"security.protocol"} <= HARNESS_CLIENT_SETTINGS
+            assert conf["security.protocol"] == "SSL"
