@@ -37,7 +37,10 @@ def test_cluster_up_is_ready_and_down_leaves_no_process(tmp_path, kafka, quorum)
     with local_cluster(spec, tmp_path / "cluster") as cluster:
         pids = [p.pid for p in cluster.supervisor.processes.values()]
         assert set(cluster.supervisor.processes) == {quorum, "broker-1", "broker-2", "broker-3", "toxiproxy"}
-        md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": QUIET_CLIENT_LOG}).list_topics(timeout=10)
+        # Asked for by name: a brand-new client's full-metadata request can be answered by its bootstrap
+        # request for brokers only (seen once under load: brokers [1, 2, 3] and no topics; librdkafka #3543).
+        md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": QUIET_CLIENT_LOG}).list_topics(
+            "events", timeout=10)
         assert sorted(md.brokers) == [1, 2, 3]
         assert all(p.leader in (1, 2, 3) for p in md.topics["events"].partitions.values())
         assert all(port and 1024 < port < 65536 for port in cluster.broker_ports.values())
