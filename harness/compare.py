@@ -53,8 +53,9 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
     out.mkdir(parents=True)
     plans = []
     for protocol in protocols:
-        data, skipped = variant(base, Axes(protocol=protocol))
-        data["name"] = f"{data['name']}-{protocol}"
+        axes = Axes(protocol=protocol)
+        data, skipped = variant(base, axes)
+        data["name"] = axes.run_name(data["name"])
         for i in range(seeds):
             data = {**data, "seed": int(base.get("seed", 0)) + i}
             path = out / f"{data['name']}-s{data['seed']}.yaml"

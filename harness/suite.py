@@ -115,10 +115,7 @@ class Variant:
 
     @property
     def run_name(self) -> str:
-        """The variant's scenario name (its run directory's): the scenario's, plus the axes that
-        are not in the directory name already (the seed is)."""
-        a = self.axes
-        return "-".join(filter(None, (self.scenario, a.protocol, a.kafka and f"kafka{a.kafka}", a.backend)))
+        return self.axes.run_name(self.scenario)
 
 
 @dataclass

@@ -35,6 +35,11 @@ class Axes:
                  None if self.seed is None else f"seed {self.seed}", self.backend]
         return ", ".join(p for p in parts if p)
 
+    def run_name(self, scenario: str) -> str:
+        """The variant's scenario name (names its run directory): the scenario's, plus the axes
+        the directory name does not carry already (the seed is in it)."""
+        return "-".join(filter(None, (scenario, self.protocol, self.kafka and f"kafka{self.kafka}", self.backend)))
+
 
 def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
     """The scenario data with the axes applied, and the checks the protocol has no premise
@@ -50,13 +55,12 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
         if not generation.classic:
             workload.pop("driver", None)
         if generation.kafka:
-            if axes.kafka and axes.kafka != generation.kafka:
-                raise Impossible(f"{axes.protocol} runs on Kafka {generation.kafka} only ({generation.kafka_why})")
             cluster["kafka"] = generation.kafka
         skipped = not_applicable(axes.protocol)
         checks = data.get("checks") or {name: {} for name in CHECK_NAMES}
         data["checks"] = {k: v for k, v in checks.items() if k not in skipped}
     if axes.kafka:
+        # The protocol that runs (the axis's, else the scenario's) may exist on one line only.
         protocol = workload.get("protocol")
         generation = GENERATIONS.get(protocol) if isinstance(protocol, str) else None
         if generation and generation.kafka and generation.kafka != axes.kafka:
