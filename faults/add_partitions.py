@@ -11,6 +11,7 @@ from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Target
 
 class AddPartitionsSpec(FaultSpec):
     external_refusal = OWN_TOPICS_ONLY
+    names_topics = True
 
     kind: Literal["add-partitions"]
     topic: str

@@ -78,6 +78,9 @@ class FaultSpec(Strict):
     # Why this kind cannot be done to a cluster the harness does not run (None: it can, on the
     # processes the run starts itself).
     external_refusal: ClassVar[str | None] = None
+    # It names a topic of the scenario (creates or grows it): a run on a shared cluster, whose
+    # topics carry the run's id, cannot have it (harness.cluster.shared).
+    names_topics: ClassVar[bool] = False
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""

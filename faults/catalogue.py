@@ -29,6 +29,7 @@ KINDS: dict[str, type[Fault]] = {fault.Spec.kind_name(): fault for fault in (
     CreateTopic,
 )}
 SPECS: dict[str, type[FaultSpec]] = {kind: fault.Spec for kind, fault in KINDS.items()}
+TOPIC_KINDS = frozenset(kind for kind, spec in SPECS.items() if spec.names_topics)  # a shared cluster refuses them
 DRAWABLE = tuple(kind for kind, spec in SPECS.items() if spec.drawable)  # what random_faults may pick
 
 

@@ -14,6 +14,7 @@ class CreateTopicSpec(FaultSpec):
     """A new topic — picked up by a pattern subscription (``workload.topic_pattern``)."""
 
     external_refusal = OWN_TOPICS_ONLY
+    names_topics = True
 
     kind: Literal["create-topic"]
     topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")]

@@ -264,8 +264,10 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
 @click.option("--fail-fast", is_flag=True, help="Stop at the first variant that does not pass (the rest: skipped).")
 @click.option("--rerun-failed", is_flag=True, help="Run only the variants that did not pass in this suite's last run.")
 @click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
+@click.option("--fresh-clusters", is_flag=True,
+              help="A cluster of its own for every variant (default: consecutive variants whose cluster spec matches share one).")
 def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...], fail_fast: bool,
-                  rerun_failed: bool, list_only: bool) -> None:
+                  rerun_failed: bool, list_only: bool, fresh_clusters: bool) -> None:
     """Run a chaos suite: scenarios × protocols × Kafka lines × seeds × backends.
 
     Writes suite.json, junit.xml (one testcase per variant) and index.html next to the
@@ -297,7 +299,8 @@ def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...]
         def on_variant(i: int, variant) -> None:
             progress.update(task, completed=i, description=escape(f"suite {suite.spec.name}: {variant.id}"))
 
-        run = SuiteRun(suite, chosen, runs_dir, fail_fast, lambda m: progress.console.log(escape(m)), on_variant)
+        run = SuiteRun(suite, chosen, runs_dir, fail_fast, lambda m: progress.console.log(escape(m)), on_variant,
+                       share_clusters=not fresh_clusters)
         code = run.execute()
         progress.update(task, completed=len(chosen), description=escape(f"suite {suite.spec.name}"))
     print_suite(console, run.to_dict(), run.dir)

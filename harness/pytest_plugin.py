@@ -10,6 +10,9 @@
   `protocol=`, `kafka=`, `seed=`, `backend=` change what `suite` varies (with what a protocol
   forces: its Kafka line, its default assignor); other overrides are the scenario's own keys,
   nested with `__`: `workload__consumers=4`.
+- Scenario runs of one session share clusters (harness.cluster.shared: each run gets its own
+  topics and group, a cluster a fault left unhealthy is replaced); `--chaos-fresh-clusters`
+  gives every run a cluster of its own.
 - `lab_cluster`: one cluster for the whole session, for tests that drive their own clients.
 - `--chaos-protocol`, `--chaos-kafka`, `--chaos-seed`, `--chaos-backend` apply to every
   scenario run (items and `chaos_run`); `--chaos-runs-dir` keeps the runs (default ./runs).
@@ -23,7 +26,7 @@ import copy
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -34,7 +37,11 @@ from harness.paths import default_runs_dir
 from oracle.protocols import PROTOCOLS
 from runtime.errors import LabError, ScenarioError
 
+if TYPE_CHECKING:
+    from harness.cluster.shared import ClusterPool
+
 MARKER = "chaos"
+SESSION_LANES = 8  # client lanes of a session's shared clusters (a run that needs more gets a wider one)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,12 +52,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chaos-seed", type=int, default=None, help="Run every scenario with this seed.")
     group.addoption("--chaos-backend", choices=list(BACKENDS), default=None, help="Cluster backend (default: the scenario's).")
     group.addoption("--chaos-runs-dir", default=None, help="Where runs are kept (default: ./runs).")
+    group.addoption("--chaos-fresh-clusters", action="store_true", default=False,
+                    help="A cluster of its own for every scenario run (default: runs whose cluster spec matches share one).")
     parser.addini("chaos_scenarios", "collect scenario YAML files found without being named on the command line",
                   type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: runs a chaos scenario against a real cluster (rebalance-lab)")
+
+
+_POOL = pytest.StashKey["ClusterPool"]()
+
+
+def cluster_pool(config: pytest.Config) -> ClusterPool | None:
+    """The session's shared clusters, started on first use (None: --chaos-fresh-clusters)."""
+    if config.getoption("chaos_fresh_clusters"):
+        return None
+    if _POOL not in config.stash:
+        import os
+
+        from harness.cluster.shared import ClusterPool
+
+        workdir = _runs_dir(config) / f"pytest-clusters-{os.getpid()}"
+        config.stash[_POOL] = ClusterPool(workdir, f"pytest:{workdir}", keep=2, lanes=SESSION_LANES)
+    return config.stash[_POOL]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if (pool := session.config.stash.get(_POOL, None)) is not None:
+        pool.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -196,7 +227,7 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         parsed = Scenario.model_validate(data)
     except ValidationError as e:
         raise ScenarioError(source, validation_problems(e)) from None
-    runs_dir = Path(config.getoption("chaos_runs_dir") or default_runs_dir()).resolve()
+    runs_dir = _runs_dir(config)
     scenarios = runs_dir / "pytest-scenarios"
     scenarios.mkdir(parents=True, exist_ok=True)
     path = scenarios / f"{name}-{parsed.name}-s{parsed.seed}.yaml"
@@ -211,8 +242,12 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     from harness.install import installed_for
 
     installed_for(parsed)
-    result = Run(parsed, path, runs_dir, report).execute()
+    result = Run(parsed, path, runs_dir, report, pool=cluster_pool(config)).execute()
     return ChaosResult(result.run_dir, result.outcome, result.verdict, result.error, result.exit_code)
+
+
+def _runs_dir(config: pytest.Config) -> Path:
+    return Path(config.getoption("chaos_runs_dir") or default_runs_dir()).resolve()
 
 
 def _set(data: dict, keys: list[str], value: Any) -> None:
@@ -224,7 +259,7 @@ def _set(data: dict, keys: list[str], value: Any) -> None:
 @pytest.fixture
 def chaos_run(request: pytest.FixtureRequest):
     """`chaos_run(scenario, protocol=…, seed=…, **overrides) -> ChaosResult`: run a scenario (a path
-    or plain data) against its own real cluster; overrides nest with `__` (`workload__consumers=4`)."""
+    or plain data) against a real cluster (the session's shared one, where it can); overrides nest with `__` (`workload__consumers=4`)."""
 
     def run(scenario: str | Path | dict, **overrides: Any) -> ChaosResult:
         return _run(request.config, scenario, overrides, request.node.name.replace("/", "_")[:60])

@@ -6,7 +6,9 @@ The run directory is the product of a run::
     runs/<id>/run.json          state: running | completed | interrupted | error (+ timings, the verdict's status),
                                 or killed: the harness died and `cleanup` stopped what it left (harness.runstate)
     runs/<id>/history.jsonl     every event (docs/history.md)
-    runs/<id>/cluster/          configs, data and logs of ZooKeeper, brokers, Toxiproxy
+    runs/<id>/cluster/          configs, data and logs of ZooKeeper, brokers, Toxiproxy (a link to the
+                                pool's cluster when the run borrowed a shared one: run.json's shared_cluster
+                                says how many runs, this one included, have had it)
     runs/<id>/logs/             stdout of producer and consumers
     runs/<id>/summary.md        the verdict for people
     runs/<id>/verdict.json      the oracle's verdict (written last, only for a completed run that was judged)
@@ -38,6 +40,7 @@ from harness.cluster.backend import ClusterBackend, open_cluster
 from harness.cluster.compose import cleanup_projects
 from harness.cluster.external import ExternalTarget
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
+from harness.cluster.shared import ClusterPool, unshareable
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
@@ -92,13 +95,17 @@ def new_run_dir(runs_dir: Path, scenario: Scenario) -> Path:
 
 class Run:
     def __init__(self, scenario: Scenario, scenario_path: Path, runs_dir: Path, report: Report,
-                 progress: Callable[[str, float, float], None] | None = None):
+                 progress: Callable[[str, float, float], None] | None = None, pool: ClusterPool | None = None):
         self.scenario = scenario
         self.scenario_path = scenario_path
         self.report = report
         self.progress = progress or (lambda _phase, _done, _total: None)
         self.run_dir = new_run_dir(runs_dir, scenario)
-        if scenario.cluster.external:  # a shared cluster: the run's topics and group carry its id
+        self.schedule = scenario.schedule()
+        # A pool lends this run a cluster other runs use too, unless the run cannot share one.
+        self.pool = pool if pool and not unshareable(scenario.cluster.backend, cluster_spec(scenario),
+                                                      {f["kind"] for f in self.schedule}) else None
+        if scenario.cluster.external or self.pool:  # a shared cluster: the run's topics and group carry its id
             self.scenario = scenario = scenario.isolated(f"rl-{self.run_dir.name}-")
         self.history_path = self.run_dir / "history.jsonl"
         self.history = HistoryWriter(self.history_path, "harness")
@@ -108,7 +115,6 @@ class Run:
         self.workload: WorkloadProcesses | None = None
         self.observer: Observer | None = None
         self.scheduler: FaultScheduler | None = None
-        self.schedule = scenario.schedule()
 
     # --------------------------------------------------------------- events
 
@@ -152,6 +158,7 @@ class Run:
                 signal.signal(s, signal.SIG_IGN)
             try:
                 self._state(outcome, error=error, **({"verdict": verdict["status"]} if verdict else {}),
+                            **({"shared_cluster": self.cluster.pooled.runs} if self.pool and self.cluster else {}),
                             phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()})
                 if verdict:
                     (self.run_dir / "summary.md").write_text(summary)
@@ -218,8 +225,12 @@ class Run:
                           assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
                           backend=s.cluster.backend,
                           faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
-        self.cluster = open_cluster(s.cluster.backend, cluster_spec(s, self.history_path), self.run_dir / "cluster",
-                                    self.supervisor, self.report)
+        if self.pool:
+            self.cluster = self.pool.lease(s.cluster.backend, cluster_spec(s), self.supervisor, self.report)
+            (self.run_dir / "cluster").symlink_to(self.cluster.workdir.resolve())  # its logs, as if the run's own
+        else:
+            self.cluster = open_cluster(s.cluster.backend, cluster_spec(s, self.history_path), self.run_dir / "cluster",
+                                        self.supervisor, self.report)
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
@@ -309,6 +320,12 @@ class Run:
         stopped = sorted(n for n, p in self.supervisor.processes.items() if p.running() and process_state(p.pid) == "T")
         for name in stopped:
             self.supervisor.resume(name)
+        # A shared cluster's services are not the run's processes (the pool's supervisor has them).
+        borrowed = sorted(n for n, svc in self.cluster.services.items()
+                          if n not in self.supervisor.processes and svc.running() and svc.paused())
+        for name in borrowed:
+            self.cluster.services[name].resume()
+        stopped = sorted(stopped + borrowed)
         proxies = []
         if self.cluster.toxiproxy:
             try:

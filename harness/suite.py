@@ -35,9 +35,10 @@ from pydantic import Field, ValidationError, model_validator
 
 from harness import versions
 from harness.cluster.backend import BACKENDS
+from harness.cluster.shared import ClusterPool
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
-from harness.runstate import write_json_atomically
+from harness.runstate import read_state, write_json_atomically
 from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
 from harness.variants import Axes, Impossible, variant
 from faults.base import Strict
@@ -45,6 +46,7 @@ from oracle.protocols import PROTOCOLS
 from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError, ScenarioError
 
 SUITE_JSON = "suite.json"
+SHARED_CLUSTERS = 2  # clusters a suite keeps up at once, idle between their variants
 
 # How a variant ended, as suite.json, JUnit and the page say it.
 PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
@@ -134,6 +136,8 @@ class VariantResult:
             "backend": v.scenario_data.get("cluster", {}).get("backend", "local"),
             "state": self.state, "reason": self.reason, "seconds": round(self.seconds, 1),
             "outcome": self.result.outcome if self.result else None, "status": verdict.get("status"),
+            # the how-manieth run on a shared cluster this was (1: it started it), None: a cluster of its own
+            "shared_cluster": (read_state(self.result.run_dir) or {}).get("shared_cluster") if self.result else None,
             "exit_code": self.result.exit_code if self.result else None,
             "run_dir": str(self.result.run_dir) if self.result else None,
             "figures": verdict_figures(verdict) if verdict else None,
@@ -243,8 +247,10 @@ class SuiteRun:
     """Runs the chosen variants in order into runs_dir/suite-<stamp>-<name>/."""
 
     def __init__(self, suite: Suite, chosen: list[Variant], runs_dir: Path, fail_fast: bool = False,
-                 report: Report = lambda _m: None, on_variant: Callable[[int, Variant], None] = lambda _i, _v: None):
+                 report: Report = lambda _m: None, on_variant: Callable[[int, Variant], None] = lambda _i, _v: None,
+                 share_clusters: bool = True):
         self.suite, self.chosen, self.fail_fast = suite, chosen, fail_fast
+        self.share_clusters = share_clusters
         self.report, self.on_variant = report, on_variant
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.dir = runs_dir / f"suite-{stamp}-{suite.spec.name}"
@@ -262,18 +268,24 @@ class SuiteRun:
             p = scenarios / f"{v.run_name}-s{v.scenario_data.get('seed', 0)}.yaml"
             p.write_text(yaml.safe_dump(v.scenario_data, sort_keys=False))
             paths.append(p)
+        scenarios_of = [load_scenario(p) for p in paths]
+        # Variants whose cluster spec matches share a cluster (harness.cluster.shared), started with
+        # lanes enough for the widest of them; two specs are kept up (a matrix alternates protocols
+        # whose broker settings differ).
+        pool = ClusterPool(self.dir / "clusters", f"suite:{self.dir.resolve()}", self.report, keep=SHARED_CLUSTERS,
+                           lanes=max(len(s.member_slots()) for s in scenarios_of)) if self.share_clusters else None
         stop_reason = ""
         # Between variants, SIGTERM / SIGHUP stop the suite the way Ctrl-C does (each Run handles
         # them itself while it runs): the reports are still written.
         previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
-            for i, (v, p) in enumerate(zip(self.chosen, paths)):
+            for i, (v, p, scenario) in enumerate(zip(self.chosen, paths, scenarios_of)):
                 if stop_reason:
                     self.results.append(VariantResult(v, SKIPPED, reason=stop_reason))
                     continue
                 self.on_variant(i, v)
                 t0 = time.monotonic()
-                result = Run(load_scenario(p), p, self.dir, lambda m, v=v: self.report(f"{v.id}: {m}")).execute()
+                result = Run(scenario, p, self.dir, lambda m, v=v: self.report(f"{v.id}: {m}"), pool=pool).execute()
                 done = VariantResult(v, _state_of(result), time.monotonic() - t0, result, reason=result.error or "")
                 self.results.append(done)
                 self._write_json()
@@ -284,8 +296,12 @@ class SuiteRun:
         except KeyboardInterrupt:
             self.state = "interrupted"
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            try:
+                if pool:
+                    pool.close()
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
             if self.state == "running":
                 self.state = "completed" if len(self.results) == len(self.chosen) else "interrupted"
             self.results += [VariantResult(v, SKIPPED, reason="not run: the suite was interrupted")

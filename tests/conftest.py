@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 HEAVY_MODULES = frozenset({"test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network",
-                           "test_external_target", "test_fault_zookeeper_scenario", "test_shipped_scenarios", "test_suite_and_plugin",
+                           "test_external_target", "test_fault_zookeeper_scenario", "test_shared_cluster", "test_shipped_scenarios", "test_suite_and_plugin",
                            "test_teardown", "test_zookeeper_expiry"})
 
 # Scenario files kept as test data, not chaos items for rebalance-lab's pytest plugin (`pytest tests/`).

@@ -164,6 +164,30 @@ class ClusterAdmin:
             raise ClusterError(f"{', '.join(sorted(waiting))}: metadata still incomplete at the start deadline; "
                                f"logs in {self.logs_hint}")
 
+    def health_problems(self, timeout: float) -> list[str]:
+        """What keeps the cluster from being as good as new, waited out for up to ``timeout``:
+        a broker missing from metadata, no controller, a partition of any topic (the internal
+        ones included) without a leader or with a replica out of sync. [] when healthy."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + timeout
+        admin = self.client()
+        while True:
+            try:
+                md = admin.list_topics(timeout=5)
+                problems = [f"brokers {sorted(self.broker_ids - set(md.brokers))} missing from metadata"] \
+                    if not set(md.brokers) >= self.broker_ids else []
+                problems += ["no controller"] if md.controller_id < 0 else []
+                for topic in md.topics.values():
+                    problems += [f"{topic.topic}-{p.id}: " + ("no leader" if p.leader < 0 else
+                                                             f"in-sync replicas {sorted(p.isrs)} of {sorted(p.replicas)}")
+                                 for p in topic.partitions.values() if p.leader < 0 or set(p.isrs) != set(p.replicas)]
+            except KafkaException as e:
+                problems = [f"metadata request failed: {e.args[0].str()}"]
+            if not problems or time.monotonic() >= deadline:
+                return problems[:5] + ([f"… {len(problems) - 5} more"] if len(problems) > 5 else [])
+            time.sleep(0.5)
+
     def wait_leaders(self, topics: list[TopicSpec], timeout: float) -> None:
         admin = self.client()
         deadline = time.monotonic() + timeout

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from faults.toxiproxy import ToxiproxyClient
+    from harness.cluster.admin import ClusterAdmin
     from harness.cluster.admin import TopicSpec
     from harness.cluster.local import ClusterSpec
     from harness.cluster.network import NetworkPlan
@@ -40,11 +41,14 @@ class ClusterBackend(Protocol):
     workdir: Path  # configs, data and logs of its services
     services: dict[str, Service]  # every service, by name, in start order
     network: NetworkPlan | None  # the proxies between clients, brokers and ZooKeeper (faults.network reads it)
+    kafka_admin: ClusterAdmin | None  # the Admin API on its brokers, once they have addresses
 
     def start(self) -> None: ...
     def stop(self) -> None: ...  # every service, in stop-tier order
     def poll_exits(self) -> list[str]: ...  # services that stopped on their own since the last call (recorded)
 
+    @property
+    def brokers(self) -> dict[str, Service]: ...  # each broker's service; ``.address``: its direct listener
     @property
     def bootstrap_servers(self) -> str: ...
     @property

@@ -52,29 +52,33 @@ class ExternalCluster:
         self.target: ExternalTarget = spec.external
         self.services: dict = {}
         self.network = None
-        self.admin = ClusterAdmin(self.target.bootstrap_servers, [], f"the external cluster at "
+        self.kafka_admin = ClusterAdmin(self.target.bootstrap_servers, [], f"the external cluster at "
                                   f"{self.target.bootstrap_servers}", self.target.client_config)
         self.created: list[str] = []  # topics this run created, deleted by stop()
         self.started = False
 
     def start(self) -> None:
-        self.admin.wait_ready(READY_TIMEOUT_S)
+        self.kafka_admin.wait_ready(READY_TIMEOUT_S)
         self.started = True  # from here on, stop() has something to delete
-        self.report(f"external cluster at {self.target.bootstrap_servers}: {self.admin.brokers_seen} brokers")
+        self.report(f"external cluster at {self.target.bootstrap_servers}: {self.kafka_admin.brokers_seen} brokers")
         self.create_topics(self.spec.topics)
 
     def stop(self) -> None:
         """Delete what the run made: its group (its members have left), then its topics."""
         if not self.started:
             return
-        problems = self.admin.delete_group(self.target.group, self.target.group_empty_timeout_s) if self.target.group else []
-        problems += self.admin.delete_topics(self.created)
+        problems = self.kafka_admin.delete_group(self.target.group, self.target.group_empty_timeout_s) if self.target.group else []
+        problems += self.kafka_admin.delete_topics(self.created)
         if problems:
             raise ClusterError("could not clean up the external cluster: " + "; ".join(problems))
         self.report(f"deleted group {self.target.group} and topics {', '.join(self.created)} from the external cluster")
 
     def poll_exits(self) -> list[str]:
         return []
+
+    @property
+    def brokers(self) -> dict:
+        return {}  # not ours to act on
 
     @property
     def bootstrap_servers(self) -> str:
@@ -116,7 +120,7 @@ class ExternalCluster:
     def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
         # Named before they exist: a creation that fails half-way leaves nothing stop() forgets.
         self.created += [t.name for t in topics if t.name not in self.created]
-        self.admin.create_topics(topics, timeout)
+        self.kafka_admin.create_topics(topics, timeout)
 
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
         raise ClusterError(OWN_TOPICS_ONLY)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 # The real-cluster fixtures, shared with tests/integration (`module_run` runs a scenario
-# once per module through the CLI; `components_installed` fails the test, not skips it,
+# once per module, as `run` does, on a shared cluster; `components_installed` fails the test, not skips it,
 # when `rebalance-lab setup` has not run).
-from tests.integration.conftest import components_installed, module_run  # noqa: F401
+from tests.integration.conftest import components_installed, module_run, shared_clusters  # noqa: F401
 
 
 def pytest_configure(config):

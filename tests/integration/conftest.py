@@ -19,8 +19,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.cluster.shared import ClusterPool
 from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
 from harness.processes import registered
+from harness.pytest_plugin import SESSION_LANES
+from harness.run import Run
+from harness.scenario import load_scenario
 from oracle import load_history
 from runtime.errors import SetupError
 
@@ -84,15 +88,33 @@ def only_run_dir(runs: Path) -> Path | None:
     return dirs[0] if dirs else None
 
 
+@pytest.fixture(scope="session")
+def shared_clusters(tmp_path_factory):
+    """This worker's clusters, lent to one run after another (harness.cluster.shared): each run
+    gets its own topics and group; a cluster a run left unhealthy is replaced. Runs that cannot
+    share (the project's coordinator, topic faults) start their own."""
+    workdir = tmp_path_factory.mktemp("shared-clusters")
+    pool = ClusterPool(workdir, f"pytest:{workdir}", keep=2, lanes=SESSION_LANES)
+    yield pool
+    pool.close()
+
+
+def run_in_process(path: Path, runs: Path, pool: ClusterPool | None) -> RunOutcome:
+    """`rebalance-lab run` without its process: the same Run, its messages and summary as output."""
+    lines: list[str] = []
+    result = Run(load_scenario(path), path, runs, lines.append, pool=pool).execute()
+    summary = result.run_dir / "summary.md"
+    output = "\n".join([*lines, summary.read_text() if summary.exists() else f"no verdict: {result.error}"])
+    return RunOutcome(result.exit_code, output, result.run_dir)
+
+
 @pytest.fixture
-def run_scenario(tmp_path):
-    """Run a scenario (a dict or a path) through the CLI, as a user would."""
+def run_scenario(tmp_path, shared_clusters):
+    """Run a scenario (a dict or a path) as `rebalance-lab run` does, on a shared cluster where it can."""
 
     def run(scenario: dict | Path, timeout: float = 600) -> RunOutcome:
         path = scenario if isinstance(scenario, Path) else write_scenario(tmp_path / "scenario.yaml", scenario)
-        runs = tmp_path / "runs"
-        proc = lab("run", str(path), "--runs-dir", str(runs), timeout=timeout)
-        return RunOutcome(proc.returncode, proc.stdout + proc.stderr, only_run_dir(runs))
+        return run_in_process(path, tmp_path / "runs", shared_clusters)
 
     return run
 
@@ -124,10 +146,12 @@ def processes_of(run_dir: Path) -> list:
 
 
 def alive_pids(events: list[dict]) -> list[tuple[str, int, str]]:
-    """(name, pid, /proc state) of every process a history says was started and that still exists."""
+    """(name, pid, /proc state) of every process a history says was started and that still exists
+    — but a shared cluster's (a broker restarted during the run): those are the pool's, kept by design."""
+    pooled = {p.pid for p in registered() if p.owner.startswith("pytest:")}
     out = []
     for e in events:
-        if e["name"] == "process_started":
+        if e["name"] == "process_started" and e["pid"] not in pooled:
             try:
                 stat = Path(f"/proc/{e['pid']}/stat").read_text()
             except OSError:
@@ -170,15 +194,14 @@ def assert_healed(run: RunOutcome) -> None:
 
 
 @pytest.fixture(scope="module")
-def module_run(tmp_path_factory):
+def module_run(tmp_path_factory, shared_clusters):
     """Run a scenario once for a whole test module (several assertions on one real run)."""
     cache: dict[str, RunOutcome] = {}
 
     def run(name: str, scenario: dict) -> RunOutcome:
         if name not in cache:
             tmp = tmp_path_factory.mktemp(name)
-            proc = lab("run", str(write_scenario(tmp / f"{name}.yaml", scenario)), "--runs-dir", str(tmp / "runs"))
-            outcome = RunOutcome(proc.returncode, proc.stdout + proc.stderr, only_run_dir(tmp / "runs"))
+            outcome = run_in_process(write_scenario(tmp / f"{name}.yaml", scenario), tmp / "runs", shared_clusters)
             assert outcome.run_dir and (outcome.run_dir / "verdict.json").exists(), outcome.output[-3000:]
             cache[name] = outcome
         return cache[name]

@@ -146,7 +146,7 @@ def test_every_backend_declares_its_services_and_the_interface():
         cls = backend_class(name)
         assert cls.name == name
         assert all(isinstance(kind.role, str) and isinstance(kind.tier, StopTier) for kind in cls.service_kinds)
-        instance_attributes = {"spec", "workdir", "services", "network"}
+        instance_attributes = {"spec", "workdir", "services", "network", "kafka_admin"}
         missing = {n for n in wanted - instance_attributes if not hasattr(cls, n)}
         assert not missing, f"{name} lacks {missing}"
 

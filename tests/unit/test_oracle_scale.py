@@ -2,7 +2,7 @@
 plain way: compact events, indexed lookups, one-sweep ownership, windowed stall search.
 
 Each fast path is compared with the straightforward computation it replaced, on seeded
-random inputs (benchmarks/oracle.py measures the speed)."""
+random inputs (benchmarks/oracle_speed.py measures the speed)."""
 import random
 
 from oracle import History, check_history

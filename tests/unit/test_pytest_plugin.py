@@ -23,12 +23,14 @@ LOST = {"check": "no-loss", "kind": "lost-records", "message": "events-3: offset
 
 
 class FakeRun:
-    def __init__(self, scenario, path, runs_dir, report):
+    def __init__(self, scenario, path, runs_dir, report, pool=None):
         self.scenario, self.path, self.run_dir = scenario, path, Path(runs_dir) / f"{scenario.name}-s{scenario.seed}"
+        self.pool = pool
 
     def execute(self):
         self.run_dir.mkdir(parents=True)
         (self.run_dir / "seen.yaml").write_text(Path(self.path).read_text())
+        (self.run_dir / "pool.txt").write_text(str(self.pool.workdir) if self.pool else "none")
         failing = self.scenario.workload.commit == "before-processing"
         verdict = {"status": "fail" if failing else "pass", "violations": [LOST] if failing else [], "findings": [],
                    "skipped_checks": {}, "errored_checks": {}, "duplicates": {"count": 0},
@@ -76,6 +78,10 @@ def test_options_reach_the_scenario(lab, pytester):
     [seen] = (pytester.path / "runs").glob("smoke-s9/seen.yaml")
     text = seen.read_text()
     assert "protocol: consumer" in text and "kafka: '4.1'" in text  # KIP-848 runs where it exists
+    # The session's runs share clusters, kept under the runs directory, unless told not to.
+    assert (seen.parent / "pool.txt").read_text().startswith(str(pytester.path / "runs" / "pytest-clusters-"))
+    lab(str(pytester.path / "smoke.yaml"), "--chaos-seed", "10", "--chaos-fresh-clusters").assert_outcomes(passed=1)
+    assert (pytester.path / "runs" / "smoke-s10" / "pool.txt").read_text() == "none"
 
 
 def test_yaml_under_testpaths_is_not_collected_unless_asked(lab, pytester):

@@ -109,8 +109,11 @@ class FakeRun:
     """Stands in for harness.run.Run: the outcome each variant's scenario name asks for."""
     outcomes = {}
 
-    def __init__(self, scenario, path, runs_dir, report):
+    pools = []  # the pool each run was given
+
+    def __init__(self, scenario, path, runs_dir, report, pool=None):
         self.scenario, self.run_dir = scenario, runs_dir / f"{scenario.name}-s{scenario.seed}"
+        self.pools.append(pool)
 
     def execute(self):
         self.run_dir.mkdir()
@@ -128,7 +131,19 @@ def fake_runs(monkeypatch):
     monkeypatch.setattr(suite_module, "Run", FakeRun)
     FakeRun.outcomes = {"faulty-consumer-classic-eager": ("completed", _verdict("fail", [LOST])),
                         "smoke-consumer": ("error", None)}
+    FakeRun.pools = []
     return FakeRun
+
+
+def test_variants_share_one_pool_unless_told_not_to(tmp_path, fake_runs):
+    suite = load_suite(REPO / "suites" / "release.yaml")
+    chosen = select(suite, ("smoke[classic-*]",), None)
+    SuiteRun(suite, chosen, tmp_path).execute()
+    assert len(fake_runs.pools) == 4 and len({id(p) for p in fake_runs.pools}) == 1 and fake_runs.pools[0].keep == 2
+    assert fake_runs.pools[0].lanes == 3 and fake_runs.pools[0].clusters == {}  # closed at the end
+    fake_runs.pools.clear()
+    SuiteRun(suite, chosen, tmp_path / "fresh", share_clusters=False).execute()
+    assert fake_runs.pools == [None] * 4
 
 
 def test_a_suite_run_writes_suite_json_junit_and_the_page(tmp_path, fake_runs):

@@ -1,7 +1,7 @@
 """How long `rebalance-lab check` takes on long histories, how much memory it needs,
 and how both grow with the history.
 
-    python3 benchmarks/oracle.py [--sizes 1M,3M,10M] [--keep DIR] [--timeout 300]
+    python3 benchmarks/oracle_speed.py [--sizes 1M,3M,10M] [--keep DIR] [--timeout 300]
                                  [--oracle-root DIR]
 
 Per size it writes a synthetic-but-realistic history.jsonl (below), then judges it in a
