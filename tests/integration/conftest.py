@@ -65,6 +65,18 @@ class RunOutcome:
     def named(self, name: str) -> list[dict]:
         return [e for e in self.events if e["name"] == name]
 
+    def topic(self, name: str) -> str:
+        """The scenario's topic as the run named it: with the run's id in front on a shared cluster
+        (Scenario.isolated), as written on a cluster of its own."""
+        prefix = f"rl-{self.run_dir.name}-"
+        [started] = self.named("run_started")
+        return prefix + name if started["group"].startswith(prefix) else name
+
+    def started_after(self, process: str, event: dict) -> list[dict]:
+        """`process_started` of that process after the event (a fault): its restarts. A shared
+        cluster's first start is before the run, in the pool's hands, so it is not counted."""
+        return [e for e in self.named("process_started") if e["process"] == process and e["mono_ms"] > event["mono_ms"]]
+
     def before_recovery(self, name: str) -> list[dict]:
         """Events of that name before the recovery phase — not the teardown's leaves and rejoins."""
         events = self.events

@@ -57,9 +57,10 @@ def test_the_rigged_member_consumed_a_partition_the_group_never_gave_it(non_owne
     assert (armed["member"], armed["hook"]) == ("consumer-3", "consume_unassigned")
     given = set().union(*(_partitions(e) for e in non_owner.before_recovery("partitions_assigned")
                           if e["member"] == "consumer-3"))
-    assert given and ("events", 0) not in given
+    events = non_owner.topic("events")
+    assert given and (events, 0) not in given
     by = {member: {o for e in non_owner.named("records_consumed") if e["member"] == member for r in e["ranges"]
-                   if (r["topic"], r["partition"]) == ("events", 0) for o in range(r["min_offset"], r["max_offset"] + 1)}
+                   if (r["topic"], r["partition"]) == (events, 0) for o in range(r["min_offset"], r["max_offset"] + 1)}
           for member in ("consumer-1", "consumer-2", "consumer-3")}
     assert by["consumer-3"] & (by["consumer-1"] | by["consumer-2"]), "the owner processed the same records"
 
@@ -70,11 +71,11 @@ def test_consuming_without_ownership_fails_exclusive_ownership_naming_member_par
     assert verdict["checks"]["exclusive-ownership"]["status"] == "failed"
     violations = [v for v in verdict["violations"] if v["check"] == "exclusive-ownership"]
     assert violations and all(v["kind"] == "consumed-without-ownership" for v in violations), violations
-    violation = violations[0]
-    assert violation["partition"] == "events-0" and "consumer-3" in violation["members"]
+    violation, partition = violations[0], non_owner.topic("events") + "-0"
+    assert violation["partition"] == partition and "consumer-3" in violation["members"]
     assert violation["offsets"] and violation["count"] > 0
     assert violation["generation"] is not None
-    assert "consumer-3" in violation["message"] and "events-0" in violation["message"]
+    assert "consumer-3" in violation["message"] and partition in violation["message"]
 
 
 # --------------------------------------------------------------------- a static member gone mid-join
@@ -110,7 +111,7 @@ def test_the_coordinator_counted_the_absent_member_and_its_partitions_were_unown
     assert stabilized["members"] == len(joined) + 1 == 4
     held = set().union(*(_partitions(e) for e in absent_static.named("partitions_assigned")
                          if e["generation"] == generation))
-    unowned = {("events", p) for p in range(6)} - held
+    unowned = {(absent_static.topic("events"), p) for p in range(6)} - held
     assert unowned, "the leader's range assignment gave the absent member partitions"
     # Nobody took them over before the coordinator removed consumer-3 for its expired session: its
     # session timer restarted when the coordinator stabilized the generation (every member's does).

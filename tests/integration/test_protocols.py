@@ -30,7 +30,7 @@ def test_cooperative_sticky_moves_only_what_must_move(module_run):
     assert revoked == gained, (revoked, gained)  # nothing else moved
     assert len(gained) == 2
     # The partitions that stayed were consumed all through the rebalance.
-    kept = {("events", p) for p in range(6)} - gained
+    kept = {(run.topic("events"), p) for p in range(6)} - gained
     during = [e for e in run.named("records_consumed") if join["mono_ms"] < e["mono_ms"] < newcomer[0]["mono_ms"]]
     assert kept <= {(r["topic"], r["partition"]) for e in during for r in e["ranges"]}
     assert run.exit_code == 0, run.output[-3000:]

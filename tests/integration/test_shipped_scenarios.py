@@ -19,8 +19,8 @@ def test_smoke_passes_with_measured_rebalances(run_scenario):
     removed = [e for e in run.named("coordinator_member_removed") if e.get("reason") == "failed"]
     assert any(e["member_id"].startswith("consumer-2-") for e in removed), removed
     # The crashed broker came back.
-    starts = [e for e in run.named("process_started") if e["process"] == "broker-2"]
-    assert len(starts) == 2
+    [crash] = [e for e in run.named("fault_started") if e["kind"] == "crash"]
+    assert crash["target"] == "broker-2" and len(run.started_after("broker-2", crash)) == 1
     # Nothing the run started is left, nothing stayed stopped or faulted.
     assert_healed(run)
     assert (run.run_dir / "summary.md").read_text().startswith("# smoke — PASS")
@@ -32,7 +32,7 @@ def test_faulty_consumer_is_caught_losing_records(run_scenario):
     lost = [v for v in run.verdict["violations"] if v["check"] == "no-loss"]
     assert lost, run.verdict["violations"]
     for v in lost:
-        assert v["partition"].startswith("events-") and v["count"] > 0
+        assert v["partition"].startswith(run.topic("events") + "-") and v["count"] > 0
         lo, _, hi = v["offsets"].partition("-")
         assert int(hi or lo) >= int(lo)
         # The lost offsets are exactly what consumer-1 committed past but never processed.
