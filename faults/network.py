@@ -9,7 +9,9 @@ The effects, in Toxiproxy terms:
 
 - blackhole: a ``timeout`` toxic with timeout 0 on both streams — connections are
   accepted, data is silently dropped; removing the toxic closes them.
-- refuse: the proxy disabled — existing connections are closed, new ones refused.
+- refuse: the proxy disabled — existing connections are closed, new ones refused. Refusals
+  overlap (a cut of one broker link inside a longer cut of the whole lane): the proxy is
+  enabled again only when the last fault refusing it heals.
 - latency (+ jitter), bandwidth, reset (``reset_peer``: connections reset).
 """
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import random
 import re
+import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -147,7 +151,7 @@ def degrade(client, proxies: list[str], fault_id: str, effect: str, options: Map
     """Apply ``effect`` to every proxy; ``options`` are a network entry's (defaults: its model's)."""
     for proxy in proxies:
         if effect == "refuse":
-            client.set_enabled(proxy, False)
+            _refuse(client, proxy, fault_id)
         else:
             for kind, stream, attributes in toxics_for(effect, options):
                 client.add_toxic(proxy, f"{fault_id}-{kind}-{stream}", kind, stream, **attributes)
@@ -156,10 +160,40 @@ def degrade(client, proxies: list[str], fault_id: str, effect: str, options: Map
 def restore(client, proxies: list[str], fault_id: str, effect: str, options: Mapping) -> None:
     for proxy in proxies:
         if effect == "refuse":
-            client.set_enabled(proxy, True)
+            _allow(client, proxy, fault_id)
         else:
             for kind, stream, _ in toxics_for(effect, options):
                 client.remove_toxic(proxy, f"{fault_id}-{kind}-{stream}")
+
+
+# The faults refusing each proxy, per Toxiproxy server (its client): toxics are named by fault and
+# come and go independently, but a proxy has one switch. Faults heal from their own threads.
+_refusing: weakref.WeakKeyDictionary[Any, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+_refusing_lock = threading.Lock()
+
+
+def _refuse(client, proxy: str, fault_id: str) -> None:
+    with _refusing_lock:
+        holders = _refusing.setdefault(client, {}).setdefault(proxy, set())
+        if not holders:
+            client.set_enabled(proxy, False)
+        holders.add(fault_id)
+
+
+def _allow(client, proxy: str, fault_id: str) -> None:
+    with _refusing_lock:
+        holders = _refusing.get(client, {}).get(proxy, set())
+        holders.discard(fault_id)
+        if not holders:  # (also a proxy nobody is known to refuse: enabling it is what healing means)
+            _refusing.get(client, {}).pop(proxy, None)
+            client.set_enabled(proxy, True)
+
+
+def reset(client) -> None:
+    """Every proxy of that server enabled and free of toxics, whatever fault left what behind."""
+    with _refusing_lock:
+        client.reset()
+        _refusing.pop(client, None)
 
 
 _TOXIC_OPTIONS = ("latency_ms", "jitter_ms", "rate_kbps")

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from faults import network
 from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
 from harness import report as reporting
@@ -187,7 +188,7 @@ class Run:
             previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
             try:
                 try:
-                    self._teardown()
+                    self._teardown(interrupted=outcome == "interrupted")
                 except LabError as e:  # e.g. an external cluster's topics could not be deleted: said, not a bug
                     # The history is whole: a completed run is still judged; the first error is kept.
                     error = error or f"teardown: {e}"
@@ -298,7 +299,7 @@ class Run:
         self.progress(phase, seconds, seconds)
         return False
 
-    def _teardown(self) -> None:
+    def _teardown(self, interrupted: bool) -> None:
         if self.scheduler:
             self.scheduler.heal_all("end-of-run")
         if self.cluster:
@@ -307,7 +308,9 @@ class Run:
         stop_in_order([*(self.workload.services.values() if self.workload else ()),
                        *([self.observer] if self.observer else [])])
         try:
-            if self.cluster:
+            if self.cluster and self.pool:  # a shared cluster: handed back, or stopped if the run was cut short
+                self.cluster.stop(interrupted)
+            elif self.cluster:
                 self.cluster.stop()
         finally:
             self.supervisor.stop_all()  # anything no service owns (none expected)
@@ -331,7 +334,7 @@ class Run:
             try:
                 proxies = self.cluster.toxiproxy.proxies()
                 if any(p.toxics or not p.enabled for p in proxies):
-                    self.cluster.toxiproxy.reset()
+                    network.reset(self.cluster.toxiproxy)
             except Exception as e:  # Toxiproxy itself may be what a fault broke
                 self.report(f"could not check Toxiproxy: {e}")
         self.history.emit(ev.HEAL_CHECKED, stopped_processes=stopped,

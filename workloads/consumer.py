@@ -140,6 +140,7 @@ class GroupLogReader:
         self.member = member
         self.subscription: dict[str, int] = {}
         self.subscription_lines_due = 0
+        self.epoch_zero_sent = False  # KIP-848: joining (again) — its epoch-0 heartbeat went out, no epoch yet
         self.line: ClientLine | None = None  # the line being read
 
     def emit(self, name: str, **fields) -> None:
@@ -190,11 +191,15 @@ class GroupLogReader:
         """The member's epoch is its generation: it reaches the group epoch whose target
         assignment it is reconciling towards. Heartbeats repeat it; only changes matter."""
         m = self.member
-        if (e := _EPOCH.search(msg)) and int(e["epoch"]) > 0 and int(e["epoch"]) != m.generation:
-            m.generation, m.member_id = int(e["epoch"]), e["member"]
-            self.emit(ev.GROUP_JOINED, generation=m.generation, member_id=m.member_id, leader_id=None,
-                      is_leader=False, protocol_name=m.spec.assignor)
-        elif _EPOCH_ZERO_SENT.search(msg) and m.generation is None:
+        if (e := _EPOCH.search(msg)) and int(e["epoch"]) > 0:
+            if int(e["epoch"]) != m.generation or self.epoch_zero_sent:
+                m.generation, m.member_id, self.epoch_zero_sent = int(e["epoch"]), e["member"], False
+                self.emit(ev.GROUP_JOINED, generation=m.generation, member_id=m.member_id, leader_id=None,
+                          is_leader=False, protocol_name=m.spec.assignor)
+        elif _EPOCH_ZERO_SENT.search(msg) and not self.epoch_zero_sent:
+            # The first join, or a rejoin after the member was fenced: its epoch starts from 0 again.
+            # (Retried epoch-0 heartbeats are the same join.)
+            self.epoch_zero_sent = True
             self.emit(ev.GROUP_JOIN_SENT)
         elif "Target assignment acked" in msg:
             self.emit(ev.GROUP_SYNCED)

@@ -95,13 +95,14 @@ class ClusterPool:
         pooled.runs += 1
         return SharedCluster(self, pooled, spec, run_supervisor, report)
 
-    def give_back(self, pooled: PooledCluster) -> None:
-        """A run is done with the cluster: keep it if it is healthy, else stop it."""
-        problems = health_problems(pooled.cluster)
+    def give_back(self, pooled: PooledCluster, interrupted: bool = False) -> None:
+        """A run is done with the cluster: keep it if it is healthy, else stop it. After a Ctrl-C
+        nothing runs next: it is stopped at once (a health check could wait a minute)."""
+        problems = ["the run was interrupted"] if interrupted else health_problems(pooled.cluster)
         if problems:
             self.replaced.append("; ".join(problems))
             self.clusters.pop(pooled.key, None)
-            self._stop(pooled, "unhealthy after the run: " + "; ".join(problems))
+            self._stop(pooled, ("" if interrupted else "unhealthy after the run: ") + "; ".join(problems))
 
     def close(self) -> None:
         while self.clusters:
@@ -177,11 +178,11 @@ class SharedCluster:
                     f"({self.pooled.runs} run{'s' if self.pooled.runs > 1 else ''} on it): topics ready in "
                     f"{time.monotonic() - t0:.1f}s")
 
-    def stop(self) -> None:
+    def stop(self, interrupted: bool = False) -> None:
         """Not stopped: handed back (checked healthy, else replaced); the run's clients are gone by now."""
         # First: stopping an unhealthy cluster is not an event of this run.
         self.pooled.supervisor.on_start = self.pooled.supervisor.on_exit = None
-        self.pool.give_back(self.pooled)
+        self.pool.give_back(self.pooled, interrupted)
 
     def poll_exits(self) -> list[str]:
         return [*self.pooled.cluster.poll_exits(), *(p.name for p in self.pooled.supervisor.poll_exits())]

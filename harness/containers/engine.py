@@ -161,17 +161,37 @@ def remove_labelled(docker_host: str, label: str) -> int:
     try:
         removed = 0
         for container in client.containers.list(all=True, filters={"label": label}):
-            container.remove(force=True, v=True)
-            removed += 1
+            removed += _remove(container, force=True, v=True)
+        # Another cleaner (a second harness's start-up cleanup, `cleanup`) may be removing the same
+        # containers: their networks can go only once they are gone.
+        deadline = time.monotonic() + REMOVAL_WAIT_S
+        while client.containers.list(all=True, filters={"label": label}) and time.monotonic() < deadline:
+            time.sleep(0.2)
         for network in client.networks.list(filters={"label": label}):
-            network.remove()
-            removed += 1
+            removed += _remove(network)
         for volume in client.volumes.list(filters={"label": label}):
-            volume.remove(force=True)
-            removed += 1
+            removed += _remove(volume, force=True)
         return removed
     finally:
         client.close()
+
+
+REMOVAL_WAIT_S = 60.0
+
+
+def _remove(thing, **options) -> bool:
+    """Remove one container, network or volume; False if it was gone, or going, already."""
+    import docker
+
+    try:
+        thing.remove(**options)
+        return True
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as e:  # 409: "removal of container … is already in progress"
+        if e.status_code == 409 and "already in progress" in str(e):
+            return False
+        raise
 
 
 # --------------------------------------------------------------------------- installing

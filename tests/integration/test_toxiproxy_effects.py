@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from faults import network
 from faults.network import degrade, restore
 from faults.toxiproxy import ToxiproxyClient, ToxiproxyError
 from harness.cluster.ports import free_port
@@ -68,7 +69,7 @@ def proxy(toxiproxy, echo, request):
     name, port = f"p-{request.node.name[:40]}", free_port()
     toxiproxy.create(name, f"127.0.0.1:{port}", f"127.0.0.1:{echo}")
     yield name, port
-    toxiproxy.reset()
+    network.reset(toxiproxy)
 
 
 def roundtrip(port: int, timeout: float = 2.0) -> float:
@@ -106,6 +107,18 @@ def test_refuse_disables_the_proxy(toxiproxy, proxy):
     with pytest.raises(ConnectionRefusedError):
         roundtrip(port)
     restore(toxiproxy, [name], "f2", "refuse", {})
+    assert fastest(port) < 0.5
+
+
+def test_a_refusal_inside_another_keeps_the_proxy_refused_until_both_healed(toxiproxy, proxy):
+    name, port = proxy
+    degrade(toxiproxy, [name], "f1", "refuse", {})
+    degrade(toxiproxy, [name], "f2", "refuse", {})
+    restore(toxiproxy, [name], "f2", "refuse", {})  # the shorter one heals: f1 still holds the proxy
+    assert [p.enabled for p in toxiproxy.proxies() if p.name == name] == [False]
+    with pytest.raises(ConnectionRefusedError):
+        roundtrip(port)
+    restore(toxiproxy, [name], "f1", "refuse", {})
     assert fastest(port) < 0.5
 
 

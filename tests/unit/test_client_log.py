@@ -187,6 +187,18 @@ def test_a_kip848_members_epochs_are_its_generations():
     assert second["generation"] == 2
 
 
+def test_a_fenced_kip848_member_sends_a_new_join_and_retried_epoch_zero_heartbeats_are_the_same_join():
+    retried = KIP848[0].replace("1795457995.720", "1795457996.720")  # no answer yet: sent again
+    rejoin = KIP848[0].replace("1795457995.720", "1795458010.100")  # fenced: its epoch starts from 0 again
+    answer = KIP848[1].replace("1795457995.809", "1795458010.200").replace("epoch 1", "epoch 2")
+    m = read([KIP848[0], retried, *KIP848[1:], rejoin, answer], RecordingMember(assignor="uniform"))
+    assert m.names() == ["group_join_sent", "group_joined", "group_synced", "group_joined",
+                         "group_join_sent", "group_joined"]
+    # The rejoin's answer is a join even at the epoch the member had before it was fenced.
+    (_, rejoin_sent, _), (_, rejoined_at, rejoined) = m.events[-2:]
+    assert (rejoin_sent, rejoined_at, rejoined["generation"]) == (1795458010100.0, 1795458010200.0, 2)
+
+
 # --------------------------------------------------------------------- fd 2 through the tap (own process)
 
 

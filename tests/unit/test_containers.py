@@ -67,3 +67,41 @@ def test_every_kafka_line_has_its_image(line):
     recipe = images.kafka_recipe(line)
     assert recipe.name == f"kafka-{line}" and any(t == "jolokia-agent.jar" for _, t in recipe.files)
     assert images.image_set(line).kafka == recipe.tag
+
+
+# --------------------------------------------------------------------- removing by label
+
+
+class _Removable:
+    def __init__(self, error: Exception | None = None):
+        self.error, self.removed = error, False
+
+    def remove(self, **options):
+        if self.error:
+            raise self.error
+        self.removed = True
+
+
+def _api_error(status: int, explanation: str):
+    import docker
+    import requests
+
+    response = requests.Response()
+    response.status_code = status
+    return docker.errors.APIError(f"{status} Client Error", response=response, explanation=explanation)
+
+
+def test_a_thing_another_cleaner_is_removing_or_removed_counts_as_gone():
+    import docker
+
+    from harness.containers.engine import _remove
+
+    assert _remove(_Removable()) is True
+    assert _remove(_Removable(docker.errors.NotFound("No such container"))) is False
+    busy = _api_error(409, "removal of container 3f2a is already in progress")
+    assert _remove(_Removable(busy)) is False
+    # Any other refusal is still an error the caller reports.
+    with pytest.raises(docker.errors.APIError):
+        _remove(_Removable(_api_error(409, "You cannot remove a running container")))
+    with pytest.raises(docker.errors.APIError):
+        _remove(_Removable(_api_error(500, "driver failed")))

@@ -10,6 +10,7 @@ from typing import get_args
 import pytest
 import requests
 
+from faults import network
 from faults.network import NetworkSpec, degrade, proxies, restore, toxics_for
 from faults.toxiproxy import TIMEOUT_S, ToxiproxyClient, ToxiproxyError
 from harness.cluster.network import NetworkPlan
@@ -88,6 +89,29 @@ def test_restore_undoes_exactly_what_degrade_did_on_every_proxy(effect):
         assert [c[1] for c in done] == [p for p in cut for _ in BOTH]
         assert [(c[1], c[2]) for c in done] == [(c[1], c[2]) for c in undone]
         assert all(c[0] == "add_toxic" for c in done) and all(c[0] == "remove_toxic" for c in undone)
+
+
+def test_overlapping_refusals_keep_the_proxy_disabled_until_the_last_one_heals():
+    client, lane, link = RecordingClient(), ["lane-1.broker-1", "lane-1.broker-2"], ["lane-1.broker-2"]
+    degrade(client, lane, "f1", "refuse", {})
+    degrade(client, link, "f2", "refuse", {})  # inside f1: the proxy is off already
+    restore(client, lane, "f1", "refuse", {})  # f2 still refuses lane-1.broker-2
+    assert client.calls == [("set_enabled", "lane-1.broker-1", False), ("set_enabled", "lane-1.broker-2", False),
+                            ("set_enabled", "lane-1.broker-1", True)]
+    restore(client, link, "f2", "refuse", {})
+    assert client.calls[-1] == ("set_enabled", "lane-1.broker-2", True)
+    # A reset (the run's heal check forcing it) forgets every refusal.
+    degrade(client, link, "f3", "refuse", {})
+    client.reset = lambda: client.calls.append(("reset",))
+    network.reset(client)
+    degrade(client, link, "f4", "refuse", {})
+    restore(client, link, "f4", "refuse", {})
+    assert client.calls[-4:] == [("set_enabled", "lane-1.broker-2", False), ("reset",),
+                                 ("set_enabled", "lane-1.broker-2", False), ("set_enabled", "lane-1.broker-2", True)]
+    # Another server's proxy of the same name is its own switch.
+    other = RecordingClient()
+    degrade(other, link, "f2", "refuse", {})
+    assert other.calls == [("set_enabled", "lane-1.broker-2", False)]
 
 
 def test_toxics_are_named_by_fault_kind_and_stream_so_two_faults_on_one_proxy_stay_apart():

@@ -147,6 +147,15 @@ def test_an_unhealthy_cluster_is_stopped_and_the_next_run_gets_a_fresh_one(pool)
     assert len(pool.started_clusters) == 2 and pool.started_clusters[1].workdir.name == "cluster-2"
 
 
+def test_after_a_ctrl_c_the_cluster_is_stopped_without_a_health_check(pool, monkeypatch):
+    monkeypatch.setattr(shared, "health_problems", lambda cluster: pytest.fail("checked an interrupted run's cluster"))
+    lease = pool.lease("local", spec(), Supervisor(), print)
+    lease.start()
+    lease.stop(interrupted=True)
+    [cluster] = pool.started_clusters
+    assert cluster.state == "stopped" and pool.clusters == {} and pool.replaced == ["the run was interrupted"]
+
+
 def test_a_run_needing_more_lanes_replaces_the_cluster(pool):
     pool.lease("local", spec(), Supervisor(), print).stop()
     pool.lease("local", spec(lanes=5), Supervisor(), print)
