@@ -17,5 +17,10 @@ def registry_dir() -> Path:
     return lab_home() / "processes"
 
 
+def ports_dir() -> Path:
+    """The ports each harness on this machine has claimed (harness.cluster.ports)."""
+    return lab_home() / "ports"
+
+
 def default_runs_dir() -> Path:
     return Path(os.environ.get("REBALANCE_LAB_RUNS", "runs"))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from oracle import vocabulary as ev
+from oracle.protocols import GENERATIONS
 from runtime.child import read_spec, stop_on_signals
 from runtime.history import HistoryWriter, now, offset_ranges, tp
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
@@ -124,6 +125,9 @@ _JOINED = re.compile(r"JoinGroup response: GenerationId (?P<gen>-?\d+), Protocol
 _SYNCED = re.compile(r"SyncGroup response: (?P<result>.*)$")
 _HB_ERROR = re.compile(r"heartbeat error response in state .*\): (?P<err>.*)$")
 _REBALANCING = re.compile(r"(?:is rebalancing|initiating rebalance) \((?P<kind>\w+)\) .*: (?P<reason>[^:]*)$")
+# librdkafka's rejoin: a cooperative member told by a heartbeat that the group rebalances, or
+# seeing its topics' metadata change, rejoins at once and logs only this (no "is rebalancing").
+_REJOINING = re.compile(r'Rejoining group(?: with \d+ owned partition\(s\)| without an assignment): (?P<reason>.*)$')
 # KIP-848 (group.protocol=consumer): no JoinGroup/SyncGroup; the member epoch comes with heartbeats.
 _EPOCH = re.compile(r'ConsumerGroupHeartbeat response received for member id "(?P<member>[^"]*)" with epoch (?P<epoch>-?\d+)')
 _EPOCH_ZERO_SENT = re.compile(r"ConsumerGroupHeartbeat of member id .*generation id 0,")
@@ -141,6 +145,7 @@ class GroupLogReader:
         self.subscription: dict[str, int] = {}
         self.subscription_lines_due = 0
         self.epoch_zero_sent = False  # KIP-848: joining (again) — its epoch-0 heartbeat went out, no epoch yet
+        self.rebalancing = False  # rebalance_started written, the member not yet synced again
         self.line: ClientLine | None = None  # the line being read
 
     def emit(self, name: str, **fields) -> None:
@@ -168,15 +173,24 @@ class GroupLogReader:
             m.join_sent()
         elif "SyncGroup response:" in msg and (s := _SYNCED.search(msg)):
             if s["result"].startswith("Success"):
+                self.rebalancing = False
                 self.emit(ev.GROUP_SYNCED)
             else:
                 self.emit(ev.GROUP_SYNC_FAILED, error=s["result"])
         elif "heartbeat error response" in msg and (h := _HB_ERROR.search(msg)):
             self.emit(ev.HEARTBEAT_FAILED, error=h["err"])
         elif (r := _REBALANCING.search(msg)) and "unsubscribe" not in msg:
-            self.emit(ev.REBALANCE_STARTED, reason=r["reason"].strip(), rebalance_protocol=r["kind"])
+            self._rebalance_started(r["reason"], r["kind"])
+        elif "Rejoining group" in msg and (r := _REJOINING.search(msg)) and not self.rebalancing:
+            # (A rejoin inside a rebalance already announced — an eager member's after its revoke,
+            # a retried JoinGroup — is that rebalance; a cooperative member's second join is a new one.)
+            self._rebalance_started(r["reason"], "COOPERATIVE" if GENERATIONS[m.spec.protocol].incremental else "EAGER")
         elif line.level <= WARNING:
             self.emit(ev.CLIENT_LOG, level=line.level_name, message=msg[:500])
+
+    def _rebalance_started(self, reason: str, protocol: str) -> None:
+        self.rebalancing = True
+        self.emit(ev.REBALANCE_STARTED, reason=reason.strip(), rebalance_protocol=protocol)
 
     def _subscribed_topic(self, topic: str, partitions: int) -> None:
         """With a pattern subscription each member subscribes to the topics *its* metadata
@@ -202,6 +216,7 @@ class GroupLogReader:
             self.epoch_zero_sent = True
             self.emit(ev.GROUP_JOIN_SENT)
         elif "Target assignment acked" in msg:
+            self.rebalancing = False
             self.emit(ev.GROUP_SYNCED)
 
 

@@ -114,9 +114,9 @@ def test_a_client_instant_never_goes_before_the_members_previous_event():
 class RecordingMember:
     """What GroupLogReader needs of a Member: group state, and where events go."""
 
-    def __init__(self, assignor: str = "range"):
+    def __init__(self, assignor: str = "range", protocol: str = "classic-eager"):
         self.generation = self.member_id = None
-        self.spec = type("Spec", (), {"assignor": assignor})()
+        self.spec = type("Spec", (), {"assignor": assignor, "protocol": protocol})()
         self.events: list[tuple[str, float, dict]] = []
         self.joins = 0
 
@@ -185,6 +185,38 @@ def test_a_kip848_members_epochs_are_its_generations():
     assert joined == {"generation": 1, "member_id": "2wNDPtYLR9q0zmNHIH4CAg", "leader_id": None, "is_leader": False,
                       "protocol_name": "uniform"}
     assert second["generation"] == 2
+
+
+# A cooperative member (librdkafka's rd_kafka_cgrp_rejoin format): told by a heartbeat that the
+# group rebalances it rejoins at once, keeping its partitions — no "is rebalancing" line.
+COOPERATIVE = [
+    '%7|1795460000.100|HEARTBEAT|c-1#consumer-1| [thrd:main]: Group "coop" heartbeat error response in state up (join-state steady, 3 partition(s) assigned): Broker: Group rebalance in progress',
+    '%7|1795460000.101|REJOIN|c-1#consumer-1| [thrd:main]: Group "coop": Rejoining group with 3 owned partition(s): Group is rebalancing',
+    '%7|1795460000.102|JOIN|c-1#consumer-1| [thrd:main]: 127.0.0.1:21578/1: Joining group "coop" with 1 subscribed topic(s) and member id "c-1-aa"',
+    '%7|1795460000.300|JOINGROUP|c-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId 3, Protocol cooperative-sticky, LeaderId c-1-aa (me), my MemberId c-1-aa, member metadata count 2: (no error)',
+    '%7|1795460000.305|SYNCGROUP|c-1#consumer-1| [thrd:main]: SyncGroup response: Success (30 bytes of MemberState data)',
+    # It gave a partition up: the follow-up rebalance hands it to the newcomer.
+    '%7|1795460000.320|REJOIN|c-1#consumer-1| [thrd:main]: Group "coop": Rejoining group with 2 owned partition(s): Incremental unassignment done',
+    '%7|1795460000.321|JOIN|c-1#consumer-1| [thrd:main]: 127.0.0.1:21578/1: Joining group "coop" with 1 subscribed topic(s) and member id "c-1-aa"',
+    '%7|1795460000.330|REJOIN|c-1#consumer-1| [thrd:main]: Group "coop": Rejoining group with 2 owned partition(s): JoinGroup error: Broker: Not coordinator',
+]
+
+
+def test_a_cooperative_rejoin_is_the_start_of_a_rebalance_once_per_rebalance():
+    m = read(COOPERATIVE, RecordingMember(assignor="cooperative-sticky", protocol="classic-cooperative"))
+    assert m.names() == ["heartbeat_failed", "rebalance_started", "group_join_sent", "group_joined", "group_synced",
+                         "rebalance_started", "group_join_sent"]  # a retried join is the same rebalance
+    started = [(at, fields) for name, at, fields in m.events if name == "rebalance_started"]
+    assert started == [(1795460000101.0, {"reason": "Group is rebalancing", "rebalance_protocol": "COOPERATIVE"}),
+                       (1795460000320.0, {"reason": "Incremental unassignment done", "rebalance_protocol": "COOPERATIVE"})]
+
+
+def test_an_eager_members_rejoin_after_its_revoke_is_the_rebalance_it_announced():
+    after_revoke = CLASSIC[10].replace("REBALANCE", "REJOIN").replace(
+        'Group "sampler" is rebalancing (EAGER) in state up (join-state steady) with 4 assigned partition(s): rebalance in progress',
+        'Group "sampler": Rejoining group without an assignment: Unassignment done')
+    m = read([*CLASSIC[9:11], after_revoke, *CLASSIC[11:]], RecordingMember())
+    assert m.names().count("rebalance_started") == 1
 
 
 def test_a_fenced_kip848_member_sends_a_new_join_and_retried_epoch_zero_heartbeats_are_the_same_join():

@@ -20,6 +20,8 @@ story; this module covers the rest of what the reader promises.
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from workloads.client_log import ClientLine, parse_line
@@ -220,7 +222,8 @@ class Member:
 
     def __init__(self, assignor: str = "range", generation: int | None = None, member_id: str | None = None):
         self.generation, self.member_id = generation, member_id
-        self.spec = type("Spec", (), {"assignor": assignor})()
+        protocol = {"cooperative-sticky": "classic-cooperative", "uniform": "consumer"}.get(assignor, "classic-eager")
+        self.spec = type("Spec", (), {"assignor": assignor, "protocol": protocol})()
         self.events: list[tuple] = []
         self.joins = 0
 
@@ -301,6 +304,9 @@ def test_a_cooperative_member_rejoins_as_a_follower_and_says_its_rebalances_are_
         ("group_joined", 1795474290786.0, 4, COOP_MEMBER, joined(4, COOP_MEMBER, COOP_LEADER, "cooperative-sticky")),
         ("group_synced", 1795474290813.0, 4, COOP_MEMBER, {}),
         ("heartbeat_failed", 1795474291204.0, 4, COOP_MEMBER, {"error": "Broker: Group rebalance in progress"}),
+        # A cooperative member told to rebalance rejoins at once: its "Rejoining" line is the only sign.
+        ("rebalance_started", 1795474291204.0, 4, COOP_MEMBER,
+         {"reason": "Group is rebalancing", "rebalance_protocol": "COOPERATIVE"}),
         ("group_join_sent", 1795474291315.0, 4, COOP_MEMBER, {}),
         ("group_joined", 1795474291326.0, 5, COOP_MEMBER, joined(5, COOP_MEMBER, COOP_LEADER, "cooperative-sticky")),
         ("group_synced", 1795474291349.0, 5, COOP_MEMBER, {}),
@@ -311,7 +317,7 @@ def test_a_cooperative_member_rejoins_as_a_follower_and_says_its_rebalances_are_
 def test_a_kip848_member_takes_each_new_epoch_as_its_generation_through_fencing_and_rejoining():
     m = read(KIP848, Member("uniform"))
     sent = [wall_ms for name, wall_ms, *_ in m.events if name == "group_join_sent"]
-    assert sent[0] == 1795474353152.0  # its first heartbeat, at epoch 0
+    assert sent == [1795474353152.0, 1795474375213.0]  # its heartbeats at epoch 0: the first join, the rejoin
     assert [e for e in m.events if e[0] != "group_join_sent"] == [
         ("group_joined", 1795474353330.0, 2, KIP848_MEMBER, joined(2, KIP848_MEMBER, None, "uniform")),
         ("group_joined", 1795474354272.0, 3, KIP848_MEMBER, joined(3, KIP848_MEMBER, None, "uniform")),
@@ -373,7 +379,10 @@ QUIET_LINES = [
       or "Expediting next heartbeat" in line or "Acknowledging target assignment" in line),
     REQTMOUT_NOTICE,
 ]
-QUIET = [line for line in EAGER + COOPERATIVE + KIP848 if facility(line) in QUIET_FACILITIES] + QUIET_LINES
+# "Rejoining group …" is a REJOIN line that is a step: the start of a rebalance, unless one is on already.
+REJOINING = [line for line in EAGER + COOPERATIVE + KIP848 if "Rejoining group" in line]
+QUIET = [line for line in EAGER + COOPERATIVE + KIP848
+         if facility(line) in QUIET_FACILITIES and line not in REJOINING] + QUIET_LINES
 
 
 def test_the_quiet_lines_are_many_and_of_every_kind():
@@ -385,6 +394,15 @@ def test_the_quiet_lines_are_many_and_of_every_kind():
 def test_other_lines_make_no_event_and_leave_generation_and_member_id_alone(text):
     m = read([text], Member("range", generation=7, member_id="consumer-2-settled"))
     assert (m.events, m.generation, m.member_id, m.joins) == ([], 7, "consumer-2-settled", 0)
+
+
+@pytest.mark.parametrize("text", REJOINING, ids=lambda text: text[3:17])
+def test_a_settled_member_rejoining_starts_a_rebalance_with_the_reason_librdkafka_gives(text):
+    m = read([text], Member("range", generation=7, member_id="consumer-2-settled"))
+    [(name, wall_ms, generation, member_id, fields)] = m.events
+    assert (name, wall_ms, generation, member_id) == ("rebalance_started", parse_line(text).wall_ms, 7, "consumer-2-settled")
+    reason = re.split(r"(?:owned partition\(s\)|without an assignment): ", text, maxsplit=1)[1]
+    assert fields == {"reason": reason, "rebalance_protocol": "EAGER"}
 
 
 def test_a_warning_of_any_facility_is_a_client_log_event_a_notice_is_not():

@@ -1,0 +1,50 @@
+"""harness.cluster.ports: a port one harness claimed is never handed out by another on the
+same machine while the first lives (two pytest sessions' workers probe the same slices)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.cluster import ports
+from harness.processes import _proc_start_time
+
+
+@pytest.fixture
+def claims(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setattr(ports, "_handed_out", set())
+    monkeypatch.setattr(ports, "_pruned", False)
+    return tmp_path / "ports"
+
+
+def draws(monkeypatch, *candidates: int) -> None:
+    """random.randrange gives these ports, in turn."""
+    queue = list(candidates)
+    monkeypatch.setattr(ports.random, "randrange", lambda _lo, _hi: queue.pop(0))
+
+
+def test_a_port_another_live_harness_claimed_is_skipped_a_dead_ones_claim_is_void(claims, monkeypatch):
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        claims.mkdir(parents=True)
+        taken = ports.free_port()  # a first port: the directory is pruned already
+        (claims / "10101").write_text(f"{other.pid} {_proc_start_time(other.pid)}")
+        (claims / "10102").write_text("999999999 1")  # its harness is gone
+        draws(monkeypatch, 10101, 10102)
+        stale = ports.free_port()
+        assert stale == 10102 and taken != 10101
+        assert (claims / "10102").read_text().split()[0] == str(ports.os.getpid())  # ours now
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_process_hands_a_port_out_once_and_prunes_the_dead_claims_on_first_use(claims, monkeypatch):
+    claims.mkdir(parents=True)
+    (claims / "10200").write_text("999999999 1")
+    draws(monkeypatch, 10201, 10201, 10202)
+    assert (ports.free_port(), ports.free_port()) == (10201, 10202)
+    assert sorted(p.name for p in claims.iterdir() if p.name.isdigit()) == ["10201", "10202"]
