@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from faults.toxiproxy import ToxiproxyClient
 
 DAY_S = 86_400  # the longest run, and so the longest anything in it can last
+# The most members a group may have at once (workload.consumers, scale, join-storm): a member is a
+# process of ~30 MB and ~0.2 % of a core when idle (benchmarks/member_cost.py); 100 ran on 2 cores.
+MAX_MEMBERS = 128
 COORDINATOR = "coordinator"  # a fault target resolved when injected: whatever coordinates the group
 STOP_SIGNALS = ("SIGKILL", "SIGTERM")  # no LeaveGroup and no controlled shutdown, or a clean close
 StopSignal = Literal[STOP_SIGNALS]  # type: ignore[valid-type]

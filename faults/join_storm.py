@@ -6,14 +6,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import Fault, FaultSpec, Targets
+from faults.base import MAX_MEMBERS, Fault, FaultSpec, Targets
 
 
 class JoinStormSpec(FaultSpec):
     """``consumers`` new members start at once."""
 
     kind: Literal["join-storm"]
-    consumers: Annotated[int, Field(ge=1, le=64)]
+    consumers: Annotated[int, Field(ge=1, le=MAX_MEMBERS)]
 
     def members_after(self, running: int) -> int:
         return running + self.consumers

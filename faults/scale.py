@@ -7,14 +7,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import Fault, FaultSpec, Targets
+from faults.base import MAX_MEMBERS, Fault, FaultSpec, Targets
 
 
 class ScaleSpec(FaultSpec):
     """Scale the group to ``consumers`` members: start new ones, or stop (SIGTERM) the newest."""
 
     kind: Literal["scale"]
-    consumers: Annotated[int, Field(ge=0, le=64)]
+    consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)]
 
     def members_after(self, running: int) -> int:
         return self.consumers

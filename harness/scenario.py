@@ -6,7 +6,7 @@ Validated with pydantic before anything starts. Every problem is reported as
 What a scenario may hold is bounded (docs/inputs.md): a file of at most
 1 MiB of UTF-8 YAML (a byte order mark is fine), no YAML tags, at most 20 levels deep
 and 50,000 values once aliases are expanded; every number has a range (at most 100
-topics of 1000 partitions, 64 consumers, 1000 faults, a day of run time), no NaN or
+topics of 1000 partitions, 128 consumers, 1000 faults, a day of run time), no NaN or
 infinity; broker settings the harness owns cannot be overridden.
 """
 
@@ -21,7 +21,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from faults import catalogue, random_schedule
-from faults.base import COORDINATOR, DAY_S, Drawing, FaultSpec, ScenarioFacts
+from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS, Drawing, FaultSpec, ScenarioFacts
 from faults.base import Strict as _Strict
 from harness import versions
 from harness.cluster.backend import BACKENDS, EXTERNAL
@@ -175,7 +175,7 @@ class Workload(_Strict):
     driver: Literal["librdkafka", "java"] = "librdkafka"  # java: Kafka's own VerifiableConsumer
     zk_eager: ZkEagerSettings = ZkEagerSettings()
     coordinator: CoordinatorSettings = CoordinatorSettings()
-    consumers: Annotated[int, Field(ge=0, le=64)] = 3
+    consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 3
     topics: Annotated[list[str] | None, Field(max_length=100)] = None  # default: every topic of the scenario
     topic_pattern: Annotated[str | None, Field(max_length=1000)] = None  # a regex subscription instead, e.g. "^events.*"
     commit: Literal["sync", "auto", "before-processing"] = "sync"

@@ -48,7 +48,7 @@ SCENARIO_CAUSES = [
     ("billion-partitions", SCENARIO.replace(b"partitions: 3", b"partitions: 1000000000"),
      "topics.0.partitions: Input should be less than or equal to 1000"),
     ("huge-consumer-count", SCENARIO + b"workload: {consumers: 100000}",
-     "workload.consumers: Input should be less than or equal to 64"),
+     "workload.consumers: Input should be less than or equal to 128"),
     ("infinite-duration", SCENARIO.replace(b"30", b".inf"), "duration_s: Input should be a finite number"),
     ("check-option-type", SCENARIO + b"checks: {duplicates: {max: many}}",
      'checks.duplicates: max must be a whole number ≥ 0, or null (no limit), not "many"'),
