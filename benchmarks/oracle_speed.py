@@ -316,7 +316,7 @@ def write_history(path: Path, records: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------- judging it
 
 CHILD = """
-import json, sys, time
+import gc, json, sys, time
 sys.path.insert(0, sys.argv[1])
 from oracle import check_history, load_history
 t0 = time.monotonic()
@@ -329,6 +329,7 @@ started = next((e for e in events if e["name"] == "run_started"), {})
 verdict = check_history(events, started.get("checks") or {}).to_dict()
 judged = time.monotonic() - t0 - loaded
 json.dumps(verdict)
+gc.freeze()  # as `rebalance-lab check` ends
 print(json.dumps({"load_s": loaded, "check_s": judged, "ok": verdict["ok"],
                   "violations": [v["check"] + "/" + v["kind"] for v in verdict["violations"]],
                   "findings": len(verdict["findings"])}))

@@ -3,12 +3,13 @@
 Over every completed rebalance (teardown ones excluded) of the given run directories
 whose coordinator logged both ends, prints the distribution of
 
-- start:      the members' first sign (revoke, loss, JoinGroup sent) − the coordinator's
-              "Preparing to rebalance" (`start_vs_coordinator_ms`), split by which came
-              first: a member-triggered rebalance (a join or leave) shows the member's sign
-              a few ms *before* "Preparing"; a coordinator-triggered one (an eviction) shows
-              it up to a heartbeat interval *after* — that detection delay is a real part of
-              the rebalance, not a clock error;
+- start:      the members' sign that "Preparing to rebalance" answers (revoke, loss,
+              JoinGroup sent) − "Preparing" (`start_vs_coordinator_ms`, oracle/rebalances.py
+              `_answered_by`), split by which came first: a member-triggered rebalance (a
+              join or leave) shows the member's request a few ms *before* "Preparing"; a
+              coordinator-triggered one (an eviction) shows the members' first sign up to a
+              heartbeat interval *after* — that detection delay is a real part of the
+              rebalance, not a clock error, so it is printed but is no clock agreement;
 - stabilized: the last member's JoinGroup answer − the coordinator's "Stabilized group"
               (`stabilized_vs_coordinator_ms`): the same instant seen from both sides.
 
@@ -59,9 +60,9 @@ def percentile(values: list[float], q: float) -> float:
 
 def describe(label: str, values: list[float]) -> str:
     if not values:
-        return f"{label:<34} n=0"
+        return f"{label:<42} n=0"
     a = [abs(v) for v in values]
-    return (f"{label:<34} n={len(values):<4} median {statistics.median(values):8.1f}  "
+    return (f"{label:<42} n={len(values):<4} median {statistics.median(values):8.1f}  "
             f"|Δ| p50 {percentile(a, 50):7.1f}  p95 {percentile(a, 95):7.1f}  max {max(a):8.1f} ms   "
             f"within 50 ms: {sum(x <= 50 for x in a) / len(a):6.1%}")
 
@@ -71,8 +72,8 @@ def main(argv: list[str]) -> int:
     if not dirs:
         print("no run directories found (give RUN_DIR globs)", file=sys.stderr)
         return 2
-    before, after, teardown, unmatched = [], [], 0, 0
-    stabilized: dict[str, list[float]] = {}
+    teardown, unmatched = 0, 0
+    figures: dict[tuple[str, str], list[float]] = {}  # (family, what) -> Δ ms
     worst: list[tuple[float, str]] = []
     for d in dirs:
         try:
@@ -81,6 +82,7 @@ def main(argv: list[str]) -> int:
             print(f"skipped {d}: {e}", file=sys.stderr)
             continue
         teardown += verdict["stats"].get("teardown_rebalances", 0)
+        family = _family(verdict["stats"].get("protocol"))
         for r in verdict["rebalances"]:
             if r["status"] != "completed":
                 continue
@@ -89,17 +91,19 @@ def main(argv: list[str]) -> int:
                 unmatched += 1
                 continue
             if s is not None:
-                (before if s <= 0 else after).append(s)
+                what = "start, member-triggered" if s <= 0 else "start, coordinator-triggered (detection)"
+                figures.setdefault((family, what), []).append(s)
+                if s <= 0:
+                    worst.append((abs(s), f"{d.name} generation {r['generation']}: start Δ {s:+.1f} ms"))
             if z is not None:
-                stabilized.setdefault(_family(verdict["stats"].get("protocol")), []).append(z)
+                figures.setdefault((family, "stabilized"), []).append(z)
                 worst.append((abs(z), f"{d.name} generation {r['generation']}: stabilized Δ {z:+.1f} ms"))
     print(f"{len(dirs)} run directories; teardown rebalances left out: {teardown}; "
           f"completed rebalances without a coordinator clock: {unmatched}")
-    print(describe("start, member sign first", before))
-    print(describe("start, coordinator first", after))
-    print(describe("start, all", before + after))
-    for family, values in sorted(stabilized.items()):
-        print(describe(f"stabilized, {family}", values))
+    for family in sorted({f for f, _ in figures}):
+        print(family)
+        for what in ("start, member-triggered", "start, coordinator-triggered (detection)", "stabilized"):
+            print("  " + describe(what, figures.get((family, what), [])))
     for _, line in sorted(worst, reverse=True)[:5]:
         print("  worst:", line)
     return 0

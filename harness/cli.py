@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -361,6 +362,7 @@ def check(run_dir: Path, write: bool) -> None:
     if write:
         (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
         write_json_atomically(run_dir / "verdict.json", verdict)
+    gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
 
 

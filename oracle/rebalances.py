@@ -58,7 +58,7 @@ class Rebalance:
     unowned_ms: dict[str, float] = field(default_factory=dict)  # stop-the-world per partition
     superseded_by: int | None = None
     stabilized: Instant | None = None  # the last member's JoinGroup answer
-    member_start: Instant | None = None  # the first sign the members themselves gave
+    member_start: Instant | None = None  # the members' sign the coordinator's Preparing answers (_answered_by)
     coordinator_preparing: Instant | None = None
     coordinator_stabilized: Instant | None = None
     coordinator_members: int | None = None  # how many members the coordinator stabilized the generation with
@@ -156,6 +156,19 @@ def _first_per_generation(events: list[Event], key: str) -> dict[int, Event]:
     return out
 
 
+def _answered_by(signs: list[Event], prepared: Event | None) -> Event:
+    """The members' sign that the coordinator's "Preparing to rebalance" answers: it acts on the first
+    request that changes the group, so that is the last sign sent before it (a newcomer's JoinGroup
+    retried with its member id, not the first one answered MEMBER_ID_REQUIRED; a LeaveGroup, not the
+    revoke that preceded it). With none before it, the members learnt of it afterwards (an eviction
+    told by a heartbeat): the first sign after. Without the coordinator's line, the first sign."""
+    by_time = sorted(signs, key=lambda e: e["mono_ms"])
+    if prepared is None:
+        return by_time[0]
+    before = [e for e in by_time if e["mono_ms"] <= prepared["mono_ms"]]
+    return before[-1] if before else by_time[0]
+
+
 def _slowest(pairs: list[tuple[Event | None, Event | None]]) -> float | None:
     spans = [b["mono_ms"] - a["mono_ms"] for a, b in pairs if a and b]
     return max(spans, default=None)
@@ -181,15 +194,15 @@ class _Measurement:
         self.releases = ([e["mono_ms"] for e in releases], releases)
         self.handovers = self._handovers()
 
-    def _join_sent_by_generation(self) -> dict[int, dict[MemberSlot, Event]]:
-        """A JoinGroup belongs to the generation the member joins next; a member's
-        join phase starts at the first of them (retries, MEMBER_ID_REQUIRED)."""
-        pending: dict[MemberSlot, Event] = {}
-        out: dict[int, dict[MemberSlot, Event]] = defaultdict(dict)
+    def _join_sent_by_generation(self) -> dict[int, dict[MemberSlot, list[Event]]]:
+        """A JoinGroup belongs to the generation the member joins next, with its retries
+        (MEMBER_ID_REQUIRED, a rebalance that began meanwhile): every one of them, in order."""
+        pending: dict[MemberSlot, list[Event]] = defaultdict(list)
+        out: dict[int, dict[MemberSlot, list[Event]]] = defaultdict(dict)
         for e in self.history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED):
             slot = MemberSlot.of(e)
             if e["name"] == ev.GROUP_JOIN_SENT:
-                pending.setdefault(slot, e)
+                pending[slot].append(e)
             elif slot in pending and e.get("generation") is not None:
                 out[e["generation"]].setdefault(slot, pending.pop(slot))
         return out
@@ -226,8 +239,9 @@ class _Measurement:
             superseded_by=None if completed else later,
             leader=next((str(s) for s, e in joined.items() if e.get("is_leader")), None),
         )
-        sent = self.join_sent.get(generation, {})
-        self.find_start(r, boundary, sent)
+        joins = self.join_sent.get(generation, {})
+        self.find_start(r, boundary, [e for sent in joins.values() for e in sent])
+        sent = {s: sent[0] for s, sent in joins.items()}  # a member's join phase starts at its first JoinGroup
         if sent and r.start:
             r.detect_ms = min(e["mono_ms"] for e in sent.values()) - r.start.mono_ms
         r.join_ms = _slowest([(sent.get(s), joined[s]) for s in members])
@@ -260,15 +274,17 @@ class _Measurement:
         listed = {m for e in self.joined[generation].values() for m in e.get("members") or ()}
         return listed <= {e.get("member_id") for e in assigned.values()}
 
-    def find_start(self, r: Rebalance, boundary: float, sent: dict[MemberSlot, Event]) -> None:
-        """The earliest sign, after the previous generation settled, that this one was coming."""
+    def find_start(self, r: Rebalance, boundary: float, joins: list[Event]) -> None:
+        """The earliest sign, after the previous generation settled, that this one was coming. A member
+        whose first JoinGroup came while the previous one was still settling (a newcomer answered
+        MEMBER_ID_REQUIRED meanwhile) signals this one with the retry that follows it."""
         first_joined = min(e["mono_ms"] for e in self.joined[r.generation].values())
         times, releases = self.releases
         signs = releases[bisect_right(times, boundary):bisect_right(times, first_joined)]
-        signs += [e for e in sent.values() if e["mono_ms"] > boundary]
-        if signs:
-            r.member_start = Instant.of(min(signs, key=lambda e: e["mono_ms"]))
         prepared = self.preparing.get(r.generation - 1)
+        if signs or joins:  # a JoinGroup the coordinator held until the previous generation settled is this one's
+            r.member_start = Instant.of(_answered_by(signs + joins, prepared))
+        signs += [e for e in joins if e["mono_ms"] > boundary]
         signs += [prepared] if prepared else []
         if not signs:
             return

@@ -92,6 +92,50 @@ def test_both_endpoints_are_named_and_compared_like_with_like(pause_story):
     assert (d["coordinator_ms"], d["coordinator_members"], d["teardown"]) == (ms(140), 1, False)
 
 
+def test_the_coordinator_clock_is_compared_with_the_join_it_acted_on(history_builder):
+    """A newcomer's first JoinGroup is answered MEMBER_ID_REQUIRED; "Preparing" answers its retry.
+    The rebalance still starts at the first one; the clock comparison takes the retry."""
+    b = history_builder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1]}, at=0)
+    c2.at(1000).join_sent()  # answered MEMBER_ID_REQUIRED
+    c2.at(1300).join_sent()  # with its member id
+    b.at(1304).coordinator("coordinator_preparing_rebalance", old_generation=1, reason="Adding new member consumer-2")
+    c1.at(1800).revoked().join_sent()  # told by its heartbeat
+    b.at(1810).coordinator("coordinator_stabilized", generation=2, members=2)
+    c1.at(1812).joined(2, leader=True)
+    c2.joined(2)
+    c1.at(1820).synced().assigned(0)
+    c2.synced().assigned(1)
+    r = rebalances_of(History(b.build()))[1]
+    assert r.start.mono_ms == ms(1000) and r.trigger == "group_join_sent by consumer-2"
+    assert r.join_ms == ms(812)  # consumer-2's join phase began with its first JoinGroup
+    assert r.to_dict()["start_vs_coordinator_ms"] == ms(-4)
+
+
+def test_a_join_the_coordinator_held_over_the_previous_generation_is_the_next_ones_sign(history_builder):
+    """consumer-2's JoinGroup arrives while generation 1 is settling; the coordinator begins generation 2
+    with it once 1 is stable. Its sign is that JoinGroup, not consumer-1's heartbeat learning of it."""
+    b = history_builder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    c1.at(0).join_sent()
+    b.at(2).coordinator("coordinator_preparing_rebalance", old_generation=0, reason="adding member consumer-1")
+    c2.at(10).join_sent()
+    b.at(60).coordinator("coordinator_stabilized", generation=1, members=1)
+    b.at(70).coordinator("coordinator_preparing_rebalance", old_generation=1, reason="adding member consumer-2")
+    c1.at(62).joined(1, leader=True)
+    c1.at(63).synced().assigned(0, 1)
+    c1.at(1070).revoked().join_sent()
+    b.at(1080).coordinator("coordinator_stabilized", generation=2, members=2)
+    c1.at(1082).joined(2, leader=True)
+    c2.joined(2)
+    c1.at(1090).synced().assigned(0)
+    c2.synced().assigned(1)
+    r = rebalances_of(History(b.build()))[1]
+    assert r.to_dict()["start_vs_coordinator_ms"] == ms(-60)  # held 60 ms: a member-triggered rebalance
+    assert r.start.mono_ms == ms(70)  # its window begins once generation 1 settled
+
+
 def test_the_harness_taking_the_group_apart_is_no_rebalance_of_the_run(history_builder):
     b = history_builder()
     c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
