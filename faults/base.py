@@ -97,6 +97,11 @@ class FaultSpec(Strict):
         """How many members run once this fault is done, ``running`` before it."""
         return running
 
+    def acts_on_members(self, members: Collection[str]) -> bool:
+        """It starts, stops or acts on members of the group (``members``: the run's slots). A
+        load profile, which decides the group's members itself, cannot have it."""
+        return False
+
     # --- the random draw (faults/random_schedule.py): drawable kinds override these ---------
 
     drawable: ClassVar[bool] = False
@@ -135,6 +140,9 @@ class TargetedSpec(FaultSpec):
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """Problems of a target the scenario has, for this kind."""
         return []
+
+    def acts_on_members(self, members: Collection[str]) -> bool:
+        return self.target in members
 
 
 class TimedSpec(TargetedSpec):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -14,6 +15,9 @@ class JoinStormSpec(FaultSpec):
 
     kind: Literal["join-storm"]
     consumers: Annotated[int, Field(ge=1, le=MAX_MEMBERS)]
+
+    def acts_on_members(self, members: Collection[str]) -> bool:
+        return True
 
     def members_after(self, running: int) -> int:
         return running + self.consumers

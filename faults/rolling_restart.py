@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import threading
 from dataclasses import dataclass, field
+from collections.abc import Collection
 from typing import Annotated, Literal, Union
 
 from pydantic import Field
@@ -30,6 +31,9 @@ class RollingRestartSpec(FaultSpec):
             return []
         unknown = [t for t in self.targets if t not in scenario.targets or t == COORDINATOR]
         return [("targets", f"no process {', '.join(map(repr, unknown))} in this scenario")] if unknown else []
+
+    def acts_on_members(self, members: Collection[str]) -> bool:
+        return self.targets == "consumers" or (not isinstance(self.targets, str) and bool(set(self.targets) & set(members)))
 
 
 @dataclass

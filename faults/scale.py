@@ -3,6 +3,7 @@ stopped member's), or the newest stopped cleanly."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -15,6 +16,9 @@ class ScaleSpec(FaultSpec):
 
     kind: Literal["scale"]
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)]
+
+    def acts_on_members(self, members: Collection[str]) -> bool:
+        return True
 
     def members_after(self, running: int) -> int:
         return self.consumers

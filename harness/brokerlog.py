@@ -83,12 +83,31 @@ def parse_line(line: str) -> tuple[float, str, dict] | None:
 
 def coordinator_events(log: Path, broker: str, group: str | None = None) -> Iterator[tuple[float, str, dict]]:
     """Coordinator events of one broker log, optionally for one group only."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return
-    for line in text.splitlines():
-        parsed = parse_line(line)
-        if parsed and (group is None or parsed[2].get("group") in (group, None)):
-            ts, name, fields = parsed
-            yield ts, name, {"broker": broker, **fields}
+    yield from CoordinatorLog(log, broker, group).new_events()
+
+
+class CoordinatorLog:
+    """One broker's GroupCoordinator lines, read as the broker writes them: each call gives
+    the events of the lines completed since the last (a restarted broker that began the file
+    anew is read from its start)."""
+
+    def __init__(self, log: Path, broker: str, group: str | None = None):
+        self.log, self.broker, self.group = log, broker, group
+        self._offset = 0
+
+    def new_events(self) -> Iterator[tuple[float, str, dict]]:
+        try:
+            with self.log.open("rb") as f:
+                if f.seek(0, 2) < self._offset:
+                    self._offset = 0
+                f.seek(self._offset)
+                chunk = f.read()
+        except OSError:
+            return
+        whole = chunk.rfind(b"\n") + 1
+        self._offset += whole
+        for line in chunk[:whole].decode(errors="replace").splitlines():
+            parsed = parse_line(line)
+            if parsed and (self.group is None or parsed[2].get("group") in (self.group, None)):
+                ts, name, fields = parsed
+                yield ts, name, {"broker": self.broker, **fields}

@@ -10,6 +10,7 @@ membership, same group.instance.id), new process, new member id.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ from harness.scenario import Scenario
 from harness.service import LocalProcess, StopTier
 from runtime.errors import SetupError
 from workloads.consumer import ConsumerSpec
+from workloads.load import LoadSpec
 from workloads.observer import ObserverSpec, ObserverStatus
 from workloads.producer import ProducerSpec
 
@@ -143,6 +145,49 @@ class Observer(Client):
         return self._spec
 
 
+class LoadDriver(Client):
+    """Locust running the scenario's load profile (workloads/load/): its user count is the member
+    count the run follows (``members_wanted``), its CSV files go to ``load/locust_*.csv``."""
+
+    role = "load"
+
+    def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload: WorkloadProcesses):
+        super().__init__(name, supervisor, run_dir)
+        self.workload = workload
+        (run_dir / "load").mkdir(exist_ok=True)
+
+    @property
+    def spec_file(self) -> Path:
+        return self.run_dir / "workload" / "load.json"
+
+    @property
+    def control_file(self) -> Path:
+        return self.run_dir / "control" / "load.json"
+
+    @property
+    def csv_prefix(self) -> Path:
+        return self.run_dir / "load" / "locust"
+
+    def spec(self) -> LoadSpec:
+        s = self.workload.scenario
+        return LoadSpec(history=self.workload.history, control_file=str(self.control_file),
+                        profile=s.load.model_dump(), initial_members=s.workload.consumers, protocol=s.workload.protocol)
+
+    def command(self) -> list[str]:
+        locustfile = importlib.util.find_spec("workloads.load.locustfile").origin  # found, not imported: gevent
+        web = (["--autostart", "--web-host", "127.0.0.1", "--web-port", str(self.workload.scenario.load.web_port)]
+               if self.workload.scenario.load.web_port else ["--headless"])
+        return [sys.executable, "-m", "locust", "-f", locustfile, "--lab-spec", str(self.spec_file), *web,
+                "--csv", str(self.csv_prefix), "--csv-full-history", "--loglevel", "INFO", "--exit-code-on-error", "0"]
+
+    def members_wanted(self) -> int | None:
+        """The member count Locust last wrote, or None before it wrote one."""
+        try:
+            return int(json.loads(self.control_file.read_text())["members"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
 class WorkloadProcesses:
     """The scenario's producer and members: which run, which start next, what they are told."""
 
@@ -153,7 +198,8 @@ class WorkloadProcesses:
         self.run_dir = run_dir
         self.cluster = cluster
         self.supervisor = supervisor
-        self.services: dict[str, Producer | Member] = {}
+        self.services: dict[str, Producer | Member | LoadDriver] = {}
+        self._leaving: set[str] = set()  # members told to leave that have not exited yet
         for sub in ("workload", "control"):
             (run_dir / sub).mkdir(exist_ok=True)
 
@@ -211,6 +257,31 @@ class WorkloadProcesses:
         for name in names:
             self.member(name).start()
         return names
+
+    @property
+    def load(self) -> LoadDriver:
+        if "load" not in self.services:
+            self.services["load"] = LoadDriver("load", self.supervisor, self.run_dir, self)
+        return self.services["load"]
+
+    def follow(self, count: int) -> tuple[list[str], list[str]]:
+        """The group at ``count`` members, as a load profile wants it. The newest leave cleanly
+        (SIGTERM: LeaveGroup); a member needed again is the lowest free slot's next incarnation,
+        so there are never more slots (client lanes) than the profile's peak. A slot is free once
+        its last process has exited. Returns (started, stopped)."""
+        members = [s for s in self.services.values() if isinstance(s, Member)]
+        staying = sorted((m for m in members if m.running() and m.name not in self._leaving), key=lambda m: m.lane)
+        self._leaving &= {m.name for m in members if m.running()}
+        stopped = [m.name for m in staying[count:]]
+        for name in stopped:
+            self._leaving.add(name)
+            self.services[name].kill(signal.SIGTERM)
+        busy = {m.lane for m in members if m.running()}
+        free = [lane for lane in range(1, len(self.scenario.member_slots()) + 1) if lane not in busy]
+        started = [f"consumer-{lane}" for lane in free[:max(count - len(staying), 0)]]
+        for name in started:
+            self.member(name).start()
+        return started, stopped
 
     def scale_to(self, count: int) -> list[str]:
         running = self.running_consumers()

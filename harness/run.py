@@ -34,7 +34,7 @@ from faults import network
 from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
 from harness import report as reporting
-from harness.brokerlog import coordinator_events
+from harness.brokerlog import CoordinatorLog
 from harness.clients import Observer, WorkloadProcesses
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
@@ -54,6 +54,8 @@ from runtime.history import HistoryWriter, now
 from workloads.observer import ObserverSpec, ObserverStatus
 
 Report = Callable[[str], None]
+COORDINATOR_LOG_EVERY_S = 1.0  # how often the brokers' logs are read into the history while the run goes
+LOCUST_QUIT_S = 60  # from `done` to Locust's exit: its last feed pass over the whole history, its CSV files
 
 
 class Interrupted(BaseException):
@@ -116,6 +118,9 @@ class Run:
         self.workload: WorkloadProcesses | None = None
         self.observer: Observer | None = None
         self.scheduler: FaultScheduler | None = None
+        self._following = False  # the group's size follows the load profile (scenario `load`)
+        self._coordinator_logs: dict[str, tuple[CoordinatorLog, HistoryWriter]] = {}
+        self._coordinator_read = 0.0  # when the brokers' logs were last read
 
     # --------------------------------------------------------------- events
 
@@ -245,6 +250,9 @@ class Run:
 
         workload.start_all()
         self._warm_up(observer)
+        if s.load:  # from here Locust's user count is the group's size, until the run is done
+            workload.load.start()
+            self._following = True
         self.scheduler.start()
         self._wait("workload", s.duration_s, lambda: False)
 
@@ -255,6 +263,10 @@ class Run:
         self._phase("drain", **({} if stable else {"reason": f"group not stable after {s.recovery.timeout_s:.0f}s"}))
         drained = self._wait("drain", s.recovery.timeout_s, observer.drained)
         self._phase("done", **({} if drained else {"reason": f"lag not drained after {s.recovery.timeout_s:.0f}s"}))
+        if s.load:  # Locust tells its last rebalances once it reads `done`, writes its CSV files and quits
+            self._following = False
+            if not self._wait("load", LOCUST_QUIT_S, lambda: not workload.load.running()):
+                self.report(f"Locust did not quit within {LOCUST_QUIT_S}s of done; stopped with the clients")
 
     def _warm_up(self, observer: ObserverStatus) -> None:
         """Start the fault clock (the ``workload`` phase) once the initial members have formed the group."""
@@ -292,12 +304,28 @@ class Run:
                 self.report(f"{proc.name} exited with code {proc.popen.returncode}")
                 if self.observer and proc.name == self.observer.name:  # it may give up; it is only a witness
                     self.observer.start()
+            if self._following:
+                self._follow_load()
+            if time.monotonic() - self._coordinator_read >= COORDINATOR_LOG_EVERY_S:
+                self._coordinator_read = time.monotonic()
+                self._record_coordinator_events()
             if done():
                 self.progress(phase, seconds, seconds)
                 return True
             time.sleep(0.5)
         self.progress(phase, seconds, seconds)
         return False
+
+    def _follow_load(self) -> None:
+        """The group at the size Locust's profile has now (it writes its user count on each change)."""
+        load = self.workload.load
+        wanted = load.members_wanted()
+        if wanted is not None:
+            started, stopped = self.workload.follow(wanted)
+            if started or stopped:
+                self.history.emit(ev.GROUP_RESIZED, members=wanted, started=started, stopped=stopped)
+        elif not load.running():
+            raise LabError(f"Locust exited before it ran the load profile (its log: {load.logs['stdout']})")
 
     def _teardown(self, interrupted: bool) -> None:
         if self.scheduler:
@@ -315,7 +343,9 @@ class Run:
         finally:
             self.supervisor.stop_all()  # anything no service owns (none expected)
         if self.cluster:
-            self._record_coordinator_events()
+            self._record_coordinator_events()  # the rest: the teardown's own rebalances
+        for _, writer in self._coordinator_logs.values():
+            writer.close()
 
     def _check_healed(self) -> None:
         """Record that healing worked — no proxy keeps a toxic or is disabled, no process is
@@ -342,15 +372,17 @@ class Run:
                           proxies_disabled=sorted(p.name for p in proxies if not p.enabled))
 
     def _record_coordinator_events(self) -> None:
-        """Append the brokers' GroupCoordinator lines as coordinator events (docs/history.md)."""
+        """Append the brokers' new GroupCoordinator lines as coordinator events (docs/history.md),
+        as the run goes: what reads the live history (a load run's Locust) sees the brokers' view too."""
         wall, mono = now()
         offset = wall - mono
         for broker in self.cluster.broker_names():
-            log = self.cluster.services[broker].logs["server"]
-            writer = HistoryWriter(self.history_path, broker)
-            for ts, name, fields in coordinator_events(log, broker, self.scenario.workload.group):
+            if broker not in self._coordinator_logs:
+                log = CoordinatorLog(self.cluster.services[broker].logs["server"], broker, self.scenario.workload.group)
+                self._coordinator_logs[broker] = log, HistoryWriter(self.history_path, broker)
+            log, writer = self._coordinator_logs[broker]
+            for ts, name, fields in log.new_events():
                 writer.emit(name, ts=ts, mono_ms=ts - offset, clock="broker-log", **fields)
-            writer.close()
 
     def _judge(self) -> dict:
         verdict = check_history(load_history(self.history_path, compact_events=True), self.scenario.checks or {}).to_dict()

@@ -29,6 +29,7 @@ from oracle import CHECK_NAMES
 from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
 from oracle.verdict import CheckOptionError, resolve_checks
 from runtime.errors import ScenarioError
+from workloads.load.profile import STAGE_KINDS, LoadProfile  # the load profile's own model
 from workloads.zk_settings import ZkEagerSettings  # the driver's own settings
 
 Scalar = Union[str, int, float, bool]
@@ -278,6 +279,9 @@ class Scenario(_Strict):
     random_faults: RandomFaults | None = None
     checks: dict[str, dict | None] | None = None  # None: every check with its defaults
     recovery: Recovery = Recovery()
+    # The group's size follows a profile run by Locust (workloads/load/); the warm-up's group is
+    # workload.consumers, the profile starts from it.
+    load: LoadProfile | None = None
 
     @model_validator(mode="after")
     def _references(self):
@@ -322,6 +326,8 @@ class Scenario(_Strict):
             facts = f.after(facts)  # what this fault creates exists for the faults written after it
         if self.random_faults:
             problems += [f"random_faults.{p}" for p in self._random_problems(declared)]
+        if self.load:
+            problems += self._load_problems(declared.members)
         problems += self._test_hook_problems(list(declared.members))
         for name, options in (self.checks or {}).items():
             if name not in CHECK_NAMES:
@@ -338,6 +344,21 @@ class Scenario(_Strict):
         if problems:
             raise ValueError("\n".join(problems))  # one per line: a reason may itself contain "; "
         return self
+
+    def _load_problems(self, members: tuple[str, ...]) -> list[str]:
+        """A profile that fits the run and the group's bound; no fault that would fight it over members."""
+        start, load, problems = self.workload.consumers, self.load, []
+        if load.peak(start) > MAX_MEMBERS:
+            problems.append(f"load.stages: the profile reaches {load.peak(start)} members; a group has at most {MAX_MEMBERS}")
+        if load.length_s(start) > self.duration_s:
+            problems.append(f"load.stages: the profile lasts {load.length_s(start):g}s, longer than duration_s "
+                            f"({self.duration_s:g}s)")
+        why = "the load profile decides the group's members; faults may act on the cluster and the producer only"
+        problems += [f"faults.{i}.kind: {f.kind} on members: {why}" for i, f in enumerate(self.faults)
+                     if f.acts_on_members(members)]
+        if self.random_faults and (not self.random_faults.targets or set(self.random_faults.targets) & set(members)):
+            problems.append(f"random_faults.targets: members (the default): {why}")
+        return problems
 
     def _test_hook_problems(self, members: list[str]) -> list[str]:
         """A test hook names a member the run starts and, to read, a partition that exists."""
@@ -392,6 +413,8 @@ class Scenario(_Strict):
             after = f.members_after(running)
             highest += max(after - running, 0)
             running = after
+        if self.load:  # a member the profile needs again is its slot's next incarnation: as many slots as its peak
+            highest = max(highest, min(self.load.peak(self.workload.consumers), MAX_MEMBERS))
         return [f"consumer-{i}" for i in range(1, highest + 1)]
 
     def fault_targets(self) -> list[str]:
@@ -515,8 +538,14 @@ _PATHED = re.compile(r"^(?P<key>[^\s:]+): (?P<reason>.*)$")  # a key is what the
 def _loc(loc: tuple) -> str:
     parts = [str(p) for p in loc if not str(p).startswith("function-after")]
     # A tagged union puts the tag in the location (faults.0.pause.duration_s): drop it.
-    parts = [p for i, p in enumerate(parts) if not (i == 2 and parts[0] == "faults" and p in FAULT_KINDS)]
+    parts = [p for i, p in enumerate(parts) if not (i == 2 and parts[0] == "faults" and p in FAULT_KINDS)
+             and not (i == 3 and parts[:2] == ["load", "stages"] and p in STAGE_KINDS)]
     return ".".join(parts)
+
+
+def _kinds(loc: str) -> tuple[str, str]:
+    """What a tagged union at ``loc`` holds, in words, and its kinds."""
+    return ("stage kind", ", ".join(STAGE_KINDS)) if loc.startswith("load.") else ("fault kind", ", ".join(FAULT_KINDS))
 
 
 def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
@@ -527,9 +556,10 @@ def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
         elif e["type"] == "union_tag_invalid":
-            loc, msg = f"{loc}.kind", f"unknown fault kind {e.get('input', {}).get('kind')!r} (known: {', '.join(FAULT_KINDS)})"
+            what, known = _kinds(loc)
+            loc, msg = f"{loc}.kind", f"unknown {what} {e.get('input', {}).get('kind')!r} (known: {known})"
         elif e["type"] == "union_tag_not_found":
-            loc, msg = f"{loc}.kind", f"missing (known kinds: {', '.join(FAULT_KINDS)})"
+            loc, msg = f"{loc}.kind", f"missing (known kinds: {_kinds(loc)[1]})"
         if e["type"] == "value_error":
             for part in msg.split("\n"):
                 m = _PATHED.match(part)

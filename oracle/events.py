@@ -109,6 +109,7 @@ LAG = list_of(Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OPT_OFFSET("commit
                       OPT_INT("lag")), (ev.TOPIC, ev.PARTITION)), "partition lags")
 TOPICS = list_of(Record((STR(ev.TOPIC), PARTITION_COUNT("partitions")), (ev.TOPIC, "partitions")), "topics")
 MEMBER_IDS = list_of(STR("member id"), "member ids")
+MEMBER_NAMES = list_of(STR("member"), "member names")
 # A version newer than this reader's is refused first, in words of its own (`newer_format`).
 VERSION = _f((int, _NONE), "a format version ≥ 1, or null", (1, ev.FORMAT_VERSION))
 
@@ -138,6 +139,7 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
                        ("topic", "partitions"), None),
     ev.HEAL_CHECKED: _ENVELOPE_ONLY,
     ev.RUN_FINISHED: ((OPT_STR("outcome"), OPT_STR("error")), (), None),
+    ev.GROUP_RESIZED: ((OPT_INT("members"), MEMBER_NAMES("started"), MEMBER_NAMES("stopped")), (), None),
     ev.LAG_SAMPLED: ((*_GROUP, LAG("partitions")), (), None),
     ev.GROUP_DESCRIBED: _ENVELOPE_ONLY,
     ev.PRODUCER_STARTED: _ENVELOPE_ONLY,

@@ -52,6 +52,7 @@ PARTITIONS_ADDED = "partitions_added"
 TOPIC_CREATED = "topic_created"
 HEAL_CHECKED = "heal_checked"
 RUN_FINISHED = "run_finished"
+GROUP_RESIZED = "group_resized"  # the harness started or stopped members as the load profile asked
 
 # -- observer events (source: observer) ------------------------------------------------------
 LAG_SAMPLED = "lag_sampled"
@@ -114,7 +115,7 @@ COORDINATOR_STATE_CHANGED = "coordinator_state_changed"
 
 # By who writes them, as docs/history.md lists them.
 HARNESS_EVENTS = (RUN_STARTED, PHASE, PROCESS_STARTED, PROCESS_EXITED, PARTITIONS_ADDED, TOPIC_CREATED, HEAL_CHECKED,
-                  RUN_FINISHED)
+                  RUN_FINISHED, GROUP_RESIZED)
 OBSERVER_EVENTS = (LAG_SAMPLED, GROUP_DESCRIBED)
 PRODUCER_EVENTS = (PRODUCER_STARTED, PRODUCER_STOPPED, RECORDS_ACKED, PRODUCE_FAILED)
 CONSUMER_EVENTS = (CONSUMER_STARTED, SUBSCRIPTION_CHANGED, GROUP_JOIN_SENT, GROUP_JOINED, GROUP_JOIN_FAILED,

@@ -1,7 +1,7 @@
 """convergence: after the last fault heals the group settles, and lag drains.
 
-From the last `fault_healed` (or the start of the workload phase when the
-scenario has no faults), the live members' current assignments must cover
+From the last `fault_healed` or load-profile change (`group_resized`), else the start
+of the workload phase, the live members' current assignments must cover
 every partition exactly once within `within_s` seconds and stay that way
 until the run is done. The last lag sample, if any, must show zero lag.
 
@@ -28,14 +28,19 @@ def check(history: History, options: dict) -> CheckResult:
     done = history.done
     if not done:
         return CheckResult(skipped=NOT_FINISHED)
-    healed = history.last(ev.FAULT_HEALED)
-    anchor = healed or history.first(ev.PHASE, phase="workload") or history.events[0]
+    healed, resized = history.last(ev.FAULT_HEALED), history.last(ev.GROUP_RESIZED)
+    if resized and (not healed or resized["mono_ms"] > healed["mono_ms"]):  # a load profile's last change
+        anchor, since_what = resized, f"the load profile's last change (to {resized.get('members')} members)"
+    else:
+        anchor = healed or history.first(ev.PHASE, phase="workload") or history.events[0]
+        since_what = f"fault {healed.get('fault_id')} healed" if healed else "the workload started"
     since = anchor["mono_ms"]
-    since_what = f"fault {healed.get('fault_id')} healed" if healed else "the workload started"
     # Judge up to `done`, or the first end-of-run stop if the harness stopped members first.
-    # Members a scale-down stopped did so before their fault healed: they are not the end.
+    # Members a scale-down stopped did so before their fault healed, and those the load profile
+    # stopped last were told to leave by it: they are not the end.
+    leaving = set((resized or {}).get("stopped") or ()) if anchor is resized else set()
     stops = [e["mono_ms"] for e in history.named(ev.CONSUMER_STOPPED)
-             if e.get("reason") == "end-of-run" and e["mono_ms"] > since]
+             if e.get("reason") == "end-of-run" and e["mono_ms"] > since and e.get(ev.MEMBER) not in leaving]
     horizon = min([done["mono_ms"], *stops])
 
     ownership = ownership_of(history)

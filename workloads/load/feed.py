@@ -1,0 +1,77 @@
+"""The run's rebalances as they settle, measured by the oracle on the live history.
+
+Locust is told each rebalance once (workloads/load/locustfile.py): the oracle's own
+measurement (oracle/rebalances.py) of the history written so far, so the figures Locust
+shows are the ones the verdict will have. A rebalance is told once it is completed and
+has been over for ``settle_s`` by the history's clock — a member's last events of it may
+reach the file a little later — and every one still untold once the run is ``done``.
+Teardown and superseded generations are never told (they have no duration in the verdict).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from oracle import vocabulary as ev
+from oracle.history import History, sort_key
+from oracle.rebalances import COMPLETED, run_rebalances
+
+# The bulk of a history, which measuring rebalances never reads.
+_BULK = frozenset({ev.RECORDS_CONSUMED, ev.RECORDS_ACKED, ev.OFFSETS_COMMITTED, ev.LAG_SAMPLED, ev.CLIENT_LOG,
+                   ev.GROUP_DESCRIBED})
+
+
+@dataclass(frozen=True)
+class SettledRebalance:
+    generation: int
+    duration_ms: float
+    partitions_moved: int
+    trigger: str | None
+
+
+class RebalanceFeed:
+    def __init__(self, history: str | Path, settle_s: float):
+        self.path = Path(history)
+        self.settle_ms = settle_s * 1000
+        self.events: list[dict] = []
+        self.told: set[int] = set()
+        self.done = False  # the run reached `phase: done`: every rebalance of it is in the history
+        self._offset = 0
+        self._latest_ms = float("-inf")
+
+    def read(self) -> None:
+        """The history's new whole lines (a line being written is left for next time)."""
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return
+        whole = chunk.rfind(b"\n") + 1
+        self._offset += whole
+        for line in chunk[:whole].splitlines():
+            if not line.strip():
+                continue
+            event = orjson.loads(line)
+            self._latest_ms = max(self._latest_ms, event.get("mono_ms", self._latest_ms))
+            if event["name"] == ev.PHASE and event.get("phase") == "done":
+                self.done = True
+            if event["name"] not in _BULK:
+                self.events.append(event)
+
+    def settled(self) -> list[SettledRebalance]:
+        """Rebalances completed and settled since the last call (all of them once ``done``)."""
+        self.read()
+        if not any(e["name"] == ev.RUN_STARTED for e in self.events):
+            return []
+        out = []
+        for r in run_rebalances(History(sorted(self.events, key=sort_key))):
+            if r.generation in self.told or r.status != COMPLETED:
+                continue
+            if not self.done and r.end.mono_ms > self._latest_ms - self.settle_ms:
+                continue
+            self.told.add(r.generation)
+            out.append(SettledRebalance(r.generation, r.duration_ms, len(r.moves), r.trigger))
+        return out

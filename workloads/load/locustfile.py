@@ -1,0 +1,104 @@
+"""The Locust side of a load run (see workloads/load/__init__.py); Locust loads this file.
+
+    python -m locust -f workloads/load/locustfile.py --lab-spec SPEC.json --headless --csv PREFIX
+
+- ``ProfileShape``: each tick, the profile's member count (held after its end, until the run is done);
+- ``Member``: one user per member of the group. Locust's own user count (on a master, the
+  sum its workers report) is the count the run follows: written to the control file on change;
+- the feed: every second, rebalances the oracle has measured and settled become requests
+  (type ``rebalance``, name the protocol, response time its duration in ms, length the
+  partitions it moved). It runs where requests are counted: the one process of a local run,
+  or the first worker of a distributed one. Once the history says ``done`` it tells the last
+  ones, then Locust quits (a worker asks its master to).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import gevent
+from locust import LoadTestShape, User, constant, events, task
+from locust.runners import LocalRunner, MasterRunner, WorkerRunner
+
+from workloads.load import REQUEST_TYPE, LoadSpec
+from workloads.load.feed import RebalanceFeed
+from workloads.load.profile import LoadProfile
+
+FEED_EVERY_S = 1.0
+COUNT_EVERY_S = 0.2
+_DONE = "rebalance-lab-done"  # worker -> master: every rebalance of the run has been told
+_lab: dict = {}  # the spec and profile, once Locust has parsed its options; "done" once the run is
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser) -> None:
+    parser.add_argument("--lab-spec", help="the run's LoadSpec (JSON), written by the harness")
+
+
+@events.init.add_listener
+def _init(environment, **_kwargs) -> None:
+    spec = LoadSpec(**json.loads(Path(environment.parsed_options.lab_spec).read_text()))
+    _lab.update(spec=spec, profile=LoadProfile.model_validate(spec.profile))
+    runner = environment.runner
+    if isinstance(runner, (LocalRunner, MasterRunner)):
+        gevent.spawn(_count, runner, spec)
+    if isinstance(runner, MasterRunner):
+        runner.register_message(_DONE, lambda *_: _finish(runner))
+    if isinstance(runner, (LocalRunner, WorkerRunner)):
+        gevent.spawn(_feed, environment, spec, _lab["profile"])
+
+
+def _finish(runner) -> None:
+    _lab["done"] = True
+    runner.quit()
+
+
+def _count(runner, spec: LoadSpec) -> None:
+    """Locust's user count, as the run's member count, whenever it changes."""
+    control, written = Path(spec.control_file), None
+    while not _lab.get("done"):
+        if runner.user_count != written:
+            written = runner.user_count
+            tmp = control.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"members": written}))
+            os.replace(tmp, control)
+        gevent.sleep(COUNT_EVERY_S)
+
+
+def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
+    feed, runner = RebalanceFeed(spec.history, profile.settle_s), environment.runner
+    while True:
+        gevent.sleep(FEED_EVERY_S)
+        if isinstance(runner, WorkerRunner) and runner.worker_index != 0:
+            continue  # the first worker tells them (its index comes once the master has answered)
+        for r in feed.settled():
+            environment.events.request.fire(
+                request_type=REQUEST_TYPE, name=spec.protocol, response_time=r.duration_ms,
+                response_length=r.partitions_moved, exception=None,
+                context={"generation": r.generation, "trigger": r.trigger})
+        if feed.done:
+            if isinstance(runner, WorkerRunner):
+                gevent.sleep(2 * FEED_EVERY_S)  # its last stats reach the master with the next report
+                runner.send_message(_DONE)
+            else:
+                _finish(runner)
+            return
+
+
+class ProfileShape(LoadTestShape):
+    def tick(self):
+        if _lab.get("done"):
+            return None
+        members = _lab["profile"].members_at(_lab["spec"].initial_members, self.get_run_time())
+        return members, 1000  # users are tokens: Locust may start or stop any number at once
+
+
+class Member(User):
+    """A member of the group, as Locust counts users; the harness runs the real one."""
+
+    wait_time = constant(1)
+
+    @task
+    def hold(self) -> None:
+        """A member has nothing to ask of Locust: it consumes in its own process."""
