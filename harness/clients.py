@@ -22,6 +22,7 @@ from pathlib import Path
 from harness import install
 from harness.cluster.backend import ClusterBackend
 from harness.cluster.config import JVM_OPTS
+from harness.cluster.ports import free_port
 from harness.processes import Supervisor
 from harness.scenario import Scenario
 from harness.service import LocalProcess, StopTier
@@ -147,13 +148,15 @@ class Observer(Client):
 
 class LoadDriver(Client):
     """Locust running the scenario's load profile (workloads/load/): its user count is the member
-    count the run follows (``members_wanted``), its CSV files go to ``load/locust_*.csv``."""
+    count the run follows (``members_wanted``), its CSV files go to ``load/locust_*.csv``. With
+    ``load.workers``, this is Locust's master (bound to 127.0.0.1) and LoadWorkers connect to it."""
 
     role = "load"
 
     def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload: WorkloadProcesses):
         super().__init__(name, supervisor, run_dir)
         self.workload = workload
+        self.master_port = free_port() if workload.scenario.load.workers else None
         (run_dir / "load").mkdir(exist_ok=True)
 
     @property
@@ -173,12 +176,19 @@ class LoadDriver(Client):
         return LoadSpec(history=self.workload.history, control_file=str(self.control_file),
                         profile=s.load.model_dump(), initial_members=s.workload.consumers, protocol=s.workload.protocol)
 
-    def command(self) -> list[str]:
+    def locust(self, *options: str) -> list[str]:
         locustfile = importlib.util.find_spec("workloads.load.locustfile").origin  # found, not imported: gevent
-        web = (["--autostart", "--web-host", "127.0.0.1", "--web-port", str(self.workload.scenario.load.web_port)]
-               if self.workload.scenario.load.web_port else ["--headless"])
-        return [sys.executable, "-m", "locust", "-f", locustfile, "--lab-spec", str(self.spec_file), *web,
-                "--csv", str(self.csv_prefix), "--csv-full-history", "--loglevel", "INFO", "--exit-code-on-error", "0"]
+        return [sys.executable, "-m", "locust", "-f", locustfile, "--lab-spec", str(self.spec_file), *options,
+                "--loglevel", "INFO"]
+
+    def command(self) -> list[str]:
+        load = self.workload.scenario.load
+        web = (["--autostart", "--web-host", "127.0.0.1", "--web-port", str(load.web_port)]
+               if load.web_port else ["--headless"])
+        master = (["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(self.master_port),
+                   "--expect-workers", str(load.workers)] if load.workers else [])
+        return self.locust(*master, *web, "--csv", str(self.csv_prefix), "--csv-full-history",
+                           "--exit-code-on-error", "0")
 
     def members_wanted(self) -> int | None:
         """The member count Locust last wrote, or None before it wrote one."""
@@ -186,6 +196,26 @@ class LoadDriver(Client):
             return int(json.loads(self.control_file.read_text())["members"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+class LoadWorker(Client):
+    """One of Locust's workers in a distributed load run, connected to the master on 127.0.0.1."""
+
+    role = "load"
+
+    def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, master: LoadDriver):
+        super().__init__(name, supervisor, run_dir)
+        self.master = master
+
+    @property
+    def spec_file(self) -> Path:
+        return self.master.spec_file
+
+    def spec(self) -> LoadSpec:
+        return self.master.spec()
+
+    def command(self) -> list[str]:
+        return self.master.locust("--worker", "--master-host", "127.0.0.1", "--master-port", str(self.master.master_port))
 
 
 class WorkloadProcesses:
@@ -198,7 +228,7 @@ class WorkloadProcesses:
         self.run_dir = run_dir
         self.cluster = cluster
         self.supervisor = supervisor
-        self.services: dict[str, Producer | Member | LoadDriver] = {}
+        self.services: dict[str, Producer | Member | LoadDriver | LoadWorker] = {}
         self._leaving: set[str] = set()  # members told to leave that have not exited yet
         for sub in ("workload", "control"):
             (run_dir / sub).mkdir(exist_ok=True)
@@ -263,6 +293,14 @@ class WorkloadProcesses:
         if "load" not in self.services:
             self.services["load"] = LoadDriver("load", self.supervisor, self.run_dir, self)
         return self.services["load"]
+
+    def start_load(self) -> None:
+        """Locust: one process, or a master and ``load.workers`` workers."""
+        self.load.start()
+        for i in range(1, self.scenario.load.workers + 1):
+            worker = self.services[f"load-worker-{i}"] = LoadWorker(f"load-worker-{i}", self.supervisor, self.run_dir,
+                                                                    self.load)
+            worker.start()
 
     def follow(self, count: int) -> tuple[list[str], list[str]]:
         """The group at ``count`` members, as a load profile wants it. The newest leave cleanly

@@ -251,7 +251,7 @@ class Run:
         workload.start_all()
         self._warm_up(observer)
         if s.load:  # from here Locust's user count is the group's size, until the run is done
-            workload.load.start()
+            workload.start_load()
             self._following = True
         self.scheduler.start()
         self._wait("workload", s.duration_s, lambda: False)

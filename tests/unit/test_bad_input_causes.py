@@ -69,6 +69,25 @@ SCENARIO_CAUSES = [
     ("markup-key", SCENARIO + b"'[/bold]': 1", "scenario.yaml: [/bold]: unknown key"),
     ("bom", b"\xef\xbb\xbf" + SCENARIO, None),  # a byte order mark is fine (some editors write one)
     ("not-a-mapping", b"- name: t\n", "(top level): a scenario is a mapping"),
+    ("load-stage-kind", SCENARIO + b"load: {stages: [{kind: wobble}]}",
+     "load.stages.0.kind: unknown stage kind 'wobble' (known: hold, ramp, step, spike, sawtooth)"),
+    ("load-stage-key", SCENARIO + b"load: {stages: [{kind: ramp, to: 4, over_s: 10, by: 2}]}",
+     "load.stages.0.by: unknown key"),
+    ("load-too-big", SCENARIO + b"load: {stages: [{kind: spike, to: 500, for_s: 5}]}",
+     "load.stages: the profile reaches 500 members; a group has at most 128"),
+    ("load-too-long", SCENARIO + b"load: {stages: [{kind: hold, for_s: 31}]}",
+     "load.stages: the profile lasts 31s, longer than duration_s (30s)"),
+    ("load-sawtooth-upside-down", SCENARIO + b"load: {stages: [{kind: sawtooth, low: 5, high: 2, period_s: 5, for_s: 10}]}",
+     "load.stages.0.high: 2 is below low (5)"),
+    ("load-and-member-fault", SCENARIO + b"load: {stages: [{kind: ramp, to: 6, over_s: 10}]}\n"
+     b"faults: [{kind: pause, target: consumer-5, at_s: 2, duration_s: 3}]",
+     "faults.0.kind: pause on members: the load profile decides the group's members"),
+    ("load-and-scale", SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nfaults: [{kind: scale, consumers: 2, at_s: 2}]",
+     "faults.0.kind: scale on members"),
+    ("load-and-random-members", SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nrandom_faults: {count: 2}",
+     "random_faults.targets: members (the default)"),
+    ("load-and-broker-fault", SCENARIO + b"cluster: {brokers: 2}\nload: {stages: [{kind: hold, for_s: 10}]}\n"
+     b"faults: [{kind: crash, target: broker-2, at_s: 2, restart_after_s: 3}]", None),  # the cluster is fair game
 ]
 
 

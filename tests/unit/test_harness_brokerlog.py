@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.brokerlog import coordinator_events, parse_line
+from harness.brokerlog import CoordinatorLog, coordinator_events, parse_line
 
 TS = "[2026-11-21T19:42:28.052+0000] INFO "
 TS_MS = 1_795_290_148_052.0  # 2026-11-21T19:42:28.052Z
@@ -112,6 +112,21 @@ def test_coordinator_events_filters_by_group_and_tags_broker(tmp_path):
         (TS_MS, "coordinator_stabilized", {"broker": "broker-1", "group": "g1", "generation": 1, "members": 1})]
     assert len(list(coordinator_events(log, "broker-1"))) == 2
     assert list(coordinator_events(tmp_path / "missing.log", "broker-1")) == []
+
+
+def test_a_live_log_is_read_line_by_line_as_it_grows_and_anew_when_the_broker_begins_it_again(tmp_path):
+    log = tmp_path / "server.log"
+    line = lambda g: TS + SCALA + f"Stabilized group g1 generation {g} (__consumer_offsets-2) with 1 members" + SCALA_LOGGER  # noqa: E731
+    tail = CoordinatorLog(log, "broker-1", "g1")
+    assert list(tail.new_events()) == []  # not written yet
+    log.write_text(line(1) + "\n" + line(2)[:30])  # the second line is half written
+    assert [f["generation"] for _, _, f in tail.new_events()] == [1]
+    with log.open("a") as f:
+        f.write(line(2)[30:] + "\n")
+    assert [f["generation"] for _, _, f in tail.new_events()] == [2]
+    assert list(tail.new_events()) == []
+    log.write_text(line(3) + "\n")  # shorter than what was read: a new file
+    assert [f["generation"] for _, _, f in tail.new_events()] == [3]
 
 
 # KIP-848 groups on Kafka 4.x: epoch bumps and target assignments instead of join/sync.

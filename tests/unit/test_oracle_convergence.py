@@ -103,3 +103,21 @@ def test_steady_progress_has_no_stall(history_builder):
     b = history_builder(topics={"events": 1})
     _steady_group(b, stall_at=None)
     assert run(b, stall_s=2).violations == []
+
+
+def test_a_load_profile_is_judged_from_its_last_change_and_the_members_it_stopped_are_not_the_end(history_builder):
+    """The group churned as the profile asked (group_resized); its last change stopped consumer-2,
+    which says `end-of-run` like a member the teardown stops: the check goes on to `done`."""
+    b = history_builder(topics={"events": 2})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=100)
+    b.at(5000).emit("group_resized", "harness", members=1, started=[], stopped=["consumer-2"])
+    c2.at(5010).revoked().stopped()
+    b.rebalance(2, {"consumer-1": [0, 1]}, at=5100)
+    b.at(9000).lag({0: 0, 1: 0})
+    b.at(9100).done()
+    result = run(b)
+    assert result.status == "passed", result.violations
+    assert result.detail["since"] == "the load profile's last change (to 1 members)"
+    assert result.detail["converged_after_ms"] == pytest.approx(115, abs=1)  # consumer-1 owns both at 5115

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import gevent
 from locust import LoadTestShape, User, constant, events, task
-from locust.runners import LocalRunner, MasterRunner, WorkerRunner
+from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, LocalRunner, MasterRunner, WorkerRunner
 
 from workloads.load import REQUEST_TYPE, LoadSpec
 from workloads.load.feed import RebalanceFeed
@@ -44,7 +44,7 @@ def _init(environment, **_kwargs) -> None:
     if isinstance(runner, (LocalRunner, MasterRunner)):
         gevent.spawn(_count, runner, spec)
     if isinstance(runner, MasterRunner):
-        runner.register_message(_DONE, lambda *_: _finish(runner))
+        runner.register_message(_DONE, lambda **_: _finish(runner))
     if isinstance(runner, (LocalRunner, WorkerRunner)):
         gevent.spawn(_feed, environment, spec, _lab["profile"])
 
@@ -55,10 +55,11 @@ def _finish(runner) -> None:
 
 
 def _count(runner, spec: LoadSpec) -> None:
-    """Locust's user count, as the run's member count, whenever it changes."""
+    """Locust's user count, as the run's member count, whenever it changes — once Locust has
+    spawned what the shape asked (before, and while spawning, the count is on its way)."""
     control, written = Path(spec.control_file), None
     while not _lab.get("done"):
-        if runner.user_count != written:
+        if runner.state == STATE_RUNNING and runner.user_count != written:
             written = runner.user_count
             tmp = control.with_suffix(".tmp")
             tmp.write_text(json.dumps({"members": written}))
@@ -79,7 +80,7 @@ def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
                 context={"generation": r.generation, "trigger": r.trigger})
         if feed.done:
             if isinstance(runner, WorkerRunner):
-                gevent.sleep(2 * FEED_EVERY_S)  # its last stats reach the master with the next report
+                gevent.sleep(WORKER_REPORT_INTERVAL + 1)  # its last requests reach the master with the next report
                 runner.send_message(_DONE)
             else:
                 _finish(runner)

@@ -158,6 +158,8 @@ class LoadProfile(BaseModel):
     # Locust's web UI on 127.0.0.1:web_port while the run goes (the profile starts by itself);
     # without it Locust runs headless.
     web_port: Annotated[int | None, Field(ge=1024, le=65535)] = None
+    # Locust's distributed mode: a master and this many workers, all on 127.0.0.1 (0: one process).
+    workers: Annotated[int, Field(ge=0, le=16)] = 0
     # A rebalance goes to Locust once it has been over this long by the history's clock (a
     # member's last events of it may reach the history a little after it ended).
     settle_s: Annotated[float, Field(ge=0, le=600)] = 3.0

@@ -1,0 +1,66 @@
+"""A load profile run by Locust against a real cluster: the group's size follows the profile
+(the harness starts and stops real members as Locust's user count moves), and Locust's
+`rebalance` requests are the oracle's rebalances — same count, same durations."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+from tests.integration.conftest import small_scenario
+
+# ramp 2 -> 6, one member every 3.2 s; then churn: up one by one to 6 every 8 s, 2 leave at once
+PROFILE = {"stages": [{"kind": "ramp", "to": 6, "over_s": 16},
+                      {"kind": "sawtooth", "low": 4, "high": 6, "period_s": 8, "for_s": 16}]}
+SIZES = [3, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4]  # the counts the profile moves through, in order
+
+
+def test_locust_runs_the_profile_and_its_rebalance_rows_are_the_oracles(run_scenario):
+    scenario = small_scenario("load", duration_s=36, load=PROFILE)
+    scenario["topics"] = [{"name": "events", "partitions": 12}]
+    run = run_scenario(scenario)
+    assert run.exit_code == 0, run.output[-3000:]
+    assert all(c["status"] == "passed" for c in run.verdict["checks"].values()), run.verdict["checks"]
+
+    # The group followed Locust's user count, change by change (a change done in two steps
+    # while a leaving member's slot frees up says the same count twice).
+    resized = run.named("group_resized")
+    sizes = [e["members"] for i, e in enumerate(resized) if i == 0 or e["members"] != resized[i - 1]["members"]]
+    assert sizes == SIZES, [(e["members"], e["started"], e["stopped"]) for e in resized]
+    # A member needed again is its slot's next incarnation: never more slots than the peak.
+    started = run.named("consumer_started")
+    assert {e["member"] for e in started} == {f"consumer-{i}" for i in range(1, 7)}
+    assert max(e["incarnation"] for e in started) >= 3
+    [locust] = [e for e in run.named("process_exited") if e["process"] == "load"]
+    assert locust["returncode"] == 0
+
+    # Locust's CSV: one `rebalance` row, whose count and durations are the verdict's.
+    durations = [r["duration_ms"] for r in run.verdict["rebalances"] if r["status"] == "completed"]
+    [row] = [r for r in csv.DictReader((run.run_dir / "load" / "locust_stats.csv").open()) if r["Type"] == "rebalance"]
+    assert row["Name"] == "classic-eager"
+    assert int(row["Request Count"]) == len(durations) >= len(SIZES), (row, durations)
+    assert int(row["Failure Count"]) == 0
+    assert math.isclose(float(row["Min Response Time"]), min(durations), abs_tol=0.01)
+    assert math.isclose(float(row["Max Response Time"]), max(durations), abs_tol=0.01)
+    assert math.isclose(float(row["Average Response Time"]) * len(durations), sum(durations), abs_tol=0.1)
+    # and its history file shows them arriving while the run went, not all at the end
+    history = list(csv.DictReader((run.run_dir / "load" / "locust_stats_history.csv").open()))
+    counts = [int(r["Total Request Count"]) for r in history if r["Type"] == "rebalance"]
+    assert counts and 0 < counts[len(counts) // 2] < len(durations), counts
+
+
+def test_locust_distributed_master_and_workers_on_localhost_run_the_profile(run_scenario):
+    """Locust's distributed mode: a master (the shape, the count) and two workers (the users; the
+    first one tells the rebalances), all on 127.0.0.1; the master's CSV still equals the verdict."""
+    scenario = small_scenario("load-dist", duration_s=16, load={
+        "workers": 2, "stages": [{"kind": "ramp", "to": 4, "over_s": 6}]})
+    scenario["topics"] = [{"name": "events", "partitions": 8}]
+    run = run_scenario(scenario)
+    assert run.exit_code == 0, run.output[-3000:]
+    exits = {e["process"]: e["returncode"] for e in run.named("process_exited") if e["process"].startswith("load")}
+    assert exits == {"load": 0, "load-worker-1": 0, "load-worker-2": 0}, exits  # the master quit, the workers with it
+    assert [e["members"] for e in run.named("group_resized")] == [3, 4]
+    durations = [r["duration_ms"] for r in run.verdict["rebalances"] if r["status"] == "completed"]
+    [row] = [r for r in csv.DictReader((run.run_dir / "load" / "locust_stats.csv").open()) if r["Type"] == "rebalance"]
+    assert int(row["Request Count"]) == len(durations) >= 2, (row, durations)
+    assert math.isclose(float(row["Max Response Time"]), max(durations), abs_tol=0.01)
