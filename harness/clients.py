@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import time
 from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
@@ -31,6 +32,9 @@ from workloads.consumer import ConsumerSpec
 from workloads.load import LoadSpec
 from workloads.observer import ObserverSpec, ObserverStatus
 from workloads.producer import ProducerSpec
+
+
+LEAVE_TIMEOUT_S = 30.0  # a member told to leave by the load profile is killed if it has not exited by then
 
 
 class Client(LocalProcess):
@@ -229,7 +233,7 @@ class WorkloadProcesses:
         self.cluster = cluster
         self.supervisor = supervisor
         self.services: dict[str, Producer | Member | LoadDriver | LoadWorker] = {}
-        self._leaving: set[str] = set()  # members told to leave that have not exited yet
+        self._leaving: dict[str, float] = {}  # members told to leave that have not exited yet, and since when
         for sub in ("workload", "control"):
             (run_dir / sub).mkdir(exist_ok=True)
 
@@ -309,11 +313,15 @@ class WorkloadProcesses:
         its last process has exited. Returns (started, stopped)."""
         members = [s for s in self.services.values() if isinstance(s, Member)]
         staying = sorted((m for m in members if m.running() and m.name not in self._leaving), key=lambda m: m.lane)
-        self._leaving &= {m.name for m in members if m.running()}
+        for name, since in list(self._leaving.items()):
+            if not self.services[name].running():
+                del self._leaving[name]
+            elif time.monotonic() - since > LEAVE_TIMEOUT_S:  # stuck in its close: no longer a member we wait for
+                self.services[name].kill(signal.SIGKILL)
         stopped = [m.name for m in staying[count:]]
-        for name in stopped:
-            self._leaving.add(name)
-            self.services[name].kill(signal.SIGTERM)
+        for name in stopped:  # all at once, not waiting for each: "8 leave at once" is one burst of LeaveGroups
+            self._leaving[name] = time.monotonic()
+            self.services[name].terminate()
         busy = {m.lane for m in members if m.running()}
         free = [lane for lane in range(1, len(self.scenario.member_slots()) + 1) if lane not in busy]
         started = [f"consumer-{lane}" for lane in free[:max(count - len(staying), 0)]]

@@ -11,6 +11,7 @@ import json
 import os
 import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from oracle import vocabulary as ev
@@ -41,6 +42,16 @@ def offset_ranges(offsets_by_tp: dict[tuple[str, int], list[int]]) -> list[dict]
         if prev is not None:
             ranges.append(_range(topic, partition, run_start, prev))
     return ranges
+
+
+def latency_histogram(latencies_ms) -> list[list[float]]:
+    """Latencies as ``[[ms, records], …]``, each rounded to two significant digits (as Locust keeps
+    them for its percentiles): a batch of records' latencies in a few pairs, not one number each."""
+    counts: dict[float, int] = defaultdict(int)
+    for ms in latencies_ms:
+        ms = max(ms, 0.0)
+        counts[round(ms) if ms < 100 else round(ms, -1) if ms < 1000 else round(ms, -2)] += 1
+    return [[ms, n] for ms, n in sorted(counts.items())]
 
 
 def _range(topic, partition, lo, hi) -> dict:

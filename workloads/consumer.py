@@ -32,7 +32,7 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, To
 from oracle import vocabulary as ev
 from oracle.protocols import GENERATIONS
 from runtime.child import read_spec, stop_on_signals
-from runtime.history import HistoryWriter, now, offset_ranges, tp
+from runtime.history import HistoryWriter, latency_histogram, now, offset_ranges, tp
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
 from workloads.poll_stall import TakesCommands, listen_for_commands
 
@@ -234,6 +234,7 @@ class Member(TakesCommands):
         self.member_id: str | None = None
         self.assigned: set[tuple[str, int]] = set()  # what the group gave this member, as of its last callback
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
+        self._retry_at = 0.0  # when a failed commit of processed progress may be tried again without new records
         self.command_pending = threading.Event()
         self.last_mono_ms: float | None = None  # the member's latest event: client lines are not stamped before it
         self.joins_sent = 0
@@ -369,6 +370,11 @@ class Member(TakesCommands):
     def _handle(self, batch) -> None:
         records = records_of(batch, self.emit)
         if not records:
+            # Progress whose commit failed (a rebalance was on) and no new records to carry it: again, once a second.
+            if self.spec.commit == "sync" and self.uncommitted and time.monotonic() >= self._retry_at:
+                self._retry_at = time.monotonic() + 1.0
+                if self._commit(dict(self.uncommitted), "retry"):
+                    self.uncommitted.clear()
             return
         if self.spec.commit == "before-processing":
             # The deliberately faulty mode: progress is committed before the work is done,
@@ -433,6 +439,7 @@ def process_records(records, processing_ms: float, uncommitted: dict[tuple[str, 
     is written. The rest of the batch is dropped once ``interrupted()`` (a driver's rebalance,
     say)."""
     processed: dict[tuple[str, int], list[int]] = defaultdict(list)
+    created: list[int] = []  # the records' CreateTime (ms), for their end-to-end latency
     pause, every = processing_ms / 1000.0, EMIT_EVERY_MS / 1000.0
     emit_at = time.monotonic() + every
     for msg in records:  # per record: kept to the few calls it needs (the rate is part of the figures)
@@ -441,17 +448,23 @@ def process_records(records, processing_ms: float, uncommitted: dict[tuple[str, 
         if pause:
             time.sleep(pause)
         processed[msg.topic(), msg.partition()].append(msg.offset())
+        kind, stamp = msg.timestamp()
+        if kind:  # not TIMESTAMP_NOT_AVAILABLE
+            created.append(stamp)
         if pause and time.monotonic() >= emit_at:
-            _consumed(processed, uncommitted, emit)
-            processed, emit_at = defaultdict(list), time.monotonic() + every
+            _consumed(processed, created, uncommitted, emit)
+            processed, created, emit_at = defaultdict(list), [], time.monotonic() + every
     if processed:
-        _consumed(processed, uncommitted, emit)
+        _consumed(processed, created, uncommitted, emit)
 
 
-def _consumed(processed: dict[tuple[str, int], list[int]], uncommitted: dict[tuple[str, int], int], emit) -> None:
+def _consumed(processed: dict[tuple[str, int], list[int]], created: list[int], uncommitted: dict[tuple[str, int], int],
+              emit) -> None:
+    done_ms = time.time() * 1000.0  # the producer stamped CreateTime with this host's wall clock too
+    emit(ev.RECORDS_CONSUMED, ranges=offset_ranges(processed), e2e_ms=latency_histogram(done_ms - c for c in created))
+    # Only what the history has may be committed: a member that fails to write it commits nothing of it.
     for key, offsets in processed.items():
         uncommitted[key] = offsets[-1] + 1  # the next after the last one processed
-    emit(ev.RECORDS_CONSUMED, ranges=offset_ranges(processed))
 
 
 def _tps(partitions) -> list[dict]:

@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 
 from oracle import vocabulary as ev
 from runtime.child import read_spec, stop_on_signals
-from runtime.history import HistoryWriter, offset_ranges
+from runtime.history import HistoryWriter, latency_histogram, offset_ranges
 
 FLUSH_EVERY_S = 0.2
 TICK_S = 0.01
@@ -54,18 +54,21 @@ class RecordingProducer:
             "delivery.timeout.ms": 120_000,
         })
         self.acked: dict[tuple[str, int], list[int]] = defaultdict(list)
+        self.latencies_ms: list[float] = []  # produce() to acknowledgement, per record since the last flush
         self.failed: dict[tuple[str, int, str], int] = defaultdict(int)
 
     def _on_delivery(self, err, msg) -> None:
         if err is None:
             self.acked[(msg.topic(), msg.partition())].append(msg.offset())
+            self.latencies_ms.append(msg.latency() * 1000.0)
         else:
             self.failed[(msg.topic(), msg.partition(), err.name())] += 1
 
     def _flush_history(self) -> None:
         if self.acked:
-            self.history.emit(ev.RECORDS_ACKED, ranges=offset_ranges(self.acked))
-            self.acked = defaultdict(list)
+            self.history.emit(ev.RECORDS_ACKED, ranges=offset_ranges(self.acked),
+                              latency_ms=latency_histogram(self.latencies_ms))
+            self.acked, self.latencies_ms = defaultdict(list), []
         for (topic, partition, error), count in self.failed.items():
             self.history.emit(ev.PRODUCE_FAILED, topic=topic, partition=partition, error=error, count=count)
         self.failed.clear()

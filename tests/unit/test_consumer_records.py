@@ -2,6 +2,8 @@
 history and leaves to commit. Real confluent-kafka Message objects, no cluster."""
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import KafkaError, Message
 
 from workloads.consumer import process_records, records_of
@@ -25,8 +27,22 @@ def test_a_batch_is_one_records_consumed_line_and_its_next_offsets_are_left_to_c
         {"topic": "audit", "partition": 0, "min_offset": 0, "max_offset": 0, "count": 1},
         {"topic": "events", "partition": 0, "min_offset": 5, "max_offset": 6, "count": 2},
         {"topic": "events", "partition": 0, "min_offset": 8, "max_offset": 8, "count": 1},
-        {"topic": "events", "partition": 1, "min_offset": 3, "max_offset": 4, "count": 2}]})]
+        {"topic": "events", "partition": 1, "min_offset": 3, "max_offset": 4, "count": 2}], "e2e_ms": []})]
     assert uncommitted == {("events", 0): 9, ("events", 1): 5, ("audit", 0): 1}
+
+
+def test_each_records_end_to_end_latency_is_in_the_line_as_a_histogram():
+    """From the record's CreateTime (the producer's clock: this host's) to processed, two significant
+    digits as Locust keeps them; a record without a timestamp has none."""
+    events, emit = recorder()
+    now = time.time() * 1000
+    records = [Message(topic="events", partition=0, offset=o, timestamp=(1, int(now - age)))
+               for o, age in enumerate([12.2, 12.4, 480, 1234])] + batch((1, 0))
+    process_records(records, 0, {}, emit)
+    [(_, fields)] = events
+    assert [n for _, n in fields["e2e_ms"]] == [2, 1, 1]
+    (a, _), (b, _), (c, _) = fields["e2e_ms"]
+    assert 12 <= a < 20 and b in (480, 490) and c in (1200, 1300)
 
 
 def test_slow_processing_is_written_as_it_goes(monkeypatch):
@@ -44,7 +60,7 @@ def test_an_interrupted_batch_leaves_the_rest_unprocessed():
     seen = iter([False, False, True])
     process_records(batch((0, 0), (0, 1), (0, 2)), 0, uncommitted, emit, interrupted=lambda: next(seen))
     assert events == [("records_consumed", {"ranges": [
-        {"topic": "events", "partition": 0, "min_offset": 0, "max_offset": 1, "count": 2}]})]
+        {"topic": "events", "partition": 0, "min_offset": 0, "max_offset": 1, "count": 2}], "e2e_ms": []})]
     assert uncommitted == {("events", 0): 2}
 
 

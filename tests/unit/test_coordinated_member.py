@@ -97,6 +97,9 @@ class FakeMessage:
     def error(self):
         return None
 
+    def timestamp(self):
+        return 1, 1_795_000_000_000  # TIMESTAMP_CREATE_TIME, ms
+
 
 class FakeFetcher:
     """The librdkafka consumer's manual-assignment surface."""

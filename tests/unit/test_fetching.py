@@ -29,6 +29,9 @@ class Message:
     def error(self):
         return self._error
 
+    def timestamp(self):
+        return 1, 1_795_000_000_000  # TIMESTAMP_CREATE_TIME, ms
+
 
 class Handle:
     """librdkafka's manual-assignment surface, recording the calls."""

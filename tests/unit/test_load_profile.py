@@ -84,3 +84,14 @@ def test_once_done_every_completed_rebalance_is_told_and_a_torn_line_waits(tmp_p
     with history.open("a") as f:
         f.write(text[-5:])
     assert feed.settled() == []
+
+
+def test_the_shipped_profile_ramps_to_32_then_churns():
+    from pathlib import Path
+
+    from harness.scenario import load_scenario
+    s = load_scenario(Path(__file__).resolve().parents[2] / "profiles" / "ramp-churn.yaml")
+    start = s.workload.consumers
+    assert (start, s.load.peak(start), s.load.length_s(start)) == (2, 32, 120)
+    assert s.member_slots()[-1] == "consumer-32"
+    assert [s.load.members_at(start, t) for t in (0, 59, 60, 79, 80)] == [2, 32, 24, 32, 24]

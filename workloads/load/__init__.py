@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-REQUEST_TYPE = "rebalance"  # Locust's "Type" column for a rebalance
+REQUEST_TYPE = "rebalance"  # Locust's "Type" column for a rebalance (its name: the protocol)
+RECORD_TYPE = "record"  # and for a record's latency (its name: feed.PRODUCE or feed.END_TO_END)
 
 
 @dataclass

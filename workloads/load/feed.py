@@ -6,6 +6,10 @@ shows are the ones the verdict will have. A rebalance is told once it is complet
 has been over for ``settle_s`` by the history's clock — a member's last events of it may
 reach the file a little later — and every one still untold once the run is ``done``.
 Teardown and superseded generations are never told (they have no duration in the verdict).
+
+Beside them, the records' latencies as the producer and the members wrote them (``latency_ms``
+of records_acked: produce() to acknowledgement; ``e2e_ms`` of records_consumed: CreateTime to
+processed), as they arrive: one (kind, ms, records) per histogram bucket.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from oracle import vocabulary as ev
 from oracle.history import History, sort_key
 from oracle.rebalances import COMPLETED, run_rebalances
 
+PRODUCE, END_TO_END = "produce", "end-to-end"
+_LATENCIES = {ev.RECORDS_ACKED: ("latency_ms", PRODUCE), ev.RECORDS_CONSUMED: ("e2e_ms", END_TO_END)}
 # The bulk of a history, which measuring rebalances never reads.
 _BULK = frozenset({ev.RECORDS_CONSUMED, ev.RECORDS_ACKED, ev.OFFSETS_COMMITTED, ev.LAG_SAMPLED, ev.CLIENT_LOG,
                    ev.GROUP_DESCRIBED})
@@ -38,6 +44,7 @@ class RebalanceFeed:
         self.events: list[dict] = []
         self.told: set[int] = set()
         self.done = False  # the run reached `phase: done`: every rebalance of it is in the history
+        self.latencies: list[tuple[str, float, int]] = []  # (PRODUCE or END_TO_END, ms, records) not taken yet
         self._offset = 0
         self._latest_ms = float("-inf")
 
@@ -60,6 +67,14 @@ class RebalanceFeed:
                 self.done = True
             if event["name"] not in _BULK:
                 self.events.append(event)
+            elif event["name"] in _LATENCIES:
+                key, kind = _LATENCIES[event["name"]]
+                self.latencies += [(kind, ms, n) for ms, n in event.get(key) or ()]
+
+    def take_latencies(self) -> list[tuple[str, float, int]]:
+        """The latencies read since the last call."""
+        taken, self.latencies = self.latencies, []
+        return taken
 
     def settled(self) -> list[SettledRebalance]:
         """Rebalances completed and settled since the last call (all of them once ``done``)."""

@@ -7,7 +7,8 @@
   sum its workers report) is the count the run follows: written to the control file on change;
 - the feed: every second, rebalances the oracle has measured and settled become requests
   (type ``rebalance``, name the protocol, response time its duration in ms, length the
-  partitions it moved). It runs where requests are counted: the one process of a local run,
+  partitions it moved), and each record's latencies (type ``record``, names ``produce`` and
+  ``end-to-end``). It runs where requests are counted: the one process of a local run,
   or the first worker of a distributed one. Once the history says ``done`` it tells the last
   ones, then Locust quits (a worker asks its master to).
 """
@@ -21,7 +22,7 @@ import gevent
 from locust import LoadTestShape, User, constant, events, task
 from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, LocalRunner, MasterRunner, WorkerRunner
 
-from workloads.load import REQUEST_TYPE, LoadSpec
+from workloads.load import RECORD_TYPE, REQUEST_TYPE, LoadSpec
 from workloads.load.feed import RebalanceFeed
 from workloads.load.profile import LoadProfile
 
@@ -78,6 +79,10 @@ def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
                 request_type=REQUEST_TYPE, name=spec.protocol, response_time=r.duration_ms,
                 response_length=r.partitions_moved, exception=None,
                 context={"generation": r.generation, "trigger": r.trigger})
+        for kind, ms, records in feed.take_latencies():  # one request per record, as Locust counts them
+            for _ in range(records):
+                environment.events.request.fire(request_type=RECORD_TYPE, name=kind, response_time=ms,
+                                                response_length=0, exception=None, context={})
         if feed.done:
             if isinstance(runner, WorkerRunner):
                 gevent.sleep(WORKER_REPORT_INTERVAL + 1)  # its last requests reach the master with the next report
