@@ -89,9 +89,10 @@ def _member_events(events: DataFrame) -> DataFrame:
     return _first(df, ["run_key", "generation", "member", "name"])
 
 
-def _join_sent(events: DataFrame) -> DataFrame:
-    """A JoinGroup belongs to the generation its member joins next; a member's join phase
-    starts at the first of them. -> run_key, generation, member, inc, sent_ord, sent_mono, dict_ord."""
+def _joins_sent(events: DataFrame) -> DataFrame:
+    """A JoinGroup belongs to the generation its member joins next, with its retries (MEMBER_ID_REQUIRED,
+    a rebalance that began meanwhile): every one of them.
+    -> run_key, generation, member, inc, blk, sent_ord, sent_mono, sent_ts, dict_ord."""
     df = (events.where((F.col("name") == ev.GROUP_JOIN_SENT)
                        | ((F.col("name") == ev.GROUP_JOINED) & F.col("generation").isNotNull()))
           .select("run_key", member_col().alias("member"), inc_col().alias("inc"), "ord", "mono_ms", "ts", "name",
@@ -99,15 +100,20 @@ def _join_sent(events: DataFrame) -> DataFrame:
     w = Window.partitionBy("run_key", "member", "inc").orderBy("ord")
     is_join = (F.col("name") == ev.GROUP_JOINED).cast("int")
     df = df.withColumn("blk", F.coalesce(F.sum(is_join).over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
-    sent = (df.where(F.col("name") == ev.GROUP_JOIN_SENT).groupBy("run_key", "member", "inc", "blk")
-            .agg(F.min(F.struct("ord", "mono_ms", "ts")).alias("s")))
+    sent = df.where(F.col("name") == ev.GROUP_JOIN_SENT).select(
+        "run_key", "member", "inc", "blk", F.col("ord").alias("sent_ord"), F.col("mono_ms").alias("sent_mono"),
+        F.col("ts").alias("sent_ts"))
     joins = df.where(F.col("name") == ev.GROUP_JOINED).select("run_key", "member", "inc", "blk", "generation",
                                                               F.col("ord").alias("dict_ord"))
-    pairs = joins.join(sent, ["run_key", "member", "inc", "blk"])
-    w2 = Window.partitionBy("run_key", "generation", "member", "inc").orderBy("blk")
-    return (pairs.withColumn("_rn", F.row_number().over(w2)).where(F.col("_rn") == 1)
-            .select("run_key", "generation", "member", "inc", F.col("s.ord").alias("sent_ord"),
-                    F.col("s.mono_ms").alias("sent_mono"), F.col("s.ts").alias("sent_ts"), "dict_ord"))
+    return joins.join(sent, ["run_key", "member", "inc", "blk"])
+
+
+def _join_sent(joins_sent: DataFrame) -> DataFrame:
+    """A member's join phase starts at the first JoinGroup of its generation (its first join of it).
+    -> run_key, generation, member, inc, sent_ord, sent_mono, sent_ts, dict_ord."""
+    first = Window.partitionBy("run_key", "generation", "member", "inc").orderBy("blk", "sent_ord")
+    return (joins_sent.withColumn("_rn", F.row_number().over(first)).where(F.col("_rn") == 1)
+            .select("run_key", "generation", "member", "inc", "sent_ord", "sent_mono", "sent_ts", "dict_ord"))
 
 
 def stop_the_world(sessions: DataFrame) -> DataFrame:
@@ -168,7 +174,8 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
     gen = keep(gen)
 
     # -- start: the earliest sign that this generation was coming -----------------------------
-    sent = keep(_join_sent(events))
+    every_sent = keep(_joins_sent(events))
+    sent = _join_sent(every_sent)
     bounds = gen.select("run_key", "generation", "boundary", "first_joined")
     after_boundary = lambda t: F.col("boundary").isNull() | (F.col(t) > F.col("boundary"))  # noqa: E731
     give_up = (events.where(F.col("name").isin(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST))
@@ -179,7 +186,7 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
                .where(after_boundary("sign_mono") & (F.col("sign_mono") <= F.col("first_joined")))
                .select("run_key", "generation", "sign_mono", "sign_ts", F.lit(0).alias("prio"),
                        F.col("sign_ord").alias("tie"), "trigger"))
-    signs_b = (sent.join(bounds, ["run_key", "generation"]).where(after_boundary("sent_mono"))
+    signs_b = (every_sent.join(bounds, ["run_key", "generation"]).where(after_boundary("sent_mono"))
                .select("run_key", "generation", F.col("sent_mono").alias("sign_mono"),
                        F.col("sent_ts").alias("sign_ts"), F.lit(1).alias("prio"), F.col("dict_ord").alias("tie"),
                        F.concat(F.lit("group_join_sent by "), slot_label()).alias("trigger")))
@@ -193,11 +200,20 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
                        F.col("prep_ts").alias("sign_ts"), F.lit(2).alias("prio"), F.lit(0).cast("long").alias("tie"),
                        F.concat(F.lit("coordinator: "), F.coalesce("coordinator_reason", F.lit("None"))).alias("trigger")))
     start = (signs_a.unionByName(signs_b).unionByName(signs_c).groupBy("run_key", "generation")
-             .agg(F.min(F.struct("sign_mono", "prio", "tie", "sign_ts", "trigger")).alias("st"),
-                  # the members' own first sign: what the broker's "Preparing" is compared with
-                  F.min(F.when(F.col("prio") < 2, F.col("sign_mono"))).alias("member_start"))
+             .agg(F.min(F.struct("sign_mono", "prio", "tie", "sign_ts", "trigger")).alias("st"))
              .select("run_key", "generation", F.col("st.sign_mono").alias("start_mono"),
-                     F.col("st.sign_ts").alias("start_ts"), F.col("st.trigger").alias("trigger"), "member_start"))
+                     F.col("st.sign_ts").alias("start_ts"), F.col("st.trigger").alias("trigger")))
+    # The members' sign the broker's "Preparing" answers (oracle.rebalances._answered_by): the last one
+    # sent before it — every JoinGroup of the generation counts, one the coordinator held over the
+    # previous generation too — else the first one after it.
+    member_signs = (signs_a.select("run_key", "generation", "sign_mono")
+                    .unionByName(every_sent.select("run_key", "generation", F.col("sent_mono").alias("sign_mono")))
+                    .join(prepared.select("run_key", "generation", "prep_mono"), ["run_key", "generation"], "left"))
+    answered = (member_signs.groupBy("run_key", "generation")
+                .agg(F.max(F.when(F.col("sign_mono") <= F.col("prep_mono"), F.col("sign_mono"))).alias("_before"),
+                     F.min("sign_mono").alias("_first"))
+                .select("run_key", "generation", F.coalesce("_before", "_first").alias("member_start")))
+    start = start.join(answered, ["run_key", "generation"], "left")
 
     # -- phases ---------------------------------------------------------------------------------
     first_sent = sent.groupBy("run_key", "generation").agg(F.min("sent_mono").alias("first_sent"))
