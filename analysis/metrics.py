@@ -64,11 +64,12 @@ def _clock(control: DataFrame, totals: DataFrame) -> DataFrame:
         # the producer runs from the warm-up on
         F.min(F.when((F.col("name") == ev.PHASE) & F.col("phase").isin("warmup", "workload"), F.col("mono_ms")))
          .alias("workload_start"),
-        F.min(F.when((F.col("name") == ev.PHASE) & (F.col("phase") == "recovery"), F.col("mono_ms"))).alias("recovery_start"))
+        F.min(F.when((F.col("name") == ev.PHASE) & (F.col("phase") == "recovery"), F.col("mono_ms"))).alias("recovery_start"),
+        F.min(F.when((F.col("name") == ev.PHASE) & (F.col("phase") == "done"), F.col("mono_ms"))).alias("done_at"))
     return (totals.join(span, "run_key", "left")
             .select("run_key", F.coalesce("_rs.mono_ms", "t_first").alias("t0"), "t_end", "events",
                     F.col("_fin.outcome").alias("outcome"), F.coalesce("done", F.lit(False)).alias("done"),
-                    "workload_start", "recovery_start"))
+                    "workload_start", "recovery_start", "done_at"))
 
 
 def fault_windows(events: DataFrame, clock: DataFrame) -> DataFrame:
@@ -219,6 +220,8 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
         F.coalesce("rebalance_total_ms", F.lit(0.0)).alias("rebalance_total_ms"), "rebalance_max_ms",
         F.coalesce("stw_total_ms", F.lit(0.0)).alias("stw_total_ms"), "stw_max_ms",
         "peak_lag", F.col("_last.total").alias("final_lag"),
+        # from the workload's end (the producer stopped) until the group was stable and the lag drained
+        F.round((F.col("done_at") - F.col("recovery_start")) / 1000.0, 3).alias("drain_s"),
         F.round(F.when(workload_s > 0, F.coalesce("acked", zero) / workload_s), 3).alias("produce_rps"),
         F.round(F.when(consume_s > 0, F.col("deliveries") / consume_s), 3).alias("consume_rps"),
         F.coalesce("commits_ok", zero).alias("commits_ok"), F.coalesce("commits_failed", zero).alias("commits_failed"),

@@ -174,3 +174,24 @@ def distributions(values: dict[str, list[float]], title: str, unit: str) -> byte
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig, right=0.97)
+
+
+def by_protocol(rows: list[dict], x: str, y: str, title: str) -> bytes:
+    """One line per protocol of ``y`` against ``x`` over a sweep's points (the mean where points
+    share an x); a point without the figure is left out."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    lines: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r.get(x) is not None and r.get(y) is not None:
+            lines[r["protocol"]][r[x]].append(r[y])
+    for i, (protocol, points) in enumerate(sorted(lines.items())):
+        xs = sorted(points)
+        ax.plot(xs, [sum(points[v]) / len(points[v]) for v in xs], marker="o", label=protocol,
+                color=PALETTE[i % len(PALETTE)])
+    ax.set_title(title)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.grid(alpha=0.3)
+    if lines:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return _png(fig, right=0.78)

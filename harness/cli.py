@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from analysis.cli import analyze
 from harness import versions
@@ -19,7 +20,7 @@ from harness.install import installed_for
 from harness.paths import default_runs_dir, lab_home
 from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
-from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_OK, LabError
+from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -306,6 +307,58 @@ def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...]
         progress.update(task, completed=len(chosen), description=escape(f"suite {suite.spec.name}"))
     print_suite(console, run.to_dict(), run.dir)
     sys.exit(code)
+
+
+@main.command("capacity")
+@click.argument("sweep_file", type=click.Path(path_type=Path))
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--fresh", is_flag=True, help="Run every point again (default: resume, skipping points already judged).")
+@click.option("--master", default=None, metavar="URL", help="Spark master for the table (default: local[2]).")
+def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, master: str | None) -> None:
+    """A capacity sweep: group size × partitions × produce rate × protocol, each point a load run
+    (harness/capacity.py); then the capacity table and its plots (capacity.html, capacity.csv).
+
+    Exit code 0 when every point ran and passed its checks, 1 when a check failed, 2 on bad
+    input, 3 when a run broke, 130 when interrupted (run it again to resume).
+    """
+    from harness.capacity import CapacityRun, load_sweep
+
+    runs_dir = runs_dir or default_runs_dir()
+    try:
+        sweep = load_sweep(sweep_file)
+        for point in sweep.points:
+            installed_for(point.scenario)
+    except LabError as e:
+        _fail(e)
+    run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"capacity {sweep.spec.name}", total=len(sweep.points))
+
+        def on_point(i: int, point, skipped: bool) -> None:
+            progress.update(task, completed=i, description=escape(
+                f"capacity {sweep.spec.name}: {point.id}" + (" (ran before)" if skipped else "")))
+
+        try:
+            ran = run.run_points(on_point)
+        except KeyboardInterrupt:
+            console.print(f"interrupted: `rebalance-lab capacity {sweep_file}` resumes from {run.dir}")
+            sys.exit(EXIT_INTERRUPTED)
+        progress.update(task, completed=len(sweep.points), description=escape(f"capacity {sweep.spec.name}"))
+    result = run.table(master, progress=lambda m: console.log(escape(m)))
+    table = Table(title=f"Capacity — {sweep.spec.name}", title_justify="left")
+    columns = ("protocol", "members", "partitions", "rate", "rebalances", "rebalance_p50_ms", "rebalance_p95_ms",
+               "broker_p95_ms", "stw_p95_ms", "max_lag", "drain_s", "consumed_per_member_rps")
+    for c in columns:
+        table.add_column(c, justify="left" if c == "protocol" else "right")
+    for row in result.rows:
+        table.add_row(*("–" if row[c] is None else str(row[c]) for c in columns))
+    console.print(table)
+    console.print(f"{result.report}")
+    states = {p["outcome"] for p in ran} | {"broken" for p in ran if p["outcome"] == "completed" and not p["verdict"]}
+    if states - {"completed"}:
+        sys.exit(EXIT_RUN_ERROR)
+    sys.exit(EXIT_CHECK_FAILED if any(p["verdict"] != "pass" for p in ran) else EXIT_OK)
 
 
 @main.command()

@@ -1,0 +1,209 @@
+"""`rebalance-lab capacity SWEEP.yaml`: how rebalance cost grows with group size, partitions, produce
+rate and protocol — each point a load run, then the capacity table and its plots (analysis/capacity.py).
+
+    name: small
+    base: ../scenarios/smoke.yaml          # cluster, topic, workload settings (its faults and load are dropped)
+    sweep:
+      members: [4, 16, 64]                 # group size: the profile below ramps to it
+      protocol: [classic-eager, classic-cooperative, consumer]
+      partitions: [64]                     # of the base's first topic
+      rate: [400]                          # producer records/s
+    profile:                               # each point's load profile, by its group size N:
+      ramp_s: 20                           # 1 -> N one member at a time,
+      hold_s: 10                           # N for a while,
+      churn: 2                             # then churn: `churn` members leave at once, come back one by one,
+      churn_period_s: 10                   # every churn_period_s,
+      churn_s: 30                          # for churn_s.
+
+Every point is built and validated before anything runs (exit 2 naming the point and the key).
+Points run in order into runs/capacity-<name>/ (consecutive points on matching clusters share
+one); capacity.json says which ran. Run again, a sweep resumes: a point whose run was judged is
+not run again (--fresh runs them all).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Callable, Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from faults.base import MAX_MEMBERS, Strict
+from harness.cluster.shared import ClusterPool
+from harness.report import verdict_figures
+from harness.run import Run
+from harness.runstate import write_json_atomically
+from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
+from harness.variants import Axes, Impossible, variant
+from oracle.protocols import PROTOCOLS
+from runtime.errors import ScenarioError
+
+CAPACITY_JSON = "capacity.json"
+Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
+Seconds = Annotated[float, Field(gt=0, le=3600)]
+
+
+class SweepAxes(Strict):
+    members: Annotated[list[Annotated[int, Field(ge=1, le=MAX_MEMBERS)]], Field(min_length=1, max_length=20)]
+    protocol: Annotated[list[Protocol], Field(min_length=1, max_length=len(PROTOCOLS))]
+    partitions: Annotated[list[Annotated[int, Field(ge=1, le=1000)]], Field(min_length=1, max_length=20)] | None = None
+    rate: Annotated[list[Annotated[float, Field(gt=0, le=50_000)]], Field(min_length=1, max_length=20)] | None = None
+
+
+class PointProfile(Strict):
+    ramp_s: Seconds = 20
+    hold_s: Annotated[float, Field(ge=0, le=3600)] = 10
+    churn: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 1
+    churn_period_s: Seconds = 10
+    churn_s: Annotated[float, Field(ge=0, le=3600)] = 20
+
+    def stages(self, members: int) -> list[dict]:
+        stages = [{"kind": "ramp", "to": members, "over_s": self.ramp_s}]
+        if self.hold_s:
+            stages.append({"kind": "hold", "for_s": self.hold_s})
+        if self.churn and self.churn_s:
+            stages.append({"kind": "sawtooth", "low": max(members - self.churn, 0), "high": members,
+                           "period_s": self.churn_period_s, "for_s": self.churn_s})
+        return stages
+
+    @property
+    def length_s(self) -> float:
+        return self.ramp_s + self.hold_s + (self.churn_s if self.churn else 0)
+
+
+class SweepSpec(Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,60}$")]
+    description: str = ""
+    base: str
+    sweep: SweepAxes
+    profile: PointProfile = PointProfile()
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+
+
+@dataclass
+class Point:
+    protocol: str
+    members: int
+    partitions: int
+    rate: float
+    scenario: Scenario
+    data: dict
+
+    @property
+    def id(self) -> str:
+        return f"{self.protocol}-m{self.members}-p{self.partitions}-r{self.rate:g}"
+
+    def params(self) -> dict:
+        return {"protocol": self.protocol, "members": self.members, "partitions": self.partitions, "rate": self.rate}
+
+
+@dataclass
+class Sweep:
+    path: Path
+    spec: SweepSpec
+    points: list[Point]
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """The sweep and every point's scenario, validated; ScenarioError (exit 2) naming each problem."""
+    path = Path(path)
+    data = read_scenario_data(path, "a sweep is a mapping of keys such as name, base, sweep, profile")
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as e:
+        raise ScenarioError(str(path), validation_problems(e)) from None
+    base_path = (path.parent / spec.base).resolve()
+    if not base_path.is_file():
+        raise ScenarioError(str(path), [("base", f"{spec.base}: no such scenario file (relative to the sweep file)")])
+    base = read_scenario_data(base_path)
+    if not isinstance(base.get("topics"), list) or not base["topics"]:
+        raise ScenarioError(str(path), [("base", f"{spec.base}: a scenario with at least one topic")])
+    axes = spec.sweep
+    problems: list[tuple[str, str]] = []
+    points = []
+    for protocol, members, partitions, rate in itertools.product(
+            axes.protocol, axes.members, axes.partitions or [base["topics"][0].get("partitions", 1)],
+            axes.rate or [base.get("workload", {}).get("producer", {}).get("rate", 200)]):
+        point = dict(base, name=f"{spec.name}-{protocol}-m{members}-p{partitions}-r{rate:g}", seed=spec.seed,
+                     duration_s=spec.profile.length_s + 2, faults=[], load={"stages": spec.profile.stages(members)})
+        point.pop("random_faults", None)
+        point["topics"] = [dict(base["topics"][0], partitions=partitions), *base["topics"][1:]]
+        workload = point["workload"] = dict(base.get("workload") or {}, consumers=1)
+        workload["producer"] = dict(workload.get("producer") or {}, rate=rate)
+        workload.pop("test_hooks", None)
+        try:
+            point, _ = variant(point, Axes(protocol=protocol))
+            scenario = Scenario.model_validate(point)
+        except Impossible as e:
+            problems.append((f"sweep.protocol.{protocol}", str(e)))
+            continue
+        except ValidationError as e:
+            problems += [(f"point {point['name']}: {key}", reason) for key, reason in validation_problems(e)]
+            continue
+        points.append(Point(protocol, members, partitions, float(rate), scenario, point))
+    if problems:
+        raise ScenarioError(str(path), problems)
+    return Sweep(path, spec, points)
+
+
+class CapacityRun:
+    """Runs the sweep's points (resuming) into runs_dir/capacity-<name>/, then the table."""
+
+    def __init__(self, sweep: Sweep, runs_dir: Path, fresh: bool = False, report: Callable[[str], None] = lambda _m: None):
+        self.sweep, self.report, self.fresh = sweep, report, fresh
+        self.dir = runs_dir / f"capacity-{sweep.spec.name}"
+        self.state: dict[str, dict] = {}
+        if (self.dir / CAPACITY_JSON).exists() and not fresh:
+            self.state = {p["id"]: p for p in json.loads((self.dir / CAPACITY_JSON).read_text())["points"]}
+
+    def done(self, point: Point) -> bool:
+        """A point whose run was judged: its verdict is there (the run directory says so)."""
+        ran = self.state.get(point.id)
+        return bool(ran and ran.get("run_dir") and (Path(ran["run_dir"]) / "verdict.json").exists())
+
+    def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
+        scenarios = self.dir / "scenarios"
+        scenarios.mkdir(parents=True, exist_ok=True)
+        todo = [p for p in self.sweep.points if not self.done(p)]
+        pool = ClusterPool(self.dir / "clusters", f"capacity:{self.dir.resolve()}", self.report, keep=2,
+                           lanes=max(len(p.scenario.member_slots()) for p in todo)) if todo else None
+        try:
+            for i, point in enumerate(self.sweep.points):
+                skip = self.done(point)
+                on_point(i, point, skip)
+                if skip:
+                    continue
+                path = scenarios / f"{point.id}.yaml"
+                path.write_text(yaml.safe_dump(point.data, sort_keys=False))
+                result = Run(point.scenario, path, self.dir, lambda m, p=point: self.report(f"{p.id}: {m}"),
+                             pool=pool).execute()
+                self.state[point.id] = {"id": point.id, **point.params(), "run_dir": str(result.run_dir),
+                                        "outcome": result.outcome, "error": result.error,
+                                        "verdict": (result.verdict or {}).get("status"),
+                                        "figures": verdict_figures(result.verdict or {})}
+                self._write()
+                if result.outcome == "interrupted":
+                    raise KeyboardInterrupt
+        finally:
+            if pool:
+                pool.close()
+            self._write()
+        return [self.state[p.id] for p in self.sweep.points if p.id in self.state]
+
+    def _write(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomically(self.dir / CAPACITY_JSON, {
+            "sweep": self.sweep.spec.name, "sweep_file": str(self.sweep.path),
+            "points": [self.state[p.id] for p in self.sweep.points if p.id in self.state]})
+
+    def table(self, master: str | None = None, progress: Callable[[str], None] = lambda _m: None):
+        """The capacity table over the points that ran to a verdict (analysis/capacity.py)."""
+        from analysis.capacity import capacity_report
+
+        points = [{**self.state[p.id], "run": Path(self.state[p.id]["run_dir"]).name}
+                  for p in self.sweep.points if self.done(p)]
+        return capacity_report(points, self.dir / "analysis", master, title=self.sweep.spec.name, progress=progress)

@@ -1,0 +1,45 @@
+"""The shipped small capacity sweep (profiles/capacity-small.yaml: 3 group sizes x 3 protocols),
+each point a real load run; the capacity table Spark builds from the histories equals each
+point's verdict, the plots and the page are written, and a second run resumes with nothing to do."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from harness.capacity import CAPACITY_JSON, CapacityRun, load_sweep
+
+SWEEP = Path(__file__).resolve().parents[2] / "profiles" / "capacity-small.yaml"
+
+
+def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path, components_installed):
+    sweep = load_sweep(SWEEP)
+    assert len(sweep.points) == 9
+    run = CapacityRun(sweep, tmp_path)
+    ran = run.run_points()
+    assert [p["outcome"] for p in ran] == ["completed"] * 9, [(p["id"], p["error"]) for p in ran]
+    result = run.table()
+
+    rows = list(csv.DictReader((run.dir / "analysis" / "capacity.csv").open()))
+    assert {(r["protocol"], int(r["members"])) for r in rows} == {
+        (p, m) for p in ("classic-eager", "classic-cooperative", "classic-static") for m in (2, 3, 4)}
+    for point in ran:
+        verdict = json.loads((Path(point["run_dir"]) / "verdict.json").read_text())
+        durations = [r["duration_ms"] for r in verdict["rebalances"] if r["status"] == "completed"]
+        [row] = [r for r in result.rows if r["run"] == Path(point["run_dir"]).name]
+        # the group grew to its size one member at a time: at least one rebalance per member
+        assert row["rebalances"] == len(durations) >= point["members"], (point["id"], row, durations)
+        assert abs(row["rebalance_max_ms"] - max(durations)) < 0.1, (point["id"], row, durations)
+        assert row["drain_s"] is not None and row["consumed_per_member_rps"] > 0, row
+    for name in ("rebalance_vs_members.png", "lag_vs_rate.png", "stw_vs_partitions.png"):
+        assert (run.dir / "analysis" / "plots" / name).stat().st_size > 5000
+    page = result.report.read_text()
+    assert "Rebalance time (p95) vs group size" in page and page.count("<tr>") == 10
+
+    # Run again: every point was judged, so nothing runs; capacity.json still lists them all.
+    again = CapacityRun(load_sweep(SWEEP), tmp_path)
+    started = []
+    again.run_points(lambda i, p, skipped: started.append(p.id) if not skipped else None)
+    assert started == []
+    assert len(json.loads((run.dir / CAPACITY_JSON).read_text())["points"]) == 9

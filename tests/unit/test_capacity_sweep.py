@@ -1,0 +1,49 @@
+"""Capacity sweeps (harness/capacity.py): points built from the base scenario and validated before
+anything runs; bad sweep files are one message per problem (exit 2). Real runs: tests/integration/test_capacity.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.capacity import load_sweep
+from harness.cli import main
+from runtime.errors import ScenarioError
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+
+
+def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_rate_and_protocol():
+    sweep = load_sweep(PROFILES / "capacity.yaml")
+    assert [p.id for p in sweep.points][:3] == ["classic-eager-m4-p64-r400", "classic-eager-m16-p64-r400",
+                                                "classic-eager-m64-p64-r400"]
+    kip848 = next(p for p in sweep.points if p.protocol == "consumer" and p.members == 64)
+    s = kip848.scenario
+    assert (s.cluster.kafka, s.workload.protocol, s.workload.consumers) == ("4.1", "consumer", 1)
+    assert (s.topics[0].partitions, s.workload.producer.rate) == (64, 400)
+    assert s.load.peak(1) == 64 and s.load.length_s(1) == 70 and s.duration_s == 72
+    assert [st.kind for st in s.load.stages] == ["ramp", "hold", "sawtooth"]
+    assert (s.load.stages[2].low, s.load.stages[2].high) == (62, 64)
+    assert s.faults == [] and s.name == "capacity-consumer-m64-p64-r400"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager]}\nextra: 1", "extra: unknown key"),
+    ("name: x\nbase: nowhere.yaml\nsweep: {members: [2], protocol: [classic-eager]}", "base: nowhere.yaml: no such scenario"),
+    ("name: x\nbase: capacity-base.yaml\nsweep: {members: [0], protocol: [classic-eager]}", "sweep.members.0: Input should be"),
+    ("name: x\nbase: pattern-base.yaml\nsweep: {members: [2], protocol: [coordinator-v1]}",
+     "point x-coordinator-v1-m2-p16-r200: workload.topic_pattern: coordinator-v1 members subscribe to topics by name"),
+    ("name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager], partitions: [2000]}",
+     "sweep.partitions.0: Input should be less than or equal to 1000"),
+])
+def test_a_bad_sweep_is_named_before_anything_runs(tmp_path, text, reason):
+    base = (PROFILES / "capacity-base.yaml").read_text()
+    (tmp_path / "capacity-base.yaml").write_text(base)
+    (tmp_path / "pattern-base.yaml").write_text(base.replace("  group: capacity", "  group: capacity\n  topic_pattern: '^ev.*'"))
+    (tmp_path / "sweep.yaml").write_text(text)
+    with pytest.raises(ScenarioError) as e:
+        load_sweep(tmp_path / "sweep.yaml")
+    assert reason in str(e.value), str(e.value)
+    result = CliRunner().invoke(main, ["capacity", str(tmp_path / "sweep.yaml"), "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and reason in result.output and not (tmp_path / "runs").exists()
