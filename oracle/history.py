@@ -430,6 +430,11 @@ class History:
         self.partitions: list[TopicPartition] = self._partitions()  # every partition of the group, by the end
         self._added_at = self._partitions_added()
 
+    def first_assigned(self, tp: TopicPartition) -> float | None:
+        """When a partition added mid-run was first given to a member (None: never, or not added)."""
+        at = self._added_at.get(tp)
+        return at if at is not None and at != float("inf") else None
+
     def partitions_at(self, mono_ms: float) -> list[TopicPartition]:
         """The group's partitions at an instant. One added mid-run (more partitions, a new
         topic matching a pattern) counts once a member was first assigned it: until the

@@ -17,7 +17,7 @@ from .checks import CHECK_NAMES, CHECKS
 from .checks.duplicates import DuplicateReport, redeliveries_of
 from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
 from .events import shown
-from .history import Event, History, gc_paused
+from .history import Event, History, TopicPartition, gc_paused
 from .rebalances import Rebalance, rebalances_of, run_rebalances
 
 T = TypeVar("T")
@@ -237,4 +237,23 @@ def _stats(history: History) -> dict[str, Any]:
         "members": [str(s) for s in history.members()],
         # the harness's own end-of-run LeaveGroups: counted here, in no statistic
         "teardown_rebalances": sum(r.teardown for r in rebalances_of(history)),
+        "partitions_added": _added_partitions_owned(history),
     }
+
+
+def _added_partitions_owned(history: History) -> list[dict]:
+    """Per `partitions_added` (or pattern-matching `topic_created`): how long until a member was
+    first assigned the last of the new partitions — the group noticing them and rebalancing to
+    them (None: not every one was ever assigned)."""
+    out = []
+    for e in history.named(ev.PARTITIONS_ADDED, ev.TOPIC_CREATED):
+        if not e.get("subscribed", True):
+            continue
+        before = 0 if e["name"] == ev.TOPIC_CREATED else min(
+            (t["partitions"] for t in history.run.get("topics") or () if t["topic"] == e["topic"]), default=0)
+        added = [TopicPartition(e["topic"], p) for p in range(before, int(e["partitions"]))]
+        assigned = [history.first_assigned(tp) for tp in added]
+        out.append({"topic": e["topic"], "partitions": int(e["partitions"]), "added": len(added),
+                    "owned_after_ms": round(max(assigned) - e["mono_ms"], 3)
+                    if added and None not in assigned else None})
+    return out

@@ -164,3 +164,20 @@ def test_an_interrupt_inside_a_check_is_not_taken_for_a_checker_bug(history_buil
 
 def test_an_empty_history_does_not_crash_the_oracle():
     assert check_history([]).status == "incomplete"
+
+
+def test_partitions_added_mid_run_say_how_long_until_the_last_was_owned(history_builder):
+    """The group noticing new partitions and rebalancing to them (librdkafka's KIP-848 claim is
+    about this): from `partitions_added` to the first assignment of the last new one."""
+    b = history_builder(topics={"events": 2})
+    c1 = b.consumer("consumer-1").start()
+    b.rebalance(1, {"consumer-1": [0, 1]}, at=0)
+    b.at(1000).emit("partitions_added", "harness", topic="events", partitions=4, subscribed=True)
+    c1.at(4000).revoked().join_sent()
+    c1.at(4010).joined(2, leader=True)
+    c1.at(4020).synced().assigned(0, 1, 2, 3)
+    b.at(5000).emit("partitions_added", "harness", topic="events", partitions=6, subscribed=True)  # never noticed
+    stats = check_history(b.build()).to_dict()["stats"]
+    assert stats["partitions_added"] == [
+        {"topic": "events", "partitions": 4, "added": 2, "owned_after_ms": pytest.approx(3020, abs=1)},
+        {"topic": "events", "partitions": 6, "added": 4, "owned_after_ms": None}]
