@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from oracle import vocabulary as ev
+from runtime.tail import FileTail
 
 # "[2026-11-21T19:42:28.038+0000] INFO message (logger)" — see cluster/config.LOG_PATTERN
 _LINE = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4})\] (?P<level>\w+) (?P<msg>.*)$")
@@ -92,22 +93,11 @@ class CoordinatorLog:
     anew is read from its start)."""
 
     def __init__(self, log: Path, broker: str, group: str | None = None):
-        self.log, self.broker, self.group = log, broker, group
-        self._offset = 0
+        self.tail, self.broker, self.group = FileTail(log), broker, group
 
     def new_events(self) -> Iterator[tuple[float, str, dict]]:
-        try:
-            with self.log.open("rb") as f:
-                if f.seek(0, 2) < self._offset:
-                    self._offset = 0
-                f.seek(self._offset)
-                chunk = f.read()
-        except OSError:
-            return
-        whole = chunk.rfind(b"\n") + 1
-        self._offset += whole
-        for line in chunk[:whole].decode(errors="replace").splitlines():
-            parsed = parse_line(line)
+        for raw in self.tail.new_lines():
+            parsed = parse_line(raw.decode(errors="replace"))
             if parsed and (self.group is None or parsed[2].get("group") in (self.group, None)):
                 ts, name, fields = parsed
                 yield ts, name, {"broker": self.broker, **fields}

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Callable, Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import Field, ValidationError
@@ -37,7 +38,7 @@ from harness.cluster.shared import ClusterPool
 from harness.report import verdict_figures
 from harness.run import Run
 from harness.runstate import write_json_atomically
-from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
+from harness.scenario import Scenario, read_scenario_data, validation_problems
 from harness.variants import Axes, Impossible, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import ScenarioError

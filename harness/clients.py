@@ -33,7 +33,6 @@ from workloads.load import LoadSpec
 from workloads.observer import ObserverSpec, ObserverStatus
 from workloads.producer import ProducerSpec
 
-
 LEAVE_TIMEOUT_S = 30.0  # a member told to leave by the load profile is killed if it has not exited by then
 
 

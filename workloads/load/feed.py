@@ -21,6 +21,7 @@ import orjson
 from oracle import vocabulary as ev
 from oracle.history import History, sort_key
 from oracle.rebalances import COMPLETED, run_rebalances
+from runtime.tail import FileTail
 
 PRODUCE, END_TO_END = "produce", "end-to-end"
 _LATENCIES = {ev.RECORDS_ACKED: ("latency_ms", PRODUCE), ev.RECORDS_CONSUMED: ("e2e_ms", END_TO_END)}
@@ -39,26 +40,17 @@ class SettledRebalance:
 
 class RebalanceFeed:
     def __init__(self, history: str | Path, settle_s: float):
-        self.path = Path(history)
         self.settle_ms = settle_s * 1000
         self.events: list[dict] = []
         self.told: set[int] = set()
         self.done = False  # the run reached `phase: done`: every rebalance of it is in the history
         self.latencies: list[tuple[str, float, int]] = []  # (PRODUCE or END_TO_END, ms, records) not taken yet
-        self._offset = 0
+        self._tail = FileTail(history)
         self._latest_ms = float("-inf")
 
     def read(self) -> None:
         """The history's new whole lines (a line being written is left for next time)."""
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self._offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            return
-        whole = chunk.rfind(b"\n") + 1
-        self._offset += whole
-        for line in chunk[:whole].splitlines():
+        for line in self._tail.new_lines():
             if not line.strip():
                 continue
             event = orjson.loads(line)

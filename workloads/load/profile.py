@@ -146,7 +146,7 @@ class Sawtooth(_Stage):
 
 STAGES = (Hold, Ramp, Step, Spike, Sawtooth)
 STAGE_KINDS = tuple(get_args(s.model_fields["kind"].annotation)[0] for s in STAGES)
-Stage = Annotated[Union[STAGES], Field(discriminator="kind")]
+Stage = Annotated[Union[STAGES], Field(discriminator="kind")]  # noqa: UP007  (a union of the tuple above)
 
 
 class LoadProfile(BaseModel):
