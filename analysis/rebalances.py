@@ -105,6 +105,9 @@ def _joins_sent(events: DataFrame) -> DataFrame:
         F.col("ts").alias("sent_ts"))
     joins = df.where(F.col("name") == ev.GROUP_JOINED).select("run_key", "member", "inc", "blk", "generation",
                                                               F.col("ord").alias("dict_ord"))
+    # A member joining one generation twice: its first joining of it counts (as the oracle's setdefault).
+    first = Window.partitionBy("run_key", "generation", "member", "inc")
+    joins = joins.withColumn("_first", F.min("blk").over(first)).where(F.col("blk") == F.col("_first")).drop("_first")
     return joins.join(sent, ["run_key", "member", "inc", "blk"])
 
 

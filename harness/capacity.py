@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +40,11 @@ from harness.report import verdict_figures
 from harness.run import Run
 from harness.runstate import write_json_atomically
 from harness.scenario import Scenario, read_scenario_data, validation_problems
+from harness.suite import interrupt_between_runs
 from harness.variants import Axes, Impossible, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import ScenarioError
+from workloads.load.profile import LoadProfile
 
 CAPACITY_JSON = "capacity.json"
 Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
@@ -70,10 +73,6 @@ class PointProfile(Strict):
             stages.append({"kind": "sawtooth", "low": max(members - self.churn, 0), "high": members,
                            "period_s": self.churn_period_s, "for_s": self.churn_s})
         return stages
-
-    @property
-    def length_s(self) -> float:
-        return self.ramp_s + self.hold_s + (self.churn_s if self.churn else 0)
 
 
 class SweepSpec(Strict):
@@ -121,16 +120,19 @@ def load_sweep(path: str | Path) -> Sweep:
     if not base_path.is_file():
         raise ScenarioError(str(path), [("base", f"{spec.base}: no such scenario file (relative to the sweep file)")])
     base = read_scenario_data(base_path)
-    if not isinstance(base.get("topics"), list) or not base["topics"]:
-        raise ScenarioError(str(path), [("base", f"{spec.base}: a scenario with at least one topic")])
+    try:
+        validated = Scenario.model_validate(base)  # the points change it, but it must be a scenario first
+    except ValidationError as e:
+        raise ScenarioError(str(base_path), validation_problems(e)) from None
     axes = spec.sweep
     problems: list[tuple[str, str]] = []
     points = []
     for protocol, members, partitions, rate in itertools.product(
-            axes.protocol, axes.members, axes.partitions or [base["topics"][0].get("partitions", 1)],
-            axes.rate or [base.get("workload", {}).get("producer", {}).get("rate", 200)]):
+            axes.protocol, axes.members, axes.partitions or [validated.topics[0].partitions],
+            axes.rate or [validated.workload.producer.rate]):
+        load = LoadProfile(stages=spec.profile.stages(members))
         point = dict(base, name=f"{spec.name}-{protocol}-m{members}-p{partitions}-r{rate:g}", seed=spec.seed,
-                     duration_s=spec.profile.length_s + 2, faults=[], load={"stages": spec.profile.stages(members)})
+                     duration_s=load.length_s(1), faults=[], load=load.model_dump())
         point.pop("random_faults", None)
         point["topics"] = [dict(base["topics"][0], partitions=partitions), *base["topics"][1:]]
         workload = point["workload"] = dict(base.get("workload") or {}, consumers=1)
@@ -172,6 +174,8 @@ class CapacityRun:
         todo = [p for p in self.sweep.points if not self.done(p)]
         pool = ClusterPool(self.dir / "clusters", f"capacity:{self.dir.resolve()}", self.report, keep=2,
                            lanes=max(len(p.scenario.member_slots()) for p in todo)) if todo else None
+        # Between points SIGTERM / SIGHUP stop the sweep as Ctrl-C does (each Run handles them while it runs).
+        previous = {sig: signal.signal(sig, interrupt_between_runs) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             for i, point in enumerate(self.sweep.points):
                 skip = self.done(point)
@@ -190,9 +194,13 @@ class CapacityRun:
                 if result.outcome == "interrupted":
                     raise KeyboardInterrupt
         finally:
-            if pool:
-                pool.close()
-            self._write()
+            try:
+                if pool:
+                    pool.close()
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+                self._write()
         return [self.state[p.id] for p in self.sweep.points if p.id in self.state]
 
     def _write(self) -> None:

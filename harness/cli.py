@@ -345,10 +345,14 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
             console.print(f"interrupted: `rebalance-lab capacity {sweep_file}` resumes from {run.dir}")
             sys.exit(EXIT_INTERRUPTED)
         progress.update(task, completed=len(sweep.points), description=escape(f"capacity {sweep.spec.name}"))
-    result = run.table(master, progress=lambda m: console.log(escape(m)))
+    from analysis.capacity import COLUMNS
+
+    try:
+        result = run.table(master, progress=lambda m: console.log(escape(m)))
+    except LabError as e:  # no point ran to a verdict, say
+        _fail(e)
     table = Table(title=f"Capacity — {sweep.spec.name}", title_justify="left")
-    columns = ("protocol", "members", "partitions", "rate", "rebalances", "rebalance_p50_ms", "rebalance_p95_ms",
-               "broker_p95_ms", "stw_p95_ms", "max_lag", "drain_s", "consumed_per_member_rps")
+    columns = [c for c in COLUMNS if c not in ("run", "rebalance_max_ms", "broker_p50_ms", "broker_max_ms")]
     for c in columns:
         table.add_column(c, justify="left" if c == "protocol" else "right")
     for row in result.rows:

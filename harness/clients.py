@@ -195,10 +195,18 @@ class LoadDriver(Client):
 
     def members_wanted(self) -> int | None:
         """The member count Locust last wrote, or None before it wrote one."""
+        return self._said().get("members")
+
+    def profile_over(self) -> bool:
+        """Locust ran the whole profile (its clock starts when Locust does, after the warm-up)."""
+        return bool(self._said().get("profile_over"))
+
+    def _said(self) -> dict:
         try:
-            return int(json.loads(self.control_file.read_text())["members"])
+            said = json.loads(self.control_file.read_text())
+            return {"members": int(said["members"]), "profile_over": bool(said.get("profile_over"))}
         except (OSError, ValueError, KeyError, TypeError):
-            return None
+            return {}
 
 
 class LoadWorker(Client):
@@ -321,7 +329,8 @@ class WorkloadProcesses:
         for name in stopped:  # all at once, not waiting for each: "8 leave at once" is one burst of LeaveGroups
             self._leaving[name] = time.monotonic()
             self.services[name].terminate()
-        busy = {m.lane for m in members if m.running()}
+        # A slot is free once its last process has exited and been reaped (its process_exited written).
+        busy = {m.lane for m in members if m.running() or (m.process and m.process.registration.exists())}
         free = [lane for lane in range(1, len(self.scenario.member_slots()) + 1) if lane not in busy]
         started = [f"consumer-{lane}" for lane in free[:max(count - len(staying), 0)]]
         for name in started:

@@ -55,6 +55,7 @@ from workloads.observer import ObserverSpec, ObserverStatus
 
 Report = Callable[[str], None]
 COORDINATOR_LOG_EVERY_S = 1.0  # how often the brokers' logs are read into the history while the run goes
+PROFILE_GRACE_S = 30  # the longest a load run's workload waits past duration_s for Locust's profile to end
 LOCUST_QUIT_S = 60  # from `done` to Locust's exit: its last feed pass over the whole history, its CSV files
 
 
@@ -255,6 +256,9 @@ class Run:
             self._following = True
         self.scheduler.start()
         self._wait("workload", s.duration_s, lambda: False)
+        # Locust's clock started a moment after the workload's: the workload lasts until its profile is over.
+        if s.load and not self._wait("profile", PROFILE_GRACE_S, workload.load.profile_over):
+            self.report(f"Locust's profile was not over {PROFILE_GRACE_S}s after duration_s; the run goes on")
 
         self.scheduler.heal_all("end-of-workload")
         workload.producer.kill(signal.SIGTERM)  # flushes and records its last acknowledgements

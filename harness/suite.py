@@ -277,7 +277,7 @@ class SuiteRun:
         stop_reason = ""
         # Between variants, SIGTERM / SIGHUP stop the suite the way Ctrl-C does (each Run handles
         # them itself while it runs): the reports are still written.
-        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        previous = {sig: signal.signal(sig, interrupt_between_runs) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             for i, (v, p, scenario) in enumerate(zip(self.chosen, paths, scenarios_of)):
                 if stop_reason:
@@ -332,7 +332,9 @@ class SuiteRun:
         write_json_atomically(self.dir / SUITE_JSON, self.to_dict())
 
 
-def _interrupt(_signum, _frame) -> None:
+def interrupt_between_runs(_signum, _frame) -> None:
+    """SIGTERM / SIGHUP between the runs of a suite or a sweep: stop as Ctrl-C does (reports written,
+    shared clusters stopped)."""
     raise KeyboardInterrupt
 
 

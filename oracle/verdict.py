@@ -246,11 +246,12 @@ def _added_partitions_owned(history: History) -> list[dict]:
     first assigned the last of the new partitions — the group noticing them and rebalancing to
     them (None: not every one was ever assigned)."""
     out = []
+    count = {t["topic"]: int(t["partitions"]) for t in history.run.get("topics") or ()}  # as each change left it
     for e in history.named(ev.PARTITIONS_ADDED, ev.TOPIC_CREATED):
+        before = 0 if e["name"] == ev.TOPIC_CREATED else count.get(e["topic"], 0)
+        count[e["topic"]] = int(e["partitions"])
         if not e.get("subscribed", True):
             continue
-        before = 0 if e["name"] == ev.TOPIC_CREATED else min(
-            (t["partitions"] for t in history.run.get("topics") or () if t["topic"] == e["topic"]), default=0)
         added = [TopicPartition(e["topic"], p) for p in range(before, int(e["partitions"]))]
         assigned = [history.first_assigned(tp) for tp in added]
         out.append({"topic": e["topic"], "partitions": int(e["partitions"]), "added": len(added),

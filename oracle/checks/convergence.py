@@ -37,8 +37,8 @@ def check(history: History, options: dict) -> CheckResult:
     since = anchor["mono_ms"]
     # Judge up to `done`, or the first end-of-run stop if the harness stopped members first.
     # Members a scale-down stopped did so before their fault healed, and those the load profile
-    # stopped last were told to leave by it: they are not the end.
-    leaving = set((resized or {}).get("stopped") or ()) if anchor is resized else set()
+    # stopped were told to leave by it (one may exit after the profile's last change): not the end.
+    leaving = {m for e in history.named(ev.GROUP_RESIZED) for m in e.get("stopped") or ()}
     stops = [e["mono_ms"] for e in history.named(ev.CONSUMER_STOPPED)
              if e.get("reason") == "end-of-run" and e["mono_ms"] > since and e.get(ev.MEMBER) not in leaving]
     horizon = min([done["mono_ms"], *stops])

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import csv
 import math
+from pathlib import Path
 
 from tests.integration.conftest import small_scenario
 
-# ramp 2 -> 6, one member every 3.2 s; then churn: up one by one to 6 every 8 s, 2 leave at once
-PROFILE = {"stages": [{"kind": "ramp", "to": 6, "over_s": 16},
-                      {"kind": "sawtooth", "low": 4, "high": 6, "period_s": 8, "for_s": 16}]}
+# The shipped small profile: ramp 2 -> 6, one member every 3.2 s; then churn: up one by one to 6
+# every 8 s, 2 leave at once.
+PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "ramp-churn-small.yaml"
 SIZES = [3, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4]  # the counts the profile moves through, in order
 
 
 def test_locust_runs_the_profile_and_its_rebalance_rows_are_the_oracles(run_scenario):
-    scenario = small_scenario("load", duration_s=36, load=PROFILE)
-    scenario["topics"] = [{"name": "events", "partitions": 12}]
-    run = run_scenario(scenario)
+    run = run_scenario(PROFILE)
     assert run.exit_code == 0, run.output[-3000:]
     assert all(c["status"] == "passed" for c in run.verdict["checks"].values()), run.verdict["checks"]
 
@@ -51,9 +50,14 @@ def test_locust_runs_the_profile_and_its_rebalance_rows_are_the_oracles(run_scen
 
 def test_locust_distributed_master_and_workers_on_localhost_run_the_profile(run_scenario):
     """Locust's distributed mode: a master (the shape, the count) and two workers (the users; the
-    first one tells the rebalances), all on 127.0.0.1; the master's CSV still equals the verdict."""
-    scenario = small_scenario("load-dist", duration_s=16, load={
+    first one tells the rebalances), all on 127.0.0.1; the master's CSV still equals the verdict.
+    The group is a KIP-848 one: a load profile runs on the `consumer` protocol too."""
+    scenario = small_scenario("load-dist", duration_s=10, load={
         "workers": 2, "stages": [{"kind": "ramp", "to": 4, "over_s": 6}]})
+    scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
+    scenario["workload"].update(protocol="consumer", assignor="uniform")
+    for key in ("session_timeout_ms", "heartbeat_interval_ms"):  # a KIP-848 group's timing is the brokers'
+        scenario["workload"].pop(key)
     scenario["topics"] = [{"name": "events", "partitions": 8}]
     run = run_scenario(scenario)
     assert run.exit_code == 0, run.output[-3000:]
@@ -62,5 +66,6 @@ def test_locust_distributed_master_and_workers_on_localhost_run_the_profile(run_
     assert [e["members"] for e in run.named("group_resized")] == [3, 4]
     durations = [r["duration_ms"] for r in run.verdict["rebalances"] if r["status"] == "completed"]
     [row] = [r for r in csv.DictReader((run.run_dir / "load" / "locust_stats.csv").open()) if r["Type"] == "rebalance"]
+    assert row["Name"] == "consumer"
     assert int(row["Request Count"]) == len(durations) >= 2, (row, durations)
     assert math.isclose(float(row["Max Response Time"]), max(durations), abs_tol=0.01)

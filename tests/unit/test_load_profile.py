@@ -95,3 +95,28 @@ def test_the_shipped_profile_ramps_to_32_then_churns():
     assert (start, s.load.peak(start), s.load.length_s(start)) == (2, 32, 120)
     assert s.member_slots()[-1] == "consumer-32"
     assert [s.load.members_at(start, t) for t in (0, 59, 60, 79, 80)] == [2, 32, 24, 32, 24]
+
+
+def test_a_generation_a_live_member_may_still_join_is_not_told(tmp_path, history_builder):
+    """KIP-848 members reach an epoch one by one on their heartbeats, and are given their share in
+    steps: a generation is told once every member alive has moved past it (or the run is done)."""
+    b = history_builder(topics={"events": 2}, protocol="consumer")
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
+    c1.at(990).join_sent()
+    c1.at(1000).joined(2).synced().assigned(0)
+    b.at(9000).acked(0, 0, 9)
+    history = tmp_path / "history.jsonl"
+    feed = RebalanceFeed(history, settle_s=1)
+    events = b.build()
+    write(history, events)
+    assert feed.settled() == []  # consumer-2 is still at generation 1: it may yet be given more of it
+    c2.at(9500).joined(2).synced().assigned(1)
+    b.at(12000).acked(0, 10, 19)
+    write(history, b.build()[len(events):])
+    assert [r.generation for r in feed.settled()] == [1]  # generation 2 is where everyone is: still open
+    events = b.build()
+    b.at(12500).done()
+    write(history, b.build()[len(events):])
+    [r] = feed.settled()
+    assert r.generation == 2 and r.duration_ms == pytest.approx(8510, abs=5)  # until consumer-2 had its share

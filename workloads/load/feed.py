@@ -2,9 +2,13 @@
 
 Locust is told each rebalance once (workloads/load/locustfile.py): the oracle's own
 measurement (oracle/rebalances.py) of the history written so far, so the figures Locust
-shows are the ones the verdict will have. A rebalance is told once it is completed and
-has been over for ``settle_s`` by the history's clock — a member's last events of it may
-reach the file a little later — and every one still untold once the run is ``done``.
+shows are the ones the verdict will have. A rebalance is told once it is completed, every
+member alive has joined that generation or a later one (no member can still join it: a
+KIP-848 member reaches an epoch on its own heartbeat, seconds after another; with an
+incremental protocol every member alive has joined a later one: a member's share of a
+generation can come in steps), and it has
+been over for ``settle_s`` by the history's clock (a member's last events of it may reach
+the file a little later); every one still untold once the run is ``done``.
 Teardown and superseded generations are never told (they have no duration in the verdict).
 
 Beside them, the records' latencies as the producer and the members wrote them (``latency_ms``
@@ -74,11 +78,33 @@ class RebalanceFeed:
         if not any(e["name"] == ev.RUN_STARTED for e in self.events):
             return []
         out = []
-        for r in run_rebalances(History(sorted(self.events, key=sort_key))):
+        history = History(sorted(self.events, key=sort_key))
+        reached = self._generation_every_member_reached(history)
+        # An incremental member counted by its SyncGroup (an empty delta) may still be given partitions
+        # of that generation (KIP-848 reconciles in steps): settled once every member has moved past it.
+        last_open = reached - 1 if history.incremental else reached
+        for r in run_rebalances(history):
             if r.generation in self.told or r.status != COMPLETED:
                 continue
-            if not self.done and r.end.mono_ms > self._latest_ms - self.settle_ms:
+            if not self.done and (r.end.mono_ms > self._latest_ms - self.settle_ms or r.generation > last_open):
                 continue
             self.told.add(r.generation)
             out.append(SettledRebalance(r.generation, r.duration_ms, len(r.moves), r.trigger))
         return out
+
+    @staticmethod
+    def _generation_every_member_reached(history: History) -> float:
+        """The lowest generation the members alive now have joined (a member that has not joined
+        any yet holds everything back: it will join one)."""
+        alive: dict[tuple, float] = {}
+        for e in history.named(ev.CONSUMER_STARTED, ev.CONSUMER_STOPPED, ev.PROCESS_EXITED, ev.GROUP_JOINED):
+            slot = (e.get(ev.MEMBER), e.get(ev.INCARNATION))
+            if e["name"] == ev.CONSUMER_STARTED:
+                alive[slot] = float("-inf")
+            elif e["name"] == ev.CONSUMER_STOPPED:
+                alive.pop(slot, None)
+            elif e["name"] == ev.PROCESS_EXITED:  # killed without a word: its process is gone all the same
+                alive = {s: g for s, g in alive.items() if s[0] != e.get("process")}
+            elif slot in alive and e.get(ev.GENERATION) is not None:
+                alive[slot] = max(alive[slot], e[ev.GENERATION])
+        return min(alive.values(), default=float("inf"))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import gevent
 from locust import LoadTestShape, User, constant, events, task
+from locust.stats import CSV_STATS_INTERVAL_SEC
 from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, LocalRunner, MasterRunner, WorkerRunner
 
 from workloads.load import RECORD_TYPE, REQUEST_TYPE, LoadSpec
@@ -43,28 +44,36 @@ def _init(environment, **_kwargs) -> None:
     _lab.update(spec=spec, profile=LoadProfile.model_validate(spec.profile))
     runner = environment.runner
     if isinstance(runner, (LocalRunner, MasterRunner)):
-        gevent.spawn(_count, runner, spec)
+        gevent.spawn(_count, environment, spec, _lab["profile"])
     if isinstance(runner, MasterRunner):
-        runner.register_message(_DONE, lambda **_: _finish(runner))
+        runner.register_message(_DONE, lambda **_: _finish(environment))
     if isinstance(runner, (LocalRunner, WorkerRunner)):
         gevent.spawn(_feed, environment, spec, _lab["profile"])
 
 
-def _finish(runner) -> None:
+def _finish(environment) -> None:
+    """The run is done: stop, and end the process (with the web UI on, its server is what keeps it up)."""
     _lab["done"] = True
-    runner.quit()
+    environment.runner.quit()
+    if environment.web_ui:
+        environment.web_ui.stop()
 
 
-def _count(runner, spec: LoadSpec) -> None:
+def _count(environment, spec: LoadSpec, profile: LoadProfile) -> None:
     """Locust's user count, as the run's member count, whenever it changes — once Locust has
-    spawned what the shape asked (before, and while spawning, the count is on its way)."""
-    control, written = Path(spec.control_file), None
+    spawned what the shape asked (before, and while spawning, the count is on its way) — and
+    whether the profile is over (the run's workload lasts until it is)."""
+    runner, control, written = environment.runner, Path(spec.control_file), None
+    length = profile.length_s(spec.initial_members)
     while not _lab.get("done"):
-        if runner.state == STATE_RUNNING and runner.user_count != written:
-            written = runner.user_count
-            tmp = control.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"members": written}))
-            os.replace(tmp, control)
+        if runner.state == STATE_RUNNING:
+            now = {"members": runner.user_count,
+                   "profile_over": environment.shape_class.get_run_time() >= length}
+            if now != written:
+                tmp = control.with_suffix(".tmp")
+                tmp.write_text(json.dumps(now))
+                os.replace(tmp, control)
+                written = now
         gevent.sleep(COUNT_EVERY_S)
 
 
@@ -88,7 +97,8 @@ def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
                 gevent.sleep(WORKER_REPORT_INTERVAL + 1)  # its last requests reach the master with the next report
                 runner.send_message(_DONE)
             else:
-                _finish(runner)
+                gevent.sleep(CSV_STATS_INTERVAL_SEC + 1)  # the CSV files are written on that beat, not on quitting
+                _finish(environment)
             return
 
 
