@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from harness.report import verdict_figures
 from harness.run import Run
 from harness.runstate import write_json_atomically
 from harness.scenario import Scenario, read_scenario_data, validation_problems
-from harness.suite import interrupt_between_runs
+from harness.suite import runs_in_a_row
 from harness.variants import Axes, Impossible, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import ScenarioError
@@ -169,39 +168,34 @@ class CapacityRun:
         return bool(ran and ran.get("run_dir") and (Path(ran["run_dir"]) / "verdict.json").exists())
 
     def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
-        scenarios = self.dir / "scenarios"
-        scenarios.mkdir(parents=True, exist_ok=True)
+        (self.dir / "scenarios").mkdir(parents=True, exist_ok=True)
         todo = [p for p in self.sweep.points if not self.done(p)]
         pool = ClusterPool(self.dir / "clusters", f"capacity:{self.dir.resolve()}", self.report, keep=2,
                            lanes=max(len(p.scenario.member_slots()) for p in todo)) if todo else None
-        # Between points SIGTERM / SIGHUP stop the sweep as Ctrl-C does (each Run handles them while it runs).
-        previous = {sig: signal.signal(sig, interrupt_between_runs) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
-            for i, point in enumerate(self.sweep.points):
-                skip = self.done(point)
-                on_point(i, point, skip)
-                if skip:
-                    continue
-                path = scenarios / f"{point.id}.yaml"
-                path.write_text(yaml.safe_dump(point.data, sort_keys=False))
-                result = Run(point.scenario, path, self.dir, lambda m, p=point: self.report(f"{p.id}: {m}"),
-                             pool=pool).execute()
-                self.state[point.id] = {"id": point.id, **point.params(), "run_dir": str(result.run_dir),
-                                        "outcome": result.outcome, "error": result.error,
-                                        "verdict": (result.verdict or {}).get("status"),
-                                        "figures": verdict_figures(result.verdict or {})}
-                self._write()
-                if result.outcome == "interrupted":
-                    raise KeyboardInterrupt
+            with runs_in_a_row(pool):
+                self._run(pool, on_point)
         finally:
-            try:
-                if pool:
-                    pool.close()
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-                self._write()
+            self._write()
         return [self.state[p.id] for p in self.sweep.points if p.id in self.state]
+
+    def _run(self, pool: ClusterPool | None, on_point: Callable[[int, Point, bool], None]) -> None:
+        for i, point in enumerate(self.sweep.points):
+            skip = self.done(point)
+            on_point(i, point, skip)
+            if skip:
+                continue
+            path = self.dir / "scenarios" / f"{point.id}.yaml"
+            path.write_text(yaml.safe_dump(point.data, sort_keys=False))
+            result = Run(point.scenario, path, self.dir, lambda m, p=point: self.report(f"{p.id}: {m}"),
+                         pool=pool).execute()
+            self.state[point.id] = {"id": point.id, **point.params(), "run_dir": str(result.run_dir),
+                                    "outcome": result.outcome, "error": result.error,
+                                    "verdict": (result.verdict or {}).get("status"),
+                                    "figures": verdict_figures(result.verdict or {})}
+            self._write()
+            if result.outcome == "interrupted":
+                raise KeyboardInterrupt
 
     def _write(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

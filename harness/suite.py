@@ -25,6 +25,8 @@ import json
 import re
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -274,34 +276,12 @@ class SuiteRun:
         # whose broker settings differ).
         pool = ClusterPool(self.dir / "clusters", f"suite:{self.dir.resolve()}", self.report, keep=SHARED_CLUSTERS,
                            lanes=max(len(s.member_slots()) for s in scenarios_of)) if self.share_clusters else None
-        stop_reason = ""
-        # Between variants, SIGTERM / SIGHUP stop the suite the way Ctrl-C does (each Run handles
-        # them itself while it runs): the reports are still written.
-        previous = {sig: signal.signal(sig, interrupt_between_runs) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
-            for i, (v, p, scenario) in enumerate(zip(self.chosen, paths, scenarios_of)):
-                if stop_reason:
-                    self.results.append(VariantResult(v, SKIPPED, reason=stop_reason))
-                    continue
-                self.on_variant(i, v)
-                t0 = time.monotonic()
-                result = Run(scenario, p, self.dir, lambda m, v=v: self.report(f"{v.id}: {m}"), pool=pool).execute()
-                done = VariantResult(v, _state_of(result), time.monotonic() - t0, result, reason=result.error or "")
-                self.results.append(done)
-                self._write_json()
-                if result.outcome == "interrupted":
-                    self.state, stop_reason = "interrupted", f"not run: the suite was interrupted during {v.id}"
-                elif self.fail_fast and done.state != PASSED:
-                    stop_reason = f"not run: --fail-fast after {v.id} {done.state}"
+            with runs_in_a_row(pool):  # the reports are still written after a stop
+                self._run_variants(paths, scenarios_of, pool)
         except KeyboardInterrupt:
             self.state = "interrupted"
         finally:
-            try:
-                if pool:
-                    pool.close()
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
             if self.state == "running":
                 self.state = "completed" if len(self.results) == len(self.chosen) else "interrupted"
             self.results += [VariantResult(v, SKIPPED, reason="not run: the suite was interrupted")
@@ -309,6 +289,23 @@ class SuiteRun:
             self._write_json()
             write_reports(self.to_dict(), self.dir)
         return self.exit_code
+
+    def _run_variants(self, paths: list[Path], scenarios_of: list[Scenario], pool: ClusterPool | None) -> None:
+        stop_reason = ""
+        for i, (v, p, scenario) in enumerate(zip(self.chosen, paths, scenarios_of)):
+            if stop_reason:
+                self.results.append(VariantResult(v, SKIPPED, reason=stop_reason))
+                continue
+            self.on_variant(i, v)
+            t0 = time.monotonic()
+            result = Run(scenario, p, self.dir, lambda m, v=v: self.report(f"{v.id}: {m}"), pool=pool).execute()
+            done = VariantResult(v, _state_of(result), time.monotonic() - t0, result, reason=result.error or "")
+            self.results.append(done)
+            self._write_json()
+            if result.outcome == "interrupted":
+                self.state, stop_reason = "interrupted", f"not run: the suite was interrupted during {v.id}"
+            elif self.fail_fast and done.state != PASSED:
+                stop_reason = f"not run: --fail-fast after {v.id} {done.state}"
 
     @property
     def exit_code(self) -> int:
@@ -332,10 +329,25 @@ class SuiteRun:
         write_json_atomically(self.dir / SUITE_JSON, self.to_dict())
 
 
-def interrupt_between_runs(_signum, _frame) -> None:
-    """SIGTERM / SIGHUP between the runs of a suite or a sweep: stop as Ctrl-C does (reports written,
-    shared clusters stopped)."""
+def _interrupt(_signum, _frame) -> None:
     raise KeyboardInterrupt
+
+
+@contextmanager
+def runs_in_a_row(pool: ClusterPool | None) -> Iterator[None]:
+    """Runs one after another (a suite's variants, a sweep's points): between them SIGTERM / SIGHUP
+    stop like Ctrl-C (each Run handles them itself while it runs), and the shared clusters are
+    stopped at the end, whatever happened."""
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        try:
+            if pool:
+                pool.close()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def _state_of(result: RunResult) -> str:
