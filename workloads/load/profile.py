@@ -24,6 +24,11 @@ Count = Annotated[int, Field(ge=0)]
 Seconds = Annotated[float, Field(gt=0, le=86_400)]
 
 
+def _toward(start: int, to: int, moved: int) -> int:
+    """``moved`` members from ``start`` towards ``to`` (up or down), never past it."""
+    return start + min(abs(to - start), moved) * (1 if to >= start else -1)
+
+
 class _Stage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -68,8 +73,7 @@ class Ramp(_Stage):
 
     def members(self, start: int, t: float) -> int:
         # |to - start| + 1 even steps, the last one at `to`
-        moved = min(abs(self.to - start), math.trunc((abs(self.to - start) + 1) * t / self.over_s))
-        return start + moved * (1 if self.to >= start else -1)
+        return _toward(start, self.to, math.trunc((abs(self.to - start) + 1) * t / self.over_s))
 
     def end(self, start: int) -> int:
         return self.to
@@ -87,8 +91,7 @@ class Step(_Stage):
         return math.ceil(abs(self.to - start) / self.by) * self.every_s
 
     def members(self, start: int, t: float) -> int:
-        moved = min(abs(self.to - start), (math.floor(t / self.every_s) + 1) * self.by)
-        return start + moved * (1 if self.to >= start else -1)
+        return _toward(start, self.to, (math.floor(t / self.every_s) + 1) * self.by)
 
     def end(self, start: int) -> int:
         return self.to
