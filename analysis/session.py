@@ -5,6 +5,7 @@ runs the same job on a cluster. The UI is off, shuffles use two partitions (run
 histories are small; two cores is the reference machine), adaptive execution is
 off, and the driver binds to the loopback interface unless SPARK_DRIVER_HOST /
 SPARK_DRIVER_BIND say otherwise (a cluster on other machines needs to reach it).
+Generated code is off and the JVM keeps its full JIT (docs/analysis.md, "Speed").
 No Python UDFs are used anywhere: executors never need a Python worker, only the JVM.
 """
 from __future__ import annotations
@@ -14,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 DEFAULT_MASTER = "local[2]"
-# Analyses are many short queries over small tables: most JVM time would go to the C2 JIT
-# and concurrent GC threads, not to the data. C1 only and the serial collector halve it.
+# Analyses are many short queries over small tables: concurrent GC threads would only
+# compete with the two task threads for the two cores, so the serial collector.
 JAVA_OPTS_ENV = "REBALANCE_LAB_SPARK_JAVA_OPTS"
-DEFAULT_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+DEFAULT_JAVA_OPTS = "-XX:+UseSerialGC"
 
 _LOG4J = """\
 rootLogger.level = error
@@ -40,6 +41,11 @@ CONF = {
     # An analysis is ~150 small queries over a few MB: adaptive execution would re-plan after
     # every shuffle (twice the jobs and half again the stages) to optimise data there is none of.
     "spark.sql.adaptive.enabled": "false",
+    # Generated code is compiled (Janino) for every new plan shape, and an analysis is ~100
+    # distinct plans over a few hundred thousand rows: compiling cost more than the rows did
+    # (measured: half of all job time). Interpreted expressions and operators instead.
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     # Do not hold a task back waiting for the executor that cached its input (3 s by default):
     # on a standalone cluster that wait, not the work, would set the pace.
     "spark.locality.wait": "0",
