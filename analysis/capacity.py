@@ -22,8 +22,6 @@ tables of `analyze` beside them.
 """
 from __future__ import annotations
 
-import csv
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +43,7 @@ class CapacityResult:
     rows: list[dict]
 
 
-def _percentiles(df, column: str, prefix: str):
+def _percentiles(column: str, prefix: str):
     from pyspark.sql import functions as F
 
     p = F.expr(f"percentile({column}, array(0.5, 0.95))")
@@ -61,8 +59,7 @@ def capacity_table(spark, points: list[dict], parquet: Path):
                                 "run string, protocol string, members int, partitions int, rate double")
     rebalances = spark.read.parquet(str(parquet / "rebalances")).where(F.col("status") == "completed")  # no teardown
     reb = rebalances.groupBy("run").agg(F.count("*").alias("rebalances"),
-                                        *_percentiles(rebalances, "duration_ms", "rebalance"),
-                                        *_percentiles(rebalances, "coordinator_ms", "broker"))
+                                        *_percentiles("duration_ms", "rebalance"), *_percentiles("coordinator_ms", "broker"))
     stw = (spark.read.parquet(str(parquet / "stop_the_world")).where(F.col("status") == "completed")
            .groupBy("run").agg(F.round(F.expr("percentile(unowned_ms, 0.95)"), 1).alias("stw_p95_ms")))
     runs = spark.read.parquet(str(parquet / "runs")).select("run", F.col("peak_lag").alias("max_lag"), "drain_s",
@@ -76,22 +73,16 @@ def capacity_table(spark, points: list[dict], parquet: Path):
 def capacity_report(points: list[dict], out: Path, master: str | None = None, *, spark=None, title: str = "",
                     progress=lambda _msg: None) -> CapacityResult:
     from . import plots
-    from .job import analyze
+    from .job import analyze, write_csv
     from .session import spark_session
 
     out = Path(out)
     spark = spark or spark_session(master)
     analyze([p["run_dir"] for p in points], out, spark=spark, run_reports=False, progress=progress)
     df = capacity_table(spark, points, out / "parquet").localCheckpoint(eager=True)
-    target = out / "parquet" / "capacity"
-    if target.exists():
-        shutil.rmtree(target)
-    df.coalesce(1).write.parquet(str(target))
+    df.coalesce(1).write.mode("overwrite").parquet(str(out / "parquet" / "capacity"))
     rows = [r.asDict() for r in df.collect()]
-    with (out / "capacity.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(out / "capacity.csv", rows, COLUMNS)
     figures = []
     (out / "plots").mkdir(exist_ok=True)
     for name, x, y, caption in PLOTS:

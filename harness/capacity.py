@@ -83,6 +83,11 @@ class SweepSpec(Strict):
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
 
 
+def point_id(protocol: str, members: int, partitions: int, rate: float) -> str:
+    """A point's name within its sweep (its scenario and run are named after it)."""
+    return f"{protocol}-m{members}-p{partitions}-r{rate:g}"
+
+
 @dataclass
 class Point:
     protocol: str
@@ -94,7 +99,7 @@ class Point:
 
     @property
     def id(self) -> str:
-        return f"{self.protocol}-m{self.members}-p{self.partitions}-r{self.rate:g}"
+        return point_id(self.protocol, self.members, self.partitions, self.rate)
 
     def params(self) -> dict:
         return {"protocol": self.protocol, "members": self.members, "partitions": self.partitions, "rate": self.rate}
@@ -130,7 +135,7 @@ def load_sweep(path: str | Path) -> Sweep:
             axes.protocol, axes.members, axes.partitions or [validated.topics[0].partitions],
             axes.rate or [validated.workload.producer.rate]):
         load = LoadProfile(stages=spec.profile.stages(members))
-        point = dict(base, name=f"{spec.name}-{protocol}-m{members}-p{partitions}-r{rate:g}", seed=spec.seed,
+        point = dict(base, name=f"{spec.name}-{point_id(protocol, members, partitions, rate)}", seed=spec.seed,
                      duration_s=load.length_s(1), faults=[], load=load.model_dump())
         point.pop("random_faults", None)
         point["topics"] = [dict(base["topics"][0], partitions=partitions), *base["topics"][1:]]

@@ -359,8 +359,7 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         table.add_row(*("–" if row[c] is None else str(row[c]) for c in columns))
     console.print(table)
     console.print(f"{result.report}")
-    states = {p["outcome"] for p in ran} | {"broken" for p in ran if p["outcome"] == "completed" and not p["verdict"]}
-    if states - {"completed"}:
+    if any(p["outcome"] != "completed" or not p["verdict"] for p in ran):  # a run broke, or was not judged
         sys.exit(EXIT_RUN_ERROR)
     sys.exit(EXIT_CHECK_FAILED if any(p["verdict"] != "pass" for p in ran) else EXIT_OK)
 
