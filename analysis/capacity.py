@@ -78,7 +78,7 @@ def capacity_report(points: list[dict], out: Path, master: str | None = None, *,
 
     out = Path(out)
     spark = spark or spark_session(master)
-    analyze([p["run_dir"] for p in points], out, spark=spark, run_reports=False, progress=progress)
+    analyze([p["run_dir"] for p in points], out, spark=spark, run_reports="none", progress=progress)
     df = capacity_table(spark, points, out / "parquet").localCheckpoint(eager=True)
     df.coalesce(1).write.mode("overwrite").parquet(str(out / "parquet" / "capacity"))
     rows = [r.asDict() for r in df.collect()]

@@ -15,6 +15,8 @@ from rich.table import Table
 
 from runtime.errors import EXIT_RUN_ERROR, LabError
 
+from .pages import EVERY_RUN_PAGE_UP_TO, RUN_REPORTS
+
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -54,8 +56,10 @@ def comparison_table(by_group: list[dict]) -> Table:
               help="Spark master: local[2] (the default), local[*], spark://host:7077, …")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Parsed-history cache (Parquet). Default: OUT/cache.")
-@click.option("--no-run-reports", is_flag=True, help="Skip the per-run HTML pages (the tables are still written).")
-def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Path | None, no_run_reports: bool) -> None:
+@click.option("--run-reports", type=click.Choice(RUN_REPORTS), default="auto", show_default=True,
+              help=f"Which runs get an HTML page: auto = all up to {EVERY_RUN_PAGE_UP_TO} runs, above that the "
+                   "runs that show a problem (not completed, lost records, unexplained duplicates).")
+def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Path | None, run_reports: str) -> None:
     """Analyse run directories (or globs of them) with Spark: per-run metrics, cross-run comparison
     (Parquet + CSV), plots and HTML reports. A damaged or unfinished run directory is reported and skipped.
 
@@ -66,7 +70,7 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
 
     try:
         with console.status("analysing …") as status:
-            result = run_analysis(list(runs), out, master, cache_dir=cache_dir, run_reports=not no_run_reports,
+            result = run_analysis(list(runs), out, master, cache_dir=cache_dir, run_reports=run_reports,
                                   progress=lambda msg: status.update(msg))
     except LabError as e:
         err_console.print(f"[red]error:[/] {e}")

@@ -116,6 +116,24 @@ def _precheck(path: Path) -> str | None:
     return None
 
 
+# The oracle's explanation of each rebalance (oracle/explain.py), taken from the run's verdict rather
+# than worked out again in Spark: one definition of who the group waited for and why.
+EXPLAINED_SCHEMA = "run_key string, generation long, cause string, waited_for string, explanation string"
+
+
+def explanations(runs: list[RunDir]) -> list[tuple]:
+    """(run_key, generation, cause, waited_for, explanation) per rebalance the verdicts explain."""
+    rows = []
+    for r in runs:
+        try:
+            rebalances = json.loads((r.path / VERDICT).read_text(encoding="utf-8")).get("rebalances") or []
+        except (OSError, ValueError, AttributeError):
+            continue
+        rows += [(r.key, int(x["generation"]), x.get("cause"), x.get("waited_for"), x.get("explanation"))
+                 for x in rebalances if isinstance(x, dict) and isinstance(x.get("generation"), int)]
+    return rows
+
+
 def _verdict_status(path: Path) -> str | None:
     try:
         return json.loads((path / VERDICT).read_text(encoding="utf-8")).get("status")

@@ -7,7 +7,8 @@ Layout of `out`:
 
     report.html                 the analysis: comparison table, distributions, links to runs
     plots/*.png                 the distributions, also inlined in report.html
-    runs/<run>/report.html      one page per run (timeline, lag, rebalances), PNGs beside it
+    runs/<run>/report.html      a page per run (timeline, lag, rebalances), PNGs beside it; which
+                                runs get one: `run_reports` (analysis.pages)
     parquet/<table>/            every table below, written by Spark
     csv/<table>.csv             the same tables as CSV
     summary.json                runs analysed, runs skipped (with the reason), timings
@@ -24,14 +25,14 @@ import json
 import shutil
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from runtime.errors import EXIT_BAD_INPUT, LabError
 
-from .ingest import RunDir, Skipped, find_runs, load_events
+from .ingest import EXPLAINED_SCHEMA, RunDir, Skipped, explanations, find_runs, load_events
+from .pages import RunPages, runs_with_pages
 
 ORDER = {  # deterministic row order for every output (identical results on any master)
     "runs": ["run"],
@@ -102,60 +103,12 @@ def _collect(df, order: list[str]) -> list[dict]:
     return rows
 
 
-# Per-run pages take ~0.2 s each to draw; below this many runs, starting interpreters for
-# them costs more than it saves.
-PAGE_WORKERS_FROM_RUNS = 8
-
-
-class _Pages:
-    """Per-run pages, drawn by worker processes while Spark goes on with the cross-run part
-    (matplotlib is single-threaded; the pages are independent). The workers are spawned,
-    so a script calling `analyze` needs the usual `if __name__ == "__main__":` guard."""
-
-    def __init__(self, out: Path, workers: int):
-        self.out, self.futures, self.pool = out, [], None
-        if workers > 1:
-            import multiprocessing
-
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-            self.pool.submit(_warm_up)  # import matplotlib while the JVM starts
-
-    def submit(self, runs: list[dict], per_run: dict[str, dict[str, list[dict]]]) -> None:
-        for r in runs:
-            job = (str(self.out / "runs" / r["run"]), r, dict(per_run.get(r["run"], {})), "../../report.html")
-            self.futures.append(self.pool.submit(render_run, job) if self.pool else job)
-
-    def results(self) -> dict[str, Path]:
-        pages = {}
-        try:
-            for f in self.futures:
-                run, path = f.result() if self.pool else render_run(f)
-                pages[run] = Path(path)
-        finally:
-            self.close()
-        return pages
-
-    def close(self) -> None:
-        if self.pool:
-            self.pool.shutdown(cancel_futures=True)
-            self.pool = None
-
-
-def _warm_up() -> None:
-    from . import report  # noqa: F401
-
-
-def render_run(args: tuple) -> tuple[str, str]:
-    from .report import run_report
-
-    directory, run, data, index_href = args
-    return run["run"], str(run_report(Path(directory), run, data, index_href))
-
-
 def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=None,
-            cache_dir: Path | None = None, run_reports: bool = True, workers: int = 2,
+            cache_dir: Path | None = None, run_reports: str = "auto", workers: int = 2,
             progress: Callable[[str], None] = lambda msg: None) -> AnalysisResult:
     """Analyse run directories (paths or globs); see the module docstring for what is written."""
+    from pyspark.sql import functions as F
+
     from .aggregate import by_dimension, by_group, metric_rows
     from .metrics import per_run_metrics
     from .report import analysis_report
@@ -168,7 +121,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         raise NoRuns(skipped)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pages = _Pages(out, workers if run_reports and len(runs) >= PAGE_WORKERS_FROM_RUNS else 0)
+    pages = RunPages(out, workers)
     try:
         spark = spark or spark_session(master)
         timings["spark start"] = time.monotonic() - t
@@ -190,14 +143,17 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         progress("computing per-run metrics")
         m = per_run_metrics(spark, loaded.events, meta)
         tables = dict(m.tables())
+        explained = spark.createDataFrame(explanations(good), EXPLAINED_SCHEMA)
+        tables["rebalances"] = tables["rebalances"].join(F.broadcast(explained), ["run_key", "generation"], "left")
         collected: dict[str, list[dict]] = {name: _collect(tables[name], ORDER[name]) for name in ("runs", *PER_RUN)}
         timings["per-run"] = time.monotonic() - t
-        if run_reports:
+        paged = runs_with_pages(collected["runs"], run_reports)
+        if paged:
             per_run: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
             for name in PER_RUN:
                 for r in collected[name]:
                     per_run[r["run"]][name].append(r)
-            pages.submit(collected["runs"], per_run)
+            pages.submit(paged, per_run)
 
         t = time.monotonic()
         progress("comparing runs")
@@ -223,7 +179,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
 
         t = time.monotonic()
         progress("drawing reports")
-        run_pages = pages.results() if run_reports else {}
+        run_pages = pages.results()
         report = analysis_report(out, collected["runs"], [s.to_dict() for s in skipped], collected["by_group"],
                                  collected["by_dimension"], collected["metrics"], run_pages, timings)
         timings["reports"] = time.monotonic() - t

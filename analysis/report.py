@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from . import plots
+from .pages import EVERY_RUN_PAGE_UP_TO
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -111,8 +112,9 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
                          ("duration_ms", "assigned ms"),
                          ("detect_ms", "detect"), ("join_ms", "join"), ("sync_ms", "sync"),
                          ("coordinator_ms", "broker's view"), ("partitions_moved", "moved"),
-                         ("max_unowned_ms", "max unowned ms"), ("fault_kind", "fault"), "members", "trigger"],
-              left=("status", "fault_kind", "members", "trigger")),
+                         ("max_unowned_ms", "max unowned ms"), ("fault_kind", "fault"), "members", "trigger",
+                         ("explanation", "what it waited for")],
+              left=("status", "fault_kind", "members", "trigger", "explanation")),
         img(durations, "rebalance durations"),
         "<h2>Lag</h2>", img(lag, "lag over time"),
         "<h2>Faults</h2>",
@@ -206,6 +208,10 @@ def analysis_report(out: Path, runs: list[dict], skipped: list[dict], by_group: 
         table(comparison_rows(by_group), COMPARISON_COLUMNS, left=GROUP_COLUMNS),
         "<h2>Distributions</h2>", *figures,
         "<h2>Runs</h2>",
+        *([f"<p class='meta'>Pages drawn for {len(run_pages)} of the {len(runs)} runs. <code>--run-reports</code>: "
+           f"auto draws every run's page up to {EVERY_RUN_PAGE_UP_TO} runs, above that the pages of the runs that "
+           "show a problem (not completed, lost records, unexplained duplicates); all draws every run's.</p>"]
+          if len(run_pages) < len(runs) else []),
         table(run_rows, ["run", "scenario", "protocol", "assignor", "kafka", "faults", "outcome", "rebalances",
                          "rebalance_total_ms", "rebalance_max_ms", "stw_max_ms", "duplicates", "lost_records",
                          "peak_lag", "consume_rps", "commits_failed"],

@@ -16,26 +16,22 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Annotated, ClassVar, Generic, Literal, Protocol, TypeVar, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, Protocol, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
+
+from faults.strict import DAY_S, Strict
+from faults.trigger import Trigger
 
 if TYPE_CHECKING:
     from faults.toxiproxy import ToxiproxyClient
 
-DAY_S = 86_400  # the longest run, and so the longest anything in it can last
 # The most members a group may have at once (workload.consumers, scale, join-storm): a member is a
 # process of ~30 MB and ~0.2 % of a core when idle (benchmarks/member_cost.py); 100 ran on 2 cores.
 MAX_MEMBERS = 128
 COORDINATOR = "coordinator"  # a fault target resolved when injected: whatever coordinates the group
 STOP_SIGNALS = ("SIGKILL", "SIGTERM")  # no LeaveGroup and no controlled shutdown, or a clean close
 StopSignal = Literal[STOP_SIGNALS]  # type: ignore[valid-type]
-
-
-class Strict(BaseModel):
-    """A scenario's entries: unknown keys are errors, values frozen, no NaN or infinity."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -73,6 +69,17 @@ class FaultSpec(Strict):
     """One entry under ``faults:``. A kind adds ``kind: Literal["its-name"]`` and its options."""
 
     at_s: Annotated[float, Field(ge=0, le=DAY_S)]
+    # Fired by the group's state instead (faults/trigger.py); then at_s is when it is armed.
+    on: Trigger | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _armed_from_the_start(cls, data: Any) -> Any:
+        if isinstance(data, dict) and True in data and "on" not in data:  # YAML 1.1 reads a bare `on:` as true
+            data = {("on" if k is True else k): v for k, v in data.items()}
+        if isinstance(data, dict) and data.get("on") is not None and "at_s" not in data:
+            return {**data, "at_s": 0.0}
+        return data
 
     @classmethod
     def kind_name(cls) -> str:

@@ -38,5 +38,5 @@ def from_spec(spec: dict) -> Fault:
     spec = dict(spec)
     fault_id = spec.pop("fault_id")
     fault = KINDS[spec["kind"]]
-    params = {key: value for key, value in spec.items() if key not in ("kind", "at_s", "target")}
+    params = {key: value for key, value in spec.items() if key not in ("kind", "at_s", "target", "on")}
     return fault(fault_id=fault_id, spec=fault.Spec.model_validate(spec), params=params)

@@ -34,12 +34,11 @@ import yaml
 from pydantic import Field, ValidationError
 
 from faults.base import MAX_MEMBERS, Strict
-from harness.cluster.shared import ClusterPool
+from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.report import verdict_figures
 from harness.run import Run
 from harness.runstate import write_json_atomically
 from harness.scenario import Scenario, read_scenario_data, validation_problems
-from harness.suite import runs_in_a_row
 from harness.variants import Axes, Impossible, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import ScenarioError
@@ -175,7 +174,7 @@ class CapacityRun:
     def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
         (self.dir / "scenarios").mkdir(parents=True, exist_ok=True)
         todo = [p for p in self.sweep.points if not self.done(p)]
-        pool = ClusterPool(self.dir / "clusters", f"capacity:{self.dir.resolve()}", self.report, keep=2,
+        pool = ClusterPool(self.dir / "clusters", f"capacity:{self.dir.resolve()}", self.report,
                            lanes=max(len(p.scenario.member_slots()) for p in todo)) if todo else None
         try:
             with runs_in_a_row(pool):

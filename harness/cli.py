@@ -232,6 +232,11 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
     sys.exit(result.exit_code)
 
 
+fresh_clusters_option = click.option(
+    "--fresh-clusters", is_flag=True,
+    help="A cluster of its own for every run (default: consecutive runs whose cluster spec matches share one).")
+
+
 @main.command("compare")
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--protocols", required=True, help="Comma-separated: " + ", ".join(PROTOCOLS))
@@ -239,7 +244,9 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
               help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
-def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None, backend: str | None) -> None:
+@fresh_clusters_option
+def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None, backend: str | None,
+                    fresh_clusters: bool) -> None:
     """Run one scenario under several protocol generations and print them side by side.
     Exit code 0 when every run passed the checks that apply to its protocol."""
     from harness.compare import compare
@@ -250,7 +257,8 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
         raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}",
                                  param_hint="--protocols")
     try:
-        out, entries = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log, backend)
+        out, entries = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log, backend,
+                               share_clusters=not fresh_clusters)
     except LabError as e:
         _fail(e)
     rows = [e.row() for e in entries]
@@ -266,8 +274,7 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
 @click.option("--fail-fast", is_flag=True, help="Stop at the first variant that does not pass (the rest: skipped).")
 @click.option("--rerun-failed", is_flag=True, help="Run only the variants that did not pass in this suite's last run.")
 @click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
-@click.option("--fresh-clusters", is_flag=True,
-              help="A cluster of its own for every variant (default: consecutive variants whose cluster spec matches share one).")
+@fresh_clusters_option
 def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...], fail_fast: bool,
                   rerun_failed: bool, list_only: bool, fresh_clusters: bool) -> None:
     """Run a chaos suite: scenarios × protocols × Kafka lines × seeds × backends.

@@ -4,7 +4,9 @@ Each protocol gets a variant of the scenario that differs only in
 ``workload.protocol`` (and what that forces: its default assignor, and the Kafka
 line it exists on — KIP-848 needs 4.x, the ZooKeeper-era consumer needs ZooKeeper,
 so 3.9). Every variant is validated like any scenario before anything starts,
-then run in turn; each run directory is kept.
+then run in turn; each run directory is kept. Consecutive variants whose cluster spec
+matches run on one cluster (harness.cluster.shared), as a suite's do: the protocols
+of one Kafka line are then compared on the same warmed-up brokers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Callable
 
 import yaml
 
+from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.scenario import load_scenario, read_scenario_data
@@ -43,7 +46,8 @@ class Entry:
 
 
 def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
-            report: Callable[[str], None], backend: str | None = None) -> tuple[Path, list[Entry]]:
+            report: Callable[[str], None], backend: str | None = None,
+            share_clusters: bool = True) -> tuple[Path, list[Entry]]:
     load_scenario(scenario_file)  # the base itself must be valid
     base = read_scenario_data(scenario_file)
     if backend:  # every variant on it (written into each variant's scenario file)
@@ -61,12 +65,18 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
             path = out / f"{data['name']}-s{data['seed']}.yaml"
             path.write_text(yaml.safe_dump(data, sort_keys=False))
             plans.append((protocol, data["seed"], load_scenario(path), path, skipped))  # validate all first
-    entries = []
-    for protocol, seed, scenario, path, skipped in plans:
-        report(f"compare: {protocol} (Kafka {scenario.cluster.kafka}), seed {seed}")
-        result = Run(scenario, path, out, report).execute()
-        entries.append(Entry(protocol, seed, scenario.cluster.kafka, result, skipped))
-        if result.outcome == "interrupted":
-            break
+    entries: list[Entry] = []
+    pool = ClusterPool(out / "clusters", f"compare:{out.resolve()}", report,
+                       lanes=max(len(p[2].member_slots()) for p in plans)) if share_clusters else None
+    try:
+        with runs_in_a_row(pool):
+            for protocol, seed, scenario, path, skipped in plans:
+                report(f"compare: {protocol} (Kafka {scenario.cluster.kafka}), seed {seed}")
+                result = Run(scenario, path, out, report, pool=pool).execute()
+                entries.append(Entry(protocol, seed, scenario.cluster.kafka, result, skipped))
+                if result.outcome == "interrupted":
+                    break
+    except KeyboardInterrupt:  # between two runs: the rows so far are still written
+        pass
     (out / "compare.json").write_text(json.dumps([e.row() for e in entries], indent=2) + "\n")
     return out, entries

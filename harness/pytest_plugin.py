@@ -75,7 +75,7 @@ def cluster_pool(config: pytest.Config) -> ClusterPool | None:
         from harness.cluster.shared import ClusterPool
 
         workdir = _runs_dir(config) / f"pytest-clusters-{os.getpid()}"
-        config.stash[_POOL] = ClusterPool(workdir, f"pytest:{workdir}", keep=2, lanes=SESSION_LANES)
+        config.stash[_POOL] = ClusterPool(workdir, f"pytest:{workdir}", lanes=SESSION_LANES)
     return config.stash[_POOL]
 
 

@@ -41,6 +41,13 @@ _REBALANCE_HEADERS = ("gen", "status", "stabilized", "broker's view", "assigned"
                       "moved", "trigger")
 
 
+def _explanations(verdict: dict, slow_only: bool) -> list[str]:
+    """Each rebalance's critical path in a sentence (oracle/explain.py); ``slow_only``: those
+    that waited a second or more somewhere, for the terminal."""
+    return [f"{_ms(r['duration_ms'])} — {r['explanation']}" for r in verdict["rebalances"] if r.get("explanation")
+            and (not slow_only or any((w.get("ms") or 0) >= 1000 for w in r.get("critical_path") or ()))]
+
+
 def anomaly_line(a: dict) -> str:
     """A violation or finding in one line, as every report prints it: `[check/kind] message`."""
     return f"[{a['check']}/{a['kind']}] {a['message']}"
@@ -80,6 +87,8 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
     for row in _rebalance_rows(verdict):
         table.add_row(*map(escape, row))  # member names, triggers: text, never markup
     console.print(table)
+    for line in _explanations(verdict, slow_only=True):
+        console.print(escape(f"  {line}"), highlight=False)
 
     checks = Table(title="Checks", title_justify="left")
     for h in ("check", "status", "violations", "findings", "note"):
@@ -145,6 +154,8 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
     lines += ["", "## Rebalances", "", "| " + " | ".join(_REBALANCE_HEADERS) + " |",
               "|" + "---|" * len(_REBALANCE_HEADERS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rebalance_rows(verdict)]
+    if why := _explanations(verdict, slow_only=False):
+        lines += ["", "What each rebalance waited for:", ""] + [f"- {line}" for line in why]
     d = verdict["duplicates"]
     lines += ["", "## Duplicates", "",
               f"{d['count']} re-delivered records: {d['explained']} explained, {d['unexplained']} unexplained."]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -30,15 +31,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from coordinator.group import variant
 from faults import network
 from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
+from faults.watch import TriggerWatcher
 from harness import report as reporting
 from harness.brokerlog import CoordinatorLog
 from harness.clients import Observer, WorkloadProcesses
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
 from harness.cluster.compose import cleanup_projects
+from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
 from harness.cluster.external import ExternalTarget
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, unshareable
@@ -119,9 +123,11 @@ class Run:
         self.workload: WorkloadProcesses | None = None
         self.observer: Observer | None = None
         self.scheduler: FaultScheduler | None = None
+        self.triggers: TriggerWatcher | None = None
         self._following = False  # the group's size follows the load profile (scenario `load`)
         self._coordinator_logs: dict[str, tuple[CoordinatorLog, HistoryWriter]] = {}
         self._coordinator_read = 0.0  # when the brokers' logs were last read
+        self._coordinator_lock = threading.Lock()  # read by the run, and by the fault triggers waiting on them
 
     # --------------------------------------------------------------- events
 
@@ -230,7 +236,7 @@ class Run:
                           topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics if s.subscribes(t.name)],
                           topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
                           assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
-                          backend=s.cluster.backend,
+                          backend=s.cluster.backend, group_settings=group_settings(s),
                           faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
         if self.pool:
             self.cluster = self.pool.lease(s.cluster.backend, cluster_spec(s), self.supervisor, self.report)
@@ -246,8 +252,10 @@ class Run:
         self.observer.start()
         observer = self.observer.status
         targets = RunTargets(self.cluster, workload, self.observer, self.history)
-        self.scheduler = FaultScheduler([from_spec(f) for f in self.schedule], targets,
-                                        HistoryWriter(self.history_path, "fault").emit, self.report)
+        faults = [from_spec(f) for f in self.schedule]
+        self.scheduler = FaultScheduler(faults, targets, HistoryWriter(self.history_path, "fault").emit, self.report)
+        self.triggers = TriggerWatcher(self.history_path, self.scheduler, faults, s.workload.group,
+                                       refresh=self._record_coordinator_events)
 
         workload.start_all()
         self._warm_up(observer)
@@ -255,11 +263,13 @@ class Run:
             workload.start_load()
             self._following = True
         self.scheduler.start()
+        self.triggers.start()
         self._wait("workload", s.duration_s, lambda: False)
         # Locust's clock started a moment after the workload's: the workload lasts until its profile is over.
         if s.load and not self._wait("profile", PROFILE_GRACE_S, workload.load.profile_over):
             self.report(f"Locust's profile was not over {PROFILE_GRACE_S}s after duration_s; the run goes on")
 
+        self.triggers.stop()
         self.scheduler.heal_all("end-of-workload")
         workload.producer.kill(signal.SIGTERM)  # flushes and records its last acknowledgements
         self._phase("recovery")
@@ -332,6 +342,8 @@ class Run:
             raise LabError(f"Locust exited before it ran the load profile (its log: {load.logs['stdout']})")
 
     def _teardown(self, interrupted: bool) -> None:
+        if self.triggers:
+            self.triggers.stop()
         if self.scheduler:
             self.scheduler.heal_all("end-of-run")
         if self.cluster:
@@ -378,6 +390,10 @@ class Run:
     def _record_coordinator_events(self) -> None:
         """Append the brokers' new GroupCoordinator lines as coordinator events (docs/history.md),
         as the run goes: what reads the live history (a load run's Locust) sees the brokers' view too."""
+        with self._coordinator_lock:
+            self._read_coordinator_logs()
+
+    def _read_coordinator_logs(self) -> None:
         wall, mono = now()
         offset = wall - mono
         for broker in self.cluster.broker_names():
@@ -403,6 +419,19 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         coordinator=_project_coordinator(s, history),
         external=ExternalTarget(s.cluster.bootstrap_servers, s.cluster.zookeeper_connect, dict(s.cluster.client_config),
                                 s.workload.group, s.workload.session_timeout_ms / 1000 + 30) if s.cluster.external else None)
+
+
+def group_settings(s: Scenario) -> dict:
+    """What the group's coordinator does that the history alone does not say, for the oracle's
+    explanations (run_started.group_settings, docs/history.md); None where the harness cannot know."""
+    w = s.workload
+    if w.generation.project_coordinator:
+        delay = variant(w.protocol.removeprefix("coordinator-"), w.coordinator.initial_rebalance_delay_ms)
+        return {"initial_rebalance_delay_ms": delay.initial_rebalance_delay_ms}
+    if s.cluster.external or not w.generation.classic:  # someone else's brokers; KIP-848 has no such delay
+        return {"initial_rebalance_delay_ms": None}
+    return {"initial_rebalance_delay_ms": int(s.broker_config().get("group.initial.rebalance.delay.ms",
+                                                                    INITIAL_REBALANCE_DELAY_MS))}
 
 
 def _project_coordinator(s: Scenario, history: Path | None) -> ProjectCoordinator | None:

@@ -194,6 +194,9 @@ class Workload(_Strict):
     warmup: Literal["group-formed", "none"] = "group-formed"
     warmup_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
     producer: Producer = Producer()
+    # Each member stays this long inside its revoke callback, after recording the revoke and before
+    # giving the partitions up: the window an `on: {event: partitions_revoked}` fault acts in.
+    revoke_hold_ms: Annotated[float, Field(ge=0, le=600_000)] = 0
     test_hooks: DriverTestHooks | None = None  # test-only (docs/history.md, "Test hooks")
 
     @model_validator(mode="after")
@@ -203,6 +206,9 @@ class Workload(_Strict):
             raise ValueError("test_hooks: only the librdkafka driver has them")
         if hooks.consume_unassigned and self.generation.drivers[self.driver] != "workloads.consumer":
             raise ValueError(f"test_hooks.consume_unassigned: the {self.protocol} driver does not have it")
+        if self.revoke_hold_ms and self.generation.drivers[self.driver] != "workloads.consumer":
+            raise ValueError(f"revoke_hold_ms: the {self.protocol} {self.driver} driver does not have it "
+                             f"(librdkafka members of the classic and KIP-848 protocols do)")
         if hooks.sigterm_after_join and not self.generation.classic:
             raise ValueError(f"test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
                              f"through librdkafka (classic protocols only)")
@@ -452,6 +458,11 @@ class Scenario(_Strict):
         out = f.problems(facts)
         if f.at_s >= self.duration_s:
             out.append(("at_s", f"{f.at_s}s is not within duration_s ({self.duration_s}s)"))
+        if f.on and f.on.member is not None and f.on.member not in facts.members:
+            out.append(("on.member", f"no member {f.on.member!r} in this scenario (members: {', '.join(facts.members)})"))
+        if f.on and f.on.reads_coordinator_log and facts.external:
+            out.append(("on", "the cluster is external: its brokers' log, where the group's states are read, "
+                              "is not the harness's to read"))
         return out
 
     def _random_problems(self, facts: ScenarioFacts) -> list[str]:

@@ -23,10 +23,7 @@ import fnmatch
 import itertools
 import json
 import re
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,7 +34,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from harness import versions
 from harness.cluster.backend import BACKENDS
-from harness.cluster.shared import ClusterPool
+from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.runstate import read_state, write_json_atomically
@@ -48,7 +45,6 @@ from oracle.protocols import PROTOCOLS
 from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError, ScenarioError
 
 SUITE_JSON = "suite.json"
-SHARED_CLUSTERS = 2  # clusters a suite keeps up at once, idle between their variants
 
 # How a variant ended, as suite.json, JUnit and the page say it.
 PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
@@ -274,7 +270,7 @@ class SuiteRun:
         # Variants whose cluster spec matches share a cluster (harness.cluster.shared), started with
         # lanes enough for the widest of them; two specs are kept up (a matrix alternates protocols
         # whose broker settings differ).
-        pool = ClusterPool(self.dir / "clusters", f"suite:{self.dir.resolve()}", self.report, keep=SHARED_CLUSTERS,
+        pool = ClusterPool(self.dir / "clusters", f"suite:{self.dir.resolve()}", self.report,
                            lanes=max(len(s.member_slots()) for s in scenarios_of)) if self.share_clusters else None
         try:
             with runs_in_a_row(pool):  # the reports are still written after a stop
@@ -327,27 +323,6 @@ class SuiteRun:
 
     def _write_json(self) -> None:
         write_json_atomically(self.dir / SUITE_JSON, self.to_dict())
-
-
-def _interrupt(_signum, _frame) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def runs_in_a_row(pool: ClusterPool | None) -> Iterator[None]:
-    """Runs one after another (a suite's variants, a sweep's points): between them SIGTERM / SIGHUP
-    stop like Ctrl-C (each Run handles them itself while it runs), and the shared clusters are
-    stopped at the end, whatever happened."""
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        try:
-            if pool:
-                pool.close()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
 
 def _state_of(result: RunResult) -> str:

@@ -129,6 +129,22 @@ def teardown_from(history: History) -> float:
     return min(marks, default=math.inf)
 
 
+def join_sent_by_generation(history: History) -> dict[int, dict[MemberSlot, list[Event]]]:
+    """A JoinGroup belongs to the generation the member joins next, with its retries
+    (MEMBER_ID_REQUIRED, a rebalance that began meanwhile): every one of them, in order."""
+    def compute() -> dict[int, dict[MemberSlot, list[Event]]]:
+        pending: dict[MemberSlot, list[Event]] = defaultdict(list)
+        out: dict[int, dict[MemberSlot, list[Event]]] = defaultdict(dict)
+        for e in history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED):
+            slot = MemberSlot.of(e)
+            if e["name"] == ev.GROUP_JOIN_SENT:
+                pending[slot].append(e)
+            elif slot in pending and e.get("generation") is not None:
+                out[e["generation"]].setdefault(slot, pending.pop(slot))
+        return out
+    return history.memo("join_sent", compute)
+
+
 def _first_per_slot(events: list[Event]) -> dict[int, dict[MemberSlot, Event]]:
     """generation -> member slot -> that slot's first such event for the generation.
 
@@ -181,7 +197,7 @@ class _Measurement:
         self.joined = _first_per_slot(history.named(ev.GROUP_JOINED))
         self.synced = _first_per_slot(history.named(ev.GROUP_SYNCED))
         self.assigned = _first_per_slot(history.named(ev.PARTITIONS_ASSIGNED))
-        self.join_sent = self._join_sent_by_generation()
+        self.join_sent = join_sent_by_generation(history)
         self.preparing = _first_per_generation(
             history.coordinator_events(ev.COORDINATOR_PREPARING_REBALANCE), "old_generation")
         # The broker's end of a rebalance: "Stabilized group" (classic), or for KIP-848 groups
@@ -193,19 +209,6 @@ class _Measurement:
         releases = history.named(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST)  # in time order
         self.releases = ([e["mono_ms"] for e in releases], releases)
         self.handovers = self._handovers()
-
-    def _join_sent_by_generation(self) -> dict[int, dict[MemberSlot, list[Event]]]:
-        """A JoinGroup belongs to the generation the member joins next, with its retries
-        (MEMBER_ID_REQUIRED, a rebalance that began meanwhile): every one of them, in order."""
-        pending: dict[MemberSlot, list[Event]] = defaultdict(list)
-        out: dict[int, dict[MemberSlot, list[Event]]] = defaultdict(dict)
-        for e in self.history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED):
-            slot = MemberSlot.of(e)
-            if e["name"] == ev.GROUP_JOIN_SENT:
-                pending[slot].append(e)
-            elif slot in pending and e.get("generation") is not None:
-                out[e["generation"]].setdefault(slot, pending.pop(slot))
-        return out
 
     def run(self) -> list[Rebalance]:
         generations = sorted(self.joined)

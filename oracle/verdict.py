@@ -17,6 +17,7 @@ from .checks import CHECK_NAMES, CHECKS
 from .checks.duplicates import DuplicateReport, redeliveries_of
 from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
 from .events import shown
+from .explain import Explanation, explain_rebalances
 from .history import Event, History, TopicPartition, gc_paused
 from .rebalances import Rebalance, rebalances_of, run_rebalances
 
@@ -41,6 +42,7 @@ class Verdict:
     stats: dict[str, Any]
     # The always-on measurements ("rebalances", "duplicates", "stats") that raised, each as a check that raised.
     measurements: dict[str, CheckResult] = field(default_factory=dict)
+    explanations: dict[int, Explanation] = field(default_factory=dict)  # generation -> its critical path
 
     @property
     def status(self) -> str:
@@ -83,10 +85,14 @@ class Verdict:
             "findings": [f.to_dict() for f in self.findings],
             "checks": {name: r.to_dict() for name, r in self.checks.items()},
             "measurements": {name: r.to_dict() for name, r in self.measurements.items()},
-            "rebalances": [r.to_dict() for r in self.rebalances],
+            "rebalances": [{**r.to_dict(), **self.explained(r)} for r in self.rebalances],
             "duplicates": self.duplicates.to_dict(),
             "stats": self.stats,
         }
+
+    def explained(self, r: Rebalance) -> dict[str, Any]:
+        x = self.explanations.get(r.generation)
+        return x.to_dict() if x else {"explanation": None, "critical_path": [], "waited_for": None, "cause": None}
 
     def render(self) -> str:
         """A terminal-sized explanation: what failed and why, then what was noticed."""
@@ -103,7 +109,9 @@ class Verdict:
                 lines.extend(f"  [{a.check}/{a.kind}] {a.message}" for a in anomalies)
         for r in self.rebalances:
             took = f"{r.duration_ms:.0f} ms" if r.duration_ms is not None else r.status
-            lines.append(f"rebalance to generation {r.generation}: {took}, trigger {r.trigger}")
+            x = self.explanations.get(r.generation)
+            lines.append(f"rebalance to generation {r.generation}: {took}, trigger {r.trigger}"
+                         + (f"\n  {x.sentence}" if x else ""))
         return "\n".join(lines)
 
 
@@ -202,7 +210,8 @@ def check_history(events: Iterable[Event] | History, checks: dict[str, dict | No
         rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
         duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))
         stats = _measured(failed, "stats", _stats, history, {})
-    return Verdict(results, rebalances, duplicates, stats, failed)
+        explanations = _measured(failed, "explanations", explain_rebalances, history, {})
+    return Verdict(results, rebalances, duplicates, stats, failed, explanations)
 
 
 def _guarded(check: Callable[[History, dict], CheckResult], history: History, options: dict) -> CheckResult:

@@ -72,6 +72,7 @@ class ConsumerSpec:
     test_hooks: dict | None = None
     # cluster.client_config of an external cluster (security settings): under the harness's own keys
     client_settings: dict = field(default_factory=dict)
+    revoke_hold_ms: float = 0  # stay in the revoke callback this long after recording it (workload.revoke_hold_ms)
 
     @property
     def group_instance_id(self) -> str | None:
@@ -291,6 +292,8 @@ class Member(TakesCommands):
         revoked = {(p.topic, p.partition) for p in partitions}
         self._commit({k: v for k, v in self.uncommitted.items() if k in revoked}, "revoke")
         self.emit(ev.PARTITIONS_REVOKED, partitions=_tps(partitions), incremental=self.spec.cooperative)
+        if self.spec.revoke_hold_ms:  # still inside the callback, still the owner: a fault's window
+            time.sleep(self.spec.revoke_hold_ms / 1000)
         self.assigned -= revoked
         for k in revoked:
             self.uncommitted.pop(k, None)

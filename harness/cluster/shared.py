@@ -24,7 +24,10 @@ their starts and exits (a crashed broker, its restart) are recorded in that run'
 from __future__ import annotations
 
 import json
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -75,7 +78,9 @@ class ClusterPool:
     owner: str  # the processes' registered owner: `cleanup` stops them if the harness dies
     report: Report = lambda _m: None
     lanes: int = 0  # start every cluster with at least this many client lanes (a suite's widest run)
-    keep: int = 1
+    # Two specs kept up at once: a matrix alternates protocols whose broker settings differ
+    # (3.9 and 4.1, say), and stopping one to start the other each time would undo the sharing.
+    keep: int = 2
     clusters: dict[str, PooledCluster] = field(default_factory=dict)  # by share_key, least recently used first
     started: int = 0
     replaced: list[str] = field(default_factory=list)  # why a cluster was stopped before its time
@@ -190,3 +195,23 @@ class SharedCluster:
     def describe(self) -> dict:
         return {**self.pooled.cluster.describe(), "shared": {"runs": self.pooled.runs, "pool": str(self.pool.workdir)}}
 
+
+def _interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def runs_in_a_row(pool: ClusterPool | None) -> Iterator[None]:
+    """Runs one after another (a suite's variants, a compare's protocols, a sweep's points): between them SIGTERM / SIGHUP
+    stop like Ctrl-C (each Run handles them itself while it runs), and the shared clusters are
+    stopped at the end, whatever happened."""
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        try:
+            if pool:
+                pool.close()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from analysis.ingest import HISTORY, VERDICT, find_runs, load_events
 from analysis.job import analyze
+from analysis.pages import EVERY_RUN_PAGE_UP_TO, shows_problem
 from tests.synthetic import PROTOCOLS, SynthSpec, write_run
 from harness.cli import main as lab
 from oracle import check_history, load_history
@@ -228,7 +229,10 @@ def test_tables_are_written_as_parquet_and_csv_and_reports_are_self_contained(sp
         html = page.read_text()
         assert "data:image/png;base64," in html
         assert not re.search(r"""<(img|script|link)[^>]+(src|href)=['"](?!data:)""", html), page
-    assert set(result.run_reports) == {r["run"] for r in result.runs}
+    # more runs than get a page each: the pages are those of the runs that show a problem
+    assert len(result.runs) > EVERY_RUN_PAGE_UP_TO
+    assert set(result.run_reports) == {r["run"] for r in result.runs if shows_problem(r)} != set()
+    assert f"Pages drawn for {len(result.run_reports)} of the {len(result.runs)} runs" in result.report.read_text()
 
 
 def test_a_second_read_comes_from_the_parquet_cache(spark, result, runs):

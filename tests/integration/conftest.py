@@ -106,7 +106,7 @@ def shared_clusters(tmp_path_factory):
     gets its own topics and group; a cluster a run left unhealthy is replaced. Runs that cannot
     share (the project's coordinator, topic faults) start their own."""
     workdir = tmp_path_factory.mktemp("shared-clusters")
-    pool = ClusterPool(workdir, f"pytest:{workdir}", keep=2, lanes=SESSION_LANES)
+    pool = ClusterPool(workdir, f"pytest:{workdir}", lanes=SESSION_LANES)
     yield pool
     pool.close()
 

@@ -14,7 +14,7 @@ PROTOCOLS = ["zk-eager", "classic-eager", "classic-cooperative", "classic-static
              "coordinator-v1", "coordinator-v2", "coordinator-v3"]
 
 
-@pytest.mark.timeout(2500)  # eight whole runs, one after another (about 6 min here)
+@pytest.mark.timeout(2500)  # eight whole runs, one after another (about 5 min here)
 def test_compare_every_protocol_generation(tmp_path):
     proc = lab("compare", str(REPO / "scenarios" / "compare-pause.yaml"), "--protocols", ",".join(PROTOCOLS),
                "--runs-dir", str(tmp_path), timeout=2400)
@@ -30,5 +30,10 @@ def test_compare_every_protocol_generation(tmp_path):
         assert r["rebalances"] >= 2 and r["rebalance_max_ms"] > 0, r  # the initial join and the eviction at least
         assert (out / r["run_dir"].rsplit("/", 1)[-1] / "verdict.json").exists()
     assert set(rows[0]["not_applicable"]) == {"fenced-commits", "commit-monotonicity"}
+    # Consecutive runs of one cluster spec shared it; the project's coordinator's runs have their own.
+    lent = {r["protocol"]: json.loads((out / r["run_dir"].rsplit("/", 1)[-1] / "run.json").read_text()).get("shared_cluster")
+            for r in rows}
+    assert max(n or 0 for n in lent.values()) >= 2, lent
+    assert all(lent[p] is None for p in PROTOCOLS if p.startswith("coordinator-")), lent
     table = proc.stdout
     assert "Protocols side by side" in table and all(p in table for p in PROTOCOLS)

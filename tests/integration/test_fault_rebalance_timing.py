@@ -31,6 +31,9 @@ def test_an_eager_rebalance_waits_out_a_member_stuck_in_processing(module_run):
     assert MAX_POLL_MS - 4000 <= slow["duration_ms"] <= MAX_POLL_MS + 2000, slow
     # The broker's own clock agrees.
     assert slow["coordinator_ms"] is not None and abs(slow["coordinator_ms"] - slow["duration_ms"]) <= 1500, slow
+    # Explained: the join phase waited for the stuck member until its rebalance timeout.
+    assert (slow["cause"], slow["waited_for"]) == ("rebalance-timeout", "consumer-1"), slow["critical_path"]
+    assert "stuck in processing" in slow["explanation"] and f"max.poll.interval.ms {MAX_POLL_MS}" in slow["explanation"]
     # Nobody consumed anything in the middle of it (after every member heard of it at its
     # next heartbeat): the eager group stopped the world.
     heard = scenario["workload"].get("heartbeat_interval_ms", 1000) + 1000
@@ -53,12 +56,21 @@ def test_a_join_storm_into_an_empty_group(module_run, delay_ms, expect_one):
     run = module_run(f"storm-{delay_ms}", scenario)
     generations = sorted({e["generation"] for e in run.before_recovery("group_joined")})
     stabilized = sorted({e["generation"] for e in run.before_recovery("coordinator_stabilized")})
+    causes = {r["generation"]: (r["cause"], r["waited_for"]) for r in run.verdict["rebalances"]}
     if expect_one:
         assert generations == [1] and stabilized == [1], (generations, stabilized)
+        # Explained: the coordinator itself held the new group open, for no member in particular.
+        assert causes[1] == ("initial-delay", None), run.verdict["rebalances"][0]["critical_path"]
     else:
         # Several generations formed; a join that arrives before the leader's SyncGroup ends
         # one before the broker logs it stabilized, so only the last one surely did.
         assert len(generations) > 1 and stabilized[-1] == generations[-1], (generations, stabilized)
+        # Explained: each generation after the first began with a storm member's JoinGroup, none held open.
+        storm = {m for e in run.named("fault_started") for m in e["details"]["started"]}
+        triggers = [wait for r in run.verdict["rebalances"] if r["generation"] > 1
+                    for wait in r["critical_path"] if wait["phase"] == "trigger"]
+        assert triggers and all(w["cause"] == "joined" and w["member"] in storm for w in triggers), triggers
+        assert "initial-delay" not in {c for c, _ in causes.values()}
     members = {e["member"] for e in run.named("partitions_assigned") if e["generation"] == generations[-1]}
     assert len(members) == 8
     assert run.exit_code == 0, run.output[-3000:]

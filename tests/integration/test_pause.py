@@ -61,6 +61,12 @@ def test_long_pause_evicts_the_member_and_moves_its_partitions(paused_run):
     # ... because the coordinator removed it for missing heartbeats.
     removed = [e for e in events if e["name"] == "coordinator_member_removed" and e.get("reason") == "failed"]
     assert removed and all(e["member_id"].startswith("consumer-2-") for e in removed)
+    # Explained: the rebalance that moved them waited for consumer-2's session to time out.
+    [evicted] = [r for r in paused_run.verdict["rebalances"] if r["generation"] == moved_at["generation"]]
+    [trigger] = [w for w in evicted["critical_path"] if w["phase"] == "trigger"]
+    assert (trigger["cause"], trigger["member"]) == ("session-timeout", "consumer-2"), evicted["critical_path"]
+    assert SESSION_MS - 1000 <= trigger["ms"] <= SESSION_MS + 2000, trigger
+    assert "consumer-2 was paused" in evicted["explanation"]
     # After SIGCONT, consumer-2 learns it lost them, then rejoins with a new generation.
     lost = [e for e in events if e["name"] in ("partitions_lost", "partitions_revoked") and e["member"] == "consumer-2"
             and e["mono_ms"] > moved_at["mono_ms"]]

@@ -164,7 +164,6 @@ def test_a_run_needing_more_lanes_replaces_the_cluster(pool):
 
 
 def test_the_least_recently_used_cluster_goes_when_the_pool_is_full(pool):
-    pool.keep = 2
     a, b, c = spec(), spec(kafka="4.1"), spec(brokers=1)
     for s in (a, b, a, c):  # a is used again after b: b is the least recently used when c comes
         pool.lease("local", s, Supervisor(), print).stop()

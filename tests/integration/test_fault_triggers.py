@@ -1,0 +1,49 @@
+"""`on:` faults on real brokers: a member killed inside its revoke callback (held there by
+workload.revoke_hold_ms), and pauses fired by the group entering CompletingRebalance as the
+brokers' log tells it; the history says which event fired each fault and how long after it."""
+
+from __future__ import annotations
+
+from tests.integration.conftest import assert_healed, small_scenario
+
+HOLD_MS = 3000
+
+
+def test_a_member_is_killed_inside_its_revoke_callback_and_state_triggers_follow_the_brokers_log(module_run):
+    scenario = small_scenario("triggers", duration_s=24, faults=[
+        {"kind": "join-storm", "consumers": 1, "at_s": 3},  # an eager rebalance: every member revokes
+        {"kind": "crash", "target": "consumer-2", "restart_after_s": 3,
+         "on": {"event": "partitions_revoked", "member": "consumer-2"}},
+        {"kind": "pause", "target": "consumer-1", "duration_s": 0.2,
+         "on": {"state": "CompletingRebalance", "count": 3}},
+    ])
+    scenario["workload"]["revoke_hold_ms"] = HOLD_MS
+    run = module_run("triggers", scenario)
+    assert run.exit_code == 0, run.output[-3000:]  # synchronous commits: a kill mid-revoke loses nothing
+    started = run.named("fault_started")
+    fired = [e for e in started if "trigger" in e]
+    # an event is known by its writer: source, incarnation (a restarted member writes anew) and seq
+    by_seq = {(e["source"], e.get("incarnation"), e["seq"]): e for e in run.events}
+    fired_by = lambda f: by_seq[(f["trigger"]["source"], f["trigger"].get("incarnation"), f["trigger"]["seq"])]  # noqa: E731
+
+    # The crash: fired by consumer-2's revoke, while consumer-2 was still inside the callback.
+    [crash] = [e for e in fired if e["kind"] == "crash"]
+    revoke = fired_by(crash)
+    assert (revoke["name"], revoke["member"]) == ("partitions_revoked", "consumer-2"), revoke
+    assert crash["trigger_latency_ms"] == round(crash["mono_ms"] - revoke["mono_ms"], 3)
+    assert 0 <= crash["trigger_latency_ms"] < 1000, crash  # 5 ms reads; the note has the distribution
+    [killed] = [e for e in run.named("process_exited") if e["process"] == "consumer-2" and e["returncode"] == -9]
+    assert revoke["mono_ms"] < killed["mono_ms"] < revoke["mono_ms"] + HOLD_MS, (revoke, killed)
+    after_revoke = [e["name"] for e in run.events if e.get("member") == "consumer-2" and e.get("incarnation", 1) == 1
+                    and revoke["mono_ms"] < e["mono_ms"] and e["name"] != "client_log"]
+    assert after_revoke == [], after_revoke  # it never left the callback: no JoinGroup, no records
+
+    # The pauses: each fired by the brokers' "Stabilized group" line of this run's group.
+    pauses = [e for e in fired if e["kind"] == "pause"]
+    first = pauses[0]["fault_id"]
+    assert 1 <= len(pauses) <= 3 and [e["fault_id"] for e in pauses] == [first, f"{first}.2", f"{first}.3"][:len(pauses)]
+    for p in pauses:
+        line = fired_by(p)
+        assert line["name"] == "coordinator_stabilized" and line["source"].startswith("broker-"), line
+        assert 0 <= p["trigger_latency_ms"] < 1000, p
+    assert_healed(run)
