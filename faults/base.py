@@ -91,6 +91,8 @@ class FaultSpec(Strict):
     # It names a topic of the scenario (creates or grows it): a run on a shared cluster, whose
     # topics carry the run's id, cannot have it (harness.cluster.shared).
     names_topics: ClassVar[bool] = False
+    # The option that says how long it lasts, if it has one: a random draw sets it, shrinking halves it.
+    length_key: ClassVar[str | None] = None
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""
@@ -159,10 +161,11 @@ class TimedSpec(TargetedSpec):
     duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
 
     drawable = True
+    length_key = "duration_s"
 
     @classmethod
     def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
-        return {"duration_s": length_s}
+        return {cls.length_key: length_s}
 
     @classmethod
     def draw_shapes(cls, target: str, drawing: Drawing) -> list[dict]:

@@ -20,10 +20,11 @@ class CrashSpec(TargetedSpec):
     restart_after_s: Annotated[float | None, Field(gt=0, le=DAY_S)] = None
 
     drawable = True
+    length_key = "restart_after_s"
 
     @classmethod
     def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
-        return {"signal": rng.choice(STOP_SIGNALS), "restart_after_s": length_s}
+        return {"signal": rng.choice(STOP_SIGNALS), cls.length_key: length_s}
 
     @classmethod
     def draw_shapes(cls, target: str, drawing: Drawing) -> list[dict]:

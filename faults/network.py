@@ -117,7 +117,7 @@ class NetworkSpec(TimedSpec):
     def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
         links = drawn_links(target, drawing)
         link = links[0] if len(links) == 1 else rng.choice(links)
-        return {"duration_s": length_s, "link": link, "effect": rng.choice(DRAWN_EFFECTS)}
+        return {cls.length_key: length_s, "link": link, "effect": rng.choice(DRAWN_EFFECTS)}
 
     @classmethod
     def draw_shapes(cls, target: str, drawing: Drawing) -> list[dict]:

@@ -371,6 +371,44 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
     sys.exit(EXIT_CHECK_FAILED if any(p["verdict"] != "pass" for p in ran) else EXIT_OK)
 
 
+@main.command("shrink")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--check", default=None, help="The check that must keep failing (default: the run's first failed check).")
+@click.option("--repeats", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Runs per candidate at most: it reproduces when one of them fails the check.")
+@click.option("--max-runs", type=click.IntRange(1, 10_000), default=40, show_default=True, help="Budget: runs.")
+@click.option("--max-minutes", type=click.FloatRange(min=1), default=60, show_default=True, help="Budget: minutes.")
+@click.option("--confirm", type=click.IntRange(0, 100), default=5, show_default=True,
+              help="Runs of the minimal scenario at the end, for how often it reproduces.")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@fresh_clusters_option
+def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int, max_minutes: float, confirm: int,
+                   runs_dir: Path | None, fresh_clusters: bool) -> None:
+    """Search, with real runs, for the smallest scenario that still fails RUN_DIR's check:
+    drop faults, shorten them, move them earlier, end the run sooner.
+
+    Writes minimal.yaml, report.md and shrink.json in a new shrink directory. Exit code 0
+    when a minimal scenario was written, 1 when the failure did not reproduce, 2 on bad
+    input, 130 when interrupted.
+    """
+    from harness.shrink import shrink
+
+    try:
+        result = shrink(run_dir, check, runs_dir or default_runs_dir(), console.log, repeats=repeats, max_runs=max_runs,
+                        max_minutes=max_minutes, confirm=confirm, share_clusters=not fresh_clusters)
+    except LabError as e:
+        _fail(e)
+    if result.state == "interrupted":
+        err_console.print(escape(f"shrink interrupted; what it found so far: {result.out / 'shrink.json'}"))
+        sys.exit(EXIT_INTERRUPTED)
+    if result.minimal is None:
+        console.print(escape(f"the failure did not reproduce: nothing to shrink — {result.out / 'report.md'}"))
+        sys.exit(EXIT_CHECK_FAILED)
+    rate = f", failed in {result.confirmed[0]} of {result.confirmed[1]} runs" if result.confirmed else ""
+    console.print(escape(f"minimal: {result.minimal.describe()}{rate} — {result.out / 'minimal.yaml'}"))
+    sys.exit(EXIT_OK)
+
+
 @main.command()
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
