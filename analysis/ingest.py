@@ -134,6 +134,11 @@ def explanations(runs: list[RunDir]) -> list[tuple]:
     return rows
 
 
+def failed_runs(runs: list[RunDir]) -> frozenset[str]:
+    """The keys of the runs whose verdict is FAIL (a check found a violation)."""
+    return frozenset(r.key for r in runs if _verdict_status(r.path) == "fail")
+
+
 def _verdict_status(path: Path) -> str | None:
     try:
         return json.loads((path / VERDICT).read_text(encoding="utf-8")).get("status")

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from runtime.errors import EXIT_BAD_INPUT, LabError
 
-from .ingest import EXPLAINED_SCHEMA, RunDir, Skipped, explanations, find_runs, load_events
+from .ingest import EXPLAINED_SCHEMA, RunDir, Skipped, explanations, failed_runs, find_runs, load_events
 from .pages import RunPages, runs_with_pages
 
 ORDER = {  # deterministic row order for every output (identical results on any master)
@@ -147,7 +147,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         tables["rebalances"] = tables["rebalances"].join(F.broadcast(explained), ["run_key", "generation"], "left")
         collected: dict[str, list[dict]] = {name: _collect(tables[name], ORDER[name]) for name in ("runs", *PER_RUN)}
         timings["per-run"] = time.monotonic() - t
-        paged = runs_with_pages(collected["runs"], run_reports)
+        paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:
             per_run: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
             for name in PER_RUN:

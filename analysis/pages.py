@@ -13,19 +13,21 @@ RUN_REPORTS = ("auto", "all", "problems", "none")
 EVERY_RUN_PAGE_UP_TO = 20
 
 
-def shows_problem(run: dict) -> bool:
-    """A run worth opening from the history's own figures: it did not complete, or lost
-    acknowledged records, or delivered a record twice where no rebalance explains it."""
+def shows_problem(run: dict, failed: frozenset[str] = frozenset()) -> bool:
+    """A run worth opening: its verdict failed (``failed``: their run keys), or, from the
+    history's own figures, it did not complete, lost acknowledged records, or delivered a
+    record twice where no rebalance explains it."""
     unexplained = (run.get("duplicates") or 0) - (run.get("duplicates_explained") or 0)
-    return run.get("outcome") != "completed" or (run.get("lost_records") or 0) > 0 or unexplained > 0
+    return (run.get("run_key") in failed or run.get("outcome") != "completed" or (run.get("lost_records") or 0) > 0
+            or unexplained > 0)
 
 
-def runs_with_pages(runs: list[dict], run_reports: str) -> list[dict]:
+def runs_with_pages(runs: list[dict], run_reports: str, failed: frozenset[str] = frozenset()) -> list[dict]:
     if run_reports not in RUN_REPORTS:
         raise ValueError(f"run_reports: {run_reports!r} is not one of {', '.join(RUN_REPORTS)}")
     if run_reports == "auto":
         run_reports = "all" if len(runs) <= EVERY_RUN_PAGE_UP_TO else "problems"
-    return {"all": runs, "problems": [r for r in runs if shows_problem(r)], "none": []}[run_reports]
+    return {"all": runs, "problems": [r for r in runs if shows_problem(r, failed)], "none": []}[run_reports]
 
 
 # Per-run pages take ~0.2 s each to draw; below this many runs, starting interpreters for

@@ -40,7 +40,10 @@ class FaultScheduler:
         self._queue: list[tuple[float, int, str, Fault, dict | None]] = []
         self._order = 0
         self._changed = threading.Condition()
-        self._fired: set[str] = set()  # triggered firings not yet healed (queued, or acting)
+        # Triggered firings not yet healed (queued, or acting). Under _changed, not _lock: _lock is
+        # held through a whole injection (a broker restart takes seconds), and the trigger thread
+        # asks is_active on every match.
+        self._fired: set[str] = set()
 
     @property
     def started_mono_ms(self) -> float:
@@ -60,7 +63,7 @@ class FaultScheduler:
         on = fault.spec.on
         copy = type(fault)(fault_id=fault.fault_id if firing == 1 else f"{fault.fault_id}.{firing}", spec=fault.spec,
                            params=fault.params)
-        with self._lock:
+        with self._changed:
             self._fired.add(copy.fault_id)
         self._push(time.monotonic() - self._t0 + on.delay_s, "inject", copy, trigger)
 
@@ -114,7 +117,7 @@ class FaultScheduler:
                 self.emit(ev.FAULT_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e),
                           **fired)
                 self.report(f"fault {fault.fault_id} ({fault.kind} {fault.target or ''}) could not be injected: {e}")
-                self._fired.discard(fault.fault_id)
+                self._forget(fault)
                 return False
             self.active[fault.fault_id] = fault
             where = {"target": fault.resolved}
@@ -127,9 +130,13 @@ class FaultScheduler:
                         + (f" (on {trigger['name']}, {fired['trigger_latency_ms']:.0f} ms after it)" if trigger else ""))
             return True
 
+    def _forget(self, fault: Fault) -> None:
+        with self._changed:
+            self._fired.discard(fault.fault_id)
+
     def _heal(self, fault: Fault, how: str) -> None:
         with self._lock:
-            self._fired.discard(fault.fault_id)
+            self._forget(fault)
             if self.active.pop(fault.fault_id, None) is None:
                 return
             try:
@@ -142,8 +149,8 @@ class FaultScheduler:
 
     def is_active(self, fault_id: str) -> bool:
         """Injected and not healed yet, or fired and waiting for its delay."""
-        with self._lock:
-            return fault_id in self.active or fault_id in self._fired
+        with self._changed:
+            return fault_id in self._fired or fault_id in self.active
 
     def heal_all(self, how: str) -> None:
         """Stop injecting and undo every active fault now."""

@@ -23,9 +23,12 @@ from pydantic import Field, model_validator
 
 from faults.strict import DAY_S, Strict
 from oracle import vocabulary as ev
+from runtime.history import BROKER_LOG_CLOCK
 
-# A state and the events that say the group entered it: the brokers' GroupCoordinator lines
-# (harness/brokerlog.py) and the project coordinator's own transitions.
+# A state and the brokers' GroupCoordinator lines that say the group entered it
+# (harness/brokerlog.py). The project's coordinator says it with coordinator_state_changed;
+# the lines it also writes (coordinator_stabilized at Stable, say) do not count, or one
+# transition would match twice, once as the wrong state.
 STATE_EVENTS: dict[str, tuple[str, ...]] = {
     "PreparingRebalance": (ev.COORDINATOR_PREPARING_REBALANCE,),
     # Kafka logs "Stabilized group … generation N" as the group enters CompletingRebalance
@@ -85,7 +88,9 @@ class Trigger(Strict):
         if self.event:
             return self.member is None or event.get("member") == self.member
         if self.state:
-            return name != ev.COORDINATOR_STATE_CHANGED or event.get("to") == self.state
+            if name == ev.COORDINATOR_STATE_CHANGED:
+                return event.get("to") == self.state
+            return event.get(ev.CLOCK) == BROKER_LOG_CLOCK
         lag = sum(p.get("lag") or 0 for p in event.get("partitions") or () if isinstance(p, dict))
         return lag > self.lag_above
 

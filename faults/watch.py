@@ -70,7 +70,11 @@ class TriggerWatcher:
                     pass
             for line in self.tail.new_lines():
                 if any(n in line[:80] for n in self._names):
-                    self.consider(json.loads(line))
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        continue  # a line the oracle will name when it loads the history; the watch goes on
+                    self.consider(event)
             if all(a.done for a in self.armed):
                 return
 

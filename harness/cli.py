@@ -257,12 +257,14 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
         raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}",
                                  param_hint="--protocols")
     try:
-        out, entries = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log, backend,
+        out, entries, interrupted = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log, backend,
                                share_clusters=not fresh_clusters)
     except LabError as e:
         _fail(e)
     rows = [e.row() for e in entries]
     print_comparison(console, rows, out)
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == len(wanted) * seeds else EXIT_CHECK_FAILED)
 
 
@@ -381,26 +383,31 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
 @click.option("--confirm", type=click.IntRange(0, 100), default=5, show_default=True,
               help="Runs of the minimal scenario at the end, for how often it reproduces.")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
+              help="Run the probes with this cluster backend (default: the one the failing run had).")
 @fresh_clusters_option
 def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int, max_minutes: float, confirm: int,
-                   runs_dir: Path | None, fresh_clusters: bool) -> None:
+                   runs_dir: Path | None, backend: str | None, fresh_clusters: bool) -> None:
     """Search, with real runs, for the smallest scenario that still fails RUN_DIR's check:
     drop faults, shorten them, move them earlier, end the run sooner.
 
     Writes minimal.yaml, report.md and shrink.json in a new shrink directory. Exit code 0
     when a minimal scenario was written, 1 when the failure did not reproduce, 2 on bad
-    input, 130 when interrupted.
+    input, 3 when the failing schedule's runs broke, 130 when interrupted.
     """
     from harness.shrink import shrink
 
     try:
         result = shrink(run_dir, check, runs_dir or default_runs_dir(), console.log, repeats=repeats, max_runs=max_runs,
-                        max_minutes=max_minutes, confirm=confirm, share_clusters=not fresh_clusters)
+                        max_minutes=max_minutes, confirm=confirm, share_clusters=not fresh_clusters, backend=backend)
     except LabError as e:
         _fail(e)
     if result.state == "interrupted":
         err_console.print(escape(f"shrink interrupted; what it found so far: {result.out / 'shrink.json'}"))
         sys.exit(EXIT_INTERRUPTED)
+    if result.state == "broken":
+        err_console.print(escape(f"the failing schedule's runs broke: {result.error} — {result.out / 'report.md'}"))
+        sys.exit(EXIT_RUN_ERROR)
     if result.minimal is None:
         console.print(escape(f"the failure did not reproduce: nothing to shrink — {result.out / 'report.md'}"))
         sys.exit(EXIT_CHECK_FAILED)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 import yaml
 
 from harness.cluster.shared import ClusterPool, runs_in_a_row
+from harness.paths import new_stamped_dir
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.scenario import load_scenario, read_scenario_data
@@ -47,14 +47,12 @@ class Entry:
 
 def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
             report: Callable[[str], None], backend: str | None = None,
-            share_clusters: bool = True) -> tuple[Path, list[Entry]]:
+            share_clusters: bool = True) -> tuple[Path, list[Entry], bool]:
     load_scenario(scenario_file)  # the base itself must be valid
     base = read_scenario_data(scenario_file)
     if backend:  # every variant on it (written into each variant's scenario file)
         base.setdefault("cluster", {})["backend"] = backend
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = runs_dir / f"compare-{stamp}-{base['name']}"
-    out.mkdir(parents=True)
+    out = new_stamped_dir(runs_dir, base["name"], kind="compare")
     plans = []
     for protocol in protocols:
         axes = Axes(protocol=protocol)
@@ -66,6 +64,7 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
             path.write_text(yaml.safe_dump(data, sort_keys=False))
             plans.append((protocol, data["seed"], load_scenario(path), path, skipped))  # validate all first
     entries: list[Entry] = []
+    interrupted = False
     pool = ClusterPool(out / "clusters", f"compare:{out.resolve()}", report,
                        lanes=max(len(p[2].member_slots()) for p in plans)) if share_clusters else None
     try:
@@ -75,8 +74,9 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
                 result = Run(scenario, path, out, report, pool=pool).execute()
                 entries.append(Entry(protocol, seed, scenario.cluster.kafka, result, skipped))
                 if result.outcome == "interrupted":
+                    interrupted = True
                     break
     except KeyboardInterrupt:  # between two runs: the rows so far are still written
-        pass
+        interrupted = True
     (out / "compare.json").write_text(json.dumps([e.row() for e in entries], indent=2) + "\n")
-    return out, entries
+    return out, entries, interrupted

@@ -1,6 +1,7 @@
 """Where the lab keeps downloads, process registrations and runs."""
 
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 
@@ -24,3 +25,17 @@ def ports_dir() -> Path:
 
 def default_runs_dir() -> Path:
     return Path(os.environ.get("REBALANCE_LAB_RUNS", "runs"))
+
+
+def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
+    """``parent/[<kind>-]<UTC time>-<name>``, created now; one made in the same second gets ``-2``, ``-3``, …"""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = parent / f"{kind + '-' if kind else ''}{stamp}-{name}"
+    path, n = base, 1
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            n += 1
+            path = Path(f"{base}-{n}")

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from oracle.explain import NOTABLE_MS
 from oracle.verdict import headline
 
 _COLOUR = {"pass": "green", "fail": "red", "error": "red", "incomplete": "yellow"}
@@ -45,7 +46,7 @@ def _explanations(verdict: dict, slow_only: bool) -> list[str]:
     """Each rebalance's critical path in a sentence (oracle/explain.py); ``slow_only``: those
     that waited a second or more somewhere, for the terminal."""
     return [f"{_ms(r['duration_ms'])} — {r['explanation']}" for r in verdict["rebalances"] if r.get("explanation")
-            and (not slow_only or any((w.get("ms") or 0) >= 1000 for w in r.get("critical_path") or ()))]
+            and (not slow_only or any((w.get("ms") or 0) >= NOTABLE_MS for w in r.get("critical_path") or ()))]
 
 
 def anomaly_line(a: dict) -> str:

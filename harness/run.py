@@ -46,6 +46,7 @@ from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
 from harness.cluster.external import ExternalTarget
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, unshareable
+from harness.paths import new_stamped_dir
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
@@ -54,7 +55,7 @@ from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
 from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
-from runtime.history import HistoryWriter, now
+from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
 from workloads.observer import ObserverSpec, ObserverStatus
 
 Report = Callable[[str], None]
@@ -90,17 +91,6 @@ class RunResult:
         return EXIT_FOR_VERDICT[self.verdict["status"]]
 
 
-def new_run_dir(runs_dir: Path, scenario: Scenario) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = runs_dir / f"{stamp}-{scenario.name}-s{scenario.seed}"
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = Path(f"{base}-{n}")
-    path.mkdir(parents=True)
-    return path
-
-
 class Run:
     def __init__(self, scenario: Scenario, scenario_path: Path, runs_dir: Path, report: Report,
                  progress: Callable[[str, float, float], None] | None = None, pool: ClusterPool | None = None):
@@ -108,7 +98,7 @@ class Run:
         self.scenario_path = scenario_path
         self.report = report
         self.progress = progress or (lambda _phase, _done, _total: None)
-        self.run_dir = new_run_dir(runs_dir, scenario)
+        self.run_dir = new_stamped_dir(runs_dir, f"{scenario.name}-s{scenario.seed}")
         self.schedule = scenario.schedule()
         # A pool lends this run a cluster other runs use too, unless the run cannot share one.
         self.pool = pool if pool and not unshareable(scenario.cluster.backend, cluster_spec(scenario),
@@ -402,7 +392,7 @@ class Run:
                 self._coordinator_logs[broker] = log, HistoryWriter(self.history_path, broker)
             log, writer = self._coordinator_logs[broker]
             for ts, name, fields in log.new_events():
-                writer.emit(name, ts=ts, mono_ms=ts - offset, clock="broker-log", **fields)
+                writer.emit(name, ts=ts, mono_ms=ts - offset, clock=BROKER_LOG_CLOCK, **fields)
 
     def _judge(self) -> dict:
         verdict = check_history(load_history(self.history_path, compact_events=True), self.scenario.checks or {}).to_dict()

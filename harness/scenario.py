@@ -416,9 +416,10 @@ class Scenario(_Strict):
         New members always get new numbers (never a stopped one's), as WorkloadProcesses does."""
         highest = running = self.workload.consumers
         for f in sorted(self.faults, key=lambda f: f.at_s):
-            after = f.members_after(running)
-            highest += max(after - running, 0)
-            running = after
+            for _ in range(f.on.count if f.on else 1):  # a triggered join storm may fire count times
+                after = f.members_after(running)
+                highest += max(after - running, 0)
+                running = after
         if self.load:  # a member the profile needs again is its slot's next incarnation: as many slots as its peak
             highest = max(highest, min(self.load.peak(self.workload.consumers), MAX_MEMBERS))
         return [f"consumer-{i}" for i in range(1, highest + 1)]

@@ -28,17 +28,20 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 import yaml
+from pydantic import ValidationError
 
 from harness.cluster.shared import ClusterPool, runs_in_a_row
+from harness.install import installed_for
+from harness.paths import new_stamped_dir
 from harness.run import Run
 from harness.runstate import write_json_atomically
-from harness.scenario import load_scenario, read_scenario_data
+from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
 from faults import catalogue
+from oracle import vocabulary as ev
 from runtime.errors import LabError, ScenarioError
 
 SHRINK_JSON = "shrink.json"
@@ -69,8 +72,9 @@ class Candidate:
         return {**data, "duration_s": self.duration_s, "faults": [dict(f) for f in self.faults]}
 
     def faults_end_s(self) -> float:
-        """When the last fault is healed (timeline seconds); a fault without a length ends when it starts."""
-        return max((f["at_s"] + (length_of(f) or 0.0) for f in self.faults), default=0.0)
+        """When the last fault is healed (timeline seconds), as its kind reckons it before it acts."""
+        return max((f["at_s"] + catalogue.from_spec({"fault_id": i, **f}).heal_after_s
+                    for i, f in zip(self.fault_ids, self.faults)), default=0.0)
 
 
 def length_of(fault: dict) -> float | None:
@@ -154,6 +158,8 @@ class Shrinker:
             self._cut_tail()
         except BudgetSpent as e:
             self.stopped = str(e)
+            if not self.probes[0].reproduced:
+                return None  # the budget ran out before the failing schedule failed again
         return self.best
 
     def _try(self, candidate: Candidate, step: str) -> bool:
@@ -203,10 +209,11 @@ class Shrinker:
                 length = length_of(c.faults[j])
                 if length is None or length / 2 < MIN_FAULT_S:
                     break
+                half = round(length / 2, 3)
                 faults = list(c.faults)
-                faults[j] = {**faults[j], catalogue.SPECS[faults[j]["kind"]].length_key: round(length / 2, 3)}
+                faults[j] = {**faults[j], catalogue.SPECS[faults[j]["kind"]].length_key: half}
                 if not self._try(Candidate(c.fault_ids, tuple(faults), c.duration_s),
-                                 f"{fid} lasts {length / 2:g} s instead of {length:g} s"):
+                                 f"{fid} lasts {half:g} s instead of {length:g} s"):
                     break
 
     def _move_earlier(self) -> None:
@@ -221,6 +228,8 @@ class Shrinker:
                 return
 
     def _cut_tail(self) -> None:
+        if any(f.get("on") for f in self.best.faults):
+            return  # a fault fired by the group's state may act any time before the end
         for _ in range(MAX_HALVINGS):
             c = self.best
             end = c.faults_end_s()
@@ -239,19 +248,24 @@ def replace_faults(c: Candidate, kept: list[int]) -> Candidate:
 # ------------------------------------------------------------------ the failing run
 
 
+def failed_checks(verdict: dict) -> list[str]:
+    """The checks of a verdict.json that found a violation, in the verdict's order."""
+    return [name for name, r in (verdict.get("checks") or {}).items() if isinstance(r, dict) and r.get("violations")]
+
+
 @dataclass(frozen=True)
 class FailingRun:
     run_dir: Path
     check: str
-    base: dict  # the run's scenario as written
+    base: dict  # the run's scenario as written, on the backend it ran on
     original: Candidate
 
     @classmethod
-    def read(cls, run_dir: Path, check: str | None) -> FailingRun:
-        """The run to shrink: its scenario, schedule and the failed check, or a clear refusal."""
+    def read(cls, run_dir: Path, check: str | None, backend: str | None = None) -> FailingRun:
+        """The run to shrink: its scenario, schedule and the failed check, or a clear refusal.
+        ``backend``: the probes' cluster backend (default: the one the run had)."""
         verdict_path = run_dir / "verdict.json"
-        verdict = _read_json(verdict_path)
-        failed = [name for name, r in (verdict.get("checks") or {}).items() if (r or {}).get("violations")]
+        failed = failed_checks(_read_json(verdict_path))
         if check is None:
             if not failed:
                 raise ScenarioError(verdict_path, [("checks", "no check failed in this run: nothing to shrink")])
@@ -259,16 +273,39 @@ class FailingRun:
         elif check not in failed:
             raise ScenarioError(verdict_path, [(f"checks.{check}", "did not fail in this run" + (
                 f" (failed: {', '.join(failed)})" if failed else ": no check failed"))])
-        base = read_scenario_data(run_dir / "scenario.yaml")
+        scenario_path = run_dir / "scenario.yaml"
+        base = read_scenario_data(scenario_path)
+        backend = backend or _run_backend(run_dir / "history.jsonl")  # `run --backend` is not in the file
+        if backend:
+            base = {**base, "cluster": {**(base.get("cluster") or {}), "backend": backend}}
         schedule_path = run_dir / "schedule.json"
         schedule = _read_json(schedule_path, list)
-        try:
-            ids = tuple(f["fault_id"] for f in schedule)
-            faults = tuple({k: v for k, v in f.items() if k != "fault_id" and v is not None} for f in schedule)
-            duration_s = float(base["duration_s"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ScenarioError(schedule_path, [("(file)", f"not a run's schedule: {e!r}")]) from None
-        return cls(run_dir, check, base, Candidate(ids, faults, duration_s))
+        if not all(isinstance(f, dict) and isinstance(f.get("fault_id"), str) for f in schedule):
+            raise ScenarioError(schedule_path, [("(file)", "not a run's schedule: every entry needs its fault_id")])
+        ids = tuple(f["fault_id"] for f in schedule)
+        faults = tuple({k: v for k, v in f.items() if k != "fault_id" and v is not None} for f in schedule)
+        original = Candidate(ids, faults, base.get("duration_s"))
+        try:  # what the first probe will run: refused here, with the run's files named, rather than as a probe
+            scenario = load_candidate(original, base)
+        except ValidationError as e:
+            raise ScenarioError(f"{scenario_path} with {schedule_path.name}", validation_problems(e)) from None
+        return cls(run_dir, check, base, Candidate(ids, faults, scenario.duration_s))
+
+
+def load_candidate(candidate: Candidate, base: dict) -> Scenario:
+    return Scenario.model_validate(candidate.scenario(base))
+
+
+def _run_backend(history: Path) -> str | None:
+    """The cluster backend the run had, from its run_started event (one of its first lines)."""
+    try:
+        with history.open(encoding="utf-8") as fh:
+            for line, _ in zip(fh, range(50)):
+                if f'"{ev.RUN_STARTED}"' in line:
+                    return json.loads(line).get("backend")
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _read_json(path: Path, kind: type = dict):
@@ -289,17 +326,19 @@ def _read_json(path: Path, kind: type = dict):
 @dataclass
 class ShrinkResult:
     out: Path
-    state: str  # done | not-reproduced | interrupted
+    state: str  # done | not-reproduced | broken | interrupted
     minimal: Candidate | None
     confirmed: tuple[int, int] | None  # (reproduced, of runs)
+    error: str | None = None  # broken: why the runs broke
 
 
 def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, repeats: int = 3,
-           max_runs: int = 40, max_minutes: float = 60, confirm: int = 5, share_clusters: bool = True) -> ShrinkResult:
-    failing = FailingRun.read(run_dir, check)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = runs_dir / f"shrink-{stamp}-{failing.base.get('name', 'scenario')}"
-    (out / "probes").mkdir(parents=True)
+           max_runs: int = 40, max_minutes: float = 60, confirm: int = 5, share_clusters: bool = True,
+           backend: str | None = None) -> ShrinkResult:
+    failing = FailingRun.read(run_dir, check, backend)
+    installed_for(load_candidate(failing.original, failing.base))  # before a directory that looks like a shrink
+    out = new_stamped_dir(runs_dir, str(failing.base.get("name", "scenario")), kind="shrink")
+    (out / "probes").mkdir()
     report(f"shrink: {run_dir} failed {failing.check}; {failing.original.describe()}")
     probes: list[Probe] = []
     state = {"source_run": str(run_dir), "check": failing.check, "state": "running", "repeats": repeats,
@@ -310,7 +349,7 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
         write_json_atomically(out / SHRINK_JSON, {**state, "probes": [p.row() for p in probes]})
 
     pool = ClusterPool(out / "clusters", f"shrink:{out.resolve()}", report,
-                       lanes=len(load_scenario(run_dir / "scenario.yaml").member_slots())) if share_clusters else None
+                       lanes=len(load_candidate(failing.original, failing.base).member_slots())) if share_clusters else None
 
     def run_once(candidate: Candidate, n: int, attempt: int) -> ProbeRun:
         path = out / "probes" / (f"p{n:02d}.yaml" if n else "minimal.yaml")
@@ -320,8 +359,7 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
         except LabError as e:  # a shorter run the scenario format refuses (a fault past its end, say)
             return ProbeRun(None, "invalid", None, False, note=f"not a valid scenario: {e}")
         result = Run(scenario, path, out / "runs", report, pool=pool).execute()
-        checks = (result.verdict or {}).get("checks") or {}
-        failed = [name for name, r in checks.items() if r.get("violations")]
+        failed = failed_checks(result.verdict or {})
         return ProbeRun(str(result.run_dir), result.outcome, (result.verdict or {}).get("status"),
                         failing.check in failed, failed, note=result.error or "")
 
@@ -329,10 +367,12 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
     budget = Budget(max_runs, max_minutes)
     shrinker = Shrinker(failing.original, run_once, budget, repeats, report,
                         on_probe=lambda p: (probes.append(p), save()))
-    confirmed = None
+    minimal = confirmed = None
     try:
         with runs_in_a_row(pool):
             minimal = shrinker.shrink()
+            if minimal is not None:  # written before confirming: an interrupted confirmation keeps the search's answer
+                (out / "minimal.yaml").write_text(_minimal_yaml(failing, minimal, None))
             if minimal is not None and confirm:
                 report(f"shrink: confirming the minimal scenario ({minimal.describe()}) with {confirm} runs")
                 runs = []
@@ -342,14 +382,17 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
                         raise KeyboardInterrupt
                 confirmed = (sum(r.reproduced for r in runs), len(runs))
                 save(confirmation=[asdict(r) for r in runs])
+                (out / "minimal.yaml").write_text(_minimal_yaml(failing, minimal, confirmed))
     except KeyboardInterrupt:
         save(state="interrupted", smallest_so_far=_candidate_row(shrinker.best))
-        return ShrinkResult(out, "interrupted", shrinker.best, None)
-    result = ShrinkResult(out, "done" if minimal is not None else "not-reproduced", minimal, confirmed)
-    if minimal is not None:
-        (out / "minimal.yaml").write_text(_minimal_yaml(failing, minimal, confirmed))
+        return ShrinkResult(out, "interrupted", minimal, None)
+    first = shrinker.probes[0].runs if shrinker.probes else []
+    broken = next((r.note or r.outcome for r in first if r.outcome == "error"), None) \
+        if minimal is None and first and all(r.outcome == "error" for r in first) else None
+    result = ShrinkResult(out, "done" if minimal else "broken" if broken else "not-reproduced", minimal, confirmed,
+                          broken)
     (out / "report.md").write_text(_report_md(failing, probes, result, shrinker.stopped, budget))
-    save(state=result.state, stopped=shrinker.stopped, runs=budget.runs,
+    save(state=result.state, stopped=shrinker.stopped, runs=budget.runs, error=broken,
          minimal=_candidate_row(minimal) if minimal else None,
          reproduced=({"runs": confirmed[1], "failed": confirmed[0]} if confirmed else None))
     return result
@@ -371,8 +414,11 @@ def _report_md(failing: FailingRun, probes: list[Probe], result: ShrinkResult, s
     o, m = failing.original, result.minimal
     lines = [f"# Shrinking {failing.run_dir.name}", "",
              f"Check: **{failing.check}**. Original: {o.describe()}.", ""]
-    if m is None:
-        lines += [(f"The failing run's schedule did not fail {failing.check} again in {len(probes[0].runs)} run(s): "
+    if result.state == "broken":
+        lines += [f"The failing run's schedule could not be run again: {result.error}.", ""]
+    elif m is None:
+        ran = len(probes[0].runs) if probes else 0
+        lines += [(f"The failing run's schedule did not fail {failing.check} again in {ran} run(s): "
                    "nothing to shrink (the failure may depend on timing the schedule does not fix)."), ""]
     else:
         lines += [f"Minimal: {m.describe()} — `minimal.yaml`."]

@@ -35,6 +35,7 @@ from pydantic import Field, ValidationError, model_validator
 from harness import versions
 from harness.cluster.backend import BACKENDS
 from harness.cluster.shared import ClusterPool, runs_in_a_row
+from harness.paths import new_stamped_dir
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.runstate import read_state, write_json_atomically
@@ -250,8 +251,7 @@ class SuiteRun:
         self.suite, self.chosen, self.fail_fast = suite, chosen, fail_fast
         self.share_clusters = share_clusters
         self.report, self.on_variant = report, on_variant
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        self.dir = runs_dir / f"suite-{stamp}-{suite.spec.name}"
+        self.runs_dir = runs_dir
         self.results: list[VariantResult] = []
         self.started = datetime.now(timezone.utc)
         self.state = "running"
@@ -259,8 +259,9 @@ class SuiteRun:
     def execute(self) -> int:
         from harness.suite_report import write_reports
 
+        self.dir = new_stamped_dir(self.runs_dir, self.suite.spec.name, kind="suite")
         scenarios = self.dir / "scenarios"
-        scenarios.mkdir(parents=True)
+        scenarios.mkdir()
         paths = []
         for v in self.chosen:
             p = scenarios / f"{v.run_name}-s{v.scenario_data.get('seed', 0)}.yaml"

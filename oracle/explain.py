@@ -44,6 +44,11 @@ CAUSES = {
 }
 # A wait this short is the protocol doing its work, not a story worth telling.
 NOTABLE_MS = 1000.0
+# Members find a new coordinator while the rebalance begins: a move seen this soon after its start counts.
+COORDINATOR_FOUND_WITHIN_MS = 1000.0
+# A member dropped at its rebalance timeout: the join phase held about max.poll.interval.ms (counted
+# from the member's last poll, a little before the first JoinGroup).
+REBALANCE_TIMEOUT_SLACK_MS = 2000.0
 # How far before the rebalance a fault on the member it names may have begun to be its onset:
 # the member's session (or poll interval) plus slack for the heartbeat that noticed it.
 ONSET_SLACK_MS = 5000.0
@@ -200,7 +205,7 @@ class _Explainer:
         """The group's coordinator changed between the previous rebalance and this one's start: as
         the observer saw it (a broker's id), or as members found it (the project's coordinator)."""
         lo = previous.end.mono_ms if previous and previous.end else -float("inf")
-        hi = r.start.mono_ms + NOTABLE_MS  # members find the new one while the rebalance begins
+        hi = r.start.mono_ms + COORDINATOR_FOUND_WITHIN_MS
         for seen in self.coordinators:
             before = [c for t, c in seen if t <= lo]
             during = [(t, c) for t, c in seen if lo < t <= hi]
@@ -228,7 +233,7 @@ class _Explainer:
         missing = sorted(before - now - {gone})
         for member in missing:  # a member of the last generation that never rejoined
             poll = self.setting(member, "max_poll_interval_ms")
-            if poll and held >= poll - 2 * NOTABLE_MS:
+            if poll and held >= poll - REBALANCE_TIMEOUT_SLACK_MS:
                 fault = self.fault_on(member, r.stabilized.mono_ms, held + ONSET_SLACK_MS)
                 why = f", {self.what_happened(fault)}" if fault else ""
                 return Wait("join", "rebalance-timeout", held, member,
@@ -264,7 +269,7 @@ class _Explainer:
             return None
         received = self.assignment_received.get(r.generation)
         if r.leader and received:
-            ms = received["mono_ms"] - r.stabilized.mono_ms
+            ms = max(0.0, received["mono_ms"] - r.stabilized.mono_ms)  # the leader may sync before the last join is seen
             return Wait("sync", "leader-assignment", ms, r.leader.split("#")[0],
                         f"the leader {r.leader} sent its assignment {_s(ms)} after the join phase ended")
         synced = self.h.where(ev.GROUP_SYNCED, generation=r.generation)

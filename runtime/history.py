@@ -16,6 +16,9 @@ from pathlib import Path
 
 from oracle import vocabulary as ev
 
+# The `clock` of the events read from the brokers' logs: stamped with the brokers' own times.
+BROKER_LOG_CLOCK = "broker-log"
+
 
 def now() -> tuple[float, float]:
     """(wall-clock ms, CLOCK_MONOTONIC ms). Monotonic time is system-wide on Linux,

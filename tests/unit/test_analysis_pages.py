@@ -22,6 +22,11 @@ def test_a_run_shows_a_problem_by_its_own_figures(changes, problem):
     assert shows_problem(run("r", **changes)) is problem
 
 
+def test_a_run_whose_verdict_failed_shows_a_problem_whatever_its_figures():
+    clean = run("r", run_key="k1")  # e.g. two owners at once: exclusive-ownership, nothing lost
+    assert shows_problem(clean, frozenset({"k1"})) and not shows_problem(clean, frozenset({"k2"}))
+
+
 def test_auto_draws_every_page_for_a_few_runs_and_only_the_problems_for_many():
     few = [run(f"r{i}") for i in range(EVERY_RUN_PAGE_UP_TO - 1)] + [run("lossy", lost_records=1)]
     assert runs_with_pages(few, "auto") == few

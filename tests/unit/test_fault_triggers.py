@@ -38,9 +38,12 @@ def test_a_triggered_fault_is_armed_from_the_start_unless_at_s_says_when():
 @pytest.mark.parametrize("on, event, hit", [
     ({"event": "partitions_revoked", "member": "consumer-2"}, {"name": "partitions_revoked", "member": "consumer-2"}, True),
     ({"event": "partitions_revoked", "member": "consumer-2"}, {"name": "partitions_revoked", "member": "consumer-1"}, False),
-    ({"state": "PreparingRebalance"}, {"name": "coordinator_preparing_rebalance", "group": "g"}, True),
-    ({"state": "PreparingRebalance"}, {"name": "coordinator_preparing_rebalance", "group": "another run's"}, False),
-    ({"state": "CompletingRebalance"}, {"name": "coordinator_stabilized", "group": "g"}, True),
+    ({"state": "PreparingRebalance"}, {"name": "coordinator_preparing_rebalance", "group": "g", "clock": "broker-log"}, True),
+    ({"state": "PreparingRebalance"}, {"name": "coordinator_preparing_rebalance", "group": "another run's",
+                                       "clock": "broker-log"}, False),
+    ({"state": "CompletingRebalance"}, {"name": "coordinator_stabilized", "group": "g", "clock": "broker-log"}, True),
+    # the project's coordinator writes coordinator_stabilized at Stable: only its state changes count
+    ({"state": "CompletingRebalance"}, {"name": "coordinator_stabilized", "generation": 2}, False),
     ({"state": "CompletingRebalance"}, {"name": "coordinator_state_changed", "to": "CompletingRebalance"}, True),
     ({"state": "CompletingRebalance"}, {"name": "coordinator_state_changed", "to": "Stable"}, False),
     ({"lag_above": 100}, {"name": "lag_sampled", "partitions": [{"lag": 60}, {"lag": 41}]}, True),
@@ -146,3 +149,11 @@ def test_a_bare_on_key_in_yaml_is_the_trigger_not_a_boolean():
     entry = yaml.safe_load("kind: crash\ntarget: consumer-2\non: {event: partitions_revoked}\n")
     assert True in entry  # YAML 1.1: `on` is a boolean
     assert SPECS["crash"].model_validate(entry).on.event == "partitions_revoked"
+
+
+def test_a_join_storm_fired_again_and_again_has_a_slot_for_every_member_it_starts():
+    from harness.scenario import Scenario
+    s = Scenario.model_validate({"name": "s", "duration_s": 30, "topics": [{"name": "t", "partitions": 4}],
+                                 "workload": {"consumers": 2},
+                                 "faults": [{"kind": "join-storm", "consumers": 2, "on": {"state": "Stable", "count": 3}}]})
+    assert s.member_slots() == [f"consumer-{i}" for i in range(1, 9)]

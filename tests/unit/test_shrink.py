@@ -86,7 +86,7 @@ def test_an_invalid_candidate_costs_no_run():
 
 def judged_run(tmp_path, checks: dict, schedule=None):
     (tmp_path / "verdict.json").write_text(json.dumps({"status": "fail", "checks": checks}))
-    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump({"name": "x", "duration_s": 30, "topics": [{"name": "t"}]}))
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump({"name": "x", "duration_s": 30, "topics": [{"name": "t", "partitions": 1}]}))
     (tmp_path / "schedule.json").write_text(json.dumps(schedule if schedule is not None else [
         {"fault_id": "f1", "kind": "crash", "target": "consumer-1", "at_s": 12, "signal": "SIGKILL", "on": None}]))
     return tmp_path
@@ -124,3 +124,17 @@ def test_a_candidate_met_again_is_not_run_again():
     # dropping f1 leaves [f2]; dropping f2 from it again gives the empty list, tried as the first chunk
     keys = [p.candidate.key() for p in shrinker.probes]
     assert len(keys) == len(set(keys))
+
+
+def test_a_budget_spent_before_the_failure_came_back_shrinks_nothing():
+    shrinker = Shrinker(candidate(3), fails_when({"f1"}, flaky=1.0), Budget(2, 60), repeats=3, report=lambda _m: None)
+    assert shrinker.shrink() is None  # two passing runs of three: not "the original is minimal"
+    assert "2 runs" in shrinker.stopped
+
+
+def test_refuses_a_schedule_the_scenario_cannot_run(tmp_path):
+    judged_run(tmp_path, {"no-loss": {"violations": 1}},
+               schedule=[{"fault_id": "f1", "kind": "crash", "target": "consumer-9", "at_s": 12}])
+    with pytest.raises(ScenarioError) as e:
+        FailingRun.read(tmp_path, None)
+    assert "scenario.yaml with schedule.json" in str(e.value) and "consumer-9" in str(e.value)
