@@ -247,15 +247,35 @@ def churn(name: str, retries: int, backoff_ms: int) -> dict:
                        recovery={"timeout_s": 12, "stable_for_s": 2})
 
 
+def last_rebalance_outcomes(events: list[dict]) -> dict[str, str]:
+    """Member -> how its last rebalance before the end-of-run stops ended: partitions_assigned
+    or rebalance_failed (gave up, owning nothing until the next change)."""
+    out = {}
+    for e in events:
+        if e["name"] == "consumer_stopped" and e.get("reason") == "end-of-run":
+            break
+        if e["name"] in ("partitions_assigned", "rebalance_failed"):
+            out[e["member"]] = e["name"]
+    return out
+
+
 def test_few_retries_give_up_and_leave_partitions_unowned(module_run):
     run = module_run("zk-churn-1", churn("zk-churn-1", retries=1, backoff_ms=200))
     failed = run.named("rebalance_failed")
     assert failed, "no consumer ran out of rebalance retries"
     assert all(e["attempts"] == 1 for e in failed)
     assert any("is owned by" in e["reason"] for e in failed)  # a claim met an owner that had not let go
+    # Whether the partitions stay unowned is decided by the storm's last round: a consumer that
+    # gave up in an earlier round tries again on the next join. Most runs end with someone given
+    # up; now and then the last round goes through for all (CI saw one). The history says which.
+    gave_up_last = sorted(m for m, outcome in last_rebalance_outcomes(run.events).items() if outcome == "rebalance_failed")
     convergence = [v for v in run.verdict["violations"] if v["check"] == "convergence"]
-    assert any(v["kind"] == "not-converged" and "unowned" in v["message"] for v in convergence), convergence
-    assert run.exit_code == 1
+    unowned = [v for v in convergence if v["kind"] == "not-converged" and "unowned" in v["message"]]
+    if gave_up_last:
+        assert unowned, (gave_up_last, convergence)
+        assert run.exit_code == 1
+    else:
+        assert not unowned, convergence
     assert_healed(run)
 
 
