@@ -135,14 +135,32 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
             high = max(high, hi) if hi is not None else high
             t = max(t, at)
         if worst:
-            owners = ", ".join(str(s.slot) for s in ownership.owners_at(worst[0]).get(tp, ())) or "nobody"
+            slots = [s.slot for s in ownership.owners_at(worst[0]).get(tp, ())]
+            owners = ", ".join(map(str, slots)) or "nobody"
+            busy = _busy_elsewhere(history, slots, tp, *worst)
             found.append(Anomaly(
                 NAME, "stalled",
                 f"{tp} stalled for {duration(worst[1] - worst[0])} ({history.clock(worst[0])}..{history.clock(worst[1])}) "
                 f"with acknowledged records waiting, while no fault was active and no rebalance was in progress "
-                f"(owner: {owners}; allowed {duration(stall_ms)})",
+                f"(owner: {owners}; allowed {duration(stall_ms)})"
+                + (f"; meanwhile {busy}: the owner was busy elsewhere, not stuck" if busy else ""),
                 partition=str(tp), times={"from": Instant(None, worst[0]), "to": Instant(None, worst[1])}))
     return found
+
+
+def _busy_elsewhere(history: History, slots: list, stalled: TopicPartition, lo: float, hi: float) -> str:
+    """What the stalled partition's owners processed of their other partitions in [lo, hi):
+    a member saturated by another partition's backlog starves this one (librdkafka hands
+    out one partition's fetched records before the next's), which is not a member that
+    stopped."""
+    counts: dict[tuple, int] = {}
+    for tp in history.partitions:
+        if tp == stalled:
+            continue
+        for c in history.consumptions_between(tp, lo, hi):
+            if c.slot in slots:
+                counts[c.slot, tp] = counts.get((c.slot, tp), 0) + c.hi - c.lo + 1
+    return ", ".join(f"{slot} processed {n:,} records of {tp}" for (slot, tp), n in sorted(counts.items(), key=str))
 
 
 class _Quiet:

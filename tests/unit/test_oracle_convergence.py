@@ -91,6 +91,25 @@ def test_a_partition_that_stalls_while_the_group_is_stable_is_a_violation(histor
     assert "owner: consumer-1" in v.message
 
 
+def test_a_stall_behind_the_owners_other_backlog_says_what_the_owner_did_meanwhile(history_builder):
+    """One member, two partitions: it works through events-1's backlog while events-0 waits
+    (librdkafka serves one partition's fetched records before the next's). Still a stall —
+    events-0 made no progress — but the report says the owner was busy, not stuck."""
+    b = history_builder(topics={"events": 2})
+    c1 = b.consumer("consumer-1").start()
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0, 1]}, at=100)
+    for second in range(1, 31):
+        b.at(second * 1000).acked(0, (second - 1) * 10, second * 10 - 1)
+        c1.at(second * 1000 + 50).consumed(1, (second - 1) * 100, second * 100 - 1)  # events-1 only
+    c1.at(31_000).consumed(0, 0, 299)
+    b.at(32_000).done()
+    [v] = run(b, stall_s=15).violations
+    assert v.kind == "stalled" and v.partition == "events-0"
+    assert v.message.endswith("; meanwhile consumer-1 processed 3,000 records of events-1: "
+                              "the owner was busy elsewhere, not stuck"), v.message
+
+
 def test_a_stall_while_a_fault_is_active_is_excused(history_builder):
     b = history_builder(topics={"events": 1})
     _steady_group(b, stall_at=20_000)
