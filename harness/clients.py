@@ -120,7 +120,7 @@ class Member(Client):
             session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
             coordinators=cluster.network.lane_coordinators(lane) or None if w.generation.project_coordinator else None,
             test_hooks=self.workload.test_hooks_of(self.name), client_settings=dict(s.cluster.client_config),
-            revoke_hold_ms=w.revoke_hold_ms)
+            revoke_hold_ms=w.revoke_hold_ms, processing=w.processing)
 
     def tell(self, command: dict) -> None:
         """Tell it what to do: the command file, then SIGUSR1 to look at it."""

@@ -197,6 +197,9 @@ class Workload(_Strict):
     # Each member stays this long inside its revoke callback, after recording the revoke and before
     # giving the partitions up: the window an `on: {event: partitions_revoked}` fault acts in.
     revoke_hold_ms: Annotated[float, Field(ge=0, le=600_000)] = 0
+    # "worker": each member processes on a thread of its own while its poll loop polls on; a revoke
+    # callback waits for that thread to finish what it holds (workloads/worker.py, `revoke_started`).
+    processing: Literal["inline", "worker"] = "inline"
     test_hooks: DriverTestHooks | None = None  # test-only (docs/history.md, "Test hooks")
 
     @model_validator(mode="after")
@@ -206,9 +209,11 @@ class Workload(_Strict):
             raise ValueError("test_hooks: only the librdkafka driver has them")
         if hooks.consume_unassigned and self.generation.drivers[self.driver] != "workloads.consumer":
             raise ValueError(f"test_hooks.consume_unassigned: the {self.protocol} driver does not have it")
-        if self.revoke_hold_ms and self.generation.drivers[self.driver] != "workloads.consumer":
-            raise ValueError(f"revoke_hold_ms: the {self.protocol} {self.driver} driver does not have it "
-                             f"(librdkafka members of the classic and KIP-848 protocols do)")
+        for switch in ("revoke_hold_ms", "processing"):
+            if getattr(self, switch) != type(self).model_fields[switch].default \
+                    and self.generation.drivers[self.driver] != "workloads.consumer":
+                raise ValueError(f"{switch}: {self.protocol} members ({self.driver} driver) do not have it "
+                                 f"(librdkafka members of the classic and KIP-848 protocols do)")
         if hooks.sigterm_after_join and not self.generation.classic:
             raise ValueError(f"test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
                              f"through librdkafka (classic protocols only)")

@@ -159,6 +159,7 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.HEARTBEAT_FAILED: _ENVELOPE_ONLY,
     ev.REBALANCE_STARTED: _ENVELOPE_ONLY,
     ev.PARTITIONS_ASSIGNED: (_PARTITIONS, (), None),
+    ev.REVOKE_STARTED: _ENVELOPE_ONLY,
     ev.PARTITIONS_REVOKED: (_PARTITIONS, (), None),
     ev.PARTITIONS_LOST: (_PARTITIONS, (), None),
     ev.RECORDS_CONSUMED: ((RANGES(ev.RANGES),), (), None),

@@ -249,10 +249,23 @@ class _Explainer:
                         f"while members kept joining); the last, {last_member}, joined {_s(last['mono_ms'] - first)} in")
         waited = last["mono_ms"] - first
         fault = self.fault_on(last_member, last["mono_ms"], waited + ONSET_SLACK_MS)
-        why = f", {self.what_happened(fault)}," if fault else self.heard_late(last_member, first, last["mono_ms"])
+        why = f", {self.what_happened(fault)}," if fault else (
+            self.in_revoke(last_member, first, last["mono_ms"]) or self.heard_late(last_member, first, last["mono_ms"]))
         return Wait("join", "late-join", held, last_member,
                     f"the join phase took {_s(held)}: {last_member}{why} sent its JoinGroup last, {_s(waited)} "
                     f"after the first member")
+
+    def in_revoke(self, member: str, lo: float, hi: float) -> str:
+        """A member whose revoke callback waits for its processing thread (processing: worker)
+        rejoins only once that thread has finished what it held."""
+        ends = self.h.where(ev.PARTITIONS_REVOKED, member=member)
+        for start in self.h.where(ev.REVOKE_STARTED, member=member):
+            end = next((e for e in ends if e["mono_ms"] >= start["mono_ms"]), None)
+            took = end["mono_ms"] - start["mono_ms"] if end else 0.0
+            if end and lo <= end["mono_ms"] <= hi and took >= NOTABLE_MS:
+                return (f", which spent {_s(took)} in its revoke callback while its processing thread finished "
+                        f"the {start.get('in_flight')} records it held,")
+        return ""
 
     def heard_late(self, member: str, lo: float, hi: float) -> str:
         """A member already in the group hears of a rebalance in the answer to its next heartbeat."""

@@ -35,6 +35,7 @@ from runtime.child import read_spec, stop_on_signals
 from runtime.history import HistoryWriter, latency_histogram, now, offset_ranges, tp
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
 from workloads.poll_stall import TakesCommands, listen_for_commands
+from workloads.worker import Worker
 
 EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
 
@@ -73,6 +74,7 @@ class ConsumerSpec:
     # cluster.client_config of an external cluster (security settings): under the harness's own keys
     client_settings: dict = field(default_factory=dict)
     revoke_hold_ms: float = 0  # stay in the revoke callback this long after recording it (workload.revoke_hold_ms)
+    processing: str = "inline"  # inline | worker: batches processed on a thread of their own (workloads.worker)
 
     @property
     def group_instance_id(self) -> str | None:
@@ -235,6 +237,8 @@ class Member(TakesCommands):
         self.member_id: str | None = None
         self.assigned: set[tuple[str, int]] = set()  # what the group gave this member, as of its last callback
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
+        self.progress_lock = threading.Lock()  # `uncommitted` and `progress_new`: the worker writes them too
+        self.progress_new = False  # progress processed since the poll loop last tried to commit (processing: worker)
         self._retry_at = 0.0  # when a failed commit of processed progress may be tried again without new records
         self.command_pending = threading.Event()
         self.last_mono_ms: float | None = None  # the member's latest event: client lines are not stamped before it
@@ -249,6 +253,7 @@ class Member(TakesCommands):
         self.consumer = Consumer(conf)
         unassigned = hooks.get("consume_unassigned")
         self.non_owner = NonOwnerFetch(spec, unassigned["topic"], unassigned["partition"]) if unassigned else None
+        self.worker = Worker(self._process, self._worker_failed) if spec.processing == "worker" else None
 
     def emit(self, name: str, **fields) -> None:
         """An event stamped now. Every line librdkafka wrote before is read first: the event
@@ -288,6 +293,9 @@ class Member(TakesCommands):
             consumer.assign(partitions)
 
     def _on_revoke(self, consumer, partitions) -> None:
+        if self.worker:  # it may hold records of these partitions: they are finished first
+            self.emit(ev.REVOKE_STARTED, partitions=_tps(partitions), in_flight=self.worker.in_flight)
+            self.worker.drain()
         # Still the owner here: commit processed progress before giving partitions away.
         revoked = {(p.topic, p.partition) for p in partitions}
         self._commit({k: v for k, v in self.uncommitted.items() if k in revoked}, "revoke")
@@ -304,6 +312,8 @@ class Member(TakesCommands):
 
     def _on_lost(self, consumer, partitions) -> None:
         # No commit: the group has moved on, any commit would (and should) be fenced.
+        if self.worker:  # it knew no better than the member: what it held is processed first
+            self.worker.drain()
         self.emit(ev.PARTITIONS_LOST, partitions=_tps(partitions), incremental=self.spec.cooperative)
         for p in partitions:
             self.uncommitted.pop((p.topic, p.partition), None)
@@ -312,6 +322,9 @@ class Member(TakesCommands):
             consumer.incremental_unassign(partitions)
         else:
             consumer.unassign()
+
+    def _worker_failed(self, e: BaseException) -> None:
+        self.emit(ev.CONSUMER_ERROR, error=f"worker: {type(e).__name__}: {e}", error_code=None, fatal=True)
 
     def _on_auto_commit(self, err, partitions) -> None:
         offsets = [{**tp(p.topic, p.partition), "offset": p.offset} for p in partitions if p.offset >= 0]
@@ -344,11 +357,13 @@ class Member(TakesCommands):
     def run(self, stop: threading.Event) -> int:
         s = self.spec
         self.emit(ev.CONSUMER_STARTED, pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
-                  group_instance_id=s.group_instance_id, commit_mode=s.commit,
+                  group_instance_id=s.group_instance_id, commit_mode=s.commit, processing=s.processing,
                   session_timeout_ms=s.session_timeout_ms, max_poll_interval_ms=s.max_poll_interval_ms)
         for hook, params in sorted((s.test_hooks or {}).items()):
             self.emit(ev.TEST_HOOK_ARMED, hook=hook, params=params)
         self.consumer.subscribe(s.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        if self.worker:
+            self.worker.start()
         reason = "end-of-run"
         try:
             while not stop.is_set():
@@ -366,18 +381,23 @@ class Member(TakesCommands):
             if self.non_owner:
                 self.non_owner.close()
             self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
+            if self.worker:
+                self.worker.stop()
             self.emit(ev.CONSUMER_STOPPED, reason=reason)
             self.tap.stop()
         return 0 if reason == "end-of-run" else 1
 
     def _handle(self, batch) -> None:
         records = records_of(batch, self.emit)
+        if self.worker:
+            # The poll loop commits what the worker finished: a synchronous commit from the worker
+            # while this thread sits in a rebalance callback would wait for that callback to end.
+            with self.progress_lock:
+                fresh, self.progress_new = self.progress_new, False
+            self._commit_progress(retry=not fresh)
+        elif not records:
+            self._commit_progress(retry=True)
         if not records:
-            # Progress whose commit failed (a rebalance was on) and no new records to carry it: again, once a second.
-            if self.spec.commit == "sync" and self.uncommitted and time.monotonic() >= self._retry_at:
-                self._retry_at = time.monotonic() + 1.0
-                if self._commit(dict(self.uncommitted), "retry"):
-                    self.uncommitted.clear()
             return
         if self.spec.commit == "before-processing":
             # The deliberately faulty mode: progress is committed before the work is done,
@@ -386,16 +406,42 @@ class Member(TakesCommands):
             for msg in records:
                 ends[(msg.topic(), msg.partition())] = msg.offset() + 1
             self._commit(ends, "before-processing")
-        process_records(records, self.spec.processing_ms, self.uncommitted, self.emit)
-        if self.spec.commit == "sync":
-            # A failed commit (rebalance in progress) keeps the progress: on_revoke tries again.
-            if self._commit(dict(self.uncommitted), "after-processing"):
-                self.uncommitted.clear()
-        elif self.spec.commit == "auto":
-            self.consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in self.uncommitted.items()])
-            self.uncommitted.clear()
+        if self.worker:
+            self.worker.submit(records)
         else:
-            self.uncommitted.clear()
+            self._process(records)
+
+    def _process(self, records) -> None:
+        """Process a batch, then commit (sync, inline) or store (auto) its progress: on the poll
+        loop's thread, or on the worker's."""
+        done: dict[tuple[str, int], int] = {}
+        process_records(records, self.spec.processing_ms, done, self.emit)
+        if self.spec.commit == "sync":
+            with self.progress_lock:
+                self.uncommitted.update(done)
+                self.progress_new = True
+            if not self.worker:
+                self._commit_progress(retry=False)
+        elif self.spec.commit == "auto":
+            self.consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in done.items()])
+
+    def _commit_progress(self, retry: bool) -> None:
+        """Commit processed progress (sync): just processed, or (`retry`) what an earlier commit
+        failed to commit — a rebalance was in progress — at most once a second while no new
+        progress carries it. A failed commit keeps the progress (on_revoke commits it too)."""
+        if self.spec.commit != "sync" or (retry and time.monotonic() < self._retry_at):
+            return
+        with self.progress_lock:
+            offsets = dict(self.uncommitted)
+        if not offsets:
+            return
+        if retry:
+            self._retry_at = time.monotonic() + 1.0
+        if self._commit(offsets, "retry" if retry else "after-processing"):
+            with self.progress_lock:  # what the worker finished meanwhile stays for the next commit
+                for key, offset in offsets.items():
+                    if self.uncommitted.get(key) == offset:
+                        del self.uncommitted[key]
 
 
 class NonOwnerFetch:

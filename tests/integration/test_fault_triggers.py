@@ -1,10 +1,15 @@
 """`on:` faults on real brokers: a member killed inside its revoke callback (held there by
 workload.revoke_hold_ms), and pauses fired by the group entering CompletingRebalance as the
-brokers' log tells it; the history says which event fired each fault and how long after it."""
+brokers' log tells it; the history says which event fired each fault and how long after it.
+A member whose revoke callback waits for its processing thread (workload.processing: worker),
+killed in that wait: what it committed before processing is lost, what it did not is not."""
 
 from __future__ import annotations
 
-from tests.integration.conftest import assert_healed, small_scenario
+import pytest
+import yaml
+
+from tests.integration.conftest import REPO, assert_healed, small_scenario
 
 HOLD_MS = 3000
 
@@ -46,4 +51,32 @@ def test_a_member_is_killed_inside_its_revoke_callback_and_state_triggers_follow
         line = fired_by(p)
         assert line["name"] == "coordinator_stabilized" and line["source"].startswith("broker-"), line
         assert 0 <= p["trigger_latency_ms"] < 1000, p
+    assert_healed(run)
+
+
+@pytest.mark.parametrize("commit", ["before-processing", "sync"])
+def test_a_member_killed_while_its_revoke_callback_waits_for_its_worker(module_run, commit):
+    """processing: worker — the poll loop hands batches to a thread of its own, and the revoke
+    callback waits for that thread (`revoke_started`, then `partitions_revoked`). Killed in that
+    wait, a commit-before-processing member loses what its worker held: committed, never
+    processed. With commit after processing the same kill loses nothing."""
+    scenario = yaml.safe_load((REPO / "scenarios" / "kill-in-revoke-worker.yaml").read_text())
+    name = f"worker-{commit}"
+    scenario.update(name=name, duration_s=16)
+    scenario["workload"].update(group=name, commit=commit)
+    run = module_run(name, scenario)
+    [crash] = [e for e in run.named("fault_started") if e["kind"] == "crash"]
+    trigger = crash["trigger"]
+    [revoke] = [e for e in run.named("revoke_started") if (e["source"], e["seq"]) == (trigger["source"], trigger["seq"])]
+    assert revoke["member"] == "consumer-2" and revoke.get("incarnation", 1) == 1
+    assert revoke["in_flight"] > 0, revoke  # busy members: the worker held records when the callback began
+    # It died inside the callback: it never got to give the partitions up.
+    assert not [e for e in run.named("partitions_revoked") if e["member"] == "consumer-2"
+                and e.get("incarnation", 1) == 1 and e["mono_ms"] > revoke["mono_ms"]]
+    lost = [v for v in run.verdict["violations"] if v["check"] == "no-loss"]
+    if commit == "before-processing":
+        assert lost and all("consumer-2 committed offset" in v["message"] for v in lost), lost
+        assert run.exit_code == 1
+    else:
+        assert lost == [] and run.exit_code == 0, run.output[-3000:]
     assert_healed(run)

@@ -111,3 +111,26 @@ def test_the_verdict_carries_each_rebalances_explanation_as_data_and_words(pause
     assert r["explanation"].startswith("generation 2: consumer-2 was paused")
     assert [w["phase"] for w in r["critical_path"]] == ["trigger", "join", "sync"]
     assert all(w["cause"] in CAUSES for r in rebalances for w in r["critical_path"])
+
+
+def test_a_late_join_behind_a_revoke_callback_that_waits_for_the_processing_thread(history_builder):
+    """processing: worker — consumer-1's revoke callback waits until its worker has processed the
+    800 records it held; only then does it send its JoinGroup."""
+    b = history_builder(topics={"events": 4})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1], "consumer-2": [2, 3]}, at=0)
+    c3 = b.consumer("consumer-3").start()
+    c3.at(10_100).join_sent()
+    c2.at(10_200).revoked().join_sent()
+    c1.at(10_150).emit("revoke_started", partitions=[{"topic": "events", "partition": 0}], in_flight=800)
+    c1.at(14_000).revoked().join_sent()
+    c1.at(14_010).joined(2, leader=True)
+    c2.joined(2)
+    c3.joined(2)
+    c1.at(14_020).synced().assigned(0)
+    c2.synced().assigned(1, 2)
+    c3.synced().assigned(3)
+    w = wait(explained(b, 2), "join")
+    assert (w.cause, w.member) == ("late-join", "consumer-1")
+    assert ("consumer-1, which spent 3.9 s in its revoke callback while its processing thread finished the 800 "
+            "records it held, sent its JoinGroup last") in w.detail, w.detail

@@ -1,0 +1,66 @@
+"""The processing thread of a member whose poll loop hands batches off (workload.processing: worker).
+
+Many applications process on a thread of their own so that the poll loop stays free: it
+polls, hands the batch over and polls again. A rebalance callback then runs while the
+worker still holds records, and a correct application finishes (or drops) them before
+it gives the partitions up: the callback waits for the worker (``drain``). A member that
+committed those records before processing them and dies in that wait has lost them for
+good — the revoke window a synchronous poll loop does not have.
+
+The hand-off holds one batch: a second waits in ``submit`` until the worker takes the
+first, so the poll loop is never more than two batches ahead of the processing.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import traceback
+from typing import Callable
+
+
+class Worker:
+    def __init__(self, process: Callable[[list], None], on_error: Callable[[BaseException], None]):
+        self._process, self._on_error = process, on_error
+        self._handoff: queue.Queue[list | None] = queue.Queue(maxsize=1)
+        self._count_lock = threading.Lock()
+        self._in_flight = 0
+        self._thread = threading.Thread(target=self._run, name="worker", daemon=True)
+
+    def start(self) -> Worker:
+        self._thread.start()
+        return self
+
+    @property
+    def in_flight(self) -> int:
+        """Records handed over whose batch is not done yet."""
+        with self._count_lock:
+            return self._in_flight
+
+    def submit(self, records: list) -> None:
+        with self._count_lock:
+            self._in_flight += len(records)
+        self._handoff.put(records)
+
+    def drain(self) -> None:
+        """Return once every batch handed over is processed. Only the poll loop submits, and it
+        is the one waiting here: the worker stays idle until the poll loop hands it more."""
+        self._handoff.join()
+
+    def stop(self) -> None:
+        self._handoff.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while (records := self._handoff.get()) is not None:
+                try:
+                    self._process(records)
+                    with self._count_lock:
+                        self._in_flight -= len(records)
+                finally:
+                    self._handoff.task_done()
+        except BaseException as e:  # noqa: BLE001 — a dead worker with a live poll loop would look like a stall
+            self._on_error(e)
+            traceback.print_exc()
+            os._exit(1)
