@@ -260,7 +260,9 @@ class _Explainer:
         rejoins only once that thread has finished what it held."""
         ends = self.h.where(ev.PARTITIONS_REVOKED, member=member)
         for start in self.h.where(ev.REVOKE_STARTED, member=member):
-            end = next((e for e in ends if e["mono_ms"] >= start["mono_ms"]), None)
+            # Its own callback's end: the same incarnation (one killed inside never ended it).
+            end = next((e for e in ends if e["mono_ms"] >= start["mono_ms"]
+                        and e.get(ev.INCARNATION) == start.get(ev.INCARNATION)), None)
             took = end["mono_ms"] - start["mono_ms"] if end else 0.0
             if end and lo <= end["mono_ms"] <= hi and took >= NOTABLE_MS:
                 return (f", which spent {_s(took)} in its revoke callback while its processing thread finished "

@@ -380,6 +380,8 @@ class Member(TakesCommands):
         finally:
             if self.non_owner:
                 self.non_owner.close()
+            if self.worker:  # what it holds is processed while the member still owns it
+                self.worker.drain()
             self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
             if self.worker:
                 self.worker.stop()

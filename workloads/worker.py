@@ -61,6 +61,8 @@ class Worker:
                 finally:
                     self._handoff.task_done()
         except BaseException as e:  # noqa: BLE001 — a dead worker with a live poll loop would look like a stall
-            self._on_error(e)
-            traceback.print_exc()
-            os._exit(1)
+            try:
+                traceback.print_exc()
+                self._on_error(e)
+            finally:
+                os._exit(1)

@@ -143,13 +143,13 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
                 f"{tp} stalled for {duration(worst[1] - worst[0])} ({history.clock(worst[0])}..{history.clock(worst[1])}) "
                 f"with acknowledged records waiting, while no fault was active and no rebalance was in progress "
                 f"(owner: {owners}; allowed {duration(stall_ms)})"
-                + (f"; meanwhile {busy}: the owner was busy elsewhere, not stuck" if busy else ""),
+                + (f"; meanwhile {busy}: the owner kept processing, only not this partition" if busy else ""),
                 partition=str(tp), times={"from": Instant(None, worst[0]), "to": Instant(None, worst[1])}))
     return found
 
 
 def _busy_elsewhere(history: History, slots: list, stalled: TopicPartition, lo: float, hi: float) -> str:
-    """What the stalled partition's owners processed of their other partitions in [lo, hi):
+    """What the stalled partition's owners processed of their other partitions in [lo, hi]:
     a member saturated by another partition's backlog starves this one (librdkafka hands
     out one partition's fetched records before the next's), which is not a member that
     stopped."""

@@ -248,15 +248,13 @@ def churn(name: str, retries: int, backoff_ms: int) -> dict:
 
 
 def last_rebalance_outcomes(events: list[dict]) -> dict[str, str]:
-    """Member -> how its last rebalance before the end-of-run stops ended: partitions_assigned
-    or rebalance_failed (gave up, owning nothing until the next change)."""
-    out = {}
-    for e in events:
-        if e["name"] == "consumer_stopped" and e.get("reason") == "end-of-run":
-            break
-        if e["name"] in ("partitions_assigned", "rebalance_failed"):
-            out[e["member"]] = e["name"]
-    return out
+    """Member -> how its last rebalance ended by the instant convergence judges (`phase: done`,
+    or the first end-of-run stop if earlier: one member leaving makes the others rebalance):
+    partitions_assigned or rebalance_failed (gave up, owning nothing until the next change)."""
+    horizon = min(e["mono_ms"] for e in events if (e["name"], e.get("phase")) == ("phase", "done")
+                  or (e["name"], e.get("reason")) == ("consumer_stopped", "end-of-run"))
+    return {e["member"]: e["name"] for e in sorted(events, key=lambda e: e["mono_ms"])
+            if e["name"] in ("partitions_assigned", "rebalance_failed") and e["mono_ms"] < horizon}
 
 
 def test_few_retries_give_up_and_leave_partitions_unowned(module_run):

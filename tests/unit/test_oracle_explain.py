@@ -134,3 +134,25 @@ def test_a_late_join_behind_a_revoke_callback_that_waits_for_the_processing_thre
     assert (w.cause, w.member) == ("late-join", "consumer-1")
     assert ("consumer-1, which spent 3.9 s in its revoke callback while its processing thread finished the 800 "
             "records it held, sent its JoinGroup last") in w.detail, w.detail
+
+
+def test_a_revoke_callback_the_member_was_killed_in_never_ends(history_builder):
+    """consumer-1 was killed inside its revoke callback; its next incarnation's revoke is its own
+    (a quick one): the late join is not blamed on a callback that never ended."""
+    b = history_builder(topics={"events": 4})
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0, 1], "consumer-2": [2, 3]}, at=0)
+    c1.at(5_000).emit("revoke_started", partitions=[{"topic": "events", "partition": 0}], in_flight=800)
+    c1b = b.consumer("consumer-1", incarnation=2).start()
+    b.rebalance(2, {"consumer-1": [0, 1], "consumer-2": [2, 3]}, at=9_000)
+    c2.at(20_000).revoked().join_sent()
+    c1b.at(20_050).emit("revoke_started", partitions=[{"topic": "events", "partition": 0}], in_flight=0)
+    c1b.at(20_060).revoked()
+    c1b.at(24_000).join_sent()
+    c1b.at(24_010).joined(3, leader=True)
+    c2.joined(3)
+    c1b.at(24_020).synced().assigned(0, 1)
+    c2.synced().assigned(2, 3)
+    w = wait(explained(b, 3), "join")
+    assert (w.cause, w.member) == ("late-join", "consumer-1")
+    assert "revoke callback" not in w.detail, w.detail
