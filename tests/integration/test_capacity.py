@@ -30,10 +30,13 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
         durations = [r["duration_ms"] for r in completed]
         [row] = [r for r in result.rows if r["run"] == Path(point["run_dir"]).name]
         assert row["rebalances"] == len(durations), (point["id"], row, durations)
-        # the group grew to its size: the coordinator counted every member in some generation (members
-        # joining close together may share a rebalance, and the churning one may leave before it syncs)
-        assert max(r["coordinator_members"] or 0 for r in verdict["rebalances"]) == point["members"], \
-            (point["id"], [(r["generation"], r["coordinator_members"]) for r in verdict["rebalances"]])
+        # The group at its largest: the coordinator counted at least every member that joined one
+        # generation together, and never more than the profile started. Not necessarily the point's
+        # size: on a loaded machine the churning member may be stopped before its process even
+        # started, or after its JoinGroup went out but before it read the answer (CI saw both).
+        peak = max(r["coordinator_members"] or 0 for r in verdict["rebalances"])
+        assert max(len(r["members"] or ()) for r in verdict["rebalances"]) <= peak <= point["members"], \
+            (point["id"], [(r["generation"], r["coordinator_members"], r["members"]) for r in verdict["rebalances"]])
         assert abs(row["rebalance_max_ms"] - max(durations)) < 0.1, (point["id"], row, durations)
         assert row["drain_s"] is not None and row["consumed_per_member_rps"] > 0, row
     for name in ("rebalance_vs_members.png", "lag_vs_rate.png", "stw_vs_partitions.png"):
