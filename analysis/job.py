@@ -25,6 +25,7 @@ import json
 import shutil
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -145,7 +146,10 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         tables = dict(m.tables())
         explained = spark.createDataFrame(explanations(good), EXPLAINED_SCHEMA)
         tables["rebalances"] = tables["rebalances"].join(F.broadcast(explained), ["run_key", "generation"], "left")
-        collected: dict[str, list[dict]] = {name: _collect(tables[name], ORDER[name]) for name in ("runs", *PER_RUN)}
+        # each collect is a small job of its own: concurrent, they overlap one another's driver time
+        with ThreadPoolExecutor(4) as pool:
+            names = ("runs", *PER_RUN)
+            collected: dict[str, list[dict]] = dict(zip(names, pool.map(lambda n: _collect(tables[n], ORDER[n]), names)))
         timings["per-run"] = time.monotonic() - t
         paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:
@@ -159,22 +163,27 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         progress("comparing runs")
         rows = metric_rows(m).localCheckpoint(eager=True)
         tables["metrics"] = rows
-        tables["by_group"] = by_group(rows).localCheckpoint(eager=True)
-        tables["by_dimension"] = by_dimension(rows).localCheckpoint(eager=True)
+        with ThreadPoolExecutor(2) as pool:
+            tables["by_group"], tables["by_dimension"] = pool.map(
+                lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension))
         timings["cross-run"] = time.monotonic() - t
 
         t = time.monotonic()
         progress("writing tables")
-        for name, df in tables.items():
-            order = ORDER[name]
+
+        def write(name: str) -> list[dict]:
+            df, order = tables[name], ORDER[name]
             target = out / "parquet" / name
             if target.exists():
                 shutil.rmtree(target)
             # one sorted file per table: coalesce, then sort within it (no range-partitioning pass)
             df.coalesce(1).sortWithinPartitions(*order).write.parquet(str(target))
-            if name not in collected:
-                collected[name] = _collect(df, order)
-            write_csv(out / "csv" / f"{name}.csv", collected[name], df.columns)
+            rows = collected[name] if name in collected else _collect(df, order)
+            write_csv(out / "csv" / f"{name}.csv", rows, df.columns)
+            return rows
+
+        with ThreadPoolExecutor(4) as pool:
+            collected.update(zip(tables, pool.map(write, list(tables))))
         timings["write"] = time.monotonic() - t
 
         t = time.monotonic()

@@ -136,38 +136,44 @@ def materialize(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame, threads: int = 3) -> RunMetrics:
+def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame, threads: int = 6) -> RunMetrics:
     """runs_meta: run_key, run (label), path, kafka.
 
-    Independent chains (ownership and rebalances; records; lag and commits) run as concurrent
-    Spark jobs: each is a string of small jobs whose driver-side planning and single-task stages
-    leave the cores idle part of the time."""
-    t = split(events, materialize)
-    control = t.control
-    info = materialize(run_info(control))
-    clock = materialize(_clock(control, t.clock))
+    Each step below is a string of small Spark jobs whose driver-side planning and single-task
+    stages leave the cores idle part of the time, so every step starts as soon as the tables it
+    reads are there, concurrently with the others (the longest string, ownership → rebalances →
+    faults, sets the pace). A step is submitted after the steps it reads and waits for them on its
+    own thread: the pool starts steps in order, so any number of threads is safe."""
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        lazy = split(events, keep=lambda df: df)
+        t = EventTables(*pool.map(materialize, (getattr(lazy, f.name) for f in fields(lazy))))
+        control = t.control
 
-    def ownership_chain():
-        sessions = materialize(sessions_of(control, materialize))
-        assignments = materialize(assignments_of(control, sessions))
-        every = materialize(rebalances_of(control, sessions, assignments, info, materialize))
+        def step(fn, *inputs):
+            return pool.submit(lambda: materialize(fn(*(i.result() for i in inputs))))
+
+        info = step(lambda: run_info(control))
+        clock = step(lambda: _clock(control, t.clock))
+        sessions = step(lambda: sessions_of(control, materialize))
+        stw = step(stop_the_world, sessions)
+        records = step(lambda: lost_records(t))
+        lag = step(lambda i: _lag(t, i), info)
+        duplicates = step(lambda s: duplicates_by_partition(t, s), sessions)
+        faults = step(lambda c: fault_windows(control, c), clock)
+        assignments = step(lambda s: assignments_of(control, s), sessions)
+        every = step(lambda s, a, i, w: rebalances_of(control, s, a, i, materialize, stw=w),
+                     sessions, assignments, info, stw)
+        every = every.result()
         teardown = every.where(F.col("teardown")).select("run_key", "generation")
         rebalances = every.where(~F.col("teardown")).drop("teardown")  # the harness's own: no statistic
-        faults = materialize(fault_windows(control, clock))
-        rebalances = materialize(_attribute_rebalances(rebalances, faults))
-        faults = materialize(_detections(faults, rebalances))
-        stw = materialize(stop_the_world(sessions).join(teardown, ["run_key", "generation"], "left_anti").join(
+        rebalances = materialize(_attribute_rebalances(rebalances, faults.result()))
+        windows = faults.result()
+        faults = pool.submit(lambda: materialize(_detections(windows, rebalances)))
+        stw = materialize(stw.result().join(teardown, ["run_key", "generation"], "left_anti").join(
             rebalances.select("run_key", "generation", "status", "fault_kind"), ["run_key", "generation"], "left"))
-        duplicates = materialize(duplicates_by_partition(t, sessions))
         teardowns = teardown.groupBy("run_key").agg(F.count("*").alias("teardown_rebalances"))
-        return sessions, rebalances, faults, stw, duplicates, teardowns
-
-    with ThreadPoolExecutor(max(1, threads)) as pool:
-        chain = pool.submit(ownership_chain)
-        records = pool.submit(lambda: materialize(lost_records(t)))
-        lag = pool.submit(lambda: materialize(_lag(t, info)))
-        sessions, rebalances, faults, stw, duplicates, teardowns = chain.result()
-        records, lag = records.result(), lag.result()
+        info, clock, sessions, records, lag, duplicates, faults = (
+            f.result() for f in (info, clock, sessions, records, lag, duplicates, faults))
     commit_failures = _commit_failures(t)
 
     # -- one row per run -----------------------------------------------------------------------
