@@ -49,6 +49,9 @@ CONF = {
     # Do not hold a task back waiting for the executor that cached its input (3 s by default):
     # on a standalone cluster that wait, not the work, would set the pace.
     "spark.locality.wait": "0",
+    # An analysis reads one history per run, each named by path: above 32 paths Spark would run a
+    # job to list them (a second per analysis); the driver stats them at once.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     # Parquet summary files and CRCs are noise in a results directory.
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
     "spark.sql.parquet.compression.codec": "zstd",
