@@ -178,12 +178,13 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
                 shutil.rmtree(target)
             # one sorted file per table: coalesce, then sort within it (no range-partitioning pass)
             df.coalesce(1).sortWithinPartitions(*order).write.parquet(str(target))
-            rows = collected[name] if name in collected else _collect(df, order)
-            write_csv(out / "csv" / f"{name}.csv", rows, df.columns)
-            return rows
+            table = collected[name] if name in collected else _collect(df, order)
+            write_csv(out / "csv" / f"{name}.csv", table, df.columns)
+            return table
 
         with ThreadPoolExecutor(4) as pool:
-            collected.update(zip(tables, pool.map(write, list(tables))))
+            written = list(pool.map(write, list(tables)))
+        collected.update(zip(tables, written))
         timings["write"] = time.monotonic() - t
 
         t = time.monotonic()

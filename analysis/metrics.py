@@ -144,36 +144,41 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
     reads are there, concurrently with the others (the longest string, ownership → rebalances →
     faults, sets the pace). A step is submitted after the steps it reads and waits for them on its
     own thread: the pool starts steps in order, so any number of threads is safe."""
-    with ThreadPoolExecutor(max(1, threads)) as pool:
-        lazy = split(events, keep=lambda df: df)
+    pool = ThreadPoolExecutor(max(1, threads))
+    try:
+        lazy = split(events)
         t = EventTables(*pool.map(materialize, (getattr(lazy, f.name) for f in fields(lazy))))
         control = t.control
 
         def step(fn, *inputs):
             return pool.submit(lambda: materialize(fn(*(i.result() for i in inputs))))
 
-        info = step(lambda: run_info(control))
-        clock = step(lambda: _clock(control, t.clock))
-        sessions = step(lambda: sessions_of(control, materialize))
-        stw = step(stop_the_world, sessions)
-        records = step(lambda: lost_records(t))
-        lag = step(lambda i: _lag(t, i), info)
-        duplicates = step(lambda s: duplicates_by_partition(t, s), sessions)
-        faults = step(lambda c: fault_windows(control, c), clock)
-        assignments = step(lambda s: assignments_of(control, s), sessions)
-        every = step(lambda s, a, i, w: rebalances_of(control, s, a, i, materialize, stw=w),
-                     sessions, assignments, info, stw)
-        every = every.result()
+        info_f = step(lambda: run_info(control))
+        clock_f = step(lambda: _clock(control, t.clock))
+        sessions_f = step(lambda: sessions_of(control, materialize))
+        unowned_f = step(stop_the_world, sessions_f)
+        records_f = step(lambda: lost_records(t))
+        lag_f = step(lambda i: _lag(t, i), info_f)
+        duplicates_f = step(lambda s: duplicates_by_partition(t, s), sessions_f)
+        windows_f = step(lambda c: fault_windows(control, c), clock_f)
+        assignments_f = step(lambda s: assignments_of(control, s), sessions_f)
+        every_f = step(lambda s, a, i, u: rebalances_of(control, s, a, i, materialize, stw=u),
+                       sessions_f, assignments_f, info_f, unowned_f)
+        every = every_f.result()
         teardown = every.where(F.col("teardown")).select("run_key", "generation")
         rebalances = every.where(~F.col("teardown")).drop("teardown")  # the harness's own: no statistic
-        rebalances = materialize(_attribute_rebalances(rebalances, faults.result()))
-        windows = faults.result()
-        faults = pool.submit(lambda: materialize(_detections(windows, rebalances)))
-        stw = materialize(stw.result().join(teardown, ["run_key", "generation"], "left_anti").join(
+        windows = windows_f.result()
+        rebalances = materialize(_attribute_rebalances(rebalances, windows))
+        faults_f = pool.submit(lambda: materialize(_detections(windows, rebalances)))
+        stw = materialize(unowned_f.result().join(teardown, ["run_key", "generation"], "left_anti").join(
             rebalances.select("run_key", "generation", "status", "fault_kind"), ["run_key", "generation"], "left"))
         teardowns = teardown.groupBy("run_key").agg(F.count("*").alias("teardown_rebalances"))
         info, clock, sessions, records, lag, duplicates, faults = (
-            f.result() for f in (info, clock, sessions, records, lag, duplicates, faults))
+            f.result() for f in (info_f, clock_f, sessions_f, records_f, lag_f, duplicates_f, faults_f))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # a failed step: say so now, not after the others
+        raise
+    pool.shutdown()
     commit_failures = _commit_failures(t)
 
     # -- one row per run -----------------------------------------------------------------------

@@ -50,7 +50,7 @@ CONF = {
     # on a standalone cluster that wait, not the work, would set the pace.
     "spark.locality.wait": "0",
     # An analysis reads one history per run, each named by path: above 32 paths Spark would run a
-    # job to list them (a second per analysis); the driver stats them at once.
+    # job to list them (a second per analysis); the driver lists them itself in a moment.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     # Parquet summary files and CRCs are noise in a results directory.
     "spark.hadoop.parquet.summary.metadata.level": "NONE",

@@ -1,4 +1,4 @@
-"""The events table split once into narrow tables, each computed and kept (local checkpoint).
+"""The events table split once into narrow tables, which the caller computes and keeps (local checkpoints).
 
 Most of a history is records: `records_consumed`, `offsets_committed` and
 `records_acked` lines are nine events in ten. Ownership and rebalances need the
@@ -35,22 +35,23 @@ class EventTables:
     lag: DataFrame  # run_key, ord, mono_ms, ts, group, topic, partition, lag, committed, high_watermark
 
 
-def split(events: DataFrame, keep=lambda df: df.localCheckpoint(eager=True)) -> EventTables:
-    control = keep(events.where(~F.col("name").isin(*BULK)).drop("ranges", "offsets", "lag"))
-    clock = keep(events.groupBy("run_key").agg(F.count("*").alias("events"), F.min("mono_ms").alias("t_first"),
-                                                F.max("mono_ms").alias("t_end")))
-    consumed = keep(
+def split(events: DataFrame) -> EventTables:
+    """The narrow tables, not yet computed: the caller computes them (concurrently) and keeps them."""
+    control = events.where(~F.col("name").isin(*BULK)).drop("ranges", "offsets", "lag")
+    clock = events.groupBy("run_key").agg(F.count("*").alias("events"), F.min("mono_ms").alias("t_first"),
+                                          F.max("mono_ms").alias("t_end"))
+    consumed = (
         events.where(F.col("name") == ev.RECORDS_CONSUMED)
         .select("run_key", "ord", "mono_ms", _member(), _inc(), F.posexplode(F.coalesce("ranges", F.array())).alias("pos", "r"))
         .select("run_key", F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"),
                 F.col("r.min_offset").alias("lo"), F.col("r.max_offset").alias("hi"), "ord", "pos", "member", "inc",
                 "mono_ms"))
-    acked = keep(
+    acked = (
         events.where(F.col("name") == ev.RECORDS_ACKED)
         .select("run_key", F.explode(F.coalesce("ranges", F.array())).alias("r"))
         .select("run_key", F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"),
                 F.col("r.min_offset").alias("lo"), F.col("r.max_offset").alias("hi")))
-    commits = keep(
+    commits = (
         events.where(F.col("name") == ev.OFFSETS_COMMITTED)
         .select("run_key", "ord", "mono_ms", F.coalesce("started_mono_ms", "mono_ms").alias("sent_ms"), _member(),
                 _inc(), "generation", F.coalesce("success", F.lit(False)).alias("success"), "error", "error_code",
@@ -58,7 +59,7 @@ def split(events: DataFrame, keep=lambda df: df.localCheckpoint(eager=True)) -> 
         .select("run_key", F.col("o.topic").alias("topic"), F.col("o.partition").alias("partition"),
                 F.col("o.offset").alias("offset"), "ord", "opos", "mono_ms", "sent_ms", "member", "inc", "generation",
                 "success", "error", "error_code", "trigger"))
-    lag = keep(
+    lag = (
         events.where(F.col("name") == ev.LAG_SAMPLED)
         .select("run_key", "ord", "mono_ms", "ts", "group", F.explode(F.coalesce("lag", F.array())).alias("l"))
         .select("run_key", "ord", "mono_ms", "ts", "group", F.col("l.topic").alias("topic"),
