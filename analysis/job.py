@@ -123,6 +123,9 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pages = RunPages(out, workers)
+    # collects, summaries and table writes are small jobs each: run concurrently, they overlap one
+    # another's driver-side time
+    pool = ThreadPoolExecutor(4)
     try:
         spark = spark or spark_session(master)
         timings["spark start"] = time.monotonic() - t
@@ -146,10 +149,8 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         tables = dict(m.tables())
         explained = spark.createDataFrame(explanations(good), EXPLAINED_SCHEMA)
         tables["rebalances"] = tables["rebalances"].join(F.broadcast(explained), ["run_key", "generation"], "left")
-        # each collect is a small job of its own: concurrent, they overlap one another's driver time
-        with ThreadPoolExecutor(4) as pool:
-            names = ("runs", *PER_RUN)
-            collected: dict[str, list[dict]] = dict(zip(names, pool.map(lambda n: _collect(tables[n], ORDER[n]), names)))
+        names = ("runs", *PER_RUN)
+        collected: dict[str, list[dict]] = dict(zip(names, pool.map(lambda n: _collect(tables[n], ORDER[n]), names)))
         timings["per-run"] = time.monotonic() - t
         paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:
@@ -163,9 +164,8 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         progress("comparing runs")
         rows = metric_rows(m).localCheckpoint(eager=True)
         tables["metrics"] = rows
-        with ThreadPoolExecutor(2) as pool:
-            tables["by_group"], tables["by_dimension"] = pool.map(
-                lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension))
+        tables["by_group"], tables["by_dimension"] = pool.map(
+            lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension))
         timings["cross-run"] = time.monotonic() - t
 
         t = time.monotonic()
@@ -182,8 +182,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
             write_csv(out / "csv" / f"{name}.csv", table, df.columns)
             return table
 
-        with ThreadPoolExecutor(4) as pool:
-            written = list(pool.map(write, list(tables)))
+        written = list(pool.map(write, list(tables)))
         collected.update(zip(tables, written))
         timings["write"] = time.monotonic() - t
 
@@ -194,6 +193,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
                                  collected["by_dimension"], collected["metrics"], run_pages, timings)
         timings["reports"] = time.monotonic() - t
     finally:
+        pool.shutdown(cancel_futures=True)
         pages.close()
     (out / "summary.json").write_text(json.dumps({
         "runs": [{"run": r.run, "path": str(r.path), "run_key": r.key} for r in good],

@@ -162,7 +162,7 @@ def per_run_metrics(spark: SparkSession, events: DataFrame, runs_meta: DataFrame
         duplicates_f = step(lambda s: duplicates_by_partition(t, s), sessions_f)
         windows_f = step(lambda c: fault_windows(control, c), clock_f)
         assignments_f = step(lambda s: assignments_of(control, s), sessions_f)
-        every_f = step(lambda s, a, i, u: rebalances_of(control, s, a, i, materialize, stw=u),
+        every_f = step(lambda s, a, i, u: rebalances_of(control, s, a, i, u, materialize),
                        sessions_f, assignments_f, info_f, unowned_f)
         every = every_f.result()
         teardown = every.where(F.col("teardown")).select("run_key", "generation")

@@ -136,11 +136,10 @@ def stop_the_world(sessions: DataFrame) -> DataFrame:
                     ms(F.col("unowned_ms")).alias("unowned_ms"), "member"))
 
 
-def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame, info: DataFrame,
-                  keep: Callable[[DataFrame], DataFrame] = lambda df: df, stw: DataFrame | None = None) -> DataFrame:
-    """`keep` computes and keeps an intermediate table used several times below (a local
-    checkpoint in the job; identity leaves one big plan); `stw`: `stop_the_world(sessions)`, if
-    the caller has it already."""
+def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame, info: DataFrame, stw: DataFrame,
+                  keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> DataFrame:
+    """`stw`: `stop_the_world(sessions)`. `keep` computes and keeps an intermediate table used several
+    times below (a local checkpoint in the job; identity leaves one big plan)."""
     firsts = keep(_member_events(events))
     joined = firsts.where(F.col("name") == ev.GROUP_JOINED).drop("name")
     synced = firsts.where(F.col("name") == ev.GROUP_SYNCED).drop("name")
@@ -245,7 +244,6 @@ def rebalances_of(events: DataFrame, sessions: DataFrame, assignments: DataFrame
              .where(F.col("before_owner").isNull() | (F.col("before_owner") != F.col("owner")))
              .groupBy("run_key", "generation").agg(F.count("*").alias("moved")))
 
-    stw = stop_the_world(sessions) if stw is None else stw
     stw_agg = (stw.groupBy("run_key", "generation")
                .agg(F.map_from_entries(F.sort_array(F.collect_list(F.struct("partition_label", "unowned_ms"))))
                     .alias("unowned_ms"), F.max("unowned_ms").alias("max_unowned_ms")))
