@@ -50,6 +50,9 @@ def wait_for(what: str, probe, timeout: float):
 
 
 def owner(zk: KazooClient, path: str) -> int | None:
+    # Another client's writes reach this client's server in their own time (an ensemble member
+    # may lag the leader): sync first, as ZooKeeper's guarantees say a reader must.
+    zk.sync(path)
     stat = zk.exists(path)
     return stat.ephemeralOwner if stat else None
 

@@ -10,7 +10,8 @@
   partitions it moved), and each record's latencies (type ``record``, names ``produce`` and
   ``end-to-end``). It runs where requests are counted: the one process of a local run,
   or the first worker of a distributed one. Once the history says ``done`` it tells the last
-  ones, then Locust quits (a worker asks its master to).
+  ones, then Locust quits: a worker says so in the same report to its master that carries
+  those last requests, so the master never quits before it has counted them.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 import gevent
 from locust import LoadTestShape, User, constant, events, task
 from locust.stats import CSV_STATS_INTERVAL_SEC
-from locust.runners import STATE_RUNNING, WORKER_REPORT_INTERVAL, LocalRunner, MasterRunner, WorkerRunner
+from locust.runners import STATE_RUNNING, LocalRunner, MasterRunner, WorkerRunner
 
 from workloads.load import RECORD_TYPE, REQUEST_TYPE, LoadSpec
 from workloads.load.feed import RebalanceFeed
@@ -29,7 +30,7 @@ from workloads.load.profile import LoadProfile
 
 FEED_EVERY_S = 1.0
 COUNT_EVERY_S = 0.2
-_DONE = "rebalance-lab-done"  # worker -> master: every rebalance of the run has been told
+_DONE = "rebalance-lab-done"  # in a worker's report to its master: every rebalance of the run is in it
 _lab: dict = {}  # the spec and profile, once Locust has parsed its options; "done" once the run is
 
 
@@ -46,9 +47,28 @@ def _init(environment, **_kwargs) -> None:
     if isinstance(runner, (LocalRunner, MasterRunner)):
         gevent.spawn(_count, environment, spec, _lab["profile"])
     if isinstance(runner, MasterRunner):
-        runner.register_message(_DONE, lambda **_: _finish(environment))
+        environment.events.worker_report.add_listener(lambda data, **_: _on_worker_report(environment, data))
+    if isinstance(runner, WorkerRunner):
+        environment.events.report_to_master.add_listener(lambda data, **_: _say_done(data))
     if isinstance(runner, (LocalRunner, WorkerRunner)):
         gevent.spawn(_feed, environment, spec, _lab["profile"])
+
+
+def _say_done(report: dict) -> None:
+    if _lab.get("told"):
+        report[_DONE] = True
+
+
+def _on_worker_report(environment, data: dict) -> None:
+    """A report that says the run is done was merged with its requests: the CSV's next beat has them."""
+    if data.get(_DONE) and not _lab.get("finishing"):
+        _lab["finishing"] = True
+        gevent.spawn(_finish_after_csv_beat, environment)
+
+
+def _finish_after_csv_beat(environment) -> None:
+    gevent.sleep(CSV_STATS_INTERVAL_SEC + 1)  # the CSV files are written on that beat, not on quitting
+    _finish(environment)
 
 
 def _finish(environment) -> None:
@@ -94,11 +114,9 @@ def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
                                                 response_length=0, exception=None, context={})
         if feed.done:
             if isinstance(runner, WorkerRunner):
-                gevent.sleep(WORKER_REPORT_INTERVAL + 1)  # its last requests reach the master with the next report
-                runner.send_message(_DONE)
+                _lab["told"] = True  # said in the next report to the master, with the requests above
             else:
-                gevent.sleep(CSV_STATS_INTERVAL_SEC + 1)  # the CSV files are written on that beat, not on quitting
-                _finish(environment)
+                _finish_after_csv_beat(environment)
             return
 
 
