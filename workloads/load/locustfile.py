@@ -31,7 +31,9 @@ from workloads.load.profile import LoadProfile
 FEED_EVERY_S = 1.0
 COUNT_EVERY_S = 0.2
 _DONE = "rebalance-lab-done"  # in a worker's report to its master: every rebalance of the run is in it
-_lab: dict = {}  # the spec and profile, once Locust has parsed its options; "done" once the run is
+# The spec and profile, once Locust has parsed its options; "done" once the run is; on the feeding
+# worker "told" once every rebalance is told; on a master "finishing" once a worker's report said so.
+_lab: dict = {}
 
 
 @events.init_command_line_parser.add_listener
