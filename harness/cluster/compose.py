@@ -12,13 +12,15 @@ The members, the producer and the observer stay processes of this machine.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Iterator
 
 from harness.cluster import kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
@@ -29,7 +31,7 @@ from harness.cluster.local import ClusterSpec
 from harness.cluster.network import NetworkPlan
 from harness.paths import registry_dir
 from harness.processes import Supervisor, _proc_start_time
-from harness.runstate import mark_killed, run_of
+from harness.runstate import mark_killed, run_of, write_json_atomically
 from harness.service import Service, stop_in_order
 from runtime.errors import ClusterError, SetupError
 
@@ -344,10 +346,10 @@ class ComposeCluster:
         """Like a process: who owns the project, so `cleanup` removes it if that harness dies."""
         self._registration = compose_registry() / f"{project}.json"
         self._registration.parent.mkdir(parents=True, exist_ok=True)
-        self._registration.write_text(json.dumps({
+        write_json_atomically(self._registration, {  # a cleaner never reads it half-written
             "project": project, "directory": str(self.workdir), "docker_host": self.engine.docker_host,
             "owner": self.supervisor.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
-        }))
+        })
 
     def _unregister(self) -> None:
         if self._registration:
@@ -367,28 +369,50 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
     cleanup at the start of a run leaves it alone, `rebalance-lab cleanup` does not."""
     removed = []
     for path in sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []:
-        try:
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)
-            continue
-        alive = entry.get("owner_start_time") is not None and \
-            _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
-        if owner is not None and entry["owner"] != owner:
-            continue
-        if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):
-            continue
-        from harness.containers.engine import remove_labelled
+        with _registration_held(path) as entry:
+            if entry is None:  # another cleaner removed the project while we waited for it
+                continue
+            alive = entry.get("owner_start_time") is not None and \
+                _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
+            if owner is not None and entry["owner"] != owner:
+                continue
+            if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):
+                continue
+            from harness.containers.engine import remove_labelled
 
-        try:
-            remove_labelled(entry["docker_host"], f"{OWNER_LABEL}={entry['owner']}")
-        except (SetupError, ClusterError, OSError) as e:
-            raise ClusterError(f"could not remove compose project {entry['project']}: {e}") from None
-        path.unlink(missing_ok=True)
+            try:
+                remove_labelled(entry["docker_host"], f"{OWNER_LABEL}={entry['owner']}")
+            except (SetupError, ClusterError, OSError) as e:
+                raise ClusterError(f"could not remove compose project {entry['project']}: {e}") from None
+            path.unlink(missing_ok=True)
         removed.append(entry["project"])
         if not alive and (run_dir := run_of(entry["owner"])):
             mark_killed(run_dir, by, [{"compose_project": entry["project"]}])
     return removed
+
+
+@contextmanager
+def _registration_held(path: Path) -> Iterator[dict | None]:
+    """A project's registration, locked so that of two cleaners (a `cleanup` and the start of a
+    run on another pytest worker or terminal) only one removes the project; None once it is gone."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield None
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink == 0:  # the cleaner that held the lock before us removed it
+            yield None
+            return
+        try:
+            entry = json.loads(os.read(fd, 1 << 20))
+        except ValueError:  # not ours to read: a registration is written whole (atomically)
+            path.unlink(missing_ok=True)
+            entry = None
+        yield entry
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _output_of(e: Exception) -> str:

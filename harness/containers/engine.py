@@ -160,12 +160,16 @@ def remove_labelled(docker_host: str, label: str) -> int:
     client = docker.DockerClient(base_url=docker_host, timeout=60)
     try:
         removed = 0
-        for container in client.containers.list(all=True, filters={"label": label}):
-            removed += _remove(container, force=True, v=True)
         # Another cleaner (a second harness's start-up cleanup, `cleanup`) may be removing the same
-        # containers: their networks can go only once they are gone.
+        # containers: listing inspects each one, and one gone meanwhile must not fail the listing.
+        def labelled_containers():
+            return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+
+        for container in labelled_containers():
+            removed += _remove(container, force=True, v=True)
+        # The networks can go only once the containers are gone, including those the other cleaner removes.
         deadline = time.monotonic() + REMOVAL_WAIT_S
-        while client.containers.list(all=True, filters={"label": label}) and time.monotonic() < deadline:
+        while labelled_containers() and time.monotonic() < deadline:
             time.sleep(0.2)
         for network in client.networks.list(filters={"label": label}):
             removed += _remove(network)

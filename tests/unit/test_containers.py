@@ -105,3 +105,37 @@ def test_a_thing_another_cleaner_is_removing_or_removed_counts_as_gone():
         _remove(_Removable(_api_error(409, "You cannot remove a running container")))
     with pytest.raises(docker.errors.APIError):
         _remove(_Removable(_api_error(500, "driver failed")))
+
+
+def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monkeypatch, tmp_path):
+    """A `cleanup` and the start of a run on another pytest worker both find the project of a
+    harness that died: one removes it, the other finds it gone, and neither fails."""
+    import json
+    import threading
+    import time
+
+    from harness.cluster import compose
+
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    compose.compose_registry().mkdir(parents=True)
+    (compose.compose_registry() / "rl-dead.json").write_text(json.dumps({
+        "project": "rl-dead", "directory": str(tmp_path), "docker_host": "unix:///nowhere",
+        "owner": f"run:{tmp_path / 'runs' / 'dead'}", "owner_pid": 1, "owner_start_time": -1}))  # pid 1 is not it
+    removals = []
+
+    def remove_labelled(docker_host, label):
+        removals.append(label)
+        time.sleep(0.3)  # long enough for the other cleaner to reach the same registration
+        return 3
+
+    monkeypatch.setattr(engine, "remove_labelled", remove_labelled)
+    removed: list[list[str]] = []
+    cleaners = [threading.Thread(target=lambda: removed.append(compose.cleanup_projects(include_detached=False)))
+                for _ in range(2)]
+    for t in cleaners:
+        t.start()
+    for t in cleaners:
+        t.join()
+    assert removals == [f"{compose.OWNER_LABEL}=run:{tmp_path / 'runs' / 'dead'}"]
+    assert sorted(removed) == [[], ["rl-dead"]]
+    assert not list(compose.compose_registry().iterdir())

@@ -3,6 +3,7 @@ same machine while the first lives (two pytest sessions' workers probe the same 
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -20,6 +21,22 @@ def claims(tmp_path, monkeypatch):
     return tmp_path / "ports"
 
 
+def unbound(n: int) -> list[int]:
+    """n ports nothing holds right now: a fixed number may be bound by a neighbour pytest
+    worker's cluster, and then free_port rightly skips it."""
+    found = []
+    for port in range(10100, 12000):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == n:
+            return found
+    pytest.fail(f"fewer than {n} unbound ports in 10100-11999")
+
+
 def draws(monkeypatch, *candidates: int) -> None:
     """random.randrange gives these ports, in turn."""
     queue = list(candidates)
@@ -31,12 +48,12 @@ def test_a_port_another_live_harness_claimed_is_skipped_a_dead_ones_claim_is_voi
     try:
         claims.mkdir(parents=True)
         taken = ports.free_port()  # a first port: the directory is pruned already
-        (claims / "10101").write_text(f"{other.pid} {_proc_start_time(other.pid)}")
-        (claims / "10102").write_text("999999999 1")  # its harness is gone
-        draws(monkeypatch, 10101, 10102)
-        stale = ports.free_port()
-        assert stale == 10102 and taken != 10101
-        assert (claims / "10102").read_text().split()[0] == str(ports.os.getpid())  # ours now
+        live, dead = [p for p in unbound(3) if p != taken][:2]
+        (claims / str(live)).write_text(f"{other.pid} {_proc_start_time(other.pid)}")
+        (claims / str(dead)).write_text("999999999 1")  # its harness is gone
+        draws(monkeypatch, live, dead)
+        assert ports.free_port() == dead
+        assert (claims / str(dead)).read_text().split()[0] == str(ports.os.getpid())  # ours now
     finally:
         other.kill()
         other.wait()
@@ -45,6 +62,7 @@ def test_a_port_another_live_harness_claimed_is_skipped_a_dead_ones_claim_is_voi
 def test_a_process_hands_a_port_out_once_and_prunes_the_dead_claims_on_first_use(claims, monkeypatch):
     claims.mkdir(parents=True)
     (claims / "10200").write_text("999999999 1")
-    draws(monkeypatch, 10201, 10201, 10202)
-    assert (ports.free_port(), ports.free_port()) == (10201, 10202)
-    assert sorted(p.name for p in claims.iterdir() if p.name.isdigit()) == ["10201", "10202"]
+    first, second = unbound(2)
+    draws(monkeypatch, first, first, second)
+    assert (ports.free_port(), ports.free_port()) == (first, second)
+    assert sorted(p.name for p in claims.iterdir() if p.name.isdigit()) == sorted([str(first), str(second)])
