@@ -54,7 +54,7 @@ from harness.service import stop_in_order
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
-from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
+from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, ClusterError, LabError
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
 from workloads.observer import ObserverSpec, ObserverStatus
 
@@ -213,11 +213,7 @@ class Run:
 
     def _run_phases(self) -> None:
         s = self.scenario
-        # Processes of harnesses that died without teardown (their runs are marked killed).
-        for p in cleanup_leftovers(include_detached=False, by=f"the start of run {self.run_dir.name}"):
-            self.report(f"stopped {p.name} (pid {p.pid}), left behind by {p.owner}")
-        for project in cleanup_projects(include_detached=False, by=f"the start of run {self.run_dir.name}"):
-            self.report(f"removed compose project {project}, left behind by a harness that died")
+        clean_up_after_dead_harnesses(f"the start of run {self.run_dir.name}", self.report)
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()
@@ -397,6 +393,19 @@ class Run:
     def _judge(self) -> dict:
         verdict = check_history(load_history(self.history_path, compact_events=True), self.scenario.checks or {}).to_dict()
         return {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
+
+
+def clean_up_after_dead_harnesses(by: str, report: Callable[[str], None]) -> None:
+    """Stop the processes and remove the compose projects of harnesses that died without
+    teardown, and mark their runs killed. What cannot be removed (its engine does not answer)
+    is said, not fatal: it is not this run's, and `rebalance-lab cleanup` tries again."""
+    for p in cleanup_leftovers(include_detached=False, by=by):
+        report(f"stopped {p.name} (pid {p.pid}), left behind by {p.owner}")
+    try:
+        for project in cleanup_projects(include_detached=False, by=by):
+            report(f"removed compose project {project}, left behind by a harness that died")
+    except ClusterError as e:
+        report(f"{e}; left for `rebalance-lab cleanup`")
 
 
 def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:

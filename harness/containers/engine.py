@@ -157,7 +157,10 @@ def remove_labelled(docker_host: str, label: str) -> int:
     """Remove every container, network and volume carrying ``label`` (key=value); how many."""
     import docker
 
-    client = docker.DockerClient(base_url=docker_host, timeout=60)
+    try:
+        client = docker.DockerClient(base_url=docker_host, timeout=60)
+    except docker.errors.DockerException as e:  # e.g. the engine is not running (any more)
+        raise SetupError(f"the Docker Engine at {docker_host} does not answer: {e}") from None
     try:
         removed = 0
         # Another cleaner (a second harness's start-up cleanup, `cleanup`) may be removing the same

@@ -139,3 +139,23 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
     assert removals == [f"{compose.OWNER_LABEL}=run:{tmp_path / 'runs' / 'dead'}"]
     assert sorted(removed) == [[], ["rl-dead"]]
     assert not list(compose.compose_registry().iterdir())
+
+
+def test_a_dead_harnesss_project_on_an_engine_that_does_not_answer_is_said_not_fatal(monkeypatch, tmp_path):
+    """The start of a run removes what dead harnesses left; a project whose engine is gone (a reboot)
+    must not fail every run after it: the run says so, and the registration stays for `cleanup`."""
+    import json
+
+    from harness.cluster import compose
+    from harness.run import clean_up_after_dead_harnesses
+
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    compose.compose_registry().mkdir(parents=True)
+    registration = compose.compose_registry() / "rl-dead.json"
+    registration.write_text(json.dumps({
+        "project": "rl-dead", "directory": str(tmp_path), "docker_host": f"unix://{tmp_path}/no-engine.sock",
+        "owner": f"run:{tmp_path / 'runs' / 'dead'}", "owner_pid": 1, "owner_start_time": -1}))
+    said: list[str] = []
+    clean_up_after_dead_harnesses("the start of run r2", said.append)
+    assert len(said) == 1 and "could not remove compose project rl-dead" in said[0] and "does not answer" in said[0], said
+    assert registration.exists()
