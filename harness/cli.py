@@ -477,9 +477,9 @@ def check(run_dir: Path, write: bool) -> None:
 @main.command()
 def cleanup() -> None:
     """Stop every process and remove every container the lab started and left behind (also
-    resumes paused ones), and stop the project's Docker Engine; the runs whose harness died
-    are marked `killed` in their run.json."""
-    from harness.cluster.compose import cleanup_projects
+    resumes paused ones), and stop the project's Docker Engine unless a running harness uses
+    it; the runs whose harness died are marked `killed` in their run.json."""
+    from harness.cluster.compose import cleanup_projects, live_projects
     from harness.containers.engine import stop_engine
     from harness.processes import cleanup_leftovers
     from harness.runstate import read_state
@@ -489,7 +489,11 @@ def cleanup() -> None:
             console.print(f"removed compose project {project} (its containers and network)", markup=False)
     except LabError as e:
         err_console.print(escape(f"cleanup: {e}"))
-    stop_engine(lambda m: console.print(m, markup=False))
+    if users := live_projects():  # stopping the engine would take their containers with it
+        console.print(f"left the project's Docker Engine running: running harnesses use it ({', '.join(users)})",
+                      markup=False)
+    else:
+        stop_engine(lambda m: console.print(m, markup=False))
     stopped = cleanup_leftovers(include_detached=True, include_live_owners=False)
     state_file = lab_home() / CLUSTER_STATE
     if stopped and state_file.exists():

@@ -247,13 +247,13 @@ class ComposeCluster:
         deadline = t0 + ready_timeout
         self.engine = ensure_engine(self.report)
         os.environ.update(compose_env(self.engine))  # for `docker compose` and the Python client alike
-        images = ensure_images([self.spec.kafka], self.report, self.engine.docker_host)
         project = "rl-" + "".join(ch for ch in self.supervisor.owner.rsplit("/", 1)[-1].lower()
                                   if ch.isalnum() or ch == "-")[-40:].strip("-")
+        self._register(project)  # from here on `cleanup` knows a live harness uses the engine (image builds too)
+        images = ensure_images([self.spec.kafka], self.report, self.engine.docker_host)
         self.topology = render(self.spec, self.workdir, images, project, self.supervisor.owner,
                                Path(self.spec.coordinator.history).parent
                                if self.spec.coordinator and self.spec.coordinator.history else None)
-        self._register(project)
         self._make_services()
         from testcontainers.compose import DockerCompose
 
@@ -360,6 +360,23 @@ def compose_registry() -> Path:
     return registry_dir().parent / "compose-projects"
 
 
+def _owner_alive(entry: dict) -> bool:
+    return entry.get("owner_start_time") is not None and _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
+
+
+def live_projects() -> list[str]:
+    """The compose projects whose harness still runs: the engine under them must stay up."""
+    live = []
+    for path in sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []:
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):  # removed meanwhile
+            continue
+        if _owner_alive(entry):
+            live.append(entry["project"])
+    return live
+
+
 def cleanup_projects(include_detached: bool = True, include_live_owners: bool = False, owner: str | None = None,
                      by: str = "rebalance-lab cleanup") -> list[str]:
     """Remove the Compose projects whose harness is gone (or all, if asked; or one owner's):
@@ -372,8 +389,7 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
         with _registration_held(path) as entry:
             if entry is None:  # another cleaner removed the project while we waited for it
                 continue
-            alive = entry.get("owner_start_time") is not None and \
-                _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
+            alive = _owner_alive(entry)
             if owner is not None and entry["owner"] != owner:
                 continue
             if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):

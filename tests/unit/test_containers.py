@@ -159,3 +159,33 @@ def test_a_dead_harnesss_project_on_an_engine_that_does_not_answer_is_said_not_f
     clean_up_after_dead_harnesses("the start of run r2", said.append)
     assert len(said) == 1 and "could not remove compose project rl-dead" in said[0] and "does not answer" in said[0], said
     assert registration.exists()
+
+
+def test_cleanup_leaves_the_engine_up_while_a_running_harness_has_a_project_on_it(monkeypatch, tmp_path):
+    """`cleanup` in one terminal must not take a running compose run's containers down with the engine."""
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.cluster import compose
+    from harness.processes import _proc_start_time
+
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    compose.compose_registry().mkdir(parents=True)
+    live = compose.compose_registry() / "rl-live.json"
+    live.write_text(json.dumps({  # this test's process plays the running harness
+        "project": "rl-live", "directory": str(tmp_path), "docker_host": "unix:///nowhere",
+        "owner": f"run:{tmp_path / 'runs' / 'live'}", "owner_pid": os.getpid(),
+        "owner_start_time": _proc_start_time(os.getpid())}))
+    stops = []
+    monkeypatch.setattr(engine, "stop_engine", lambda report: stops.append(report) or False)
+
+    result = CliRunner().invoke(main, ["cleanup"])
+    assert result.exit_code == 0, result.output
+    assert not stops and "left the project's Docker Engine running: running harnesses use it (rl-live)" in result.output
+    assert live.exists()
+
+    live.unlink()  # that harness ended
+    assert CliRunner().invoke(main, ["cleanup"]).exit_code == 0 and len(stops) == 1
