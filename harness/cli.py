@@ -479,17 +479,22 @@ def cleanup() -> None:
     """Stop every process and remove every container the lab started and left behind (also
     resumes paused ones), and stop the project's Docker Engine unless a running harness uses
     it; the runs whose harness died are marked `killed` in their run.json."""
-    from harness.cluster.compose import cleanup_projects, live_projects
-    from harness.containers.engine import stop_engine
+    from harness.cluster.compose import ProjectsLeft, cleanup_projects, live_projects
+    from harness.containers.engine import own_socket, stop_engine
     from harness.processes import cleanup_leftovers
     from harness.runstate import read_state
 
-    try:  # containers first (the engine must still run to remove them), then the engine, then processes
-        for project in cleanup_projects(include_detached=True):
+    # containers first (the engine must still run to remove them), then the engine, then processes
+    def removed(projects: list[str]) -> None:
+        for project in projects:
             console.print(f"removed compose project {project} (its containers and network)", markup=False)
-    except LabError as e:
+
+    try:
+        removed(cleanup_projects(include_detached=True))
+    except ProjectsLeft as e:
+        removed(e.removed)
         err_console.print(escape(f"cleanup: {e}"))
-    if users := live_projects():  # stopping the engine would take their containers with it
+    if users := live_projects(own_socket()):  # stopping the engine would take their containers with it
         console.print(f"left the project's Docker Engine running: running harnesses use it ({', '.join(users)})",
                       markup=False)
     else:

@@ -41,7 +41,7 @@ from harness.brokerlog import CoordinatorLog
 from harness.clients import Observer, WorkloadProcesses
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
-from harness.cluster.compose import cleanup_projects
+from harness.cluster.compose import ProjectsLeft, cleanup_projects
 from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
 from harness.cluster.external import ExternalTarget
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
@@ -54,7 +54,7 @@ from harness.service import stop_in_order
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
-from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, ClusterError, LabError
+from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
 from workloads.observer import ObserverSpec, ObserverStatus
 
@@ -397,15 +397,17 @@ class Run:
 
 def clean_up_after_dead_harnesses(by: str, report: Callable[[str], None]) -> None:
     """Stop the processes and remove the compose projects of harnesses that died without
-    teardown, and mark their runs killed. What cannot be removed (its engine does not answer)
-    is said, not fatal: it is not this run's, and `rebalance-lab cleanup` tries again."""
+    teardown, and mark their runs killed. A project that cannot be removed (its engine does not
+    answer) is said, not fatal: it is not this run's."""
     for p in cleanup_leftovers(include_detached=False, by=by):
         report(f"stopped {p.name} (pid {p.pid}), left behind by {p.owner}")
     try:
-        for project in cleanup_projects(include_detached=False, by=by):
-            report(f"removed compose project {project}, left behind by a harness that died")
-    except ClusterError as e:
-        report(f"{e}; left for `rebalance-lab cleanup`")
+        projects = cleanup_projects(include_detached=False, by=by)
+    except ProjectsLeft as e:
+        projects = e.removed
+        report(str(e))
+    for project in projects:
+        report(f"removed compose project {project}, left behind by a harness that died")
 
 
 def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:

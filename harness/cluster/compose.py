@@ -13,6 +13,7 @@ The members, the producer and the observer stay processes of this machine.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -247,8 +248,7 @@ class ComposeCluster:
         deadline = t0 + ready_timeout
         self.engine = ensure_engine(self.report)
         os.environ.update(compose_env(self.engine))  # for `docker compose` and the Python client alike
-        project = "rl-" + "".join(ch for ch in self.supervisor.owner.rsplit("/", 1)[-1].lower()
-                                  if ch.isalnum() or ch == "-")[-40:].strip("-")
+        project = project_name(self.supervisor.owner)
         self._register(project)  # from here on `cleanup` knows a live harness uses the engine (image builds too)
         images = ensure_images([self.spec.kafka], self.report, self.engine.docker_host)
         self.topology = render(self.spec, self.workdir, images, project, self.supervisor.owner,
@@ -356,6 +356,13 @@ class ComposeCluster:
             self._registration.unlink(missing_ok=True)
 
 
+def project_name(owner: str) -> str:
+    """Compose's project name for a harness's cluster: readable (the run's or cluster's name) and
+    unique to the owner (shared pools' clusters all end in `cluster-N`)."""
+    readable = "".join(ch for ch in owner.rsplit("/", 1)[-1].lower() if ch.isalnum() or ch == "-")[-32:].strip("-")
+    return f"rl-{readable}-{hashlib.sha1(owner.encode()).hexdigest()[:6]}"
+
+
 def compose_registry() -> Path:
     return registry_dir().parent / "compose-projects"
 
@@ -364,69 +371,95 @@ def _owner_alive(entry: dict) -> bool:
     return entry.get("owner_start_time") is not None and _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
 
 
-def live_projects() -> list[str]:
-    """The compose projects whose harness still runs: the engine under them must stay up."""
+def live_projects(docker_host: str) -> list[str]:
+    """The compose projects on that engine whose harness still runs: the engine must stay up."""
     live = []
     for path in sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []:
         try:
             entry = json.loads(path.read_text())
         except (OSError, ValueError):  # removed meanwhile
             continue
-        if _owner_alive(entry):
+        if entry.get("docker_host") == docker_host and _owner_alive(entry):
             live.append(entry["project"])
     return live
+
+
+class ProjectsLeft(ClusterError):
+    """Some projects could not be removed (their engine does not answer); the others were."""
+
+    def __init__(self, removed: list[str], failed: list[str]):
+        self.removed = removed
+        super().__init__("could not remove compose project " + "; ".join(failed)
+                         + " (start the engine it ran on, then run `rebalance-lab cleanup` again)")
 
 
 def cleanup_projects(include_detached: bool = True, include_live_owners: bool = False, owner: str | None = None,
                      by: str = "rebalance-lab cleanup") -> list[str]:
     """Remove the Compose projects whose harness is gone (or all, if asked; or one owner's):
-    every container and network carrying the owner's label; mark their runs killed.
+    every container and network carrying the owner's label; mark their runs killed. What cannot
+    be removed does not stop the others: ProjectsLeft names it, and the ones removed, at the end.
 
     As with processes, a detached cluster (`cluster up`) has no living owner by design: the
     cleanup at the start of a run leaves it alone, `rebalance-lab cleanup` does not."""
-    removed = []
+    from harness.containers.engine import remove_labelled
+
+    removed, failed = [], []
     for path in sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []:
-        with _registration_held(path) as entry:
-            if entry is None:  # another cleaner removed the project while we waited for it
+        with _registration_held(path) as held:
+            if held is None:  # removed by a cleaner we waited for, or not a registration at all
                 continue
+            entry, forget = held
             alive = _owner_alive(entry)
             if owner is not None and entry["owner"] != owner:
                 continue
             if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):
                 continue
-            from harness.containers.engine import remove_labelled
-
             try:
                 remove_labelled(entry["docker_host"], f"{OWNER_LABEL}={entry['owner']}")
             except (SetupError, ClusterError, OSError) as e:
-                raise ClusterError(f"could not remove compose project {entry['project']}: {e}") from None
-            path.unlink(missing_ok=True)
-        removed.append(entry["project"])
-        if not alive and (run_dir := run_of(entry["owner"])):
-            mark_killed(run_dir, by, [{"compose_project": entry["project"]}])
+                failed.append(f"{entry['project']}: {e}")
+                continue
+            forget()
+            removed.append(entry["project"])
+            # still holding the registration: a cleaner that waited for it finds the run marked too
+            if not alive and (run_dir := run_of(entry["owner"])):
+                mark_killed(run_dir, by, [{"compose_project": entry["project"]}])
+    if failed:
+        raise ProjectsLeft(removed, failed)
     return removed
 
 
 @contextmanager
-def _registration_held(path: Path) -> Iterator[dict | None]:
+def _registration_held(path: Path) -> Iterator[tuple[dict, Callable[[], None]] | None]:
     """A project's registration, locked so that of two cleaners (a `cleanup` and the start of a
-    run on another pytest worker or terminal) only one removes the project; None once it is gone."""
+    run in another terminal or pytest worker) one removes the project while the other waits, then
+    skips it; None once it is gone. With it, `forget()` deletes this registration file, and not
+    one its harness wrote anew under the same name since (a new file: written atomically)."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    except OSError:  # deleted meanwhile
+        fd = None
+    if fd is None:
         yield None
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if os.fstat(fd).st_nlink == 0:  # the cleaner that held the lock before us removed it
-            yield None
-            return
-        try:
-            entry = json.loads(os.read(fd, 1 << 20))
-        except ValueError:  # not ours to read: a registration is written whole (atomically)
-            path.unlink(missing_ok=True)
-            entry = None
-        yield entry
+        held = os.fstat(fd)
+
+        def forget() -> None:
+            try:
+                if os.stat(path).st_ino == held.st_ino:
+                    path.unlink()
+            except FileNotFoundError:
+                pass
+
+        entry = None
+        if held.st_nlink:  # else: the cleaner that held the lock before us removed it
+            try:
+                entry = json.loads(os.read(fd, 1 << 20))
+            except ValueError:  # not a registration: they are written whole (atomically)
+                forget()
+        yield (entry, forget) if entry is not None else None
     finally:
         os.close(fd)  # releases the lock
 

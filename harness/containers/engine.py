@@ -163,14 +163,14 @@ def remove_labelled(docker_host: str, label: str) -> int:
         raise SetupError(f"the Docker Engine at {docker_host} does not answer: {e}") from None
     try:
         removed = 0
-        # Another cleaner (a second harness's start-up cleanup, `cleanup`) may be removing the same
-        # containers: listing inspects each one, and one gone meanwhile must not fail the listing.
+        # Something else may be removing the same containers (the owner's own `compose down`, cut
+        # short by its death): listing inspects each one, and one gone meanwhile must not fail it.
         def labelled_containers():
             return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
 
         for container in labelled_containers():
             removed += _remove(container, force=True, v=True)
-        # The networks can go only once the containers are gone, including those the other cleaner removes.
+        # The networks can go only once the containers are gone, including those removed by someone else.
         deadline = time.monotonic() + REMOVAL_WAIT_S
         while labelled_containers() and time.monotonic() < deadline:
             time.sleep(0.2)

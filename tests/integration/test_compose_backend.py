@@ -189,14 +189,12 @@ def test_ctrl_c_and_sigkill_then_cleanup_leave_nothing_in_the_engine(tmp_path, e
     assert leftovers(engine, f"run:{run_dir}")["containers"]
     cleanup = lab("cleanup")
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
+    # A run starting meanwhile (on another pytest worker) cleans up after dead harnesses too: which
+    # of the two removed the project, and marked the run, depends on who came first.
     state = json.loads((run_dir / "run.json").read_text())
-    assert state["state"] == "killed"
-    # A run starting meanwhile (on another pytest worker) cleans up the dead harness's leftovers
-    # too; then it, not `cleanup`, removed the project, and the run says it was killed by it.
-    assert "removed compose project" in cleanup.stdout or state["killed"]["by"].startswith("the start of run"), \
-        (cleanup.stdout, state)
+    assert state["state"] == "killed" and state["killed"]["by"], state
     found = engines.find_engine()
     if found and not found.ours:  # the user's engine stays; check it holds nothing of the run
         assert leftovers(found, f"run:{run_dir}") == NOTHING
-    else:  # ours was stopped by cleanup; started again, it must hold nothing of the run
+    else:  # ours (stopped by cleanup unless another harness's project is on it) must hold nothing of the run
         assert leftovers(engines.ensure_engine(), f"run:{run_dir}") == NOTHING

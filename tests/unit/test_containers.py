@@ -176,7 +176,7 @@ def test_cleanup_leaves_the_engine_up_while_a_running_harness_has_a_project_on_i
     compose.compose_registry().mkdir(parents=True)
     live = compose.compose_registry() / "rl-live.json"
     live.write_text(json.dumps({  # this test's process plays the running harness
-        "project": "rl-live", "directory": str(tmp_path), "docker_host": "unix:///nowhere",
+        "project": "rl-live", "directory": str(tmp_path), "docker_host": engine.own_socket(),
         "owner": f"run:{tmp_path / 'runs' / 'live'}", "owner_pid": os.getpid(),
         "owner_start_time": _proc_start_time(os.getpid())}))
     stops = []
@@ -187,5 +187,47 @@ def test_cleanup_leaves_the_engine_up_while_a_running_harness_has_a_project_on_i
     assert not stops and "left the project's Docker Engine running: running harnesses use it (rl-live)" in result.output
     assert live.exists()
 
-    live.unlink()  # that harness ended
+    # A live project on another engine (the user's) is no reason to keep the project's own running.
+    live.write_text(live.read_text().replace(engine.own_socket(), "unix:///var/run/docker.sock"))
     assert CliRunner().invoke(main, ["cleanup"]).exit_code == 0 and len(stops) == 1
+
+
+def test_two_harnesses_clusters_never_share_a_compose_project():
+    """Shared pools name their clusters `…/cluster-1`, `…/cluster-2` in every harness: the project
+    (and its registration) must still be each owner's own, or one's cleanup removes the other's."""
+    import re
+
+    from harness.cluster.compose import project_name
+
+    a, b = project_name("suite:/tmp/a/suite-1/cluster-1"), project_name("suite:/tmp/b/suite-1/cluster-1")
+    assert a != b and a.startswith("rl-cluster-1-")
+    run = project_name("run:/home/x/runs/20261126T013623Z-Compose_Long-s7")
+    assert run.startswith("rl-20261126t013623z-composelong-s7-")
+    assert all(re.fullmatch(r"[a-z0-9][a-z0-9_-]*", p) for p in (a, b, run))  # what Compose accepts
+
+
+def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, tmp_path):
+    import json
+
+    from harness.cluster import compose
+    from harness.run import clean_up_after_dead_harnesses
+    from runtime.errors import SetupError
+
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    compose.compose_registry().mkdir(parents=True)
+    for project, host in (("rl-a", "unix:///gone.sock"), ("rl-b", "unix:///ours.sock")):  # rl-a comes first
+        (compose.compose_registry() / f"{project}.json").write_text(json.dumps({
+            "project": project, "directory": str(tmp_path), "docker_host": host,
+            "owner": f"run:{tmp_path / project}", "owner_pid": 1, "owner_start_time": -1}))
+
+    def remove_labelled(docker_host, label):
+        if docker_host == "unix:///gone.sock":
+            raise SetupError(f"the Docker Engine at {docker_host} does not answer")
+        return 2
+
+    monkeypatch.setattr(engine, "remove_labelled", remove_labelled)
+    said: list[str] = []
+    clean_up_after_dead_harnesses("the start of run r2", said.append)
+    assert said[0].startswith("could not remove compose project rl-a: the Docker Engine at unix:///gone.sock")
+    assert said[1] == "removed compose project rl-b, left behind by a harness that died"
+    assert sorted(p.name for p in compose.compose_registry().iterdir()) == ["rl-a.json"]  # kept for a later cleanup
