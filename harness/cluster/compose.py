@@ -367,6 +367,10 @@ def compose_registry() -> Path:
     return registry_dir().parent / "compose-projects"
 
 
+def _registrations() -> list[Path]:
+    return sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []
+
+
 def _owner_alive(entry: dict) -> bool:
     return entry.get("owner_start_time") is not None and _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
 
@@ -374,7 +378,7 @@ def _owner_alive(entry: dict) -> bool:
 def live_projects(docker_host: str) -> list[str]:
     """The compose projects on that engine whose harness still runs: the engine must stay up."""
     live = []
-    for path in sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []:
+    for path in _registrations():
         try:
             entry = json.loads(path.read_text())
         except (OSError, ValueError):  # removed meanwhile
@@ -404,7 +408,7 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
     from harness.containers.engine import remove_labelled
 
     removed, failed = [], []
-    for path in sorted(compose_registry().glob("*.json")) if compose_registry().exists() else []:
+    for path in _registrations():
         with _registration_held(path) as held:
             if held is None:  # removed by a cleaner we waited for, or not a registration at all
                 continue

@@ -107,20 +107,36 @@ def test_a_thing_another_cleaner_is_removing_or_removed_counts_as_gone():
         _remove(_Removable(_api_error(500, "driver failed")))
 
 
-def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monkeypatch, tmp_path):
-    """A `cleanup` and the start of a run on another pytest worker both find the project of a
-    harness that died: one removes it, the other finds it gone, and neither fails."""
+@pytest.fixture
+def registry(monkeypatch, tmp_path):
+    """An empty compose-project registry; `registry(project, docker_host, …)` registers one whose
+    harness is dead (pid 1 is no harness) unless its owner's pid and start time are given."""
     import json
-    import threading
-    import time
 
     from harness.cluster import compose
 
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
     compose.compose_registry().mkdir(parents=True)
-    (compose.compose_registry() / "rl-dead.json").write_text(json.dumps({
-        "project": "rl-dead", "directory": str(tmp_path), "docker_host": "unix:///nowhere",
-        "owner": f"run:{tmp_path / 'runs' / 'dead'}", "owner_pid": 1, "owner_start_time": -1}))  # pid 1 is not it
+
+    def register(project: str, docker_host: str, owner_pid: int = 1, owner_start_time: int = -1) -> Path:
+        path = compose.compose_registry() / f"{project}.json"
+        path.write_text(json.dumps({"project": project, "directory": str(tmp_path), "docker_host": docker_host,
+                                    "owner": f"run:{tmp_path / 'runs' / project}", "owner_pid": owner_pid,
+                                    "owner_start_time": owner_start_time}))
+        return path
+
+    return register
+
+
+def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monkeypatch, tmp_path, registry):
+    """A `cleanup` and the start of a run on another pytest worker both find the project of a
+    harness that died: one removes it, the other finds it gone, and neither fails."""
+    import threading
+    import time
+
+    from harness.cluster import compose
+
+    registry("rl-dead", "unix:///nowhere")
     removals = []
 
     def remove_labelled(docker_host, label):
@@ -136,49 +152,34 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
         t.start()
     for t in cleaners:
         t.join()
-    assert removals == [f"{compose.OWNER_LABEL}=run:{tmp_path / 'runs' / 'dead'}"]
+    assert removals == [f"{compose.OWNER_LABEL}=run:{tmp_path / 'runs' / 'rl-dead'}"]
     assert sorted(removed) == [[], ["rl-dead"]]
     assert not list(compose.compose_registry().iterdir())
 
 
-def test_a_dead_harnesss_project_on_an_engine_that_does_not_answer_is_said_not_fatal(monkeypatch, tmp_path):
+def test_a_dead_harnesss_project_on_an_engine_that_does_not_answer_is_said_not_fatal(tmp_path, registry):
     """The start of a run removes what dead harnesses left; a project whose engine is gone (a reboot)
     must not fail every run after it: the run says so, and the registration stays for `cleanup`."""
-    import json
-
-    from harness.cluster import compose
     from harness.run import clean_up_after_dead_harnesses
 
-    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
-    compose.compose_registry().mkdir(parents=True)
-    registration = compose.compose_registry() / "rl-dead.json"
-    registration.write_text(json.dumps({
-        "project": "rl-dead", "directory": str(tmp_path), "docker_host": f"unix://{tmp_path}/no-engine.sock",
-        "owner": f"run:{tmp_path / 'runs' / 'dead'}", "owner_pid": 1, "owner_start_time": -1}))
+    registration = registry("rl-dead", f"unix://{tmp_path}/no-engine.sock")
     said: list[str] = []
     clean_up_after_dead_harnesses("the start of run r2", said.append)
     assert len(said) == 1 and "could not remove compose project rl-dead" in said[0] and "does not answer" in said[0], said
     assert registration.exists()
 
 
-def test_cleanup_leaves_the_engine_up_while_a_running_harness_has_a_project_on_it(monkeypatch, tmp_path):
+def test_cleanup_leaves_the_engine_up_while_a_running_harness_has_a_project_on_it(monkeypatch, registry):
     """`cleanup` in one terminal must not take a running compose run's containers down with the engine."""
-    import json
     import os
 
     from click.testing import CliRunner
 
     from harness.cli import main
-    from harness.cluster import compose
     from harness.processes import _proc_start_time
 
-    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
-    compose.compose_registry().mkdir(parents=True)
-    live = compose.compose_registry() / "rl-live.json"
-    live.write_text(json.dumps({  # this test's process plays the running harness
-        "project": "rl-live", "directory": str(tmp_path), "docker_host": engine.own_socket(),
-        "owner": f"run:{tmp_path / 'runs' / 'live'}", "owner_pid": os.getpid(),
-        "owner_start_time": _proc_start_time(os.getpid())}))
+    # this test's process plays the running harness
+    live = registry("rl-live", engine.own_socket(), os.getpid(), _proc_start_time(os.getpid()))
     stops = []
     monkeypatch.setattr(engine, "stop_engine", lambda report: stops.append(report) or False)
 
@@ -206,19 +207,13 @@ def test_two_harnesses_clusters_never_share_a_compose_project():
     assert all(re.fullmatch(r"[a-z0-9][a-z0-9_-]*", p) for p in (a, b, run))  # what Compose accepts
 
 
-def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, tmp_path):
-    import json
-
+def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, registry):
     from harness.cluster import compose
     from harness.run import clean_up_after_dead_harnesses
     from runtime.errors import SetupError
 
-    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
-    compose.compose_registry().mkdir(parents=True)
-    for project, host in (("rl-a", "unix:///gone.sock"), ("rl-b", "unix:///ours.sock")):  # rl-a comes first
-        (compose.compose_registry() / f"{project}.json").write_text(json.dumps({
-            "project": project, "directory": str(tmp_path), "docker_host": host,
-            "owner": f"run:{tmp_path / project}", "owner_pid": 1, "owner_start_time": -1}))
+    registry("rl-a", "unix:///gone.sock")  # comes first
+    registry("rl-b", "unix:///ours.sock")
 
     def remove_labelled(docker_host, label):
         if docker_host == "unix:///gone.sock":
