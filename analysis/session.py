@@ -16,9 +16,16 @@ from pathlib import Path
 
 DEFAULT_MASTER = "local[2]"
 # Analyses are many short queries over small tables: concurrent GC threads would only
-# compete with the two task threads for the two cores, so the serial collector.
+# compete with the two task threads for the two cores, so the serial collector. And C2
+# compiles a method only after four times HotSpot's default number of calls: an analysis
+# touches thousands of interpreted-expression methods a few thousand times each, and
+# compiling the lukewarm ones took the cores from the tasks (C2 compile time in an analysis
+# of 100 runs halved, its wall time ~1 s shorter; docs/analysis.md, "Speed").
 JAVA_OPTS_ENV = "REBALANCE_LAB_SPARK_JAVA_OPTS"
-DEFAULT_JAVA_OPTS = "-XX:+UseSerialGC"
+DEFAULT_JAVA_OPTS = " ".join((
+    "-XX:+UseSerialGC",
+    "-XX:Tier4InvocationThreshold=20000", "-XX:Tier4MinInvocationThreshold=2400",
+    "-XX:Tier4CompileThreshold=60000", "-XX:Tier4BackEdgeThreshold=160000"))
 
 _LOG4J = """\
 rootLogger.level = error
