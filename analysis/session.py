@@ -19,7 +19,7 @@ DEFAULT_MASTER = "local[2]"
 # compete with the two task threads for the two cores, so the serial collector. And C2
 # compiles a method only after four times HotSpot's default number of calls: an analysis
 # touches thousands of interpreted-expression methods a few thousand times each, and
-# compiling the lukewarm ones took the cores from the tasks (C2 compile time in an analysis
+# compiling the lukewarm ones took the cores from the tasks (JIT compile time in an analysis
 # of 100 runs halved, its wall time ~1 s shorter; docs/analysis.md, "Speed").
 JAVA_OPTS_ENV = "REBALANCE_LAB_SPARK_JAVA_OPTS"
 DEFAULT_JAVA_OPTS = " ".join((
