@@ -3,7 +3,7 @@
 Real-cluster runs mostly wait (session timeouts, fault durations), so several side by
 side take a fraction of the time on the 2-core CI machine — as long as they do not starve
 each other. Three workers on two cores: the suite's ~3,800 s of test time in 22.5 min of
-wall time (two workers: ~31 min); with a core-wide busy loop beside the three, 25.5-26 min
+wall time (two workers: ~31 min); with a core-wide busy loop beside the three, 24.5-26 min
 and every run's figures as the tests expect them. Tests that meet only at three workers
 must not share what they clean up: cleaners of a dead harness's leftovers take turns
 (harness.cluster.compose), and no test pins a port a neighbour's cluster may hold. Hence:

@@ -413,9 +413,9 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
             if held is None:  # removed by a cleaner we waited for, or not a registration at all
                 continue
             entry, forget = held
-            alive = _owner_alive(entry)
             if owner is not None and entry["owner"] != owner:
                 continue
+            alive = _owner_alive(entry)
             if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):
                 continue
             try:
