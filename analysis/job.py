@@ -111,7 +111,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     from pyspark.sql import functions as F
 
     from .aggregate import by_dimension, by_group, metric_rows
-    from .metrics import per_run_metrics
+    from .metrics import materialize, per_run_metrics
     from .report import analysis_report
     from .session import spark_session
 
@@ -150,7 +150,15 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         explained = spark.createDataFrame(explanations(good), EXPLAINED_SCHEMA)
         tables["rebalances"] = tables["rebalances"].join(F.broadcast(explained), ["run_key", "generation"], "left")
         names = ("runs", *PER_RUN)
-        collected: dict[str, list[dict]] = dict(zip(names, pool.map(lambda n: _collect(tables[n], ORDER[n]), names)))
+
+        def keep(name: str) -> list[dict]:
+            # a per-run table is still a join (labels, explanations): computed once, for this collect
+            # and for the write below (`runs` already is)
+            if name in PER_RUN:
+                tables[name] = materialize(tables[name])
+            return _collect(tables[name], ORDER[name])
+
+        collected: dict[str, list[dict]] = dict(zip(names, pool.map(keep, names)))
         timings["per-run"] = time.monotonic() - t
         paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:

@@ -62,6 +62,11 @@ CONF = {
     # Parquet summary files and CRCs are noise in a results directory.
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
     "spark.sql.parquet.compression.codec": "zstd",
+    # Tungsten's page size follows the heap (16 MB at 2g on two cores), and a broadcast join's hash
+    # table takes whole pages however few its rows: an analysis's broadcasts of a hundred rows each
+    # filled the old generation (100 runs: two or three full GCs per analysis, one or two with
+    # 1 MB pages, and half the live heap; docs/analysis.md, "Speed").
+    "spark.buffer.pageSize": "1m",
 }
 
 
