@@ -5,7 +5,8 @@ runs the same job on a cluster. The UI is off, shuffles use two partitions (run
 histories are small; two cores is the reference machine), adaptive execution is
 off, and the driver binds to the loopback interface unless SPARK_DRIVER_HOST /
 SPARK_DRIVER_BIND say otherwise (a cluster on other machines needs to reach it).
-Generated code is off and the JVM keeps its full JIT (docs/analysis.md, "Speed").
+Generated code is off and the JVM keeps its full JIT; the driver maps the class archive setup
+built (analysis.class_archive; docs/analysis.md, "Speed").
 No Python UDFs are used anywhere: executors never need a Python worker, only the JVM.
 """
 from __future__ import annotations
@@ -77,10 +78,19 @@ def _log4j_file() -> str:
     return str(path)
 
 
+def jvm_options() -> str:
+    """The driver's and executors' JVM options (REBALANCE_LAB_SPARK_JAVA_OPTS replaces the defaults)."""
+    return os.environ.get(JAVA_OPTS_ENV, DEFAULT_JAVA_OPTS)
+
+
 def spark_session(master: str | None = None, app_name: str = "rebalance-lab-analyze",
-                  extra_conf: dict[str, str] | None = None):
-    """The active session if there is one (tests share one), else a new one for `master`."""
+                  extra_conf: dict[str, str] | None = None, archive: str | None = None):
+    """The active session if there is one (tests share one), else a new one for `master`.
+    The driver maps the class archive `rebalance-lab setup` built, if there is one (`archive`:
+    other class-data-sharing options instead, analysis.class_archive)."""
     from pyspark.sql import SparkSession
+
+    from .class_archive import driver_options
 
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
@@ -88,11 +98,13 @@ def spark_session(master: str | None = None, app_name: str = "rebalance-lab-anal
     if active is not None:
         active.stop()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    java_opts = f"-Dlog4j.configurationFile=file:{_log4j_file()} " + os.environ.get(JAVA_OPTS_ENV, DEFAULT_JAVA_OPTS)
+    java_opts = f"-Dlog4j.configurationFile=file:{_log4j_file()} {jvm_options()}"
+    archive = driver_options() if archive is None else archive
     builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
                .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
                .config("spark.driver.bindAddress", os.environ.get("SPARK_DRIVER_BIND", "127.0.0.1"))
-               .config("spark.driver.extraJavaOptions", java_opts)
+               # the archive is a file on this machine: the driver's, never a remote executor's
+               .config("spark.driver.extraJavaOptions", f"{java_opts} {archive}".strip())
                .config("spark.executor.extraJavaOptions", java_opts))
     for key, value in {**CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)

@@ -4,7 +4,7 @@ histories, and how the time grows with their number.
     python3 benchmarks/analyze.py [--sizes 10,30,100] [--master local[2]] [--keep DIR]
 
 Each history is a simulated 40-second run of a 3-member group on 6 partitions at 200
-records/s with one fault (tests/synthetic.py): about 1,500 events, 500 KB of JSON,
+records/s with one fault (analysis/synthetic.py): about 1,500 events, 500 KB of JSON,
 like a real run of the smoke scenario. Protocols and fault kinds rotate, so the
 cross-run tables have groups to fill.
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from analysis.job import analyze  # noqa: E402
 from analysis.session import spark_session  # noqa: E402
-from tests.synthetic import FAULTS, PROTOCOLS, SynthSpec, write_run  # noqa: E402
+from analysis.synthetic import FAULTS, PROTOCOLS, SynthSpec, write_run  # noqa: E402
 
 
 def make_runs(root: Path, count: int) -> list[Path]:

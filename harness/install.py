@@ -5,8 +5,9 @@ Everything lands under ``lab_home()/components``; each component directory gets 
 markers and does nothing. Kafka comes from Maven Central through ``mvn`` (a
 generated POM, ``dependency:copy-dependencies``), Toxiproxy is built from source
 with ``go install``, the Jolokia JVM agent (JMX over HTTP, for ZooKeeper's
-session MBeans) is one artifact copied by ``mvn``, and the Python side is checked
-against the pins in pyproject.toml.
+session MBeans) is one artifact copied by ``mvn``, the Python side is checked
+against the pins in pyproject.toml, and the analysis JVM's class archive is built
+once per JDK and pyspark (analysis.class_archive).
 """
 
 from __future__ import annotations
@@ -355,12 +356,15 @@ def install_python(report: Report) -> bool:
 
 def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
     """Install everything; returns True if anything changed."""
+    from analysis import class_archive  # `run` imports this module, and never the analysis
+
     changed = install_python(report)
     for line in kafka_lines or list(versions.KAFKA_RELEASES):
         changed |= install_kafka(line, report)
         changed |= install_kafka_tools(line, report)
     changed |= install_jolokia(report)
     changed |= install_toxiproxy(report)
+    changed |= class_archive.build(report)
     return changed
 
 

@@ -4,10 +4,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-
-def lab_home() -> Path:
-    """Per-user state: component cache and the registry of processes we started."""
-    return Path(os.environ.get("REBALANCE_LAB_HOME", Path.home() / ".cache" / "rebalance-lab"))
+from runtime.home import lab_home
 
 
 def components_dir() -> Path:

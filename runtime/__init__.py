@@ -4,6 +4,7 @@ project's coordinator and the fault scheduler.
 - ``history``: appending events to the run's ``history.jsonl`` (one ``write()`` a line);
 - ``child``: a child process's spec file and its clean stop on SIGTERM/SIGINT;
 - ``errors``: the errors explained in one message, and the exit codes they map to;
+- ``home``: where this user's lab state lives (``REBALANCE_LAB_HOME``);
 - ``logs``: loggers that keep expected client noise off the terminal;
 - ``zookeeper``: what ZooKeeper clients share (session ids as ZooKeeper prints them,
   the published session file).

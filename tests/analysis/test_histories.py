@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from analysis import class_archive
 from analysis.ingest import HISTORY, VERDICT, find_runs, load_events
 from analysis.job import analyze
 from analysis.pages import EVERY_RUN_PAGE_UP_TO, shows_problem
-from tests.synthetic import PROTOCOLS, SynthSpec, write_run
+from analysis.synthetic import PROTOCOLS, SynthSpec, write_run
 from harness.cli import main as lab
 from oracle import check_history, load_history
 from oracle.history import History
@@ -251,3 +252,11 @@ def test_nothing_to_analyse_is_bad_input_naming_each_directory(damaged):
     for name in ("half-written: half-written: no verdict.json", "no-history: no history.jsonl", "nowhere: no such"):
         assert name in out.output
     assert "Traceback" not in out.output
+
+
+def test_the_session_maps_the_class_archive_setup_built(spark):
+    # `rebalance-lab setup` builds it (the README's test command runs setup), and checks there that a JVM maps it
+    path = class_archive.archive_path()
+    assert path.exists(), f"no class archive at {path}: `rebalance-lab setup` builds it"
+    arguments = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    assert f"-XX:SharedArchiveFile={path}" in list(arguments)

@@ -1,4 +1,4 @@
-"""Synthetic-but-realistic run histories, for benchmarks and tests.
+"""Synthetic-but-realistic run histories, for benchmarks, tests and the analysis JVM's class archive.
 
 A small discrete-time simulation of one consumer group, written in the history
 format (docs/history.md) with the shapes real runs have: a producer acknowledging
@@ -35,7 +35,7 @@ from pathlib import Path
 from oracle import vocabulary as ev
 from oracle.protocols import GENERATIONS, INCREMENTAL_PROTOCOLS
 
-from analysis.ingest import HISTORY, VERDICT
+from .ingest import HISTORY, VERDICT
 
 PROTOCOLS = ("classic-eager", "classic-cooperative", "classic-static", "consumer")
 FAULTS = ("pause", "crash", "poll-stall", "network", "none")
