@@ -11,6 +11,7 @@ The archive is only valid for the JVM build and the jars it was dumped with; it 
 kept under a fingerprint of both (and of the JVM options), so another JDK or another
 pyspark gets its own. A stale one the JVM rejects costs nothing but the speed-up: the
 JVM checks every jar's size and mtime itself and falls back to loading from the jars.
+A training analysis that fails is a setup error: `analyze` would fail the same way.
 
     python3 -m analysis.class_archive train|check ARCHIVE   # the two steps setup runs
 """
