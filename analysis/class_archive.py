@@ -2,27 +2,32 @@
 
 A Spark session loads ~24,000 classes, and a fresh JVM parses and verifies each one
 from Spark's jars. `rebalance-lab setup` runs one analysis of a few synthetic runs in a
-JVM that archives every class it loaded when it exits (`-XX:ArchiveClassesAtExit`);
-every later session maps that archive instead (`-XX:SharedArchiveFile`): a fresh
-`rebalance-lab analyze` of 100 runs takes ~37 s instead of ~44 s, its Spark session
-starts in 2.5 s instead of 5 (docs/analysis.md, "Speed").
+JVM that archives every class it loaded when it exits (`-XX:ArchiveClassesAtExit`),
+then a session that must map the result (`-Xshare:on`); every later session's driver
+maps it (`-XX:SharedArchiveFile`) and starts in about half the time (figures in
+docs/analysis.md, "Speed").
 
-The archive is only valid for the JVM build and the jars it was dumped with; it is
-kept under a fingerprint of both (and of the JVM options), so another JDK or another
-pyspark gets its own. A stale one the JVM rejects costs nothing but the speed-up: the
-JVM checks every jar's size and mtime itself and falls back to loading from the jars.
-A training analysis that fails is a setup error: `analyze` would fail the same way.
+The archive is only valid for the JVM build (and its base archive) and the jars it was
+dumped with; it is kept under a fingerprint of both and of the JVM options, so another
+JDK or another pyspark gets its own. A stale one the JVM rejects costs nothing but the
+speed-up: the JVM checks every jar's size and mtime itself and loads from the jars.
+A torn one would crash the JVM mapping it (SIGBUS), so only a checked archive, synced
+to disk, takes the name. A training analysis that fails is a setup error (`analyze`
+would fail the same way); a JVM that writes no usable archive is only reported.
 
-    python3 -m analysis.class_archive train|check ARCHIVE   # the two steps setup runs
+The steps run as children of setup (harness/install.py supervises them: their own
+process group, killed with their JVM on Ctrl-C, and a killed JVM writes nothing):
+
+    python3 -m analysis.class_archive train|check ARCHIVE
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -31,6 +36,13 @@ from runtime.home import lab_home
 
 # The JVM prints a rejected archive's reasons as warnings on stdout, the CLI's output.
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+# Archives of another JDK, pyspark or JVM options that no session has mapped for this long go.
+UNUSED_FOR_S = 30 * 86400
+STEP_TIMEOUT_S = 900
+# A step: `python3 -m analysis.class_archive STEP STAGING`; what a failure of it means.
+STEPS = {"train": "the training analysis", "check": "a session mapping the archive with -Xshare:on"}
+# Runs a step's argv with its output in a log; returns its exit code once it and its JVM are gone.
+StepRunner = Callable[[str, list[str], Path], int]
 
 
 def _java() -> Path:
@@ -52,20 +64,28 @@ def archive_path() -> Path:
 
     digest = hashlib.sha256(jvm_options().encode())
     java = _java()
-    for f in [java, *sorted(java.parents[1].glob("lib/server/libjvm.so"))]:
+    # libjvm.so and the JDK's base archive (classes*.jsa), which a dynamic archive extends
+    for f in [java, *sorted(java.parents[1].glob("lib/server/*"))] + sorted(_spark_jars().glob("*.jar")):
         st = f.stat() if f.exists() else None
         digest.update(f"{f}:{st and st.st_size}:{st and st.st_mtime_ns}\n".encode())
-    jars = _spark_jars()
-    for jar in sorted(jars.glob("*.jar")):
-        st = jar.stat()
-        digest.update(f"{jar}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return lab_home() / "spark-class-archive" / f"{digest.hexdigest()[:16]}.jsa"
 
 
-def driver_options() -> str:
-    """The driver options that map the archive, if it was built."""
+def _option(flag: str, path: Path) -> str:
+    # quoted: Spark's launcher splits extraJavaOptions on whitespace, and honours quotes
+    return f'"{flag}={path}"'
+
+
+def archive_options() -> str:
+    """The driver's JVM options that map the archive, if it was built ('' if not)."""
     path = archive_path()
-    return f"-XX:SharedArchiveFile={path} {_QUIET}" if path.exists() else ""
+    if not path.exists():
+        return ""
+    try:
+        os.utime(path)  # in use: not swept as another setup's stale archive
+    except OSError:
+        pass
+    return f"{_option('-XX:SharedArchiveFile', path)} {_QUIET}"
 
 
 def _alive(pid: int) -> bool:
@@ -78,37 +98,59 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def build(report: Callable[[str], None]) -> bool:
-    """Build the archive unless it exists; True if built."""
+def _sweep(keep: Path) -> None:
+    """Staging files of setups that are gone, and archives nobody mapped for UNUSED_FOR_S."""
+    for leftover in keep.parent.glob("*.*.staging"):
+        if not _alive(int(leftover.name.split(".")[1])):
+            leftover.unlink(missing_ok=True)
+    for other in keep.parent.glob("*.jsa"):
+        try:
+            if other != keep and time.time() - other.stat().st_mtime > UNUSED_FOR_S:
+                other.unlink()
+        except OSError:
+            pass
+
+
+def _publish(staging: Path, target: Path) -> None:
+    """`staging` under the name `target`, on disk before it has the name (a torn archive crashes the JVM)."""
+    with open(staging, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(staging, target)
+    directory = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def build(report: Callable[[str], None], run_step: StepRunner) -> bool:
+    """Build the archive unless it exists; True if built. SetupError if the training analysis fails."""
     target = archive_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _sweep(target)
     if target.exists():
         report("analysis JVM class archive: already built")
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for leftover in target.parent.glob("*.*.staging"):  # an interrupted setup's JVM writes it as it exits
-        if not _alive(int(leftover.name.split(".")[1])):
-            leftover.unlink(missing_ok=True)
     staging = target.with_name(f"{target.stem}.{os.getpid()}.staging")
+    log = target.with_suffix(".log")
+    log.unlink(missing_ok=True)
     report("analysis JVM class archive: one analysis of synthetic runs, its classes archived as the JVM exits …")
     try:
-        # a torn archive crashes the JVM that maps it (SIGBUS): only a checked one takes the name
-        for step, what in (("train", "the training analysis"), ("check", "a session mapping it with -Xshare:on")):
-            try:
-                proc = subprocess.run([sys.executable, "-m", __name__, step, str(staging)],
-                                      capture_output=True, text=True, timeout=900)
-            except subprocess.TimeoutExpired:
-                raise SetupError(f"the analysis JVM's class archive ({target}) could not be built: "
-                                 f"{what} took more than 15 minutes") from None
-            if proc.returncode != 0 or not staging.exists():
-                raise SetupError(f"the analysis JVM's class archive ({target}) could not be built: {what} exited "
-                                 f"{proc.returncode}\n{(proc.stdout + proc.stderr)[-3000:]}")
-        os.replace(staging, target)
+        for step, what in STEPS.items():
+            code = run_step(f"class-archive-{step}", [sys.executable, "-m", __name__, step, str(staging)], log)
+            tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+            if step == "train" and code != 0:
+                raise SetupError(f"the analysis JVM's class archive could not be built: {what} exited {code} "
+                                 f"(log: {log})\n{tail}")
+            if code != 0 or not staging.exists():
+                report(f"analysis JVM class archive: not built ({what} exited {code}, log: {log}); "
+                       "Spark sessions load their classes from the jars")
+                return False
+        size = staging.stat().st_size
+        _publish(staging, target)
     finally:
         staging.unlink(missing_ok=True)
-    for other in target.parent.glob("*.jsa"):  # another JDK's or pyspark's: 170 MB each
-        if other != target:
-            other.unlink(missing_ok=True)
-    report(f"analysis JVM class archive: built ({target.stat().st_size / 2**20:.0f} MB)")
+    report(f"analysis JVM class archive: built ({size / 2**20:.0f} MB, {target})")
     return True
 
 
@@ -121,7 +163,8 @@ def _train(target: Path) -> None:
     from .session import spark_session
     from .synthetic import FAULTS, PROTOCOLS, SynthSpec, write_run
 
-    spark = spark_session(app_name="rebalance-lab-class-archive", archive=f"-XX:ArchiveClassesAtExit={target}")
+    spark = spark_session(app_name="rebalance-lab-class-archive",
+                          cds_options=_option("-XX:ArchiveClassesAtExit", target))
     gateway = SparkContext._gateway
     with tempfile.TemporaryDirectory(prefix="rebalance-lab-class-archive-") as tmp:
         runs = Path(tmp, "runs")
@@ -129,21 +172,28 @@ def _train(target: Path) -> None:
             write_run(runs / f"synth-{seed}", SynthSpec(seed, protocol, fault))
         for _ in range(2):
             analyze([str(runs)], Path(tmp, "out"), spark=spark, run_reports="all")
+    _stop(spark, gateway)  # the JVM writes the archive on its way out
+
+
+def _stop(spark, gateway) -> None:
+    """Stop the session and wait for its JVM to exit (it does when pyspark's gateway closes its stdin)."""
     spark.stop()
-    # the JVM exits when its stdin closes (pyspark's gateway), and writes the archive on its way out
     gateway.proc.stdin.close()
-    if gateway.proc.wait(timeout=600) != 0:
-        sys.exit(f"the training JVM exited {gateway.proc.returncode}")
+    if gateway.proc.wait(timeout=STEP_TIMEOUT_S) != 0:
+        sys.exit(f"the JVM exited {gateway.proc.returncode}")
 
 
 def _check(archive: Path) -> None:
     """A session whose JVM must map `archive` (-Xshare:on: it refuses to start otherwise) runs a query."""
+    from pyspark import SparkContext
+
     from .session import spark_session
 
-    spark = spark_session(app_name="rebalance-lab-class-archive", archive=f"-XX:SharedArchiveFile={archive} -Xshare:on")
+    spark = spark_session(app_name="rebalance-lab-class-archive",
+                          cds_options=f"{_option('-XX:SharedArchiveFile', archive)} -Xshare:on")
     if spark.range(3).count() != 3:
         sys.exit("the session mapping the archive counted wrong")
-    spark.stop()
+    _stop(spark, SparkContext._gateway)
 
 
 if __name__ == "__main__":

@@ -84,13 +84,13 @@ def jvm_options() -> str:
 
 
 def spark_session(master: str | None = None, app_name: str = "rebalance-lab-analyze",
-                  extra_conf: dict[str, str] | None = None, archive: str | None = None):
+                  extra_conf: dict[str, str] | None = None, cds_options: str | None = None):
     """The active session if there is one (tests share one), else a new one for `master`.
-    The driver maps the class archive `rebalance-lab setup` built, if there is one (`archive`:
+    The driver maps the class archive `rebalance-lab setup` built, if there is one (`cds_options`:
     other class-data-sharing options instead, analysis.class_archive)."""
     from pyspark.sql import SparkSession
 
-    from .class_archive import driver_options
+    from .class_archive import archive_options
 
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
@@ -99,12 +99,12 @@ def spark_session(master: str | None = None, app_name: str = "rebalance-lab-anal
         active.stop()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     java_opts = f"-Dlog4j.configurationFile=file:{_log4j_file()} {jvm_options()}"
-    archive = driver_options() if archive is None else archive
+    cds_options = archive_options() if cds_options is None else cds_options
     builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
                .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
                .config("spark.driver.bindAddress", os.environ.get("SPARK_DRIVER_BIND", "127.0.0.1"))
                # the archive is a file on this machine: the driver's, never a remote executor's
-               .config("spark.driver.extraJavaOptions", f"{java_opts} {archive}".strip())
+               .config("spark.driver.extraJavaOptions", f"{java_opts} {cds_options}".strip())
                .config("spark.executor.extraJavaOptions", java_opts))
     for key, value in {**CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -329,6 +330,36 @@ def toxiproxy_binary() -> Path:
     return binary
 
 
+# --------------------------------------------------------------------------- the analysis JVM's class archive
+
+
+def _run_step(name: str, argv: list[str], log: Path) -> int:
+    """A step of analysis.class_archive in its own process group, registered (`cleanup` finds it
+    if setup dies); returns its exit code once the group is gone. A Ctrl-C, an error or the timeout
+    kills the group, its JVM too, which then writes no archive."""
+    from analysis.class_archive import STEP_TIMEOUT_S
+    from harness.processes import Supervisor
+
+    supervisor = Supervisor(owner="setup")
+    proc = supervisor.start(name, "setup", argv, log)
+    try:
+        return proc.popen.wait(timeout=STEP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"{name} took more than {STEP_TIMEOUT_S // 60} minutes (log: {log})") from None
+    finally:
+        supervisor.kill(name)
+        try:  # a step that failed leaves its JVM behind for a moment, and a JVM leaving dumps its archive
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def install_class_archive(report: Report) -> bool:
+    from analysis import class_archive  # `run` imports this module, and never the analysis
+
+    return class_archive.build(report, _run_step)
+
+
 # --------------------------------------------------------------------------- Python
 
 
@@ -356,15 +387,13 @@ def install_python(report: Report) -> bool:
 
 def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
     """Install everything; returns True if anything changed."""
-    from analysis import class_archive  # `run` imports this module, and never the analysis
-
     changed = install_python(report)
     for line in kafka_lines or list(versions.KAFKA_RELEASES):
         changed |= install_kafka(line, report)
         changed |= install_kafka_tools(line, report)
     changed |= install_jolokia(report)
     changed |= install_toxiproxy(report)
-    changed |= class_archive.build(report)
+    changed |= install_class_archive(report)
     return changed
 
 
