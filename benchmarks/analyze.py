@@ -15,12 +15,18 @@ does), of a warm one (the same runs again: Parquet cache read) and of a cold one
 every run's page (`--run-reports all`; each page is ~0.2 s of matplotlib), all in one
 Spark session started beforehand, whose start is printed on its own. Goal on the 2-core
 reference machine: 100 runs in 20 s, and time growing linearly with the number of runs.
+
+Then, as a user runs it, `python3 -m analysis` of the largest size up to 100 in a fresh
+process (its own JVM: class loading and JIT paid again), side by side with the class
+archive `rebalance-lab setup` built and without it (`--no-fresh` skips this).
 """
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from analysis.class_archive import archive_path  # noqa: E402
 from analysis.job import analyze  # noqa: E402
 from analysis.session import spark_session  # noqa: E402
 from analysis.synthetic import FAULTS, PROTOCOLS, SynthSpec, write_run  # noqa: E402
@@ -49,11 +56,22 @@ def timed(runs: Path, out: Path, spark, run_reports: str = "auto") -> tuple[floa
     return time.monotonic() - t0, result.timings
 
 
+def fresh_process(runs: Path, out: Path, master: str, home: str | None = None) -> float:
+    """`python3 -m analysis` in a process of its own; `home` replaces REBALANCE_LAB_HOME (where the archive is)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)} | ({"REBALANCE_LAB_HOME": home} if home else {})
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "analysis", str(runs), "--out", str(out), "--master", master],
+                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - t0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10,30,100", help="comma-separated numbers of runs")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--keep", type=Path, default=None, help="write runs and results here and keep them")
+    parser.add_argument("--no-fresh", dest="fresh", action="store_false",
+                        help="skip the fresh processes, with and without the class archive")
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",")})
 
@@ -85,6 +103,18 @@ def main() -> int:
             print(f"{n:>5} {cold:>9.1f} {warm_s:>9.1f} {every:>9.1f} {cold / n:>6.2f}   "
                   + ", ".join(f"{k} {v:.1f}" for k, v in phases.items() if k != "spark start") + growth)
             previous = (n, cold)
+        spark.stop()  # the fresh processes get the cores to themselves
+        if args.fresh and [n for n in sizes if n <= 100]:
+            n = max(n for n in sizes if n <= 100)
+            if not archive_path().exists():
+                print("no class archive (`rebalance-lab setup` builds it): fresh processes skipped")
+            else:
+                with_archive = fresh_process(root / f"set-{n}", root / f"fresh-{n}", args.master)
+                (root / "home-without-archive").mkdir()
+                without = fresh_process(root / f"set-{n}", root / f"fresh-{n}-no-archive", args.master,
+                                        home=str(root / "home-without-archive"))
+                print(f"fresh process, {n} runs (`python3 -m analysis`, JVM start included): {with_archive:.1f} s "
+                      f"with the class archive, {without:.1f} s without (×{without / with_archive:.2f})")
     finally:
         spark.stop()
         if args.keep is None:
