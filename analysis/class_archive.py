@@ -39,8 +39,6 @@ _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 # Archives of another JDK, pyspark or JVM options that no session has mapped for this long go.
 UNUSED_FOR_S = 30 * 86400
 STEP_TIMEOUT_S = 900
-# A step: `python3 -m analysis.class_archive STEP STAGING`; what a failure of it means.
-STEPS = {"train": "the training analysis", "check": "a session mapping the archive with -Xshare:on"}
 # Runs a step's argv with its output in a log; returns its exit code once it and its JVM are gone.
 StepRunner = Callable[[str, list[str], Path], int]
 
@@ -136,10 +134,10 @@ def build(report: Callable[[str], None], run_step: StepRunner) -> bool:
     log.unlink(missing_ok=True)
     report("analysis JVM class archive: one analysis of synthetic runs, its classes archived as the JVM exits …")
     try:
-        for step, what in STEPS.items():
+        for step, (what, _) in STEPS.items():
             code = run_step(f"class-archive-{step}", [sys.executable, "-m", __name__, step, str(staging)], log)
-            tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
             if step == "train" and code != 0:
+                tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
                 raise SetupError(f"the analysis JVM's class archive could not be built: {what} exited {code} "
                                  f"(log: {log})\n{tail}")
             if code != 0 or not staging.exists():
@@ -157,26 +155,26 @@ def build(report: Callable[[str], None], run_step: StepRunner) -> bool:
 def _train(target: Path) -> None:
     """One analysis (and its rerun from the Parquet cache) in a JVM that archives its classes
     into `target` on exit; returns once that JVM has exited, so the archive is complete."""
-    from pyspark import SparkContext
-
     from .job import analyze
     from .session import spark_session
     from .synthetic import FAULTS, PROTOCOLS, SynthSpec, write_run
 
     spark = spark_session(app_name="rebalance-lab-class-archive",
                           cds_options=_option("-XX:ArchiveClassesAtExit", target))
-    gateway = SparkContext._gateway
     with tempfile.TemporaryDirectory(prefix="rebalance-lab-class-archive-") as tmp:
         runs = Path(tmp, "runs")
         for seed, (protocol, fault) in enumerate(zip(PROTOCOLS, FAULTS), start=1):
             write_run(runs / f"synth-{seed}", SynthSpec(seed, protocol, fault))
         for _ in range(2):
             analyze([str(runs)], Path(tmp, "out"), spark=spark, run_reports="all")
-    _stop(spark, gateway)  # the JVM writes the archive on its way out
+    _stop(spark)  # the JVM writes the archive on its way out
 
 
-def _stop(spark, gateway) -> None:
+def _stop(spark) -> None:
     """Stop the session and wait for its JVM to exit (it does when pyspark's gateway closes its stdin)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
     spark.stop()
     gateway.proc.stdin.close()
     if gateway.proc.wait(timeout=STEP_TIMEOUT_S) != 0:
@@ -185,16 +183,17 @@ def _stop(spark, gateway) -> None:
 
 def _check(archive: Path) -> None:
     """A session whose JVM must map `archive` (-Xshare:on: it refuses to start otherwise) runs a query."""
-    from pyspark import SparkContext
-
     from .session import spark_session
 
     spark = spark_session(app_name="rebalance-lab-class-archive",
                           cds_options=f"{_option('-XX:SharedArchiveFile', archive)} -Xshare:on")
     if spark.range(3).count() != 3:
         sys.exit("the session mapping the archive counted wrong")
-    _stop(spark, SparkContext._gateway)
+    _stop(spark)
 
+
+# `python3 -m analysis.class_archive STEP STAGING`: what a failure of the step means, and the step
+STEPS = {"train": ("the training analysis", _train), "check": ("a session mapping the archive with -Xshare:on", _check)}
 
 if __name__ == "__main__":
-    {"train": _train, "check": _check}[sys.argv[1]](Path(sys.argv[2]))
+    STEPS[sys.argv[1]][1](Path(sys.argv[2]))

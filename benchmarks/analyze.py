@@ -104,8 +104,9 @@ def main() -> int:
                   + ", ".join(f"{k} {v:.1f}" for k, v in phases.items() if k != "spark start") + growth)
             previous = (n, cold)
         spark.stop()  # the fresh processes get the cores to themselves
-        if args.fresh and [n for n in sizes if n <= 100]:
-            n = max(n for n in sizes if n <= 100)
+        small = [n for n in sizes if n <= 100]
+        if args.fresh and small:
+            n = max(small)
             if not archive_path().exists():
                 print("no class archive (`rebalance-lab setup` builds it): fresh processes skipped")
             else:
