@@ -64,9 +64,10 @@ def main() -> None:
 def setup(lines: tuple[str, ...], compose: bool) -> None:
     """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
     from harness.install import setup_all
+    from harness.stop_signals import like_ctrl_c
 
     try:
-        with console.status("setting up …") as status:
+        with like_ctrl_c(), console.status("setting up …") as status:
             def report(msg: str) -> None:
                 status.update(msg)
                 console.print(msg, markup=False)
@@ -77,6 +78,10 @@ def setup(lines: tuple[str, ...], compose: bool) -> None:
                 changed |= setup_compose(report, list(lines) or list(versions.KAFKA_RELEASES))
     except LabError as e:
         _fail(e)
+    except KeyboardInterrupt:  # every step it had started is stopped by now; none is marked installed
+        console.print("setup: interrupted; what it was installing is not marked installed, and the next setup "
+                      "starts it again.", markup=False)
+        sys.exit(EXIT_INTERRUPTED)
     console.print("setup: everything was already installed; nothing to do." if not changed else "setup: done.")
 
 

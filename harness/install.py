@@ -13,10 +13,8 @@ once per JDK and pyspark (analysis.class_archive).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,7 @@ from typing import Callable
 
 from harness import versions
 from harness.paths import components_dir
+from harness.processes import Supervisor
 from runtime.errors import SetupError
 
 Report = Callable[[str], None]
@@ -104,6 +103,27 @@ def _explain_failure(what: str, registry: str, output: str) -> SetupError:
     return SetupError(f"{what} failed.\n{tail}")
 
 
+def _run_step(name: str, argv: list[str], log: Path, timeout: float | None = None, env: dict | None = None,
+              cwd: str | None = None) -> int:
+    """One step of setup to completion, its output in `log`: in its own process group, registered
+    (`cleanup` finds it if setup dies), the whole group killed on any way out — a Ctrl-C, SIGTERM
+    (the `setup` command takes it like Ctrl-C), an error, the timeout."""
+    try:
+        return Supervisor(owner="setup").run(name, "setup", argv, log, timeout=timeout, env=env,
+                                             cwd=Path(cwd) if cwd else None)
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"{name} took more than {timeout / 60:.0f} minutes (log: {log})") from None
+
+
+def _run_tool(name: str, argv: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[int, str]:
+    """A tool (mvn, go, pip) run as a step of setup; its exit code and its output (kept in
+    ``components/logs/<name>.log`` for a look after a failure)."""
+    log = components_dir() / "logs" / f"{name}.log"
+    log.unlink(missing_ok=True)
+    code = _run_step(name, argv, log, env=env, cwd=cwd)
+    return code, log.read_text(errors="replace") if log.exists() else ""
+
+
 def _read_marker(directory: Path) -> dict | None:
     try:
         return json.loads((directory / ".installed").read_text())
@@ -119,9 +139,9 @@ def _mvn(what: str, *args: str, cwd: str) -> None:
     """Run Maven in batch mode, quietly; a failure is explained (unreachable Central or not)."""
     mvn = _tool("mvn", "Install Apache Maven (Debian: `apt-get install maven`).")
     _check_java()
-    proc = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise _explain_failure(what, "Maven Central", proc.stdout + proc.stderr)
+    code, output = _run_tool("mvn", [mvn, "-B", "-q", *args], cwd=cwd)
+    if code != 0:
+        raise _explain_failure(what, "Maven Central", output)
 
 
 def _replace_dir(target: Path, staging: Path, name: str) -> None:
@@ -310,14 +330,10 @@ def install_toxiproxy(report: Report) -> bool:
     go = _check_go()
     report(f"Toxiproxy {versions.TOXIPROXY_VERSION}: building with go install …")
     target.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [go, "install", f"{versions.TOXIPROXY_MODULE}@{versions.TOXIPROXY_VERSION}"],
-        env={**os.environ, "GOBIN": str(target)},
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise _explain_failure("building Toxiproxy", "the Go module proxy", proc.stdout + proc.stderr)
+    code, output = _run_tool("go-install", [go, "install", f"{versions.TOXIPROXY_MODULE}@{versions.TOXIPROXY_VERSION}"],
+                             env={"GOBIN": str(target)})
+    if code != 0:
+        raise _explain_failure("building Toxiproxy", "the Go module proxy", output)
     _write_marker(target, marker)
     report(f"Toxiproxy {versions.TOXIPROXY_VERSION}: built {target / 'server'}")
     return True
@@ -333,31 +349,10 @@ def toxiproxy_binary() -> Path:
 # --------------------------------------------------------------------------- the analysis JVM's class archive
 
 
-def _run_step(name: str, argv: list[str], log: Path) -> int:
-    """A step of analysis.class_archive in its own process group, registered (`cleanup` finds it
-    if setup dies); returns its exit code once the group is gone. A Ctrl-C, an error or the timeout
-    kills the group, its JVM too, which then writes no archive."""
-    from analysis.class_archive import STEP_TIMEOUT_S
-    from harness.processes import Supervisor
-
-    supervisor = Supervisor(owner="setup")
-    proc = supervisor.start(name, "setup", argv, log)
-    try:
-        return proc.popen.wait(timeout=STEP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise SetupError(f"{name} took more than {STEP_TIMEOUT_S // 60} minutes (log: {log})") from None
-    finally:
-        supervisor.kill(name)
-        try:  # a step that failed leaves its JVM behind for a moment, and a JVM leaving dumps its archive
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def install_class_archive(report: Report) -> bool:
     from analysis import class_archive  # `run` imports this module, and never the analysis
 
-    return class_archive.build(report, _run_step)
+    return class_archive.build(report, lambda name, argv, log: _run_step(name, argv, log, class_archive.STEP_TIMEOUT_S))
 
 
 # --------------------------------------------------------------------------- Python
@@ -375,9 +370,9 @@ def install_python(report: Report) -> bool:
         report("Python packages: already installed at their pinned versions")
         return False
     report(f"Python packages: pip install {' '.join(missing)} …")
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise _explain_failure("pip install", "PyPI", proc.stdout + proc.stderr)
+    code, output = _run_tool("pip-install", [sys.executable, "-m", "pip", "install", "-q", *missing])
+    if code != 0:
+        raise _explain_failure("pip install", "PyPI", output)
     report("Python packages: installed")
     return True
 

@@ -128,6 +128,18 @@ class Supervisor:
             self.on_start(proc)
         return proc
 
+    def run(self, name: str, role: str, argv: list[str], log_path: Path, timeout: float | None = None,
+            env: dict | None = None, cwd: Path | None = None) -> int:
+        """Start ``argv`` and wait for it to exit (``timeout``: subprocess.TimeoutExpired); returns its
+        exit code. Its whole group goes on any way out — a Ctrl-C, an error, the timeout, or a leader
+        that left children behind (the JVM ``mvn`` started, ``go``'s compilers)."""
+        proc = self.start(name, role, argv, log_path, env=env, cwd=cwd)
+        try:
+            return proc.popen.wait(timeout=timeout)
+        finally:
+            self.kill(name)
+            _signal_group(proc.pid, signal.SIGKILL)  # kill() leaves the group alone once the leader is gone
+
     def record_start(self, name: str, role: str, pid: int | None) -> None:
         if self.on_start:
             self.on_start(ProcessRecord(name, role, pid))

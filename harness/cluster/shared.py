@@ -24,7 +24,6 @@ their starts and exits (a crashed broker, its restart) are recorded in that run'
 from __future__ import annotations
 
 import json
-import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Callable
 from faults.catalogue import TOPIC_KINDS
 from harness.cluster.backend import STARTED_BACKENDS, ClusterBackend, open_cluster
 from harness.processes import Supervisor
+from harness.stop_signals import like_ctrl_c
 
 if TYPE_CHECKING:
     from harness.cluster.local import ClusterSpec
@@ -196,22 +196,14 @@ class SharedCluster:
         return {**self.pooled.cluster.describe(), "shared": {"runs": self.pooled.runs, "pool": str(self.pool.workdir)}}
 
 
-def _interrupt(_signum, _frame) -> None:
-    raise KeyboardInterrupt
-
-
 @contextmanager
 def runs_in_a_row(pool: ClusterPool | None) -> Iterator[None]:
     """Runs one after another (a suite's variants, a compare's protocols, a sweep's points): between them SIGTERM / SIGHUP
     stop like Ctrl-C (each Run handles them itself while it runs), and the shared clusters are
     stopped at the end, whatever happened."""
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
+    with like_ctrl_c():
         try:
+            yield
+        finally:
             if pool:
                 pool.close()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)

@@ -1,7 +1,13 @@
-"""harness/install.py: pins agree with pyproject.toml; Kafka POM and classpath; missing tools explained."""
+"""harness/install.py: pins agree with pyproject.toml; Kafka POM and classpath; missing tools explained;
+a stopped setup leaves no tool running."""
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 from xml.etree import ElementTree
@@ -9,7 +15,8 @@ from xml.etree import ElementTree
 import pytest
 
 from harness import install, versions
-from runtime.errors import EXIT_BAD_INPUT, SetupError
+from harness.processes import process_state, registered
+from runtime.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SetupError
 
 REPO = Path(__file__).resolve().parents[2]
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -85,3 +92,37 @@ def test_unreachable_registry_is_named():
     err = install._explain_failure("resolving Kafka 3.9.2", "Maven Central",
                                    "[ERROR] Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.9.2")
     assert str(err).startswith("resolving Kafka 3.9.2 failed: Maven Central is unreachable from this machine.")
+
+
+def _until(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_stopped_setup_stops_the_tool_it_was_running_and_its_children(tmp_path, monkeypatch, sig):
+    """`setup` killed while Maven resolves Kafka: a stand-in `mvn` that started a child of its own;
+    both go with setup, nothing stays registered, nothing is marked installed."""
+    bin_dir, pids = tmp_path / "bin", tmp_path / "mvn.pids"
+    bin_dir.mkdir()
+    (bin_dir / "mvn").write_text(f"#!/bin/sh\nsleep 300 &\necho $$ $! > {pids}\nwait\n")
+    (bin_dir / "mvn").chmod(0o755)
+    home = tmp_path / "home"
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(home))
+    setup = subprocess.Popen([sys.executable, "-m", "harness", "setup", "--kafka", "3.9"], cwd=REPO,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    try:
+        _until(lambda: pids.exists() and pids.read_text().endswith("\n"))
+        mvn, child = map(int, pids.read_text().split())
+        setup.send_signal(sig)
+        out, _ = setup.communicate(timeout=60)
+    finally:
+        setup.kill()
+    assert setup.returncode == EXIT_INTERRUPTED, out
+    assert "setup: interrupted" in out and "Traceback" not in out
+    assert process_state(mvn) in (None, "Z") and process_state(child) in (None, "Z")
+    assert registered() == []
+    assert not list(home.rglob(".installed"))

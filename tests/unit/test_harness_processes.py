@@ -109,6 +109,43 @@ def test_poll_exits_reports_a_process_that_ended_on_its_own_once(home, tmp_path)
     assert codes == [("producer", 3)] and not proc.registration.exists()
 
 
+def leader_and_child(tmp_path: Path, then: str) -> list[str]:
+    """A leader that starts `sleep 30` in its group, writes both pids, then `then`."""
+    return ["sh", "-c", f"sleep 30 & echo $$ $! > {tmp_path / 'pids'}; {then}"]
+
+
+def pids(tmp_path: Path) -> list[int]:
+    wait_until(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text().endswith("\n"))
+    return [int(p) for p in (tmp_path / "pids").read_text().split()]
+
+
+def test_run_returns_the_exit_code_and_kills_what_the_leader_left_behind(home, tmp_path):
+    codes = []
+    sup = Supervisor(owner="setup", on_exit=lambda p, code: codes.append((p.name, code)))
+    assert sup.run("mvn", "setup", leader_and_child(tmp_path, "exit 3"), tmp_path / "mvn.log", timeout=10) == 3
+    leader, child = pids(tmp_path)
+    wait_until(lambda: gone(child))  # SIGKILLed with its group, not left to finish its 30 s
+    assert gone(leader) and codes == [("mvn", 3)] and registered() == []
+
+
+@pytest.mark.parametrize("way_out", ["timeout", "ctrl-c"])
+def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out):
+    sup = Supervisor(owner="setup")
+    if way_out == "ctrl-c":  # a KeyboardInterrupt while it waits, as the `setup` command gets one
+        def interrupt():
+            pids(tmp_path)  # once both are running
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log")
+    else:
+        with pytest.raises(subprocess.TimeoutExpired):
+            sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log", timeout=3)
+    leader, child = pids(tmp_path)
+    wait_until(lambda: gone(leader) and gone(child))
+    assert registered() == []
+
+
 def test_members_started_from_another_thread_never_break_a_walk_of_the_table(home, tmp_path):
     """The fault scheduler's thread starts members (scale, join storms) while the run's thread
     polls for exits: seen in a real run as "dictionary changed size during iteration"."""
