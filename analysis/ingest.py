@@ -217,7 +217,8 @@ def parse_lines(spark: SparkSession, runs: list[RunDir]) -> DataFrame:
              .select("run_key", (F.col("pos") + 1).cast("long").alias("line"),
                      F.from_json("text", LINE_SCHEMA).alias("e")))
     bad = F.col("e").isNull() | F.col("e.name").isNull() | F.col("e.mono_ms").isNull()
-    typed = _typed(lines.withColumn("bad", bad))
+    # numbered in as many tasks as there are cores, whatever the analysis's later steps use
+    typed = _typed(lines.withColumn("bad", bad)).repartition(spark.sparkContext.defaultParallelism, "run_key")
     # the oracle's order: mono_ms, then source, then seq; file order breaks ties (bad lines last)
     w = Window.partitionBy("run_key").orderBy(
         "bad", "mono_ms", F.coalesce("source", F.lit("")), F.coalesce("seq", F.lit(0)), "line")
@@ -288,7 +289,7 @@ class EventCache:
             if old.is_dir() and old.name not in live:
                 shutil.rmtree(old, ignore_errors=True)
 
-    def read(self, spark: SparkSession, keys: list[str]) -> DataFrame:
+    def read(self, spark: SparkSession, keys: list[str], tasks: int) -> DataFrame:
         by_batch: dict[str, list[str]] = {}
         for k in keys:
             by_batch.setdefault(self.runs[k]["batch"], []).append(k)
@@ -299,7 +300,7 @@ class EventCache:
         out = frames[0]
         for f in frames[1:]:
             out = out.unionByName(f)
-        return out
+        return out.coalesce(tasks)
 
 
 @dataclass
@@ -311,7 +312,9 @@ class Loaded:
     cached: list[str]  # run labels read from the Parquet cache
 
 
-def load_events(spark: SparkSession, runs: list[RunDir], cache_dir: Path) -> Loaded:
+def load_events(spark: SparkSession, runs: list[RunDir], cache_dir: Path, tasks: int | None = None) -> Loaded:
+    """`tasks`: how many tasks a scan of the events gets (analysis.session.tasks_per_stage; default:
+    one per core)."""
     cache = EventCache(cache_dir)
     stale = [r for r in runs if not cache.fresh(r)]
     skipped: list[Skipped] = []
@@ -327,5 +330,6 @@ def load_events(spark: SparkSession, runs: list[RunDir], cache_dir: Path) -> Loa
         parsed = [r for r in stale if r.key not in damaged]
         cache.record(parsed, batch)
     good = [r for r in runs if r not in stale or r in parsed]
-    events = cache.read(spark, [r.key for r in good]) if good else spark.createDataFrame([], EVENT_SCHEMA)
+    tasks = tasks or spark.sparkContext.defaultParallelism
+    events = cache.read(spark, [r.key for r in good], tasks) if good else spark.createDataFrame([], EVENT_SCHEMA)
     return Loaded(events, good, skipped, [r.run for r in parsed], [r.run for r in good if r not in parsed])

@@ -113,7 +113,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     from .aggregate import by_dimension, by_group, metric_rows
     from .metrics import materialize, per_run_metrics
     from .report import analysis_report
-    from .session import spark_session
+    from .session import SHUFFLE_PARTITIONS, spark_session, tasks_per_stage
 
     timings: dict[str, float] = {}
     t = time.monotonic()
@@ -126,13 +126,17 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     # collects, summaries and table writes are small jobs each: run concurrently, they overlap one
     # another's driver-side time
     pool = ThreadPoolExecutor(4)
+    shuffle_partitions = None
     try:
         spark = spark or spark_session(master)
         timings["spark start"] = time.monotonic() - t
+        shuffle_partitions = spark.conf.get(SHUFFLE_PARTITIONS)
+        tasks = tasks_per_stage(spark, sum(r.fingerprint["size"] for r in runs))
+        spark.conf.set(SHUFFLE_PARTITIONS, str(tasks))  # this analysis's queries only: restored below
 
         t = time.monotonic()
         progress(f"reading {len(runs)} run directories")
-        loaded = load_events(spark, runs, Path(cache_dir) if cache_dir else out / "cache")
+        loaded = load_events(spark, runs, Path(cache_dir) if cache_dir else out / "cache", tasks)
         skipped += loaded.skipped
         for s in loaded.skipped:
             progress(f"skipped {s.path}: {s.reason}")
@@ -201,6 +205,8 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
                                  collected["by_dimension"], collected["metrics"], run_pages, timings)
         timings["reports"] = time.monotonic() - t
     finally:
+        if shuffle_partitions is not None:
+            spark.conf.set(SHUFFLE_PARTITIONS, shuffle_partitions)
         pool.shutdown(cancel_futures=True)
         pages.close()
     (out / "summary.json").write_text(json.dumps({

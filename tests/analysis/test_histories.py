@@ -19,6 +19,7 @@ from analysis import class_archive
 from analysis.ingest import HISTORY, VERDICT, find_runs, load_events
 from analysis.job import analyze
 from analysis.pages import EVERY_RUN_PAGE_UP_TO, shows_problem
+from analysis.session import CONF, SHUFFLE_PARTITIONS, TASK_INPUT_BYTES, tasks_per_stage
 from analysis.synthetic import PROTOCOLS, SynthSpec, write_run
 from harness.cli import main as lab
 from oracle import check_history, load_history
@@ -234,6 +235,14 @@ def test_tables_are_written_as_parquet_and_csv_and_reports_are_self_contained(sp
     assert len(result.runs) > EVERY_RUN_PAGE_UP_TO
     assert set(result.run_reports) == {r["run"] for r in result.runs if shows_problem(r)} != set()
     assert f"Pages drawn for {len(result.run_reports)} of the {len(result.runs)} runs" in result.report.read_text()
+
+
+def test_an_analysis_of_a_few_mb_runs_one_task_a_stage_and_gives_the_session_its_setting_back(spark, result, runs):
+    assert sum(r.stat().st_size for r in runs.glob(f"*/{HISTORY}")) < TASK_INPUT_BYTES
+    assert tasks_per_stage(spark, TASK_INPUT_BYTES) == 1 < spark.sparkContext.defaultParallelism
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == CONF[SHUFFLE_PARTITIONS]  # after `result`
+    found, _ = find_runs([str(runs / "synth-consumer-*")])
+    assert load_events(spark, found, result.out / "cache", tasks=1).events.rdd.getNumPartitions() == 1
 
 
 def test_a_second_read_comes_from_the_parquet_cache(spark, result, runs):
