@@ -217,7 +217,7 @@ def parse_lines(spark: SparkSession, runs: list[RunDir]) -> DataFrame:
              .select("run_key", (F.col("pos") + 1).cast("long").alias("line"),
                      F.from_json("text", LINE_SCHEMA).alias("e")))
     bad = F.col("e").isNull() | F.col("e.name").isNull() | F.col("e.mono_ms").isNull()
-    # numbered in as many tasks as there are cores, whatever the analysis's later steps use
+    # numbered in spark.default.parallelism tasks, however few the analysis's later stages get
     typed = _typed(lines.withColumn("bad", bad)).repartition(spark.sparkContext.defaultParallelism, "run_key")
     # the oracle's order: mono_ms, then source, then seq; file order breaks ties (bad lines last)
     w = Window.partitionBy("run_key").orderBy(

@@ -126,13 +126,12 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     # collects, summaries and table writes are small jobs each: run concurrently, they overlap one
     # another's driver-side time
     pool = ThreadPoolExecutor(4)
-    shuffle_partitions = None
     try:
-        spark = spark or spark_session(master)
+        # its own SQL settings on the shared SparkContext: the partitions below are this analysis's only
+        spark = (spark or spark_session(master)).newSession()
         timings["spark start"] = time.monotonic() - t
-        shuffle_partitions = spark.conf.get(SHUFFLE_PARTITIONS)
         tasks = tasks_per_stage(spark, sum(r.fingerprint["size"] for r in runs))
-        spark.conf.set(SHUFFLE_PARTITIONS, str(tasks))  # this analysis's queries only: restored below
+        spark.conf.set(SHUFFLE_PARTITIONS, str(tasks))
 
         t = time.monotonic()
         progress(f"reading {len(runs)} run directories")
@@ -143,15 +142,16 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         good: list[RunDir] = loaded.runs
         if not good:
             raise NoRuns(skipped)
+        # the driver's own rows: as few partitions as the events (a local list is spread over every core)
         meta = spark.createDataFrame([(r.key, r.run, str(r.path), r.kafka) for r in good],
-                                     "run_key string, run string, path string, kafka string")
+                                     "run_key string, run string, path string, kafka string").coalesce(tasks)
         timings["ingest"] = time.monotonic() - t
 
         t = time.monotonic()
         progress("computing per-run metrics")
         m = per_run_metrics(spark, loaded.events, meta)
         tables = dict(m.tables())
-        explained = spark.createDataFrame(explanations(good), EXPLAINED_SCHEMA)
+        explained = spark.createDataFrame(explanations(good), EXPLAINED_SCHEMA).coalesce(tasks)
         tables["rebalances"] = tables["rebalances"].join(F.broadcast(explained), ["run_key", "generation"], "left")
         names = ("runs", *PER_RUN)
 
@@ -205,8 +205,6 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
                                  collected["by_dimension"], collected["metrics"], run_pages, timings)
         timings["reports"] = time.monotonic() - t
     finally:
-        if shuffle_partitions is not None:
-            spark.conf.set(SHUFFLE_PARTITIONS, shuffle_partitions)
         pool.shutdown(cancel_futures=True)
         pages.close()
     (out / "summary.json").write_text(json.dumps({

@@ -2,8 +2,8 @@
 
 Embedded (`local[2]`) by default; any Spark master URL (`spark://host:7077`, …)
 runs the same job on a cluster. The UI is off, an analysis's shuffles use one
-partition per 128 MB of histories, at most one per core (`tasks_per_stage`; run
-histories are small), adaptive execution is off, and the driver binds to the loopback interface unless SPARK_DRIVER_HOST /
+partition per 128 MB of histories, at most `spark.default.parallelism`
+(`tasks_per_stage`), adaptive execution is off, and the driver binds to the loopback interface unless SPARK_DRIVER_HOST /
 SPARK_DRIVER_BIND say otherwise (a cluster on other machines needs to reach it).
 Generated code is off and the JVM keeps its full JIT; the driver maps the class archive setup
 built (analysis.class_archive; docs/analysis.md, "Speed").
@@ -72,16 +72,17 @@ CONF = {
 }
 
 
-# Spark's own measure of one task's input (spark.sql.files.maxPartitionBytes' default).
+# One task's worth of history (JSON): Spark's default split of file input (spark.sql.files.maxPartitionBytes).
 TASK_INPUT_BYTES = 128 * 2**20
 
 
 def tasks_per_stage(spark, history_bytes: int) -> int:
-    """How many tasks each stage of an analysis's per-run and cross-run steps gets: one per 128 MB
-    of histories, at most one per core. The steps run a dozen at a time (analysis.metrics), and
-    that concurrency, not the tasks of one stage, is what keeps the cores busy: a second task for a
-    few MB only costs its scheduling and one more shuffle file (100 runs, 95 MB: 16 s instead of
-    18; docs/analysis.md, "Speed")."""
+    """How many tasks each stage of an analysis gets (its shuffle partitions, and its scan of the
+    cached events): one per 128 MB of histories, at most `spark.default.parallelism` (2, the
+    reference machine's cores, on any master). A dozen steps run at a time
+    (analysis.metrics), and that concurrency, not the tasks of one stage, keeps the cores busy:
+    a second task for a few MB only costs its scheduling and one more shuffle file
+    (docs/analysis.md, "Speed")."""
     return max(1, min(spark.sparkContext.defaultParallelism, -(-history_bytes // TASK_INPUT_BYTES)))
 
 

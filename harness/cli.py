@@ -78,7 +78,7 @@ def setup(lines: tuple[str, ...], compose: bool) -> None:
                 changed |= setup_compose(report, list(lines) or list(versions.KAFKA_RELEASES))
     except LabError as e:
         _fail(e)
-    except KeyboardInterrupt:  # every step it had started is stopped by now; none is marked installed
+    except KeyboardInterrupt:  # the tool it was running is stopped by now, and nothing it began is marked installed
         console.print("setup: interrupted; what it was installing is not marked installed, and the next setup "
                       "starts it again.", markup=False)
         sys.exit(EXIT_INTERRUPTED)

@@ -139,7 +139,8 @@ def _mvn(what: str, *args: str, cwd: str) -> None:
     """Run Maven in batch mode, quietly; a failure is explained (unreachable Central or not)."""
     mvn = _tool("mvn", "Install Apache Maven (Debian: `apt-get install maven`).")
     _check_java()
-    code, output = _run_tool("mvn", [mvn, "-B", "-q", *args], cwd=cwd)
+    code, output = _run_tool("mvn-" + re.sub(r"[^a-z0-9.]+", "-", what.lower()).strip("-"), [mvn, "-B", "-q", *args],
+                             cwd=cwd)
     if code != 0:
         raise _explain_failure(what, "Maven Central", output)
 

@@ -23,6 +23,7 @@ from typing import Callable
 
 from harness.paths import registry_dir
 from harness.runstate import mark_killed, run_of
+from harness.stop_signals import ignored
 
 
 def _proc_start_time(pid: int) -> int | None:
@@ -137,8 +138,12 @@ class Supervisor:
         try:
             return proc.popen.wait(timeout=timeout)
         finally:
-            self.kill(name)
-            _signal_group(proc.pid, signal.SIGKILL)  # kill() leaves the group alone once the leader is gone
+            # A second Ctrl-C must not cut this short. The group goes before the leader is reaped and
+            # unregistered (a JVM a failed step left behind would still write its class archive as it
+            # exits); then kill() reaps.
+            with ignored():
+                _signal_group(proc.pid, signal.SIGKILL)
+                self.kill(name)
 
     def record_start(self, name: str, role: str, pid: int | None) -> None:
         if self.on_start:

@@ -51,6 +51,7 @@ from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
 from harness.service import stop_in_order
+from harness.stop_signals import INTERRUPTS
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
@@ -72,7 +73,6 @@ class Interrupted(BaseException):
     """
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass
@@ -144,7 +144,7 @@ class Run:
         (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
         self._state("running", started=datetime.now(timezone.utc).isoformat())
         outcome, error, verdict, summary = "error", None, None, ""
-        previous = {s: signal.signal(s, _raise_interrupted) for s in _STOP_SIGNALS}
+        previous = {s: signal.signal(s, _raise_interrupted) for s in INTERRUPTS}
         try:
             outcome, error = self._run()
             if outcome == "completed":
@@ -187,7 +187,7 @@ class Run:
             error = self._harness_bug(e, "the run")
         finally:
             # A second Ctrl-C must not cut the teardown short and leave processes behind.
-            previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
+            previous = {s: signal.signal(s, signal.SIG_IGN) for s in INTERRUPTS}
             try:
                 try:
                     self._teardown(interrupted=outcome == "interrupted")

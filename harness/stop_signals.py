@@ -1,4 +1,4 @@
-"""SIGTERM and SIGHUP to the harness, taken like Ctrl-C.
+"""SIGTERM and SIGHUP to the harness, taken like Ctrl-C; and a teardown none of them cuts short.
 
 A Run handles them itself while it runs (harness.run). Around it — between a suite's
 variants or a compare's protocols, and while `setup` builds — they raise
@@ -9,10 +9,11 @@ stands and leaving them behind.
 from __future__ import annotations
 
 import signal
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, `kill`, a closed terminal
 
 
 def _interrupt(_signum, _frame) -> None:
@@ -20,11 +21,23 @@ def _interrupt(_signum, _frame) -> None:
 
 
 @contextmanager
-def like_ctrl_c() -> Iterator[None]:
-    """Within: SIGTERM and SIGHUP raise KeyboardInterrupt; the previous handlers come back after."""
-    previous = {sig: signal.signal(sig, _interrupt) for sig in STOP_SIGNALS}
+def _handled(handler, signals) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def like_ctrl_c():
+    """Within: SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does."""
+    return _handled(_interrupt, INTERRUPTS[1:])
+
+
+def ignored():
+    """Within: Ctrl-C, SIGTERM and SIGHUP are ignored — a teardown that must finish."""
+    return _handled(signal.SIG_IGN, INTERRUPTS)

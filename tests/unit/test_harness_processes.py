@@ -132,15 +132,20 @@ def test_run_returns_the_exit_code_and_kills_what_the_leader_left_behind(home, t
 def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out):
     sup = Supervisor(owner="setup")
     if way_out == "ctrl-c":  # a KeyboardInterrupt while it waits, as the `setup` command gets one
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if pytest started ignoring it
+
         def interrupt():
             pids(tmp_path)  # once both are running
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         threading.Thread(target=interrupt, daemon=True).start()
-        with pytest.raises(KeyboardInterrupt):
-            sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log")
-    else:
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log")
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    else:  # long enough for `sh` to start its child even on a loaded machine
         with pytest.raises(subprocess.TimeoutExpired):
-            sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log", timeout=3)
+            sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log", timeout=10)
     leader, child = pids(tmp_path)
     wait_until(lambda: gone(leader) and gone(child))
     assert registered() == []
