@@ -314,7 +314,7 @@ class Loaded:
 
 def load_events(spark: SparkSession, runs: list[RunDir], cache_dir: Path, tasks: int | None = None) -> Loaded:
     """`tasks`: how many tasks a scan of the events gets (analysis.session.tasks_per_stage; default:
-    one per core)."""
+    spark.default.parallelism)."""
     cache = EventCache(cache_dir)
     stale = [r for r in runs if not cache.fresh(r)]
     skipped: list[Skipped] = []

@@ -3,8 +3,9 @@
 Embedded (`local[2]`) by default; any Spark master URL (`spark://host:7077`, …)
 runs the same job on a cluster. The UI is off, an analysis's shuffles use one
 partition per 128 MB of histories, at most `spark.default.parallelism`
-(`tasks_per_stage`), adaptive execution is off, and the driver binds to the loopback interface unless SPARK_DRIVER_HOST /
-SPARK_DRIVER_BIND say otherwise (a cluster on other machines needs to reach it).
+(`tasks_per_stage`), adaptive execution is off, and the driver binds to the
+loopback interface unless SPARK_DRIVER_HOST / SPARK_DRIVER_BIND say otherwise (a
+cluster on other machines needs to reach it).
 Generated code is off and the JVM keeps its full JIT; the driver maps the class archive setup
 built (analysis.class_archive; docs/analysis.md, "Speed").
 No Python UDFs are used anywhere: executors never need a Python worker, only the JVM.
