@@ -51,7 +51,7 @@ from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
 from harness.service import stop_in_order
-from harness.stop_signals import INTERRUPTS
+from harness.stop_signals import INTERRUPTS, ignored
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
@@ -186,9 +186,7 @@ class Run:
         except Exception as e:
             error = self._harness_bug(e, "the run")
         finally:
-            # A second Ctrl-C must not cut the teardown short and leave processes behind.
-            previous = {s: signal.signal(s, signal.SIG_IGN) for s in INTERRUPTS}
-            try:
+            with ignored():  # a second Ctrl-C must not cut the teardown short and leave processes behind
                 try:
                     self._teardown(interrupted=outcome == "interrupted")
                 except LabError as e:  # e.g. an external cluster's topics could not be deleted: said, not a bug
@@ -198,9 +196,6 @@ class Run:
                 except Exception as e:
                     outcome, error = "error", self._harness_bug(e, "teardown")
                 self.history.emit(ev.RUN_FINISHED, outcome=outcome, **({"error": error} if error else {}))
-            finally:
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
         return outcome, error
 
     def _harness_bug(self, e: Exception, during: str) -> str:
