@@ -84,11 +84,16 @@ def _finish(environment) -> None:
 def _count(environment, spec: LoadSpec, profile: LoadProfile) -> None:
     """Locust's user count, as the run's member count, whenever it changes — once Locust has
     spawned what the shape asked (before, and while spawning, the count is on its way) — and
-    whether the profile is over (the run's workload lasts until it is)."""
+    whether the profile is over (the run's workload lasts until it is).
+
+    A master counts what its workers last reported, and it goes on running when their reports
+    are late (a loaded machine: it waits a few seconds, then says "not all reports received"):
+    until the count is the target it dispatched, it is a count on its way too (CI saw 0, then
+    2, written for a profile that starts at 2: the group stopped and restarted)."""
     runner, control, written = environment.runner, Path(spec.control_file), None
     length = profile.length_s(spec.initial_members)
     while not _lab.get("done"):
-        if runner.state == STATE_RUNNING:
+        if runner.state == STATE_RUNNING and runner.user_count == runner.target_user_count:
             now = {"members": runner.user_count,
                    "profile_over": environment.shape_class.get_run_time() >= length}
             if now != written:
