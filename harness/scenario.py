@@ -74,7 +74,6 @@ HARNESS_BROKER_SETTINGS = frozenset({
 })
 
 
-# Client settings that are the harness's own: where to connect, which group, who a client is.
 # Client settings that are the harness's own (the scenario's workload decides them, or the
 # history depends on them); tests/unit/test_scenario_external.py holds it to the clients' configs.
 HARNESS_CLIENT_SETTINGS = frozenset({
