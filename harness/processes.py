@@ -113,18 +113,25 @@ class Supervisor:
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
             )
-        start_time = _proc_start_time(popen.pid)
         registration = registry_dir() / f"{popen.pid}.json"
-        registration.parent.mkdir(parents=True, exist_ok=True)
-        registration.write_text(json.dumps({
-            "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
-            "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
-            "argv": argv[:3], "log": str(log_path),
-        }))
-        proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
-        # Copy on write: the fault scheduler's thread starts members while the run's thread walks
-        # the table (poll_exits); rebinding is atomic, so a walk keeps the table it began with.
-        self.processes = {**self.processes, name: proc}
+        try:
+            start_time = _proc_start_time(popen.pid)
+            registration.parent.mkdir(parents=True, exist_ok=True)
+            registration.write_text(json.dumps({
+                "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
+                "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
+                "argv": argv[:3], "log": str(log_path),
+            }))
+            proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
+            # Copy on write: the fault scheduler's thread starts members while the run's thread walks
+            # the table (poll_exits); rebinding is atomic, so a walk keeps the table it began with.
+            self.processes = {**self.processes, name: proc}
+        except BaseException:  # a Ctrl-C (or a full disk) before it is in the table: nothing else would stop it
+            with ignored():
+                _signal_group(popen.pid, signal.SIGKILL)
+                popen.wait()
+                registration.unlink(missing_ok=True)
+            raise
         if self.on_start:
             self.on_start(proc)
         return proc
@@ -134,16 +141,17 @@ class Supervisor:
         """Start ``argv`` and wait for it to exit (``timeout``: subprocess.TimeoutExpired); returns its
         exit code. Its whole group goes on any way out — a Ctrl-C, an error, the timeout, or a leader
         that left children behind (the JVM ``mvn`` started, ``go``'s compilers)."""
-        proc = self.start(name, role, argv, log_path, env=env, cwd=cwd)
+        before = self.processes.get(name)
         try:
-            return proc.popen.wait(timeout=timeout)
+            return self.start(name, role, argv, log_path, env=env, cwd=cwd).popen.wait(timeout=timeout)
         finally:
-            # A second Ctrl-C must not cut this short. The group goes before the leader is reaped and
-            # unregistered (a JVM a failed step left behind would still write its class archive as it
-            # exits); then kill() reaps.
+            # Also when the Ctrl-C came while start() told on_start. A second Ctrl-C must not cut this
+            # short. The group goes before the leader is reaped and unregistered (a JVM a failed step
+            # left behind would still write its class archive as it exits); then kill() reaps.
             with ignored():
-                _signal_group(proc.pid, signal.SIGKILL)
-                self.kill(name)
+                if (proc := self.processes.get(name)) is not before:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    self.kill(name)
 
     def record_start(self, name: str, role: str, pid: int | None) -> None:
         if self.on_start:

@@ -151,6 +151,39 @@ def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out):
     assert registered() == []
 
 
+def test_a_ctrl_c_before_the_process_is_on_record_kills_it(home, tmp_path, monkeypatch):
+    """Between Popen and the registration nothing else knows of the process: start() stops it
+    itself (CI saw a Ctrl-C land there, in run(), on a loaded machine: the group outlived it)."""
+    import harness.processes as processes
+
+    leaders, real = [], processes._proc_start_time
+
+    def interrupted(pid: int):
+        if not leaders:
+            leaders.append(pid)
+            raise KeyboardInterrupt
+        return real(pid)
+
+    monkeypatch.setattr(processes, "_proc_start_time", interrupted)
+    sup = Supervisor(owner="setup")
+    with pytest.raises(KeyboardInterrupt):
+        sup.start("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
+    assert gone(leaders[0]) and registered() == [] and sup.processes == {}
+
+
+def test_a_ctrl_c_while_the_start_is_told_still_kills_the_group_run_started(home, tmp_path):
+    def told(_proc):
+        pids(tmp_path)  # both running
+        raise KeyboardInterrupt
+
+    sup = Supervisor(owner="setup", on_start=told)
+    with pytest.raises(KeyboardInterrupt):
+        sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log")
+    leader, child = pids(tmp_path)
+    wait_until(lambda: gone(leader) and gone(child))
+    assert registered() == []
+
+
 def test_members_started_from_another_thread_never_break_a_walk_of_the_table(home, tmp_path):
     """The fault scheduler's thread starts members (scale, join storms) while the run's thread
     polls for exits: seen in a real run as "dictionary changed size during iteration"."""
