@@ -6,8 +6,9 @@ starve each other. Three workers on two cores: the suite's ~4,200 s of test time
 wall time; with a core-wide busy loop beside the three, 27 min and every run's figures as the
 tests expect them. Three is where it stops paying: an experiment with a fourth worker (and,
 against the rule below, the three-broker modules in two lanes) kept the cores 98.6 % busy and
-the suite took no less time. Most of that CPU is the brokers' request handling (a smoke run: 55 of its 76
-CPU-seconds in its three brokers, at 200 records/s). Tests that meet only at three workers
+the suite took no less time. Most of that CPU is the brokers' request handling (a smoke
+run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s). Tests that meet only
+at three workers
 must not share what they clean up: cleaners of a dead harness's leftovers take turns
 (harness.cluster.compose), and no test pins a port a neighbour's cluster may hold. Hence:
 
