@@ -23,7 +23,7 @@ from typing import Callable
 
 from harness.paths import registry_dir
 from harness.runstate import mark_killed, run_of
-from harness.stop_signals import ignored
+from harness.stop_signals import deferred, ignored
 
 
 def _proc_start_time(pid: int) -> int | None:
@@ -108,30 +108,33 @@ class Supervisor:
         if name in self.processes and self.processes[name].running():
             raise RuntimeError(f"{name} is already running")
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            popen = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
-            )
-        registration = registry_dir() / f"{popen.pid}.json"
-        try:
-            start_time = _proc_start_time(popen.pid)
-            registration.parent.mkdir(parents=True, exist_ok=True)
-            registration.write_text(json.dumps({
-                "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
-                "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
-                "argv": argv[:3], "log": str(log_path),
-            }))
-            proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
-            # Copy on write: the fault scheduler's thread starts members while the run's thread walks
-            # the table (poll_exits); rebinding is atomic, so a walk keeps the table it began with.
-            self.processes = {**self.processes, name: proc}
-        except BaseException:  # a Ctrl-C (or a full disk) before it is in the table: nothing else would stop it
-            with ignored():
-                _signal_group(popen.pid, signal.SIGKILL)
-                popen.wait()
-                registration.unlink(missing_ok=True)
-            raise
+        registry = registry_dir()
+        # A Ctrl-C between Popen and the table would leave a process nobody stops: it waits.
+        with deferred():
+            with open(log_path, "ab") as log:
+                popen = subprocess.Popen(
+                    argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+                )
+            registration = registry / f"{popen.pid}.json"
+            try:
+                start_time = _proc_start_time(popen.pid)
+                registry.mkdir(parents=True, exist_ok=True)
+                registration.write_text(json.dumps({
+                    "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
+                    "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
+                    "argv": argv[:3], "log": str(log_path),
+                }))
+                proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
+                # Copy on write: the fault scheduler's thread starts members while the run's thread walks
+                # the table (poll_exits); rebinding is atomic, so a walk keeps the table it began with.
+                self.processes = {**self.processes, name: proc}
+            except BaseException:  # a full disk (or a Ctrl-C on another thread's start) before it is in the table
+                with ignored():
+                    _signal_group(popen.pid, signal.SIGKILL)
+                    popen.wait()
+                    registration.unlink(missing_ok=True)
+                raise
         if self.on_start:
             self.on_start(proc)
         return proc

@@ -25,8 +25,10 @@ def _handled(handler, signals) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
         yield
         return
-    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    previous = {}
     try:
+        for sig in signals:  # one by one: a signal between two installs still finds its way back
+            previous[sig] = signal.signal(sig, handler)
         yield
     finally:
         for sig, old in previous.items():
@@ -41,3 +43,16 @@ def like_ctrl_c():
 def ignored():
     """Within: Ctrl-C, SIGTERM and SIGHUP are ignored — a teardown that must finish."""
     return _handled(signal.SIG_IGN, INTERRUPTS)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Within: Ctrl-C, SIGTERM and SIGHUP wait for the block to end, then act as they would have
+    — for steps that must not be cut in two (a process started, not yet on record)."""
+    caught: list[int] = []
+    try:
+        with _handled(lambda signum, _frame: caught.append(signum), INTERRUPTS):
+            yield
+    finally:
+        if caught:  # the handler from before the block takes it now (KeyboardInterrupt, a Run's stop)
+            signal.raise_signal(caught[0])

@@ -114,8 +114,8 @@ def leader_and_child(tmp_path: Path, then: str) -> list[str]:
     return ["sh", "-c", f"sleep 30 & echo $$ $! > {tmp_path / 'pids'}; {then}"]
 
 
-def pids(tmp_path: Path) -> list[int]:
-    wait_until(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text().endswith("\n"))
+def pids(tmp_path: Path, timeout: float = 5.0) -> list[int]:
+    wait_until(lambda: (tmp_path / "pids").exists() and (tmp_path / "pids").read_text().endswith("\n"), timeout)
     return [int(p) for p in (tmp_path / "pids").read_text().split()]
 
 
@@ -151,29 +151,64 @@ def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out):
     assert registered() == []
 
 
-def test_a_ctrl_c_before_the_process_is_on_record_kills_it(home, tmp_path, monkeypatch):
-    """Between Popen and the registration nothing else knows of the process: start() stops it
-    itself (CI saw a Ctrl-C land there, in run(), on a loaded machine: the group outlived it)."""
+def test_an_error_before_the_process_is_on_record_kills_it(home, tmp_path, monkeypatch):
+    """Between Popen and the registration nothing else knows of the process: on an error there
+    (a full disk) start() stops it itself."""
     import harness.processes as processes
 
     leaders, real = [], processes._proc_start_time
 
-    def interrupted(pid: int):
+    def failing(pid: int):
         if not leaders:
-            leaders.append(pid)
-            raise KeyboardInterrupt
+            leaders.append(home[1](pid))
+            raise OSError(28, "No space left on device")
         return real(pid)
 
-    monkeypatch.setattr(processes, "_proc_start_time", interrupted)
+    monkeypatch.setattr(processes, "_proc_start_time", failing)
     sup = Supervisor(owner="setup")
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(OSError):
         sup.start("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
     assert gone(leaders[0]) and registered() == [] and sup.processes == {}
 
 
+@pytest.mark.parametrize("how", ["start", "run"])
+def test_a_ctrl_c_inside_popen_waits_until_the_process_is_on_record(home, tmp_path, monkeypatch, how):
+    """A Ctrl-C that lands while Popen returns (CI saw one land between Popen and the table, on
+    a loaded machine: the group outlived the harness) takes effect once the process is in the
+    table and registered — where the caller's teardown finds it."""
+    import harness.processes as processes
+
+    real_popen, leaders = subprocess.Popen, []
+
+    def interrupted_popen(*args, **kwargs):
+        popen = real_popen(*args, **kwargs)
+        leaders.append(home[1](popen.pid))
+        os.kill(os.getpid(), signal.SIGINT)  # handled at the next bytecode, still inside the window
+        return popen
+
+    monkeypatch.setattr(processes.subprocess, "Popen", interrupted_popen)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if pytest started ignoring it
+    sup = Supervisor(owner="setup")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if how == "start":
+                sup.start("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
+            else:
+                sup.run("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    [leader] = leaders
+    if how == "start":  # on record, for the caller's teardown
+        assert sup.get("mvn").pid == leader and [r.pid for r in registered()] == [leader]
+        sup.stop_all()
+    wait_until(lambda: gone(leader))
+    assert registered() == []
+
+
 def test_a_ctrl_c_while_the_start_is_told_still_kills_the_group_run_started(home, tmp_path):
     def told(_proc):
-        pids(tmp_path)  # both running
+        for pid in pids(tmp_path, timeout=15):  # both running
+            home[1](pid)
         raise KeyboardInterrupt
 
     sup = Supervisor(owner="setup", on_start=told)
