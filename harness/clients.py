@@ -81,7 +81,8 @@ class Producer(Client):
         topic = next(t for t in s.topics if t.name == s.produced_topic)
         return ProducerSpec(history=self.workload.history, bootstrap_servers=self.workload.cluster.bootstrap_servers,
                             topic=topic.name, partitions=topic.partitions, rate=s.workload.producer.rate,
-                            value_bytes=s.workload.producer.value_bytes, client_settings=dict(s.cluster.client_config))
+                            value_bytes=s.workload.producer.value_bytes, linger_ms=s.workload.producer.linger_ms,
+                            client_settings=dict(s.cluster.client_config))
 
 
 class Member(Client):

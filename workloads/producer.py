@@ -34,25 +34,29 @@ class ProducerSpec:
     topic: str
     partitions: int
     rate: float
+    linger_ms: int  # the scenario's workload.producer.linger_ms
     value_bytes: int = 100
     # cluster.client_config of an external cluster (security settings): under the harness's own keys
     client_settings: dict = field(default_factory=dict)
+
+    def client_config(self) -> dict:
+        return {
+            **self.client_settings,
+            "bootstrap.servers": self.bootstrap_servers,
+            "client.id": "producer",
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": self.linger_ms,
+            # Ride out a broker crash and its restart rather than fail records.
+            "delivery.timeout.ms": 120_000,
+        }
 
 
 class RecordingProducer:
     def __init__(self, spec: ProducerSpec):
         self.spec = spec
         self.history = HistoryWriter(spec.history, "producer")
-        self.producer = Producer({
-            **spec.client_settings,
-            "bootstrap.servers": spec.bootstrap_servers,
-            "client.id": "producer",
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            # Ride out a broker crash and its restart rather than fail records.
-            "delivery.timeout.ms": 120_000,
-        })
+        self.producer = Producer(spec.client_config())
         self.acked: dict[tuple[str, int], list[int]] = defaultdict(list)
         self.latencies_ms: list[float] = []  # produce() to acknowledgement, per record since the last flush
         self.failed: dict[tuple[str, int, str], int] = defaultdict(int)

@@ -126,6 +126,7 @@ def test_rolling_restarts_of_their_brokers_and_kip848_timing_are_refused():
 def test_every_setting_the_clients_make_their_own_is_refused_in_client_config():
     from harness.scenario import HARNESS_CLIENT_SETTINGS
     from workloads.consumer import ConsumerSpec
+    from workloads.producer import ProducerSpec
 
     for protocol, assignor in (("classic-static", "range"), ("consumer", "uniform")):
         spec = ConsumerSpec(member="consumer-1", incarnation=1, history="h", bootstrap_servers="b", group="g",
@@ -135,3 +136,7 @@ def test_every_setting_the_clients_make_their_own_is_refused_in_client_config():
         for conf in (spec.client_config(), spec.fetcher_config("x")):
             assert set(conf) - {"security.protocol"} <= HARNESS_CLIENT_SETTINGS
             assert conf["security.protocol"] == "SSL"
+    conf = ProducerSpec(history="h", bootstrap_servers="b", topic="t", partitions=6, rate=200, linger_ms=50,
+                        client_settings={"security.protocol": "SSL"}).client_config()
+    assert set(conf) - {"security.protocol"} <= HARNESS_CLIENT_SETTINGS
+    assert conf["security.protocol"] == "SSL" and conf["linger.ms"] == 50
