@@ -50,6 +50,8 @@ SCENARIO_CAUSES = [
     ("huge-consumer-count", SCENARIO + b"workload: {consumers: 100000}",
      "workload.consumers: Input should be less than or equal to 128"),
     ("infinite-duration", SCENARIO.replace(b"30", b".inf"), "duration_s: Input should be a finite number"),
+    ("linger-an-hour", SCENARIO + b"workload: {producer: {linger_ms: 3600000}}",
+     "workload.producer.linger_ms: Input should be less than or equal to 60000"),
     ("check-option-type", SCENARIO + b"checks: {duplicates: {max: many}}",
      'checks.duplicates: max must be a whole number ≥ 0, or null (no limit), not "many"'),
     ("check-option-range", SCENARIO + b"checks: {convergence: {within_s: -5}}",
