@@ -129,11 +129,10 @@ class Supervisor:
                 # Copy on write: the fault scheduler's thread starts members while the run's thread walks
                 # the table (poll_exits); rebinding is atomic, so a walk keeps the table it began with.
                 self.processes = {**self.processes, name: proc}
-            except BaseException:  # a full disk (or a Ctrl-C on another thread's start) before it is in the table
-                with ignored():
-                    _signal_group(popen.pid, signal.SIGKILL)
-                    popen.wait()
-                    registration.unlink(missing_ok=True)
+            except BaseException:  # a full disk before it is in the table (a Ctrl-C waits: deferred)
+                _signal_group(popen.pid, signal.SIGKILL)
+                popen.wait()
+                registration.unlink(missing_ok=True)
                 raise
         if self.on_start:
             self.on_start(proc)

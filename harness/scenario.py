@@ -135,7 +135,7 @@ class Producer(_Strict):
     topic: str | None = None  # default: the first topic
     rate: Annotated[float, Field(gt=0, le=50_000, description="records per second")] = 200
     value_bytes: Annotated[int, Field(ge=1, le=1_000_000)] = 100
-    # How long a record waits for others of its partition (librdkafka's linger.ms; 5 is Kafka's
+    # How long a record waits for others of its partition (librdkafka's linger.ms; 5 is its
     # default). Longer: fewer, fuller produce requests — brokers do less per record — and later acks.
     linger_ms: Annotated[int, Field(ge=0, le=60_000)] = 5
 

@@ -31,8 +31,23 @@ def _handled(handler, signals) -> Iterator[None]:
             previous[sig] = signal.signal(sig, handler)
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        _restore(previous)
+
+
+def _restore(previous: dict) -> None:
+    """Every handler back, even when one put back first raises at once (a Ctrl-C that came
+    meanwhile): the rest are restored, then it goes on. A handler set from C reads as None."""
+    items, i, raised = list(previous.items()), 0, None
+    while i < len(items):
+        try:
+            while i < len(items):
+                sig, old = items[i]
+                signal.signal(sig, signal.SIG_DFL if old is None else old)
+                i += 1  # raised before this: installing the same handler again is harmless
+        except BaseException as e:
+            raised = raised or e
+    if raised:
+        raise raised
 
 
 def like_ctrl_c():

@@ -81,7 +81,8 @@ def client_instant(wall_ms: float, not_before_mono_ms: float | None = None) -> t
 class StderrTap:
     """fd 2 through a pipe: librdkafka's lines to ``on_line`` as they are written, and all of
     stderr on to where fd 2 pointed before — the member's log keeps the client's own account,
-    for what the history does not say (which offset a fetch started from, and why).
+    for what the history does not say (which offset a fetch started from, and why). That is a
+    file (the harness's): a pipe nobody reads would block the tap, and librdkafka behind it.
 
     A reader thread takes lines as they come. ``caught_up()`` takes, on the calling thread,
     everything written so far and holds the lock while the caller writes its own event: a
@@ -167,21 +168,21 @@ class StderrTap:
             if not chunk:
                 return False
             *lines, self._partial = (self._partial + chunk).split(b"\n")
-            kept = [raw for raw in lines if self._handle(raw)]
+            kept = [out for raw in lines for out in self._handle(raw)]
             if kept:  # one write for the chunk: the log is written at the pace librdkafka writes
                 self._forward(b"\n".join(kept) + b"\n")
 
-    def _handle(self, raw: bytes) -> bool:
-        """Read one line; True if it goes on to the log."""
+    def _handle(self, raw: bytes) -> list[bytes]:
+        """Read one line; what goes on to the log for it."""
         if raw.startswith(b"%7|") and b"|DUMP" in raw[:48]:
-            return False  # librdkafka's debug dumps of assignments (most of `cgrp`'s lines per commit): nobody reads them
+            return []  # librdkafka's debug dumps of assignments (most of `cgrp`'s lines per commit): nobody reads them
         line = parse_line(raw.decode("utf-8", "replace"))
         if line is not None:
             try:
                 self.on_line(line)
             except Exception as e:  # a reader that dies would leave librdkafka blocked on a full pipe
-                self._forward(f"stderr tap: {type(e).__name__}: {e} on {raw[:300]!r}\n".encode())
-        return True
+                return [raw, f"stderr tap: {type(e).__name__}: {e} on {raw[:300]!r}".encode()]
+        return [raw]
 
     def _forward(self, data: bytes) -> None:
         try:

@@ -47,3 +47,37 @@ def test_the_handlers_are_back_after_each_block():
         with block():
             pass
         assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_nested_deferred_blocks_act_once_the_outer_one_is_done():
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with deferred():
+            with deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+            steps.append("inner done")  # the inner block handed it to the outer one, not to Ctrl-C
+    assert steps == ["inner done"]
+
+
+def test_a_ctrl_c_let_in_by_the_restore_still_restores_the_rest():
+    import harness.stop_signals as stop_signals
+
+    previous = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    real, calls = signal.signal, []
+
+    def restore_then_interrupt(sig, handler):
+        out = real(sig, handler)
+        calls.append(sig)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # as the Ctrl-C handler just put back would, at once
+        return out
+
+    signal.signal = restore_then_interrupt
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            stop_signals._restore(previous)
+    finally:
+        signal.signal = real
+    assert {sig: signal.getsignal(sig) for sig in previous} == previous

@@ -94,11 +94,12 @@ def _count(environment, spec: LoadSpec, profile: LoadProfile) -> None:
     length = profile.length_s(spec.initial_members)
     while not _lab.get("done"):
         settled = runner.state == STATE_RUNNING and runner.user_count == runner.target_user_count
+        over = environment.shape_class.get_run_time() >= length
         # The end of the profile is said even while a count is on its way (a worker that died
-        # would keep it there): the members stay the last count Locust really spawned.
-        members = runner.user_count if settled else written and written["members"]
+        # would keep it there): the members stay the last count Locust really spawned, if any.
+        members = runner.user_count if settled or (over and not written) else written and written["members"]
         if members is not None:
-            now = {"members": members, "profile_over": environment.shape_class.get_run_time() >= length}
+            now = {"members": members, "profile_over": over}
             if now != written:
                 tmp = control.with_suffix(".tmp")
                 tmp.write_text(json.dumps(now))
