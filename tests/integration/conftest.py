@@ -89,7 +89,7 @@ def lab(*args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProce
                           timeout=timeout, **kwargs)
 
 
-# The suite's own scenarios let a record wait 50 ms for others of its partition (Kafka's default
+# The suite's own scenarios let a record wait 50 ms for others of its partition (librdkafka's default
 # is 5): the brokers do less per record — one smoke run took 58 CPU-seconds against 76 — and the
 # suite is bound by CPU (tests/conftest.py). A scenario that says its own linger_ms keeps it.
 SUITE_LINGER_MS = 50
