@@ -51,7 +51,7 @@ from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
 from harness.service import stop_in_order
-from harness.stop_signals import INTERRUPTS, ignored
+from harness.stop_signals import handled_by, ignored
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
@@ -73,6 +73,29 @@ class Interrupted(BaseException):
     """
 
 
+class RunStop:
+    """A run's handler for Ctrl-C, SIGTERM and SIGHUP: Interrupted while the run goes (`arm`). Before
+    (its handlers still being installed) and while it writes its last words (`disarm`) it only notes
+    the signal: no window where a signal half-installs them or cuts run.json short, as switching
+    handlers had."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.caught: str | None = None
+
+    def __call__(self, signum, _frame) -> None:
+        name = signal.Signals(signum).name
+        if self.armed:
+            raise Interrupted(name)
+        self.caught = self.caught or name
+
+    def arm(self) -> None:
+        self.armed = True
+        if self.caught:  # came while the handlers went in: the run stops before it begins
+            raise Interrupted(self.caught)
+
+    def disarm(self) -> None:
+        self.armed = False
 
 
 @dataclass
@@ -140,35 +163,37 @@ class Run:
     # --------------------------------------------------------------- the run
 
     def execute(self) -> RunResult:
-        shutil.copyfile(self.scenario_path, self.run_dir / "scenario.yaml")
-        (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
-        self._state("running", started=datetime.now(timezone.utc).isoformat())
-        outcome, error, verdict, summary = "error", None, None, ""
-        previous = {s: signal.signal(s, _raise_interrupted) for s in INTERRUPTS}
-        try:
-            outcome, error = self._run()
-            if outcome == "completed":
-                verdict = self._judge()
-                summary = reporting.summary_markdown(verdict, self.run_dir)
-        except (KeyboardInterrupt, Interrupted):  # while judging: the history is whole, `check` can judge it
-            outcome, error = "interrupted", f"interrupted while judging; `rebalance-lab check {self.run_dir}` judges it"
-            self.report(error)
-        except Exception as e:  # a check that raises is in the verdict already: this is a bug around the oracle
-            outcome, error, verdict = "error", self._harness_bug(e, "judging"), None
-        finally:
-            # The run's last words must not be cut short by a second Ctrl-C.
-            for s in previous:
-                signal.signal(s, signal.SIG_IGN)
+        stop = RunStop()
+        with handled_by(stop):  # a Ctrl-C before this is a KeyboardInterrupt, as anywhere before a run
+            shutil.copyfile(self.scenario_path, self.run_dir / "scenario.yaml")
+            (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
+            self._state("running", started=datetime.now(timezone.utc).isoformat())
+            outcome, error, verdict, summary = "error", None, None, ""
             try:
+                stop.arm()
+                outcome, error = self._run()
+                if outcome == "completed":
+                    verdict = self._judge()
+                    summary = reporting.summary_markdown(verdict, self.run_dir)
+            except (KeyboardInterrupt, Interrupted):
+                stop.disarm()  # a second Ctrl-C, the one that often follows, must not cut this short
+                if outcome == "completed":  # while judging: the history is whole, `check` can judge it
+                    error = f"interrupted while judging; `rebalance-lab check {self.run_dir}` judges it"
+                elif not self.timings:  # as its handlers went in
+                    error = "interrupted before the run began"
+                outcome = "interrupted"
+                if error:
+                    self.report(error)
+            except Exception as e:  # a check that raises is in the verdict already: this is a bug around the oracle
+                outcome, error, verdict = "error", self._harness_bug(e, "judging"), None
+            finally:
+                stop.disarm()  # the run's last words must not be cut short by a second Ctrl-C
                 self._state(outcome, error=error, **({"verdict": verdict["status"]} if verdict else {}),
                             **({"shared_cluster": self.cluster.pooled.runs} if self.pool and self.cluster else {}),
                             phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()})
                 if verdict:
                     (self.run_dir / "summary.md").write_text(summary)
                     write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: the run is judged
-            finally:
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
         return RunResult(self.run_dir, outcome, verdict, error)
 
     def _run(self) -> tuple[str, str | None]:
@@ -451,7 +476,3 @@ def _stable_for(observer: ObserverStatus, seconds: float) -> Callable[[], bool]:
         return time.monotonic() - since[0] >= seconds
 
     return check
-
-
-def _raise_interrupted(signum, _frame):
-    raise Interrupted(signal.Signals(signum).name)

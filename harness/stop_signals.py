@@ -50,6 +50,11 @@ def _restore(previous: dict) -> None:
         raise raised
 
 
+def handled_by(handler):
+    """Within: Ctrl-C, SIGTERM and SIGHUP go to `handler` (a Run's own stop, harness.run)."""
+    return _handled(handler, INTERRUPTS)
+
+
 def like_ctrl_c():
     """Within: SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does."""
     return _handled(_interrupt, INTERRUPTS[1:])

@@ -79,7 +79,7 @@ class RecordingProducer:
 
     def run(self, stop: threading.Event) -> int:
         spec = self.spec
-        self.history.emit(ev.PRODUCER_STARTED, pid=os.getpid(), topic=spec.topic, rate=spec.rate)
+        self.history.emit(ev.PRODUCER_STARTED, pid=os.getpid(), topic=spec.topic, rate=spec.rate, linger_ms=spec.linger_ms)
         payload = b"x" * spec.value_bytes
         sent = 0
         start = last_flush = time.monotonic()

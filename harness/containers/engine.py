@@ -226,6 +226,8 @@ def install_debs(report: Report) -> bool:
     pins = [f"{p}={v}" for p, v in wanted.items()]
     report(f"installing {' '.join(pins)} with apt-get …")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # Not a supervised step (harness.install._run_step): killing dpkg's group mid-install would leave
+    # the package database half-configured. In setup's own process group, a Ctrl-C reaches apt as it expects.
     for attempt in ((apt, "update", "-q"), (apt, "install", "-y", "-q", "--no-install-recommends", *pins)):
         out = subprocess.run(attempt, capture_output=True, text=True, env=env)
         if out.returncode != 0:

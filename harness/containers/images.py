@@ -191,6 +191,8 @@ def _import_base(client, recipe: Recipe) -> None:
         raise SetupError("debootstrap is not installed: run `rebalance-lab setup --compose`")
     with tempfile.TemporaryDirectory(prefix="rl-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
+        # Not a supervised step either: killed between its mounts of /proc and /sys in the rootfs and
+        # their unmounting, it would leave them mounted under a directory about to be deleted.
         out = subprocess.run([debootstrap, "--variant=minbase", versions.IMAGE_SUITE, str(root),
                               versions.IMAGE_MIRROR], capture_output=True, text=True)
         if out.returncode != 0:

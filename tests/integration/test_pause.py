@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import alive_pids, small_scenario
+from tests.integration.conftest import SUITE_LINGER_MS, alive_pids, small_scenario
 
 SESSION_MS = 6000
 
@@ -83,3 +83,5 @@ def test_long_pause_evicts_the_member_and_moves_its_partitions(paused_run):
 def test_pause_run_passes_the_oracle_and_leaves_nothing(paused_run):
     assert paused_run.exit_code == 0, paused_run.output[-3000:]
     assert alive_pids(paused_run.events) == []
+    # the producer says how it batched (write_scenario's linger): produce latencies include it
+    assert [e["linger_ms"] for e in paused_run.named("producer_started")] == [SUITE_LINGER_MS]

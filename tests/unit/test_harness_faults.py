@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import inspect
 import signal
+import threading
 import time
 
 import pytest
 
-from faults import catalogue
+from faults import catalogue, schedule
 from faults.crash import Crash
 from faults.pause import Pause
 from faults.schedule import FaultScheduler
@@ -297,3 +298,28 @@ faults:
     with pytest.raises(ScenarioError) as e:
         load_scenario(path)
     assert e.value.problems == [("faults.2.partitions", "2 is not more than the 2 partitions events-new has")]
+
+
+class SlowPauseTargets(FakeTargets):
+    """A pause that takes until it is let go: an injection that outlasts heal_all's join."""
+
+    def __init__(self):
+        super().__init__()
+        self.pausing, self.go_on = threading.Event(), threading.Event()
+
+    def pause(self, name):
+        self.pausing.set()
+        assert self.go_on.wait(10)
+        super().pause(name)
+
+
+def test_heal_all_waits_for_an_injection_that_outlasts_its_join_and_heals_it(monkeypatch):
+    monkeypatch.setattr(schedule, "JOIN_S", 0.05)
+    targets = SlowPauseTargets()
+    s, events = scheduler([{"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 30}], targets)
+    s.start()
+    assert targets.pausing.wait(3)
+    threading.Timer(0.3, targets.go_on.set).start()  # well past the join
+    s.heal_all("end-of-run")
+    assert events.names() == [("fault_started", "f1"), ("fault_healed", "f1")]
+    assert targets.actions() == [("pause", "consumer-1"), ("resume", "consumer-1")] and s.active == {}

@@ -7,12 +7,14 @@ path from the end of the phases to the files on disk.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
 import harness.run
 from harness.run import Interrupted, Run
+from harness.stop_signals import INTERRUPTS
 from harness.scenario import load_scenario
 from oracle.checks import CHECKS
 
@@ -89,3 +91,41 @@ def test_an_interrupt_while_judging_is_an_interrupted_run(execute, monkeypatch, 
     assert (result.outcome, result.exit_code, state["state"]) == ("interrupted", 130, "interrupted")
     assert "rebalance-lab check" in state["error"]
     assert not (result.run_dir / "verdict.json").exists()
+
+
+@pytest.fixture
+def handlers_kept():
+    """The handlers a run found are the ones it leaves."""
+    before = {s: signal.getsignal(s) for s in INTERRUPTS}
+    yield
+    assert {s: signal.getsignal(s) for s in INTERRUPTS} == before
+
+
+def test_a_ctrl_c_while_the_run_installs_its_handlers_is_an_interrupted_run(execute, monkeypatch, handlers_kept):
+    install = signal.signal
+
+    def ctrl_c_amid_the_installs(signum, handler):
+        if signum == signal.SIGTERM and callable(handler):  # SIGINT's is in by now
+            monkeypatch.setattr(signal, "signal", install)
+            signal.raise_signal(signal.SIGINT)
+        return install(signum, handler)
+
+    monkeypatch.setattr(signal, "signal", ctrl_c_amid_the_installs)
+    result, state, events, reported = execute()
+    assert (result.outcome, result.exit_code, state["state"]) == ("interrupted", 130, "interrupted")
+    assert state["error"] == "interrupted before the run began" and reported == [state["error"]]
+    assert events == [] and not (result.run_dir / "verdict.json").exists()
+
+
+def test_a_ctrl_c_while_the_run_writes_its_last_words_is_ignored(execute, monkeypatch, handlers_kept):
+    write_state = Run._state
+
+    def ctrl_c_then_write(run, state, **extra):
+        if state != "running":
+            signal.raise_signal(signal.SIGINT)
+        write_state(run, state, **extra)
+
+    monkeypatch.setattr(Run, "_state", ctrl_c_then_write)
+    result, state, events, _ = execute()
+    assert (result.outcome, result.exit_code, state["state"], state["verdict"]) == ("completed", 0, "completed", "pass")
+    assert json.loads((result.run_dir / "verdict.json").read_text())["status"] == "pass"
