@@ -166,7 +166,8 @@ class FaultScheduler:
         if self._lock.acquire(timeout=OVERRUN_S):
             self._lock.release()
         else:
-            self.report(f"an injection still under way after {JOIN_S + OVERRUN_S:.0f} s: its fault may stay unhealed")
+            self.report(f"an injection still under way after {JOIN_S + OVERRUN_S:.0f} s: its fault is not healed, "
+                        "and healing the others waits for it")
         for fault in list(self.active.values()):
             self._heal(fault, how)
 

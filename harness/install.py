@@ -115,6 +115,26 @@ def _run_step(name: str, argv: list[str], log: Path, timeout: float | None = Non
         raise SetupError(f"{name} took more than {timeout / 60:.0f} minutes (log: {log})") from None
 
 
+def run_to_its_end(argv: list[str], env: dict | None = None, grace_s: float = 120.0) -> subprocess.CompletedProcess:
+    """A step that must clean up after itself rather than be killed (dpkg's package database,
+    debootstrap's mounts in the rootfs it builds): run as subprocess.run(capture_output=True,
+    text=True) would, but on a Ctrl-C or SIGTERM to setup (or an error) it gets SIGTERM and
+    `grace_s` to finish on its own (debootstrap's exit trap unmounts), and SIGKILL only then —
+    subprocess.run would SIGKILL it after 0.25 s."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out, err = proc.communicate()
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=grace_s)
+        except BaseException:  # it lingers, or a second Ctrl-C: no more waiting
+            proc.kill()
+            proc.wait()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def _run_tool(name: str, argv: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[int, str]:
     """A tool (mvn, go, pip) run as a step of setup; its exit code and its output (kept in
     ``components/logs/<name>.log`` for a look after a failure)."""

@@ -51,7 +51,7 @@ from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
 from harness.scenario import Scenario
 from harness.service import stop_in_order
-from harness.stop_signals import handled_by, ignored
+from harness.stop_signals import handled_by
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
@@ -74,10 +74,13 @@ class Interrupted(BaseException):
 
 
 class RunStop:
-    """A run's handler for Ctrl-C, SIGTERM and SIGHUP: Interrupted while the run goes (`arm`). Before
-    (its handlers still being installed) and while it writes its last words (`disarm`) it only notes
-    the signal: no window where a signal half-installs them or cuts run.json short, as switching
-    handlers had."""
+    """A run's handler for Ctrl-C, SIGTERM and SIGHUP, installed once for the whole run.
+
+    Armed (the run's phases, its judging), the first signal raises Interrupted and disarms it.
+    Disarmed (its handlers going in, its teardown, its last words), a signal is noted and waits:
+    the next `arm` raises it, or the caller gets it once the run's files are whole
+    (`pass_on`). Never two handlers swapped one signal at a time: a signal between two swaps
+    could skip the teardown or escape as Interrupted."""
 
     def __init__(self) -> None:
         self.armed = False
@@ -86,16 +89,22 @@ class RunStop:
     def __call__(self, signum, _frame) -> None:
         name = signal.Signals(signum).name
         if self.armed:
+            self.armed = False  # once: a second Ctrl-C while the first unwinds waits like any other
             raise Interrupted(name)
         self.caught = self.caught or name
 
     def arm(self) -> None:
-        self.armed = True
-        if self.caught:  # came while the handlers went in: the run stops before it begins
+        if self.caught:  # it came while disarmed: the run stops here
             raise Interrupted(self.caught)
+        self.armed = True
 
     def disarm(self) -> None:
         self.armed = False
+
+    def pass_on(self) -> None:
+        """A signal that came during the run's last words, to the handler from before the run."""
+        if self.caught:
+            signal.raise_signal(signal.Signals[self.caught])
 
 
 @dataclass
@@ -132,6 +141,7 @@ class Run:
         self.history = HistoryWriter(self.history_path, "harness")
         self.timings: dict[str, float] = {}
         self.supervisor = Supervisor(owner=run_owner(self.run_dir), on_start=self._on_start, on_exit=self._on_exit)
+        self.stop_signal = RunStop()  # the run's Ctrl-C, SIGTERM and SIGHUP (execute installs it)
         self.cluster: ClusterBackend | None = None
         self.workload: WorkloadProcesses | None = None
         self.observer: Observer | None = None
@@ -163,22 +173,25 @@ class Run:
     # --------------------------------------------------------------- the run
 
     def execute(self) -> RunResult:
-        stop = RunStop()
+        stop = self.stop_signal
         with handled_by(stop):  # a Ctrl-C before this is a KeyboardInterrupt, as anywhere before a run
             shutil.copyfile(self.scenario_path, self.run_dir / "scenario.yaml")
             (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
             self._state("running", started=datetime.now(timezone.utc).isoformat())
             outcome, error, verdict, summary = "error", None, None, ""
             try:
-                stop.arm()
-                outcome, error = self._run()
-                if outcome == "completed":
-                    verdict = self._judge()
-                    summary = reporting.summary_markdown(verdict, self.run_dir)
+                try:
+                    stop.arm()
+                    outcome, error = self._run()  # disarms for the teardown
+                    if outcome == "completed":
+                        stop.arm()  # a Ctrl-C during the teardown stops the run here, unjudged
+                        verdict = self._judge()
+                        summary = reporting.summary_markdown(verdict, self.run_dir)
+                finally:
+                    stop.disarm()  # the run's last words must not be cut short by a second Ctrl-C
             except (KeyboardInterrupt, Interrupted):
-                stop.disarm()  # a second Ctrl-C, the one that often follows, must not cut this short
-                if outcome == "completed":  # while judging: the history is whole, `check` can judge it
-                    error = f"interrupted while judging; `rebalance-lab check {self.run_dir}` judges it"
+                if outcome == "completed":  # the history is whole: `check` can judge it
+                    error = f"interrupted before its verdict; `rebalance-lab check {self.run_dir}` judges it"
                 elif not self.timings:  # as its handlers went in
                     error = "interrupted before the run began"
                 outcome = "interrupted"
@@ -187,13 +200,14 @@ class Run:
             except Exception as e:  # a check that raises is in the verdict already: this is a bug around the oracle
                 outcome, error, verdict = "error", self._harness_bug(e, "judging"), None
             finally:
-                stop.disarm()  # the run's last words must not be cut short by a second Ctrl-C
                 self._state(outcome, error=error, **({"verdict": verdict["status"]} if verdict else {}),
                             **({"shared_cluster": self.cluster.pooled.runs} if self.pool and self.cluster else {}),
                             phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()})
                 if verdict:
                     (self.run_dir / "summary.md").write_text(summary)
                     write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: the run is judged
+        if outcome != "interrupted":
+            stop.pass_on()
         return RunResult(self.run_dir, outcome, verdict, error)
 
     def _run(self) -> tuple[str, str | None]:
@@ -211,16 +225,21 @@ class Run:
         except Exception as e:
             error = self._harness_bug(e, "the run")
         finally:
-            with ignored():  # a second Ctrl-C must not cut the teardown short and leave processes behind
-                try:
-                    self._teardown(interrupted=outcome == "interrupted")
-                except LabError as e:  # e.g. an external cluster's topics could not be deleted: said, not a bug
-                    # The history is whole: a completed run is still judged; the first error is kept.
-                    error = error or f"teardown: {e}"
-                    self.report(f"teardown: {e}")
-                except Exception as e:
-                    outcome, error = "error", self._harness_bug(e, "teardown")
-                self.history.emit(ev.RUN_FINISHED, outcome=outcome, **({"error": error} if error else {}))
+            # A Ctrl-C from here on waits for the teardown (RunStop): cut short, it would leave processes behind.
+            try:
+                self.stop_signal.disarm()
+            except Interrupted:  # it came just before
+                outcome = "interrupted"
+                self.report("interrupted: healing faults and stopping every process …")
+            try:
+                self._teardown(interrupted=outcome == "interrupted")
+            except LabError as e:  # e.g. an external cluster's topics could not be deleted: said, not a bug
+                # The history is whole: a completed run is still judged; the first error is kept.
+                error = error or f"teardown: {e}"
+                self.report(f"teardown: {e}")
+            except Exception as e:
+                outcome, error = "error", self._harness_bug(e, "teardown")
+            self.history.emit(ev.RUN_FINISHED, outcome=outcome, **({"error": error} if error else {}))
         return outcome, error
 
     def _harness_bug(self, e: Exception, during: str) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import versions
+from harness.install import run_to_its_end
 from harness.paths import lab_home
 from harness.processes import Supervisor, process_state, registered
 from runtime.errors import SetupError
@@ -226,10 +227,8 @@ def install_debs(report: Report) -> bool:
     pins = [f"{p}={v}" for p, v in wanted.items()]
     report(f"installing {' '.join(pins)} with apt-get …")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    # Not a supervised step (harness.install._run_step): killing dpkg's group mid-install would leave
-    # the package database half-configured. In setup's own process group, a Ctrl-C reaches apt as it expects.
     for attempt in ((apt, "update", "-q"), (apt, "install", "-y", "-q", "--no-install-recommends", *pins)):
-        out = subprocess.run(attempt, capture_output=True, text=True, env=env)
+        out = run_to_its_end(list(attempt), env=env)  # killed mid-install, dpkg is left half-configured
         if out.returncode != 0:
             raise SetupError(f"`{' '.join(attempt)}` failed:\n{(out.stdout + out.stderr)[-2000:]}")
     # Debian's package may start its own dockerd through the init system; this machine has none,

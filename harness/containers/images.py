@@ -191,10 +191,9 @@ def _import_base(client, recipe: Recipe) -> None:
         raise SetupError("debootstrap is not installed: run `rebalance-lab setup --compose`")
     with tempfile.TemporaryDirectory(prefix="rl-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
-        # Not a supervised step either: killed between its mounts of /proc and /sys in the rootfs and
-        # their unmounting, it would leave them mounted under a directory about to be deleted.
-        out = subprocess.run([debootstrap, "--variant=minbase", versions.IMAGE_SUITE, str(root),
-                              versions.IMAGE_MIRROR], capture_output=True, text=True)
+        # Killed, it would leave /proc and /sys mounted in the rootfs, a directory about to be deleted.
+        out = install.run_to_its_end([debootstrap, "--variant=minbase", versions.IMAGE_SUITE, str(root),
+                                      versions.IMAGE_MIRROR])
         if out.returncode != 0:
             raise SetupError(f"debootstrap {versions.IMAGE_SUITE} failed:\n{(out.stdout + out.stderr)[-2000:]}")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)

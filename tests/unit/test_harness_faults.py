@@ -319,7 +319,13 @@ def test_heal_all_waits_for_an_injection_that_outlasts_its_join_and_heals_it(mon
     s, events = scheduler([{"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 30}], targets)
     s.start()
     assert targets.pausing.wait(3)
-    threading.Timer(0.3, targets.go_on.set).start()  # well past the join
+    join = s._thread.join
+
+    def join_then_let_the_pause_finish(timeout=None):
+        join(timeout)  # times out: the pause is still under way
+        targets.go_on.set()
+
+    s._thread.join = join_then_let_the_pause_finish
     s.heal_all("end-of-run")
     assert events.names() == [("fault_started", "f1"), ("fault_healed", "f1")]
     assert targets.actions() == [("pause", "consumer-1"), ("resume", "consumer-1")] and s.active == {}

@@ -1,5 +1,5 @@
 """harness/install.py: pins agree with pyproject.toml; Kafka POM and classpath; missing tools explained;
-a stopped setup leaves no tool running."""
+a stopped setup leaves no tool running, and lets a step that must clean up after itself do so."""
 from __future__ import annotations
 
 import os
@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from harness import install, versions
 from harness.processes import process_state, registered
+from harness.stop_signals import like_ctrl_c
 from runtime.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SetupError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,3 +136,24 @@ def test_a_stopped_setup_stops_the_tool_it_was_running_and_its_children(tmp_path
     _until(lambda: process_state(mvn) in (None, "Z") and process_state(child) in (None, "Z"), timeout=10)
     assert registered() == []
     assert not list(home.rglob(".installed"))
+
+
+def test_a_step_run_to_its_end_gives_its_output_and_exit_code():
+    out = install.run_to_its_end(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (out.returncode, out.stdout, out.stderr) == (3, "out\n", "err\n")
+
+
+def test_a_stopped_setup_gives_a_step_time_to_clean_up_after_itself(tmp_path):
+    """debootstrap's exit trap unmounts what it mounted in the rootfs: a SIGKILL 0.25 s after the
+    Ctrl-C, as subprocess.run gives, would leave the mounts; SIGTERM and time do not."""
+    ready, cleaned = tmp_path / "ready", tmp_path / "cleaned"
+    script = f"trap 'sleep 0.5; echo unmounted > {cleaned}; exit 143' TERM\necho > {ready}\nwhile :; do sleep 0.05; done"
+
+    def sigterm_to_setup():
+        _until(ready.exists, timeout=30)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=sigterm_to_setup, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt), like_ctrl_c():  # as `setup` takes SIGTERM
+        install.run_to_its_end(["sh", "-c", script], grace_s=30)
+    assert cleaned.read_text() == "unmounted\n"

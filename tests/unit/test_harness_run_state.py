@@ -117,7 +117,28 @@ def test_a_ctrl_c_while_the_run_installs_its_handlers_is_an_interrupted_run(exec
     assert events == [] and not (result.run_dir / "verdict.json").exists()
 
 
-def test_a_ctrl_c_while_the_run_writes_its_last_words_is_ignored(execute, monkeypatch, handlers_kept):
+def test_a_ctrl_c_during_the_teardown_waits_for_it_and_the_run_goes_unjudged(execute, monkeypatch, handlers_kept):
+    teardown = Run._teardown
+
+    def ctrl_c_then_teardown(run, interrupted):
+        signal.raise_signal(signal.SIGINT)
+        teardown(run, interrupted)
+        run.history.emit("teardown_done")
+
+    monkeypatch.setattr(Run, "_teardown", ctrl_c_then_teardown)
+    result, state, events, _ = execute()
+    assert [e["name"] for e in events[-2:]] == ["teardown_done", "run_finished"]
+    assert events[-1]["outcome"] == "completed"  # the run itself did: only its verdict is left to `check`
+    assert (result.outcome, result.exit_code, state["state"]) == ("interrupted", 130, "interrupted")
+    assert "rebalance-lab check" in state["error"] and not (result.run_dir / "verdict.json").exists()
+
+
+@pytest.mark.parametrize("oracle", ["passes", "breaks"])
+def test_a_ctrl_c_during_the_last_words_reaches_the_caller_once_they_are_written(tmp_path, monkeypatch, handlers_kept,
+                                                                                   oracle):
+    monkeypatch.setattr(Run, "_run_phases", phases_that_finish)
+    if oracle == "breaks":
+        monkeypatch.setattr(harness.run, "check_history", raise_(TypeError("oracle bug")))
     write_state = Run._state
 
     def ctrl_c_then_write(run, state, **extra):
@@ -126,6 +147,13 @@ def test_a_ctrl_c_while_the_run_writes_its_last_words_is_ignored(execute, monkey
         write_state(run, state, **extra)
 
     monkeypatch.setattr(Run, "_state", ctrl_c_then_write)
-    result, state, events, _ = execute()
-    assert (result.outcome, result.exit_code, state["state"], state["verdict"]) == ("completed", 0, "completed", "pass")
-    assert json.loads((result.run_dir / "verdict.json").read_text())["status"] == "pass"
+    with pytest.raises(KeyboardInterrupt):
+        Run(load_scenario(SCENARIO), SCENARIO, tmp_path / "runs", lambda _msg: None).execute()
+    [run_dir] = (tmp_path / "runs").iterdir()
+    state = json.loads((run_dir / "run.json").read_text())
+    if oracle == "passes":
+        assert (state["state"], state["verdict"]) == ("completed", "pass")
+        assert json.loads((run_dir / "verdict.json").read_text())["status"] == "pass"
+    else:
+        assert state["state"] == "error" and "oracle bug" in state["error"]
+        assert not (run_dir / "verdict.json").exists()
