@@ -198,7 +198,7 @@ class CapacityRun:
                                     "verdict": (result.verdict or {}).get("status"),
                                     "figures": verdict_figures(result.verdict or {})}
             self._write()
-            if result.outcome == "interrupted":
+            if result.stopped:
                 raise KeyboardInterrupt
 
     def _write(self) -> None:

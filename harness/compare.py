@@ -73,7 +73,7 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
                 report(f"compare: {protocol} (Kafka {scenario.cluster.kafka}), seed {seed}")
                 result = Run(scenario, path, out, report, pool=pool).execute()
                 entries.append(Entry(protocol, seed, scenario.cluster.kafka, result, skipped))
-                if result.outcome == "interrupted":
+                if result.stopped:
                     interrupted = True
                     break
     except KeyboardInterrupt:  # between two runs: the rows so far are still written

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from dataclasses import dataclass
 from importlib import metadata
@@ -115,22 +116,32 @@ def _run_step(name: str, argv: list[str], log: Path, timeout: float | None = Non
         raise SetupError(f"{name} took more than {timeout / 60:.0f} minutes (log: {log})") from None
 
 
-def run_to_its_end(argv: list[str], env: dict | None = None, grace_s: float = 120.0) -> subprocess.CompletedProcess:
+def run_to_its_end(argv: list[str], env: dict | None = None, grace_s: float = 120.0,
+                   report: Report = lambda _msg: None) -> subprocess.CompletedProcess:
     """A step that must clean up after itself rather than be killed (dpkg's package database,
     debootstrap's mounts in the rootfs it builds): run as subprocess.run(capture_output=True,
     text=True) would, but on a Ctrl-C or SIGTERM to setup (or an error) it gets SIGTERM and
     `grace_s` to finish on its own (debootstrap's exit trap unmounts), and SIGKILL only then —
-    subprocess.run would SIGKILL it after 0.25 s."""
+    subprocess.run would SIGKILL it after 0.25 s. More Ctrl-Cs meanwhile do not shorten that."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         out, err = proc.communicate()
     except BaseException:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=grace_s)
-        except BaseException:  # it lingers, or a second Ctrl-C: no more waiting
-            proc.kill()
-            proc.wait()
+        deadline = None
+        while True:
+            try:
+                if deadline is None:
+                    proc.terminate()
+                    deadline = time.monotonic() + grace_s
+                    report(f"waiting up to {grace_s:.0f} s for {Path(argv[0]).name} to clean up after itself …")
+                proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                break
+            except KeyboardInterrupt:  # another Ctrl-C: it is cleaning up (or about to be told to)
+                continue
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                break
         raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 

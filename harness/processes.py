@@ -148,12 +148,22 @@ class Supervisor:
             return self.start(name, role, argv, log_path, env=env, cwd=cwd).popen.wait(timeout=timeout)
         finally:
             # Also when the Ctrl-C came while start() told on_start. A second Ctrl-C must not cut this
-            # short. The group goes before the leader is reaped and unregistered (a JVM a failed step
-            # left behind would still write its class archive as it exits); then kill() reaps.
-            with ignored():
-                if (proc := self.processes.get(name)) is not before:
-                    _signal_group(proc.pid, signal.SIGKILL)
-                    self.kill(name)
+            # short, not even one that comes while ignored() swaps the handlers (raised there): the
+            # kill is done (again), then it is raised. The group goes before the leader is reaped and
+            # unregistered (a JVM a failed step left behind would still write its class archive as it
+            # exits); then kill() reaps.
+            pending: KeyboardInterrupt | None = None
+            while True:
+                try:
+                    with ignored():
+                        if (proc := self.processes.get(name)) is not before:
+                            _signal_group(proc.pid, signal.SIGKILL)
+                            self.kill(name)
+                    break
+                except KeyboardInterrupt as e:
+                    pending = pending or e
+            if pending:
+                raise pending
 
     def record_start(self, name: str, role: str, pid: int | None) -> None:
         if self.on_start:

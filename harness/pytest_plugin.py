@@ -243,6 +243,8 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
 
     installed_for(parsed)
     result = Run(parsed, path, runs_dir, report, pool=cluster_pool(config)).execute()
+    if result.stop_requested:  # a Ctrl-C as the run ended: the session stops, as it would have a moment before
+        raise KeyboardInterrupt
     return ChaosResult(result.run_dir, result.outcome, result.verdict, result.error, result.exit_code)
 
 

@@ -78,9 +78,9 @@ class RunStop:
 
     Armed (the run's phases, its judging), the first signal raises Interrupted and disarms it.
     Disarmed (its handlers going in, its teardown, its last words), a signal is noted and waits:
-    the next `arm` raises it, or the caller gets it once the run's files are whole
-    (`pass_on`). Never two handlers swapped one signal at a time: a signal between two swaps
-    could skip the teardown or escape as Interrupted."""
+    the next `arm` raises it, or it is the run's `stop_requested` (a suite stops after this run).
+    Never two handlers swapped one signal at a time: a signal between two swaps could skip the
+    teardown or escape as Interrupted."""
 
     def __init__(self) -> None:
         self.armed = False
@@ -101,11 +101,6 @@ class RunStop:
     def disarm(self) -> None:
         self.armed = False
 
-    def pass_on(self) -> None:
-        """A signal that came during the run's last words, to the handler from before the run."""
-        if self.caught:
-            signal.raise_signal(signal.Signals[self.caught])
-
 
 @dataclass
 class RunResult:
@@ -113,6 +108,12 @@ class RunResult:
     outcome: str  # completed | interrupted | error
     verdict: dict | None
     error: str | None = None
+    stop_requested: bool = False  # a Ctrl-C, SIGTERM or SIGHUP came once the run had nothing left to stop
+
+    @property
+    def stopped(self) -> bool:
+        """Whoever runs runs in a row (suite, compare, capacity, shrink) stops after this one."""
+        return self.outcome == "interrupted" or self.stop_requested
 
     @property
     def exit_code(self) -> int:
@@ -190,6 +191,7 @@ class Run:
                 finally:
                     stop.disarm()  # the run's last words must not be cut short by a second Ctrl-C
             except (KeyboardInterrupt, Interrupted):
+                verdict = None  # judged or not, an interrupted run has no verdict (`check` gives it)
                 if outcome == "completed":  # the history is whole: `check` can judge it
                     error = f"interrupted before its verdict; `rebalance-lab check {self.run_dir}` judges it"
                 elif not self.timings:  # as its handlers went in
@@ -206,15 +208,18 @@ class Run:
                 if verdict:
                     (self.run_dir / "summary.md").write_text(summary)
                     write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: the run is judged
-        if outcome != "interrupted":
-            stop.pass_on()
-        return RunResult(self.run_dir, outcome, verdict, error)
+        return RunResult(self.run_dir, outcome, verdict, error, stop_requested=outcome != "interrupted" and bool(stop.caught))
 
     def _run(self) -> tuple[str, str | None]:
         """The run's phases, then its teardown whatever happened in them: (outcome, error)."""
         outcome, error = "error", None
         try:
-            self._run_phases()
+            try:
+                self._run_phases()
+            finally:
+                # From here a Ctrl-C waits for the teardown (RunStop): cut short, it would leave processes
+                # behind. One that came just before is raised here and taken below.
+                self.stop_signal.disarm()
             outcome = "completed"
         except (KeyboardInterrupt, Interrupted):
             outcome = "interrupted"
@@ -225,12 +230,6 @@ class Run:
         except Exception as e:
             error = self._harness_bug(e, "the run")
         finally:
-            # A Ctrl-C from here on waits for the teardown (RunStop): cut short, it would leave processes behind.
-            try:
-                self.stop_signal.disarm()
-            except Interrupted:  # it came just before
-                outcome = "interrupted"
-                self.report("interrupted: healing faults and stopping every process …")
             try:
                 self._teardown(interrupted=outcome == "interrupted")
             except LabError as e:  # e.g. an external cluster's topics could not be deleted: said, not a bug

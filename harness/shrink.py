@@ -91,6 +91,11 @@ class ProbeRun:
     reproduced: bool
     failed_checks: list[str] = field(default_factory=list)
     note: str = ""
+    stop_requested: bool = False  # harness.run.RunResult's
+
+    @property
+    def stopped(self) -> bool:
+        return self.outcome == "interrupted" or self.stop_requested
 
 
 @dataclass
@@ -180,10 +185,10 @@ class Shrinker:
             probe.runs.append(run)
             self.report(f"probe {probe.n} run {attempt}: " + ("fails the check: reproduced" if run.reproduced else
                                                                run.note or f"{run.outcome}, {run.status}"))
-            if run.reproduced or run.outcome in ("invalid", "interrupted"):
+            if run.reproduced or run.outcome == "invalid" or run.stopped:
                 break
         self.on_probe(probe)
-        if any(r.outcome == "interrupted" for r in probe.runs):
+        if any(r.stopped for r in probe.runs):
             raise KeyboardInterrupt
         if probe.reproduced:
             self.best = candidate
@@ -361,7 +366,7 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
         result = Run(scenario, path, out / "runs", report, pool=pool).execute()
         failed = failed_checks(result.verdict or {})
         return ProbeRun(str(result.run_dir), result.outcome, (result.verdict or {}).get("status"),
-                        failing.check in failed, failed, note=result.error or "")
+                        failing.check in failed, failed, note=result.error or "", stop_requested=result.stop_requested)
 
     save()
     budget = Budget(max_runs, max_minutes)
@@ -378,7 +383,7 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
                 runs = []
                 for attempt in range(1, confirm + 1):
                     runs.append(run_once(minimal, 0, attempt))
-                    if runs[-1].outcome == "interrupted":
+                    if runs[-1].stopped:
                         raise KeyboardInterrupt
                 confirmed = (sum(r.reproduced for r in runs), len(runs))
                 save(confirmation=[asdict(r) for r in runs])

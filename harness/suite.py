@@ -299,7 +299,7 @@ class SuiteRun:
             done = VariantResult(v, _state_of(result), time.monotonic() - t0, result, reason=result.error or "")
             self.results.append(done)
             self._write_json()
-            if result.outcome == "interrupted":
+            if result.stopped:
                 self.state, stop_reason = "interrupted", f"not run: the suite was interrupted during {v.id}"
             elif self.fail_fast and done.state != PASSED:
                 stop_reason = f"not run: --fail-fast after {v.id} {done.state}"

@@ -228,7 +228,7 @@ def install_debs(report: Report) -> bool:
     report(f"installing {' '.join(pins)} with apt-get …")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for attempt in ((apt, "update", "-q"), (apt, "install", "-y", "-q", "--no-install-recommends", *pins)):
-        out = run_to_its_end(list(attempt), env=env)  # killed mid-install, dpkg is left half-configured
+        out = run_to_its_end(list(attempt), env=env, report=report)  # killed mid-install, dpkg is left half-configured
         if out.returncode != 0:
             raise SetupError(f"`{' '.join(attempt)}` failed:\n{(out.stdout + out.stderr)[-2000:]}")
     # Debian's package may start its own dockerd through the init system; this machine has none,

@@ -161,7 +161,7 @@ def ensure_images(kafka_lines: list[str], report: Report = lambda _m: None, dock
             report(f"image {recipe.tag}: building …")
             try:
                 if recipe.parent is None:
-                    _import_base(client, recipe)
+                    _import_base(client, recipe, report)
                 else:
                     _build(client, recipe)
             except BuildError as e:
@@ -185,7 +185,7 @@ def _build(client, recipe: Recipe) -> None:
                             labels={ROLE_LABEL: recipe.name})
 
 
-def _import_base(client, recipe: Recipe) -> None:
+def _import_base(client, recipe: Recipe, report: Callable[[str], None]) -> None:
     debootstrap = shutil.which("debootstrap") or shutil.which("debootstrap", path="/usr/sbin")
     if not debootstrap:
         raise SetupError("debootstrap is not installed: run `rebalance-lab setup --compose`")
@@ -193,7 +193,7 @@ def _import_base(client, recipe: Recipe) -> None:
         root = Path(tmp) / "rootfs"
         # Killed, it would leave /proc and /sys mounted in the rootfs, a directory about to be deleted.
         out = install.run_to_its_end([debootstrap, "--variant=minbase", versions.IMAGE_SUITE, str(root),
-                                      versions.IMAGE_MIRROR])
+                                      versions.IMAGE_MIRROR], report=report)
         if out.returncode != 0:
             raise SetupError(f"debootstrap {versions.IMAGE_SUITE} failed:\n{(out.stdout + out.stderr)[-2000:]}")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)

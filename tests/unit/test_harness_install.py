@@ -146,14 +146,17 @@ def test_a_step_run_to_its_end_gives_its_output_and_exit_code():
 def test_a_stopped_setup_gives_a_step_time_to_clean_up_after_itself(tmp_path):
     """debootstrap's exit trap unmounts what it mounted in the rootfs: a SIGKILL 0.25 s after the
     Ctrl-C, as subprocess.run gives, would leave the mounts; SIGTERM and time do not."""
-    ready, cleaned = tmp_path / "ready", tmp_path / "cleaned"
-    script = f"trap 'sleep 0.5; echo unmounted > {cleaned}; exit 143' TERM\necho > {ready}\nwhile :; do sleep 0.05; done"
+    ready, cleaning, cleaned = tmp_path / "ready", tmp_path / "cleaning", tmp_path / "cleaned"
+    script = (f"trap 'echo > {cleaning}; sleep 0.5; echo unmounted > {cleaned}; exit 143' TERM\n"
+              f"echo > {ready}\nwhile :; do sleep 0.05; done")
 
-    def sigterm_to_setup():
+    def sigterm_to_setup_twice():  # the second while it cleans up: no shorter for that
         _until(ready.exists, timeout=30)
         os.kill(os.getpid(), signal.SIGTERM)
+        _until(cleaning.exists, timeout=30)
+        os.kill(os.getpid(), signal.SIGTERM)
 
-    threading.Thread(target=sigterm_to_setup, daemon=True).start()
+    threading.Thread(target=sigterm_to_setup_twice, daemon=True).start()
     with pytest.raises(KeyboardInterrupt), like_ctrl_c():  # as `setup` takes SIGTERM
         install.run_to_its_end(["sh", "-c", script], grace_s=30)
     assert cleaned.read_text() == "unmounted\n"

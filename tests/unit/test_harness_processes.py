@@ -355,3 +355,25 @@ def test_a_run_directory_deleted_since_is_no_error(home, tmp_path):
     pid = track(orphan(lab_home, tmp_path, owner=run_owner(gone_run)))
     shutil.rmtree(gone_run)
     assert [v.pid for v in cleanup_leftovers()] == [pid] and gone(pid)
+
+
+def test_a_sigterm_while_the_run_ignores_signals_for_its_kill_still_kills_the_group(home, tmp_path, monkeypatch):
+    """`setup` takes SIGTERM like Ctrl-C; one that comes while run()'s `finally` swaps the handlers
+    for ignoring ones is raised there: the group still goes, then setup gets it."""
+    from harness.stop_signals import like_ctrl_c
+
+    install = signal.signal
+
+    def sigterm_amid_the_swaps(signum, handler):
+        if signum == signal.SIGHUP and handler is signal.SIG_IGN:  # SIGINT's and SIGTERM's are in
+            monkeypatch.setattr(signal, "signal", install)
+            signal.raise_signal(signal.SIGHUP)  # like_ctrl_c's handler still has it: KeyboardInterrupt
+        return install(signum, handler)
+
+    sup = Supervisor(owner="setup")
+    with pytest.raises(KeyboardInterrupt), like_ctrl_c():
+        monkeypatch.setattr(signal, "signal", sigterm_amid_the_swaps)
+        sup.run("mvn", "setup", leader_and_child(tmp_path, "exit 0"), tmp_path / "mvn.log", timeout=10)
+    leader, child = pids(tmp_path)
+    wait_until(lambda: gone(leader) and gone(child))
+    assert registered() == []

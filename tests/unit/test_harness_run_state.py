@@ -134,9 +134,8 @@ def test_a_ctrl_c_during_the_teardown_waits_for_it_and_the_run_goes_unjudged(exe
 
 
 @pytest.mark.parametrize("oracle", ["passes", "breaks"])
-def test_a_ctrl_c_during_the_last_words_reaches_the_caller_once_they_are_written(tmp_path, monkeypatch, handlers_kept,
-                                                                                   oracle):
-    monkeypatch.setattr(Run, "_run_phases", phases_that_finish)
+def test_a_ctrl_c_during_the_last_words_waits_for_them_and_asks_the_caller_to_stop(execute, monkeypatch, handlers_kept,
+                                                                                    oracle):
     if oracle == "breaks":
         monkeypatch.setattr(harness.run, "check_history", raise_(TypeError("oracle bug")))
     write_state = Run._state
@@ -147,13 +146,41 @@ def test_a_ctrl_c_during_the_last_words_reaches_the_caller_once_they_are_written
         write_state(run, state, **extra)
 
     monkeypatch.setattr(Run, "_state", ctrl_c_then_write)
-    with pytest.raises(KeyboardInterrupt):
-        Run(load_scenario(SCENARIO), SCENARIO, tmp_path / "runs", lambda _msg: None).execute()
-    [run_dir] = (tmp_path / "runs").iterdir()
-    state = json.loads((run_dir / "run.json").read_text())
+    result, state, _, _ = execute()
+    assert result.stop_requested and result.stopped  # a suite or a compare stops after this run
     if oracle == "passes":
-        assert (state["state"], state["verdict"]) == ("completed", "pass")
-        assert json.loads((run_dir / "verdict.json").read_text())["status"] == "pass"
+        assert (result.exit_code, state["state"], state["verdict"]) == (0, "completed", "pass")
+        assert json.loads((result.run_dir / "verdict.json").read_text())["status"] == "pass"
     else:
-        assert state["state"] == "error" and "oracle bug" in state["error"]
-        assert not (run_dir / "verdict.json").exists()
+        assert (result.exit_code, state["state"]) == (3, "error") and "oracle bug" in state["error"]
+        assert not (result.run_dir / "verdict.json").exists()
+
+
+def test_a_ctrl_c_once_judged_leaves_no_verdict(execute, monkeypatch, handlers_kept):
+    summary = harness.run.reporting.summary_markdown
+
+    def ctrl_c_then_summary(verdict, run_dir):
+        signal.raise_signal(signal.SIGINT)
+        return summary(verdict, run_dir)
+
+    monkeypatch.setattr(harness.run.reporting, "summary_markdown", ctrl_c_then_summary)
+    result, state, _, _ = execute()
+    assert (result.outcome, result.verdict, state["state"]) == ("interrupted", None, "interrupted")
+    assert "verdict" not in state and not (result.run_dir / "verdict.json").exists()
+    assert not (result.run_dir / "summary.md").exists()
+
+
+def test_a_ctrl_c_while_a_failed_run_says_why_keeps_the_reason_and_still_tears_down(execute, monkeypatch,
+                                                                                   handlers_kept):
+    from runtime.errors import LabError
+
+    def phases_that_fail(run):
+        phases_that_finish(run)
+        run.report = lambda _msg: signal.raise_signal(signal.SIGINT)  # as it says "run failed: …"
+        raise LabError("the cluster never became ready")
+
+    monkeypatch.setattr(Run, "_run_phases", phases_that_fail)
+    result, state, events, _ = execute()
+    assert (result.outcome, state["state"], state["error"]) == ("error", "error", "the cluster never became ready")
+    assert events[-1]["name"] == "run_finished" and events[-1]["outcome"] == "error"
+    assert result.stop_requested
