@@ -300,7 +300,8 @@ class SuiteRun:
             self.results.append(done)
             self._write_json()
             if result.stopped:
-                self.state, stop_reason = "interrupted", f"not run: the suite was interrupted during {v.id}"
+                when = "during" if result.outcome == "interrupted" else "after"  # a Ctrl-C as its run ended
+                self.state, stop_reason = "interrupted", f"not run: the suite was interrupted {when} {v.id}"
             elif self.fail_fast and done.state != PASSED:
                 stop_reason = f"not run: --fail-fast after {v.id} {done.state}"
 

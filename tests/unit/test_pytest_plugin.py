@@ -37,7 +37,8 @@ class FakeRun:
                    "rebalances": [{"status": "completed", "duration_ms": 1234.5, "max_unowned_ms": 600.0}]}
         (self.run_dir / "history.jsonl").write_text(json.dumps({"name": "run_started", "ts": 1.0, "mono_ms": 1.0,
                                                                 "source": "harness", "seq": 1}) + "\\n")
-        return RunResult(self.run_dir, "completed", verdict)
+        # seed 99: a Ctrl-C came as the run wrote its verdict
+        return RunResult(self.run_dir, "completed", verdict, stop_requested=self.scenario.seed == 99)
 
 
 harness.run.Run = FakeRun
@@ -82,6 +83,12 @@ def test_options_reach_the_scenario(lab, pytester):
     assert (seen.parent / "pool.txt").read_text().startswith(str(pytester.path / "runs" / "pytest-clusters-"))
     lab(str(pytester.path / "smoke.yaml"), "--chaos-seed", "10", "--chaos-fresh-clusters").assert_outcomes(passed=1)
     assert (pytester.path / "runs" / "smoke-s10" / "pool.txt").read_text() == "none"
+
+
+def test_a_ctrl_c_as_a_scenario_ended_stops_the_session_after_it(lab, pytester):
+    result = lab(str(pytester.path / "smoke.yaml"), str(pytester.path / "faulty-consumer.yaml"), "--chaos-seed", "99")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert [p.name for p in (pytester.path / "runs").glob("*-s99")] == ["smoke-s99"]  # the second never ran
 
 
 def test_yaml_under_testpaths_is_not_collected_unless_asked(lab, pytester):

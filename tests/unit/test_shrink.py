@@ -138,3 +138,16 @@ def test_refuses_a_schedule_the_scenario_cannot_run(tmp_path):
     with pytest.raises(ScenarioError) as e:
         FailingRun.read(tmp_path, None)
     assert "scenario.yaml with schedule.json" in str(e.value) and "consumer-9" in str(e.value)
+
+
+def test_a_ctrl_c_as_a_probe_ended_stops_the_shrink_after_it():
+    calls = []
+
+    def probe(c: Candidate, n: int, attempt: int) -> ProbeRun:
+        calls.append(n)
+        return ProbeRun(f"run-{n}", "completed", "fail", True, stop_requested=n == 1)  # judged, then Ctrl-C
+
+    shrinker = Shrinker(candidate(3), probe, Budget(1000, 60), repeats=2, report=lambda _m: None)
+    with pytest.raises(KeyboardInterrupt):
+        shrinker.shrink()
+    assert calls[-1] == 1 and shrinker.probes[-1].runs[-1].stop_requested  # recorded, then no other probe

@@ -123,6 +123,8 @@ class FakeRun:
             import os
             import signal
             os.kill(os.getpid(), signal.SIGTERM)
+        if outcome == "ctrl-c-as-it-ended":  # judged, then a Ctrl-C during the run's last words
+            return RunResult(self.run_dir, "completed", _verdict("pass"), stop_requested=True)
         return RunResult(self.run_dir, outcome, verdict, None if verdict else "cluster never became ready")
 
 
@@ -186,6 +188,15 @@ def test_fail_fast_skips_the_rest_and_an_interrupted_variant_stops_the_suite(tmp
     assert run.execute() == 130
     data = json.loads((run.dir / "suite.json").read_text())
     assert data["state"] == "interrupted" and [v["state"] for v in data["variants"]] == ["passed", "broken", "skipped"]
+
+    # a Ctrl-C as a variant's run ended: that variant keeps its own result, the rest are not run
+    fake_runs.outcomes = {"smoke-classic-eager": ("ctrl-c-as-it-ended", None)}
+    run = SuiteRun(suite, select(suite, ("smoke[*seed 1]",), None), tmp_path / "stopped")
+    assert run.execute() == 130
+    data = json.loads((run.dir / "suite.json").read_text())
+    assert data["state"] == "interrupted" and [(v["state"], v["reason"]) for v in data["variants"]] == [
+        ("passed", ""), ("skipped", "not run: the suite was interrupted after smoke[classic-eager, seed 1]"),
+        ("skipped", "not run: the suite was interrupted after smoke[classic-eager, seed 1]")]
 
 
 def test_junit_escapes_what_runs_wrote():
