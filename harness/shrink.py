@@ -91,11 +91,7 @@ class ProbeRun:
     reproduced: bool
     failed_checks: list[str] = field(default_factory=list)
     note: str = ""
-    stop_requested: bool = False  # harness.run.RunResult's
-
-    @property
-    def stopped(self) -> bool:
-        return self.outcome == "interrupted" or self.stop_requested
+    stopped: bool = False  # harness.run.RunResult's: no probe after this one
 
 
 @dataclass
@@ -366,7 +362,7 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
         result = Run(scenario, path, out / "runs", report, pool=pool).execute()
         failed = failed_checks(result.verdict or {})
         return ProbeRun(str(result.run_dir), result.outcome, (result.verdict or {}).get("status"),
-                        failing.check in failed, failed, note=result.error or "", stop_requested=result.stop_requested)
+                        failing.check in failed, failed, note=result.error or "", stopped=result.stopped)
 
     save()
     budget = Budget(max_runs, max_minutes)

@@ -145,9 +145,9 @@ def test_a_ctrl_c_as_a_probe_ended_stops_the_shrink_after_it():
 
     def probe(c: Candidate, n: int, attempt: int) -> ProbeRun:
         calls.append(n)
-        return ProbeRun(f"run-{n}", "completed", "fail", True, stop_requested=n == 1)  # judged, then Ctrl-C
+        return ProbeRun(f"run-{n}", "completed", "fail", True, stopped=n == 1)  # judged, then a Ctrl-C
 
     shrinker = Shrinker(candidate(3), probe, Budget(1000, 60), repeats=2, report=lambda _m: None)
     with pytest.raises(KeyboardInterrupt):
         shrinker.shrink()
-    assert calls[-1] == 1 and shrinker.probes[-1].runs[-1].stop_requested  # recorded, then no other probe
+    assert calls[-1] == 1 and shrinker.probes[-1].runs[-1].stopped  # recorded, then no other probe
