@@ -56,6 +56,13 @@ def _init(environment, **_kwargs) -> None:
         gevent.spawn(_feed, environment, spec, _lab["profile"])
 
 
+@events.test_start.add_listener
+def _started(**_kwargs) -> None:
+    # Locust clears its stats as the test starts (a worker: at its master's first spawn message,
+    # seconds after it started on a loaded machine): a request fired before then is not counted.
+    _lab["started"] = True
+
+
 def _say_done(report: dict) -> None:
     if _lab.get("told"):
         report[_DONE] = True
@@ -112,6 +119,8 @@ def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
     feed, runner = RebalanceFeed(spec.history, profile.settle_s), environment.runner
     while True:
         gevent.sleep(FEED_EVERY_S)
+        if not _lab.get("started"):
+            continue  # what it told now would be cleared (_started)
         if isinstance(runner, WorkerRunner) and runner.worker_index != 0:
             continue  # the first worker tells them (its index comes once the master has answered)
         for r in feed.settled():
