@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 from dataclasses import dataclass
 from importlib import metadata
@@ -28,6 +27,7 @@ from typing import Callable
 from harness import versions
 from harness.paths import components_dir
 from harness.processes import Supervisor
+from harness.stop_signals import deferred
 from runtime.errors import SetupError
 
 Report = Callable[[str], None]
@@ -127,21 +127,14 @@ def run_to_its_end(argv: list[str], env: dict | None = None, grace_s: float = 12
     try:
         out, err = proc.communicate()
     except BaseException:
-        deadline = None
-        while True:
+        with deferred():  # another Ctrl-C: it is cleaning up, and the first one goes on after it
+            proc.terminate()
+            report(f"waiting up to {grace_s:.0f} s for {Path(argv[0]).name} to clean up after itself …")
             try:
-                if deadline is None:
-                    proc.terminate()
-                    deadline = time.monotonic() + grace_s
-                    report(f"waiting up to {grace_s:.0f} s for {Path(argv[0]).name} to clean up after itself …")
-                proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
-                break
-            except KeyboardInterrupt:  # another Ctrl-C: it is cleaning up (or about to be told to)
-                continue
+                proc.communicate(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate()
-                break
         raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 

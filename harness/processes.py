@@ -23,7 +23,7 @@ from typing import Callable
 
 from harness.paths import registry_dir
 from harness.runstate import mark_killed, run_of
-from harness.stop_signals import deferred, ignored
+from harness.stop_signals import deferred
 
 
 def _proc_start_time(pid: int) -> int | None:
@@ -148,22 +148,13 @@ class Supervisor:
             return self.start(name, role, argv, log_path, env=env, cwd=cwd).popen.wait(timeout=timeout)
         finally:
             # Also when the Ctrl-C came while start() told on_start. A second Ctrl-C must not cut this
-            # short, not even one that comes while ignored() swaps the handlers (raised there): the
-            # kill is done (again), then it is raised. The group goes before the leader is reaped and
-            # unregistered (a JVM a failed step left behind would still write its class archive as it
-            # exits); then kill() reaps.
-            pending: KeyboardInterrupt | None = None
-            while True:
-                try:
-                    with ignored():
-                        if (proc := self.processes.get(name)) is not before:
-                            _signal_group(proc.pid, signal.SIGKILL)
-                            self.kill(name)
-                    break
-                except KeyboardInterrupt as e:
-                    pending = pending or e
-            if pending:
-                raise pending
+            # short: it waits for the kill. The group goes before the leader is reaped and unregistered
+            # (a JVM a failed step left behind would still write its class archive as it exits); then
+            # kill() reaps.
+            with deferred():
+                if (proc := self.processes.get(name)) is not before:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    self.kill(name)
 
     def record_start(self, name: str, role: str, pid: int | None) -> None:
         if self.on_start:

@@ -74,13 +74,13 @@ class Interrupted(BaseException):
 
 
 class RunStop:
-    """A run's handler for Ctrl-C, SIGTERM and SIGHUP, installed once for the whole run.
+    """A run's handler for Ctrl-C, SIGTERM and SIGHUP (a stop_signals mode), entered once for the whole run.
 
     Armed (the run's phases, its judging), the first signal raises Interrupted and disarms it.
     Disarmed (its handlers going in, its teardown, its last words), a signal is noted and waits:
     the next `arm` raises it, or it is the run's `stop_requested` (a suite stops after this run).
-    Never two handlers swapped one signal at a time: a signal between two swaps could skip the
-    teardown or escape as Interrupted."""
+    A flag, not a change of handler, tells the two apart: nothing is swapped mid-run for a signal
+    to slip between (it could skip the teardown or escape as Interrupted)."""
 
     def __init__(self) -> None:
         self.armed = False

@@ -357,22 +357,21 @@ def test_a_run_directory_deleted_since_is_no_error(home, tmp_path):
     assert [v.pid for v in cleanup_leftovers()] == [pid] and gone(pid)
 
 
-def test_a_sigterm_while_the_run_ignores_signals_for_its_kill_still_kills_the_group(home, tmp_path, monkeypatch):
-    """`setup` takes SIGTERM like Ctrl-C; one that comes while run()'s `finally` swaps the handlers
-    for ignoring ones is raised there: the group still goes, then setup gets it."""
+def test_a_sigterm_while_run_kills_the_group_waits_for_the_kill_then_stops_setup(home, tmp_path, monkeypatch):
+    """`setup` takes SIGTERM like Ctrl-C; one that comes while run()'s `finally` kills the step's
+    group neither cuts the kill short nor is lost: the group goes, then setup gets it."""
+    from harness import processes
     from harness.stop_signals import like_ctrl_c
 
-    install = signal.signal
+    signal_group = processes._signal_group
 
-    def sigterm_amid_the_swaps(signum, handler):
-        if signum == signal.SIGHUP and handler is signal.SIG_IGN:  # SIGINT's and SIGTERM's are in
-            monkeypatch.setattr(signal, "signal", install)
-            signal.raise_signal(signal.SIGHUP)  # like_ctrl_c's handler still has it: KeyboardInterrupt
-        return install(signum, handler)
+    def sigterm_then_kill(pid, sig):
+        signal.raise_signal(signal.SIGTERM)
+        signal_group(pid, sig)
 
     sup = Supervisor(owner="setup")
     with pytest.raises(KeyboardInterrupt), like_ctrl_c():
-        monkeypatch.setattr(signal, "signal", sigterm_amid_the_swaps)
+        monkeypatch.setattr(processes, "_signal_group", sigterm_then_kill)
         sup.run("mvn", "setup", leader_and_child(tmp_path, "exit 0"), tmp_path / "mvn.log", timeout=10)
     leader, child = pids(tmp_path)
     wait_until(lambda: gone(leader) and gone(child))

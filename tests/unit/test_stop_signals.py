@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
-from harness.stop_signals import deferred, ignored, like_ctrl_c
+from harness.stop_signals import deferred, handled_by, like_ctrl_c
 
 
 @pytest.fixture(autouse=True)
@@ -27,9 +29,13 @@ def test_a_signal_inside_deferred_acts_once_the_block_is_done():
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
-def test_deferred_inside_ignored_keeps_ignoring():
-    with ignored(), deferred():
-        os.kill(os.getpid(), signal.SIGINT)
+def test_deferred_inside_a_runs_handler_hands_the_signal_to_it_after_the_block():
+    seen = []
+    with handled_by(lambda signum, _frame: seen.append(signum)):
+        with deferred():
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert seen == []
+        assert seen == [signal.SIGHUP]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
@@ -43,7 +49,7 @@ def test_a_signal_deferred_past_an_error_still_acts():
 
 def test_the_handlers_are_back_after_each_block():
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    for block in (ignored, like_ctrl_c, deferred):
+    for block in (lambda: handled_by(lambda *_: None), like_ctrl_c, deferred):
         with block():
             pass
         assert {sig: signal.getsignal(sig) for sig in before} == before
@@ -81,3 +87,48 @@ def test_a_ctrl_c_let_in_by_the_restore_still_restores_the_rest():
     finally:
         signal.signal = real
     assert {sig: signal.getsignal(sig) for sig in previous} == previous
+
+
+def test_a_mode_inside_another_swaps_no_handler(monkeypatch):
+    """A nested mode is one list operation: no moment where one signal has the new mode and
+    another the old one (a SIGHUP between two swaps used to reach the outer handler)."""
+    with like_ctrl_c():
+        swaps = []
+        monkeypatch.setattr(signal, "signal", lambda *args: swaps.append(args))
+        with deferred(), handled_by(lambda *_: None):
+            pass
+        monkeypatch.undo()
+        assert swaps == []
+
+
+def test_a_signal_amid_the_outermost_installs_goes_to_the_mode_being_entered(monkeypatch):
+    install, seen = signal.signal, []
+
+    def ctrl_c_amid_the_installs(signum, handler):
+        if signum == signal.SIGTERM:  # SIGINT's is in, SIGTERM's and SIGHUP's are not
+            signal.raise_signal(signal.SIGINT)
+        return install(signum, handler)
+
+    monkeypatch.setattr(signal, "signal", ctrl_c_amid_the_installs)
+    with handled_by(lambda signum, _frame: seen.append(signum)):
+        monkeypatch.undo()
+    assert seen == [signal.SIGINT]
+
+
+def test_like_ctrl_c_leaves_an_ignored_ctrl_c_ignored():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's
+    with like_ctrl_c():
+        os.kill(os.getpid(), signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_a_signal_no_mode_takes_does_what_its_default_does():
+    """Below every mode: the handler found, and for SIGTERM at its default the process ends."""
+    code = ("import os, signal; from harness.stop_signals import _mode\n"
+            "with _mode(lambda *_: None, (signal.SIGINT,)):\n"
+            "    os.kill(os.getpid(), signal.SIGINT); print('ctrl-c taken', flush=True)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM); print('survived')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (-signal.SIGTERM, "ctrl-c taken\n")
