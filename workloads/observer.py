@@ -5,6 +5,11 @@ librdkafka's coordinator-bound admin calls (DescribeConsumerGroups,
 ListConsumerGroupOffsets) can abort the calling process when a broker connection
 drops mid-request (librdkafka issue #4605) — exactly what chaos runs do. The
 supervisor restarts it if it dies; the harness itself never links those calls.
+Committed offsets are read through a consumer handle of the group, not the admin
+API: librdkafka's ListConsumerGroupOffsets dereferences the consumer-group state an
+admin client does not have when the broker answers NOT_COORDINATOR (a segfault; the
+group's coordinator still loading on a fresh cluster, or moving; librdkafka issue
+#5040, still in 2.16). A consumer that never subscribes never joins the group.
 
 Every sample goes into the history (``lag_sampled``, ``group_described``), so
 what the harness saw when it declared the group stable or drained is on record
@@ -54,8 +59,10 @@ class GroupObserver:
 
         self.spec = spec
         self.partitions: list[tuple[str, int]] = []
-        self.admin = AdminClient({**spec.client_settings, "bootstrap.servers": spec.bootstrap_servers, "logger": QUIET_CLIENT_LOG,
-                                  "socket.connection.setup.timeout.ms": 3000})
+        self.settings = {**spec.client_settings, "bootstrap.servers": spec.bootstrap_servers, "logger": QUIET_CLIENT_LOG,
+                         "socket.connection.setup.timeout.ms": 3000}
+        self.admin = AdminClient(self.settings)
+        self._offsets = None  # the consumer handle committed() reads through, made at its first call
 
     def refresh_partitions(self) -> None:
         """The group's partitions as of now: partitions and topics may be added mid-run."""
@@ -86,14 +93,15 @@ class GroupObserver:
         return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
     def committed(self, tps) -> dict[tuple[str, int], int | None]:
-        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka import Consumer
 
-        fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.spec.group, tps)],
-                                                     request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
-        return {(tp.topic, tp.partition): tp.offset for tp in fut.result(REQUEST_TIMEOUT_S).topic_partitions}
+        if self._offsets is None:
+            self._offsets = Consumer({**self.settings, "group.id": self.spec.group, "enable.auto.commit": False})
+        return {(tp.topic, tp.partition): tp.offset for tp in self._offsets.committed(tps, timeout=REQUEST_TIMEOUT_S)}
 
     def close(self) -> None:
-        pass
+        if self._offsets is not None:
+            self._offsets.close()
 
     def describe(self) -> dict:
         if not self.partitions:
@@ -122,6 +130,7 @@ class ZooKeeperGroupObserver(GroupObserver):
         self.zk.start(timeout=REQUEST_TIMEOUT_S)
 
     def close(self) -> None:
+        super().close()
         self.zk.stop()
         self.zk.close()
 

@@ -215,6 +215,13 @@ def assert_healed(run: RunOutcome) -> None:
     assert alive_pids(run.events) == []
 
 
+def assert_observer_ran_throughout(run: RunOutcome) -> None:
+    """The observer sampled the whole run in one process: it never died and was started again
+    (it used to segfault on the admin API's NOT_COORDINATOR, first thing on a fresh cluster)."""
+    lives = [(e["name"], e.get("returncode")) for e in run.events if e.get("process") == "observer"]
+    assert lives == [("process_started", None), ("process_exited", 0)], lives
+
+
 @pytest.fixture(scope="module")
 def module_run(tmp_path_factory, shared_clusters):
     """Run a scenario once for a whole test module (several assertions on one real run)."""

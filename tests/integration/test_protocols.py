@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import assert_healed, small_scenario
+from tests.integration.conftest import assert_healed, assert_observer_ran_throughout, small_scenario
 
 
 def _tps(event):
@@ -35,6 +35,7 @@ def test_cooperative_sticky_moves_only_what_must_move(module_run):
     assert kept <= {(r["topic"], r["partition"]) for e in during for r in e["ranges"]}
     assert run.exit_code == 0, run.output[-3000:]
     assert_healed(run)
+    assert_observer_ran_throughout(run)
 
 
 @pytest.mark.parametrize("assignor", ["uniform", "range"])
@@ -57,3 +58,4 @@ def test_kip848_consumer_protocol_on_kafka_4(module_run, assignor):
     assert taken  # consumer-2's partitions moved to consumer-1
     assert run.exit_code == 0, run.output[-3000:]
     assert_healed(run)
+    assert_observer_ran_throughout(run)
