@@ -12,6 +12,7 @@ once per JDK and pyspark (analysis.class_archive).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -127,14 +128,16 @@ def run_to_its_end(argv: list[str], env: dict | None = None, grace_s: float = 12
     try:
         out, err = proc.communicate()
     except BaseException:
-        with deferred():  # another Ctrl-C: it is cleaning up, and the first one goes on after it
+        with deferred():  # more Ctrl-Cs wait for it to clean up; the first of them is raised after
             proc.terminate()
-            report(f"waiting up to {grace_s:.0f} s for {Path(argv[0]).name} to clean up after itself …")
+            with contextlib.suppress(Exception):  # a console gone with its terminal (SIGHUP) must not skip the wait
+                report(f"waiting up to {grace_s:.0f} s for {Path(argv[0]).name} to clean up after itself …")
             try:
                 proc.communicate(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.communicate()
+                with contextlib.suppress(subprocess.TimeoutExpired):  # its children may hold its pipes open
+                    proc.communicate(timeout=10)
         raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 

@@ -11,8 +11,9 @@ mode that takes it (a Run's stop, "raise KeyboardInterrupt", "wait for the block
 end"); below every mode, to the handler it found. Entering or leaving a mode is one
 list operation, so a nested mode changes what every signal does at once: with a
 handler per mode, swapped in one signal at a time, a signal between two swaps went to
-the wrong one (and skipped a teardown). Only the outermost mode installs and restores
-the switchboard, where what came before is a Ctrl-C's plain KeyboardInterrupt anyway.
+the wrong one (and skipped a teardown). Only the outermost mode puts the switchboard
+in and takes it out again. A signal found ignored stays ignored (a background job's
+Ctrl-C, nohup's SIGHUP), for the harness and for what it starts.
 """
 from __future__ import annotations
 
@@ -27,66 +28,86 @@ Handler = Callable[[int, object], None]
 
 
 class _Mode:
+    __slots__ = ("handler", "signals", "done")  # compared by identity: two like_ctrl_c() are two modes
+
     def __init__(self, handler: Handler, signals: tuple[int, ...]):
-        self.handler, self.signals = handler, signals
+        self.handler, self.signals, self.done = handler, signals, False
 
 
-_modes: list[_Mode] = []  # innermost last; the main thread's only
-_found: dict[int, object] = {}  # the handlers the switchboard replaced, while it is in
+# The main thread's only. A signal can land between any two steps below, so each is kept
+# harmless to cut short: a mode left behind is done (skipped, then dropped by the next
+# outermost one), a handler not put back is still the switchboard, which does what it replaced.
+_modes: list[_Mode] = []  # innermost last
+_found: dict[int, object] = {}  # the handler the switchboard replaced, per signal, until put back
+_owner: _Mode | None = None  # the outermost mode: it put the switchboard in
 
 
 def _switchboard(signum: int, frame) -> None:
     for mode in reversed(_modes):
-        if signum in mode.signals:
+        if signum in mode.signals and not mode.done:
             mode.handler(signum, frame)
             return
     found = _found.get(signum, signal.SIG_DFL)
     if callable(found):
         found(signum, frame)
-    elif found != signal.SIG_IGN:  # SIG_DFL, or None (set from C): what the default does
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
+    elif signum == signal.SIGINT:  # Python's own default for Ctrl-C
+        raise KeyboardInterrupt
+    else:  # the default action: the process ends by this signal
         signal.signal(signum, signal.SIG_DFL)
         signal.raise_signal(signum)
 
 
-@contextmanager
-def _mode(handler: Handler, signals: tuple[int, ...] = INTERRUPTS) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
-        yield
-        return
-    mode = _Mode(handler, signals)
-    _modes.append(mode)  # before the switchboard goes in: it sends a signal here from the first install
-    installed: dict[int, object] = {}
-    try:
-        if len(_modes) == 1:
-            for sig in INTERRUPTS:  # one by one: a signal between two installs still finds its way back
-                _found[sig] = signal.getsignal(sig)
-                installed[sig] = signal.signal(sig, _switchboard)
-        yield
-    finally:
-        try:
-            _restore(installed)
-        finally:
-            if installed:
-                _found.clear()
-            _modes.remove(mode)
+def _install() -> None:
+    for sig in INTERRUPTS:
+        found = signal.getsignal(sig)
+        if found is _switchboard or found == signal.SIG_IGN:  # still in (a restore cut short); ignored
+            continue
+        _found[sig] = found  # before it goes in: a signal right after the install finds its way back
+        signal.signal(sig, _switchboard)
 
 
-def _restore(previous: dict) -> None:
-    """Every handler back, even when one put back first raises at once (a Ctrl-C that came
-    meanwhile): the rest are restored, then it goes on. A handler set from C reads as None."""
-    items, i, raised = list(previous.items()), 0, None
-    while i < len(items):
+def _restore() -> None:
+    """Every handler the switchboard replaced back, even when one put back raises at once (a
+    Ctrl-C that came meanwhile): the rest are put back, then it goes on. One set from C
+    (None) goes back as SIG_DFL."""
+    raised = None
+    while _found:
         try:
-            while i < len(items):
-                sig, old = items[i]
+            while _found:
+                sig = next(iter(_found))
+                old = _found[sig]
                 signal.signal(sig, signal.SIG_DFL if old is None else old)
-                i += 1  # raised before this: installing the same handler again is harmless
+                del _found[sig]  # cut short before this: putting the same handler back again is harmless
         except BaseException as e:
             raised = raised or e
     if raised:
         raise raised
+
+
+@contextmanager
+def _mode(handler: Handler, signals: tuple[int, ...] = INTERRUPTS) -> Iterator[None]:
+    global _owner
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        yield
+        return
+    mode = _Mode(handler, signals)
+    try:
+        _modes.append(mode)  # before the switchboard goes in: it sends a signal here from the first install
+        if _owner is None or _owner.done:
+            _owner = mode
+            _modes[:] = [mode]  # any left behind by a leave cut short
+            _install()
+        yield
+    finally:
+        try:
+            if _owner is mode:
+                _restore()
+        finally:
+            mode.done = True
+            if _owner is mode:
+                _owner = None
+            if mode in _modes:
+                _modes.remove(mode)
 
 
 def _interrupt(_signum, _frame) -> None:

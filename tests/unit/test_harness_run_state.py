@@ -93,6 +93,14 @@ def test_an_interrupt_while_judging_is_an_interrupted_run(execute, monkeypatch, 
     assert not (result.run_dir / "verdict.json").exists()
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C as from a terminal, even where pytest itself runs with it ignored (a background job)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture
 def handlers_kept():
     """The handlers a run found are the ones it leaves."""

@@ -65,7 +65,7 @@ def test_nested_deferred_blocks_act_once_the_outer_one_is_done():
     assert steps == ["inner done"]
 
 
-def test_a_ctrl_c_let_in_by_the_restore_still_restores_the_rest():
+def test_a_ctrl_c_let_in_by_the_restore_still_restores_the_rest(monkeypatch):
     import harness.stop_signals as stop_signals
 
     previous = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL}
@@ -80,13 +80,108 @@ def test_a_ctrl_c_let_in_by_the_restore_still_restores_the_rest():
             raise KeyboardInterrupt  # as the Ctrl-C handler just put back would, at once
         return out
 
-    signal.signal = restore_then_interrupt
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            stop_signals._restore(previous)
-    finally:
-        signal.signal = real
+    monkeypatch.setattr(stop_signals, "_found", dict(previous))
+    monkeypatch.setattr(signal, "signal", restore_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        stop_signals._restore()
+    monkeypatch.undo()
     assert {sig: signal.getsignal(sig) for sig in previous} == previous
+
+
+def test_a_signal_right_after_an_install_still_has_its_handler_put_back(monkeypatch):
+    """CPython runs a pending handler as signal.signal returns: what the switchboard replaced is on
+    record before it goes in, so the handler found comes back."""
+    install = signal.signal
+
+    def sigterm_as_it_goes_in(signum, handler):
+        out = install(signum, handler)
+        if signum == signal.SIGTERM:
+            monkeypatch.setattr(signal, "signal", install)
+            signal.raise_signal(signal.SIGTERM)  # like_ctrl_c's: KeyboardInterrupt, right here
+        return out
+
+    monkeypatch.setattr(signal, "signal", sigterm_as_it_goes_in)
+    with pytest.raises(KeyboardInterrupt), like_ctrl_c():
+        pass
+    assert {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)} == {
+        signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL}
+    with pytest.raises(KeyboardInterrupt), like_ctrl_c():  # and the next mode is the outermost again
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+CALLS = {"CALL", "CALL_FUNCTION_EX"}
+CHECKS = {"RESUME", "JUMP_BACKWARD"}  # where CPython 3.11 runs pending handlers, besides after a call
+
+
+def _signal_at_check(k: int, signum: int, nest) -> int:
+    """Run `nest` with `signum` landing at the k-th point in stop_signals where CPython runs
+    pending signal handlers (a function's start, a loop's jump back, a call's return — signal.signal
+    included); its handler runs there and what it raises comes out there. Returns how many such
+    points it went through: fewer than k, and the signal never came."""
+    import dis
+
+    import harness.stop_signals as stop_signals
+
+    count, previous = 0, {}
+
+    def local(frame, event, _arg):
+        nonlocal count
+        if event == "opcode":
+            op = dis.opname[frame.f_code.co_code[frame.f_lasti]]
+            after_call = previous.get(id(frame)) in CALLS and op != "PUSH_EXC_INFO"  # a call that raised: none
+            previous[id(frame)] = op
+            if op in CHECKS or after_call:
+                count += 1
+                if count == k:
+                    signal.raise_signal(signum)
+        return local
+
+    def tracer(frame, _event, _arg):
+        if frame.f_code.co_filename != stop_signals.__file__:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(tracer)
+    try:
+        nest()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    return count
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_at_any_bytecode_of_entering_or_leaving_modes_leaves_nothing_behind(signum, monkeypatch):
+    """A signal can land between any two steps of entering or leaving a mode; whichever it is, the
+    next outermost mode finds the switchboard out and the stack empty, or puts them right, and
+    every handler ends as it was (a mode left on the stack for good made every later outermost
+    one think itself nested: nothing installed, a SIGTERM killing the harness outright)."""
+    import harness.stop_signals as stop_signals
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # so that a signal before the switchboard is in raises too
+        signal.signal(sig, signal.default_int_handler)
+    before = {s: signal.getsignal(s) for s in stop_signals.INTERRUPTS}
+
+    def nest():
+        with like_ctrl_c(), deferred(), handled_by(lambda *_: None), deferred():
+            pass
+
+    k = 0
+    while True:
+        k += 1
+        traced = _signal_at_check(k, signum, nest)
+        with like_ctrl_c():  # the next one, in calm
+            assert len(stop_signals._modes) == 1, k  # it is the outermost: nothing left from before
+            with pytest.raises(KeyboardInterrupt):
+                with deferred():
+                    os.kill(os.getpid(), signal.SIGTERM)
+        assert (stop_signals._modes, stop_signals._found, getattr(stop_signals, "_owner", None)) == ([], {}, None), k
+        assert {s: signal.getsignal(s) for s in before} == before, k
+        if traced < k:
+            break
+    assert k > 30, k  # it went through the whole of it
 
 
 def test_a_mode_inside_another_swaps_no_handler(monkeypatch):
@@ -115,12 +210,16 @@ def test_a_signal_amid_the_outermost_installs_goes_to_the_mode_being_entered(mon
     assert seen == [signal.SIGINT]
 
 
-def test_like_ctrl_c_leaves_an_ignored_ctrl_c_ignored():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's
-    with like_ctrl_c():
+def test_a_signal_found_ignored_stays_ignored_for_the_harness_and_what_it_starts():
+    """A background job's Ctrl-C, nohup's SIGHUP: not even a run takes them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    seen = []
+    with handled_by(lambda signum, _frame: seen.append(signum)):
         os.kill(os.getpid(), signal.SIGINT)
-        with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGTERM)
+        child = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT))"],
+                               capture_output=True, text=True, timeout=30)
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert seen == [signal.SIGTERM] and child.stdout.strip() == str(signal.SIG_IGN)
     assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
 
 
