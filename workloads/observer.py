@@ -1,9 +1,9 @@
 """The harness's own view of the group while a run goes: lag and group state.
 
 It runs as a separate process (``python -m workloads.observer SPEC.json``) because
-librdkafka's coordinator-bound admin calls (DescribeConsumerGroups,
-ListConsumerGroupOffsets) can abort the calling process when a broker connection
-drops mid-request (librdkafka issue #4605) — exactly what chaos runs do. The
+librdkafka's coordinator-bound admin calls (DescribeConsumerGroups) can abort the
+calling process when a broker connection drops mid-request (librdkafka issue #4605)
+— exactly what chaos runs do. The
 supervisor restarts it if it dies; the harness itself never links those calls.
 Committed offsets are read through a consumer handle of the group, not the admin
 API: librdkafka's ListConsumerGroupOffsets dereferences the consumer-group state an
@@ -225,33 +225,36 @@ def main(argv: list[str]) -> int:
     observer = observer_for(spec)
     last_group = None
     failures = 0
-    while not stop.is_set():
-        started = time.monotonic()
-        status: dict = {}
-        try:
-            status["lag"] = observer.lag()
-            history.emit(ev.LAG_SAMPLED, group=spec.group, partitions=status["lag"])
-        except Exception as e:  # a broker down mid-fault: no sample this time
-            status["lag_error"] = f"{type(e).__name__}: {e}"
-        try:
-            group = observer.describe()
-            status["group"] = group
-            if group != last_group:  # only changes: the group view is bulky and mostly constant
-                history.emit(ev.GROUP_DESCRIBED, group=spec.group, **group)
-                last_group = group
-        except Exception as e:
-            status["group_error"] = f"{type(e).__name__}: {e}"
-        # An admin client whose requests keep timing out after a broker died can stay
-        # wedged on stale metadata; a fresh one re-bootstraps.
-        failures = failures + 1 if ("lag_error" in status or "group_error" in status) else 0
-        if failures >= 3:
-            observer.close()
-            observer, failures = observer_for(spec), 0
-        status["mono_ms"] = now()[1]
-        tmp = spec.status_file + ".tmp"
-        Path(tmp).write_text(json.dumps(status))
-        os.replace(tmp, spec.status_file)
-        stop.wait(max(0.0, spec.interval_s - (time.monotonic() - started)))
+    try:
+        while not stop.is_set():
+            started = time.monotonic()
+            status: dict = {}
+            try:
+                status["lag"] = observer.lag()
+                history.emit(ev.LAG_SAMPLED, group=spec.group, partitions=status["lag"])
+            except Exception as e:  # a broker down mid-fault: no sample this time
+                status["lag_error"] = f"{type(e).__name__}: {e}"
+            try:
+                group = observer.describe()
+                status["group"] = group
+                if group != last_group:  # only changes: the group view is bulky and mostly constant
+                    history.emit(ev.GROUP_DESCRIBED, group=spec.group, **group)
+                    last_group = group
+            except Exception as e:
+                status["group_error"] = f"{type(e).__name__}: {e}"
+            # An admin client whose requests keep timing out after a broker died can stay
+            # wedged on stale metadata; a fresh one re-bootstraps.
+            failures = failures + 1 if ("lag_error" in status or "group_error" in status) else 0
+            if failures >= 3:
+                observer.close()
+                observer, failures = observer_for(spec), 0
+            status["mono_ms"] = now()[1]
+            tmp = spec.status_file + ".tmp"
+            Path(tmp).write_text(json.dumps(status))
+            os.replace(tmp, spec.status_file)
+            stop.wait(max(0.0, spec.interval_s - (time.monotonic() - started)))
+    finally:  # its consumer handle leaves cleanly, its ZooKeeper session ends now
+        observer.close()
     return 0
 
 
