@@ -60,7 +60,10 @@ def _switchboard(signum: int, frame) -> None:
 def _install() -> None:
     for sig in INTERRUPTS:
         found = signal.getsignal(sig)
-        if found is _switchboard or found == signal.SIG_IGN:  # still in (a restore cut short); ignored
+        if found is _switchboard:  # still in: a restore was cut short, and _found has what it replaced
+            continue
+        if found == signal.SIG_IGN:  # ignored stays ignored
+            _found.pop(sig, None)
             continue
         _found[sig] = found  # before it goes in: a signal right after the install finds its way back
         signal.signal(sig, _switchboard)
@@ -99,13 +102,18 @@ def _mode(handler: Handler, signals: tuple[int, ...] = INTERRUPTS) -> Iterator[N
             _install()
         yield
     finally:
+        # Left late (a generator closed only once the exception that cut its leave short is
+        # collected) or from another thread: the switchboard stays in for the modes still
+        # there, or for the next outermost one to take out.
+        live: list[_Mode] = []  # no call before the try: a call's return is where a signal lands
         try:
-            if _owner is mode:
+            live = [m for m in _modes if m is not mode and not m.done]
+            if _owner is mode and not live and threading.current_thread() is threading.main_thread():
                 _restore()
         finally:
             mode.done = True
             if _owner is mode:
-                _owner = None
+                _owner = live[0] if live else None
             if mode in _modes:
                 _modes.remove(mode)
 

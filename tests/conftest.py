@@ -23,6 +23,7 @@ must not share what they clean up: cleaners of a dead harness's leftovers take t
   so two clusters starting at once never pick the same port.
 """
 import os
+import signal
 from pathlib import Path
 
 HEAVY_MODULES = frozenset({"test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network",
@@ -39,6 +40,16 @@ if _worker and _count:
 
 
 LONGEST_FIRST = ("test_compare", "test_real_runs")  # after the three-broker modules
+
+
+def signals_at_default() -> None:
+    """preexec_fn of a harness a test stops as a terminal would: Ctrl-C, SIGTERM and SIGHUP at
+    their defaults, even where pytest runs with some ignored (a background job, nohup) — which
+    the harness would keep ignoring (harness.stop_signals)."""
+    from harness.stop_signals import INTERRUPTS
+
+    for sig in INTERRUPTS:
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _rank(module: str) -> int:

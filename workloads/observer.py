@@ -19,6 +19,7 @@ for the oracle, and a small status file tells the harness the latest view
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -253,8 +254,9 @@ def main(argv: list[str]) -> int:
             Path(tmp).write_text(json.dumps(status))
             os.replace(tmp, spec.status_file)
             stop.wait(max(0.0, spec.interval_s - (time.monotonic() - started)))
-    finally:  # its consumer handle leaves cleanly, its ZooKeeper session ends now
-        observer.close()
+    finally:  # its consumer handle leaves cleanly, its ZooKeeper session ends now (or at exit)
+        with contextlib.suppress(Exception):
+            observer.close()
     return 0
 
 

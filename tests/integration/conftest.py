@@ -27,6 +27,7 @@ from harness.run import Run
 from harness.scenario import load_scenario
 from oracle import load_history
 from runtime.errors import SetupError
+from tests.conftest import signals_at_default
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -142,11 +143,10 @@ def run_scenario(tmp_path, shared_clusters):
 
 
 def start_harness(scenario_path: Path, runs: Path) -> subprocess.Popen:
-    """The harness in its own session, so a test can signal it like a terminal would (Ctrl-C at its
-    default, even where pytest runs with it ignored: a background job's, which the harness keeps)."""
+    """The harness in its own session, so a test can signal it like a terminal would."""
     return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario_path), "--runs-dir", str(runs)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=signals_at_default)
 
 
 def wait_for_event(history: Path, predicate, timeout: float = 120) -> dict:

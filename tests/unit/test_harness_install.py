@@ -19,6 +19,7 @@ from harness import install, versions
 from harness.processes import process_state, registered
 from harness.stop_signals import like_ctrl_c
 from runtime.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SetupError
+from tests.conftest import signals_at_default
 
 REPO = Path(__file__).resolve().parents[2]
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -116,11 +117,11 @@ def test_a_stopped_setup_stops_the_tool_it_was_running_and_its_children(tmp_path
         (bin_dir / tool).chmod(0o755)
     home = tmp_path / "home"
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(home))
-    # Ctrl-C as a terminal sends it, even where pytest itself was started with SIGINT ignored
+    # as from a terminal, even where pytest itself runs with some ignored (a background job, nohup)
     setup = subprocess.Popen([sys.executable, "-m", "harness", "setup", "--kafka", "3.9"], cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             preexec_fn=signals_at_default)
     mvn = child = None
     try:
         _until(lambda: pids.exists() and pids.read_text().endswith("\n"))
