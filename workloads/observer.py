@@ -3,9 +3,8 @@
 It runs as a separate process (``python -m workloads.observer SPEC.json``) because
 librdkafka's coordinator-bound admin calls (DescribeConsumerGroups) can abort the
 calling process when a broker connection drops mid-request (librdkafka issue #4605)
-— exactly what chaos runs do. The
-supervisor restarts it if it dies; the harness itself never links those calls.
-Committed offsets are read through a consumer handle of the group, not the admin
+— exactly what chaos runs do. The supervisor restarts it if it dies; the harness
+itself never links those calls. Committed offsets are read through a consumer handle of the group, not the admin
 API: librdkafka's ListConsumerGroupOffsets dereferences the consumer-group state an
 admin client does not have when the broker answers NOT_COORDINATOR (a segfault; the
 group's coordinator still loading on a fresh cluster, or moving; librdkafka issue
