@@ -4,11 +4,12 @@ It runs as a separate process (``python -m workloads.observer SPEC.json``) becau
 librdkafka's coordinator-bound admin calls (DescribeConsumerGroups) can abort the
 calling process when a broker connection drops mid-request (librdkafka issue #4605)
 — exactly what chaos runs do. The supervisor restarts it if it dies; the harness
-itself never links those calls. Committed offsets are read through a consumer handle of the group, not the admin
-API: librdkafka's ListConsumerGroupOffsets dereferences the consumer-group state an
-admin client does not have when the broker answers NOT_COORDINATOR (a segfault; the
-group's coordinator still loading on a fresh cluster, or moving; librdkafka issue
-#5040, still in 2.16). A consumer that never subscribes never joins the group.
+itself never links those calls. Committed offsets are read through a consumer handle
+of the group, not the admin API: librdkafka's ListConsumerGroupOffsets dereferences
+the consumer-group state an admin client does not have when the broker answers
+NOT_COORDINATOR (a segfault; the group's coordinator still loading on a fresh
+cluster, or moving; librdkafka issue #5040, still in 2.16). A consumer that never
+subscribes never joins the group.
 
 Every sample goes into the history (``lag_sampled``, ``group_described``), so
 what the harness saw when it declared the group stable or drained is on record
@@ -218,6 +219,25 @@ def observer_for(spec: ObserverSpec) -> GroupObserver:
     return ZooKeeperGroupObserver(spec) if spec.zookeeper_connect else GroupObserver(spec)
 
 
+def _sample(observer: GroupObserver, spec: ObserverSpec, history: HistoryWriter, last_group: dict | None) -> dict:
+    """One look at the group: its lag and its description into the history (the description
+    only when it changed since `last_group`), and the status the harness reads."""
+    status: dict = {}
+    try:
+        status["lag"] = observer.lag()
+        history.emit(ev.LAG_SAMPLED, group=spec.group, partitions=status["lag"])
+    except Exception as e:  # a broker down mid-fault: no sample this time
+        status["lag_error"] = f"{type(e).__name__}: {e}"
+    try:
+        status["group"] = observer.describe()
+        if status["group"] != last_group:  # only changes: the group view is bulky and mostly constant
+            history.emit(ev.GROUP_DESCRIBED, group=spec.group, **status["group"])
+    except Exception as e:
+        status["group_error"] = f"{type(e).__name__}: {e}"
+    status["mono_ms"] = now()[1]
+    return status
+
+
 def main(argv: list[str]) -> int:
     spec = read_spec(ObserverSpec, argv)
     stop = stop_on_signals()
@@ -228,27 +248,14 @@ def main(argv: list[str]) -> int:
     try:
         while not stop.is_set():
             started = time.monotonic()
-            status: dict = {}
-            try:
-                status["lag"] = observer.lag()
-                history.emit(ev.LAG_SAMPLED, group=spec.group, partitions=status["lag"])
-            except Exception as e:  # a broker down mid-fault: no sample this time
-                status["lag_error"] = f"{type(e).__name__}: {e}"
-            try:
-                group = observer.describe()
-                status["group"] = group
-                if group != last_group:  # only changes: the group view is bulky and mostly constant
-                    history.emit(ev.GROUP_DESCRIBED, group=spec.group, **group)
-                    last_group = group
-            except Exception as e:
-                status["group_error"] = f"{type(e).__name__}: {e}"
+            status = _sample(observer, spec, history, last_group)
+            last_group = status.get("group", last_group)
             # An admin client whose requests keep timing out after a broker died can stay
             # wedged on stale metadata; a fresh one re-bootstraps.
             failures = failures + 1 if ("lag_error" in status or "group_error" in status) else 0
             if failures >= 3:
                 observer.close()
                 observer, failures = observer_for(spec), 0
-            status["mono_ms"] = now()[1]
             tmp = spec.status_file + ".tmp"
             Path(tmp).write_text(json.dumps(status))
             os.replace(tmp, spec.status_file)
