@@ -26,6 +26,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 HEAVY_MODULES = frozenset({"test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network",
                            "test_external_target", "test_fault_zookeeper_scenario", "test_shared_cluster", "test_shipped_scenarios", "test_suite_and_plugin",
                            "test_teardown", "test_zookeeper_expiry"})
@@ -50,6 +52,20 @@ def signals_at_default() -> None:
 
     for sig in INTERRUPTS:
         signal.signal(sig, signal.SIG_DFL)
+
+
+@pytest.fixture
+def as_from_a_terminal():
+    """In the test's own process: the handlers of a foreground process (Ctrl-C raises
+    KeyboardInterrupt, SIGTERM and SIGHUP at their defaults), whatever pytest runs with."""
+    from harness.stop_signals import INTERRUPTS
+
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+    signals_at_default()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def _rank(module: str) -> int:

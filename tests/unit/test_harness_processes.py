@@ -129,20 +129,15 @@ def test_run_returns_the_exit_code_and_kills_what_the_leader_left_behind(home, t
 
 
 @pytest.mark.parametrize("way_out", ["timeout", "ctrl-c"])
-def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out):
+def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out, as_from_a_terminal):
     sup = Supervisor(owner="setup")
     if way_out == "ctrl-c":  # a KeyboardInterrupt while it waits, as the `setup` command gets one
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if pytest started ignoring it
-
         def interrupt():
             pids(tmp_path)  # once both are running
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         threading.Thread(target=interrupt, daemon=True).start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log")
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        with pytest.raises(KeyboardInterrupt):
+            sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log")
     else:  # long enough for `sh` to start its child even on a loaded machine
         with pytest.raises(subprocess.TimeoutExpired):
             sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log", timeout=10)
@@ -172,7 +167,7 @@ def test_an_error_before_the_process_is_on_record_kills_it(home, tmp_path, monke
 
 
 @pytest.mark.parametrize("how", ["start", "run"])
-def test_a_ctrl_c_inside_popen_waits_until_the_process_is_on_record(home, tmp_path, monkeypatch, how):
+def test_a_ctrl_c_inside_popen_waits_until_the_process_is_on_record(home, tmp_path, monkeypatch, how, as_from_a_terminal):
     """A Ctrl-C that lands while Popen returns (CI saw one land between Popen and the table, on
     a loaded machine: the group outlived the harness) takes effect once the process is in the
     table and registered — where the caller's teardown finds it."""
@@ -187,16 +182,12 @@ def test_a_ctrl_c_inside_popen_waits_until_the_process_is_on_record(home, tmp_pa
         return popen
 
     monkeypatch.setattr(processes.subprocess, "Popen", interrupted_popen)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if pytest started ignoring it
     sup = Supervisor(owner="setup")
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            if how == "start":
-                sup.start("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
-            else:
-                sup.run("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with pytest.raises(KeyboardInterrupt):
+        if how == "start":
+            sup.start("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
+        else:
+            sup.run("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
     [leader] = leaders
     if how == "start":  # on record, for the caller's teardown
         assert sup.get("mvn").pid == leader and [r.pid for r in registered()] == [leader]

@@ -20,6 +20,8 @@ from oracle.checks import CHECKS
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml"
 
+pytestmark = pytest.mark.usefixtures("as_from_a_terminal")  # tests/conftest.py
+
 
 def phases_that_finish(run: Run) -> None:
     run.history.emit("run_started", run_id=run.run_dir.name, scenario="smoke", seed=1, topics=[], group="g",
@@ -91,14 +93,6 @@ def test_an_interrupt_while_judging_is_an_interrupted_run(execute, monkeypatch, 
     assert (result.outcome, result.exit_code, state["state"]) == ("interrupted", 130, "interrupted")
     assert "rebalance-lab check" in state["error"]
     assert not (result.run_dir / "verdict.json").exists()
-
-
-@pytest.fixture(autouse=True)
-def ctrl_c_raises():
-    """Ctrl-C as from a terminal, even where pytest itself runs with it ignored (a background job)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

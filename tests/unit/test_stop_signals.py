@@ -10,16 +10,7 @@ import pytest
 
 from harness.stop_signals import deferred, handled_by, like_ctrl_c
 
-
-@pytest.fixture(autouse=True)
-def as_from_a_terminal():
-    """The handlers a foreground process has, even where pytest runs with some ignored (a
-    background job, nohup) — which the switchboard would leave ignored."""
-    previous = {sig: signal.signal(sig, handler) for sig, handler in (
-        (signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL), (signal.SIGHUP, signal.SIG_DFL))}
-    yield
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
+pytestmark = pytest.mark.usefixtures("as_from_a_terminal")  # tests/conftest.py
 
 
 def test_a_signal_inside_deferred_acts_once_the_block_is_done():
