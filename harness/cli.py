@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,13 +21,16 @@ from harness.install import installed_for
 from harness.paths import default_runs_dir, lab_home
 from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
-from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError
+from runtime.errors import (EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR,
+                            LabError, SetupError)
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # error lines stay greppable
 
 CLUSTER_STATE = "cluster.json"
+# In a standalone cluster's workdir: the directory is the lab's, so `cluster up` may empty it.
+CLUSTER_WORKDIR_MARK = ".rebalance-lab-cluster"
 
 
 def _cluster_tiers() -> list[list[str]]:
@@ -115,7 +119,12 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     state_file = lab_home() / CLUSTER_STATE
     if state_file.exists():
         _fail(LabError(f"a cluster is already up ({state_file}); `rebalance-lab cluster down` first"))
-    workdir = (workdir or lab_home() / "cluster").resolve()
+    default_workdir = (lab_home() / "cluster").resolve()
+    workdir = (workdir or default_workdir).resolve()
+    try:
+        _empty_cluster_workdir(workdir, ours=workdir == default_workdir)
+    except LabError as e:
+        _fail(e)
     owner = f"cluster:{workdir}"
     spec = ClusterSpec(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes),
                        topics=[TopicSpec(*_topic(t)) for t in topics])
@@ -133,6 +142,19 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     console.print(f"bootstrap.servers={c.bootstrap_servers}")
     if c.zookeeper_connect:
         console.print(f"zookeeper.connect={c.zookeeper_connect}")
+
+
+def _empty_cluster_workdir(workdir: Path, ours: bool) -> None:
+    """A standalone cluster starts from nothing, as a run's does: the last one's data (a ZooKeeper-mode
+    broker refuses a KRaft one's meta.properties; old topics would shadow `--topic`) and logs go.
+    Only a directory the lab made is emptied — the default one, or one holding the lab's mark."""
+    if workdir.exists() and any(workdir.iterdir()):
+        if not (ours or (workdir / CLUSTER_WORKDIR_MARK).exists()):
+            raise SetupError(f"--workdir {workdir}: holds files rebalance-lab did not write; "
+                             "give a new or empty directory (or the one an earlier `cluster up` used)")
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / CLUSTER_WORKDIR_MARK).write_text("a standalone cluster's workdir: `cluster up` empties it\n")
 
 
 def _stop_detached(backend: str, owner: str) -> list[str]:

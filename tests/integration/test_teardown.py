@@ -54,7 +54,13 @@ def test_cluster_up_is_ready_and_down_leaves_no_process(tmp_path, kafka, quorum)
 def test_cli_cluster_up_status_down(tmp_path):
     if (lab_home() / "cluster.json").exists():
         pytest.fail("a standalone cluster is already up; run `rebalance-lab cluster down` first", pytrace=False)
-    up = lab("cluster", "up", "--brokers", "1", "--topic", "events:3", "--workdir", str(tmp_path / "c"))
+    # What an earlier `cluster up` of Kafka 4.1 left in the workdir: a ZooKeeper-mode broker refuses
+    # to start on a KRaft node's meta.properties, so the next `cluster up` has to start from nothing.
+    workdir = tmp_path / "c"
+    (workdir / "data" / "broker-1").mkdir(parents=True)
+    (workdir / "data" / "broker-1" / "meta.properties").write_text("node.id=1\nversion=1\ncluster.id=wsler39HReCXbuDjoatPeQ\n")
+    (workdir / ".rebalance-lab-cluster").write_text("")
+    up = lab("cluster", "up", "--brokers", "1", "--topic", "events:3", "--workdir", str(workdir))
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert "bootstrap.servers=127.0.0.1:" in up.stdout

@@ -62,3 +62,31 @@ def test_error_lines_are_not_wrapped_for_long_paths(tmp_path):
     result = cli(tmp_path, "run", str(deep / "bad.yaml"), "--runs-dir", "runs")
     assert result.returncode == 2
     assert f"{deep / 'bad.yaml'}: workload.x: unknown key" in result.stderr
+
+
+def test_cluster_up_refuses_a_workdir_it_did_not_make_and_keeps_its_files(tmp_path):
+    (tmp_path / "mine" / "data").mkdir(parents=True)
+    (tmp_path / "mine" / "data" / "notes.txt").write_text("someone's\n")
+    result = cli(tmp_path, "cluster", "up", "--workdir", "mine")
+    assert result.returncode == 2, result.stderr
+    assert f"--workdir {tmp_path / 'mine'}: holds files rebalance-lab did not write" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert (tmp_path / "mine" / "data" / "notes.txt").read_text() == "someone's\n"
+    assert not (tmp_path / "home" / "cluster.json").exists()
+
+
+def test_cluster_up_empties_the_workdir_an_earlier_cluster_left(tmp_path):
+    from harness.cli import CLUSTER_WORKDIR_MARK, _empty_cluster_workdir
+
+    earlier = tmp_path / "earlier"
+    (earlier / "data" / "broker-1").mkdir(parents=True)
+    (earlier / "data" / "broker-1" / "meta.properties").write_text("version=1\n")
+    (earlier / CLUSTER_WORKDIR_MARK).write_text("")
+    _empty_cluster_workdir(earlier, ours=False)
+    assert [p.name for p in earlier.iterdir()] == [CLUSTER_WORKDIR_MARK]
+    default = tmp_path / "default"  # the lab's own, marked or not (clusters from before the mark)
+    (default / "logs").mkdir(parents=True)
+    _empty_cluster_workdir(default, ours=True)
+    assert [p.name for p in default.iterdir()] == [CLUSTER_WORKDIR_MARK]
+    _empty_cluster_workdir(tmp_path / "new" / "dir", ours=False)
+    assert (tmp_path / "new" / "dir" / CLUSTER_WORKDIR_MARK).exists()
