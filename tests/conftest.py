@@ -7,9 +7,11 @@ wall time; with a core-wide busy loop beside the three, 27 min and every run's f
 tests expect them. Three is where it stops paying: an experiment with a fourth worker (and,
 against the rule below, the three-broker modules in two lanes) kept the cores 98.6 % busy and
 the suite took no less time. Most of that CPU is the brokers' request handling (a smoke
-run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s). Tests that meet only
-at three workers
-must not share what they clean up: cleaners of a dead harness's leftovers take turns
+run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s; a whole quiet CI run:
+~1,900 CPU-seconds, 1,040 of them in its 94 brokers). And most of the wall time is the
+scenarios' own: the workload phases of the suite's ~90 runs add up to ~1,950 s, 11 min of
+three workers before any cluster starts. Tests that meet only at three workers must not
+share what they clean up: cleaners of a dead harness's leftovers take turns
 (harness.cluster.compose), and no test pins a port a neighbour's cluster may hold. Hence:
 
 - a test module is one unit of work (its module-scoped runs happen once, on one worker);
@@ -17,20 +19,23 @@ must not share what they clean up: cleaners of a dead harness's leftovers take t
   two of those at once on two cores delay heartbeats and pipes enough to change what
   the runs show, so they run in turn on one worker (about 20 min: the suite's floor),
   beside the lighter ones on the other two;
-- the longest units start first (the three-broker modules, then `compare`, then the
-  real runs of the analysis tests), so no worker is left with one of them at the end;
+- the longest units start first (the three-broker modules, then LONGEST_FIRST, longest
+  first, as CI measured them), so no worker is left with one of them at the end: `shrink`
+  (~170 s, and mostly waiting) in file order was the last unit of one worker, which ran on
+  alone for ~3 min after the two others had finished;
 - each worker's clusters take ports from their own slice (harness.cluster.ports.free_port),
   so two clusters starting at once never pick the same port.
 """
 import os
 import signal
-from pathlib import Path
 
 import pytest
 
-HEAVY_MODULES = frozenset({"test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network",
-                           "test_external_target", "test_fault_zookeeper_scenario", "test_shared_cluster", "test_shipped_scenarios", "test_suite_and_plugin",
-                           "test_teardown", "test_zookeeper_expiry"})
+# Modules by their path under tests/, without .py (tests/unit has modules of the same names).
+HEAVY_MODULES = frozenset(f"integration/{m}" for m in (
+    "test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network", "test_external_target",
+    "test_fault_zookeeper_scenario", "test_shared_cluster", "test_shipped_scenarios", "test_suite_and_plugin",
+    "test_teardown", "test_zookeeper_expiry"))
 
 # Scenario files kept as test data, not chaos items for rebalance-lab's pytest plugin (`pytest tests/`).
 collect_ignore_glob = ["fixtures/*", "integration/scenarios/*"]
@@ -41,7 +46,10 @@ if _worker and _count:
     os.environ["REBALANCE_LAB_PORT_SLICE"] = f"{int(_worker.removeprefix('gw'))}/{_count}"
 
 
-LONGEST_FIRST = ("test_compare", "test_real_runs")  # after the three-broker modules
+# After the three-broker modules. CI (quiet, 2026-11-27): compare 350 s, the analysis tests' real runs 235 s,
+# the capacity sweep 225 s, shrink 170 s, the analysis stories 150 s; every other module under 100 s.
+LONGEST_FIRST = ("integration/test_compare", "analysis/test_real_runs", "integration/test_capacity",
+                 "integration/test_shrink", "analysis/test_histories")
 
 
 def signals_at_default() -> None:
@@ -68,15 +76,19 @@ def as_from_a_terminal():
         signal.signal(sig, handler)
 
 
+def _module(nodeid: str) -> str:
+    """``tests/integration/test_compare.py::test_x`` -> ``integration/test_compare``"""
+    return nodeid.split("::", 1)[0].removeprefix("tests/").removesuffix(".py")
+
+
 def _rank(module: str) -> int:
-    stem = Path(module).stem
-    if stem in HEAVY_MODULES:
+    if module in HEAVY_MODULES:
         return 0
-    return 1 + LONGEST_FIRST.index(stem) if stem in LONGEST_FIRST else 1 + len(LONGEST_FIRST)
+    return 1 + LONGEST_FIRST.index(module) if module in LONGEST_FIRST else 1 + len(LONGEST_FIRST)
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: _rank(item.nodeid.split("::", 1)[0]))  # stable: file order otherwise
+    items.sort(key=lambda item: _rank(_module(item.nodeid)))  # stable: file order otherwise
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -84,8 +96,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "three-broker modules" if Path(module).stem in HEAVY_MODULES else module
+            return "three-broker modules" if _module(nodeid) in HEAVY_MODULES else nodeid.split("::", 1)[0]
 
     config.option.loadscopereorder = False  # keep the order above, not "most tests first"
     return ModuleScheduling(config, log)
