@@ -8,7 +8,7 @@ tests expect them. Three is where it stops paying: an experiment with a fourth w
 against the rule below, the three-broker modules in two lanes) kept the cores 98.6 % busy and
 the suite took no less time. Most of that CPU is the brokers' request handling (a smoke
 run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s; a whole quiet CI run:
-~1,900 CPU-seconds, 1,040 of them in its 94 brokers). And most of the wall time is the
+~1,850 CPU-seconds in its own processes, 1,040 of them in its 94 brokers). And most of the wall time is the
 scenarios' own: the workload phases of the suite's ~90 runs add up to ~1,950 s, 11 min of
 three workers before any cluster starts. Tests that meet only at three workers must not
 share what they clean up: cleaners of a dead harness's leftovers take turns
