@@ -239,6 +239,7 @@ class Member(TakesCommands):
         self.uncommitted: dict[tuple[str, int], int] = {}  # processed, not yet committed: next offset
         self.progress_lock = threading.Lock()  # `uncommitted` and `progress_new`: the worker writes them too
         self.progress_new = False  # progress processed since the poll loop last tried to commit (processing: worker)
+        self.unstored: dict[tuple[str, int], int] = {}  # commit: auto, processing: worker: for the poll loop to store
         self._retry_at = 0.0  # when a failed commit of processed progress may be tried again without new records
         self.command_pending = threading.Event()
         self.last_mono_ms: float | None = None  # the member's latest event: client lines are not stamped before it
@@ -296,6 +297,7 @@ class Member(TakesCommands):
         if self.worker:  # it may hold records of these partitions: they are finished first
             self.emit(ev.REVOKE_STARTED, partitions=_tps(partitions), in_flight=self.worker.in_flight)
             self.worker.drain()
+            self._store_progress()  # auto: the commit librdkafka makes as the partitions go carries it
         # Still the owner here: commit processed progress before giving partitions away.
         revoked = {(p.topic, p.partition) for p in partitions}
         self._commit({k: v for k, v in self.uncommitted.items() if k in revoked}, "revoke")
@@ -314,6 +316,9 @@ class Member(TakesCommands):
         # No commit: the group has moved on, any commit would (and should) be fenced.
         if self.worker:  # it knew no better than the member: what it held is processed first
             self.worker.drain()
+        with self.progress_lock:
+            for p in partitions:
+                self.unstored.pop((p.topic, p.partition), None)
         self.emit(ev.PARTITIONS_LOST, partitions=_tps(partitions), incremental=self.spec.cooperative)
         for p in partitions:
             self.uncommitted.pop((p.topic, p.partition), None)
@@ -382,6 +387,7 @@ class Member(TakesCommands):
                 self.non_owner.close()
             if self.worker:  # what it holds is processed while the member still owns it
                 self.worker.drain()
+                self._store_progress()
             self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
             if self.worker:
                 self.worker.stop()
@@ -397,6 +403,7 @@ class Member(TakesCommands):
             with self.progress_lock:
                 fresh, self.progress_new = self.progress_new, False
             self._commit_progress(retry=not fresh)
+            self._store_progress()
         elif not records:
             self._commit_progress(retry=True)
         if not records:
@@ -425,6 +432,21 @@ class Member(TakesCommands):
             if not self.worker:
                 self._commit_progress(retry=False)
         elif self.spec.commit == "auto":
+            if self.worker:  # the poll loop stores it: store_offsets from the worker's thread waits while
+                with self.progress_lock:  # the poll loop sits in a rebalance callback, which waits for the worker
+                    self.unstored.update(done)
+            else:
+                self._store(done)
+
+    def _store_progress(self) -> None:
+        """commit: auto, processing: worker — store (on the poll loop's thread) what the worker
+        processed, for librdkafka's next auto commit."""
+        with self.progress_lock:
+            done, self.unstored = self.unstored, {}
+        self._store({k: o for k, o in done.items() if k in self.assigned})
+
+    def _store(self, done: dict[tuple[str, int], int]) -> None:
+        if done:
             self.consumer.store_offsets(offsets=[TopicPartition(t, p, o) for (t, p), o in done.items()])
 
     def _commit_progress(self, retry: bool) -> None:
