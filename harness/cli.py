@@ -97,9 +97,22 @@ def cluster() -> None:
     """Start, inspect and stop a standalone local cluster."""
 
 
-def _topic(value: str) -> tuple[str, int]:
-    name, _, partitions = value.partition(":")
-    return name, int(partitions or 1)
+def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
+    """``--topic NAME[:PARTITIONS]``, held to what a scenario's topic may be."""
+    from pydantic import ValidationError
+
+    from harness.scenario import Topic
+
+    topics = []
+    for value in values:
+        name, _, partitions = value.partition(":")
+        try:
+            topic = Topic(name=name, partitions=partitions or 1)
+        except ValidationError as e:
+            raise click.BadParameter(f"{value!r}: " + "; ".join(
+                f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
+        topics.append((topic.name, topic.partitions))
+    return topics
 
 
 @cluster.command("up")
@@ -107,9 +120,10 @@ def _topic(value: str) -> tuple[str, int]:
 @click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
-@click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]", help="Topic to create (repeatable).")
+@click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]", callback=_topics,
+              help="Topic to create (repeatable).")
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Default: <lab home>/cluster")
-def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, topics: tuple[str, ...],
+def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, topics: list[tuple[str, int]],
                workdir: Path | None) -> None:
     """Start ZooKeeper (or a KRaft controller), brokers and Toxiproxy; leave them running."""
     from harness.cluster import ClusterSpec, TopicSpec
@@ -127,7 +141,7 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
         _fail(e)
     owner = f"cluster:{workdir}"
     spec = ClusterSpec(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes),
-                       topics=[TopicSpec(*_topic(t)) for t in topics])
+                       topics=[TopicSpec(name, partitions) for name, partitions in topics])
     c = None
     try:
         with console.status("starting cluster …"):
@@ -136,6 +150,9 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     except (LabError, KeyboardInterrupt) as e:
         _stop_detached(backend, owner)
         _fail(e if isinstance(e, LabError) else LabError("interrupted"))
+    except BaseException:
+        _stop_detached(backend, owner)  # nothing of a cluster that never came up is left running
+        raise
     state = {**c.describe(), "owner": owner}
     state_file.parent.mkdir(parents=True, exist_ok=True)
     state_file.write_text(json.dumps(state, indent=2))
@@ -249,7 +266,11 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
         def report(msg: str) -> None:
             progress.console.log(msg)
 
-        result = Run(scenario, scenario_file, runs_dir or default_runs_dir(), report, on_progress).execute()
+        try:
+            this_run = Run(scenario, scenario_file, runs_dir or default_runs_dir(), report, on_progress)
+        except LabError as e:  # its directory could not be made: nothing has started
+            _fail(e)
+        result = this_run.execute()
     if result.verdict:
         print_verdict(console, result.verdict, result.run_dir)
         if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
@@ -339,7 +360,10 @@ def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...]
 
         run = SuiteRun(suite, chosen, runs_dir, fail_fast, lambda m: progress.console.log(escape(m)), on_variant,
                        share_clusters=not fresh_clusters)
-        code = run.execute()
+        try:
+            code = run.execute()
+        except LabError as e:  # the suite's directory could not be made
+            _fail(e)
         progress.update(task, completed=len(chosen), description=escape(f"suite {suite.spec.name}"))
     print_suite(console, run.to_dict(), run.dir)
     sys.exit(code)
@@ -449,13 +473,19 @@ def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int
 def schedule(scenario_file: Path, seed: int | None) -> None:
     """Print the run's fault schedule as JSON: written faults plus the seeded random ones.
     The same scenario and seed always print the same bytes."""
-    from harness.scenario import load_scenario
+    from pydantic import TypeAdapter, ValidationError
+
+    from harness.scenario import Seed, load_scenario
 
     try:
         scenario = load_scenario(scenario_file)
     except LabError as e:
         _fail(e)
     if seed is not None:
+        try:
+            TypeAdapter(Seed).validate_python(seed)
+        except ValidationError as e:
+            _error(f"--seed {seed}: {e.errors()[0]['msg']}")
         scenario = scenario.model_copy(update={"seed": seed})
     click.echo(json.dumps(scenario.schedule(), indent=2, sort_keys=True))
 

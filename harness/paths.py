@@ -4,6 +4,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from runtime.errors import SetupError
 from runtime.home import lab_home
 
 
@@ -36,3 +37,5 @@ def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
         except FileExistsError:
             n += 1
             path = Path(f"{base}-{n}")
+        except NotADirectoryError:
+            raise SetupError(f"{parent}: not a directory (a file of that name is in the way)") from None

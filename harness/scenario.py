@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import Field, TypeAdapter, ValidationError, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from faults import catalogue, random_schedule
 from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS, Drawing, FaultSpec, ScenarioFacts
@@ -54,6 +54,15 @@ class Topic(_Strict):
     partitions: Annotated[int, Field(ge=1, le=1000)]
     replication_factor: Annotated[int | None, Field(ge=1, le=9)] = None
     config: dict[str, Scalar] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _a_name_kafka_takes(cls, name: str) -> str:
+        if name in (".", ".."):
+            raise ValueError(f"Kafka refuses a topic named {name!r}")
+        if name.startswith("__"):  # __consumer_offsets, __transaction_state, …: the run would write into them
+            raise ValueError("a name starting with '__' is one of Kafka's internal topics")
+        return name
 
     @model_validator(mode="after")
     def _one_setting_a_line(self):
@@ -280,10 +289,13 @@ class Recovery(_Strict):
     stable_for_s: Annotated[float, Field(ge=0, le=3600)] = 3
 
 
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]  # also what `schedule --seed` takes
+
+
 class Scenario(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,80}$")]
     description: str = ""
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
+    seed: Seed = 0
     duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
     cluster: Cluster = Cluster()
     topics: Annotated[list[Topic], Field(min_length=1, max_length=100)]
@@ -300,6 +312,14 @@ class Scenario(_Strict):
     def _references(self):
         problems = []
         topic_names = [t.name for t in self.topics]
+        seen: dict[str, str] = {}
+        for i, name in enumerate(topic_names):
+            # Kafka refuses a second topic whose name differs only by '.' against '_' (metric names).
+            other = seen.setdefault(name.replace(".", "_"), name)
+            if other != name:
+                problems.append(f"topics.{i}.name: {name!r} collides with topic {other!r} ('.' and '_' are one to Kafka)")
+            elif i and name in topic_names[:i]:
+                problems.append(f"topics.{i}.name: topic {name!r} is declared twice")
         for i, name in enumerate(self.workload.topics or []):
             if name not in topic_names:
                 problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,3 +91,30 @@ def test_cluster_up_empties_the_workdir_an_earlier_cluster_left(tmp_path):
     assert [p.name for p in default.iterdir()] == [CLUSTER_WORKDIR_MARK]
     _empty_cluster_workdir(tmp_path / "new" / "dir", ours=False)
     assert (tmp_path / "new" / "dir" / CLUSTER_WORKDIR_MARK).exists()
+
+
+def test_cluster_up_refuses_a_bad_topic_before_starting_anything(tmp_path):
+    for value, reason in [("x:-3", "partitions: Input should be greater than or equal to 1"),
+                          ("x:abc", "partitions: Input should be a valid integer"),
+                          (".", "name: Value error, Kafka refuses a topic named '.'")]:
+        result = cli(tmp_path, "cluster", "up", "--topic", value)
+        assert result.returncode == 2, result.stderr
+        assert f"Invalid value for '--topic': '{value}': {reason}" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and not (tmp_path / "home" / "cluster").exists()
+
+
+def test_schedule_holds_seed_to_a_scenarios_bounds(tmp_path):
+    result = cli(tmp_path, "schedule", str(REPO / "scenarios" / "random-chaos.yaml"), "--seed=-1")
+    assert result.returncode == 2 and "--seed -1: Input should be greater than or equal to 0" in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+def test_a_runs_dir_that_is_a_file_is_bad_input(tmp_path):
+    """run, compare and suite make their directory with new_stamped_dir and report its SetupError
+    as bad input (exit 2); here without an installation, which they check first."""
+    from harness.paths import new_stamped_dir
+    from runtime.errors import SetupError
+
+    (tmp_path / "afile").write_text("x\n")
+    with pytest.raises(SetupError, match="afile: not a directory"):
+        new_stamped_dir(tmp_path / "afile", "ok-s1")
