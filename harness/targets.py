@@ -21,6 +21,7 @@ class RunTargets:
                  history: HistoryWriter):
         self.cluster, self.workload, self.observer, self.history = cluster, workload, observer, history
         self.subscribes = workload.scenario.subscribes
+        self.pauses: dict[str, int] = {}  # pause faults acting on a service now: it runs again when none is left
 
     def service(self, name: str) -> Service:
         """The service a fault names: a node of the cluster or a client of the workload."""
@@ -58,10 +59,16 @@ class RunTargets:
     # --- services -----------------------------------------------------------------------
 
     def pause(self, name: str) -> None:
-        self.service(name).pause()
+        # Overlapping pauses of one service stop it for their union: the first stops it, and only
+        # the last one's heal resumes it (a shorter pause inside a longer one used to end both).
+        if not self.pauses.get(name):
+            self.service(name).pause()
+        self.pauses[name] = self.pauses.get(name, 0) + 1
 
     def resume(self, name: str) -> None:
-        self.service(name).resume()
+        self.pauses[name] = max(0, self.pauses.get(name, 0) - 1)
+        if not self.pauses[name]:
+            self.service(name).resume()
 
     def kill(self, name: str, sig: int) -> None:
         self.service(name).kill(sig)

@@ -170,3 +170,22 @@ def test_fault_targets_resolve_to_services_of_the_cluster_or_the_workload():
         targets.pause("consumer-9")
     with pytest.raises(ClusterError, match="broker-1 is not a member of the group"):
         targets.command("broker-1", {"command": "poll-stall"})
+
+
+def test_overlapping_pauses_of_one_service_stop_it_for_their_union():
+    from types import SimpleNamespace
+
+    from harness.targets import RunTargets
+
+    log = []
+    member = Recorded("consumer-2", StopTier.CLIENTS, log)
+    targets = RunTargets(SimpleNamespace(services={}), SimpleNamespace(services={"consumer-2": member},
+                         scenario=SimpleNamespace(subscribes=None)), observer=None, history=None)
+    targets.pause("consumer-2")  # f1: a long pause
+    targets.pause("consumer-2")  # f2: a short one inside it
+    targets.resume("consumer-2")  # f2 heals: f1 still holds it
+    assert member.paused()
+    targets.resume("consumer-2")  # f1 heals
+    assert not member.paused()
+    targets.pause("consumer-2")  # and a later pause stops it again
+    assert member.paused()
