@@ -147,9 +147,12 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
         with console.status("starting cluster …"):
             c = open_cluster(backend, spec, workdir, Supervisor(owner=owner), console.print)
             c.start()
-    except (LabError, KeyboardInterrupt) as e:
+    except LabError as e:
         _stop_detached(backend, owner)
-        _fail(e if isinstance(e, LabError) else LabError("interrupted"))
+        _fail(e)
+    except KeyboardInterrupt:
+        _stop_detached(backend, owner)
+        _error("interrupted", EXIT_INTERRUPTED)
     except BaseException:
         _stop_detached(backend, owner)  # nothing of a cluster that never came up is left running
         raise
@@ -276,7 +279,8 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
         if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
             err_console.print(escape(f"warning: {result.error}"))
     else:
-        err_console.print(escape(f"run {result.outcome}: {result.error or ''} — no verdict; see {result.run_dir}"))
+        err_console.print(escape(f"run {result.outcome}{': ' + result.error if result.error else ''} — no verdict; "
+                                 f"see {result.run_dir}"))
     sys.exit(result.exit_code)
 
 

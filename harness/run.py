@@ -131,13 +131,13 @@ class Run:
         self.scenario_path = scenario_path
         self.report = report
         self.progress = progress or (lambda _phase, _done, _total: None)
-        self.run_dir = new_stamped_dir(runs_dir, f"{scenario.name}-s{scenario.seed}")
+        self.run_dir = new_stamped_dir(runs_dir, scenario.run_name)
         self.schedule = scenario.schedule()
         # A pool lends this run a cluster other runs use too, unless the run cannot share one.
         self.pool = pool if pool and not unshareable(scenario.cluster.backend, cluster_spec(scenario),
                                                       {f["kind"] for f in self.schedule}) else None
         if scenario.cluster.external or self.pool:  # a shared cluster: the run's topics and group carry its id
-            self.scenario = scenario = scenario.isolated(f"rl-{self.run_dir.name}-")
+            self.scenario = scenario = scenario.isolated(scenario.isolation_prefix(self.run_dir.name))
         self.history_path = self.run_dir / "history.jsonl"
         self.history = HistoryWriter(self.history_path, "harness")
         self.timings: dict[str, float] = {}

@@ -289,6 +289,7 @@ class Recovery(_Strict):
     stable_for_s: Annotated[float, Field(ge=0, le=3600)] = 3
 
 
+TOPIC_NAME_MAX = 249  # Kafka's limit
 Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]  # also what `schedule --seed` takes
 
 
@@ -312,6 +313,11 @@ class Scenario(_Strict):
     def _references(self):
         problems = []
         topic_names = [t.name for t in self.topics]
+        longest = TOPIC_NAME_MAX - len(self.isolation_prefix(f"{'0' * 16}-{self.run_name}-99"))
+        for i, name in enumerate(topic_names):
+            if len(name) > longest:
+                problems.append(f"topics.{i}.name: {len(name)} characters; on a shared or external cluster a run "
+                                f"names it rl-<run directory>-{{name}}, which Kafka allows only up to {longest}")
         seen: dict[str, str] = {}
         for i, name in enumerate(topic_names):
             # Kafka refuses a second topic whose name differs only by '.' against '_' (metric names).
@@ -421,6 +427,16 @@ class Scenario(_Strict):
             return Scenario.model_validate(data)
         except ValidationError as e:
             raise ScenarioError(f"{self.name} with --backend {backend}", validation_problems(e)) from None
+
+    @property
+    def run_name(self) -> str:
+        """A run directory's name after its UTC stamp (and before a ``-2`` for a second in that second)."""
+        return f"{self.name}-s{self.seed}"
+
+    @staticmethod
+    def isolation_prefix(run_dir_name: str) -> str:
+        """What a run on a shared or external cluster puts before its topics' and group's names."""
+        return f"rl-{run_dir_name}-"
 
     def isolated(self, prefix: str) -> Scenario:
         """The same scenario with every topic and the group named `prefix` + its name: a run on a

@@ -175,3 +175,19 @@ def test_member_slots_never_reuse_a_stopped_members_number(tmp_path):
                       {"kind": "scale", "consumers": 4, "at_s": 3}]
     s = load_scenario(write(tmp_path, data))
     assert s.member_slots() == [f"consumer-{i}" for i in range(1, 7)]  # 4, 5 by the storm; 6 by the last scale-up
+
+
+
+def test_a_topic_name_too_long_for_a_runs_prefix_is_refused_up_front(tmp_path):
+    """On a shared or external cluster a run's topics are rl-<run dir>-<name>: the longest name
+    that still fits Kafka's 249 characters is what validation allows, before any run starts."""
+    data = copy.deepcopy(MINIMAL)
+    data.update(name="n" * 80, seed=0, topics=[{"name": "t" * 143, "partitions": 1}])
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, data))
+    assert "topics.0.name: 143 characters" in str(info.value) and "only up to 142" in str(info.value)
+    data["topics"][0]["name"] = "t" * 142
+    scenario = load_scenario(write(tmp_path, data))
+    # the longest run directory name: a UTC stamp, the name and seed, a "-99" for the 99th in one second
+    shared = scenario.isolated(scenario.isolation_prefix(f"20261127T061259Z-{scenario.run_name}-99"))
+    assert len(shared.topics[0].name) == 249
