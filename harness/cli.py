@@ -101,7 +101,7 @@ def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
     """``--topic NAME[:PARTITIONS]``, held to what a scenario's topic may be."""
     from pydantic import ValidationError
 
-    from harness.scenario import Topic
+    from harness.scenario import Topic, topic_set_problems
 
     topics = []
     for value in values:
@@ -112,6 +112,8 @@ def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
             raise click.BadParameter(f"{value!r}: " + "; ".join(
                 f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
         topics.append((topic.name, topic.partitions))
+    for i, reason in topic_set_problems([name for name, _ in topics]):
+        raise click.BadParameter(f"{values[i]!r}: {reason}")
     return topics
 
 
@@ -168,13 +170,16 @@ def _empty_cluster_workdir(workdir: Path, ours: bool) -> None:
     """A standalone cluster starts from nothing, as a run's does: the last one's data (a ZooKeeper-mode
     broker refuses a KRaft one's meta.properties; old topics would shadow `--topic`) and logs go.
     Only a directory the lab made is emptied — the default one, or one holding the lab's mark."""
-    if workdir.exists() and any(workdir.iterdir()):
-        if not (ours or (workdir / CLUSTER_WORKDIR_MARK).exists()):
-            raise SetupError(f"--workdir {workdir}: holds files rebalance-lab did not write; "
-                             "give a new or empty directory (or the one an earlier `cluster up` used)")
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / CLUSTER_WORKDIR_MARK).write_text("a standalone cluster's workdir: `cluster up` empties it\n")
+    try:
+        if workdir.exists() and any(workdir.iterdir()):
+            if not (ours or (workdir / CLUSTER_WORKDIR_MARK).exists()):
+                raise SetupError(f"--workdir {workdir}: holds files rebalance-lab did not write; "
+                                 "give a new or empty directory (or the one an earlier `cluster up` used)")
+            shutil.rmtree(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / CLUSTER_WORKDIR_MARK).write_text("a standalone cluster's workdir: `cluster up` empties it\n")
+    except OSError as e:  # a file where the directory should be, no permission
+        raise SetupError(f"--workdir {workdir}: {e.strerror or e}") from None
 
 
 def _stop_detached(backend: str, owner: str) -> list[str]:

@@ -25,9 +25,17 @@ def default_runs_dir() -> Path:
     return Path(os.environ.get("REBALANCE_LAB_RUNS", "runs"))
 
 
+STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+
+
+def longest_stamped_name(name: str) -> str:
+    """The longest a run directory new_stamped_dir makes for ``name`` may be called (up to the 99th in a second)."""
+    return f"{datetime.now(timezone.utc).strftime(STAMP_FORMAT)}-{name}-99"
+
+
 def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
     """``parent/[<kind>-]<UTC time>-<name>``, created now; one made in the same second gets ``-2``, ``-3``, …"""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(timezone.utc).strftime(STAMP_FORMAT)
     base = parent / f"{kind + '-' if kind else ''}{stamp}-{name}"
     path, n = base, 1
     while True:

@@ -25,6 +25,7 @@ from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS, Drawing, FaultSpec, Sce
 from faults.base import Strict as _Strict
 from harness import versions
 from harness.cluster.backend import BACKENDS, EXTERNAL
+from harness.paths import longest_stamped_name
 from oracle import CHECK_NAMES
 from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
 from oracle.verdict import CheckOptionError, resolve_checks
@@ -290,6 +291,19 @@ class Recovery(_Strict):
 
 
 TOPIC_NAME_MAX = 249  # Kafka's limit
+
+
+def topic_set_problems(names: list[str]) -> list[tuple[int, str]]:
+    """Topics Kafka would not create side by side: (index, reason)."""
+    problems, seen = [], {}
+    for i, name in enumerate(names):
+        # Kafka refuses a second topic whose name differs only by '.' against '_' (metric names).
+        other = seen.setdefault(name.replace(".", "_"), name)
+        if other != name:
+            problems.append((i, f"{name!r} collides with topic {other!r} ('.' and '_' are one to Kafka)"))
+        elif name in names[:i]:
+            problems.append((i, f"topic {name!r} is declared twice"))
+    return problems
 Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]  # also what `schedule --seed` takes
 
 
@@ -313,19 +327,12 @@ class Scenario(_Strict):
     def _references(self):
         problems = []
         topic_names = [t.name for t in self.topics]
-        longest = TOPIC_NAME_MAX - len(self.isolation_prefix(f"{'0' * 16}-{self.run_name}-99"))
+        longest = TOPIC_NAME_MAX - len(self.isolation_prefix(longest_stamped_name(self.run_name)))
         for i, name in enumerate(topic_names):
             if len(name) > longest:
                 problems.append(f"topics.{i}.name: {len(name)} characters; on a shared or external cluster a run "
                                 f"names it rl-<run directory>-{{name}}, which Kafka allows only up to {longest}")
-        seen: dict[str, str] = {}
-        for i, name in enumerate(topic_names):
-            # Kafka refuses a second topic whose name differs only by '.' against '_' (metric names).
-            other = seen.setdefault(name.replace(".", "_"), name)
-            if other != name:
-                problems.append(f"topics.{i}.name: {name!r} collides with topic {other!r} ('.' and '_' are one to Kafka)")
-            elif i and name in topic_names[:i]:
-                problems.append(f"topics.{i}.name: topic {name!r} is declared twice")
+        problems += [f"topics.{i}.name: {reason}" for i, reason in topic_set_problems(topic_names)]
         for i, name in enumerate(self.workload.topics or []):
             if name not in topic_names:
                 problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")

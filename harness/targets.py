@@ -61,8 +61,10 @@ class RunTargets:
     def pause(self, name: str) -> None:
         # Overlapping pauses of one service stop it for their union: the first stops it, and only
         # the last one's heal resumes it (a shorter pause inside a longer one used to end both).
-        if not self.pauses.get(name):
-            self.service(name).pause()
+        # A process started again meanwhile (crash, rolling restart) is not stopped: this pause stops it.
+        service = self.service(name)
+        if not self.pauses.get(name) or not service.paused():
+            service.pause()
         self.pauses[name] = self.pauses.get(name, 0) + 1
 
     def resume(self, name: str) -> None:

@@ -18,6 +18,7 @@ Usage: ``python -m workloads.consumer SPEC.json`` (see ``ConsumerSpec``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -387,7 +388,8 @@ class Member(TakesCommands):
                 self.non_owner.close()
             if self.worker:  # what it holds is processed while the member still owns it
                 self.worker.drain()
-                self._store_progress()
+                with contextlib.suppress(KafkaException):  # a consumer that failed fatally stores nothing
+                    self._store_progress()
             self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
             if self.worker:
                 self.worker.stop()

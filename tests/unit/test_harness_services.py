@@ -189,3 +189,21 @@ def test_overlapping_pauses_of_one_service_stop_it_for_their_union():
     assert not member.paused()
     targets.pause("consumer-2")  # and a later pause stops it again
     assert member.paused()
+
+
+def test_a_pause_of_a_process_started_again_meanwhile_stops_it():
+    from types import SimpleNamespace
+
+    from harness.targets import RunTargets
+
+    member = Recorded("consumer-2", StopTier.CLIENTS, [])
+    targets = RunTargets(SimpleNamespace(services={}), SimpleNamespace(services={"consumer-2": member},
+                         scenario=SimpleNamespace(subscribes=None)), observer=None, history=None)
+    targets.pause("consumer-2")  # f1
+    member.resume()  # a crash and restart: a new process, running
+    targets.pause("consumer-2")  # f2 stops the new one
+    assert member.paused()
+    targets.resume("consumer-2")  # f1 heals: f2 still holds it
+    assert member.paused()
+    targets.resume("consumer-2")
+    assert not member.paused()
