@@ -304,6 +304,8 @@ def topic_set_problems(names: list[str]) -> list[tuple[int, str]]:
         elif name in names[:i]:
             problems.append((i, f"topic {name!r} is declared twice"))
     return problems
+
+
 Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]  # also what `schedule --seed` takes
 
 
