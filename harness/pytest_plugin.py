@@ -230,7 +230,7 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     runs_dir = _runs_dir(config)
     scenarios = runs_dir / "pytest-scenarios"
     scenarios.mkdir(parents=True, exist_ok=True)
-    path = scenarios / f"{name}-{parsed.name}-s{parsed.seed}.yaml"
+    path = scenarios / f"{name}-{parsed.run_name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")

@@ -59,11 +59,11 @@ class RunTargets:
     # --- services -----------------------------------------------------------------------
 
     def pause(self, name: str) -> None:
-        # Overlapping pauses of one service stop it for their union: the first stops it, and only
-        # the last one's heal resumes it (a shorter pause inside a longer one used to end both).
-        # A process started again meanwhile (crash, rolling restart) is not stopped: this pause stops it.
+        # Overlapping pauses of one service stop it for their union: one that finds it running stops
+        # it (a process started again meanwhile too), and only the last one's heal resumes it (a
+        # shorter pause inside a longer one used to end both).
         service = self.service(name)
-        if not self.pauses.get(name) or not service.paused():
+        if not service.paused():
             service.pause()
         self.pauses[name] = self.pauses.get(name, 0) + 1
 
