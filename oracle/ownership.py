@@ -26,10 +26,10 @@ PROCESS_EXITED = "process-exited"
 CRASHED = "crashed"  # killed by a signal, or a crash fault targeted it
 OWNED_AT_END = "owned-at-end"
 
-# How long after its revoke a member's revoke-callback commit still counts as the owner's
-# (drivers commit inside the callback; one that records the revoke first, or stamps with
-# another clock, may send the commit a little later). Nothing else is attributed to a
-# session after it ended.
+# How long after its revoke a member's revoke-callback commit that carries no generation
+# still counts as the owner's (drivers commit inside the callback; one that records the
+# revoke first, or stamps with another clock, may send the commit a little later). A commit
+# that carries a generation is judged by it instead (Ownership.commit_session).
 REVOKE_COMMIT_GRACE_MS = 1000.0
 
 
@@ -118,15 +118,25 @@ class Ownership:
         return self._by_owner[slot, tp][i] if i >= 0 else None
 
     def commit_session(self, commit: Commit) -> Session | None:
-        """The ownership session a commit was made in, judged when its request left. The revoke
-        callback commits while it gives the partition up: such a commit may leave just after the
-        revoke was recorded, so it gets REVOKE_COMMIT_GRACE_MS after a revoked session's end."""
+        """The ownership session a commit was made in, judged when its request left.
+
+        A member may commit what it processed after giving the partition up, for as long as
+        the group has not moved on: librdkafka commits a revoked partition's stored offsets
+        as it unassigns it (auto commit, at a rebalance and at close), after the revoke
+        callback has returned. The coordinator fences by generation, not by partition, so
+        such a commit belongs to the revoked session when it carries a generation the member
+        held the partition in; whether another member took the partition over before it left
+        is for the caller to judge. A revoke-callback commit without a generation gets
+        REVOKE_COMMIT_GRACE_MS after the revoke instead."""
         session = self.owning(commit.slot, commit.tp, commit.sent_ms)
-        if session is None and commit.trigger == "revoke":
-            ended = self.owned_before(commit.slot, commit.tp, commit.sent_ms)
-            if ended and ended.ended_by == REVOKED and commit.sent_ms - ended.end_ms <= REVOKE_COMMIT_GRACE_MS:
-                session = ended
-        return session
+        if session is not None:
+            return session
+        ended = self.owned_before(commit.slot, commit.tp, commit.sent_ms)
+        if ended is None or ended.ended_by != REVOKED:
+            return None
+        if commit.generation is not None:
+            return ended if commit.generation in ended.generations else None
+        return ended if commit.trigger == "revoke" and commit.sent_ms - ended.end_ms <= REVOKE_COMMIT_GRACE_MS else None
 
     def owners_at(self, mono_ms: float) -> dict[TopicPartition, list[Session]]:
         """Sessions open at an instant (half-open: an ending session no longer counts)."""

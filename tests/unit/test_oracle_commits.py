@@ -64,6 +64,36 @@ class TestFencedCommits:
         assert (v.kind, v.partition, v.members) == ("commit-without-ownership", "events-4", ("consumer-1",))
         assert "but did not own events-4 then" in v.message
 
+    def test_a_commit_after_its_own_revoke_in_that_generation_is_the_owners(self, history_builder):
+        """What librdkafka's auto commit does on real brokers: it commits a revoked partition's
+        stored offsets as it unassigns it, after the revoke callback, in the generation the
+        member held it in; the coordinator accepts it until the group moves on."""
+        b = history_builder()
+        c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+        b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]}, at=0)
+        c1.at(3000).revoked().join_sent()
+        c1.at(3004).committed(3, 50, trigger="auto")  # still generation 1: the group has not moved on
+        c2.join_sent()
+        c1.at(3020).joined(2).synced().assigned(0, 1, 2)
+        c2.joined(2).synced().assigned(3, 4)
+        c1.at(9000).revoked()
+        c1.at(9004).committed(0, 90, trigger="auto").stopped()  # at close, generation 2
+        assert run(b, self.CHECK).violations == []
+
+    def test_a_commit_after_its_own_revoke_once_the_group_moved_on(self, history_builder):
+        b = history_builder()
+        c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+        b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]}, at=0)
+        b.rebalance(2, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=3000)
+        c1.at(3100).committed(3, 50, trigger="auto", sent_at=3090)  # generation 2, which never gave it events-3
+        c2.at(3200).revoked()
+        b.rebalance(3, {"consumer-1": [0, 1, 2, 3, 4]}, at=3300)
+        c2.at(3400).committed(4, 60, trigger="auto")  # generation 2's, after generation 3 gave it to consumer-1
+        late, fenced = run(b, self.CHECK).violations
+        assert (late.kind, late.partition, late.generation) == ("commit-without-ownership", "events-3", 2)
+        assert (fenced.kind, fenced.partition, fenced.members) == (
+            "commit-after-handover", "events-4", ("consumer-2", "consumer-1"))
+
     def test_a_commit_after_losing_the_partition_is_a_violation(self, pause_story):
         pause_story["consumer-2"].at(20015).committed(3, 120)
         [v] = run(pause_story, self.CHECK).violations
