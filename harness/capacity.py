@@ -35,13 +35,14 @@ from pydantic import Field, ValidationError
 
 from faults.base import MAX_MEMBERS, Strict
 from harness.cluster.shared import ClusterPool, runs_in_a_row
+from harness.paths import make_dirs
 from harness.report import verdict_figures
 from harness.run import Run
 from harness.runstate import write_json_atomically
 from harness.scenario import Scenario, read_scenario_data, validation_problems
 from harness.variants import Axes, Impossible, variant
 from oracle.protocols import PROTOCOLS
-from runtime.errors import ScenarioError
+from runtime.errors import ScenarioError, SetupError
 from workloads.load.profile import LoadProfile
 
 CAPACITY_JSON = "capacity.json"
@@ -164,7 +165,11 @@ class CapacityRun:
         self.dir = runs_dir / f"capacity-{sweep.spec.name}"
         self.state: dict[str, dict] = {}
         if (self.dir / CAPACITY_JSON).exists() and not fresh:
-            self.state = {p["id"]: p for p in json.loads((self.dir / CAPACITY_JSON).read_text())["points"]}
+            try:
+                self.state = {p["id"]: p for p in json.loads((self.dir / CAPACITY_JSON).read_text())["points"]}
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise SetupError(f"{self.dir / CAPACITY_JSON}: not a sweep's state ({type(e).__name__}: {e}); "
+                                 "--fresh runs every point again") from None
 
     def done(self, point: Point) -> bool:
         """A point whose run was judged: its verdict is there (the run directory says so)."""
@@ -172,7 +177,7 @@ class CapacityRun:
         return bool(ran and ran.get("run_dir") and (Path(ran["run_dir"]) / "verdict.json").exists())
 
     def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
-        (self.dir / "scenarios").mkdir(parents=True, exist_ok=True)
+        make_dirs(self.dir / "scenarios")
         todo = [p for p in self.sweep.points if not self.done(p)]
         pool = ClusterPool(self.dir / "clusters", f"capacity:{self.dir.resolve()}", self.report,
                            lanes=max(len(p.scenario.member_slots()) for p in todo)) if todo else None
@@ -202,7 +207,7 @@ class CapacityRun:
                 raise KeyboardInterrupt
 
     def _write(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.dir)
         write_json_atomically(self.dir / CAPACITY_JSON, {
             "sweep": self.sweep.spec.name, "sweep_file": str(self.sweep.path),
             "points": [self.state[p.id] for p in self.sweep.points if p.id in self.state]})

@@ -132,6 +132,14 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     from harness.cluster.backend import open_cluster
     from harness.processes import Supervisor
 
+    from pydantic import ValidationError
+
+    from harness.scenario import Cluster, validation_problems
+
+    try:  # what a scenario's cluster may be: no ZooKeeper ensemble for a KRaft line
+        Cluster(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes))
+    except ValidationError as e:
+        _error("; ".join(f"--{key.replace('_', '-')}: {reason}" for key, reason in validation_problems(e)))
     state_file = lab_home() / CLUSTER_STATE
     if state_file.exists():
         _fail(LabError(f"a cluster is already up ({state_file}); `rebalance-lab cluster down` first"))
@@ -226,8 +234,9 @@ def cluster_status() -> None:
     alive = {p.name: p for p in registered() if p.owner == state["owner"]}
     for name in state.get("processes", {}):
         p = alive.get(name)
-        console.print(f"{name:<14} {'[green]running[/]' if p and not p.stopped else '[yellow]stopped[/]' if p else '[red]gone[/]'}"
-                      + (f" pid {p.pid}" if p else ""))
+        shown = ("[red]gone[/]" if p is None else "[yellow]stopped[/]" if p.stopped
+                 else "[red]exited[/] (not yet reaped)" if p.state == "Z" else "[green]running[/]")
+        console.print(f"{name:<14} {shown}" + (f" pid {p.pid}" if p else ""))
     try:
         md = AdminClient({"bootstrap.servers": state["bootstrap_servers"], "logger": QUIET_CLIENT_LOG}).list_topics(timeout=5)
         console.print(f"metadata: brokers {sorted(md.brokers)}, topics {sorted(t for t in md.topics if not t.startswith('__'))}")
@@ -397,9 +406,9 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         sweep = load_sweep(sweep_file)
         for point in sweep.points:
             installed_for(point.scenario)
+        run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
     except LabError as e:
         _fail(e)
-    run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
                   TimeElapsedColumn(), console=console) as progress:
         task = progress.add_task(f"capacity {sweep.spec.name}", total=len(sweep.points))
@@ -410,6 +419,8 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
 
         try:
             ran = run.run_points(on_point)
+        except LabError as e:  # a file in the way of the sweep's directory
+            _fail(e)
         except KeyboardInterrupt:
             console.print(f"interrupted: `rebalance-lab capacity {sweep_file}` resumes from {run.dir}")
             sys.exit(EXIT_INTERRUPTED)
@@ -510,7 +521,7 @@ def check(run_dir: Path, write: bool) -> None:
     never reached `phase: done`, interrupted or killed).
     """
     from harness.report import print_verdict, run_state_note, summary_markdown
-    from harness.runstate import read_state, write_json_atomically
+    from harness.runstate import RUN_STATE, read_state, write_json_atomically
     from oracle import check_history, load_history
     from oracle.history import HistoryError
     from oracle.verdict import CheckOptionError, resolve_checks
@@ -536,6 +547,8 @@ def check(run_dir: Path, write: bool) -> None:
     if write:
         (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
         write_json_atomically(run_dir / "verdict.json", verdict)
+        if (state := read_state(run_dir)) and state.get("verdict"):  # run.json says the verdict too
+            write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
     gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
 

@@ -46,4 +46,19 @@ def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
             n += 1
             path = Path(f"{base}-{n}")
         except NotADirectoryError:
-            raise SetupError(f"{parent}: not a directory (a file of that name is in the way)") from None
+            raise _in_the_way(parent) from None
+
+
+def make_dirs(path: Path) -> Path:
+    """``mkdir -p``; a file in the way is bad input (SetupError), not a traceback."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (NotADirectoryError, FileExistsError):
+        raise _in_the_way(path) from None
+    return path
+
+
+def _in_the_way(path: Path) -> SetupError:
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+    return SetupError(f"{path}: a file, not a directory" if blocker == path
+                      else f"{path}: cannot be made a directory: {blocker} is a file")

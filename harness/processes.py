@@ -263,9 +263,13 @@ class Leftover:
     name: str
     role: str
     owner: str
-    stopped: bool
+    state: str | None  # the kernel's letter (process_state): T stopped, Z exited and not yet reaped
     registration: Path
     owner_alive: bool = False
+
+    @property
+    def stopped(self) -> bool:
+        return self.state == "T"
 
     @property
     def run_dir(self) -> Path | None:
@@ -289,7 +293,7 @@ def registered(include_live_owners: bool = True) -> list[Leftover]:
         if owner_alive and not include_live_owners:
             continue
         found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),
-                              process_state(entry["pid"]) == "T", path, owner_alive))
+                              process_state(entry["pid"]), path, owner_alive))
     return found
 
 

@@ -120,6 +120,9 @@ class Cluster(_Strict):
         else:
             problems += [f"{key}: only for backend: external (the harness runs this cluster itself)" for key in
                          ("bootstrap_servers", "zookeeper_connect", "client_config") if key in self.model_fields_set]
+            if self.zookeeper_nodes != 1 and not self.zookeeper_mode:
+                problems.append(f"zookeeper_nodes: Kafka {self.kafka} runs without ZooKeeper (KRaft); lines with "
+                                f"ZooKeeper: {', '.join(versions.KAFKA_LINES_WITH_ZOOKEEPER)}")
         problems += [f"broker_config.{key}: the harness sets this for every broker (listeners, ids, log "
                      f"directories and the quorum are its own: network faults act through those listeners)"
                      for key in self.broker_config if key in HARNESS_BROKER_SETTINGS]
@@ -306,7 +309,7 @@ def topic_set_problems(names: list[str]) -> list[tuple[int, str]]:
     return problems
 
 
-Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]  # also what `schedule --seed` takes
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)]  # also what `schedule --seed` takes; `true` is no seed
 
 
 class Scenario(_Strict):

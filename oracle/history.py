@@ -115,6 +115,8 @@ def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
         raise HistoryError(path, None, e.strerror or str(e)) from None
     if not events:
         raise HistoryError(path, None, "no events: nothing to judge" + (f" (line {torn.line}: {torn.reason})" if torn else ""))
+    if not any(e["name"] == ev.RUN_STARTED for e in events):  # it says what the run was: topics, group, protocol
+        raise HistoryError(path, None, f"no {ev.RUN_STARTED} event: not a run's history (the harness writes it first)")
     return sorted(events, key=sort_key)
 
 

@@ -47,3 +47,17 @@ def test_a_bad_sweep_is_named_before_anything_runs(tmp_path, text, reason):
     assert reason in str(e.value), str(e.value)
     result = CliRunner().invoke(main, ["capacity", str(tmp_path / "sweep.yaml"), "--runs-dir", str(tmp_path / "runs")])
     assert result.exit_code == 2 and reason in result.output and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("in_the_way, reason", [
+    ("runs", "capacity-small/scenarios: cannot be made a directory: "),
+    ("runs/capacity-small/capacity.json", "capacity.json: not a sweep's state (JSONDecodeError"),
+])
+def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
+    (tmp_path / in_the_way).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / in_the_way).write_text("{not json")
+    result = CliRunner().invoke(main, ["capacity", str(PROFILES / "capacity-small.yaml"), "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and reason in result.output.replace("\n", ""), result.output
+    assert "Traceback" not in result.output
+    if in_the_way == "runs":
+        assert f"{tmp_path / 'runs'} is a file" in result.output.replace("\n", "")

@@ -104,6 +104,12 @@ def test_cluster_up_refuses_a_bad_topic_before_starting_anything(tmp_path):
         assert "Traceback" not in result.stderr and not (tmp_path / "home" / "cluster").exists()
 
 
+def test_cluster_up_refuses_a_zookeeper_ensemble_for_a_kraft_line(tmp_path):
+    result = cli(tmp_path, "cluster", "up", "--kafka", "4.1", "--zookeeper-nodes", "3")
+    assert result.returncode == 2 and "--zookeeper-nodes: Kafka 4.1 runs without ZooKeeper (KRaft)" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "home" / "cluster").exists()
+
+
 def test_schedule_holds_seed_to_a_scenarios_bounds(tmp_path):
     result = cli(tmp_path, "schedule", str(REPO / "scenarios" / "random-chaos.yaml"), "--seed=-1")
     assert result.returncode == 2 and "--seed -1: Input should be greater than or equal to 0" in result.stderr, result.stderr
@@ -117,7 +123,7 @@ def test_a_runs_dir_that_is_a_file_is_bad_input(tmp_path):
     from runtime.errors import SetupError
 
     (tmp_path / "afile").write_text("x\n")
-    with pytest.raises(SetupError, match="afile: not a directory"):
+    with pytest.raises(SetupError, match="afile: a file, not a directory"):
         new_stamped_dir(tmp_path / "afile", "ok-s1")
 
 

@@ -89,6 +89,22 @@ def test_start_pause_resume_kill(home, tmp_path):
     assert seen == [("start", "consumer-1"), ("exit", "consumer-1", -signal.SIGKILL)]
 
 
+def test_a_registered_process_that_exited_unreaped_says_so(home, tmp_path):
+    """`cluster status` tells a zombie (killed, its parent not yet waiting for it) from a running process."""
+    _, track = home
+    sup = Supervisor(owner="run")
+    proc = sup.start("broker-1", "broker", ["sleep", "30"], tmp_path / "b.log")
+    track(proc.pid)
+    [entry] = registered()
+    assert (entry.state, entry.stopped) == ("S", False)
+    os.killpg(proc.pid, signal.SIGKILL)  # behind the supervisor's back: nobody reaps it yet
+    wait_until(lambda: process_state(proc.pid) == "Z")
+    [entry] = registered()
+    assert (entry.name, entry.state, entry.stopped) == ("broker-1", "Z", False)
+    sup.stop_all()
+    assert registered() == []
+
+
 def test_kill_with_sigterm_resumes_a_paused_process_first(home, tmp_path):
     _, track = home
     sup = Supervisor()

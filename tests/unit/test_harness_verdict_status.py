@@ -113,6 +113,13 @@ def test_check_exits_with_its_verdicts_status(tmp_path, history_builder, shape, 
     assert headline in result.output
 
 
+def test_check_write_rewrites_the_verdict_run_json_says(tmp_path, history_builder):
+    d = run_dir(tmp_path, story(history_builder(topics={"events": 1}), lost=True), {"state": "completed", "verdict": "pass"})
+    assert check(str(d), "--write").exit_code == 1
+    assert json.loads((d / "run.json").read_text()) == {"state": "completed", "verdict": "fail"}
+    assert json.loads((d / "verdict.json").read_text())["status"] == "fail"
+
+
 def test_check_exits_3_when_a_check_raised(tmp_path, history_builder, monkeypatch):
     monkeypatch.setattr(CHECKS["no-loss"], "check", boom)
     d = run_dir(tmp_path, story(history_builder(topics={"events": 1})))

@@ -51,13 +51,18 @@ class TestLoadHistory:
 
     def test_sorts_by_mono_then_source_then_seq(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [
-            self.event("c", 20.0), self.event("b", 10.0, "producer", 2),
+            self.event("run_started", 20.0), self.event("b", 10.0, "producer", 2),
             self.event("a2", 10.0, "consumer-1", 2), self.event("a1", 10.0, "consumer-1", 1)])
-        assert [e["name"] for e in load_history(tmp_path / "history.jsonl")] == ["a1", "a2", "b", "c"]
+        assert [e["name"] for e in load_history(tmp_path / "history.jsonl")] == ["a1", "a2", "b", "run_started"]
 
     def test_accepts_a_run_directory_and_skips_a_torn_last_line(self, tmp_path):
-        self.write(tmp_path / "history.jsonl", [self.event("a", 1.0), self.event("b", 2.0), '{"name": "rec'])
-        assert [e["name"] for e in load_history(tmp_path)] == ["a", "b"]
+        self.write(tmp_path / "history.jsonl", [self.event("run_started", 1.0), self.event("b", 2.0), '{"name": "rec'])
+        assert [e["name"] for e in load_history(tmp_path)] == ["run_started", "b"]
+
+    def test_events_without_run_started_are_not_a_runs_history(self, tmp_path):
+        self.write(tmp_path / "history.jsonl", [self.event("phase", 1.0), self.event("run_finished", 2.0)])
+        with pytest.raises(ValueError, match="history.jsonl: no run_started event: not a run's history"):
+            load_history(tmp_path)
 
     def test_a_torn_line_elsewhere_is_an_error(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [self.event("a", 1.0), '{"name": "rec', self.event("b", 2.0)])
