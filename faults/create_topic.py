@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Targets
+from faults.topic_names import TopicName, topic_set_problems
 
 
 class CreateTopicSpec(FaultSpec):
@@ -17,11 +18,14 @@ class CreateTopicSpec(FaultSpec):
     names_topics = True
 
     kind: Literal["create-topic"]
-    topic: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")]
+    topic: TopicName
     partitions: Annotated[int, Field(ge=1, le=1000)]
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
-        return [("topic", f"topic {self.topic!r} already exists")] if self.topic in scenario.topics else []
+        if self.topic in scenario.topics:
+            return [("topic", f"topic {self.topic!r} already exists")]
+        names = [*scenario.topics, self.topic]
+        return [("topic", reason) for i, reason in topic_set_problems(names) if i == len(names) - 1]
 
     def after(self, scenario: ScenarioFacts) -> ScenarioFacts:
         return scenario.with_topic(self.topic, self.partitions)

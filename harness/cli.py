@@ -101,7 +101,8 @@ def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
     """``--topic NAME[:PARTITIONS]``, held to what a scenario's topic may be."""
     from pydantic import ValidationError
 
-    from harness.scenario import Topic, topic_set_problems
+    from faults.topic_names import topic_set_problems
+    from harness.scenario import Topic
 
     topics = []
     for value in values:

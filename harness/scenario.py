@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from faults import catalogue, random_schedule
 from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS, Drawing, FaultSpec, ScenarioFacts
 from faults.base import Strict as _Strict
+from faults.topic_names import TOPIC_NAME_MAX, TopicName, topic_set_problems
 from harness import versions
 from harness.cluster.backend import BACKENDS, EXTERNAL
 from harness.paths import longest_stamped_name
@@ -51,19 +52,10 @@ def _config_problems(config: dict, key: str) -> list[str]:
 
 
 class Topic(_Strict):
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,200}$")]
+    name: TopicName
     partitions: Annotated[int, Field(ge=1, le=1000)]
     replication_factor: Annotated[int | None, Field(ge=1, le=9)] = None
     config: dict[str, Scalar] = {}
-
-    @field_validator("name")
-    @classmethod
-    def _a_name_kafka_takes(cls, name: str) -> str:
-        if name in (".", ".."):
-            raise ValueError(f"Kafka refuses a topic named {name!r}")
-        if name.startswith("__"):  # __consumer_offsets, __transaction_state, …: the run would write into them
-            raise ValueError("a name starting with '__' is one of Kafka's internal topics")
-        return name
 
     @model_validator(mode="after")
     def _one_setting_a_line(self):
@@ -291,22 +283,6 @@ class RandomFaults(_Strict):
 class Recovery(_Strict):
     timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = 120
     stable_for_s: Annotated[float, Field(ge=0, le=3600)] = 3
-
-
-TOPIC_NAME_MAX = 249  # Kafka's limit
-
-
-def topic_set_problems(names: list[str]) -> list[tuple[int, str]]:
-    """Topics Kafka would not create side by side: (index, reason)."""
-    problems, seen = [], {}
-    for i, name in enumerate(names):
-        # Kafka refuses a second topic whose name differs only by '.' against '_' (metric names).
-        other = seen.setdefault(name.replace(".", "_"), name)
-        if other != name:
-            problems.append((i, f"{name!r} collides with topic {other!r} ('.' and '_' are one to Kafka)"))
-        elif name in names[:i]:
-            problems.append((i, f"topic {name!r} is declared twice"))
-    return problems
 
 
 Seed = Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)]  # also what `schedule --seed` takes; `true` is no seed

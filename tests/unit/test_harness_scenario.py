@@ -72,6 +72,10 @@ BAD_VALUES = [
     (lambda d: (d["cluster"].update(kafka="4.1"), d["faults"][0].update(target="zookeeper-1")),
      "faults.0.target", "no process 'zookeeper-1'"),
     (lambda d: d["faults"][0].update(at_s=45), "faults.0.at_s", "not within duration_s (30.0s)"),
+    (lambda d: d["faults"].append({"kind": "create-topic", "topic": "__consumer_offsets", "partitions": 1, "at_s": 1}),
+     "faults.1.topic", "one of Kafka's internal topics"),
+    (lambda d: d["faults"].append({"kind": "create-topic", "topic": "even.ts", "partitions": 1, "at_s": 1})
+     or d["topics"].append({"name": "even_ts", "partitions": 1}), "faults.1.topic", "collides with topic 'even_ts'"),
     (lambda d: d.update(seed=True), "seed", "Input should be a valid integer"),
     (lambda d: d["cluster"].update(kafka="4.1", zookeeper_nodes=3), "cluster.zookeeper_nodes",
      "Kafka 4.1 runs without ZooKeeper (KRaft)"),
