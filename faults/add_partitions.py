@@ -25,6 +25,9 @@ class AddPartitionsSpec(FaultSpec):
             return [("partitions", f"{self.partitions} is not more than the {current} partitions {self.topic} has")]
         return []
 
+    def after(self, scenario: ScenarioFacts) -> ScenarioFacts:
+        return scenario.with_topic(self.topic, self.partitions)  # a later entry grows it from here
+
 
 class AddPartitions(Fault[AddPartitionsSpec]):
     Spec = AddPartitionsSpec

@@ -13,6 +13,7 @@ infinity; broker settings the harness owns cannot be overridden.
 from __future__ import annotations
 
 import codecs
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -348,9 +349,10 @@ class Scenario(_Strict):
             if self.workload.commit == "before-processing":
                 problems.append("workload.commit: the java driver (VerifiableConsumer) cannot commit before processing")
         declared = facts = self._fault_facts()  # once: it takes passes over the faults
-        for i, f in enumerate(self.faults):
+        for i, f in sorted(enumerate(self.faults), key=lambda item: item[1].at_s):
             problems += [f"faults.{i}.{key}: {reason}" for key, reason in self._fault_problems(f, facts)]
-            facts = f.after(facts)  # what this fault creates exists for the faults written after it
+            facts = f.after(facts)  # what this fault creates or grows is there for the faults after it
+        problems += self._timeline_problems(declared.members)
         if self.random_faults:
             problems += [f"random_faults.{p}" for p in self._random_problems(declared)]
         if self.load:
@@ -371,6 +373,36 @@ class Scenario(_Strict):
         if problems:
             raise ValueError("\n".join(problems))  # one per line: a reason may itself contain "; "
         return self
+
+    def _timeline_problems(self, members: tuple[str, ...]) -> list[str]:
+        """A written fault must find its target there when it starts: a member the group has at that
+        moment (not one a later scale-up or join storm starts, nor one a scale-down stopped), and no
+        process a crash has down until its restart. Otherwise it would act on nothing and the run
+        would not be the chaos it asks for. Members are numbered as WorkloadProcesses numbers them:
+        new ones after the highest so far, the newest stop first. After a triggered fault that changes
+        the group (it fires whenever its state comes), who runs when is not known here."""
+        problems, running, highest, known = [], list(range(1, self.workload.consumers + 1)), self.workload.consumers, True
+        down: dict[str, tuple[float, float, int]] = {}  # target -> (crashed at, restarted at, its fault's index)
+        for i, f in sorted(enumerate(self.faults), key=lambda item: item[1].at_s):
+            target = getattr(f, "target", None)
+            if target in members and known and f.on is None and int(target.rsplit("-", 1)[1]) not in running:
+                problems.append(f"faults.{i}.target: {target} is not running at {f.at_s:g}s (the group's members then: "
+                                f"{', '.join(f'consumer-{n}' for n in running) or 'none'})")
+            elif target in down and f.on is None and down[target][0] <= f.at_s < down[target][1]:
+                crashed, restarted, j = down[target]
+                problems.append(f"faults.{i}.target: {target} is down at {f.at_s:g}s: faults.{j} crashed it at {crashed:g}s"
+                                + (f" and restarts it at {restarted:g}s" if restarted < math.inf else ", for good"))
+            if f.kind == "crash" and f.on is None and target != COORDINATOR:  # that one is resolved when injected
+                down[target] = (f.at_s, f.at_s + f.restart_after_s if f.restart_after_s else math.inf, i)
+            after = f.members_after(len(running))
+            if f.on is not None and after != len(running):
+                known = False
+            elif after > len(running):
+                running += range(highest + 1, highest + 1 + after - len(running))
+                highest = running[-1]
+            else:
+                running = running[:after]
+        return problems
 
     def _load_problems(self, members: tuple[str, ...]) -> list[str]:
         """A profile that fits the run and the group's bound; no fault that would fight it over members."""

@@ -293,11 +293,11 @@ workload: {topic_pattern: "^events.*"}
 faults:
   - {kind: create-topic, at_s: 5, topic: events-new, partitions: 2}
   - {kind: add-partitions, at_s: 10, topic: events-new, partitions: 4}
-  - {kind: add-partitions, at_s: 20, topic: events-new, partitions: 2}
+  - {kind: add-partitions, at_s: 20, topic: events-new, partitions: 2}  # the 4 the fault before made it
 """)
     with pytest.raises(ScenarioError) as e:
         load_scenario(path)
-    assert e.value.problems == [("faults.2.partitions", "2 is not more than the 2 partitions events-new has")]
+    assert e.value.problems == [("faults.2.partitions", "2 is not more than the 4 partitions events-new has")]
 
 
 class SlowPauseTargets(FakeTargets):
