@@ -110,9 +110,18 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
         for a in verdict[heading]:
             console.print(f"[{colour}]{heading[:-1]}[/] " + escape(anomaly_line(a)),
                           highlight=False)
+    for line in faults_failed_lines(verdict):
+        console.print("[yellow]fault[/] " + escape(line), highlight=False)
     status = verdict["status"]
     console.print(f"[{_COLOUR[status]}]{status.upper()}[/]: " + escape(_headline(verdict))
                   + (f" — {escape(str(run_dir))}" if run_dir else ""), highlight=False, soft_wrap=True)  # one greppable line
+
+
+def faults_failed_lines(verdict: dict) -> list[str]:
+    """A line per fault the run could not inject or heal (the verdict's stats say which)."""
+    return [f"{f['fault_id']} ({f['kind']} {f['target']}) could not be "
+            f"{'injected' if f['step'] == 'inject' else 'healed'}: {f['error']}"
+            for f in verdict.get("stats", {}).get("faults_failed", ())]
 
 
 def _raised_at(result: dict) -> str:
@@ -160,6 +169,8 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
     d = verdict["duplicates"]
     lines += ["", "## Duplicates", "",
               f"{d['count']} re-delivered records: {d['explained']} explained, {d['unexplained']} unexplained."]
+    if failed := faults_failed_lines(verdict):
+        lines += ["", "## Faults not done", ""] + [f"- {line}" for line in failed]
     for heading in ("violations", "findings"):
         if verdict[heading]:
             lines += ["", f"## {heading.capitalize()}", ""]

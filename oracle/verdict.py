@@ -247,6 +247,11 @@ def _stats(history: History) -> dict[str, Any]:
         # the harness's own end-of-run LeaveGroups: counted here, in no statistic
         "teardown_rebalances": sum(r.teardown for r in rebalances_of(history)),
         "partitions_added": _added_partitions_owned(history),
+        # chaos the scenario asked for that did not happen (or was not undone): no check's to judge,
+        # but a PASS without it is not the run the scenario describes
+        "faults_failed": [{"fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
+                           "step": "inject" if e["name"] == ev.FAULT_FAILED else "heal", "error": e.get("error")}
+                          for e in history.named(ev.FAULT_FAILED, ev.FAULT_HEAL_FAILED)],
     }
 
 

@@ -75,6 +75,17 @@ def test_summary_md_headlines_the_status(tmp_path, history_builder, monkeypatch)
     assert "| convergence | error — RuntimeError: checker bug [/bold] | 0 | 0 |" in text
 
 
+def test_a_fault_the_run_could_not_inject_is_said_beside_a_pass(tmp_path, history_builder):
+    b = history_builder(topics={"events": 1})
+    b.at(30).emit("fault_failed", "harness", fault_id="f1", kind="pause", target="consumer-3",
+                  error="no service named 'consumer-3' in this run")
+    verdict = judged(story(b))
+    assert verdict["status"] == "pass"
+    line = "f1 (pause consumer-3) could not be injected: no service named 'consumer-3' in this run"
+    assert f"fault {line}" in printed(verdict)
+    assert f"## Faults not done\n\n- {line}" in summary_markdown(verdict, tmp_path)
+
+
 def test_a_measurement_that_raised_is_in_the_table_and_summary(tmp_path, history_builder, monkeypatch):
     import oracle.verdict
 
