@@ -341,7 +341,7 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
 @click.option("--only", multiple=True, metavar="PATTERN",
               help="Run only variants whose id matches (shell-style, repeatable): 'smoke*', '*consumer*'.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first variant that does not pass (the rest: skipped).")
-@click.option("--rerun-failed", is_flag=True, help="Run only the variants that did not pass in this suite's last run.")
+@click.option("--rerun-failed", is_flag=True, help="Run only the variants that did not pass in this suite's last run (failed, broke, or never ran).")
 @click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
 @fresh_clusters_option
 def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...], fail_fast: bool,

@@ -33,7 +33,7 @@ import yaml
 
 from harness import versions
 from harness.cluster.backend import BACKENDS, STARTED_BACKENDS
-from harness.paths import default_runs_dir
+from harness.paths import default_runs_dir, make_dirs
 from oracle.protocols import PROTOCOLS
 from runtime.errors import LabError, ScenarioError
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 MARKER = "chaos"
 SESSION_LANES = 8  # client lanes of a session's shared clusters (a run that needs more gets a wider one)
+PYTEST_SCENARIOS = "pytest-scenarios"  # under the runs directory: each scenario as it ran
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +61,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: runs a chaos scenario against a real cluster (rebalance-lab)")
+    if (seed := config.getoption("chaos_seed", None)) is not None:
+        from pydantic import TypeAdapter, ValidationError
+
+        from harness.scenario import Seed
+
+        try:
+            TypeAdapter(Seed).validate_python(seed)
+        except ValidationError as e:
+            raise pytest.UsageError(f"--chaos-seed {seed}: {e.errors()[0]['msg']}") from None
 
 
 _POOL = pytest.StashKey["ClusterPool"]()
@@ -97,9 +107,26 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     named = config.args_source == pytest.Config.ArgsSource.ARGS
     if not (named or config.getini("chaos_scenarios")):
         return None  # a project's own YAML under testpaths is not a scenario to run
-    if _named_exactly(file_path, config) or _looks_like_scenario(file_path):
+    if _named_exactly(file_path, config) or (not _lab_output(file_path, config) and _looks_like_scenario(file_path)):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
+
+
+def _lab_output(path: Path, config: pytest.Config) -> bool:
+    """A copy the lab wrote of a scenario it ran (a run's, a suite's, a sweep's, this plugin's):
+    collected, every session would run its archive again."""
+    from harness.capacity import CAPACITY_JSON
+    from harness.runstate import RUN_STATE
+    from harness.suite import SUITE_JSON
+
+    runs_dir = _runs_dir(config)
+    for directory in path.resolve().parents:
+        if directory == runs_dir or directory.name == PYTEST_SCENARIOS or any(
+                (directory / mark).exists() for mark in (RUN_STATE, SUITE_JSON, CAPACITY_JSON)):
+            return True
+        if directory == config.rootpath:
+            return False
+    return False
 
 
 def _named_exactly(path: Path, config: pytest.Config) -> bool:
@@ -145,8 +172,9 @@ class ScenarioItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ChaosFailure):
             return excinfo.value.result.explain()
-        if isinstance(excinfo.value, LabError):
-            return f"{self.path}: {excinfo.value}"
+        if isinstance(excinfo.value, LabError):  # a ScenarioError names its file itself
+            message = str(excinfo.value)
+            return message if message.startswith(str(self.path)) else f"{self.path}: {message}"
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
@@ -210,7 +238,7 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     overrides = dict(overrides)
     from harness.run import Run
     from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
-    from harness.variants import Axes, variant
+    from harness.variants import Axes, Impossible, variant
     from pydantic import ValidationError
 
     if isinstance(scenario, dict):
@@ -220,7 +248,11 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         base, source = read_scenario_data(scenario), str(scenario)
     # protocol / kafka / seed / backend as `compare` and `suite` apply them (with what a protocol forces)
     axes = {axis: overrides.pop(axis, config.getoption(f"chaos_{axis}")) for axis in ("protocol", "kafka", "seed", "backend")}
-    data, _ = variant(base, Axes(**axes))
+    try:
+        data, _ = variant(base, Axes(**axes))
+    except Impossible as e:  # e.g. --chaos-kafka 3.9 for a `consumer` (KIP-848) scenario
+        given = ", ".join(f"{axis} {value}" for axis, value in axes.items() if value is not None)
+        raise ScenarioError(source, [(given, str(e))]) from None
     for key, value in overrides.items():
         _set(data, key.split("__"), value)
     try:
@@ -228,8 +260,7 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     except ValidationError as e:
         raise ScenarioError(source, validation_problems(e)) from None
     runs_dir = _runs_dir(config)
-    scenarios = runs_dir / "pytest-scenarios"
-    scenarios.mkdir(parents=True, exist_ok=True)
+    scenarios = make_dirs(runs_dir / PYTEST_SCENARIOS)
     path = scenarios / f"{name}-{parsed.run_name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     reporter = config.pluginmanager.get_plugin("terminalreporter")

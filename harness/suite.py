@@ -220,16 +220,25 @@ def select(suite: Suite, only: tuple[str, ...], rerun_failed_of: dict | None) ->
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.id, p) for p in literal)]
         if not chosen:
             raise BadSuiteArgument(f"--only {' '.join(only)}: no variant matches (ids look like {suite.variants[0].id!r})")
-    if rerun_failed_of is not None:
-        failed = {r["id"] for r in rerun_failed_of["variants"] if r["state"] != PASSED}
-        chosen = [v for v in chosen if v.id in failed]
+    if rerun_failed_of is not None:  # failed, broke, skipped, or never ran (a killed suite's file lists those done)
+        passed = {r["id"] for r in rerun_failed_of["variants"] if r["state"] == PASSED}
+        chosen = [v for v in chosen if v.id not in passed]
     return chosen
 
 
 def last_suite_json(runs_dir: Path, name: str) -> dict:
     """The most recent suite.json of this suite under runs_dir (for --rerun-failed)."""
     for path in sorted(runs_dir.glob(f"suite-*-{name}/{SUITE_JSON}"), reverse=True):  # newest stamp first
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text())
+            ok = isinstance(data, dict) and isinstance(data.get("variants"), list) and all(
+                isinstance(r, dict) and isinstance(r.get("id"), str) and isinstance(r.get("state"), str)
+                for r in data["variants"])
+        except (OSError, ValueError) as e:
+            raise BadSuiteArgument(f"--rerun-failed: {path}: not a suite.json ({e})") from None
+        if not ok:
+            raise BadSuiteArgument(f"--rerun-failed: {path}: not a suite.json (expected suite and variants: "
+                                   "[{id, state}, …])")
         if data.get("suite") == name:  # not suite "pre-release" for suite "release"
             return data
     raise BadSuiteArgument(f"--rerun-failed: no earlier run of suite {name!r} in {runs_dir}")

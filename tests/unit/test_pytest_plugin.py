@@ -118,3 +118,32 @@ def test_no_cluster():
 ''')
     lab("test_release.py").assert_outcomes(passed=3)
     lab("test_release.py", "-m", "not chaos").assert_outcomes(passed=1, deselected=2)
+
+
+def test_the_labs_own_copies_of_scenarios_are_not_collected(lab, pytester):
+    lab(str(pytester.path)).assert_outcomes(passed=1, failed=1)
+    for archive, mark in (("old-runs/20260101T000000Z-smoke-s1", "run.json"), ("old-runs/suite-x", "suite.json"),
+                          ("old-runs/capacity-y", "capacity.json")):
+        (pytester.path / archive / "scenarios").mkdir(parents=True)
+        (pytester.path / archive / mark).write_text("{}")
+        shutil.copy(REPO / "scenarios" / "smoke.yaml", pytester.path / archive / "scenarios" / "smoke.yaml")
+    (pytester.path / "runs" / "pytest-scenarios").mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "scenarios" / "smoke.yaml", pytester.path / "runs" / "pytest-scenarios" / "again.yaml")
+    lab(str(pytester.path), "--chaos-seed", "2").assert_outcomes(passed=1, failed=1)  # the two scenarios, not their copies
+
+
+@pytest.mark.parametrize("options, said", [
+    (("--chaos-protocol", "consumer", "--chaos-kafka", "3.9"), "protocol consumer, kafka 3.9: "),
+    (("--chaos-runs-dir", "afile"), "afile/pytest-scenarios: cannot be made a directory: "),
+])
+def test_options_a_scenario_cannot_take_fail_its_item_with_the_reason(lab, pytester, options, said):
+    (pytester.path / "afile").write_text("x\n")
+    result = lab(str(pytester.path / "smoke.yaml"), *options)
+    result.assert_outcomes(failed=1)
+    assert said in result.stdout.str() and "Traceback" not in result.stdout.str(), result.stdout.str()
+
+
+def test_a_seed_no_scenario_takes_is_a_usage_error(lab, pytester):
+    result = lab(str(pytester.path / "smoke.yaml"), "--chaos-seed", "-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--chaos-seed -1: Input should be greater than or equal to 0" in result.stderr.str()

@@ -87,13 +87,22 @@ def test_only_and_rerun_failed_choose_variants(tmp_path):
     suite = load_suite(REPO / "suites" / "release.yaml")
     assert [v.id for v in select(suite, ("faulty*seed 2]",), None)] == [
         f"faulty-consumer[{p}, seed 2]" for p in ("classic-eager", "classic-cooperative", "consumer")]
-    earlier = {"variants": [{"id": "smoke[consumer, seed 1]", "state": "broken"},
-                            {"id": "smoke[classic-eager, seed 1]", "state": "passed"}]}
-    assert [v.id for v in select(suite, (), earlier)] == ["smoke[consumer, seed 1]"]
+    everything = [v.id for v in suite.variants]
+    earlier = {"variants": [{"id": v, "state": "passed"} for v in everything]}
+    earlier["variants"][2]["state"] = "broken"
+    assert [v.id for v in select(suite, (), earlier)] == [everything[2]]
+    killed = {"state": "running", "variants": earlier["variants"][:3]}  # a killed suite: what ran so far
+    assert [v.id for v in select(suite, (), killed)] == everything[2:]
     with pytest.raises(LabError, match="no variant matches"):
         select(suite, ("nothing*",), None)
     with pytest.raises(LabError, match="no earlier run of suite 'release'"):
         last_suite_json(tmp_path, "release")
+    for text in ('{"suite": "release"', '{"suite": "release"}', "[1]"):
+        (tmp_path / "suite-20260101T000000Z-release").mkdir(exist_ok=True)
+        (tmp_path / "suite-20260101T000000Z-release" / "suite.json").write_text(text)
+        with pytest.raises(LabError, match=r"suite-20260101T000000Z-release/suite.json: not a suite.json") as e:
+            last_suite_json(tmp_path, "release")
+        assert e.value.exit_code == 2
 
 
 def _verdict(status: str, violations=()):
