@@ -129,7 +129,7 @@ _ENVELOPE_ONLY = ((), (), None)
 EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str | None] | None]] = {
     ev.RUN_STARTED: ((OPT_STR("run_id"), OPT_STR("scenario"), OPT_INT("seed"), TOPICS("topics"),
                       OPT_STR("topic_pattern"), *_GROUP, OPT_STR("protocol"), OPT_STR("assignor"),
-                      VERSION("format_version")), (), _check_options),
+                      OPT_OBJECT("group_settings"), VERSION("format_version")), (), _check_options),
     ev.PHASE: ((OPT_STR("phase"), OPT_STR("reason")), (), None),
     ev.PROCESS_STARTED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid")), (), None),
     ev.PROCESS_EXITED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid"), OPT_INT("returncode")), (), None),

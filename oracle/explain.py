@@ -158,7 +158,7 @@ class _Explainer:
     def what_happened(self, fault: Event) -> str:
         if fault["name"] == ev.POLL_STALL_STARTED:
             return SILENCING_FAULTS["poll-stall"] + (f" (fault {fault['fault_id']})" if fault.get("fault_id") else "")
-        return f"{SILENCING_FAULTS[fault['kind']]} (fault {fault['fault_id']}, {fault['kind']})"
+        return f"{SILENCING_FAULTS[fault['kind']]} (fault {fault.get('fault_id') or 'without an id'}, {fault['kind']})"
 
     # --- the phases --------------------------------------------------------------------
 

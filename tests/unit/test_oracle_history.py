@@ -59,6 +59,12 @@ class TestLoadHistory:
         self.write(tmp_path / "history.jsonl", [self.event("run_started", 1.0), self.event("b", 2.0), '{"name": "rec'])
         assert [e["name"] for e in load_history(tmp_path)] == ["run_started", "b"]
 
+    def test_group_settings_must_be_an_object(self, tmp_path):
+        started = json.loads(self.event("run_started", 1.0))
+        self.write(tmp_path / "history.jsonl", [json.dumps({**started, "group_settings": "x"})])
+        with pytest.raises(ValueError, match="history.jsonl:1: .*group_settings"):
+            load_history(tmp_path)
+
     def test_events_without_run_started_are_not_a_runs_history(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [self.event("phase", 1.0), self.event("run_finished", 2.0)])
         with pytest.raises(ValueError, match="history.jsonl: no run_started event: not a run's history"):
