@@ -23,6 +23,7 @@ not run again (--fresh runs them all).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from faults.base import MAX_MEMBERS, Strict
 from harness.cluster.shared import ClusterPool, runs_in_a_row
@@ -55,6 +56,19 @@ class SweepAxes(Strict):
     protocol: Annotated[list[Protocol], Field(min_length=1, max_length=len(PROTOCOLS))]
     partitions: Annotated[list[Annotated[int, Field(ge=1, le=1000)]], Field(min_length=1, max_length=20)] | None = None
     rate: Annotated[list[Annotated[float, Field(gt=0, le=50_000)]], Field(min_length=1, max_length=20)] | None = None
+
+    @model_validator(mode="after")
+    def _each_value_once(self):  # two points of one id would share a run directory and a table row
+        problems = [f"{axis}: {value} is listed twice" for axis in ("members", "protocol", "partitions", "rate")
+                    for value in _twice(getattr(self, axis) or [])]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+
+def _twice(values: list) -> list:
+    seen: set = set()
+    return [f"{v:g}" if isinstance(v, float) else v for v in values if v in seen or seen.add(v)]
 
 
 class PointProfile(Strict):
@@ -103,6 +117,12 @@ class Point:
 
     def params(self) -> dict:
         return {"protocol": self.protocol, "members": self.members, "partitions": self.partitions, "rate": self.rate}
+
+    @property
+    def fingerprint(self) -> str:
+        """The point's whole scenario, hashed: a resumed sweep reuses a run only of this scenario
+        (not one from before its base, profile or seed changed)."""
+        return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -174,7 +194,8 @@ class CapacityRun:
     def done(self, point: Point) -> bool:
         """A point whose run was judged: its verdict is there (the run directory says so)."""
         ran = self.state.get(point.id)
-        return bool(ran and ran.get("run_dir") and (Path(ran["run_dir"]) / "verdict.json").exists())
+        return bool(ran and ran.get("run_dir") and ran.get("scenario") == point.fingerprint
+                    and (Path(ran["run_dir"]) / "verdict.json").exists())
 
     def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
         make_dirs(self.dir / "scenarios")
@@ -198,7 +219,8 @@ class CapacityRun:
             path.write_text(yaml.safe_dump(point.data, sort_keys=False))
             result = Run(point.scenario, path, self.dir, lambda m, p=point: self.report(f"{p.id}: {m}"),
                          pool=pool).execute()
-            self.state[point.id] = {"id": point.id, **point.params(), "run_dir": str(result.run_dir),
+            self.state[point.id] = {"id": point.id, **point.params(), "scenario": point.fingerprint,
+                                    "run_dir": str(result.run_dir),
                                     "outcome": result.outcome, "error": result.error,
                                     "verdict": (result.verdict or {}).get("status"),
                                     "figures": verdict_figures(result.verdict or {})}

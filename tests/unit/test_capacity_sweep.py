@@ -61,3 +61,30 @@ def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
     assert "Traceback" not in result.output
     if in_the_way == "runs":
         assert f"{tmp_path / 'runs'} is a file" in result.output.replace("\n", "")
+
+
+def test_a_value_listed_twice_is_refused(tmp_path):
+    (tmp_path / "capacity-base.yaml").write_text((PROFILES / "capacity-base.yaml").read_text())
+    (tmp_path / "sweep.yaml").write_text("name: x\nbase: capacity-base.yaml\n"
+                                         "sweep: {members: [2, 2], protocol: [classic-eager], rate: [100, 100.0]}")
+    with pytest.raises(ScenarioError) as e:
+        load_sweep(tmp_path / "sweep.yaml")
+    assert e.value.problems == [("sweep.members", "2 is listed twice"), ("sweep.rate", "100 is listed twice")]
+
+
+def test_a_resumed_sweep_reuses_a_run_only_of_the_same_scenario(tmp_path):
+    from harness.capacity import CapacityRun
+
+    (tmp_path / "capacity-base.yaml").write_text((PROFILES / "capacity-base.yaml").read_text())
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text("name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager]}\n")
+    [point] = load_sweep(sweep_file).points
+    run_dir = tmp_path / "runs" / "capacity-x" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "verdict.json").write_text("{}")
+    (run_dir.parent / "capacity.json").write_text(
+        f'{{"points": [{{"id": "{point.id}", "run_dir": "{run_dir}", "scenario": "{point.fingerprint}"}}]}}')
+    assert CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(point)
+    sweep_file.write_text(sweep_file.read_text() + "seed: 2\n")  # same point id, another scenario
+    [changed] = load_sweep(sweep_file).points
+    assert changed.id == point.id and not CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(changed)
