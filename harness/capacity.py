@@ -40,7 +40,7 @@ from harness.paths import make_dirs
 from harness.report import verdict_figures
 from harness.run import Run
 from harness.runstate import write_json_atomically
-from harness.scenario import Scenario, read_scenario_data, validation_problems
+from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
 from harness.variants import Axes, Impossible, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import ScenarioError, SetupError
@@ -94,7 +94,7 @@ class SweepSpec(Strict):
     base: str
     sweep: SweepAxes
     profile: PointProfile = PointProfile()
-    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 1
+    seed: Seed = 1
 
 
 def point_id(protocol: str, members: int, partitions: int, rate: float) -> str:
@@ -186,7 +186,11 @@ class CapacityRun:
         self.state: dict[str, dict] = {}
         if (self.dir / CAPACITY_JSON).exists() and not fresh:
             try:
-                self.state = {p["id"]: p for p in json.loads((self.dir / CAPACITY_JSON).read_text())["points"]}
+                points = json.loads((self.dir / CAPACITY_JSON).read_text())["points"]
+                if not all(isinstance(p, dict) and isinstance(p.get("id"), str)
+                           and isinstance(p.get("run_dir"), (str, type(None))) for p in points):
+                    raise ValueError("each point is {id, run_dir, …}")
+                self.state = {p["id"]: p for p in points}
             except (OSError, ValueError, KeyError, TypeError) as e:
                 raise SetupError(f"{self.dir / CAPACITY_JSON}: not a sweep's state ({type(e).__name__}: {e}); "
                                  "--fresh runs every point again") from None

@@ -129,12 +129,11 @@ def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
 def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, topics: list[tuple[str, int]],
                workdir: Path | None) -> None:
     """Start ZooKeeper (or a KRaft controller), brokers and Toxiproxy; leave them running."""
+    from pydantic import ValidationError
+
     from harness.cluster import ClusterSpec, TopicSpec
     from harness.cluster.backend import open_cluster
     from harness.processes import Supervisor
-
-    from pydantic import ValidationError
-
     from harness.scenario import Cluster, validation_problems
 
     try:  # what a scenario's cluster may be: no ZooKeeper ensemble for a KRaft line
@@ -235,7 +234,7 @@ def cluster_status() -> None:
     alive = {p.name: p for p in registered() if p.owner == state["owner"]}
     for name in state.get("processes", {}):
         p = alive.get(name)
-        shown = ("[red]gone[/]" if p is None else "[yellow]stopped[/]" if p.stopped
+        shown = ("[red]gone[/]" if p is None or p.state is None else "[yellow]stopped[/]" if p.stopped
                  else "[red]exited[/] (not yet reaped)" if p.state == "Z" else "[green]running[/]")
         console.print(f"{name:<14} {shown}" + (f" pid {p.pid}" if p else ""))
     try:
@@ -420,7 +419,7 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
 
         try:
             ran = run.run_points(on_point)
-        except LabError as e:  # a file in the way of the sweep's directory
+        except LabError as e:  # a file in the way of the sweep's directory, a cluster that did not start, …
             _fail(e)
         except KeyboardInterrupt:
             console.print(f"interrupted: `rebalance-lab capacity {sweep_file}` resumes from {run.dir}")
@@ -440,9 +439,9 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         table.add_row(*("–" if row[c] is None else str(row[c]) for c in columns))
     console.print(table)
     console.print(f"{result.report}")
-    if any(p["outcome"] != "completed" or not p["verdict"] for p in ran):  # a run broke, or was not judged
+    if any(p.get("outcome") != "completed" or not p.get("verdict") for p in ran):  # a run broke, or was not judged
         sys.exit(EXIT_RUN_ERROR)
-    sys.exit(EXIT_CHECK_FAILED if any(p["verdict"] != "pass" for p in ran) else EXIT_OK)
+    sys.exit(EXIT_CHECK_FAILED if any(p.get("verdict") != "pass" for p in ran) else EXIT_OK)
 
 
 @main.command("shrink")
@@ -548,7 +547,7 @@ def check(run_dir: Path, write: bool) -> None:
     if write:
         (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
         write_json_atomically(run_dir / "verdict.json", verdict)
-        if (state := read_state(run_dir)) and state.get("verdict"):  # run.json says the verdict too
+        if state := read_state(run_dir):  # run.json says the verdict too
             write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
     gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])

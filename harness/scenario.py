@@ -286,7 +286,7 @@ class Recovery(_Strict):
     stable_for_s: Annotated[float, Field(ge=0, le=3600)] = 3
 
 
-Seed = Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)]  # also what `schedule --seed` takes; `true` is no seed
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)]  # also a suite's, a sweep's, `schedule --seed`; `true` is none
 
 
 class Scenario(_Strict):

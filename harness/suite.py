@@ -39,7 +39,7 @@ from harness.paths import new_stamped_dir
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.runstate import read_state, write_json_atomically
-from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
+from harness.scenario import Scenario, Seed, load_scenario, read_scenario_data, validation_problems
 from harness.variants import Axes, Impossible, variant
 from faults.base import Strict
 from oracle.protocols import PROTOCOLS
@@ -53,7 +53,6 @@ PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
 Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
 KafkaLine = Literal[tuple(versions.KAFKA_RELEASES)]  # type: ignore[valid-type]
 Backend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
-Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 class Matrix(Strict):

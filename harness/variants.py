@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+from harness import versions
 from oracle import CHECK_NAMES
 from oracle.checks import not_applicable
 from oracle.protocols import GENERATIONS
@@ -66,6 +67,8 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
         if generation and generation.kafka and generation.kafka != axes.kafka:
             raise Impossible(f"{protocol} runs on Kafka {generation.kafka} only ({generation.kafka_why})")
         cluster["kafka"] = axes.kafka
+    if cluster.get("kafka") not in (None, *versions.KAFKA_LINES_WITH_ZOOKEEPER):
+        cluster.pop("zookeeper_nodes", None)  # a KRaft line has no ZooKeeper ensemble to size
     if axes.seed is not None:
         data["seed"] = axes.seed
     if axes.backend:

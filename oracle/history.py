@@ -77,8 +77,9 @@ def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
 
     A process killed mid-write leaves at most a torn last line; that one is
     dropped. A malformed line anywhere else, an event the oracle cannot read
-    (oracle/events.py), or a file without a single event means the file is not
-    a history: HistoryError, naming the first bad line.
+    (oracle/events.py), or a file without a single event, or without run_started
+    and without any member's event, means the file is not a history: HistoryError,
+    naming the first bad line.
 
     `compact_events`: the bulk events (records, commits) as read-only `compact`
     mappings, a quarter of the memory — for judging a long history, not for editing it.
@@ -115,8 +116,10 @@ def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
         raise HistoryError(path, None, e.strerror or str(e)) from None
     if not events:
         raise HistoryError(path, None, "no events: nothing to judge" + (f" (line {torn.line}: {torn.reason})" if torn else ""))
-    if not any(e["name"] == ev.RUN_STARTED for e in events):  # it says what the run was: topics, group, protocol
-        raise HistoryError(path, None, f"no {ev.RUN_STARTED} event: not a run's history (the harness writes it first)")
+    if not any(e["name"] == ev.RUN_STARTED or e.get(ev.MEMBER) for e in events):
+        # what a check judges is said by run_started (topics, group) or by members' events (a
+        # converted VerifiableConsumer log): without either, every check would pass on nothing
+        raise HistoryError(path, None, f"neither {ev.RUN_STARTED} nor any member's event: nothing to judge")
     return sorted(events, key=sort_key)
 
 

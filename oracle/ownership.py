@@ -80,6 +80,10 @@ class Ownership:
     # generations in which some member gave partitions up incrementally (cooperative
     # first phase): their assignment is deliberately partial, the next one completes it
     incremental_revokes: dict[int, set[MemberSlot]]
+    # every group_joined, in time order: (mono_ms, generation, slot) — when the group (classic) or
+    # a member (KIP-848 epochs) moved on to a generation
+    joins: list[tuple[float, int, MemberSlot]] = field(default_factory=list)
+    member_epochs: bool = False  # KIP-848: a generation is one member's epoch, not the group's
 
     def __post_init__(self) -> None:
         self._by_tp: dict[TopicPartition, list[Session]] = defaultdict(list)
@@ -120,23 +124,41 @@ class Ownership:
     def commit_session(self, commit: Commit) -> Session | None:
         """The ownership session a commit was made in, judged when its request left.
 
-        A member may commit what it processed after giving the partition up, for as long as
-        the group has not moved on: librdkafka commits a revoked partition's stored offsets
-        as it unassigns it (auto commit, at a rebalance and at close), after the revoke
-        callback has returned. The coordinator fences by generation, not by partition, so
-        such a commit belongs to the revoked session when it carries a generation the member
-        held the partition in; whether another member took the partition over before it left
-        is for the caller to judge. A revoke-callback commit without a generation gets
-        REVOKE_COMMIT_GRACE_MS after the revoke instead."""
+        A member may commit what it processed after giving the partition up, until the group
+        moves on: librdkafka's auto commit of a revoked partition leaves as it unassigns it,
+        after the revoke callback (at a rebalance and at close). The coordinator fences by
+        generation, not by partition, so such a commit is the revoked session's when it carries
+        the generation the member gave the partition up in, and no newer generation was joined
+        before it left: by any member (classic: the group's generation), by this member (KIP-848:
+        its own epoch). Whether another member took the partition over meanwhile is the caller's
+        to judge. A revoke-callback commit without a generation gets REVOKE_COMMIT_GRACE_MS.
+
+        The generation a commit event carries is the member's latest when its callback ran, which
+        for a commit answered after the member joined the next generation is that one's: such a
+        commit is judged a commit without ownership (docs/history.md, offsets_committed)."""
         session = self.owning(commit.slot, commit.tp, commit.sent_ms)
         if session is not None:
             return session
         ended = self.owned_before(commit.slot, commit.tp, commit.sent_ms)
         if ended is None or ended.ended_by != REVOKED:
             return None
-        if commit.generation is not None:
-            return ended if commit.generation in ended.generations else None
-        return ended if commit.trigger == "revoke" and commit.sent_ms - ended.end_ms <= REVOKE_COMMIT_GRACE_MS else None
+        if commit.generation is None:
+            return ended if commit.trigger == "revoke" and commit.sent_ms - ended.end_ms <= REVOKE_COMMIT_GRACE_MS else None
+        if commit.generation != self._revoked_in(ended) or self._moved_on(commit.slot, commit.generation, commit.sent_ms):
+            return None
+        return ended
+
+    def _revoked_in(self, session: Session) -> int | None:
+        """The generation a revoked session was given up in: the last it was owned in, or a newer
+        one the member had joined by then (a KIP-848 member revokes for the epoch it was told of)."""
+        joined = [g for t, g, slot in self.joins[:bisect_right(self.joins, (session.end_ms, math.inf))]
+                  if slot == session.slot]
+        return max(session.generations[-1:] + joined[-1:], default=session.generation)
+
+    def _moved_on(self, slot: MemberSlot, generation: int, mono_ms: float) -> bool:
+        """A generation newer than ``generation`` was joined by ``mono_ms``: by anyone (classic), by ``slot`` (KIP-848)."""
+        return any(g > generation and (not self.member_epochs or s == slot)
+                   for _t, g, s in self.joins[:bisect_right(self.joins, (mono_ms, math.inf))])
 
     def owners_at(self, mono_ms: float) -> dict[TopicPartition, list[Session]]:
         """Sessions open at an instant (half-open: an ending session no longer counts)."""
@@ -184,6 +206,7 @@ class _Derivation:
         self.doomed: set[str] = set()  # processes a crash fault is about to kill
         self.assignments: dict[int, dict[MemberSlot, frozenset[TopicPartition]]] = defaultdict(dict)
         self.incremental_revokes: dict[int, set[MemberSlot]] = defaultdict(set)
+        self.joins: list[tuple[float, int, MemberSlot]] = []
         # slot -> generation of its latest incremental revoke, until it shows it stayed in the group
         self.revoke_pending: dict[MemberSlot, int] = {}
         # KIP-848: a member told of a new epoch that must give partitions up stays at its previous
@@ -200,7 +223,8 @@ class _Derivation:
                 handler(e)
         for slot in list(self.epoch_pending):  # an epoch learnt and kept to the end (no callback followed)
             self.enter_epoch(slot)
-        return Ownership(self.sessions, dict(self.assignments), dict(self.incremental_revokes))
+        return Ownership(self.sessions, dict(self.assignments), dict(self.incremental_revokes), self.joins,
+                         self.member_epochs)
 
     def slot(self, e: Event) -> MemberSlot:
         slot = MemberSlot.of(e)
@@ -261,6 +285,8 @@ class _Derivation:
 
     def on_group_joined(self, e: Event) -> None:
         slot = self.slot(e)
+        if e.get("generation") is not None:
+            self.joins.append((e["mono_ms"], e["generation"], slot))
         self.revoke_pending.pop(slot, None)
         self.enter_epoch(slot)
         self.epoch_pending[slot] = e["generation"]

@@ -4,10 +4,8 @@ The coordinator fences commits by generation (ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH).
 A commit is judged at the instant its request left (`started_mono_ms`): if the
 member did not own the partition then, or another member had already taken it
-over, an accepted commit means fencing failed. A member that gave the partition
-up still owns what it commits in the generation it held the partition in, until
-the group moves on (`Ownership.commit_session`): librdkafka's auto commit of a
-revoked partition leaves after the revoke callback. Rejected commits are the
+over, an accepted commit means fencing failed. Which commits after its own revoke
+are still a member's is `Ownership.commit_session`'s to say. Rejected commits are the
 fence working and are only counted. A "takeover" by an assignment of an older
 generation than the commit's is no takeover: a paused member can read, when it
 resumes, the SyncGroup answer it was sent before the group moved on without it.

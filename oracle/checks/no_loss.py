@@ -40,7 +40,8 @@ def _lost(history: History, tp: TopicPartition, lost: OffsetSet) -> Anomaly:
                     f"generation {culprit.generation}, sent {history.clock(culprit.sent_ms)})")
         session = ownership_of(history).commit_session(culprit)
         if session and session.ended_by != OWNED_AT_END:
-            message += f" and its ownership then ended ({session.ended_by}) at {history.clock(session.end_ms)}"
+            when = "had ended" if session.end_ms <= culprit.sent_ms else "then ended"
+            message += f" and its ownership {when} ({session.ended_by}) at {history.clock(session.end_ms)}"
         times["commit"] = culprit.at
     return Anomaly(
         NAME, "lost-write", message, partition=str(tp), offsets=lost.render(), count=len(lost),

@@ -29,6 +29,15 @@ def test_kip848_runs_on_kafka_4_and_zk_eager_on_3_9_without_fencing_checks():
     Scenario.model_validate(zk)
 
 
+def test_a_kraft_variant_of_a_three_node_zookeeper_scenario_drops_the_ensemble():
+    base = {**BASE, "cluster": {**BASE["cluster"], "zookeeper_nodes": 3}}
+    for axes in (Axes(protocol="consumer"), Axes(kafka="4.1")):
+        data, _ = variant(base, axes)
+        assert data["cluster"]["kafka"] == "4.1" and "zookeeper_nodes" not in data["cluster"]
+        Scenario.model_validate(data)
+    assert variant(base, Axes(seed=3))[0]["cluster"]["zookeeper_nodes"] == 3
+
+
 def test_the_base_is_not_modified():
     variant(BASE, Axes(protocol="consumer"))
     assert BASE["workload"]["protocol"] == "classic-eager" and BASE["cluster"]["kafka"] == "3.9"

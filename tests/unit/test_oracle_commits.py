@@ -91,8 +91,46 @@ class TestFencedCommits:
         c2.at(3400).committed(4, 60, trigger="auto")  # generation 2's, after generation 3 gave it to consumer-1
         late, fenced = run(b, self.CHECK).violations
         assert (late.kind, late.partition, late.generation) == ("commit-without-ownership", "events-3", 2)
-        assert (fenced.kind, fenced.partition, fenced.members) == (
-            "commit-after-handover", "events-4", ("consumer-2", "consumer-1"))
+        assert (fenced.kind, fenced.partition, fenced.members, fenced.generation) == (
+            "commit-without-ownership", "events-4", ("consumer-2",), 2)
+
+    def test_a_commit_after_its_revoke_sent_once_another_member_joined_a_newer_generation(self, history_builder):
+        """A zombie: consumer-1 revoked and stalled; consumer-2 joined generation 2 before consumer-1's
+        generation-1 commit left, which the coordinator should have refused (ILLEGAL_GENERATION),
+        though consumer-2 had not yet recorded its assignment."""
+        b = history_builder()
+        c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+        b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]}, at=0)
+        c1.at(3000).revoked().join_sent()
+        c2.join_sent().at(3010).joined(2)
+        c1.at(3020).committed(3, 50, trigger="auto")
+        [v] = run(b, self.CHECK).violations
+        assert (v.kind, v.partition, v.generation) == ("commit-without-ownership", "events-3", 1)
+
+    @pytest.mark.parametrize("after_ms, violations", [(500, 0), (1500, 1)])
+    def test_a_revoke_callback_commit_without_a_generation_gets_a_grace(self, history_builder, after_ms, violations):
+        b = history_builder()
+        c1 = b.consumer("consumer-1").start()
+        b.rebalance(1, {"consumer-1": [0]}, at=0)
+        c1.at(3000).revoked()
+        event = c1.at(3000 + after_ms).committed(0, 50, trigger="revoke").history.events[-1]
+        event["generation"] = None  # a driver that does not know it
+        assert len(run(b, self.CHECK).violations) == violations
+
+    def test_kip848_a_commit_after_its_revoke_at_the_epoch_it_learnt(self, history_builder):
+        """A `consumer` member told of epoch 3 gives partitions up, then commits at epoch 3: the
+        broker accepts it; at epoch 3 once it reached epoch 4 it would not (STALE_MEMBER_EPOCH)."""
+        b = history_builder(protocol="consumer")
+        c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+        c1.at(0).joined(2).assigned(0, 1, 2, 3, 4)
+        c1.at(3000).joined(3).revoked(3, 4)
+        c1.at(3004).committed(3, 50, trigger="auto")  # its epoch: 3, the one it revoked for
+        assert run(b, self.CHECK).violations == []
+        c1.at(4000).joined(4)
+        c1.at(4004).committed(4, 60, trigger="auto")  # epoch 4 now, events-4 gone at epoch 3
+        c1.at(4008).committed(3, 70, trigger="auto", sent_at=4006).history.events[-1]["generation"] = 3
+        assert [(v.kind, v.partition) for v in run(b, self.CHECK).violations] == [
+            ("commit-without-ownership", "events-4"), ("commit-without-ownership", "events-3")]
 
     def test_a_commit_after_losing_the_partition_is_a_violation(self, pause_story):
         pause_story["consumer-2"].at(20015).committed(3, 120)

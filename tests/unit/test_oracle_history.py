@@ -65,10 +65,13 @@ class TestLoadHistory:
         with pytest.raises(ValueError, match="history.jsonl:1: .*group_settings"):
             load_history(tmp_path)
 
-    def test_events_without_run_started_are_not_a_runs_history(self, tmp_path):
+    def test_events_that_say_nothing_to_judge_are_not_a_history(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [self.event("phase", 1.0), self.event("run_finished", 2.0)])
-        with pytest.raises(ValueError, match="history.jsonl: no run_started event: not a run's history"):
+        with pytest.raises(ValueError, match="history.jsonl: neither run_started nor any member's event: nothing to judge"):
             load_history(tmp_path)
+        member = json.loads(self.event("partitions_assigned", 3.0, "consumer-1"))  # a converted VerifiableConsumer log
+        self.write(tmp_path / "history.jsonl", [json.dumps({**member, "member": "consumer-1", "partitions": []})])
+        assert [e["name"] for e in load_history(tmp_path)] == ["partitions_assigned"]
 
     def test_a_torn_line_elsewhere_is_an_error(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [self.event("a", 1.0), '{"name": "rec', self.event("b", 2.0)])
