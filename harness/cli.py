@@ -507,7 +507,11 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
         except ValidationError as e:
             _error(f"--seed {seed}: {e.errors()[0]['msg']}")
         scenario = scenario.model_copy(update={"seed": seed})
-    click.echo(json.dumps(scenario.schedule(), indent=2, sort_keys=True))
+    faults = scenario.schedule()
+    click.echo(json.dumps(faults, indent=2, sort_keys=True))
+    if scenario.random_faults and (drawn := len(faults) - len(scenario.faults)) < scenario.random_faults.count:
+        err_console.print(escape(f"random_faults: {drawn} of {scenario.random_faults.count} drawn; the other draws found "
+                                 "every target they may hit busy then (one fault per process at a time)"))
 
 
 @main.command()
@@ -529,6 +533,8 @@ def check(run_dir: Path, write: bool) -> None:
     history = run_dir / "history.jsonl"
     if not history.exists():
         _error(f"{history}: no history in this directory")
+    if history.is_dir():  # load_history would look inside it
+        _error(f"{history}: a directory, not a history file")
     try:
         events = load_history(history, compact_events=True)  # judged, never edited: the lean form
         started = next((e for e in events if e["name"] == ev.RUN_STARTED), {})

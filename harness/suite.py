@@ -201,8 +201,15 @@ def load_suite(path: str | Path) -> Suite:
             problems += [(label, f"{key}: {reason}") for key, reason in validation_problems(e)]
             continue
         variants.append(found)
-    problems += [(f"exclude.{i}", "matches no variant of the matrix") for i, x in enumerate(spec.exclude)
-                 if i not in used and (x.scenario is None or x.scenario in bases)]
+    axes_given = [axis for axis in ("protocol", "kafka", "seed", "backend") if getattr(m, axis)]
+    for i, x in enumerate(spec.exclude):
+        if i in used or (x.scenario is not None and x.scenario not in bases):
+            continue
+        if off := sorted(x.model_fields_set - {"scenario", *axes_given}):  # it matches a variant's axes, not its scenario's own values
+            problems += [(f"exclude.{i}.{key}", f"{key} is not an axis of this suite's matrix "
+                                                f"(axes: {', '.join(axes_given) or 'none'})") for key in off]
+        else:
+            problems.append((f"exclude.{i}", "matches no variant of the matrix"))
     if problems:
         raise ScenarioError(path, problems)
     if not variants:

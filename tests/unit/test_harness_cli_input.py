@@ -1,6 +1,7 @@
 """The CLI on bad input: exit code 2, a one-message explanation, no traceback, no run directory."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -132,3 +133,14 @@ def test_cluster_up_on_a_workdir_that_is_a_file_is_bad_input(tmp_path):
     result = cli(tmp_path, "cluster", "up", "--workdir", "afile")
     assert result.returncode == 2 and f"--workdir {tmp_path / 'afile'}: Not a directory" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_schedule_says_how_many_random_draws_found_every_target_busy(tmp_path):
+    scenario = tmp_path / "rf.yaml"
+    scenario.write_text("name: rf\nduration_s: 30\ncluster: {kafka: '3.9', brokers: 1}\n"
+                        "topics: [{name: events, partitions: 4, replication_factor: 1}]\nworkload: {consumers: 2}\n"
+                        "random_faults: {count: 20, kinds: [crash], targets: [consumer-1], start_s: 1, end_s: 10, "
+                        "duration_s: [3, 5]}\n")
+    result = cli(tmp_path, "schedule", str(scenario))
+    assert result.returncode == 0 and len(json.loads(result.stdout)) == 1
+    assert "random_faults: 1 of 20 drawn; the other draws found every target they may hit busy then" in result.stderr

@@ -44,6 +44,7 @@ matrix: {protocol: [classic-eager, consumer, zk-eager], kafka: ["3.9", "4.1"]}
 exclude:
   - {protocol: consumer, kafka: "3.9", scenario: smoke}
   - {seed: 7}
+  - {protocol: classic-cooperative}
 """)
     with pytest.raises(ScenarioError) as e:
         load_suite(path)
@@ -51,7 +52,8 @@ exclude:
     assert "smoke[consumer, kafka 3.9]" not in problems  # excluded
     assert problems["faulty-consumer[consumer, kafka 3.9]"].startswith("consumer runs on Kafka 4.1 only")
     assert problems["smoke[zk-eager, kafka 4.1]"].startswith("zk-eager runs on Kafka 3.9 only")
-    assert problems["exclude.1"] == "matches no variant of the matrix"
+    assert problems["exclude.1.seed"] == "seed is not an axis of this suite's matrix (axes: protocol, kafka)"
+    assert problems["exclude.2"] == "matches no variant of the matrix"  # classic-cooperative is not in it
     assert not (tmp_path / "runs").exists()
 
 
