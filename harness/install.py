@@ -124,10 +124,14 @@ def run_to_its_end(argv: list[str], env: dict | None = None, grace_s: float = 12
     text=True) would, but on a Ctrl-C or SIGTERM to setup (or an error) it gets SIGTERM and
     `grace_s` to finish on its own (debootstrap's exit trap unmounts), and SIGKILL only then —
     subprocess.run would SIGKILL it after 0.25 s. More Ctrl-Cs meanwhile do not shorten that."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = None
     try:
+        with deferred():  # a Ctrl-C as it starts (it may already run its trap's set-up) comes once proc is known
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         out, err = proc.communicate()
     except BaseException:
+        if proc is None:
+            raise
         with deferred():  # more Ctrl-Cs wait for it to clean up; the first of them is raised after
             proc.terminate()
             with contextlib.suppress(Exception):  # a console gone with its terminal (SIGHUP) must not skip the wait

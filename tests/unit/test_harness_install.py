@@ -144,6 +144,31 @@ def test_a_step_run_to_its_end_gives_its_output_and_exit_code():
     assert (out.returncode, out.stdout, out.stderr) == (3, "out\n", "err\n")
 
 
+def test_a_stop_as_the_step_starts_still_gives_it_time_to_clean_up(tmp_path, monkeypatch):
+    """The Ctrl-C lands while Popen is returning (under load the step may already run): it must
+    still get SIGTERM and its grace, not be left running while setup unwinds."""
+    cleaned = tmp_path / "cleaned"
+    script = f"trap 'echo unmounted > {cleaned}; exit 143' TERM\nwhile :; do sleep 0.05; done"
+    started = []
+
+    class StoppedAsItStarts(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+            time.sleep(0.3)  # the shell has set its trap
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(install.subprocess, "Popen", StoppedAsItStarts)
+    try:
+        with pytest.raises(KeyboardInterrupt), like_ctrl_c():
+            install.run_to_its_end(["sh", "-c", script], grace_s=30)
+        assert cleaned.read_text() == "unmounted\n"
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.communicate()
+
+
 def test_a_stopped_setup_gives_a_step_time_to_clean_up_after_itself(tmp_path):
     """debootstrap's exit trap unmounts what it mounted in the rootfs: a SIGKILL 0.25 s after the
     Ctrl-C, as subprocess.run gives, would leave the mounts; SIGTERM and time do not."""
