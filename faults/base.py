@@ -59,6 +59,7 @@ class Drawing:
 
     members: Collection[str]  # which of the candidate targets are consumers
     zookeeper: bool
+    brokers: int = 3  # how many: a lone broker has no other to be cut from
 
 
 # Why the topic kinds are refused on someone else's cluster.
@@ -93,6 +94,9 @@ class FaultSpec(Strict):
     names_topics: ClassVar[bool] = False
     # The option that says how long it lasts, if it has one: a random draw sets it, shrinking halves it.
     length_key: ClassVar[str | None] = None
+    # It acts on its target's process (a signal, its poll loop, its ZooKeeper session), which must be
+    # up when it starts; a network fault acts on the target's proxies, which are there either way.
+    acts_on_process: ClassVar[bool] = False
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""

@@ -15,6 +15,8 @@ from faults.base import DAY_S, STOP_SIGNALS, Drawing, Fault, StopSignal, Targets
 class CrashSpec(TargetedSpec):
     """SIGKILL (no LeaveGroup, no controlled shutdown) or SIGTERM (clean close)."""
 
+    acts_on_process = True
+
     kind: Literal["crash"]
     signal: StopSignal = "SIGKILL"
     restart_after_s: Annotated[float | None, Field(gt=0, le=DAY_S)] = None

@@ -116,6 +116,12 @@ class NetworkSpec(TimedSpec):
             return [("link", f"{self.link!r} is not a link of {self.target} (links: {listed})")]
         return []
 
+    draw_targets = "consumers, and brokers with another broker or ZooKeeper to be cut from,"
+
+    @classmethod
+    def drawable_for(cls, target: str, drawing: Drawing) -> bool:
+        return bool(drawn_links(target, drawing))
+
     @classmethod
     def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
         links = drawn_links(target, drawing)
@@ -132,8 +138,11 @@ DRAWN_EFFECTS = ("blackhole", "refuse", "latency")
 
 def drawn_links(target: str, drawing: Drawing) -> list[str]:
     """The links a drawn network fault on ``target`` may cut: a member's link to the brokers;
-    another process's (a broker's) to the other brokers, or to ZooKeeper where there is one."""
-    return ["brokers"] if target in drawing.members or not drawing.zookeeper else ["brokers", "zookeeper"]
+    another process's (a broker's) to the other brokers where there are others, or to ZooKeeper
+    where there is one."""
+    if target in drawing.members:
+        return ["brokers"]
+    return ["brokers"] * (drawing.brokers > 1) + ["zookeeper"] * drawing.zookeeper
 
 
 @dataclass

@@ -11,6 +11,8 @@ from faults.base import Targets, TimedFault, TimedSpec
 class PauseSpec(TimedSpec):
     """SIGSTOP, then SIGCONT after ``duration_s``: a stop-the-world GC pause."""
 
+    acts_on_process = True
+
     kind: Literal["pause"]
 
 

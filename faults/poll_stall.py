@@ -16,6 +16,8 @@ from runtime.child import POLL_STALL, POLL_STALL_END
 class PollStallSpec(TimedSpec):
     """The member keeps heartbeating (librdkafka's thread) but does not poll: slow processing."""
 
+    acts_on_process = True
+
     kind: Literal["poll-stall"]
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:

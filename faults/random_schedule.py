@@ -3,13 +3,14 @@
 A pure function of the scenario's ``random_faults`` block and its seed, so the
 same seed gives the same schedule byte for byte — on any machine, any Python
 (``random.Random`` with an integer seed is specified to be stable). Faults on
-different processes may overlap; one process gets one fault at a time (a pause of a
-process that is down tests nothing). The run heals whatever is still active before
+different processes may overlap; one process gets one fault at a time, the scenario's
+written faults counted (a pause of a process that is down tests nothing). The run heals whatever is still active before
 recovery. Each kind draws its own options (``FaultSpec.draw``).
 """
 
 from __future__ import annotations
 
+import math
 import random
 
 from faults.base import Drawing
@@ -18,15 +19,24 @@ from faults.catalogue import SPECS
 RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long before the next
 
 
-def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zookeeper: bool = True) -> list[dict]:
+def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zookeeper: bool = True,
+         brokers: int = 3, written: list[dict] = ()) -> list[dict]:
+    """The drawn faults; ``written``: the scenario's own timed faults, whose targets are busy
+    as theirs are (a scenario without written faults draws what it always drew)."""
     rng = random.Random(seed)
     targets = spec.get("targets") or consumers
-    drawing = Drawing(members=[t for t in targets if t.startswith("consumer-")], zookeeper=zookeeper)
+    drawing = Drawing(members=[t for t in targets if t.startswith("consumer-")], zookeeper=zookeeper, brokers=brokers)
     start = spec["start_s"]
     end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5
     shortest, longest = spec["duration_s"]
     faults = []
     busy: dict[str, list[tuple[float, float]]] = {}  # one fault at a time per target
+    for f in written:
+        if f.get("target") and f.get("on") is None:
+            length = f.get(SPECS[f["kind"]].length_key or "", 0)
+            if f["kind"] == "crash" and not length:
+                length = math.inf  # down for good
+            busy.setdefault(f["target"], []).append((f["at_s"], f["at_s"] + (length or 0) + RECOVERY_MARGIN_S))
     for _ in range(spec["count"]):
         kind = rng.choice(spec["kinds"])
         at_s = round(rng.uniform(start, end), 3)

@@ -24,6 +24,8 @@ class ZkSessionExpirySpec(TargetedSpec):
     """A broker's ZooKeeper session expired for real: on the server (``server``), or by
     cutting the broker's ZooKeeper link longer than its session timeout (``network``)."""
 
+    acts_on_process = True
+
     kind: Literal["zk-session-expiry"]
     external_refusal = "expiring a broker's ZooKeeper session needs control of the cluster's brokers and ZooKeeper"
     method: Literal["server", "network"] = "server"

@@ -17,8 +17,8 @@ rate and protocol — each point a load run, then the capacity table and its plo
 
 Every point is built and validated before anything runs (exit 2 naming the point and the key).
 Points run in order into runs/capacity-<name>/ (consecutive points on matching clusters share
-one); capacity.json says which ran. Run again, a sweep resumes: a point whose run was judged is
-not run again (--fresh runs them all).
+one); capacity.json says which ran. Run again, a sweep resumes: a point whose run was judged with
+the same scenario (Point.fingerprint) is not run again (--fresh runs them all).
 """
 
 from __future__ import annotations

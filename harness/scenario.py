@@ -349,7 +349,8 @@ class Scenario(_Strict):
             if self.workload.commit == "before-processing":
                 problems.append("workload.commit: the java driver (VerifiableConsumer) cannot commit before processing")
         declared = facts = self._fault_facts()  # once: it takes passes over the faults
-        for i, f in sorted(enumerate(self.faults), key=lambda item: item[1].at_s):
+        # in the order they fire: timed ones by at_s, then the triggered ones (whenever their state comes)
+        for i, f in sorted(enumerate(self.faults), key=lambda item: (item[1].on is not None, item[1].at_s)):
             problems += [f"faults.{i}.{key}: {reason}" for key, reason in self._fault_problems(f, facts)]
             facts = f.after(facts)  # what this fault creates or grows is there for the faults after it
         problems += self._timeline_problems(declared.members)
@@ -375,33 +376,43 @@ class Scenario(_Strict):
         return self
 
     def _timeline_problems(self, members: tuple[str, ...]) -> list[str]:
-        """A written fault must find its target there when it starts: a member the group has at that
-        moment (not one a later scale-up or join storm starts, nor one a scale-down stopped), and no
-        process a crash has down until its restart. Otherwise it would act on nothing and the run
-        would not be the chaos it asks for. Members are numbered as WorkloadProcesses numbers them:
-        new ones after the highest so far, the newest stop first. After a triggered fault that changes
-        the group (it fires whenever its state comes), who runs when is not known here."""
+        """A written fault that acts on its target's process (`acts_on_process`) must find it up when
+        it starts: a member the group has at that moment (not one a later scale-up or join storm
+        starts, nor one a scale-down stopped or a crash ended), and no process a crash has down
+        until its restart. Otherwise it would act on nothing and the run would not be the chaos
+        it asks for. Members are numbered as WorkloadProcesses numbers them: new ones after the
+        highest so far, the newest stop first, counting the live ones. Where that is not known
+        here — after a triggered fault that changes the group (it fires whenever its state comes),
+        or a scale while a crashed member waits for its restart — members are not judged."""
         problems, running, highest, known = [], list(range(1, self.workload.consumers + 1)), self.workload.consumers, True
         down: dict[str, tuple[float, float, int]] = {}  # target -> (crashed at, restarted at, its fault's index)
         for i, f in sorted(enumerate(self.faults), key=lambda item: item[1].at_s):
             target = getattr(f, "target", None)
-            if target in members and known and f.on is None and int(target.rsplit("-", 1)[1]) not in running:
-                problems.append(f"faults.{i}.target: {target} is not running at {f.at_s:g}s (the group's members then: "
-                                f"{', '.join(f'consumer-{n}' for n in running) or 'none'})")
-            elif target in down and f.on is None and down[target][0] <= f.at_s < down[target][1]:
-                crashed, restarted, j = down[target]
-                problems.append(f"faults.{i}.target: {target} is down at {f.at_s:g}s: faults.{j} crashed it at {crashed:g}s"
-                                + (f" and restarts it at {restarted:g}s" if restarted < math.inf else ", for good"))
+            crashed, restarted, j = down.get(target, (math.inf, math.inf, -1))
+            if f.on is None and f.acts_on_process:
+                if crashed <= f.at_s <= restarted:  # a restart at the same instant comes after it
+                    problems.append(f"faults.{i}.target: {target} is down at {f.at_s:g}s: faults.{j} crashed it at "
+                                    f"{crashed:g}s" + (f" and restarts it at {restarted:g}s" if restarted < math.inf
+                                                       else ", for good"))
+                elif target in members and known and int(target.rsplit("-", 1)[1]) not in running:
+                    problems.append(f"faults.{i}.target: {target} is not running at {f.at_s:g}s (the group's members "
+                                    f"then: {', '.join(f'consumer-{n}' for n in running) or 'none'})")
             if f.kind == "crash" and f.on is None and target != COORDINATOR:  # that one is resolved when injected
                 down[target] = (f.at_s, f.at_s + f.restart_after_s if f.restart_after_s else math.inf, i)
-            after = f.members_after(len(running))
-            if f.on is not None and after != len(running):
+            if not f.acts_on_members(()):  # only scale and join storms change who the members are
+                continue
+            waiting = any(c <= f.at_s < r < math.inf for t, (c, r, _) in down.items() if t in members)
+            if f.on is not None or waiting:
                 known = False
-            elif after > len(running):
-                running += range(highest + 1, highest + 1 + after - len(running))
-                highest = running[-1]
+                continue
+            live = [n for n in running if down.get(f"consumer-{n}", (0, 0, 0))[1] != math.inf
+                    or down[f"consumer-{n}"][0] > f.at_s]  # crashed for good: not counted by a scale
+            after = f.members_after(len(live))
+            if after >= len(live):
+                running = live + list(range(highest + 1, highest + 1 + after - len(live)))
+                highest = max(running[-1:] + [highest])
             else:
-                running = running[:after]
+                running = live[:after]
         return problems
 
     def _load_problems(self, members: tuple[str, ...]) -> list[str]:
@@ -540,7 +551,7 @@ class Scenario(_Strict):
         unknown = [t for t in r.targets or [] if t not in facts.targets or t == COORDINATOR]
         if unknown:
             out.append(f"targets: no process {', '.join(map(repr, unknown))} in this scenario")
-        drawing = Drawing(members=facts.members, zookeeper=facts.zookeeper)
+        drawing = Drawing(members=facts.members, zookeeper=facts.zookeeper, brokers=len(facts.brokers))
         for kind in dict.fromkeys(r.kinds):
             spec = catalogue.SPECS[kind]
             if facts.external and spec.external_refusal:
@@ -568,7 +579,8 @@ class Scenario(_Strict):
             # Through the model: drawn faults carry every field, defaults included, as written ones do.
             drawn = random_schedule.draw(self.random_faults.model_dump(), seed=self.seed, duration_s=self.duration_s,
                          consumers=self.workload.member_names(),
-                         zookeeper=self.cluster.zookeeper_mode and not self.cluster.external)
+                         zookeeper=self.cluster.zookeeper_mode and not self.cluster.external,
+                         brokers=self.cluster.brokers, written=faults)
             faults += [_FAULT.validate_python(f).model_dump() for f in drawn]
         faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order
         return [{"fault_id": f"f{i}", **f} for i, f in enumerate(faults, 1)]

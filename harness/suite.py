@@ -226,9 +226,12 @@ def select(suite: Suite, only: tuple[str, ...], rerun_failed_of: dict | None) ->
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.id, p) for p in literal)]
         if not chosen:
             raise BadSuiteArgument(f"--only {' '.join(only)}: no variant matches (ids look like {suite.variants[0].id!r})")
-    if rerun_failed_of is not None:  # failed, broke, skipped, or never ran (a killed suite's file lists those done)
+    if rerun_failed_of is not None:
+        # what that run set out to run and did not pass: failed, broke, skipped, or never ran (a
+        # killed suite's file lists only the variants it finished)
         passed = {r["id"] for r in rerun_failed_of["variants"] if r["state"] == PASSED}
-        chosen = [v for v in chosen if v.id not in passed]
+        meant = set(rerun_failed_of.get("chosen") or (r["id"] for r in rerun_failed_of["variants"]))
+        chosen = [v for v in chosen if v.id in meant and v.id not in passed]
     return chosen
 
 
@@ -237,16 +240,17 @@ def last_suite_json(runs_dir: Path, name: str) -> dict:
     for path in sorted(runs_dir.glob(f"suite-*-{name}/{SUITE_JSON}"), reverse=True):  # newest stamp first
         try:
             data = json.loads(path.read_text())
-            ok = isinstance(data, dict) and isinstance(data.get("variants"), list) and all(
-                isinstance(r, dict) and isinstance(r.get("id"), str) and isinstance(r.get("state"), str)
-                for r in data["variants"])
         except (OSError, ValueError) as e:
             raise BadSuiteArgument(f"--rerun-failed: {path}: not a suite.json ({e})") from None
-        if not ok:
-            raise BadSuiteArgument(f"--rerun-failed: {path}: not a suite.json (expected suite and variants: "
-                                   "[{id, state}, …])")
-        if data.get("suite") == name:  # not suite "pre-release" for suite "release"
-            return data
+        if isinstance(data, dict) and data.get("suite") not in (None, name):
+            continue  # suite "pre-release" for suite "release"
+        if not (isinstance(data, dict) and data.get("suite") == name and isinstance(data.get("variants"), list)
+                and all(isinstance(r, dict) and isinstance(r.get("id"), str) and isinstance(r.get("state"), str)
+                        for r in data["variants"])
+                and isinstance(data.get("chosen") or [], list)):
+            raise BadSuiteArgument(f"--rerun-failed: {path}: not a suite.json (expected suite: {name!r}, "
+                                   "variants: [{id, state}, …], chosen: [id, …])")
+        return data
     raise BadSuiteArgument(f"--rerun-failed: no earlier run of suite {name!r} in {runs_dir}")
 
 
@@ -335,6 +339,7 @@ class SuiteRun:
             "suite_file": str(self.suite.path), "state": self.state,
             "started": self.started.isoformat(), "finished": datetime.now(timezone.utc).isoformat(),
             "exit_code": self.exit_code if self.state != "running" else None,
+            "chosen": [v.id for v in self.chosen],  # what this run set out to run (--only, --rerun-failed)
             "variants": [r.to_dict() for r in self.results],
         }
 

@@ -211,3 +211,18 @@ def test_a_topic_name_too_long_for_a_runs_prefix_is_refused_up_front(tmp_path):
     # the longest run directory name: a UTC stamp, the name and seed, a "-99" for the 99th in one second
     shared = scenario.isolated(scenario.isolation_prefix(f"20261127T061259Z-{scenario.run_name}-99"))
     assert len(shared.topics[0].name) == 249
+
+
+@pytest.mark.parametrize("faults", [
+    # consumer-1 crashed for good: the scale to 2 keeps the live consumer-2 and consumer-3
+    [{"kind": "crash", "target": "consumer-1", "at_s": 5}, {"kind": "scale", "consumers": 2, "at_s": 10},
+     {"kind": "pause", "target": "consumer-3", "at_s": 15, "duration_s": 2}],
+    # a scale while a crashed member waits for its restart: who runs after it is not judged
+    [{"kind": "crash", "target": "consumer-1", "at_s": 5, "restart_after_s": 10}, {"kind": "scale", "consumers": 2, "at_s": 8},
+     {"kind": "pause", "target": "consumer-3", "at_s": 20, "duration_s": 2}],
+    # a network fault acts on the member's proxies, there whether or not the process is
+    [{"kind": "crash", "target": "consumer-2", "at_s": 5, "restart_after_s": 10},
+     {"kind": "network", "target": "consumer-2", "at_s": 8, "duration_s": 4}],
+])
+def test_faults_that_find_their_target(tmp_path, faults):
+    load_scenario(write(tmp_path, {**MINIMAL, "faults": faults}))

@@ -57,3 +57,18 @@ def test_written_and_random_faults_merge_in_time_order(tmp_path):
     faults = load_scenario(path).schedule()
     assert faults[0]["kind"] == "pause" and faults[0]["at_s"] == 1 and faults[-1]["target"] == "broker-1"
     assert len(faults) == 8
+
+
+def test_draws_leave_a_process_alone_while_a_written_fault_has_it(tmp_path):
+    """A written crash has broker-2 down 20..34 s (and the recovery margin after): no draw lands on
+    it then, or the drawn pause would act on nothing."""
+    data = {"name": "mixed", "duration_s": 60, "topics": [{"name": "events", "partitions": 4}],
+            "faults": [{"kind": "crash", "target": "broker-2", "at_s": 20, "restart_after_s": 14}],
+            "random_faults": {"count": 8, "kinds": ["pause"], "targets": ["broker-2", "broker-3"],
+                              "start_s": 15, "end_s": 40, "duration_s": [2, 4]}}
+    drawn = []
+    for seed in range(20):
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump({**data, "seed": seed}))
+        drawn += [f for f in load_scenario(tmp_path / "s.yaml").schedule() if f["kind"] == "pause"]
+    on_broker_2 = [(f["at_s"], f["duration_s"]) for f in drawn if f["target"] == "broker-2"]
+    assert on_broker_2 and all(at + length + 5 <= 20 or at >= 39 for at, length in on_broker_2), on_broker_2

@@ -93,11 +93,18 @@ def test_only_and_rerun_failed_choose_variants(tmp_path):
     earlier = {"variants": [{"id": v, "state": "passed"} for v in everything]}
     earlier["variants"][2]["state"] = "broken"
     assert [v.id for v in select(suite, (), earlier)] == [everything[2]]
-    killed = {"state": "running", "variants": earlier["variants"][:3]}  # a killed suite: what ran so far
+    killed = {"state": "running", "chosen": everything, "variants": earlier["variants"][:3]}  # what it finished
     assert [v.id for v in select(suite, (), killed)] == everything[2:]
+    # a rerun of that one broken variant, which passed: the next rerun has nothing left, not the 17 it never chose
+    rerun = {"state": "completed", "chosen": [everything[2]], "variants": [{"id": everything[2], "state": "passed"}]}
+    assert select(suite, (), rerun) == []
     with pytest.raises(LabError, match="no variant matches"):
         select(suite, ("nothing*",), None)
     with pytest.raises(LabError, match="no earlier run of suite 'release'"):
+        last_suite_json(tmp_path, "release")
+    (tmp_path / "suite-20250101T000000Z-pre-release").mkdir()
+    (tmp_path / "suite-20250101T000000Z-pre-release" / "suite.json").write_text('{"suite": "pre-release"}')
+    with pytest.raises(LabError, match="no earlier run of suite 'release'"):  # another suite's file is not read as ours
         last_suite_json(tmp_path, "release")
     for text in ('{"suite": "release"', '{"suite": "release"}', "[1]"):
         (tmp_path / "suite-20260101T000000Z-release").mkdir(exist_ok=True)
