@@ -37,7 +37,8 @@ class FaultScheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
-        # (time, order, action, fault, trigger): order keeps heal-before-inject for equal times stable.
+        # (time, order, action, fault, trigger): equal times run in the order queued (every timed
+        # inject is queued at start, its heal once it is injected: at one instant, injects first).
         self._queue: list[tuple[float, int, str, Fault, dict | None]] = []
         self._order = 0
         self._changed = threading.Condition()
