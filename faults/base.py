@@ -98,6 +98,11 @@ class FaultSpec(Strict):
     # up when it starts; a network fault acts on the target's proxies, which are there either way.
     acts_on_process: ClassVar[bool] = False
 
+    @property
+    def holds_target_s(self) -> float:
+        """How long from ``at_s`` its target is taken (its length option; 0 if it has none)."""
+        return getattr(self, self.length_key) if self.length_key else 0.0
+
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""
         return []

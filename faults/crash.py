@@ -3,6 +3,7 @@ then, if ``restart_after_s`` is given, the same process started again that much 
 
 from __future__ import annotations
 
+import math
 import random
 import signal
 from typing import Annotated, Literal
@@ -23,6 +24,10 @@ class CrashSpec(TargetedSpec):
 
     drawable = True
     length_key = "restart_after_s"
+
+    @property
+    def holds_target_s(self) -> float:
+        return self.restart_after_s or math.inf  # without a restart: down for good
 
     @classmethod
     def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:

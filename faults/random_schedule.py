@@ -10,17 +10,17 @@ recovery. Each kind draws its own options (``FaultSpec.draw``).
 
 from __future__ import annotations
 
-import math
 import random
+from collections.abc import Sequence
 
-from faults.base import Drawing
+from faults.base import Drawing, FaultSpec
 from faults.catalogue import SPECS
 
 RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long before the next
 
 
 def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zookeeper: bool = True,
-         brokers: int = 3, written: list[dict] = ()) -> list[dict]:
+         brokers: int = 3, written: Sequence[FaultSpec] = ()) -> list[dict]:
     """The drawn faults; ``written``: the scenario's own timed faults, whose targets are busy
     as theirs are (a scenario without written faults draws what it always drew)."""
     rng = random.Random(seed)
@@ -32,11 +32,8 @@ def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zook
     faults = []
     busy: dict[str, list[tuple[float, float]]] = {}  # one fault at a time per target
     for f in written:
-        if f.get("target") and f.get("on") is None:
-            length = f.get(SPECS[f["kind"]].length_key or "", 0)
-            if f["kind"] == "crash" and not length:
-                length = math.inf  # down for good
-            busy.setdefault(f["target"], []).append((f["at_s"], f["at_s"] + (length or 0) + RECOVERY_MARGIN_S))
+        if getattr(f, "target", None) and f.on is None:
+            busy.setdefault(f.target, []).append((f.at_s, f.at_s + f.holds_target_s + RECOVERY_MARGIN_S))
     for _ in range(spec["count"]):
         kind = rng.choice(spec["kinds"])
         at_s = round(rng.uniform(start, end), 3)

@@ -493,19 +493,15 @@ def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int
 def schedule(scenario_file: Path, seed: int | None) -> None:
     """Print the run's fault schedule as JSON: written faults plus the seeded random ones.
     The same scenario and seed always print the same bytes."""
-    from pydantic import TypeAdapter, ValidationError
-
-    from harness.scenario import Seed, load_scenario
+    from harness.scenario import load_scenario, seed_problem
 
     try:
         scenario = load_scenario(scenario_file)
     except LabError as e:
         _fail(e)
     if seed is not None:
-        try:
-            TypeAdapter(Seed).validate_python(seed)
-        except ValidationError as e:
-            _error(f"--seed {seed}: {e.errors()[0]['msg']}")
+        if why := seed_problem(seed):
+            _error(f"--seed {seed}: {why}")
         scenario = scenario.model_copy(update={"seed": seed})
     faults = scenario.schedule()
     click.echo(json.dumps(faults, indent=2, sort_keys=True))

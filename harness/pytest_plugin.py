@@ -62,14 +62,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: runs a chaos scenario against a real cluster (rebalance-lab)")
     if (seed := config.getoption("chaos_seed", None)) is not None:
-        from pydantic import TypeAdapter, ValidationError
+        from harness.scenario import seed_problem
 
-        from harness.scenario import Seed
-
-        try:
-            TypeAdapter(Seed).validate_python(seed)
-        except ValidationError as e:
-            raise pytest.UsageError(f"--chaos-seed {seed}: {e.errors()[0]['msg']}") from None
+        if why := seed_problem(seed):
+            raise pytest.UsageError(f"--chaos-seed {seed}: {why}")
 
 
 _POOL = pytest.StashKey["ClusterPool"]()

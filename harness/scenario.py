@@ -289,6 +289,15 @@ class Recovery(_Strict):
 Seed = Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)]  # also a suite's, a sweep's, `schedule --seed`; `true` is none
 
 
+def seed_problem(seed: object) -> str | None:
+    """Why ``seed`` is no scenario's seed (a command-line option's value), or None."""
+    try:
+        TypeAdapter(Seed).validate_python(seed)
+    except ValidationError as e:
+        return e.errors()[0]["msg"]
+    return None
+
+
 class Scenario(_Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,80}$")]
     description: str = ""
@@ -398,21 +407,19 @@ class Scenario(_Strict):
                     problems.append(f"faults.{i}.target: {target} is not running at {f.at_s:g}s (the group's members "
                                     f"then: {', '.join(f'consumer-{n}' for n in running) or 'none'})")
             if f.kind == "crash" and f.on is None and target != COORDINATOR:  # that one is resolved when injected
-                down[target] = (f.at_s, f.at_s + f.restart_after_s if f.restart_after_s else math.inf, i)
+                down[target] = (f.at_s, f.at_s + f.holds_target_s, i)
             if not f.acts_on_members(()):  # only scale and join storms change who the members are
                 continue
             waiting = any(c <= f.at_s < r < math.inf for t, (c, r, _) in down.items() if t in members)
             if f.on is not None or waiting:
                 known = False
                 continue
-            live = [n for n in running if down.get(f"consumer-{n}", (0, 0, 0))[1] != math.inf
-                    or down[f"consumer-{n}"][0] > f.at_s]  # crashed for good: not counted by a scale
+            gone = {t for t, (c, r, _) in down.items() if c <= f.at_s and r == math.inf}  # a scale counts live ones
+            live = [n for n in running if f"consumer-{n}" not in gone]
             after = f.members_after(len(live))
-            if after >= len(live):
-                running = live + list(range(highest + 1, highest + 1 + after - len(live)))
-                highest = max(running[-1:] + [highest])
-            else:
-                running = live[:after]
+            started = max(after - len(live), 0)  # new ones numbered after the highest; the newest stop first
+            running = live[:after] + list(range(highest + 1, highest + 1 + started))
+            highest += started
         return problems
 
     def _load_problems(self, members: tuple[str, ...]) -> list[str]:
@@ -580,7 +587,7 @@ class Scenario(_Strict):
             drawn = random_schedule.draw(self.random_faults.model_dump(), seed=self.seed, duration_s=self.duration_s,
                          consumers=self.workload.member_names(),
                          zookeeper=self.cluster.zookeeper_mode and not self.cluster.external,
-                         brokers=self.cluster.brokers, written=faults)
+                         brokers=self.cluster.brokers, written=self.faults)
             faults += [_FAULT.validate_python(f).model_dump() for f in drawn]
         faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order
         return [{"fault_id": f"f{i}", **f} for i, f in enumerate(faults, 1)]
