@@ -1,4 +1,4 @@
-"""Cross-run analysis: the per-run metrics as one long table, grouped and summarised in Spark.
+"""Cross-run analysis: every per-run figure as a row of one long table, summarised in Spark.
 
 Every figure becomes a row `(run, protocol, assignor, kafka, scenario, faults,
 fault_kind, metric, value)`:
@@ -20,8 +20,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .metrics import RunMetrics
-from .rebalances import COMPLETED
+from oracle.rebalances import COMPLETED
 
 DIMENSIONS = ("protocol", "assignor", "kafka", "fault_kind", "scenario")
 GROUP = ("protocol", "assignor", "kafka", "faults", "scenario")
@@ -31,25 +30,29 @@ RUN_METRICS = ("rebalances", "duplicates", "lost_records", "peak_lag", "final_la
 RUN_KEYS = ["run_key", "run", "protocol", "assignor", "kafka", "scenario", "faults"]
 
 
-def _long(df: DataFrame, metrics: dict[str, str], kinds) -> DataFrame:
-    stacked = F.explode(F.array(*[F.struct(F.lit(name).alias("metric"), F.col(col).cast("double").alias("value"))
-                                   for name, col in metrics.items()])).alias("m")
-    return (df.select(*RUN_KEYS, kinds.alias("fault_kinds"), stacked)
-            .select(*RUN_KEYS, "fault_kinds", "m.metric", "m.value").where(F.col("value").isNotNull()))
+def metric_rows(tables: dict[str, list[dict]]) -> list[dict]:
+    """The long table, from the per-run tables (analysis.schema), by name: one row per figure
+    (columns: analysis.schema.METRICS)."""
+    runs = {r["run_key"]: {k: r[k] for k in RUN_KEYS} for r in tables["runs"]}
+    out = []
 
+    def add(row: dict, metrics: dict[str, str], kinds: list[str]) -> None:
+        for metric, column in metrics.items():
+            if row.get(column) is not None:
+                out.append({**runs[row["run_key"]], "fault_kinds": kinds, "metric": metric,
+                            "value": float(row[column])})
 
-def metric_rows(m: RunMetrics) -> DataFrame:
-    runs = m.runs.select(*RUN_KEYS, "fault_kinds", *RUN_METRICS)
-    keys = runs.select(*RUN_KEYS)
-    on = ["run_key", "run"]
-    rebalances = m.rebalances.where(F.col("status") == COMPLETED).join(keys, on).withColumnRenamed(
-        "duration_ms", "rebalance_ms")
-    stw = m.stop_the_world.where(F.col("status") == COMPLETED).join(keys, on)
-    faults = m.faults.where(F.col("detection_ms").isNotNull()).join(keys, on)
-    return (_long(rebalances, {n: n for n in REBALANCE_METRICS}, F.array("fault_kind"))
-            .unionByName(_long(stw, {"unowned_ms": "unowned_ms"}, F.array("fault_kind")))
-            .unionByName(_long(faults, {"fault_to_detection_ms": "detection_ms"}, F.array("kind")))
-            .unionByName(_long(runs, {n: n for n in RUN_METRICS}, F.col("fault_kinds"))))
+    for r in tables["rebalances"]:
+        if r["status"] == COMPLETED:
+            add(r, {n: "duration_ms" if n == "rebalance_ms" else n for n in REBALANCE_METRICS}, [r["fault_kind"]])
+    for r in tables["stop_the_world"]:
+        if r["status"] == COMPLETED:
+            add(r, {"unowned_ms": "unowned_ms"}, [r["fault_kind"]])
+    for r in tables["faults"]:
+        add(r, {"fault_to_detection_ms": "detection_ms"}, [r["kind"]])
+    for r in tables["runs"]:
+        add(r, {n: n for n in RUN_METRICS}, r["fault_kinds"])
+    return out
 
 
 def _summary(df: DataFrame, keys: list[str]) -> DataFrame:
@@ -68,11 +71,10 @@ def by_group(rows: DataFrame) -> DataFrame:
 
 def by_dimension(rows: DataFrame) -> DataFrame:
     """A run injecting two kinds of fault counts once under each (only in the fault_kind dimension)."""
-    exploded = rows.withColumn("fault_kind", F.explode("fault_kinds"))
-    parts = [_summary((exploded if d == "fault_kind" else rows).withColumn("dimension", F.lit(d))
-                      .withColumn("value_of", F.col(d).cast("string")), ["dimension", "value_of"])
-             for d in DIMENSIONS]
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
-    return out.withColumnRenamed("value_of", "group").orderBy("dimension", "group", "metric")
+    pairs = F.concat(
+        F.array(*[F.struct(F.lit(d).alias("dimension"), F.col(d).cast("string").alias("group"))
+                  for d in DIMENSIONS if d != "fault_kind"]),
+        F.transform("fault_kinds", lambda k: F.struct(F.lit("fault_kind").alias("dimension"), k.alias("group"))))
+    exploded = rows.select("run_key", "metric", "value", F.explode(pairs).alias("_d")).select(
+        "run_key", "metric", "value", "_d.dimension", "_d.group")
+    return _summary(exploded, ["dimension", "group"]).orderBy("dimension", "group", "metric")

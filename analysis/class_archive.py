@@ -153,7 +153,7 @@ def build(report: Callable[[str], None], run_step: StepRunner) -> bool:
 
 
 def _train(target: Path) -> None:
-    """One analysis (and its rerun from the Parquet cache) in a JVM that archives its classes
+    """One analysis (and its rerun from the cache) in a JVM that archives its classes
     into `target` on exit; returns once that JVM has exited, so the archive is complete."""
     from .job import analyze
     from .session import spark_session

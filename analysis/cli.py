@@ -55,7 +55,7 @@ def comparison_table(by_group: list[dict]) -> Table:
 @click.option("--master", default=None, metavar="URL",
               help="Spark master: local[2] (the default), local[*], spark://host:7077, …")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Parsed-history cache (Parquet). Default: OUT/cache.")
+              help="Where each run's tables are kept between analyses. Default: OUT/cache.")
 @click.option("--run-reports", type=click.Choice(RUN_REPORTS), default="auto", show_default=True,
               help=f"Which runs get an HTML page: auto = all up to {EVERY_RUN_PAGE_UP_TO} runs, above that the "
                    "runs that show a problem (not completed, lost records, unexplained duplicates).")
@@ -82,8 +82,8 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
     for s in result.skipped:
         err_console.print(f"[yellow]skipped[/] {s.path}: {s.reason}")
     console.print(comparison_table(result.by_group))
-    console.print(f"{len(result.runs)} runs analysed ({len(result.parsed)} parsed, {len(result.cached)} from the "
-                  f"Parquet cache), {len(result.skipped)} skipped; "
+    console.print(f"{len(result.runs)} runs analysed ({len(result.parsed)} read, {len(result.cached)} from the "
+                  f"cache), {len(result.skipped)} skipped; "
                   + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items()))
     console.print(f"tables: {result.out / 'parquet'} and {result.out / 'csv'}")
     console.print(f"report: {result.report}")

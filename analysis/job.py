@@ -12,11 +12,16 @@ Layout of `out`:
     parquet/<table>/            every table below, written by Spark
     csv/<table>.csv             the same tables as CSV
     summary.json                runs analysed, runs skipped (with the reason), timings
-    cache/                      parsed histories (Parquet) unless --cache says elsewhere
+    cache/                      each run's tables (analysis.cache) unless --cache says elsewhere
 
 Tables: runs, rebalances, stop_the_world, ownership, faults, lag, commit_failures,
-duplicates, records (per run, see analysis.metrics), metrics (the long table),
-by_group and by_dimension (cross-run, see analysis.aggregate).
+duplicates, records (per run: analysis.run_tables, by the oracle's definitions), metrics
+(the long table), by_group and by_dimension (across runs: analysis.aggregate).
+
+Two Spark stages of work: one job whose tasks each read a share of the histories and work
+out their runs' tables (a few hundred rows a run, back to the driver), then the cross-run
+summaries and the writes over those small tables. A run's tables are the oracle's reading
+of its history, so Spark's part per run is to spread the runs over the executors.
 """
 from __future__ import annotations
 
@@ -28,12 +33,15 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from runtime.errors import EXIT_BAD_INPUT, LabError
 
-from .ingest import EXPLAINED_SCHEMA, RunDir, Skipped, explanations, failed_runs, find_runs, load_events
+from .cache import TableCache
 from .pages import RunPages, runs_with_pages
+from .run_tables import Row, tables_of
+from .runs import RunDir, Skipped, failed_runs, find_runs
+from .schema import PER_RUN, TABLES, as_tuples
 
 ORDER = {  # deterministic row order for every output (identical results on any master)
     "runs": ["run"],
@@ -49,7 +57,6 @@ ORDER = {  # deterministic row order for every output (identical results on any 
     "by_group": ["protocol", "assignor", "kafka", "faults", "scenario", "metric"],
     "by_dimension": ["dimension", "group", "metric"],
 }
-PER_RUN = ("ownership", "faults", "rebalances", "lag", "commit_failures", "duplicates")
 
 
 class NoRuns(LabError):
@@ -98,22 +105,44 @@ def write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
             w.writerow([_csv_value(r.get(c)) for c in columns])
 
 
+def _in_order(rows: Iterable[dict], order: list[str]) -> list[dict]:
+    return sorted(rows, key=lambda r: tuple(_sortable(r.get(c)) for c in order))
+
+
 def _collect(df, order: list[str]) -> list[dict]:
-    rows = [r.asDict(recursive=True) for r in df.collect()]
-    rows.sort(key=lambda r: tuple(_sortable(r.get(c)) for c in order))
-    return rows
+    return _in_order((r.asDict(recursive=True) for r in df.collect()), order)
+
+
+def _computed(spark, runs: list[RunDir], cache: TableCache) -> tuple[dict[str, dict[str, list[Row]]], list[Skipped],
+                                                                      list[RunDir]]:
+    """run key -> its tables, for every run the cache did not have: one Spark job, its tasks each
+    reading a share of the histories. -> (tables, damaged runs skipped, runs computed)."""
+    from .session import ship_code
+
+    sc = spark.sparkContext
+    ship_code(sc)
+    by_key = {r.key: r for r in runs}
+    # a few runs a task: a long history does not hold up a core while the other sits idle
+    slices = max(1, min(len(runs), 4 * sc.defaultParallelism))
+    tables, skipped, computed = {}, [], []
+    for key, result in sc.parallelize([r.ref for r in runs], slices).map(tables_of).collect():
+        run = by_key[key]
+        if isinstance(result, str):
+            skipped.append(Skipped(str(run.path), result))
+        else:
+            tables[key] = result
+            computed.append(run)
+            cache.put(run, result)
+    return tables, skipped, computed
 
 
 def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=None,
             cache_dir: Path | None = None, run_reports: str = "auto", workers: int = 2,
             progress: Callable[[str], None] = lambda msg: None) -> AnalysisResult:
     """Analyse run directories (paths or globs); see the module docstring for what is written."""
-    from pyspark.sql import functions as F
-
     from .aggregate import by_dimension, by_group, metric_rows
-    from .metrics import materialize, per_run_metrics
     from .report import analysis_report
-    from .session import SHUFFLE_PARTITIONS, spark_session, tasks_per_stage
+    from .session import SHUFFLE_PARTITIONS, spark_session
 
     timings: dict[str, float] = {}
     t = time.monotonic()
@@ -123,79 +152,69 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pages = RunPages(out, workers)
-    # collects, summaries and table writes are small jobs each: run concurrently, they overlap one
+    # the summaries and table writes are small jobs each: run concurrently, they overlap one
     # another's driver-side time
     pool = ThreadPoolExecutor(4)
     try:
         # its own SQL settings on the shared SparkContext: the partitions below are this analysis's only
         spark = (spark or spark_session(master)).newSession()
+        # every cross-run table is a few rows a run: one task each, on any master
+        spark.conf.set(SHUFFLE_PARTITIONS, "1")
         timings["spark start"] = time.monotonic() - t
-        tasks = tasks_per_stage(spark, sum(r.fingerprint["size"] for r in runs))
-        spark.conf.set(SHUFFLE_PARTITIONS, str(tasks))
 
         t = time.monotonic()
         progress(f"reading {len(runs)} run directories")
-        loaded = load_events(spark, runs, Path(cache_dir) if cache_dir else out / "cache", tasks)
-        skipped += loaded.skipped
-        for s in loaded.skipped:
-            progress(f"skipped {s.path}: {s.reason}")
-        good: list[RunDir] = loaded.runs
+        cache = TableCache(Path(cache_dir) if cache_dir else out / "cache")
+        per_run = {r.key: kept for r in runs if (kept := cache.get(r)) is not None}
+        computed: list[RunDir] = []
+        stale = [r for r in runs if r.key not in per_run]
+        if stale:
+            fresh, damaged, computed = _computed(spark, stale, cache)
+            per_run.update(fresh)
+            skipped += damaged
+            for s in damaged:
+                progress(f"skipped {s.path}: {s.reason}")
+        good: list[RunDir] = [r for r in runs if r.key in per_run]
         if not good:
             raise NoRuns(skipped)
-        # the driver's own rows: as few partitions as the events (a local list is spread over every core)
-        meta = spark.createDataFrame([(r.key, r.run, str(r.path), r.kafka) for r in good],
-                                     "run_key string, run string, path string, kafka string").coalesce(tasks)
-        timings["ingest"] = time.monotonic() - t
-
-        t = time.monotonic()
-        progress("computing per-run metrics")
-        m = per_run_metrics(spark, loaded.events, meta)
-        tables = dict(m.tables())
-        explained = spark.createDataFrame(explanations(good), EXPLAINED_SCHEMA).coalesce(tasks)
-        tables["rebalances"] = tables["rebalances"].join(F.broadcast(explained), ["run_key", "generation"], "left")
-        names = ("runs", *PER_RUN)
-
-        def keep(name: str) -> list[dict]:
-            # a per-run table is still a join (labels, explanations): computed once, for this collect
-            # and for the write below (`runs` already is)
-            if name in PER_RUN:
-                tables[name] = materialize(tables[name])
-            return _collect(tables[name], ORDER[name])
-
-        collected: dict[str, list[dict]] = dict(zip(names, pool.map(keep, names)))
+        collected: dict[str, list[dict]] = {
+            name: _in_order((row for r in good for row in per_run[r.key][name]), ORDER[name]) for name in PER_RUN}
         timings["per-run"] = time.monotonic() - t
         paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:
-            per_run: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+            by_label: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
             for name in PER_RUN:
                 for r in collected[name]:
-                    per_run[r["run"]][name].append(r)
-            pages.submit(paged, per_run)
+                    by_label[r["run"]][name].append(r)
+            pages.submit(paged, by_label)
 
         t = time.monotonic()
         progress("comparing runs")
-        rows = metric_rows(m).localCheckpoint(eager=True)
-        tables["metrics"] = rows
-        tables["by_group"], tables["by_dimension"] = pool.map(
-            lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension))
+        collected["metrics"] = _in_order(metric_rows(collected), ORDER["metrics"])
+        rows = spark.createDataFrame(as_tuples("metrics", collected["metrics"]), TABLES["metrics"])
+        summaries = dict(zip(("by_group", "by_dimension"), pool.map(
+            lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension))))
         timings["cross-run"] = time.monotonic() - t
 
         t = time.monotonic()
         progress("writing tables")
 
         def write(name: str) -> list[dict]:
-            df, order = tables[name], ORDER[name]
+            order = ORDER[name]
+            df = summaries[name] if name in summaries else spark.createDataFrame(
+                as_tuples(name, collected[name]), TABLES[name])
             target = out / "parquet" / name
             if target.exists():
                 shutil.rmtree(target)
-            # one sorted file per table: coalesce, then sort within it (no range-partitioning pass)
-            df.coalesce(1).sortWithinPartitions(*order).write.parquet(str(target))
+            # one file per table, its rows in order already (a local list keeps its order, and so do
+            # the summaries' checkpoints)
+            df.coalesce(1).write.parquet(str(target))
             table = collected[name] if name in collected else _collect(df, order)
             write_csv(out / "csv" / f"{name}.csv", table, df.columns)
             return table
 
-        written = list(pool.map(write, list(tables)))
-        collected.update(zip(tables, written))
+        names = [*TABLES, *summaries]
+        collected.update(zip(names, pool.map(write, names)))
         timings["write"] = time.monotonic() - t
 
         t = time.monotonic()
@@ -207,12 +226,14 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     finally:
         pool.shutdown(cancel_futures=True)
         pages.close()
+    parsed = [r.run for r in computed]
+    cached = [r.run for r in good if r not in computed]
     (out / "summary.json").write_text(json.dumps({
         "runs": [{"run": r.run, "path": str(r.path), "run_key": r.key} for r in good],
         "skipped": [s.to_dict() for s in skipped],
-        "parsed": loaded.parsed, "cached": loaded.cached,
+        "parsed": parsed, "cached": cached,
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "report": str(report),
     }, indent=2))
     return AnalysisResult(out, report, collected["runs"], skipped, collected["by_group"], collected["by_dimension"],
-                          run_pages, loaded.parsed, loaded.cached, timings, collected)
+                          run_pages, parsed, cached, timings, collected)

@@ -1,56 +1,74 @@
-"""Explicit Spark schemas for run histories (docs/history.md).
+"""The analysis's tables: their columns, in order, with Spark types (explicit schemas: no inference).
 
-`LINE_SCHEMA` is what one history line is parsed with. Fields whose JSON type
-differs between events are read as strings (Spark keeps an object, array or
-number given for a string field as its raw JSON text) and typed per event
-afterwards: `partitions` is a list of topic-partitions in ownership callbacks, a
-list of lag figures in `lag_sampled` and a number in `partitions_added`;
-`members` is a list, a map or a count depending on who wrote it.
-
-`EVENT_SCHEMA` is the typed, one-row-per-event table the Parquet cache holds and
-every metric is computed from.
+Per run (analysis.run_tables computes them): runs, rebalances, stop_the_world, ownership,
+faults, lag, commit_failures, duplicates, records; and metrics, the long table of every
+figure (analysis.aggregate), which by_group and by_dimension summarise (their schemas are
+Spark's: they are computed there). docs/analysis.md says what each column means.
 """
 from __future__ import annotations
 
-from pyspark.sql import types as T
+from typing import Any, Callable
 
-S, D, L, B = T.StringType(), T.DoubleType(), T.LongType(), T.BooleanType()
+TABLES = {
+    "runs": "run_key string, run string, path string, scenario string, protocol string, assignor string, "
+            "kafka string, seed bigint, group string, faults string, fault_kinds array<string>, outcome string, "
+            "done boolean, events bigint, duration_s double, acked bigint, consumed bigint, deliveries bigint, "
+            "duplicates bigint, duplicates_explained bigint, lost_records bigint, unconsumed bigint, "
+            "rebalances bigint, rebalances_completed bigint, teardown_rebalances bigint, rebalance_total_ms double, "
+            "rebalance_max_ms double, stw_total_ms double, stw_max_ms double, peak_lag bigint, final_lag bigint, "
+            "drain_s double, produce_rps double, consume_rps double, commits_ok bigint, commits_failed bigint, "
+            "faults_injected bigint, faults_detected bigint",
+    "rebalances": "run_key string, generation bigint, status string, superseded_by bigint, members array<string>, "
+                  "leader string, start_mono double, start_ts double, end_mono double, end_ts double, "
+                  "duration_ms double, assigned_ms double, stabilized_ms double, trigger string, "
+                  "coordinator_reason string, detect_ms double, join_ms double, sync_ms double, coordinator_ms double, "
+                  "coordinator_members bigint, start_vs_coordinator_ms double, stabilized_vs_coordinator_ms double, "
+                  "partitions_moved bigint, unowned_ms map<string,double>, max_unowned_ms double, fault_id string, "
+                  "fault_kind string, run string, start_s double, end_s double, cause string, waited_for string, "
+                  "explanation string",
+    "stop_the_world": "run_key string, generation bigint, topic string, partition bigint, partition_label string, "
+                      "unowned_ms double, member string, status string, fault_kind string, run string",
+    "ownership": "run_key string, topic string, partition bigint, partition_label string, member string, inc bigint, "
+                 "slot string, session_no bigint, generation bigint, member_id string, start_mono double, "
+                 "end_mono double, start_ts double, end_ts double, run string, start_s double, end_s double",
+    "faults": "run_key string, fault_id string, kind string, target string, params string, details string, "
+              "start_mono double, end_mono double, healed_how string, detected_generation bigint, "
+              "detection_ms double, run string, start_s double, end_s double",
+    "lag": "run_key string, ord bigint, mono_ms double, ts double, topic string, partition bigint, lag bigint, "
+           "committed bigint, high_watermark bigint, partition_label string, run string, t_s double",
+    "commit_failures": "run_key string, error_code string, error string, failed bigint, run string",
+    "duplicates": "run_key string, topic string, partition bigint, partition_label string, duplicates bigint, "
+                  "explained bigint, unexplained bigint, run string",
+    "records": "run_key string, topic string, partition bigint, acked bigint, consumed bigint, unconsumed bigint, "
+               "run string",
+}
+PER_RUN = tuple(TABLES)
+# the long table (analysis.aggregate.metric_rows): one row per figure
+TABLES["metrics"] = ("run_key string, run string, protocol string, assignor string, kafka string, scenario string, "
+                     "faults string, fault_kinds array<string>, metric string, value double")
 
-TP = T.StructType([T.StructField("topic", S), T.StructField("partition", L)])
-RANGE = T.StructType([T.StructField(n, t) for n, t in
-                      (("topic", S), ("partition", L), ("min_offset", L), ("max_offset", L), ("count", L))])
-OFFSET = T.StructType([T.StructField(n, t) for n, t in (("topic", S), ("partition", L), ("offset", L))])
-LAG = T.StructType([T.StructField(n, t) for n, t in
-                    (("topic", S), ("partition", L), ("committed", L), ("high_watermark", L), ("lag", L))])
-TOPIC = T.StructType([T.StructField("topic", S), T.StructField("partitions", L)])
 
-# Scalar fields kept from the history, by type (everything an analysis asks about).
-_STRINGS = ("name source member member_id leader_id protocol_name error error_code trigger fault_id kind target "
-            "requested_target how phase reason process role group broker run_id scenario protocol assignor "
-            "topic_pattern state rebalance_protocol outcome commit_mode group_instance_id topic params details "
-            "coordinator").split()
-_DOUBLES = "ts mono_ms started_mono_ms clock_offset_ms rate duration_s".split()
-_LONGS = ("seq incarnation generation old_generation pid returncode seed sent unacknowledged "
-          "session_timeout_ms max_poll_interval_ms count").split()
-_BOOLS = "success incremental is_leader subscribed covers_all fatal".split()
-_RAW = ("partitions", "members")  # polymorphic: typed per event below
+def columns(table: str) -> list[tuple[str, str]]:
+    """(name, type) of each column, in order."""
+    out = []
+    for col in TABLES[table].split(", "):
+        name, kind = col.split(" ", 1)
+        out.append((name, kind))
+    return out
 
-LINE_SCHEMA = T.StructType(
-    [T.StructField(n, S) for n in _STRINGS] + [T.StructField(n, D) for n in _DOUBLES]
-    + [T.StructField(n, L) for n in _LONGS] + [T.StructField(n, B) for n in _BOOLS]
-    + [T.StructField(n, S) for n in _RAW]
-    + [T.StructField("ranges", T.ArrayType(RANGE)), T.StructField("offsets", T.ArrayType(OFFSET)),
-       T.StructField("topics", T.ArrayType(TOPIC))]
-)
 
-EVENT_SCHEMA = T.StructType(
-    [T.StructField("run_key", S), T.StructField("line", L), T.StructField("ord", L), T.StructField("bad", B)]
-    + [f for f in LINE_SCHEMA.fields if f.name not in _RAW]
-    + [
-        T.StructField("tps", T.ArrayType(TP)),  # partitions_assigned / _revoked / _lost
-        T.StructField("lag", T.ArrayType(LAG)),  # lag_sampled
-        T.StructField("partitions_total", L),  # partitions_added / topic_created
-        T.StructField("joined_members", T.ArrayType(S)),  # group_joined (zk-eager: the membership it saw)
-        T.StructField("members_count", L),  # coordinator_stabilized
-    ]
-)
+def _as(kind: str) -> Callable[[Any], Any]:
+    if kind == "double":
+        return lambda v: None if v is None else float(v)
+    if kind == "bigint":
+        return lambda v: None if v is None else int(v)
+    if kind == "string":
+        return lambda v: v if v is None or isinstance(v, str) else str(v)
+    return lambda v: v
+
+
+def as_tuples(table: str, rows: list[dict]) -> list[tuple]:
+    """The rows as tuples in column order, each value of its column's type (a JSON history says
+    `1000` for a time Spark keeps as a double)."""
+    convert = [(name, _as(kind)) for name, kind in columns(table)]
+    return [tuple(f(r.get(name)) for name, f in convert) for r in rows]

@@ -1,33 +1,33 @@
 """The Spark session every analysis runs in.
 
 Embedded (`local[2]`) by default; any Spark master URL (`spark://host:7077`, …)
-runs the same job on a cluster. The UI is off, an analysis's shuffles use one
-partition per 128 MB of histories, at most `spark.default.parallelism`
-(`tasks_per_stage`), adaptive execution is off, and the driver binds to the
-loopback interface unless SPARK_DRIVER_HOST / SPARK_DRIVER_BIND say otherwise (a
-cluster on other machines needs to reach it).
-Generated code is off and the JVM keeps its full JIT; the driver maps the class archive setup
-built (analysis.class_archive; docs/analysis.md, "Speed").
-No Python UDFs are used anywhere: executors never need a Python worker, only the JVM.
+runs the same job on a cluster. The UI is off, adaptive execution is off, and the
+driver binds to the loopback interface unless SPARK_DRIVER_HOST / SPARK_DRIVER_BIND
+say otherwise (a cluster on other machines needs to reach it).
+Generated code is off; the driver maps the class archive setup built
+(analysis.class_archive; docs/analysis.md, "Speed").
+Executors read the histories in their Python workers, with the oracle's code: on a
+cluster, the job sends that code along (`ship_code`); each executor's Python needs
+orjson, as the oracle does.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 
 DEFAULT_MASTER = "local[2]"
-# Analyses are many short queries over small tables: concurrent GC threads would only
-# compete with the two task threads for the two cores, so the serial collector. And C2
-# compiles a method only after four times HotSpot's default number of calls: an analysis
-# touches thousands of interpreted-expression methods a few thousand times each, and
-# compiling the lukewarm ones took the cores from the tasks (JIT compile time in an analysis
-# of 100 runs halved, its wall time ~1 s shorter; docs/analysis.md, "Speed").
+# The driver's JVM lives for one analysis and does little: the histories are read in Python
+# workers, and its own queries are a few summaries over a few thousand rows. So the serial
+# collector (concurrent GC threads would only compete with the two task threads for the two
+# cores) and the client compiler alone: C2's optimising compiles of a JVM's first seconds
+# took the cores from the work and paid off in none of them (100 runs in a fresh process:
+# 14.4–15.1 s with C1 alone, 16.3–19.9 s with C2 as well; docs/analysis.md, "Speed").
 JAVA_OPTS_ENV = "REBALANCE_LAB_SPARK_JAVA_OPTS"
-DEFAULT_JAVA_OPTS = " ".join((
-    "-XX:+UseSerialGC",
-    "-XX:Tier4InvocationThreshold=20000", "-XX:Tier4MinInvocationThreshold=2400",
-    "-XX:Tier4CompileThreshold=60000", "-XX:Tier4BackEdgeThreshold=160000"))
+DEFAULT_JAVA_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 _LOG4J = """\
 rootLogger.level = error
@@ -44,47 +44,50 @@ CONF = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "2g",
     "spark.ui.showConsoleProgress": "false",
-    SHUFFLE_PARTITIONS: "2",  # an analysis sets its own while it runs (tasks_per_stage)
+    SHUFFLE_PARTITIONS: "2",  # an analysis sets its own while it runs (analysis.job)
     "spark.default.parallelism": "2",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    # An analysis is ~150 small queries over a few MB: adaptive execution would re-plan after
-    # every shuffle (twice the jobs and half again the stages) to optimise data there is none of.
+    # An analysis's SQL is a few summaries over a few thousand rows: adaptive execution would
+    # re-plan after every shuffle to optimise data there is none of.
     "spark.sql.adaptive.enabled": "false",
-    # Generated code is compiled (Janino) for every new plan shape, and an analysis is ~100
-    # distinct plans over a few hundred thousand rows: compiling cost more than the rows did
-    # (measured: half of all job time). Interpreted expressions and operators instead.
+    # Generated code is compiled (Janino) for every new plan shape: for a few thousand rows,
+    # compiling costs more than the rows do. Interpreted expressions and operators instead.
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     # Do not hold a task back waiting for the executor that cached its input (3 s by default):
     # on a standalone cluster that wait, not the work, would set the pace.
     "spark.locality.wait": "0",
-    # An analysis reads one history per run, each named by path: above 32 paths Spark would run a
-    # job to list them (a second per analysis); the driver lists them itself in a moment.
-    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     # Parquet summary files and CRCs are noise in a results directory.
     "spark.hadoop.parquet.summary.metadata.level": "NONE",
     "spark.sql.parquet.compression.codec": "zstd",
-    # Tungsten's page size follows the heap (16 MB at 2g on two cores), and a broadcast join's hash
-    # table takes whole pages however few its rows: an analysis's broadcasts of a hundred rows each
-    # filled the old generation (100 runs: two or three full GCs per analysis, one or two with
-    # 1 MB pages, and half the live heap; docs/analysis.md, "Speed").
-    "spark.buffer.pageSize": "1m",
 }
 
 
-# One task's worth of history (JSON): Spark's default split of file input (spark.sql.files.maxPartitionBytes).
-TASK_INPUT_BYTES = 128 * 2**20
+_shipped: set[str] = set()  # the applications whose executors were sent the code
 
 
-def tasks_per_stage(spark, history_bytes: int) -> int:
-    """How many tasks each stage of an analysis gets (its shuffle partitions, and its scan of the
-    cached events): one per 128 MB of histories, at most `spark.default.parallelism` (2, the
-    reference machine's cores, on any master). A dozen steps run at a time
-    (analysis.metrics), and that concurrency, not the tasks of one stage, keeps the cores busy:
-    a second task for a few MB only costs its scheduling and one more shuffle file
-    (docs/analysis.md, "Speed")."""
-    return max(1, min(spark.sparkContext.defaultParallelism, -(-history_bytes // TASK_INPUT_BYTES)))
+def ship_code(sc) -> None:
+    """Send the code an executor's Python worker runs (the oracle, analysis.run_tables) with the
+    job, once per application, when the executors are a cluster's: a local master's workers are
+    this process's children and import what it imports."""
+    if sc.master.startswith("local") or sc.applicationId in _shipped:
+        return
+    import oracle
+
+    from . import run_tables
+
+    staging = Path(tempfile.mkdtemp(prefix="rebalance-lab-code-"))
+    atexit.register(shutil.rmtree, staging, True)
+    archive = staging / "rebalance_lab_analysis.zip"
+    analysis_dir = Path(run_tables.__file__).parent
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in Path(oracle.__file__).parent.rglob("*.py"):
+            z.write(path, path.relative_to(analysis_dir.parent))
+        for path in (analysis_dir / "__init__.py", Path(run_tables.__file__)):
+            z.write(path, path.relative_to(analysis_dir.parent))
+    sc.addPyFile(str(archive))
+    _shipped.add(sc.applicationId)
 
 
 def _log4j_file() -> str:

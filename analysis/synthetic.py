@@ -35,7 +35,7 @@ from pathlib import Path
 from oracle import vocabulary as ev
 from oracle.protocols import GENERATIONS, INCREMENTAL_PROTOCOLS
 
-from .ingest import HISTORY, VERDICT
+from .runs import HISTORY, VERDICT
 
 PROTOCOLS = ("classic-eager", "classic-cooperative", "classic-static", "consumer")
 FAULTS = ("pause", "crash", "poll-stall", "network", "none")

@@ -8,10 +8,10 @@ records/s with one fault (analysis/synthetic.py): about 1,500 events, 500 KB of 
 like a real run of the smoke scenario. Protocols and fault kinds rotate, so the
 cross-run tables have groups to fill.
 
-Per size it prints the wall time of a cold analysis as `analyze` runs by default (JSON
-parsed, Parquet cache written, every table, plot and the HTML pages: a page for every
-run up to 20 runs, above that for the runs that show a problem, and no synthetic run
-does), of a warm one (the same runs again: Parquet cache read) and of a cold one with
+Per size it prints the wall time of a cold analysis as `analyze` runs by default (histories
+read, each run's tables computed and cached, every table, plot and the HTML pages: a page
+for every run up to 20 runs, above that for the runs that show a problem, and no synthetic
+run does), of a warm one (the same runs again: their tables read from the cache) and of a cold one with
 every run's page (`--run-reports all`; each page is ~0.2 s of matplotlib), all in one
 Spark session started beforehand, whose start is printed on its own. Goal on the 2-core
 reference machine: 100 runs in 20 s, and time growing linearly with the number of runs.

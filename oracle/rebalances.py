@@ -29,11 +29,11 @@ import math
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import vocabulary as ev
 from .history import Event, History, Instant, MemberSlot, TopicPartition
-from .ownership import Ownership, ownership_of
+from .ownership import Ownership, Session, ownership_of
 
 COMPLETED = "completed"
 SUPERSEDED = "superseded"  # a newer generation started before every member had its assignment
@@ -208,7 +208,7 @@ class _Measurement:
         self.teardown_from = teardown_from(history)
         releases = history.named(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST)  # in time order
         self.releases = ([e["mono_ms"] for e in releases], releases)
-        self.handovers = self._handovers()
+        self.handovers = handovers(history)
 
     def run(self) -> list[Rebalance]:
         generations = sorted(self.joined)
@@ -298,17 +298,28 @@ class _Measurement:
 
     def stop_the_world(self, generation: int) -> dict[str, float]:
         """Per partition handed out in this generation: how long nobody owned it."""
-        return {str(tp): gap for tp, gap in self.handovers.get(generation, [])}
+        return {str(h.tp): h.unowned_ms for h in self.handovers.get(generation, [])}
 
-    def _handovers(self) -> dict[int, list[tuple[TopicPartition, float]]]:
-        """generation -> (partition, unowned ms) for each hand-over of a partition in it, in
-        session order (the last one per partition wins): from the latest end of any earlier
-        session of the partition (none still open) to the new session's start. One pass."""
-        out: dict[int, list[tuple[TopicPartition, float]]] = defaultdict(list)
-        for tp in self.ownership.partitions():
+
+class Handover(NamedTuple):
+    tp: TopicPartition
+    unowned_ms: float  # from the latest end of any earlier session of the partition to this one's start
+    session: Session  # the new owner's
+
+
+def handovers(history: History) -> dict[int, list[Handover]]:
+    """generation -> each hand-over of a partition in it, in session order (the last one per
+    partition wins): from the latest end of any earlier session of the partition (none still
+    open) to the new session's start. One pass."""
+    def compute() -> dict[int, list[Handover]]:
+        ownership = ownership_of(history)
+        out: dict[int, list[Handover]] = defaultdict(list)
+        for tp in ownership.partitions():
             released = -math.inf  # running maximum of earlier sessions' ends
-            for i, s in enumerate(self.ownership.of_partition(tp)):
+            for i, s in enumerate(ownership.of_partition(tp)):
                 if i and s.generation is not None:
-                    out[s.generation].append((tp, max(0.0, s.start_ms - released) if released != math.inf else 0.0))
+                    gap = max(0.0, s.start_ms - released) if released != math.inf else 0.0
+                    out[s.generation].append(Handover(tp, gap, s))
                 released = max(released, s.end_ms)
         return out
+    return history.memo("handovers", compute)

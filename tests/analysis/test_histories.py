@@ -16,10 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from analysis import class_archive
-from analysis.ingest import HISTORY, VERDICT, find_runs, load_events
+from analysis.cache import TableCache
 from analysis.job import analyze
 from analysis.pages import EVERY_RUN_PAGE_UP_TO, shows_problem
-from analysis.session import CONF, SHUFFLE_PARTITIONS, TASK_INPUT_BYTES
+from analysis.runs import HISTORY, VERDICT, find_runs
+from analysis.session import CONF, SHUFFLE_PARTITIONS
 from analysis.synthetic import PROTOCOLS, SynthSpec, write_run
 from harness.cli import main as lab
 from oracle import check_history, load_history
@@ -109,7 +110,7 @@ def _damaged(root: Path, template: Path) -> dict[str, str]:
     copy("half-written", "".join(lines[:200]), verdict=False)  # the harness died before the verdict
     copy("no-history", None)
     copy("empty-history", "")
-    return {"torn-middle": "line 41 is not a JSON event", "half-written": "no verdict.json",
+    return {"torn-middle": "damaged: history.jsonl line 41: not a JSON event", "half-written": "no verdict.json",
             "no-history": "no history.jsonl", "empty-history": "history.jsonl is empty"}
 
 
@@ -237,26 +238,32 @@ def test_tables_are_written_as_parquet_and_csv_and_reports_are_self_contained(sp
     assert f"Pages drawn for {len(result.run_reports)} of the {len(result.runs)} runs" in result.report.read_text()
 
 
-def test_an_analysis_of_a_few_mb_runs_most_stages_in_one_task_in_a_session_of_its_own(spark, runs, tmp_path):
-    assert sum(h.stat().st_size for h in runs.glob(f"synth-consumer-*/{HISTORY}")) < TASK_INPUT_BYTES
+def test_an_analysis_is_a_handful_of_spark_jobs_in_a_session_of_its_own(spark, runs, tmp_path):
+    """One job reads every history (a few runs a task), then two summaries and a write per table:
+    not a job per step of a derivation, whose fixed cost used to be most of an analysis."""
     tracker = spark.sparkContext.statusTracker()
     before = set(tracker.getJobIdsForGroup())
-    analyze([str(runs / "synth-consumer-*")], tmp_path / "out", spark=spark, run_reports="none")
-    stages = [tracker.getStageInfo(s) for j in set(tracker.getJobIdsForGroup()) - before
-              for s in tracker.getJobInfo(j).stageIds]
-    tasks = [s.numTasks for s in stages if s is not None]
-    # all but a few: reading the histories and numbering their lines (spark.default.parallelism tasks),
-    # unions (a partition per input)
-    assert len(tasks) > 50 and sum(n == 1 for n in tasks) >= 0.8 * len(tasks), tasks
+    result = analyze([str(runs / "synth-*")], tmp_path / "out", spark=spark, run_reports="none")
+    jobs = [tracker.getJobInfo(j) for j in set(tracker.getJobIdsForGroup()) - before]
+    tasks = sorted(sum(tracker.getStageInfo(s).numTasks for s in job.stageIds) for job in jobs)
+    assert len(result.runs) == len(SYNTHETIC) and len(jobs) <= 20, len(jobs)
+    assert tasks[-1] >= 2 * spark.sparkContext.defaultParallelism  # the histories: several tasks, both cores
     assert spark.conf.get(SHUFFLE_PARTITIONS) == CONF[SHUFFLE_PARTITIONS]  # the analysis had its own session
 
 
-def test_a_second_read_comes_from_the_parquet_cache(spark, result, runs):
+def test_a_second_analysis_reads_the_cache_and_a_changed_history_is_read_again(spark, runs, tmp_path):
     found, _ = find_runs([str(runs / "synth-consumer-*")])
-    again = load_events(spark, found, result.out / "cache")
+    first = analyze([str(runs / "synth-consumer-*")], tmp_path / "out", spark=spark, run_reports="none")
+    assert sorted(first.parsed) == sorted(r.run for r in found) and first.cached == []
+    again = analyze([str(runs / "synth-consumer-*")], tmp_path / "out", spark=spark, run_reports="none")
     assert again.parsed == [] and sorted(again.cached) == sorted(r.run for r in found)
-    oracle_events = sum(len(load_history(r.path / HISTORY)) for r in found)
-    assert again.events.count() == oracle_events
+    assert again.tables == first.tables
+    cache = TableCache(tmp_path / "out" / "cache")
+    assert all(cache.get(r) is not None for r in found)
+    changed = found[0].history
+    changed.write_text(changed.read_text())  # another mtime: the cache cannot know it is the same history
+    third = analyze([str(runs / "synth-consumer-*")], tmp_path / "out", spark=spark, run_reports="none")
+    assert third.parsed == [found[0].run] and third.tables == first.tables
 
 
 def test_nothing_to_analyse_is_bad_input_naming_each_directory(damaged):

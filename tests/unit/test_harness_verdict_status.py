@@ -154,7 +154,7 @@ def test_check_of_a_killed_run_is_incomplete_and_says_why(tmp_path, history_buil
 
 
 def test_analysis_skips_a_run_whose_rewritten_verdict_is_incomplete(tmp_path, history_builder):
-    from analysis.ingest import find_runs
+    from analysis.runs import find_runs
 
     d = run_dir(tmp_path, story(history_builder(topics={"events": 1}), done=False), {"state": "interrupted"})
     assert check(str(d), "--write").exit_code == 4

@@ -1,0 +1,265 @@
+"""One run's tables, worked out by the oracle's own definitions (no Spark here: a Spark task
+calls `tables_of` once per run, analysis.job).
+
+Every figure about one run is the oracle's: rebalances, their phases and explanations
+(oracle.rebalances, oracle.explain), ownership sessions and hand-overs
+(oracle.ownership), duplicates and whether each is explained
+(oracle.checks.duplicates), acknowledged and consumed offsets (oracle.history). What is
+added here is only what the analysis asks and a verdict does not:
+
+- a fault's window (its start to its heal, its failure or the end of the run) and the
+  first rebalance that started within it (plus `DETECTION_GRACE_MS`): how long the group
+  took to notice; a rebalance is attributed to the latest fault started at or before it
+  and not over for longer than that grace;
+- the observer's lag samples of this run's group, and per run its peak and final lag;
+- throughput: produced records per second of workload, deliveries per second of consuming;
+- every time also in seconds since the run started (`*_s`), and each row labelled with the
+  run.
+
+Each table is a list of dicts named by the column names of `analysis.schema.TABLES`.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from oracle import vocabulary as ev
+from oracle.checks.duplicates import redeliveries_of
+from oracle.explain import explain_rebalances
+from oracle.history import History, HistoryError, load_history
+from oracle.ownership import ownership_of
+from oracle.rebalances import COMPLETED, handovers, rebalances_of
+
+DETECTION_GRACE_MS = 30_000.0
+NO_FAULT = "none"
+Row = dict[str, Any]
+
+
+class RunRef(NamedTuple):
+    """One run directory, as a task is given it (analysis.runs.RunDir.ref)."""
+
+    key: str  # stable across analyses (the cache's key)
+    run: str  # its label in this analysis
+    path: str
+    kafka: str
+
+
+def tables_of(run: RunRef) -> tuple[str, dict[str, list[Row]] | str]:
+    """(run key, its tables) — or (run key, why the run is damaged): its history is not one the
+    oracle can read (the reason names the line)."""
+    try:
+        history = History(load_history(Path(run.path) / "history.jsonl"))
+    except HistoryError as e:
+        return run.key, f"damaged: history.jsonl{f' line {e.line}' if e.line else ''}: {e.reason}"
+    try:
+        return run.key, _RunTables(run, history).tables()
+    except Exception as e:  # one run the code cannot read is skipped and named, not the whole analysis lost
+        return run.key, f"not analysed: {type(e).__name__}: {e}"
+
+
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _text(value: Any) -> str | None:
+    """A field some writers give as an object (fault params, details): its JSON text."""
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+class _RunTables:
+    def __init__(self, run: RunRef, history: History):
+        self.run, self.h = run, history
+        self.t0 = history.t0
+        self.label = {"run_key": run.key, "run": run.run}
+
+    def secs(self, mono_ms: float | None) -> float | None:
+        return None if mono_ms is None else round((mono_ms - self.t0) / 1000.0, 6)
+
+    def tables(self) -> dict[str, list[Row]]:
+        every = rebalances_of(self.h)
+        rebalances = [r for r in every if not r.teardown]
+        faults = self.faults(rebalances)
+        out = {
+            "rebalances": self.rebalances(rebalances, faults),
+            "ownership": self.ownership(),
+            "faults": faults,
+            "lag": self.lag(),
+            "commit_failures": self.commit_failures(),
+            "duplicates": self.duplicates(),
+            "records": self.records(),
+        }
+        out["stop_the_world"] = self.stop_the_world(out["rebalances"], {r.generation for r in every if r.teardown})
+        out["runs"] = [self.summary(out, sum(r.teardown for r in every))]
+        for f in faults:
+            del f["_order"]
+        return out
+
+    # -- rebalances and faults ---------------------------------------------------------------
+
+    def faults(self, rebalances: list) -> list[Row]:
+        h, rows = self.h, []
+        ends = h.named(ev.FAULT_HEALED, ev.FAULT_FAILED)
+        started = [e for e in h.events if e["name"] == ev.FAULT_STARTED]  # in history order
+        order = {id(e): i for i, e in enumerate(h.events)}
+        for e in started:
+            end = next((x for x in ends if x.get("fault_id") == e.get("fault_id") and order[id(x)] > order[id(e)]), None)
+            start, stop = e["mono_ms"], end["mono_ms"] if end else h.end.mono_ms
+            noticed = min(((r.start.mono_ms, r.generation) for r in rebalances
+                           if r.start and start <= r.start.mono_ms <= stop + DETECTION_GRACE_MS), default=None)
+            rows.append({**self.label, "fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
+                         "params": _text(e.get("params")), "details": _text(e.get("details")),
+                         "start_mono": float(start), "end_mono": float(stop),
+                         "healed_how": (end.get("how") or "failed") if end else None,
+                         "detected_generation": noticed[1] if noticed else None,
+                         "detection_ms": _r(noticed[0] - start) if noticed else None,
+                         "start_s": self.secs(start), "end_s": self.secs(stop), "_order": order[id(e)]})
+        return rows
+
+    def rebalances(self, rebalances: list, faults: list[Row]) -> list[Row]:
+        explained = explain_rebalances(self.h)
+        rows = []
+        for r in rebalances:
+            d = r.to_dict()
+            x = explained.get(r.generation)
+            x = x.to_dict() if x else {}
+            start = r.start.mono_ms if r.start else None
+            # the latest fault started by then and not over for longer than the grace
+            fault = max((f for f in faults if start is not None
+                         and f["start_mono"] <= start <= f["end_mono"] + DETECTION_GRACE_MS),
+                        key=lambda f: (f["start_mono"], f["_order"]), default=None)
+            rows.append({
+                **self.label, **{k: d[k] for k in (
+                    "generation", "status", "superseded_by", "members", "leader", "start_ts", "end_ts", "duration_ms",
+                    "assigned_ms", "stabilized_ms", "trigger", "coordinator_reason", "detect_ms", "join_ms", "sync_ms",
+                    "coordinator_ms", "coordinator_members", "start_vs_coordinator_ms", "stabilized_vs_coordinator_ms",
+                    "partitions_moved", "unowned_ms", "max_unowned_ms")},
+                "start_mono": start, "end_mono": r.end.mono_ms if r.end else None,
+                "fault_id": fault["fault_id"] if fault else None, "fault_kind": fault["kind"] if fault else NO_FAULT,
+                "start_s": self.secs(start), "end_s": self.secs(r.end.mono_ms if r.end else None),
+                "cause": x.get("cause"), "waited_for": x.get("waited_for"), "explanation": x.get("explanation")})
+        return rows
+
+    def stop_the_world(self, rebalances: list[Row], teardown: set[int]) -> list[Row]:
+        """Per partition handed out in a generation of the run: how long it had no owner, and who got it."""
+        of = {r["generation"]: r for r in rebalances}
+        rows = []
+        for generation, handed in sorted(handovers(self.h).items()):
+            if generation in teardown:
+                continue
+            last = {h.tp: h for h in handed}  # the last hand-over of a partition in the generation
+            r = of.get(generation, {})
+            rows += [{**self.label, "generation": generation, "topic": tp.topic, "partition": tp.partition,
+                      "partition_label": str(tp), "unowned_ms": _r(h.unowned_ms), "member": h.session.slot.member,
+                      "status": r.get("status"), "fault_kind": r.get("fault_kind")} for tp, h in last.items()]
+        return rows
+
+    # -- ownership, records, commits, lag ------------------------------------------------------
+
+    def ownership(self) -> list[Row]:
+        rows, numbered = [], defaultdict(int)
+        for s in sorted(ownership_of(self.h).sessions, key=lambda s: s.start_ms):
+            numbered[s.slot, s.tp] += 1
+            end = s.end.mono_ms if s.end else None
+            rows.append({**self.label, "topic": s.tp.topic, "partition": s.tp.partition, "partition_label": str(s.tp),
+                         "member": s.slot.member, "inc": s.slot.incarnation, "slot": str(s.slot),
+                         "session_no": numbered[s.slot, s.tp], "generation": s.generation, "member_id": s.member_id,
+                         "start_mono": s.start.mono_ms, "end_mono": end, "start_ts": s.start.ts,
+                         "end_ts": s.end.ts if s.end else None, "start_s": self.secs(s.start.mono_ms),
+                         "end_s": self.secs(end)})
+        return rows
+
+    def records(self) -> list[Row]:
+        h = self.h
+        rows = []
+        for tp in sorted(set(h.acked) | set(h.consumed)):
+            acked, consumed = h.acked.get(tp), h.consumed.get(tp)
+            rows.append({**self.label, "topic": tp.topic, "partition": tp.partition,
+                         "acked": len(acked) if acked else 0, "consumed": len(consumed) if consumed else 0,
+                         "unconsumed": len(acked - consumed) if acked and consumed else len(acked) if acked else 0})
+        return rows
+
+    def duplicates(self) -> list[Row]:
+        by_tp: dict = defaultdict(lambda: [0, 0])
+        for r in redeliveries_of(self.h).redeliveries:
+            by_tp[r.tp][0] += r.count
+            by_tp[r.tp][1] += r.count if r.explained else 0
+        return [{**self.label, "topic": tp.topic, "partition": tp.partition, "partition_label": str(tp),
+                 "duplicates": n, "explained": x, "unexplained": n - x} for tp, (n, x) in sorted(by_tp.items())]
+
+    def commit_failures(self) -> list[Row]:
+        """Failed commits per error, one per partition entry (as the oracle counts them)."""
+        failed: dict[tuple, int] = defaultdict(int)
+        for e in self.h.named(ev.OFFSETS_COMMITTED):
+            if not e.get("success"):
+                failed[e.get("error_code") or "none", e.get("error") or "unknown"] += len(e.get(ev.OFFSETS) or ())
+        return [{**self.label, "error_code": code, "error": error, "failed": n}
+                for (code, error), n in sorted(failed.items()) if n]
+
+    def lag(self) -> list[Row]:
+        """The observer's samples of this run's group (a shared observer could describe others)."""
+        group, rows = self.h.group, []
+        for ord_, e in enumerate(self.h.events, 1):
+            if e["name"] != ev.LAG_SAMPLED or (group is not None and e.get("group") not in (None, group)):
+                continue
+            for x in e.get("partitions") or ():
+                rows.append({**self.label, "ord": ord_, "mono_ms": e["mono_ms"], "ts": e.get("ts"),
+                             "topic": x.get("topic"), "partition": x.get("partition"), "lag": x.get("lag"),
+                             "committed": x.get("committed"), "high_watermark": x.get("high_watermark"),
+                             "partition_label": f"{x.get('topic')}-{x.get('partition')}", "t_s": self.secs(e["mono_ms"])})
+        return rows
+
+    # -- the run's row -----------------------------------------------------------------------------
+
+    def summary(self, t: dict[str, list[Row]], teardown_rebalances: int) -> Row:
+        h, run = self.h, self.h.run
+        phase = {}
+        for e in h.named(ev.PHASE):
+            phase.setdefault(e.get("phase"), e["mono_ms"])
+        workload_start = min((phase[p] for p in ("warmup", "workload") if p in phase), default=None)
+        times = [e["mono_ms"] for e in h.events]
+        t_end = max(times, default=0.0)
+        acked = sum(r["acked"] for r in t["records"])
+        unconsumed = sum(r["unconsumed"] for r in t["records"])
+        consumptions = h.consumptions
+        deliveries = sum(c.hi - c.lo + 1 for c in consumptions)
+        consume_s = ((max(c.at.mono_ms for c in consumptions) - min(c.at.mono_ms for c in consumptions)) / 1000.0
+                     if consumptions else 0.0)
+        workload_s = (phase.get("recovery", t_end) - (workload_start if workload_start is not None else self.t0)) / 1000.0
+        totals: dict[int, int] = {}
+        for x in t["lag"]:
+            totals[x["ord"]] = totals.get(x["ord"], 0) + (x["lag"] or 0)
+        kinds = sorted({f["kind"] for f in t["faults"] if f["kind"] is not None})
+        completed = [r for r in t["rebalances"] if r["status"] == COMPLETED]
+        durations = [r["duration_ms"] for r in t["rebalances"] if r["duration_ms"] is not None]
+        finished = h.last(ev.RUN_FINISHED) or {}
+        ok, failed = h.commit_outcomes()
+        return {
+            **self.label, "path": self.run.path, "scenario": run.get("scenario") or "unknown",
+            "protocol": run.get("protocol") or "unknown", "assignor": run.get("assignor") or "unknown",
+            "kafka": self.run.kafka, "seed": run.get("seed"), "group": run.get("group"),
+            "faults": "+".join(kinds) or NO_FAULT, "fault_kinds": kinds or [NO_FAULT],
+            "outcome": finished.get("outcome"), "done": h.done is not None, "events": len(h.events),
+            "duration_s": round((t_end - self.t0) / 1000.0, 3),
+            "acked": acked, "consumed": sum(r["consumed"] for r in t["records"]), "deliveries": deliveries,
+            "duplicates": sum(r["duplicates"] for r in t["duplicates"]),
+            "duplicates_explained": sum(r["explained"] for r in t["duplicates"]),
+            "lost_records": unconsumed if h.done is not None else None, "unconsumed": unconsumed,
+            "rebalances": len(t["rebalances"]), "rebalances_completed": len(completed),
+            "teardown_rebalances": teardown_rebalances,
+            "rebalance_total_ms": round(sum(durations), 3), "rebalance_max_ms": max(durations, default=None),
+            "stw_total_ms": round(sum(r["unowned_ms"] for r in t["stop_the_world"]), 3),
+            "stw_max_ms": max((r["max_unowned_ms"] for r in t["rebalances"] if r["max_unowned_ms"] is not None),
+                              default=None),
+            "peak_lag": max(totals.values(), default=None),
+            "final_lag": totals[max(totals)] if totals else None,
+            # from the workload's end (the producer stopped) until the group was stable and the lag drained
+            "drain_s": _r((phase["done"] - phase["recovery"]) / 1000.0) if "done" in phase and "recovery" in phase
+            else None,
+            "produce_rps": _r(acked / workload_s) if workload_s > 0 else None,
+            "consume_rps": _r(deliveries / consume_s) if consume_s > 0 else None,
+            "commits_ok": ok, "commits_failed": sum(failed.values()),
+            "faults_injected": len(t["faults"]),
+            "faults_detected": sum(f["detected_generation"] is not None for f in t["faults"]),
+        }
