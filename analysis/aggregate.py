@@ -32,7 +32,7 @@ RUN_KEYS = ["run_key", "run", "protocol", "assignor", "kafka", "scenario", "faul
 
 def metric_rows(tables: dict[str, list[dict]]) -> list[dict]:
     """The long table, from the per-run tables (analysis.schema), by name: one row per figure
-    (columns: analysis.schema.METRICS)."""
+    (columns: analysis.schema.TABLES["metrics"])."""
     runs = {r["run_key"]: {k: r[k] for k in RUN_KEYS} for r in tables["runs"]}
     out = []
 

@@ -4,13 +4,16 @@ instead of reading the histories again.
 One JSON file per run (`<run key>.json`) holds its tables with what they were computed
 from: the history's size and mtime, and a digest of the code that computed them (the
 oracle and analysis.run_tables). A run whose history changed, or an analysis by other
-code, computes them again. The run's label is not kept: it is this analysis's.
+code, computes them again. What belongs to this analysis rather than to the history —
+the run's label, its path as given, its Kafka line (scenario.yaml) — is set again on
+reading. The cache is a convenience: a file that cannot be read or written is a miss.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+import shutil
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,6 +24,10 @@ import oracle
 from . import run_tables
 from .run_tables import Row
 from .runs import RunDir
+from .schema import PER_RUN
+
+# what an older analysis kept here (parsed histories as Parquet): nothing reads it any more
+_LEGACY = ("events", "manifest.json")
 
 
 @lru_cache(maxsize=1)
@@ -32,33 +39,43 @@ def code_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+def _well_formed(tables: object) -> bool:
+    return (isinstance(tables, dict) and set(tables) == set(PER_RUN)
+            and all(isinstance(rows, list) and all(isinstance(r, dict) for r in rows) for rows in tables.values()))
+
+
 class TableCache:
     def __init__(self, directory: Path):
         self.directory = Path(directory)
+        self._swept = False
 
     def _path(self, run: RunDir) -> Path:
         return self.directory / f"{run.key}.json"
 
     def get(self, run: RunDir) -> dict[str, list[Row]] | None:
-        """The run's tables, labelled for this analysis; None: not kept, or kept from another
-        history or other code."""
+        """The run's tables, labelled for this analysis; None: not kept, kept from another history
+        or other code, or unreadable."""
         try:
             kept = orjson.loads(self._path(run).read_bytes())
         except (OSError, ValueError):
             return None
-        if not isinstance(kept, dict) or kept.get("fingerprint") != run.fingerprint or kept.get("code") != code_digest():
+        if (not isinstance(kept, dict) or kept.get("fingerprint") != run.fingerprint
+                or kept.get("code") != code_digest() or not _well_formed(kept.get("tables"))):
             return None
-        tables = kept.get("tables")
-        if not isinstance(tables, dict):
-            return None
-        for rows in tables.values():
-            for row in rows:
-                row["run"] = run.run
-        return tables
+        return run.own(kept["tables"])
 
     def put(self, run: RunDir, tables: dict[str, list[Row]]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self._path(run)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"fingerprint": run.fingerprint, "code": code_digest(), "tables": tables}))
-        tmp.replace(target)
+        """Keep the run's tables; a cache that cannot be written is only a cache (nothing is lost)."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if not self._swept:
+                self._swept = True
+                for name in _LEGACY:
+                    legacy = self.directory / name
+                    shutil.rmtree(legacy, ignore_errors=True) if legacy.is_dir() else legacy.unlink(missing_ok=True)
+            target = self._path(run)
+            tmp = target.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
+            tmp.write_bytes(orjson.dumps({"fingerprint": run.fingerprint, "code": code_digest(), "tables": tables}))
+            tmp.replace(target)
+        except OSError:
+            pass

@@ -41,7 +41,7 @@ from .cache import TableCache
 from .pages import RunPages, runs_with_pages
 from .run_tables import Row, tables_of
 from .runs import RunDir, Skipped, failed_runs, find_runs
-from .schema import PER_RUN, TABLES, as_tuples
+from .schema import PER_RUN, TABLES, as_tuples, typed
 
 ORDER = {  # deterministic row order for every output (identical results on any master)
     "runs": ["run"],
@@ -130,7 +130,7 @@ def _computed(spark, runs: list[RunDir], cache: TableCache) -> tuple[dict[str, d
         if isinstance(result, str):
             skipped.append(Skipped(str(run.path), result))
         else:
-            tables[key] = result
+            tables[key] = run.own(result)
             computed.append(run)
             cache.put(run, result)
     return tables, skipped, computed
@@ -178,7 +178,8 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         if not good:
             raise NoRuns(skipped)
         collected: dict[str, list[dict]] = {
-            name: _in_order((row for r in good for row in per_run[r.key][name]), ORDER[name]) for name in PER_RUN}
+            name: typed(name, _in_order((row for r in good for row in per_run[r.key][name]), ORDER[name]))
+            for name in PER_RUN}
         timings["per-run"] = time.monotonic() - t
         paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:
@@ -190,7 +191,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
 
         t = time.monotonic()
         progress("comparing runs")
-        collected["metrics"] = _in_order(metric_rows(collected), ORDER["metrics"])
+        collected["metrics"] = typed("metrics", _in_order(metric_rows(collected), ORDER["metrics"]))
         rows = spark.createDataFrame(as_tuples("metrics", collected["metrics"]), TABLES["metrics"])
         summaries = dict(zip(("by_group", "by_dimension"), pool.map(
             lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension))))

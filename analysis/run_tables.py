@@ -1,11 +1,12 @@
 """One run's tables, worked out by the oracle's own definitions (no Spark here: a Spark task
 calls `tables_of` once per run, analysis.job).
 
-Every figure about one run is the oracle's: rebalances, their phases and explanations
-(oracle.rebalances, oracle.explain), ownership sessions and hand-overs
-(oracle.ownership), duplicates and whether each is explained
-(oracle.checks.duplicates), acknowledged and consumed offsets (oracle.history). What is
-added here is only what the analysis asks and a verdict does not:
+Every figure about one run is the oracle's: rebalances, their phases, hand-overs and
+explanations (oracle.rebalances, oracle.explain), ownership sessions (oracle.ownership),
+duplicates and whether each is explained (oracle.checks.duplicates), acknowledged and
+consumed offsets and failed commits (oracle.history), the run's counts
+(oracle.verdict.run_stats). What is added here is only what the analysis asks and a
+verdict does not:
 
 - a fault's window (its start to its heal, its failure or the end of the run) and the
   first rebalance that started within it (plus `DETECTION_GRACE_MS`): how long the group
@@ -16,7 +17,9 @@ added here is only what the analysis asks and a verdict does not:
 - every time also in seconds since the run started (`*_s`), and each row labelled with the
   run.
 
-Each table is a list of dicts named by the column names of `analysis.schema.TABLES`.
+Each table is a list of dicts named by the column names of `analysis.schema.TABLES`. A
+history the oracle cannot read, or one this code fails on, costs that run only: it comes
+back as the reason, and the analysis names it among the skipped.
 """
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ from oracle.checks.duplicates import redeliveries_of
 from oracle.explain import explain_rebalances
 from oracle.history import History, HistoryError, load_history
 from oracle.ownership import ownership_of
-from oracle.rebalances import COMPLETED, handovers, rebalances_of
+from oracle.rebalances import COMPLETED, handovers, run_rebalances
+from oracle.verdict import run_stats
 
 DETECTION_GRACE_MS = 30_000.0
 NO_FAULT = "none"
@@ -50,11 +54,10 @@ def tables_of(run: RunRef) -> tuple[str, dict[str, list[Row]] | str]:
     """(run key, its tables) — or (run key, why the run is damaged): its history is not one the
     oracle can read (the reason names the line)."""
     try:
-        history = History(load_history(Path(run.path) / "history.jsonl"))
+        return run.key, _RunTables(run, History(load_history(Path(run.path) / "history.jsonl"))).tables()
     except HistoryError as e:
-        return run.key, f"damaged: history.jsonl{f' line {e.line}' if e.line else ''}: {e.reason}"
-    try:
-        return run.key, _RunTables(run, history).tables()
+        return run.key, (f"damaged: history.jsonl line {e.line}: {e.reason}" if e.line
+                         else f"history.jsonl: {e.reason}")
     except Exception as e:  # one run the code cannot read is skipped and named, not the whole analysis lost
         return run.key, f"not analysed: {type(e).__name__}: {e}"
 
@@ -78,20 +81,20 @@ class _RunTables:
         return None if mono_ms is None else round((mono_ms - self.t0) / 1000.0, 6)
 
     def tables(self) -> dict[str, list[Row]]:
-        every = rebalances_of(self.h)
-        rebalances = [r for r in every if not r.teardown]
+        rebalances = run_rebalances(self.h)
         faults = self.faults(rebalances)
         out = {
             "rebalances": self.rebalances(rebalances, faults),
             "ownership": self.ownership(),
             "faults": faults,
             "lag": self.lag(),
-            "commit_failures": self.commit_failures(),
+            "commit_failures": [{**self.label, "error_code": code, "error": error, "failed": n}
+                                for (code, error), n in self.h.commit_failures().items()],
             "duplicates": self.duplicates(),
             "records": self.records(),
         }
-        out["stop_the_world"] = self.stop_the_world(out["rebalances"], {r.generation for r in every if r.teardown})
-        out["runs"] = [self.summary(out, sum(r.teardown for r in every))]
+        out["stop_the_world"] = self.stop_the_world(out["rebalances"])
+        out["runs"] = [self.summary(out)]
         for f in faults:
             del f["_order"]
         return out
@@ -99,26 +102,33 @@ class _RunTables:
     # -- rebalances and faults ---------------------------------------------------------------
 
     def faults(self, rebalances: list) -> list[Row]:
+        """A fault's window: from its start to its heal or failure, else the end of the run (a heal
+        without a fault id could be any fault's: it ends none)."""
         h, rows = self.h, []
-        ends = h.named(ev.FAULT_HEALED, ev.FAULT_FAILED)
-        started = [e for e in h.events if e["name"] == ev.FAULT_STARTED]  # in history order
-        order = {id(e): i for i, e in enumerate(h.events)}
-        for e in started:
-            end = next((x for x in ends if x.get("fault_id") == e.get("fault_id") and order[id(x)] > order[id(e)]), None)
+        marks = h.named(ev.FAULT_STARTED, ev.FAULT_HEALED, ev.FAULT_FAILED)  # in history order
+        for i, e in enumerate(marks):
+            if e["name"] != ev.FAULT_STARTED:
+                continue
+            fault_id = e.get("fault_id")
+            end = next((x for x in marks[i + 1:] if x["name"] != ev.FAULT_STARTED and fault_id is not None
+                        and x.get("fault_id") == fault_id), None)
             start, stop = e["mono_ms"], end["mono_ms"] if end else h.end.mono_ms
             noticed = min(((r.start.mono_ms, r.generation) for r in rebalances
                            if r.start and start <= r.start.mono_ms <= stop + DETECTION_GRACE_MS), default=None)
-            rows.append({**self.label, "fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
+            rows.append({**self.label, "fault_id": fault_id, "kind": e.get("kind"), "target": e.get("target"),
                          "params": _text(e.get("params")), "details": _text(e.get("details")),
-                         "start_mono": float(start), "end_mono": float(stop),
+                         "start_mono": start, "end_mono": stop,
                          "healed_how": (end.get("how") or "failed") if end else None,
                          "detected_generation": noticed[1] if noticed else None,
                          "detection_ms": _r(noticed[0] - start) if noticed else None,
-                         "start_s": self.secs(start), "end_s": self.secs(stop), "_order": order[id(e)]})
+                         "start_s": self.secs(start), "end_s": self.secs(stop), "_order": i})
         return rows
 
     def rebalances(self, rebalances: list, faults: list[Row]) -> list[Row]:
-        explained = explain_rebalances(self.h)
+        try:
+            explained = explain_rebalances(self.h)
+        except Exception:  # as in the verdict: an explanation that cannot be worked out costs only itself
+            explained = {}
         rows = []
         for r in rebalances:
             d = r.to_dict()
@@ -141,18 +151,15 @@ class _RunTables:
                 "cause": x.get("cause"), "waited_for": x.get("waited_for"), "explanation": x.get("explanation")})
         return rows
 
-    def stop_the_world(self, rebalances: list[Row], teardown: set[int]) -> list[Row]:
-        """Per partition handed out in a generation of the run: how long it had no owner, and who got it."""
-        of = {r["generation"]: r for r in rebalances}
+    def stop_the_world(self, rebalances: list[Row]) -> list[Row]:
+        """Per partition handed out in a generation of the run (not the teardown's): how long it had
+        no owner, and who got it."""
         rows = []
-        for generation, handed in sorted(handovers(self.h).items()):
-            if generation in teardown:
-                continue
-            last = {h.tp: h for h in handed}  # the last hand-over of a partition in the generation
-            r = of.get(generation, {})
-            rows += [{**self.label, "generation": generation, "topic": tp.topic, "partition": tp.partition,
-                      "partition_label": str(tp), "unowned_ms": _r(h.unowned_ms), "member": h.session.slot.member,
-                      "status": r.get("status"), "fault_kind": r.get("fault_kind")} for tp, h in last.items()]
+        for r in rebalances:
+            for tp, h in handovers(self.h).get(r["generation"], {}).items():
+                rows.append({**self.label, "generation": r["generation"], "topic": tp.topic, "partition": tp.partition,
+                             "partition_label": str(tp), "unowned_ms": _r(h.unowned_ms),
+                             "member": h.session.slot.member, "status": r["status"], "fault_kind": r["fault_kind"]})
         return rows
 
     # -- ownership, records, commits, lag ------------------------------------------------------
@@ -188,20 +195,11 @@ class _RunTables:
         return [{**self.label, "topic": tp.topic, "partition": tp.partition, "partition_label": str(tp),
                  "duplicates": n, "explained": x, "unexplained": n - x} for tp, (n, x) in sorted(by_tp.items())]
 
-    def commit_failures(self) -> list[Row]:
-        """Failed commits per error, one per partition entry (as the oracle counts them)."""
-        failed: dict[tuple, int] = defaultdict(int)
-        for e in self.h.named(ev.OFFSETS_COMMITTED):
-            if not e.get("success"):
-                failed[e.get("error_code") or "none", e.get("error") or "unknown"] += len(e.get(ev.OFFSETS) or ())
-        return [{**self.label, "error_code": code, "error": error, "failed": n}
-                for (code, error), n in sorted(failed.items()) if n]
-
     def lag(self) -> list[Row]:
         """The observer's samples of this run's group (a shared observer could describe others)."""
-        group, rows = self.h.group, []
-        for ord_, e in enumerate(self.h.events, 1):
-            if e["name"] != ev.LAG_SAMPLED or (group is not None and e.get("group") not in (None, group)):
+        ours, rows = {id(e) for e in self.h.of_our_group(ev.LAG_SAMPLED)}, []
+        for ord_, e in enumerate(self.h.events, 1):  # `ord`: the sample's place in the history
+            if id(e) not in ours:
                 continue
             for x in e.get("partitions") or ():
                 rows.append({**self.label, "ord": ord_, "mono_ms": e["mono_ms"], "ts": e.get("ts"),
@@ -212,44 +210,38 @@ class _RunTables:
 
     # -- the run's row -----------------------------------------------------------------------------
 
-    def summary(self, t: dict[str, list[Row]], teardown_rebalances: int) -> Row:
-        h, run = self.h, self.h.run
+    def summary(self, t: dict[str, list[Row]]) -> Row:
+        h, run, stats = self.h, self.h.run, run_stats(self.h)
         phase = {}
         for e in h.named(ev.PHASE):
             phase.setdefault(e.get("phase"), e["mono_ms"])
-        workload_start = min((phase[p] for p in ("warmup", "workload") if p in phase), default=None)
-        times = [e["mono_ms"] for e in h.events]
-        t_end = max(times, default=0.0)
-        acked = sum(r["acked"] for r in t["records"])
+        workload_start = min((phase[p] for p in ("warmup", "workload") if p in phase), default=self.t0)
+        t_end = max((e["mono_ms"] for e in h.events), default=0.0)
         unconsumed = sum(r["unconsumed"] for r in t["records"])
-        consumptions = h.consumptions
-        deliveries = sum(c.hi - c.lo + 1 for c in consumptions)
-        consume_s = ((max(c.at.mono_ms for c in consumptions) - min(c.at.mono_ms for c in consumptions)) / 1000.0
-                     if consumptions else 0.0)
-        workload_s = (phase.get("recovery", t_end) - (workload_start if workload_start is not None else self.t0)) / 1000.0
-        totals: dict[int, int] = {}
+        times = [c.at.mono_ms for c in h.consumptions]
+        consume_s = (max(times) - min(times)) / 1000.0 if times else 0.0
+        workload_s = (phase.get("recovery", t_end) - workload_start) / 1000.0
+        totals: dict[int, int] = {}  # the group's lag per sample
         for x in t["lag"]:
             totals[x["ord"]] = totals.get(x["ord"], 0) + (x["lag"] or 0)
         kinds = sorted({f["kind"] for f in t["faults"] if f["kind"] is not None})
-        completed = [r for r in t["rebalances"] if r["status"] == COMPLETED]
         durations = [r["duration_ms"] for r in t["rebalances"] if r["duration_ms"] is not None]
-        finished = h.last(ev.RUN_FINISHED) or {}
-        ok, failed = h.commit_outcomes()
         return {
             **self.label, "path": self.run.path, "scenario": run.get("scenario") or "unknown",
             "protocol": run.get("protocol") or "unknown", "assignor": run.get("assignor") or "unknown",
             "kafka": self.run.kafka, "seed": run.get("seed"), "group": run.get("group"),
             "faults": "+".join(kinds) or NO_FAULT, "fault_kinds": kinds or [NO_FAULT],
-            "outcome": finished.get("outcome"), "done": h.done is not None, "events": len(h.events),
+            "outcome": stats["outcome"], "done": h.done is not None, "events": stats["events"],
             "duration_s": round((t_end - self.t0) / 1000.0, 3),
-            "acked": acked, "consumed": sum(r["consumed"] for r in t["records"]), "deliveries": deliveries,
+            "acked": stats["acked"], "consumed": stats["consumed"], "deliveries": stats["deliveries"],
             "duplicates": sum(r["duplicates"] for r in t["duplicates"]),
             "duplicates_explained": sum(r["explained"] for r in t["duplicates"]),
             "lost_records": unconsumed if h.done is not None else None, "unconsumed": unconsumed,
-            "rebalances": len(t["rebalances"]), "rebalances_completed": len(completed),
-            "teardown_rebalances": teardown_rebalances,
-            "rebalance_total_ms": round(sum(durations), 3), "rebalance_max_ms": max(durations, default=None),
-            "stw_total_ms": round(sum(r["unowned_ms"] for r in t["stop_the_world"]), 3),
+            "rebalances": len(t["rebalances"]),
+            "rebalances_completed": sum(r["status"] == COMPLETED for r in t["rebalances"]),
+            "teardown_rebalances": stats["teardown_rebalances"],
+            "rebalance_total_ms": round(float(sum(durations)), 3), "rebalance_max_ms": max(durations, default=None),
+            "stw_total_ms": round(float(sum(r["unowned_ms"] for r in t["stop_the_world"])), 3),
             "stw_max_ms": max((r["max_unowned_ms"] for r in t["rebalances"] if r["max_unowned_ms"] is not None),
                               default=None),
             "peak_lag": max(totals.values(), default=None),
@@ -257,9 +249,9 @@ class _RunTables:
             # from the workload's end (the producer stopped) until the group was stable and the lag drained
             "drain_s": _r((phase["done"] - phase["recovery"]) / 1000.0) if "done" in phase and "recovery" in phase
             else None,
-            "produce_rps": _r(acked / workload_s) if workload_s > 0 else None,
-            "consume_rps": _r(deliveries / consume_s) if consume_s > 0 else None,
-            "commits_ok": ok, "commits_failed": sum(failed.values()),
+            "produce_rps": _r(stats["acked"] / workload_s) if workload_s > 0 else None,
+            "consume_rps": _r(stats["deliveries"] / consume_s) if consume_s > 0 else None,
+            "commits_ok": stats["commits"]["ok"], "commits_failed": sum(stats["commits"]["failed"].values()),
             "faults_injected": len(t["faults"]),
             "faults_detected": sum(f["detected_generation"] is not None for f in t["faults"]),
         }

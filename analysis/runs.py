@@ -35,10 +35,20 @@ class RunDir:
     def history(self) -> Path:
         return self.path / HISTORY
 
+    def own(self, tables: dict[str, list[dict]]) -> dict[str, list[dict]]:
+        """A run's tables, labelled for this analysis: its label on every row, and on its `runs` row
+        the path as given and its Kafka line (both this analysis's, not the history's)."""
+        for rows in tables.values():
+            for row in rows:
+                row["run"] = self.run
+        for row in tables["runs"]:
+            row.update(path=str(self.path), kafka=self.kafka)
+        return tables
+
     @property
     def ref(self) -> RunRef:
         """What a Spark task needs to know of it (plain values: an executor imports no more than the oracle)."""
-        return RunRef(self.key, self.run, str(self.path), self.kafka)
+        return RunRef(self.key, self.run, str(self.path.resolve()), self.kafka)  # an executor's cwd is not ours
 
 
 @dataclass

@@ -67,8 +67,14 @@ def _as(kind: str) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-def as_tuples(table: str, rows: list[dict]) -> list[tuple]:
-    """The rows as tuples in column order, each value of its column's type (a JSON history says
-    `1000` for a time Spark keeps as a double)."""
+def typed(table: str, rows: list[dict]) -> list[dict]:
+    """The rows with exactly the table's columns, each value of its column's type (a JSON history
+    says `1000` for a time the table keeps as a double): the CSV, the pages and Parquet agree."""
     convert = [(name, _as(kind)) for name, kind in columns(table)]
-    return [tuple(f(r.get(name)) for name, f in convert) for r in rows]
+    return [{name: f(r.get(name)) for name, f in convert} for r in rows]
+
+
+def as_tuples(table: str, rows: list[dict]) -> list[tuple]:
+    """Typed rows (`typed`) as tuples in column order, for Spark."""
+    names = [name for name, _ in columns(table)]
+    return [tuple(r[n] for n in names) for r in rows]

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import tempfile
 import zipfile
 from pathlib import Path
 
 DEFAULT_MASTER = "local[2]"
-# The driver's JVM lives for one analysis and does little: the histories are read in Python
-# workers, and its own queries are a few summaries over a few thousand rows. So the serial
+# The JVMs (driver and executors) live for one analysis and do little: the histories are read in
+# Python workers, and the queries are a few summaries over a few thousand rows. So the serial
 # collector (concurrent GC threads would only compete with the two task threads for the two
 # cores) and the client compiler alone: C2's optimising compiles of a JVM's first seconds
 # took the cores from the work and paid off in none of them (100 runs in a fresh process:
@@ -71,7 +72,7 @@ def ship_code(sc) -> None:
     """Send the code an executor's Python worker runs (the oracle, analysis.run_tables) with the
     job, once per application, when the executors are a cluster's: a local master's workers are
     this process's children and import what it imports."""
-    if sc.master.startswith("local") or sc.applicationId in _shipped:
+    if re.fullmatch(r"local(\[.*\])?", sc.master) or sc.applicationId in _shipped:
         return
     import oracle
 
@@ -80,12 +81,12 @@ def ship_code(sc) -> None:
     staging = Path(tempfile.mkdtemp(prefix="rebalance-lab-code-"))
     atexit.register(shutil.rmtree, staging, True)
     archive = staging / "rebalance_lab_analysis.zip"
-    analysis_dir = Path(run_tables.__file__).parent
+    oracle_dir, analysis_dir = Path(oracle.__file__).parent, Path(run_tables.__file__).parent
     with zipfile.ZipFile(archive, "w") as z:
-        for path in Path(oracle.__file__).parent.rglob("*.py"):
-            z.write(path, path.relative_to(analysis_dir.parent))
+        for path in oracle_dir.rglob("*.py"):
+            z.write(path, f"oracle/{path.relative_to(oracle_dir)}")
         for path in (analysis_dir / "__init__.py", Path(run_tables.__file__)):
-            z.write(path, path.relative_to(analysis_dir.parent))
+            z.write(path, f"analysis/{path.name}")
     sc.addPyFile(str(archive))
     _shipped.add(sc.applicationId)
 

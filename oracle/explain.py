@@ -115,7 +115,7 @@ class _Explainer:
         self.faults = history.named(ev.FAULT_STARTED)
         self.stalls = history.named(ev.POLL_STALL_STARTED)
         self.assignment_received = {e.get("generation"): e for e in
-                                    history.coordinator_events(ev.COORDINATOR_ASSIGNMENT_RECEIVED)}
+                                    history.of_our_group(ev.COORDINATOR_ASSIGNMENT_RECEIVED)}
         # Who coordinated the group over time: the observer's view of the brokers, and the project
         # coordinator's leader as the members found it.
         self.coordinators = [

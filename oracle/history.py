@@ -193,6 +193,7 @@ class Commit(NamedTuple):
     offset: int  # next offset to read
     success: bool
     error: str | None
+    error_code: Any  # the client's code for the error (an integer; null where the client gave none)
     trigger: str | None
     generation: int | None
     sent_ms: float  # started_mono_ms: ownership is judged when the request left
@@ -483,15 +484,15 @@ class History:
             slot = None
             for topic, partition, offset in _fields(e, ev.OFFSETS, (ev.TOPIC, ev.PARTITION, ev.OFFSET)):
                 if slot is None:
-                    member, source, incarnation, ts, mono_ms, generation, success, error, trigger, sent_ms = _pick(
-                        e, _HEAD + (ev.GENERATION, "success", "error", "trigger", "started_mono_ms"))
+                    member, source, incarnation, ts, mono_ms, generation, success, error, code, trigger, sent_ms = _pick(
+                        e, _HEAD + (ev.GENERATION, "success", "error", "error_code", "trigger", "started_mono_ms"))
                     slot, at, success = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms)), bool(success)
                     # librdkafka's auto commits come without the instant their request left (null):
                     # the answer is the latest it can have left.
                     sent_ms = mono_ms if sent_ms is None else sent_ms
                 key = (topic, partition)
                 commits.append(new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
-                                            trigger, generation, sent_ms, at)))
+                                            code, trigger, generation, sent_ms, at)))
         # By (sent, answered): stable sorts by the second key, then by the first.
         commits.sort(key=attrgetter("at.mono_ms"))
         commits.sort(key=attrgetter("sent_ms"))
@@ -561,8 +562,9 @@ class History:
                     pass
         return index.get(wanted, [])
 
-    def coordinator_events(self, name: str) -> list[Event]:
-        """Broker-log events for our group (a shared broker logs other groups too)."""
+    def of_our_group(self, name: str) -> list[Event]:
+        """The events of that name about our group, or about no group in particular (a shared broker
+        logs other groups too, a shared observer samples their lag)."""
         return [e for e in self.named(name) if self.group is None or e.get("group") in (None, self.group)]
 
     @property
@@ -611,10 +613,18 @@ class History:
     def commit_outcomes(self) -> tuple[int, dict[str, int]]:
         """(successful commits, failed commits by error name); one per partition entry."""
         failed: dict[str, int] = defaultdict(int)
+        for (_, error), n in self.commit_failures().items():
+            failed[error] += n
+        return sum(c.success for c in self.commits), dict(sorted(failed.items()))
+
+    def commit_failures(self) -> dict[tuple[str, str], int]:
+        """(error code, error name) -> failed commits, one per partition entry; "none" for a failure
+        without a code, "unknown" for one without a name."""
+        failed: dict[tuple[str, str], int] = defaultdict(int)
         for c in self.commits:
             if not c.success:
-                failed[c.error or "unknown"] += 1
-        return sum(c.success for c in self.commits), dict(sorted(failed.items()))
+                failed["none" if c.error_code is None else str(c.error_code), c.error or "unknown"] += 1
+        return dict(sorted(failed.items()))
 
     def members(self) -> list[MemberSlot]:
         return sorted({self._slot(e) for e in self.events if "member" in e})

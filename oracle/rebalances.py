@@ -199,12 +199,12 @@ class _Measurement:
         self.assigned = _first_per_slot(history.named(ev.PARTITIONS_ASSIGNED))
         self.join_sent = join_sent_by_generation(history)
         self.preparing = _first_per_generation(
-            history.coordinator_events(ev.COORDINATOR_PREPARING_REBALANCE), "old_generation")
+            history.of_our_group(ev.COORDINATOR_PREPARING_REBALANCE), "old_generation")
         # The broker's end of a rebalance: "Stabilized group" (classic), or for KIP-848 groups
         # the target assignment it computed (members reconcile towards it afterwards).
         self.stabilized = _first_per_generation(
-            history.coordinator_events(ev.COORDINATOR_STABILIZED)
-            + history.coordinator_events(ev.COORDINATOR_TARGET_ASSIGNMENT), "generation")
+            history.of_our_group(ev.COORDINATOR_STABILIZED)
+            + history.of_our_group(ev.COORDINATOR_TARGET_ASSIGNMENT), "generation")
         self.teardown_from = teardown_from(history)
         releases = history.named(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST)  # in time order
         self.releases = ([e["mono_ms"] for e in releases], releases)
@@ -298,7 +298,7 @@ class _Measurement:
 
     def stop_the_world(self, generation: int) -> dict[str, float]:
         """Per partition handed out in this generation: how long nobody owned it."""
-        return {str(h.tp): h.unowned_ms for h in self.handovers.get(generation, [])}
+        return {str(tp): h.unowned_ms for tp, h in self.handovers.get(generation, {}).items()}
 
 
 class Handover(NamedTuple):
@@ -307,19 +307,19 @@ class Handover(NamedTuple):
     session: Session  # the new owner's
 
 
-def handovers(history: History) -> dict[int, list[Handover]]:
-    """generation -> each hand-over of a partition in it, in session order (the last one per
-    partition wins): from the latest end of any earlier session of the partition (none still
-    open) to the new session's start. One pass."""
-    def compute() -> dict[int, list[Handover]]:
+def handovers(history: History) -> dict[int, dict[TopicPartition, Handover]]:
+    """generation -> partition -> its hand-over in that generation (the last one, should it change
+    hands twice): from the latest end of any earlier session of the partition (none still open)
+    to the new session's start. One pass."""
+    def compute() -> dict[int, dict[TopicPartition, Handover]]:
         ownership = ownership_of(history)
-        out: dict[int, list[Handover]] = defaultdict(list)
+        out: dict[int, dict[TopicPartition, Handover]] = defaultdict(dict)
         for tp in ownership.partitions():
             released = -math.inf  # running maximum of earlier sessions' ends
             for i, s in enumerate(ownership.of_partition(tp)):
                 if i and s.generation is not None:
                     gap = max(0.0, s.start_ms - released) if released != math.inf else 0.0
-                    out[s.generation].append(Handover(tp, gap, s))
+                    out[s.generation][tp] = Handover(tp, gap, s)
                 released = max(released, s.end_ms)
         return out
     return history.memo("handovers", compute)

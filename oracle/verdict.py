@@ -209,7 +209,7 @@ def check_history(events: Iterable[Event] | History, checks: dict[str, dict | No
         failed: dict[str, CheckResult] = {}
         rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
         duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))
-        stats = _measured(failed, "stats", _stats, history, {})
+        stats = _measured(failed, "stats", run_stats, history, {})
         explanations = _measured(failed, "explanations", explain_rebalances, history, {})
     return Verdict(results, rebalances, duplicates, stats, failed, explanations)
 
@@ -230,7 +230,8 @@ def _measured(failed: dict[str, CheckResult], name: str, measure: Callable[[Hist
         return empty
 
 
-def _stats(history: History) -> dict[str, Any]:
+def run_stats(history: History) -> dict[str, Any]:
+    """A run's counts: what the verdict's `stats` says, and the analysis's runs table reads."""
     ok, failed = history.commit_outcomes()
     finished = history.last(ev.RUN_FINISHED) or {}
     return {

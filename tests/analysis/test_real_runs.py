@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from analysis.job import analyze
+from analysis.run_tables import DETECTION_GRACE_MS
 from harness.cluster.ports import free_port
 from tests.analysis.oracle_compare import differences
 from tests.integration.conftest import lab, small_scenario
@@ -81,7 +82,8 @@ def test_ownership_timeline_shows_the_paused_members_partitions_move_away_and_co
     assert taken == paused  # consumer-1 took them over while consumer-2 was stopped
     back = {s["partition_label"] for s in sessions if s["member"] == "consumer-2" and s["start_s"] >= end}
     assert back  # consumer-2 rejoined after SIGCONT and owns partitions again
-    marked = [r for r in local_analysis.tables["rebalances"] if r["run"] == run and start < r["start_s"] < end + 30]
+    marked = [r for r in local_analysis.tables["rebalances"] if r["run"] == run
+              and start < r["start_s"] < end + DETECTION_GRACE_MS / 1000]
     assert marked and {r["fault_kind"] for r in marked} == {"pause"}
 
 

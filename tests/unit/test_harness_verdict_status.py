@@ -91,7 +91,7 @@ def test_a_measurement_that_raised_is_in_the_table_and_summary(tmp_path, history
 
     def stats(history):
         return {}["x"]
-    monkeypatch.setattr(oracle.verdict, "_stats", stats)
+    monkeypatch.setattr(oracle.verdict, "run_stats", stats)
     verdict = judged(story(history_builder(topics={"events": 1})))
     assert verdict["status"] == "error" and verdict["errored_checks"] == {"stats measurement": "KeyError: 'x'"}
     assert any(line.startswith("error [stats measurement] KeyError: 'x'") for line in printed(verdict))
