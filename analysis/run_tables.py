@@ -51,8 +51,8 @@ class RunRef(NamedTuple):
 
 
 def tables_of(run: RunRef) -> tuple[str, dict[str, list[Row]] | str]:
-    """(run key, its tables) — or (run key, why the run is damaged): its history is not one the
-    oracle can read (the reason names the line)."""
+    """(run key, its tables) — or (run key, why it was not analysed): a history the oracle cannot
+    read (the reason names the line), or one this code fails on."""
     try:
         return run.key, _RunTables(run, History(load_history(Path(run.path) / "history.jsonl"))).tables()
     except HistoryError as e:
@@ -95,8 +95,6 @@ class _RunTables:
         }
         out["stop_the_world"] = self.stop_the_world(out["rebalances"])
         out["runs"] = [self.summary(out)]
-        for f in faults:
-            del f["_order"]
         return out
 
     # -- rebalances and faults ---------------------------------------------------------------
@@ -121,7 +119,7 @@ class _RunTables:
                          "healed_how": (end.get("how") or "failed") if end else None,
                          "detected_generation": noticed[1] if noticed else None,
                          "detection_ms": _r(noticed[0] - start) if noticed else None,
-                         "start_s": self.secs(start), "end_s": self.secs(stop), "_order": i})
+                         "start_s": self.secs(start), "end_s": self.secs(stop)})
         return rows
 
     def rebalances(self, rebalances: list, faults: list[Row]) -> list[Row]:
@@ -135,10 +133,11 @@ class _RunTables:
             x = explained.get(r.generation)
             x = x.to_dict() if x else {}
             start = r.start.mono_ms if r.start else None
-            # the latest fault started by then and not over for longer than the grace
-            fault = max((f for f in faults if start is not None
+            # the latest fault started by then and not over for longer than the grace (faults are in
+            # history order: of two started at once, the later one)
+            fault = max(((f["start_mono"], i, f) for i, f in enumerate(faults) if start is not None
                          and f["start_mono"] <= start <= f["end_mono"] + DETECTION_GRACE_MS),
-                        key=lambda f: (f["start_mono"], f["_order"]), default=None)
+                        default=(None, None, None))[2]
             rows.append({
                 **self.label, **{k: d[k] for k in (
                     "generation", "status", "superseded_by", "members", "leader", "start_ts", "end_ts", "duration_ms",
