@@ -1,19 +1,22 @@
 """`rebalance-lab analyze`: the click command (registered by harness/cli.py).
 
-    rebalance-lab analyze runs/* [--out analysis] [--master local[2] | spark://127.0.0.1:7077]
+    rebalance-lab analyze runs/* [--out analysis-out] [--master local[2] | spark://127.0.0.1:7077]
 
 Also runnable on its own: `python3 -m analysis RUNS… [--out DIR] [--master URL]`.
 """
 from __future__ import annotations
 
+import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from runtime.errors import EXIT_RUN_ERROR, LabError
+from runtime.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
 
 from .pages import EVERY_RUN_PAGE_UP_TO, RUN_REPORTS
 
@@ -50,7 +53,7 @@ def comparison_table(by_group: list[dict]) -> Table:
 
 @click.command("analyze")
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("analysis"),
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("analysis-out"),
               show_default=True, help="Where the Parquet, CSV, PNG and HTML go.")
 @click.option("--master", default=None, metavar="URL",
               help="Spark master: local[2] (the default), local[*], spark://host:7077, …")
@@ -64,21 +67,44 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
     (Parquet + CSV), plots and HTML reports. A damaged or unfinished run directory is reported and skipped.
 
     Exit code 0 when the analysis was written (skipped directories are listed), 2 when no
-    directory given could be analysed, 3 when Spark failed.
+    directory given could be analysed, 3 when Spark failed, 130 when interrupted.
     """
     from .job import analyze as run_analysis
+    from .session import spark_session
 
+    if (out / "__init__.py").exists():  # `analyze runs/* --out analysis` in the project's own checkout
+        err_console.print(f"[red]error:[/] --out {out}: a Python package ({out / '__init__.py'}), not a place for "
+                          "an analysis: choose another --out")
+        sys.exit(EXIT_BAD_INPUT)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)  # a cancelled job's gateway chatter: not the user's news
+    interrupted = threading.Event()
     try:
-        with console.status("analysing …") as status:
-            result = run_analysis(list(runs), out, master, cache_dir=cache_dir, run_reports=run_reports,
+        with console.status("starting Spark …") as status:
+            spark = spark_session(master)
+            spark_handler = signal.getsignal(signal.SIGINT)  # PySpark's: cancels the running jobs
+
+            def on_interrupt(signum, frame):
+                interrupted.set()
+                if callable(spark_handler):
+                    spark_handler(signum, frame)
+                raise KeyboardInterrupt
+
+            signal.signal(signal.SIGINT, on_interrupt)
+            result = run_analysis(list(runs), out, master, spark=spark, cache_dir=cache_dir, run_reports=run_reports,
                                   progress=lambda msg: status.update(msg))
+    except KeyboardInterrupt:
+        interrupted.set()
     except LabError as e:
         err_console.print(f"[red]error:[/] {e}")
         sys.exit(e.exit_code)
     except Exception as e:  # Spark / Java failures: one message, not a JVM stack
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        err_console.print(f"[red]error:[/] analysis failed: {first}")
-        sys.exit(EXIT_RUN_ERROR)
+        if not interrupted.is_set():  # else: a job cancelled by the interrupt
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            err_console.print(f"[red]error:[/] analysis failed: {first}")
+            sys.exit(EXIT_RUN_ERROR)
+    if interrupted.is_set():
+        err_console.print(f"[yellow]interrupted[/]: {out} holds no finished analysis (no summary.json)")
+        sys.exit(EXIT_INTERRUPTED)
     for s in result.skipped:
         err_console.print(f"[yellow]skipped[/] {s.path}: {s.reason}")
     console.print(comparison_table(result.by_group))

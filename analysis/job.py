@@ -151,6 +151,10 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         raise NoRuns(skipped)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    # what says an analysis here is finished goes first and comes back last: an interrupted one
+    # does not look like a complete one (the earlier analysis's page would describe other runs)
+    for marker in (out / "summary.json", out / "report.html"):
+        marker.unlink(missing_ok=True)
     pages = RunPages(out, workers)
     # the summaries and table writes are small jobs each: run concurrently, they overlap one
     # another's driver-side time
@@ -178,8 +182,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         if not good:
             raise NoRuns(skipped)
         collected: dict[str, list[dict]] = {
-            name: typed(name, _in_order((row for r in good for row in per_run[r.key][name]), ORDER[name]))
-            for name in PER_RUN}
+            name: _in_order((row for r in good for row in per_run[r.key][name]), ORDER[name]) for name in PER_RUN}
         timings["per-run"] = time.monotonic() - t
         paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:

@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+from urllib.parse import quote
 
 from . import plots
 from .pages import EVERY_RUN_PAGE_UP_TO
@@ -196,7 +197,7 @@ def analysis_report(out: Path, runs: list[dict], skipped: list[dict], by_group: 
     run_rows = []
     for r in sorted(runs, key=lambda r: r["run"]):
         page_path = run_pages.get(r["run"])
-        link = (Markup(f"<a href='{esc(os.path.relpath(page_path, out))}'>{esc(r['run'])}</a>")
+        link = (Markup(f"<a href='{esc(quote(os.path.relpath(page_path, out)))}'>{esc(r['run'])}</a>")
                 if page_path else r["run"])
         run_rows.append({**r, "run": link})
     parts = [

@@ -17,7 +17,7 @@ verdict does not:
 - every time also in seconds since the run started (`*_s`), and each row labelled with the
   run.
 
-Each table is a list of dicts named by the column names of `analysis.schema.TABLES`. A
+Each table is a list of dicts, typed by `analysis.schema.TABLES`. A
 history the oracle cannot read, or one this code fails on, costs that run only: it comes
 back as the reason, and the analysis names it among the skipped.
 """
@@ -35,6 +35,8 @@ from oracle.history import History, HistoryError, load_history
 from oracle.ownership import ownership_of
 from oracle.rebalances import COMPLETED, handovers, run_rebalances
 from oracle.verdict import run_stats
+
+from .schema import typed
 
 DETECTION_GRACE_MS = 30_000.0
 NO_FAULT = "none"
@@ -95,7 +97,7 @@ class _RunTables:
         }
         out["stop_the_world"] = self.stop_the_world(out["rebalances"])
         out["runs"] = [self.summary(out)]
-        return out
+        return {name: typed(name, rows) for name, rows in out.items()}
 
     # -- rebalances and faults ---------------------------------------------------------------
 

@@ -140,17 +140,20 @@ def _kafka_version(path: Path) -> str:
 def find_runs(patterns: list[str]) -> tuple[list[RunDir], list[Skipped]]:
     paths, skipped = _expand(patterns)
     runs: list[RunDir] = []
-    labels: dict[str, int] = {}
+    labels: set[str] = set()
     for path in paths:
         reason = _precheck(path)
         if reason:
             skipped.append(Skipped(str(path), reason))
             continue
-        label = path.resolve().name
-        labels[label] = labels.get(label, 0) + 1
-        if labels[label] > 1:
-            label = f"{label}~{labels[label]}"
+        name = label = path.resolve().name
+        n = 1
+        while label in labels:  # two runs of one name (in different directories): name~2, name~3, …
+            n += 1
+            label = f"{name}~{n}"
+        labels.add(label)
         st = path.joinpath(HISTORY).stat()
+        # an edit that keeps the size and puts the mtime back still moves the ctime
         runs.append(RunDir(path, run_key(path), label, _kafka_version(path),
-                           {"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+                           {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}))
     return runs, skipped

@@ -57,19 +57,32 @@ def columns(table: str) -> list[tuple[str, str]]:
     return out
 
 
+def _check(ok: bool, value: Any, kind: str) -> Any:
+    if not ok:
+        raise TypeError(f"{value!r} is not a {kind}")
+    return value
+
+
 def _as(kind: str) -> Callable[[Any], Any]:
+    """A converter to the column's type: None stays None; a value that is not of the type raises."""
     if kind == "double":
-        return lambda v: None if v is None else float(v)
+        return lambda v: None if v is None else float(_check(isinstance(v, (int, float)) and not isinstance(v, bool), v, kind))
     if kind == "bigint":
-        return lambda v: None if v is None else int(v)
-    if kind == "string":
-        return lambda v: v if v is None or isinstance(v, str) else str(v)
-    return lambda v: v
+        return lambda v: None if v is None else int(_check(isinstance(v, int), v, kind))
+    if kind == "boolean":
+        return lambda v: None if v is None else _check(isinstance(v, bool), v, kind)
+    if kind == "array<string>":
+        return lambda v: None if v is None else _check(isinstance(v, list) and all(isinstance(x, str) for x in v), v, kind)
+    if kind == "map<string,double>":
+        return lambda v: None if v is None else {k: float(_check(isinstance(x, (int, float)), x, "double"))
+                                                 for k, x in _check(isinstance(v, dict), v, kind).items()}
+    return lambda v: v if v is None or isinstance(v, str) else str(v)
 
 
 def typed(table: str, rows: list[dict]) -> list[dict]:
     """The rows with exactly the table's columns, each value of its column's type (a JSON history
-    says `1000` for a time the table keeps as a double): the CSV, the pages and Parquet agree."""
+    says `1000` for a time the table keeps as a double): the CSV, the pages and Parquet agree.
+    TypeError for a value that is not of its column's type."""
     convert = [(name, _as(kind)) for name, kind in columns(table)]
     return [{name: f(r.get(name)) for name, f in convert} for r in rows]
 

@@ -16,6 +16,7 @@ import atexit
 import os
 import re
 import shutil
+import signal
 import tempfile
 import zipfile
 from pathlib import Path
@@ -69,7 +70,7 @@ _shipped: set[str] = set()  # the applications whose executors were sent the cod
 
 
 def ship_code(sc) -> None:
-    """Send the code an executor's Python worker runs (the oracle, analysis.run_tables) with the
+    """Send the code an executor's Python worker runs (the oracle, analysis.run_tables and .schema) with the
     job, once per application, when the executors are a cluster's: a local master's workers are
     this process's children and import what it imports."""
     if re.fullmatch(r"local(\[.*\])?", sc.master) or sc.applicationId in _shipped:
@@ -85,7 +86,7 @@ def ship_code(sc) -> None:
     with zipfile.ZipFile(archive, "w") as z:
         for path in oracle_dir.rglob("*.py"):
             z.write(path, f"oracle/{path.relative_to(oracle_dir)}")
-        for path in (analysis_dir / "__init__.py", Path(run_tables.__file__)):
+        for path in (analysis_dir / "__init__.py", analysis_dir / "schema.py", Path(run_tables.__file__)):
             z.write(path, f"analysis/{path.name}")
     sc.addPyFile(str(archive))
     _shipped.add(sc.applicationId)
@@ -128,6 +129,23 @@ def spark_session(master: str | None = None, app_name: str = "rebalance-lab-anal
                .config("spark.executor.extraJavaOptions", java_opts))
     for key, value in {**CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except BaseException:  # a Ctrl-C while the JVM starts: PySpark loses it, and it ignores SIGINT
+        _stop_launched_jvms()
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _stop_launched_jvms() -> None:
+    """SIGTERM to this process's own children that run Spark's launcher (the gateway JVM PySpark
+    started): only ours, never another process's."""
+    me = os.getpid()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == me and b"org.apache.spark.deploy.SparkSubmit" in (stat.parent / "cmdline").read_bytes():
+                os.kill(int(stat.parent.name), signal.SIGTERM)
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
