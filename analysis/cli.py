@@ -51,6 +51,21 @@ def comparison_table(by_group: list[dict]) -> Table:
     return t
 
 
+def _cause(e: Exception) -> str:
+    """What went wrong, in one line: for a JVM error its root cause ("java.io.IOException: Mkdirs
+    failed to create …"), not py4j's "An error occurred while calling o360.parquet"."""
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            while java.getCause() is not None:
+                java = java.getCause()
+            return str(java.toString()).strip().splitlines()[0]
+        except Exception:  # the gateway is gone: py4j's own words below
+            pass
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 @click.command("analyze")
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("analysis-out"),
@@ -99,8 +114,7 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
         sys.exit(e.exit_code)
     except Exception as e:  # Spark / Java failures: one message, not a JVM stack
         if not interrupted.is_set():  # else: a job cancelled by the interrupt
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            err_console.print(f"[red]error:[/] analysis failed: {first}")
+            err_console.print(f"[red]error:[/] analysis failed: {_cause(e)}")
             sys.exit(EXIT_RUN_ERROR)
     if interrupted.is_set():
         err_console.print(f"[yellow]interrupted[/]: {out} holds no finished analysis (no summary.json)")
