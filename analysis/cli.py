@@ -117,7 +117,7 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
             err_console.print(f"[red]error:[/] analysis failed: {_cause(e)}")
             sys.exit(EXIT_RUN_ERROR)
     if interrupted.is_set():
-        err_console.print(f"[yellow]interrupted[/]: {out} holds no finished analysis (no summary.json)")
+        err_console.print(f"[yellow]interrupted[/] (an analysis in {out} is finished only if summary.json is there)")
         sys.exit(EXIT_INTERRUPTED)
     for s in result.skipped:
         err_console.print(f"[yellow]skipped[/] {s.path}: {s.reason}")
