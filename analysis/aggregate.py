@@ -28,6 +28,8 @@ REBALANCE_METRICS = ("rebalance_ms", "stabilized_ms", "detect_ms", "join_ms", "s
 RUN_METRICS = ("rebalances", "duplicates", "lost_records", "peak_lag", "final_lag", "produce_rps", "consume_rps",
                "commits_failed", "stw_total_ms")
 RUN_KEYS = ["run_key", "run", "protocol", "assignor", "kafka", "scenario", "faults"]
+# metric -> the rebalances column it is read from (a rebalance's time is its duration)
+REBALANCE_COLUMNS = {n: "duration_ms" if n == "rebalance_ms" else n for n in REBALANCE_METRICS}
 
 
 def metric_rows(tables: dict[str, list[dict]]) -> list[dict]:
@@ -44,7 +46,7 @@ def metric_rows(tables: dict[str, list[dict]]) -> list[dict]:
 
     for r in tables["rebalances"]:
         if r["status"] == COMPLETED:
-            add(r, {n: "duration_ms" if n == "rebalance_ms" else n for n in REBALANCE_METRICS}, [r["fault_kind"]])
+            add(r, REBALANCE_COLUMNS, [r["fault_kind"]])
     for r in tables["stop_the_world"]:
         if r["status"] == COMPLETED:
             add(r, {"unowned_ms": "unowned_ms"}, [r["fault_kind"]])

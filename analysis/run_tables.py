@@ -155,9 +155,9 @@ class _RunTables:
     def stop_the_world(self, rebalances: list[Row]) -> list[Row]:
         """Per partition handed out in a generation of the run (not the teardown's): how long it had
         no owner, and who got it."""
-        rows = []
+        rows, handed = [], handovers(self.h)
         for r in rebalances:
-            for tp, h in handovers(self.h).get(r["generation"], {}).items():
+            for tp, h in handed.get(r["generation"], {}).items():
                 rows.append({**self.label, "generation": r["generation"], "topic": tp.topic, "partition": tp.partition,
                              "partition_label": str(tp), "unowned_ms": _r(h.unowned_ms),
                              "member": h.session.slot.member, "status": r["status"], "fault_kind": r["fault_kind"]})
