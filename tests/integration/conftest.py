@@ -66,6 +66,13 @@ class RunOutcome:
     def named(self, name: str) -> list[dict]:
         return [e for e in self.events if e["name"] == name]
 
+    def fired_by(self, fault: dict) -> dict:
+        """The event that fired an `on:` fault. An event is known by its writer: source,
+        incarnation (a restarted member counts its seq from 1 again) and seq."""
+        key = lambda e: (e["source"], e.get("incarnation", 1), e["seq"])  # noqa: E731
+        [event] = [e for e in self.events if key(e) == key(fault["trigger"])]
+        return event
+
     def topic(self, name: str) -> str:
         """The scenario's topic as the run named it: with the run's id in front on a shared cluster
         (Scenario.isolated), as written on a cluster of its own."""

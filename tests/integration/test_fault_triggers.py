@@ -27,13 +27,10 @@ def test_a_member_is_killed_inside_its_revoke_callback_and_state_triggers_follow
     assert run.exit_code == 0, run.output[-3000:]  # synchronous commits: a kill mid-revoke loses nothing
     started = run.named("fault_started")
     fired = [e for e in started if "trigger" in e]
-    # an event is known by its writer: source, incarnation (a restarted member writes anew) and seq
-    by_seq = {(e["source"], e.get("incarnation"), e["seq"]): e for e in run.events}
-    fired_by = lambda f: by_seq[(f["trigger"]["source"], f["trigger"].get("incarnation"), f["trigger"]["seq"])]  # noqa: E731
 
     # The crash: fired by consumer-2's revoke, while consumer-2 was still inside the callback.
     [crash] = [e for e in fired if e["kind"] == "crash"]
-    revoke = fired_by(crash)
+    revoke = run.fired_by(crash)
     assert (revoke["name"], revoke["member"]) == ("partitions_revoked", "consumer-2"), revoke
     assert crash["trigger_latency_ms"] == round(crash["mono_ms"] - revoke["mono_ms"], 3)
     assert 0 <= crash["trigger_latency_ms"] < 1000, crash  # 5 ms reads; the note has the distribution
@@ -48,7 +45,7 @@ def test_a_member_is_killed_inside_its_revoke_callback_and_state_triggers_follow
     first = pauses[0]["fault_id"]
     assert 1 <= len(pauses) <= 3 and [e["fault_id"] for e in pauses] == [first, f"{first}.2", f"{first}.3"][:len(pauses)]
     for p in pauses:
-        line = fired_by(p)
+        line = run.fired_by(p)
         assert line["name"] == "coordinator_stabilized" and line["source"].startswith("broker-"), line
         assert 0 <= p["trigger_latency_ms"] < 1000, p
     assert_healed(run)
@@ -66,9 +63,8 @@ def test_a_member_killed_while_its_revoke_callback_waits_for_its_worker(module_r
     scenario["workload"].update(group=name, commit=commit)
     run = module_run(name, scenario)
     [crash] = [e for e in run.named("fault_started") if e["kind"] == "crash"]
-    trigger = crash["trigger"]
-    [revoke] = [e for e in run.named("revoke_started") if (e["source"], e["seq"]) == (trigger["source"], trigger["seq"])]
-    assert revoke["member"] == "consumer-2" and revoke.get("incarnation", 1) == 1
+    revoke = run.fired_by(crash)
+    assert (revoke["name"], revoke["member"], revoke.get("incarnation", 1)) == ("revoke_started", "consumer-2", 1), revoke
     assert revoke["in_flight"] > 0, revoke  # busy members: the worker held records when the callback began
     # It died inside the callback: it never got to give the partitions up.
     assert not [e for e in run.named("partitions_revoked") if e["member"] == "consumer-2"
