@@ -141,9 +141,11 @@ class FaultScheduler:
             self._forget(fault)
             if self.active.pop(fault.fault_id, None) is None:
                 return
+            began = now()[1]  # what the heal sets going (a SIGCONT) may be in the history before this event
             try:
                 fault.heal(self.targets)
-                self.emit(ev.FAULT_HEALED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, how=how)
+                self.emit(ev.FAULT_HEALED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, how=how,
+                          started_mono_ms=round(began, 3))
                 self.report(f"fault {fault.fault_id}: healed ({how})")
             except Exception as e:
                 self.emit(ev.FAULT_HEAL_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, error=str(e))

@@ -176,7 +176,7 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.COORDINATOR_FOUND: _ENVELOPE_ONLY,
     ev.COORDINATOR_LOST: _ENVELOPE_ONLY,
     ev.FAULT_STARTED: ((*_FAULT, OPT_OBJECT("params")), (), None),
-    ev.FAULT_HEALED: ((*_FAULT, OPT_STR("how")), (), None),
+    ev.FAULT_HEALED: ((*_FAULT, OPT_STR("how"), OPT_NUMBER("started_mono_ms")), (), None),
     ev.FAULT_FAILED: _ENVELOPE_ONLY,
     ev.FAULT_HEAL_FAILED: _ENVELOPE_ONLY,
     ev.COORDINATOR_PREPARING_REBALANCE: ((*_GROUP, OPT_INT("old_generation"), OPT_STR("reason")), (), None),

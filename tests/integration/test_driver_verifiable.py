@@ -96,7 +96,7 @@ def _paused_member_comes_back(run: RunOutcome) -> None:
     healed = next(e for e in events if e["name"] == "fault_healed" and e["fault_id"] == pause["fault_id"])
     c2 = [e for e in events if e.get("member") == "consumer-2"]
     before = [e for e in c2 if e["mono_ms"] < pause["mono_ms"]]
-    after = [e for e in c2 if e["mono_ms"] > healed["mono_ms"]]
+    after = [e for e in c2 if e["mono_ms"] > healed["started_mono_ms"]]  # SIGCONT: it may write before fault_healed
     owned: set[tuple[str, int]] = set()
     for e in before:
         tps = {(p["topic"], p["partition"]) for p in e.get("partitions", [])}

@@ -80,6 +80,8 @@ def test_pause_is_injected_then_healed_on_time():
     assert started == {"name": "fault_started", "fault_id": "f1", "kind": "pause", "target": "consumer-2",
                        "params": {"duration_s": 0.1}}
     assert events[1]["how"] == "scheduled" and s.active == {}
+    # fault_healed says when healing began: a resumed member may write before the event is
+    assert t_pause < events[1]["started_mono_ms"] / 1000 - targets.t0 <= t_resume
 
 
 def test_overlapping_faults_interleave_by_time():
