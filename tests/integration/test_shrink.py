@@ -28,10 +28,12 @@ def test_shrinks_a_lossy_run_to_the_fault_that_loses_records(tmp_path):
     (failing / "schedule.json").write_text(json.dumps(schedule))
     (failing / "verdict.json").write_text(json.dumps({"status": "fail", "checks": {"no-loss": {"violations": 1}}}))
 
-    # Five runs: the three probes below take four, and one to spare. Under load a run of both faults
-    # can fail another check instead (the one member left, overloaded, leaves a partition unserved
-    # past convergence's stall limit): its probe repeats, and the probe of f2 must still get its run.
-    out = lab("shrink", str(failing), "--repeats", "2", "--max-runs", "5", "--confirm", "1",
+    # Seven runs: the three probes below take four, and three to spare. A probe with the kill repeats
+    # when its run does not lose records after all (about one in seventeen here: the member had just
+    # committed what it held), or when, under load, a run of both faults fails another check instead
+    # (the one member left, overloaded, leaves a partition unserved past convergence's stall limit);
+    # the probe of f2 must still get its runs.
+    out = lab("shrink", str(failing), "--repeats", "2", "--max-runs", "7", "--confirm", "1",
               "--runs-dir", str(tmp_path / "runs"), timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     [shrink_dir] = (tmp_path / "runs").glob("shrink-*")
@@ -45,7 +47,7 @@ def test_shrinks_a_lossy_run_to_the_fault_that_loses_records(tmp_path):
         assert verdict["checks"]["no-loss"]["violations"] == 0, verdict["checks"]["no-loss"]
     assert state["minimal"]["faults"] == ["f2"], state
     # the search ended, or the budget ended it and the smallest so far stands
-    assert state["runs"] <= 5 and (state["stopped"] is None or "5 runs" in state["stopped"]), state
+    assert state["runs"] <= 7 and (state["stopped"] is None or "7 runs" in state["stopped"]), state
     minimal = yaml.safe_load((shrink_dir / "minimal.yaml").read_text())
     assert [f["kind"] for f in minimal["faults"]] == ["crash"]
     assert state["reproduced"]["runs"] == 1
