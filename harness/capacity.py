@@ -41,7 +41,7 @@ from harness.report import verdict_figures
 from harness.run import Run
 from harness.runstate import write_json_atomically
 from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
-from harness.variants import Axes, Impossible, variant
+from harness.variants import Axes, Impossible, listed_twice, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import ScenarioError, SetupError
 from workloads.load.profile import LoadProfile
@@ -58,17 +58,9 @@ class SweepAxes(Strict):
     rate: Annotated[list[Annotated[float, Field(gt=0, le=50_000)]], Field(min_length=1, max_length=20)] | None = None
 
     @model_validator(mode="after")
-    def _each_value_once(self):  # two points of one id would share a run directory and a table row
-        problems = [f"{axis}: {value} is listed twice" for axis in ("members", "protocol", "partitions", "rate")
-                    for value in _twice(getattr(self, axis) or [])]
-        if problems:
-            raise ValueError("\n".join(problems))
+    def _each_value_once(self):
+        listed_twice(self, ("members", "protocol", "partitions", "rate"))
         return self
-
-
-def _twice(values: list) -> list:
-    seen: set = set()
-    return [f"{v:g}" if isinstance(v, float) else v for v in values if v in seen or seen.add(v)]
 
 
 class PointProfile(Strict):

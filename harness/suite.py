@@ -32,6 +32,7 @@ from typing import Annotated, Callable, Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from faults.base import Strict
 from harness import versions
 from harness.cluster.backend import BACKENDS
 from harness.cluster.shared import ClusterPool, runs_in_a_row
@@ -40,8 +41,7 @@ from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.runstate import read_state, write_json_atomically
 from harness.scenario import Scenario, Seed, load_scenario, read_scenario_data, validation_problems
-from harness.variants import Axes, Impossible, variant
-from faults.base import Strict
+from harness.variants import Axes, Impossible, listed_twice, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError, ScenarioError
 
@@ -64,11 +64,8 @@ class Matrix(Strict):
     backend: Annotated[list[Backend], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
-    def _no_repeats(self) -> Matrix:
-        for axis in ("protocol", "kafka", "seed", "backend"):
-            values = getattr(self, axis) or []
-            if len(set(values)) != len(values):
-                raise ValueError(f"{axis}: a value is listed twice")
+    def _each_value_once(self) -> Matrix:
+        listed_twice(self, ("protocol", "kafka", "seed", "backend"))
         return self
 
 

@@ -17,6 +17,18 @@ from oracle.checks import not_applicable
 from oracle.protocols import GENERATIONS
 
 
+def listed_twice(model, axes: tuple[str, ...]) -> None:
+    """A matrix's or a sweep's axes each list a value once: two variants (or points) of one value
+    would share a run directory and a row. Raises, for pydantic, naming every repeat."""
+    problems = []
+    for axis in axes:
+        seen: set = set()
+        problems += [f"{axis}: {v:g} is listed twice" if isinstance(v, float) else f"{axis}: {v} is listed twice"
+                     for v in getattr(model, axis) or [] if v in seen or seen.add(v)]
+    if problems:
+        raise ValueError("\n".join(problems))
+
+
 class Impossible(ValueError):
     """This combination cannot run (a generation on a Kafka line it does not exist on)."""
 
