@@ -32,6 +32,8 @@ import signal
 import pytest
 
 # Modules by their path under tests/, without .py (tests/unit has modules of the same names).
+# test_external_target and test_teardown both start the standalone cluster (`cluster up`, one per
+# lab home): in one unit, they never meet (a trial with two such units had one take the other's down).
 HEAVY_MODULES = frozenset(f"integration/{m}" for m in (
     "test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network", "test_external_target",
     "test_fault_zookeeper_scenario", "test_shared_cluster", "test_shipped_scenarios", "test_suite_and_plugin",
