@@ -67,10 +67,10 @@ class RunOutcome:
         return [e for e in self.events if e["name"] == name]
 
     def fired_by(self, fault: dict) -> dict:
-        """The event that fired an `on:` fault. An event is known by its writer: source,
-        incarnation (a restarted member counts its seq from 1 again) and seq."""
-        key = lambda e: (e["source"], e.get("incarnation", 1), e["seq"])  # noqa: E731
-        [event] = [e for e in self.events if key(e) == key(fault["trigger"])]
+        """The event that fired an `on:` fault: the one with every field its copy in `trigger` has
+        (source and seq alone are not enough: a restarted member or coordinator counts from 1 again)."""
+        trigger = fault["trigger"]
+        [event] = [e for e in self.events if all(e.get(k) == v for k, v in trigger.items())]
         return event
 
     def topic(self, name: str) -> str:
@@ -180,6 +180,7 @@ def alive_pids(events: list[dict]) -> list[tuple[str, int, str]]:
     """(name, pid, /proc state) of every process a history says was started and that still exists
     — but a shared cluster's (a broker restarted during the run): those are the pool's, kept by design."""
     pooled = {p.pid for p in registered() if p.owner.startswith("pytest:")}
+    suspended_ms = (time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()) * 1000
     out = []
     for e in events:
         if e["name"] == "process_started" and e["pid"] not in pooled:
@@ -189,8 +190,8 @@ def alive_pids(events: list[dict]) -> list[tuple[str, int, str]]:
                 continue
             state, *_, started_ticks = stat.rsplit(")", 1)[1].split()[:20]
             # pids wrap (32768 here, every few minutes in this suite): one that started after the
-            # event is another process (/proc's start time and CLOCK_MONOTONIC both count from boot)
-            if int(started_ticks) * 1000 / os.sysconf("SC_CLK_TCK") > e["mono_ms"] + 1000:
+            # event is another process (/proc's start time counts on CLOCK_BOOTTIME: suspends too)
+            if int(started_ticks) * 1000 / os.sysconf("SC_CLK_TCK") - suspended_ms > e["mono_ms"] + 1000:
                 continue
             if state != "Z":  # a zombie is dead; only its parent's wait() is missing
                 out.append((e["process"], e["pid"], state))

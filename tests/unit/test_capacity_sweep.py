@@ -66,10 +66,10 @@ def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
 def test_a_value_listed_twice_is_refused(tmp_path):
     (tmp_path / "capacity-base.yaml").write_text((PROFILES / "capacity-base.yaml").read_text())
     (tmp_path / "sweep.yaml").write_text("name: x\nbase: capacity-base.yaml\n"
-                                         "sweep: {members: [2, 2], protocol: [classic-eager], rate: [100, 100.0]}")
+                                         "sweep: {members: [2, 2, 4, 2], protocol: [classic-eager], rate: [100, 100.0]}")
     with pytest.raises(ScenarioError) as e:
         load_sweep(tmp_path / "sweep.yaml")
-    assert e.value.problems == [("sweep.members", "2 is listed twice"), ("sweep.rate", "100 is listed twice")]
+    assert e.value.problems == [("sweep.members", "2 is listed twice"), ("sweep.rate", "100 is listed twice")]  # once each
 
 
 def test_a_resumed_sweep_reuses_a_run_only_of_the_same_scenario(tmp_path):
