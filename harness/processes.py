@@ -26,7 +26,7 @@ from harness.runstate import mark_killed, run_of
 from harness.stop_signals import deferred
 
 
-def _proc_start_time(pid: int) -> int | None:
+def proc_start_time(pid: int) -> int | None:
     """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/pid/stat)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -45,7 +45,7 @@ def process_state(pid: int) -> str | None:
 
 
 def _alive(pid: int, start_time: int | None) -> bool:
-    return start_time is not None and _proc_start_time(pid) == start_time
+    return start_time is not None and proc_start_time(pid) == start_time
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -118,11 +118,11 @@ class Supervisor:
                 )
             registration = registry / f"{popen.pid}.json"
             try:
-                start_time = _proc_start_time(popen.pid)
+                start_time = proc_start_time(popen.pid)
                 registry.mkdir(parents=True, exist_ok=True)
                 registration.write_text(json.dumps({
                     "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
-                    "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
+                    "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": proc_start_time(os.getpid()),
                     "argv": argv[:3], "log": str(log_path),
                 }))
                 proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)

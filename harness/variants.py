@@ -24,8 +24,7 @@ def listed_twice(model, axes: tuple[str, ...]) -> None:
     for axis in axes:
         seen: set = set()
         repeated = dict.fromkeys(v for v in getattr(model, axis) or [] if v in seen or seen.add(v))
-        problems += [f"{axis}: {v:g} is listed twice" if isinstance(v, float) else f"{axis}: {v} is listed twice"
-                     for v in repeated]
+        problems += [f"{axis}: {f'{v:g}' if isinstance(v, float) else v} is listed twice" for v in repeated]
     if problems:
         raise ValueError("\n".join(problems))
 

@@ -31,7 +31,7 @@ from harness.cluster.kinds import (CLUSTER_KINDS, BrokerKind, CoordinatorKind, K
 from harness.cluster.local import ClusterSpec
 from harness.cluster.network import NetworkPlan
 from harness.paths import registry_dir
-from harness.processes import Supervisor, _proc_start_time
+from harness.processes import Supervisor, proc_start_time
 from harness.runstate import mark_killed, run_of, write_json_atomically
 from harness.service import Service, stop_in_order
 from runtime.errors import ClusterError, SetupError
@@ -348,7 +348,7 @@ class ComposeCluster:
         self._registration.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomically(self._registration, {  # a cleaner never reads it half-written
             "project": project, "directory": str(self.workdir), "docker_host": self.engine.docker_host,
-            "owner": self.supervisor.owner, "owner_pid": os.getpid(), "owner_start_time": _proc_start_time(os.getpid()),
+            "owner": self.supervisor.owner, "owner_pid": os.getpid(), "owner_start_time": proc_start_time(os.getpid()),
         })
 
     def _unregister(self) -> None:
@@ -372,7 +372,7 @@ def _registrations() -> list[Path]:
 
 
 def _owner_alive(entry: dict) -> bool:
-    return entry.get("owner_start_time") is not None and _proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
+    return entry.get("owner_start_time") is not None and proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
 
 
 def live_projects(docker_host: str) -> list[str]:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.paths import ports_dir
-from harness.processes import _alive, _proc_start_time
+from harness.processes import _alive, proc_start_time
 from runtime.errors import ClusterError
 
 _handed_out: set[int] = set()
@@ -68,7 +68,7 @@ def free_port() -> int:
 
 
 def _me() -> str:
-    return f"{os.getpid()} {_proc_start_time(os.getpid())}"
+    return f"{os.getpid()} {proc_start_time(os.getpid())}"
 
 
 def _claimed_by_another(claim: Path) -> bool:

@@ -21,7 +21,7 @@ import yaml
 
 from harness.cluster.shared import ClusterPool
 from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
-from harness.processes import registered
+from harness.processes import proc_start_time, process_state, registered
 from harness.pytest_plugin import SESSION_LANES
 from harness.run import Run
 from harness.scenario import load_scenario
@@ -184,14 +184,12 @@ def alive_pids(events: list[dict]) -> list[tuple[str, int, str]]:
     out = []
     for e in events:
         if e["name"] == "process_started" and e["pid"] not in pooled:
-            try:
-                stat = Path(f"/proc/{e['pid']}/stat").read_text()
-            except OSError:
+            state, started_ticks = process_state(e["pid"]), proc_start_time(e["pid"])
+            if state is None or started_ticks is None:
                 continue
-            state, *_, started_ticks = stat.rsplit(")", 1)[1].split()[:20]
             # pids wrap (32768 here, every few minutes in this suite): one that started after the
             # event is another process (/proc's start time counts on CLOCK_BOOTTIME: suspends too)
-            if int(started_ticks) * 1000 / os.sysconf("SC_CLK_TCK") - suspended_ms > e["mono_ms"] + 1000:
+            if started_ticks * 1000 / os.sysconf("SC_CLK_TCK") - suspended_ms > e["mono_ms"] + 1000:
                 continue
             if state != "Z":  # a zombie is dead; only its parent's wait() is missing
                 out.append((e["process"], e["pid"], state))

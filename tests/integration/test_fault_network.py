@@ -57,7 +57,8 @@ def test_the_member_loses_its_partitions_while_the_others_keep_consuming(cut_off
 
 def test_after_the_heal_it_rejoins_and_its_stale_commits_failed(cut_off):
     [healed] = cut_off.named("fault_healed")
-    rejoined = [e for e in cut_off.named("group_joined") if e["member"] == "consumer-1" and e["mono_ms"] > healed["started_mono_ms"]]
+    rejoined = [e for e in cut_off.named("group_joined")
+                if e["member"] == "consumer-1" and e["mono_ms"] > healed["started_mono_ms"]]
     assert rejoined
     assigned = [e for e in cut_off.named("partitions_assigned") if e["member"] == "consumer-1"
                 and e["mono_ms"] > healed["started_mono_ms"]]

@@ -235,7 +235,8 @@ def test_a_crashed_leader_and_a_member_cut_off_from_the_coordinator(module_run):
     assert removed and "session timeout" in removed[0]["cause"]
     lost = [e for e in run.named("partitions_lost") if e["member"] == "consumer-1" and e["mono_ms"] > cut["mono_ms"]]
     assert lost
-    assert [e for e in run.named("partitions_assigned") if e["member"] == "consumer-1" and e["mono_ms"] > healed["started_mono_ms"]]
+    assert [e for e in run.named("partitions_assigned")
+            if e["member"] == "consumer-1" and e["mono_ms"] > healed["started_mono_ms"]]
     assert run.verdict["checks"]["no-loss"]["status"] == "passed"
     assert_healed(run)
 

@@ -176,10 +176,10 @@ def test_cleanup_leaves_the_engine_up_while_a_running_harness_has_a_project_on_i
     from click.testing import CliRunner
 
     from harness.cli import main
-    from harness.processes import _proc_start_time
+    from harness.processes import proc_start_time
 
     # this test's process plays the running harness
-    live = registry("rl-live", engine.own_socket(), os.getpid(), _proc_start_time(os.getpid()))
+    live = registry("rl-live", engine.own_socket(), os.getpid(), proc_start_time(os.getpid()))
     stops = []
     monkeypatch.setattr(engine, "stop_engine", lambda report: stops.append(report) or False)
 

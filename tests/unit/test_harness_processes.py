@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes import Supervisor, _proc_start_time, process_state, cleanup_leftovers, registered
+from harness.processes import Supervisor, proc_start_time, process_state, cleanup_leftovers, registered
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -25,12 +25,12 @@ def home(tmp_path, monkeypatch):
     started: dict[int, int | None] = {}
 
     def track(pid: int) -> int:
-        started[pid] = _proc_start_time(pid)
+        started[pid] = proc_start_time(pid)
         return pid
 
     yield tmp_path / "home", track
     for pid, start_time in started.items():  # what a failed test left behind: by pid, if still the same process
-        if start_time is not None and _proc_start_time(pid) == start_time and process_state(pid) != "Z":
+        if start_time is not None and proc_start_time(pid) == start_time and process_state(pid) != "Z":
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -74,7 +74,7 @@ def test_start_pause_resume_kill(home, tmp_path):
     entry = json.loads(proc.registration.read_text())
     assert proc.registration.name == f"{proc.pid}.json"
     assert entry["pid"] == proc.pid and entry["name"] == "consumer-1" and entry["role"] == "consumer"
-    assert entry["start_time"] == _proc_start_time(proc.pid) and entry["owner_pid"] == os.getpid()
+    assert entry["start_time"] == proc_start_time(proc.pid) and entry["owner_pid"] == os.getpid()
     assert os.getpgid(proc.pid) == proc.pid  # own session, own group
     assert (tmp_path / "logs" / "consumer-1.log").exists()
 
@@ -167,7 +167,7 @@ def test_an_error_before_the_process_is_on_record_kills_it(home, tmp_path, monke
     (a full disk) start() stops it itself."""
     import harness.processes as processes
 
-    leaders, real = [], processes._proc_start_time
+    leaders, real = [], processes.proc_start_time
 
     def failing(pid: int):
         if not leaders:
@@ -175,7 +175,7 @@ def test_an_error_before_the_process_is_on_record_kills_it(home, tmp_path, monke
             raise OSError(28, "No space left on device")
         return real(pid)
 
-    monkeypatch.setattr(processes, "_proc_start_time", failing)
+    monkeypatch.setattr(processes, "proc_start_time", failing)
     sup = Supervisor(owner="setup")
     with pytest.raises(OSError):
         sup.start("mvn", "setup", ["sleep", "30"], tmp_path / "mvn.log")
@@ -296,7 +296,7 @@ def test_a_recycled_pid_is_never_killed(home, tmp_path):
     registration = lab_home / "processes" / f"{stranger.pid}.json"
     registration.parent.mkdir(parents=True)
     registration.write_text(json.dumps({  # our old process had this pid, but started at another time
-        "pid": stranger.pid, "start_time": _proc_start_time(stranger.pid) - 1000, "name": "broker-1",
+        "pid": stranger.pid, "start_time": proc_start_time(stranger.pid) - 1000, "name": "broker-1",
         "role": "broker", "owner": "run", "owner_pid": -1, "owner_start_time": None}))
     assert cleanup_leftovers(include_live_owners=True) == []
     assert stranger.poll() is None

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from harness.cluster import ports
-from harness.processes import _proc_start_time
+from harness.processes import proc_start_time
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_a_port_another_live_harness_claimed_is_skipped_a_dead_ones_claim_is_voi
         claims.mkdir(parents=True)
         taken = ports.free_port()  # a first port: the directory is pruned already
         live, dead = [p for p in unbound(3) if p != taken][:2]
-        (claims / str(live)).write_text(f"{other.pid} {_proc_start_time(other.pid)}")
+        (claims / str(live)).write_text(f"{other.pid} {proc_start_time(other.pid)}")
         (claims / str(dead)).write_text("999999999 1")  # its harness is gone
         draws(monkeypatch, live, dead)
         assert ports.free_port() == dead
