@@ -120,11 +120,15 @@ class Supervisor:
             try:
                 start_time = proc_start_time(popen.pid)
                 registry.mkdir(parents=True, exist_ok=True)
-                registration.write_text(json.dumps({
+                # Written whole, then renamed: `registered()` in another process forgets a file it
+                # cannot parse, and a half-written one would take a live process off the registry.
+                written = registration.with_suffix(".tmp")
+                written.write_text(json.dumps({
                     "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
                     "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": proc_start_time(os.getpid()),
                     "argv": argv[:3], "log": str(log_path),
                 }))
+                os.replace(written, registration)
                 proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
                 # Copy on write: the fault scheduler's thread starts members while the run's thread walks
                 # the table (poll_exits); rebinding is atomic, so a walk keeps the table it began with.
