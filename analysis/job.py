@@ -8,7 +8,8 @@ Layout of `out`:
     report.html                 the analysis: comparison table, distributions, links to runs
     plots/*.png                 the distributions, also inlined in report.html
     runs/<run>/report.html      a page per run (timeline, lag, rebalances), PNGs beside it; which
-                                runs get one: `run_reports` (analysis.pages)
+                                runs get one: `run_reports` (analysis.pages); the pages an earlier
+                                analysis drew here go first
     parquet/<table>/            every table below, written by Spark
     csv/<table>.csv             the same tables as CSV
     summary.json                runs analysed, runs skipped (with the reason), timings
@@ -38,7 +39,7 @@ from typing import Any, Callable, Iterable
 from runtime.errors import EXIT_BAD_INPUT, LabError
 
 from .cache import TableCache
-from .pages import RunPages, runs_with_pages
+from .pages import RunPages, remove_old_pages, runs_with_pages
 from .run_tables import Row, tables_of
 from .runs import RunDir, Skipped, failed_runs, find_runs
 from .schema import PER_RUN, TABLES, as_tuples, typed
@@ -155,6 +156,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
     # does not look like a complete one (the earlier analysis's page would describe other runs)
     for marker in (out / "summary.json", out / "report.html"):
         marker.unlink(missing_ok=True)
+    remove_old_pages(out)
     pages = RunPages(out, workers)
     # the summaries and table writes are small jobs each: run concurrently, they overlap one
     # another's driver-side time

@@ -12,6 +12,10 @@ from pathlib import Path
 RUN_REPORTS = ("auto", "all", "problems", "none")
 EVERY_RUN_PAGE_UP_TO = 20
 
+# What a run's page is made of, in `<out>/runs/<run>/` (analysis.report.run_report writes them).
+PAGE = "report.html"
+PAGE_PLOTS = ("timeline.png", "lag.png", "rebalances.png")
+
 
 def shows_problem(run: dict, failed: frozenset[str] = frozenset()) -> bool:
     """A run worth opening: its verdict failed (``failed``: their run keys), or, from the
@@ -33,6 +37,19 @@ def runs_with_pages(runs: list[dict], run_reports: str, failed: frozenset[str] =
 # Per-run pages take ~0.2 s each to draw; below this many runs, starting interpreters for
 # them costs more than it saves.
 PAGE_WORKERS_FROM_RUNS = 8
+
+
+def remove_old_pages(out: Path) -> None:
+    """The run pages an earlier analysis drew in `out`: an analysis of other runs must not leave
+    theirs behind beside its own. Only a page's own files go, and their directory once empty:
+    a `runs/` of real run directories under --out keeps everything else."""
+    for directory in (out / "runs").glob("*/"):
+        for name in (PAGE, *PAGE_PLOTS):
+            (directory / name).unlink(missing_ok=True)
+        try:
+            directory.rmdir()
+        except OSError:  # not empty: it holds something else too
+            pass
 
 
 class RunPages:

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 from urllib.parse import quote
 
 from . import plots
-from .pages import EVERY_RUN_PAGE_UP_TO
+from .pages import EVERY_RUN_PAGE_UP_TO, PAGE, PAGE_PLOTS
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -93,7 +93,7 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
     timeline = plots.ownership_timeline(run, data.get("ownership", []), faults, rebalances)
     lag = plots.lag_over_time(run, data.get("lag", []), faults, rebalances)
     durations = plots.rebalance_durations(run, rebalances)
-    for name, png in (("timeline.png", timeline), ("lag.png", lag), ("rebalances.png", durations)):
+    for name, png in zip(PAGE_PLOTS, (timeline, lag, durations)):
         _write_png(directory, name, png)
 
     summary = [{"k": k, "v": run.get(k)} for k in RUN_FIELDS]
@@ -129,7 +129,7 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
         table(data.get("duplicates", []), ["partition_label", "duplicates", "explained", "unexplained"],
               left=("partition_label",)) if data.get("duplicates") else "<p>None.</p>",
     ]
-    path = directory / "report.html"
+    path = directory / PAGE
     path.write_text(page(f"run {run['run']}", "\n".join(parts)), encoding="utf-8")
     return path
 

@@ -266,6 +266,14 @@ def test_a_second_analysis_reads_the_cache_and_a_changed_history_is_read_again(s
     assert third.parsed == [found[0].run] and third.tables == first.tables
 
 
+def test_an_analysis_of_other_runs_into_the_same_out_leaves_no_page_of_the_earlier_ones(spark, runs, tmp_path):
+    first_run, second_run = sorted(runs.glob("synth-consumer-*"))[:2]
+    first = analyze([str(first_run)], tmp_path / "out", spark=spark, run_reports="all")
+    second = analyze([str(second_run)], tmp_path / "out", spark=spark, run_reports="all")
+    assert set(first.run_reports) == {first_run.name} and set(second.run_reports) == {second_run.name}
+    assert [p.name for p in (tmp_path / "out" / "runs").iterdir()] == [second_run.name]
+
+
 def test_nothing_to_analyse_is_bad_input_naming_each_directory(damaged):
     root, _ = damaged
     out = CliRunner().invoke(lab, ["analyze", str(root / "half-written"), str(root / "no-history"),

@@ -1,7 +1,7 @@
 """Which runs get a page in an analysis (analysis/pages.py): pure, no Spark."""
 import pytest
 
-from analysis.pages import EVERY_RUN_PAGE_UP_TO, runs_with_pages, shows_problem
+from analysis.pages import EVERY_RUN_PAGE_UP_TO, PAGE, PAGE_PLOTS, remove_old_pages, runs_with_pages, shows_problem
 
 CLEAN = {"run": "clean", "outcome": "completed", "lost_records": 0, "duplicates": 4, "duplicates_explained": 4}
 
@@ -40,3 +40,18 @@ def test_auto_draws_every_page_for_a_few_runs_and_only_the_problems_for_many():
 def test_an_unknown_choice_is_refused_by_name():
     with pytest.raises(ValueError, match="'some'"):
         runs_with_pages([CLEAN], "some")
+
+
+def test_an_earlier_analysis_pages_go_and_nothing_else_under_runs(tmp_path):
+    old = tmp_path / "runs" / "a-run-no-longer-analysed"
+    old.mkdir(parents=True)
+    for name in (PAGE, *PAGE_PLOTS):
+        (old / name).write_text("drawn by an earlier analysis")
+    real = tmp_path / "runs" / "a-real-run-directory"  # `--out .` beside the runs themselves
+    real.mkdir()
+    for name in ("history.jsonl", "verdict.json", PAGE):
+        (real / name).write_text("{}")
+    remove_old_pages(tmp_path)
+    assert not old.exists()
+    assert sorted(p.name for p in real.iterdir()) == ["history.jsonl", "verdict.json"]
+    remove_old_pages(tmp_path / "nothing-here-yet")  # a first analysis: nothing to remove
