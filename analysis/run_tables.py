@@ -213,9 +213,10 @@ class _RunTables:
 
     def summary(self, t: dict[str, list[Row]]) -> Row:
         h, run, stats = self.h, self.h.run, run_stats(self.h)
-        phase = {}
+        phase, gave_up = {}, False
         for e in h.named(ev.PHASE):
             phase.setdefault(e.get("phase"), e["mono_ms"])
+            gave_up |= e.get("phase") in ("drain", "done") and bool(e.get("reason"))  # not stable, or lag not drained
         workload_start = min((phase[p] for p in ("warmup", "workload") if p in phase), default=self.t0)
         t_end = max((e["mono_ms"] for e in h.events), default=0.0)
         unconsumed = sum(r["unconsumed"] for r in t["records"])
@@ -247,9 +248,10 @@ class _RunTables:
                               default=None),
             "peak_lag": max(totals.values(), default=None),
             "final_lag": totals[max(totals)] if totals else None,
-            # from the workload's end (the producer stopped) until the group was stable and the lag drained
-            "drain_s": _r((phase["done"] - phase["recovery"]) / 1000.0) if "done" in phase and "recovery" in phase
-            else None,
+            # from the workload's end (the producer stopped) until the group was stable and the lag drained;
+            # none when the harness gave up waiting for either
+            "drain_s": _r((phase["done"] - phase["recovery"]) / 1000.0)
+            if "done" in phase and "recovery" in phase and not gave_up else None,
             "produce_rps": _r(stats["acked"] / workload_s) if workload_s > 0 else None,
             "consume_rps": _r(stats["deliveries"] / consume_s) if consume_s > 0 else None,
             "commits_ok": stats["commits"]["ok"], "commits_failed": sum(stats["commits"]["failed"].values()),

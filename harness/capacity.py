@@ -39,7 +39,7 @@ from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.paths import make_dirs
 from harness.report import verdict_figures
 from harness.run import Run
-from harness.runstate import write_json_atomically
+from harness.runstate import read_state, write_json_atomically
 from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
 from harness.variants import Axes, Impossible, listed_twice, variant
 from oracle.protocols import PROTOCOLS
@@ -188,10 +188,13 @@ class CapacityRun:
                                  "--fresh runs every point again") from None
 
     def done(self, point: Point) -> bool:
-        """A point whose run was judged: its verdict is there (the run directory says so)."""
+        """A point whose run of this scenario completed and was judged (its run directory says so):
+        an interrupted one that `check --write` judged later (INCOMPLETE) is run again."""
         ran = self.state.get(point.id)
-        return bool(ran and ran.get("run_dir") and ran.get("scenario") == point.fingerprint
-                    and (Path(ran["run_dir"]) / "verdict.json").exists())
+        if not (ran and ran.get("run_dir") and ran.get("scenario") == point.fingerprint):
+            return False
+        run_dir = Path(ran["run_dir"])
+        return (run_dir / "verdict.json").exists() and (read_state(run_dir) or {}).get("state") == "completed"
 
     def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
         make_dirs(self.dir / "scenarios")

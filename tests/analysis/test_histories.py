@@ -274,6 +274,29 @@ def test_an_analysis_of_other_runs_into_the_same_out_leaves_no_page_of_the_earli
     assert [p.name for p in (tmp_path / "out" / "runs").iterdir()] == [second_run.name]
 
 
+def test_percentiles_are_by_nearest_rank_a_time_some_rebalance_took(spark):
+    from analysis.aggregate import nearest_rank
+
+    df = spark.createDataFrame([(v,) for v in (120.0, 150.0, 180.0, 200.0, 2400.0)], "duration_ms double")
+    [row] = df.agg(nearest_rank("duration_ms", 0.5).alias("p50"), nearest_rank("duration_ms", 0.95).alias("p95")).collect()
+    assert (row.p50, row.p95) == (180.0, 2400.0)  # interpolated, p95 would be 1,960: no rebalance took that
+
+
+def test_a_capacity_point_the_analysis_could_not_read_has_no_figures_and_is_named(spark, runs, damaged, tmp_path):
+    from analysis.capacity import capacity_report
+
+    root, _ = damaged
+    read = sorted(runs.glob("synth-classic-eager-*"))[0]
+    points = [{"run": p.name, "run_dir": str(p), "protocol": "classic-eager", "members": 3, "partitions": 6,
+               "rate": 200.0} for p in (read, root / "half-written")]
+    result = capacity_report(points, tmp_path / "out", spark=spark, title="t")
+    by_run = {r["run"]: r for r in result.rows}
+    assert by_run[read.name]["rebalances"] > 0 and by_run[read.name]["rebalance_p95_ms"] is not None
+    assert by_run["half-written"]["rebalances"] is None and by_run["half-written"]["max_lag"] is None  # not 0
+    page = result.report.read_text()
+    assert "Points without figures" in page and "half-written: no verdict.json" in page
+
+
 def test_nothing_to_analyse_is_bad_input_naming_each_directory(damaged):
     root, _ = damaged
     out = CliRunner().invoke(lab, ["analyze", str(root / "half-written"), str(root / "no-history"),

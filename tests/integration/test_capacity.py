@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 from harness.capacity import CAPACITY_JSON, CapacityRun, load_sweep
@@ -38,6 +39,9 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
         assert max(len(r["members"] or ()) for r in verdict["rebalances"]) <= peak <= point["members"], \
             (point["id"], [(r["generation"], r["coordinator_members"], r["members"]) for r in verdict["rebalances"]])
         assert abs(row["rebalance_max_ms"] - max(durations)) < 0.1, (point["id"], row, durations)
+        # by nearest rank, as the run's own figures (compare, suite.json, JUnit) give it: a time one rebalance took
+        p95 = sorted(durations)[math.ceil(0.95 * len(durations)) - 1]
+        assert abs(row["rebalance_p95_ms"] - p95) < 0.06, (point["id"], row, durations)
         assert row["drain_s"] is not None and row["consumed_per_member_rps"] > 0, row
     for name in ("rebalance_vs_members.png", "lag_vs_rate.png", "stw_vs_partitions.png"):
         assert (run.dir / "analysis" / "plots" / name).stat().st_size > 5000

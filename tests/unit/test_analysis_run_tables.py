@@ -74,3 +74,16 @@ def test_a_history_the_oracle_cannot_read_is_named_not_raised(tmp_path, broken):
     (tmp_path / "history.jsonl").write_text(broken)
     key, reason = tables_of(RunRef("k", "run-1", str(tmp_path), "3.9"))
     assert key == "k" and isinstance(reason, str) and "history.jsonl" in reason
+
+
+@pytest.mark.parametrize("reason_on, drain_s", [(None, 7.5), ("drain", None), ("done", None)])
+def test_drain_time_is_the_wait_for_a_stable_drained_group_and_none_when_the_harness_gave_up(
+        tmp_path, reason_on, drain_s):
+    b, _ = _story()
+    b.at(2000).phase("recovery").at(4000).phase("drain").at(9500).phase("done")
+    events = b.build()
+    for e in events:
+        if e["name"] == "phase" and e["phase"] == reason_on:
+            e["reason"] = "lag not drained after 120s" if reason_on == "done" else "group not stable after 120s"
+    [run] = _tables(tmp_path, events)["runs"]
+    assert run["drain_s"] == drain_s
