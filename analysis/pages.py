@@ -44,12 +44,16 @@ def remove_old_pages(out: Path) -> None:
     theirs behind beside its own. Only a page's own files go, and their directory once empty:
     a `runs/` of real run directories under --out keeps everything else."""
     for directory in (out / "runs").glob("*/"):
+        removed = False
         for name in (PAGE, *PAGE_PLOTS):
-            (directory / name).unlink(missing_ok=True)
-        try:
-            directory.rmdir()
-        except OSError:  # not empty: it holds something else too
-            pass
+            if (directory / name).is_file():
+                (directory / name).unlink()
+                removed = True
+        if removed:  # never an empty directory we did not empty: a run's, just made, waits for its files
+            try:
+                directory.rmdir()
+            except OSError:  # not empty: it holds something else too
+                pass
 
 
 class RunPages:

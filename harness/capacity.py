@@ -17,8 +17,9 @@ rate and protocol — each point a load run, then the capacity table and its plo
 
 Every point is built and validated before anything runs (exit 2 naming the point and the key).
 Points run in order into runs/capacity-<name>/ (consecutive points on matching clusters share
-one); capacity.json says which ran. Run again, a sweep resumes: a point whose run was judged with
-the same scenario (Point.fingerprint) is not run again (--fresh runs them all).
+one); capacity.json says which ran. Run again, a sweep resumes: a point whose run of the same
+scenario (Point.fingerprint) was judged whole — a verdict, not INCOMPLETE — is not run again
+(--fresh runs them all).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.paths import make_dirs
 from harness.report import verdict_figures
 from harness.run import Run
-from harness.runstate import read_state, write_json_atomically
+from harness.runstate import write_json_atomically
 from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
 from harness.variants import Axes, Impossible, listed_twice, variant
 from oracle.protocols import PROTOCOLS
@@ -188,13 +189,16 @@ class CapacityRun:
                                  "--fresh runs every point again") from None
 
     def done(self, point: Point) -> bool:
-        """A point whose run of this scenario completed and was judged (its run directory says so):
-        an interrupted one that `check --write` judged later (INCOMPLETE) is run again."""
+        """A point whose run of this scenario was judged whole: its verdict is there and is not
+        INCOMPLETE (an interrupted run that `check --write` judged later), as `analyze` takes it."""
         ran = self.state.get(point.id)
         if not (ran and ran.get("run_dir") and ran.get("scenario") == point.fingerprint):
             return False
-        run_dir = Path(ran["run_dir"])
-        return (run_dir / "verdict.json").exists() and (read_state(run_dir) or {}).get("state") == "completed"
+        try:
+            verdict = json.loads((Path(ran["run_dir"]) / "verdict.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(verdict, dict) and verdict.get("status") not in (None, "incomplete")
 
     def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
         make_dirs(self.dir / "scenarios")

@@ -294,7 +294,7 @@ def test_a_capacity_point_the_analysis_could_not_read_has_no_figures_and_is_name
     assert by_run[read.name]["rebalances"] > 0 and by_run[read.name]["rebalance_p95_ms"] is not None
     assert by_run["half-written"]["rebalances"] is None and by_run["half-written"]["max_lag"] is None  # not 0
     page = result.report.read_text()
-    assert "Points without figures" in page and "half-written: no verdict.json" in page
+    assert "Points without figures" in page and f"{root / 'half-written'}</td>" in page and "no verdict.json" in page
 
 
 def test_nothing_to_analyse_is_bad_input_naming_each_directory(damaged):

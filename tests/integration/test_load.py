@@ -5,9 +5,13 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
+import threading
+import urllib.request
 from pathlib import Path
 
+from harness.cluster.ports import free_port
 from tests.integration.conftest import small_scenario
 
 # The shipped small profile: ramp 2 -> 6, one member every 3.2 s; then churn: up one by one to 6
@@ -69,3 +73,51 @@ def test_locust_distributed_master_and_workers_on_localhost_run_the_profile(run_
     assert row["Name"] == "consumer"
     assert int(row["Request Count"]) == len(durations) >= 2, (row, durations)
     assert math.isclose(float(row["Max Response Time"]), max(durations), abs_tol=0.01)
+
+
+def test_locust_web_ui_on_localhost_shows_the_rebalances_while_the_run_goes(run_scenario, tmp_path):
+    """Locust's web UI (`load.web_port`, on 127.0.0.1, the profile started by itself): its stats
+    have the `rebalance` row, percentiles included, before the history says the run is done;
+    once the run is over the server is stopped, Locust exits, and its CSV equals the verdict."""
+    port = free_port()
+    scenario = small_scenario("load-web", duration_s=14, load={
+        "web_port": port, "stages": [{"kind": "ramp", "to": 4, "over_s": 8}]})
+    seen: list[tuple[dict, bool]] = []  # (the UI's rebalance row, whether the history had `phase: done` then)
+    stop = threading.Event()
+
+    def done_yet() -> bool:
+        for history in (tmp_path / "runs").glob("*/history.jsonl"):
+            for line in history.read_text().splitlines():
+                if '"phase"' in line and '"done"' in line:
+                    event = json.loads(line)
+                    if event.get("name") == "phase" and event.get("phase") == "done":
+                        return True
+        return False
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats/requests", timeout=2) as answer:
+                    stats = json.load(answer)["stats"]
+            except (OSError, ValueError):
+                continue  # not up yet, or gone
+            rows = [row for row in stats if row["method"] == "rebalance" and row["num_requests"]]
+            if rows:
+                seen.append((rows[0], done_yet()))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        run = run_scenario(scenario)
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert run.exit_code == 0, run.output[-3000:]
+    [locust] = [e for e in run.named("process_exited") if e["process"] == "load"]
+    assert locust["returncode"] == 0  # the web server did not keep it up after the profile
+    live = [row for row, done in seen if not done]
+    assert live, seen[-1:]
+    assert live[0]["name"] == "classic-eager" and "response_time_percentile_0.95" in live[0], live[0]
+    durations = [r["duration_ms"] for r in run.verdict["rebalances"] if r["status"] == "completed"]
+    [row] = [r for r in csv.DictReader((run.run_dir / "load" / "locust_stats.csv").open()) if r["Type"] == "rebalance"]
+    assert 0 < live[0]["num_requests"] <= int(row["Request Count"]) == len(durations), (live[0], row, durations)

@@ -51,7 +51,9 @@ def test_an_earlier_analysis_pages_go_and_nothing_else_under_runs(tmp_path):
     real.mkdir()
     for name in ("history.jsonl", "verdict.json", PAGE):
         (real / name).write_text("{}")
+    just_made = tmp_path / "runs" / "a-run-just-started"  # empty until its harness writes: not ours to remove
+    just_made.mkdir()
     remove_old_pages(tmp_path)
-    assert not old.exists()
+    assert not old.exists() and just_made.is_dir()
     assert sorted(p.name for p in real.iterdir()) == ["history.jsonl", "verdict.json"]
     remove_old_pages(tmp_path / "nothing-here-yet")  # a first analysis: nothing to remove

@@ -81,14 +81,13 @@ def test_a_resumed_sweep_reuses_a_run_only_of_the_same_scenario(tmp_path):
     [point] = load_sweep(sweep_file).points
     run_dir = tmp_path / "runs" / "capacity-x" / "r1"
     run_dir.mkdir(parents=True)
-    (run_dir / "verdict.json").write_text("{}")
-    (run_dir / "run.json").write_text('{"state": "completed"}')
+    (run_dir / "verdict.json").write_text('{"status": "fail"}')
     (run_dir.parent / "capacity.json").write_text(
         f'{{"points": [{{"id": "{point.id}", "run_dir": "{run_dir}", "scenario": "{point.fingerprint}"}}]}}')
     assert CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(point)
-    (run_dir / "run.json").write_text('{"state": "interrupted"}')  # then judged with `check --write`: INCOMPLETE
+    (run_dir / "verdict.json").write_text('{"status": "incomplete"}')  # interrupted, then `check --write`
     assert not CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(point)
-    (run_dir / "run.json").write_text('{"state": "completed"}')
+    (run_dir / "verdict.json").write_text('{"status": "pass"}')
     sweep_file.write_text(sweep_file.read_text() + "seed: 2\n")  # same point id, another scenario
     [changed] = load_sweep(sweep_file).points
     assert changed.id == point.id and not CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(changed)
