@@ -293,6 +293,10 @@ class WorkloadProcesses:
         names = [n for n, s in self.services.items() if isinstance(s, Member) and s.running()]
         return sorted(names, key=lambda n: self.services[n].lane)
 
+    def members_staying(self) -> list[str]:
+        """The members running and not on their way out: the group at rest has every one of them."""
+        return [n for n in self.running_consumers() if n not in self._leaving]
+
     def start_new(self, count: int) -> list[str]:
         """``count`` new member slots, started back to back (a join storm)."""
         first = max((s.lane for s in self.services.values() if isinstance(s, Member)), default=0) + 1
