@@ -325,13 +325,13 @@ class WorkloadProcesses:
         so there are never more slots (client lanes) than the profile's peak. A slot is free once
         its last process has exited. Returns (started, stopped)."""
         members = [s for s in self.services.values() if isinstance(s, Member)]
-        staying = sorted((m for m in members if m.running() and m.name not in self._leaving), key=lambda m: m.lane)
+        staying = self.members_staying()  # by lane: the newest last
         for name, since in list(self._leaving.items()):
             if not self.services[name].running():
                 del self._leaving[name]
             elif time.monotonic() - since > LEAVE_TIMEOUT_S:  # stuck in its close: no longer a member we wait for
                 self.services[name].kill(signal.SIGKILL)
-        stopped = [m.name for m in staying[count:]]
+        stopped = staying[count:]
         for name in stopped:  # all at once, not waiting for each: "8 leave at once" is one burst of LeaveGroups
             self._leaving[name] = time.monotonic()
             self.services[name].terminate()
