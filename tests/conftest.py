@@ -2,13 +2,14 @@
 
 A real-cluster run waits a lot (session timeouts, fault durations), so several side by side
 take less time on the 2-core CI machine than one after another — as long as they do not
-starve each other. Three workers on two cores: the suite's ~4,200 s of test time in 25 min of
-wall time; with a core-wide busy loop beside the three, 27 min and every run's figures as the
+starve each other. Three workers on two cores: the suite's ~3,840 s of test time in 22 min of
+wall time; with a core-wide busy loop beside the three, 25 min and every run's figures as the
 tests expect them. Three is where it stops paying: an experiment with a fourth worker (and,
 against the rule below, the three-broker modules in two lanes) kept the cores 98.6 % busy and
 the suite took no less time. Most of that CPU is the brokers' request handling (a smoke
-run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s; a whole quiet CI run:
-~1,850 CPU-seconds in its own processes, 1,040 of them in its 94 brokers). And most of the wall time is the
+run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s; a whole quiet CI run,
+benchmarks/suite_cost.py: ~1,970 CPU-seconds in its own processes, 1,076 of them in its ~100
+brokers — 16 min of both cores before anything waits). And most of the wall time is the
 scenarios' own: the workload phases of the suite's ~90 runs add up to ~1,950 s, 11 min of
 three workers before any cluster starts. Tests that meet only at three workers must not
 share what they clean up: cleaners of a dead harness's leftovers take turns
@@ -48,10 +49,12 @@ if _worker and _count:
     os.environ["REBALANCE_LAB_PORT_SLICE"] = f"{int(_worker.removeprefix('gw'))}/{_count}"
 
 
-# After the three-broker modules. CI (quiet, 2026-11-27): compare 350 s, the analysis tests' real runs 235 s,
-# the capacity sweep 225 s, shrink 170 s, the analysis stories 150 s; every other module under 100 s.
-LONGEST_FIRST = ("integration/test_compare", "analysis/test_real_runs", "integration/test_capacity",
-                 "integration/test_shrink", "analysis/test_histories")
+# After the three-broker modules, the others from the longest (CI, quiet, 2026-11-27, test time with setup:
+# project_coordinator 390 s, compare 336 s, then 194 down to 106 s); every other module under 100 s.
+LONGEST_FIRST = ("integration/test_project_coordinator", "integration/test_compare", "integration/test_capacity",
+                 "integration/test_shrink", "analysis/test_real_runs", "integration/test_protocol_zk_eager",
+                 "integration/test_fault_rebalance_timing", "integration/test_fault_churn", "analysis/test_histories",
+                 "integration/test_protocols", "integration/test_fault_triggers", "integration/test_load")
 
 
 def signals_at_default() -> None:
