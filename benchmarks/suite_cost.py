@@ -10,8 +10,9 @@ process's CPU time, named by its role in the lab's process registry (broker, zoo
 consumer, ...) or else by its command line (pytest, spark, the container engine).
 A process that ends between two readings loses its last interval, so the figures are a
 little low; processes that were running before the suite count only what they spend
-during it. Prints the figures and writes them to DIR/suite-cost.json; exits with
-pytest's exit code.
+during it. The real runs' directories (under pytest's --basetemp, DIR/basetemp unless
+given) say what their phases took: cluster start, warm-up, workload, recovery, drain.
+Prints the figures and writes them to DIR/suite-cost.json; exits with pytest's exit code.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 # Processes the lab's registry does not name, by a piece of their command line (first match).
 BY_COMMAND = (("kafka.Kafka", "broker (in a container)"), ("QuorumPeerMain", "zookeeper (in a container)"),
               ("toxiproxy", "toxiproxy (in a container)"), ("spark", "spark"), ("pyspark", "spark"),
-              ("containerd", "container engine"), ("dockerd", "container engine"), ("docker-proxy", "container engine"),
-              ("runc", "container engine"), ("buildkit", "container engine"), ("pytest", "pytest"),
+              ("containerd", "engine"), ("dockerd", "engine"), ("docker-proxy", "engine"),
+              ("runc", "engine"), ("buildkit", "engine"), ("pytest", "pytest"),
               ("exec(eval(sys.stdin.readline()))", "pytest"),  # a pytest-xdist worker
               ("-m harness", "harness"), ("rebalance-lab", "harness"), ("-m analysis", "harness"),
               ("locust", "load"), ("java", "other java"), ("python", "other python"))
@@ -133,6 +134,34 @@ def lanes(junit: Path) -> dict:
             "modules_s": {m: round(t, 1) for m, t in per_module.most_common()}}
 
 
+# A run's phases (run.json "phases": seconds from its start at which each began), and the
+# stretch from each to the next, as the figures name it.
+PHASES = {"start": "cluster start", "cluster_ready": "topics and clients", "warmup": "warm-up",
+          "workload": "workload", "recovery": "recovery", "drain": "drain"}
+
+
+def run_phases(root: Path) -> dict:
+    """What the real runs under `root` (the session's basetemp) spent in each phase, summed."""
+    spent: collections.Counter = collections.Counter()
+    runs = shared = 0
+    for path in root.rglob("run.json"):
+        if any(part.endswith("current") for part in path.relative_to(root).parts):  # pytest's symlinks
+            continue
+        try:
+            run = json.loads(path.read_text())
+            began = sorted((float(t), name) for name, t in (run.get("phases") or {}).items())
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if not began:
+            continue
+        runs += 1
+        shared += bool(run.get("shared_cluster"))
+        for (t, name), (t_next, _) in zip(began, began[1:]):
+            spent[PHASES.get(name, name)] += t_next - t
+    return {"runs": runs, "on_a_shared_cluster": shared,
+            "phases_s": {k: round(v, 1) for k, v in spent.most_common() if round(v, 1) > 0}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="where suite-cost.json and junit.xml go (default: a new temporary directory)")
@@ -144,11 +173,19 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
 
+    pytest_args = list(args.pytest_args)
+    given = [i for i, a in enumerate(pytest_args) if a.split("=", 1)[0] == "--basetemp"]
+    if not given:  # where the runs' directories go, for their phases
+        pytest_args.append(f"--basetemp={out / 'basetemp'}")
+        given = [len(pytest_args) - 1]
+    i = given[-1]
+    basetemp = Path(pytest_args[i].split("=", 1)[1] if "=" in pytest_args[i] else pytest_args[i + 1])
+
     sampler = CpuSampler(args.interval)
     busy0, total0 = _machine_busy()
     started = time.monotonic()
     sampler.start()
-    code = subprocess.call([sys.executable, "-m", "pytest", f"--junitxml={out / 'junit.xml'}", *args.pytest_args], cwd=REPO)
+    code = subprocess.call([sys.executable, "-m", "pytest", f"--junitxml={out / 'junit.xml'}", *pytest_args], cwd=REPO)
     wall = time.monotonic() - started
     by_kind = sampler.stop()
     busy1, total1 = _machine_busy()
@@ -160,6 +197,7 @@ def main() -> int:
     if (out / "junit.xml").exists():
         figures |= lanes(out / "junit.xml")
         figures["other_lanes_s"] = round((figures["test_s"] - figures["three_broker_lane_s"]) / max(1, args.workers - 1), 1)
+    figures["real_runs"] = run_phases(basetemp) if basetemp.is_dir() else None
     (out / "suite-cost.json").write_text(json.dumps(figures, indent=2) + "\n")
 
     print(f"\nwall {wall / 60:.1f} min, pytest exit {code}; the machine's {cores} cores {figures['machine_busy_percent']} % busy")
@@ -171,6 +209,10 @@ def main() -> int:
               f"each other lane {figures['other_lanes_s']:,.0f} s ({args.workers} workers)")
         for module, seconds in list(figures["modules_s"].items())[:12]:
             print(f"  {seconds:7,.0f} s  {module}")
+    if figures["real_runs"]:
+        r = figures["real_runs"]
+        print(f"{r['runs']} real runs ({r['on_a_shared_cluster']} on a shared cluster), seconds per phase, summed: "
+              + ", ".join(f"{name} {s:,.0f}" for name, s in r["phases_s"].items()))
     print(f"figures: {out / 'suite-cost.json'}")
     return code
 

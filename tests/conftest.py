@@ -8,8 +8,8 @@ tests expect them. Three is where it stops paying: an experiment with a fourth w
 against the rule below, the three-broker modules in two lanes) kept the cores 98.6 % busy and
 the suite took no less time. Most of that CPU is the brokers' request handling (a smoke
 run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s; a whole quiet CI run,
-benchmarks/suite_cost.py: ~1,970 CPU-seconds in its own processes, 1,076 of them in its ~100
-brokers — 16 min of both cores before anything waits). And most of the wall time is the
+benchmarks/suite_cost.py: ~2,000 CPU-seconds in its own processes, 1,100 of them in its brokers
+and KRaft controllers — 16.7 min of both cores however the work is spread). And most of the wall time is the
 scenarios' own: the workload phases of the suite's ~90 runs add up to ~1,950 s, 11 min of
 three workers before any cluster starts. Tests that meet only at three workers must not
 share what they clean up: cleaners of a dead harness's leftovers take turns

@@ -57,3 +57,20 @@ def test_the_sampler_counts_the_cpu_of_a_process_started_after_it(suite_cost):
     by_kind = sampler.stop()
     assert by_kind["other python"]["processes"] >= 1
     assert by_kind["other python"]["cpu_s"] >= spent - 0.05
+
+
+def test_run_phases_sum_each_stretch_of_every_run_once(suite_cost, tmp_path):
+    import json
+
+    for name, phases, shared in (("a", {"start": 0, "cluster_ready": 5, "warmup": 5.5, "workload": 7.5, "recovery": 37.5,
+                                        "drain": 40, "done": 41}, 2),
+                                 ("b", {"start": 0, "cluster_ready": 1, "warmup": 1, "workload": 3, "recovery": 13}, None)):
+        run = tmp_path / "popen-gw0" / f"{name}0" / "runs" / name
+        run.mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps({"state": "completed", "phases": phases, "shared_cluster": shared}))
+    (tmp_path / "popen-gw0" / "acurrent").symlink_to(tmp_path / "popen-gw0" / "a0")  # pytest's: not a second run
+    (tmp_path / "popen-gw0" / "broken" / "runs" / "c").mkdir(parents=True)
+    (tmp_path / "popen-gw0" / "broken" / "runs" / "c" / "run.json").write_text("{not json")
+    figures = suite_cost.run_phases(tmp_path)
+    assert figures == {"runs": 2, "on_a_shared_cluster": 1, "phases_s": {
+        "workload": 40.0, "cluster start": 6.0, "recovery": 2.5, "warm-up": 4.0, "drain": 1.0, "topics and clients": 0.5}}
