@@ -27,10 +27,10 @@ from pathlib import Path
 
 import yaml
 
+from harness.processes import cpu_seconds, proc_stat
 from harness.run import Run
 from harness.scenario import load_scenario
 
-TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -74,12 +74,12 @@ class Sampler:
 
 
 def _sample(pid: int) -> Sample | None:
+    stat = proc_stat(pid)
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
     except (OSError, IndexError, ValueError):
         return None
-    return Sample(time.monotonic(), (int(fields[11]) + int(fields[12])) / TICKS, rss_pages * PAGE / 2**20)
+    return Sample(time.monotonic(), cpu_seconds(stat), rss_pages * PAGE / 2**20) if stat else None
 
 
 def scenario(members: int, rate: float, duration_s: float, protocol: str, kafka: str) -> dict:

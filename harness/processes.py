@@ -25,23 +25,35 @@ from harness.paths import registry_dir
 from harness.runstate import mark_killed, run_of
 from harness.stop_signals import deferred
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
-def proc_start_time(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/pid/stat)."""
+
+def proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/pid/stat from the third on (state, ppid, …; ``proc(5)`` numbers them
+    from 1, so field n is index n - 3), or None once the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may contain spaces; fields after the last ')' are fixed.
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(stat: list[str]) -> float:
+    """User + system CPU time of a process (fields 14 and 15), from its ``proc_stat``."""
+    return (int(stat[11]) + int(stat[12])) / CLOCK_TICKS
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/pid/stat)."""
+    stat = proc_stat(pid)
+    return int(stat[19]) if stat else None
 
 
 def process_state(pid: int) -> str | None:
     """The kernel's one-letter state of ``pid`` (R, S, T = stopped, Z = zombie), or None if gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
+    stat = proc_stat(pid)
+    return stat[0] if stat else None
 
 
 def _alive(pid: int, start_time: int | None) -> bool:
@@ -281,19 +293,23 @@ class Leftover:
         return run_of(self.owner)
 
 
-def registered(include_live_owners: bool = True) -> list[Leftover]:
-    """Registered processes that are still alive. Dead ones are forgotten on the way."""
+def registered(include_live_owners: bool = True, forget_dead: bool = True) -> list[Leftover]:
+    """Registered processes that are still alive. Dead ones whose owner is dead too are
+    forgotten on the way (``forget_dead``); a live owner forgets its own, as it records their
+    exit (Supervisor._reap: the registration it removes is what says "not recorded yet")."""
     found = []
     for path in sorted(registry_dir().glob("*.json")) if registry_dir().exists() else []:
         try:
             entry = json.loads(path.read_text())
         except (OSError, ValueError):
-            path.unlink(missing_ok=True)
-            continue
-        if not _alive(entry["pid"], entry.get("start_time")):
-            path.unlink(missing_ok=True)
+            if forget_dead:
+                path.unlink(missing_ok=True)
             continue
         owner_alive = _alive(entry.get("owner_pid", -1), entry.get("owner_start_time"))
+        if not _alive(entry["pid"], entry.get("start_time")):
+            if forget_dead and not owner_alive:
+                path.unlink(missing_ok=True)
+            continue
         if owner_alive and not include_live_owners:
             continue
         found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),

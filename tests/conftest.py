@@ -2,23 +2,20 @@
 
 A real-cluster run waits a lot (session timeouts, fault durations), so several side by side
 take less time on the 2-core CI machine than one after another — as long as they do not
-starve each other. Three workers on two cores: the suite's ~3,840 s of test time in 22 min of
-wall time; with a core-wide busy loop beside the three, 25 min and every run's figures as the
-tests expect them. Three is where it stops paying: an experiment with a fourth worker (and,
+starve each other. Three is where it stops paying: an experiment with a fourth worker (and,
 against the rule below, the three-broker modules in two lanes) kept the cores 98.6 % busy and
-the suite took no less time. Most of that CPU is the brokers' request handling (a smoke
-run: 55 of its 76 CPU-seconds in its three brokers, at 200 records/s; a whole quiet CI run,
-benchmarks/suite_cost.py: ~2,000 CPU-seconds in its own processes, 1,100 of them in its brokers
-and KRaft controllers — 16.7 min of both cores however the work is spread). And most of the wall time is the
-scenarios' own: the workload phases of the suite's ~90 runs add up to ~1,950 s, 11 min of
-three workers before any cluster starts. Tests that meet only at three workers must not
-share what they clean up: cleaners of a dead harness's leftovers take turns
-(harness.cluster.compose), and no test pins a port a neighbour's cluster may hold. Hence:
+the suite took no less time. Where the time and the CPU go (most of the CPU in the brokers'
+request handling, most of the wall time in the scenarios' own workloads) is what
+benchmarks/suite_cost.py measures; its figures are in the README (Benchmarks).
+
+Tests that meet only at three workers must not share what they clean up: cleaners of a dead
+harness's leftovers take turns (harness.cluster.compose), and no test pins a port a
+neighbour's cluster may hold. Hence:
 
 - a test module is one unit of work (its module-scoped runs happen once, on one worker);
 - the modules whose runs start three brokers or Java clients are ONE unit together:
   two of those at once on two cores delay heartbeats and pipes enough to change what
-  the runs show, so they run in turn on one worker (about 20 min: the suite's floor),
+  the runs show, so they run in turn on one worker (about 20 min),
   beside the lighter ones on the other two;
 - the longest units start first (the three-broker modules, then LONGEST_FIRST, longest
   first, as CI measured them), so no worker is left with one of them at the end: `shrink`

@@ -10,11 +10,10 @@ rebalance callbacks carry deltas.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
+from harness.processes import process_state
 from tests.integration.conftest import REPO, RunOutcome, assert_healed
 
 CONSUMER_EVENTS = ("consumer_started", "group_joined", "partitions_assigned", "records_consumed", "offsets_committed")
@@ -69,8 +68,7 @@ def _assert_java_history(run: RunOutcome) -> None:
     started = [e for e in members if e["name"] == "consumer_started"]
     assert all(e["jvm_pid"] and e["jvm_pid"] != e["pid"] and e["processing_ms_ignored"] == 1 for e in started)
     # Every JVM is gone with its wrapper (it shares the wrapper's process group).
-    assert all(not Path(f"/proc/{e['jvm_pid']}").exists() or
-               Path(f"/proc/{e['jvm_pid']}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z" for e in started)
+    assert all(process_state(e["jvm_pid"]) in (None, "Z") for e in started)
     # Generations and member ids come from the Java client's log, before the callbacks that follow them.
     joined = [e for e in members if e["name"] == "group_joined"]
     assert all(isinstance(e["generation"], int) and e["member_id"].startswith(e["member"] + "-") for e in joined)

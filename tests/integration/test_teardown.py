@@ -13,22 +13,13 @@ from confluent_kafka.admin import AdminClient
 
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.paths import lab_home
-from harness.processes import registered
+from harness.processes import process_state, registered
 from runtime.logs import QUIET_CLIENT_LOG
-from tests.integration.conftest import (alive_pids, interrupt, lab, small_scenario, start_harness, wait_for_event,
-                                        write_scenario)
+from tests.integration.conftest import alive_pids, interrupt, lab, small_scenario, start_harness, wait_for_event, write_scenario
 
 
 def _pids_alive(pids):
-    alive = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(pid)
-    return alive
+    return [pid for pid in pids if process_state(pid) not in (None, "Z")]
 
 
 @pytest.mark.parametrize("kafka,quorum", [("3.9", "zookeeper-1"), ("4.1", "controller-1")])

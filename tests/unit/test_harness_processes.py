@@ -383,3 +383,20 @@ def test_a_sigterm_while_run_kills_the_group_waits_for_the_kill_then_stops_setup
     leader, child = pids(tmp_path)
     wait_until(lambda: gone(leader) and gone(child))
     assert registered() == []
+
+
+def test_a_dead_process_of_a_live_owner_is_left_for_its_owner_to_record(home, tmp_path):
+    """Its owner's Supervisor._reap records the exit once, by removing the registration: a
+    neighbour's `registered()` that removed it first would lose the process_exited event."""
+    lab_home, _ = home
+    gone_already = subprocess.Popen(["true"])
+    gone_already.wait()
+    registration = lab_home / "processes" / f"{gone_already.pid}.json"
+    registration.parent.mkdir(parents=True)
+    entry = {"pid": gone_already.pid, "start_time": 1, "name": "consumer-1", "role": "consumer", "owner": "run",
+             "owner_pid": os.getpid(), "owner_start_time": proc_start_time(os.getpid())}
+    registration.write_text(json.dumps(entry))
+    assert registered() == [] and registration.exists()
+    registration.write_text(json.dumps(entry | {"owner_pid": -1}))  # its owner died: nobody will record it
+    assert registered(forget_dead=False) == [] and registration.exists()  # a reader that never writes
+    assert registered() == [] and not registration.exists()
