@@ -40,6 +40,19 @@ def stabilized_generations(run) -> list[int]:
     return [e["generation"] for e in run.named("coordinator_stabilized")]
 
 
+def sync_refused_generations(run) -> set[int]:
+    """Generations in which a member's SyncGroup was refused REBALANCE_IN_PROGRESS: the next
+    rebalance began before that member asked for its assignment."""
+    generation_of: dict[str, int] = {}
+    refused = set()
+    for e in run.events:
+        if e["name"] == "group_joined":
+            generation_of[e["member"]] = e["generation"]
+        elif e["name"] == "group_sync_failed" and e["error"] == "REBALANCE_IN_PROGRESS":
+            refused.add(generation_of[e["member"]])
+    return refused
+
+
 # --------------------------------------------------------------------- the protocol, raw
 
 
@@ -175,11 +188,18 @@ def test_a_join_leave_cycle_of_four_members(module_run, variant):
     run = module_run(f"cycle-{variant}", scenario)
     assert run.exit_code == 0, run.output[-3000:]
     # One generation per rebalance, none skipped: each completed (stabilized by the coordinator)
-    # or superseded (a join arrived before the leader's assignment, e.g. generation 1 of v2).
+    # or superseded: a join arrived before the leader's assignment (generation 1 of v2), or after
+    # it but before a slower member's SyncGroup (the members scaled up start seconds apart), which
+    # the coordinator then refused REBALANCE_IN_PROGRESS.
     rebalances = run.verdict["rebalances"]
     assert [r["generation"] for r in rebalances] == list(range(1, len(rebalances) + 1)), rebalances
     completed = [r["generation"] for r in rebalances if r["status"] == "completed"]
-    assert completed == stabilized_generations(run)
+    stabilized, refused = stabilized_generations(run), sync_refused_generations(run)
+    assert completed == [g for g in stabilized if g not in refused], (stabilized, refused, rebalances)
+    stabilized_at = {e["generation"]: e["mono_ms"] for e in run.named("coordinator_stabilized")}
+    for e in run.named("coordinator_preparing_rebalance"):
+        if e["old_generation"] in refused and e["old_generation"] in stabilized_at:
+            assert e["mono_ms"] >= stabilized_at[e["old_generation"]], e  # the next rebalance began after it
     assert {e["generation"] for e in run.named("group_joined")} == {r["generation"] for r in rebalances}
     assert {e["member"] for e in run.named("partitions_assigned")} >= {f"consumer-{i}" for i in range(1, 5)}
     last = [e for e in run.named("partitions_assigned") if e["member"] == "consumer-1"][-1]
