@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from harness.processes import cpu_seconds, proc_stat, registered  # noqa: E402
+from harness.runstate import RUN_STATE, phase_seconds, read_state  # noqa: E402
 from tests.conftest import HEAVY_MODULES  # noqa: E402
 
 PF_KTHREAD = 0x00200000  # /proc/pid/stat flags (field 9): a kernel thread
@@ -143,8 +144,7 @@ def lanes(junit: Path) -> dict:
             "modules_s": {m: round(t, 1) for m, t in per_module.most_common()}}
 
 
-# A run's phases (run.json "phases": seconds from its start at which each began, in order),
-# and the stretch from each to the next, as the figures name it.
+# A run's phases (harness.runstate.phase_seconds), as the figures name them.
 PHASES = {"start": "cluster start", "cluster_ready": "topics and clients", "warmup": "warm-up",
           "workload": "workload", "recovery": "recovery", "drain": "drain"}
 
@@ -154,18 +154,18 @@ def run_phases(root: Path) -> dict:
     summed. A real run is one whose cluster was ready (not a unit test's run.json)."""
     spent: collections.Counter = collections.Counter()
     runs = shared = 0
-    for path in root.rglob("run.json"):  # rglob does not follow pytest's *current symlinks
-        try:
-            run = json.loads(path.read_text())
-            began = sorted(run["phases"].items(), key=lambda phase: float(phase[1]))  # stable: ties keep run.py's order
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    for path in root.rglob(RUN_STATE):  # rglob does not follow pytest's *current symlinks
+        run = read_state(path.parent) or {}
+        if "cluster_ready" not in (run.get("phases") or {}):  # a unit test's run.json, or no cluster
             continue
-        if "cluster_ready" not in run["phases"]:
+        try:
+            seconds = phase_seconds(run)
+        except (TypeError, ValueError):  # torn
             continue
         runs += 1
         shared += bool(run.get("shared_cluster"))
-        for (name, t), (_, t_next) in zip(began, began[1:]):
-            spent[PHASES.get(name, name)] += float(t_next) - float(t)
+        for name, s in seconds.items():
+            spent[PHASES.get(name, name)] += s
     return {"runs": runs, "on_a_shared_cluster": shared,
             "phases_s": {k: round(v, 1) for k, v in spent.most_common() if round(v, 1) > 0}}
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.runstate import SCENARIO_PHASES, phase_seconds, read_state
 from harness.suite import SuiteRun, load_suite
 
 FAULTS = [  # one per scenario, at 4 s into the workload
@@ -62,8 +63,8 @@ def overheads(suite_dir: Path) -> list[tuple[str, float, float, str]]:
     """(variant, wall s, overhead s, state) per variant of a finished suite."""
     out = []
     for v in json.loads((suite_dir / "suite.json").read_text())["variants"]:
-        phases = json.loads((Path(v["run_dir"]) / "run.json").read_text())["phases"]
-        own = phases["done"] - phases.get("warmup", phases["workload"])
+        spent = phase_seconds(read_state(Path(v["run_dir"])) or {})
+        own = sum(spent.get(phase, 0.0) for phase in SCENARIO_PHASES)
         out.append((v["id"], v["seconds"], v["seconds"] - own, v["state"]))
     return out
 

@@ -43,6 +43,22 @@ def read_state(run_dir: Path) -> dict | None:
     return state if isinstance(state, dict) else None
 
 
+# The scenario's own phases, as run.json names them; a run's time outside them (starting or
+# borrowing the cluster, topics and clients, teardown) is the harness's overhead.
+SCENARIO_PHASES = ("warmup", "workload", "recovery", "drain")
+
+
+def phase_seconds(state: dict) -> dict[str, float]:
+    """How long each of a run's phases lasted. run.json's "phases" are the seconds from the run's
+    start at which each began; a phase lasts until the next began (`done`, the last, is a mark).
+    Empty for a run.json without them."""
+    phases = state.get("phases")
+    if not isinstance(phases, dict):
+        return {}
+    began = sorted(phases.items(), key=lambda phase: float(phase[1]))  # stable: ties keep the harness's order
+    return {name: float(t_next) - float(t) for (name, t), (_, t_next) in zip(began, began[1:])}
+
+
 def mark_killed(run_dir: Path, by: str, stopped: list[dict]) -> bool:
     """Mark a run ``killed`` — when, by whom, which of its processes were stopped — if its
     run.json still says ``running``. True if this call marked it.
