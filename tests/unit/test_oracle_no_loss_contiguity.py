@@ -48,6 +48,34 @@ class TestNoLoss:
             "at t+2.060s")
         assert result.detail == {"acked": 200, "lost": 30}
 
+    def test_a_commit_killed_before_it_was_recorded_names_both_owners_not_a_later_commit(self, history_builder):
+        # consumer-1 finished its batch, committed the next one before processing it and was
+        # killed before writing that commit's event: the group went on from an offset no
+        # recorded commit explains. consumer-2's own later commit is not the culprit.
+        b = history_builder(topics={"events": 1})
+        c1 = b.consumer("consumer-1").start(commit_mode="before-processing")
+        c2 = b.consumer("consumer-2").start(commit_mode="before-processing")
+        b.phase("workload")
+        b.rebalance(1, {"consumer-1": [0], "consumer-2": []}, at=0)
+        b.at(500).acked(0, 0, 299)
+        c1.at(1000).committed(0, 150, trigger="before-processing")
+        c1.at(2000).consumed(0, 0, 149)
+        b.at(2030).fault("crash", "consumer-1")  # its commit of 200 reached the broker, its event did not
+        c1.exited(returncode=-9)
+        b.rebalance(2, {"consumer-2": [0]}, at=12000)
+        c2.at(12050).committed(0, 300, trigger="before-processing")
+        c2.at(12100).consumed(0, 200, 299)
+        b.at(13000).healed("crash", "consumer-1")
+        b.phase("recovery").phase("drain")
+        b.at(14000).done()
+        [v] = run(b, self.CHECK).violations
+        assert (v.offsets, v.members, v.generation) == ("150-199", ("consumer-1", "consumer-2"), None)
+        assert v.message == (
+            "events-0: 50 acknowledged records never consumed: offsets 150-199; consumer-2 went on from offset 200 "
+            "when it took the partition over (t+12.100s) and no commit in the history put the group there: a commit "
+            "sent but never recorded, or a reset position. consumer-1 consumed up to offset 149 before; its ownership "
+            "ended (crashed) at t+2.030s")
+
     def test_everything_consumed_passes(self, history_builder):
         b = history_builder(topics={"events": 2})
         c1 = b.consumer("consumer-1").start()
