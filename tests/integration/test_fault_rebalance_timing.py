@@ -82,7 +82,9 @@ def test_a_join_storm_into_an_empty_group(module_run, delay_ms, expect_one):
 
 def test_killing_the_group_coordinator_moves_it_and_loses_nothing(module_run):
     scenario = small_scenario("coordinator-crash", duration_s=40, faults=[
-        {"kind": "crash", "target": "coordinator", "at_s": 10, "restart_after_s": 12}])
+        # Down for 20 s: the observer sees the group's new coordinator 6-10 s after the kill (the
+        # brokers' ZooKeeper session, then admin requests to the dead broker timing out).
+        {"kind": "crash", "target": "coordinator", "at_s": 10, "restart_after_s": 20}])
     scenario["cluster"]["brokers"] = 3
     scenario["topics"] = [{"name": "events", "partitions": 6, "replication_factor": 3}]
     run = module_run("coordinator-crash", scenario)
@@ -98,7 +100,7 @@ def test_killing_the_group_coordinator_moves_it_and_loses_nothing(module_run):
     moved = [e for e in described if started["mono_ms"] < e["mono_ms"] < restarted["mono_ms"]
              and e["coordinator"] not in (None, killed)]
     assert moved, [e for e in described if e["mono_ms"] > started["mono_ms"]][:5]
-    assert [e for e in described if e["mono_ms"] > moved[0]["mono_ms"] and e["state"] == "STABLE"]
+    assert [e for e in described if e["mono_ms"] >= moved[0]["mono_ms"] and e["state"] == "STABLE"]  # changes only
     assert run.exit_code == 0, run.output[-3000:]
     assert run.verdict["checks"]["no-loss"]["status"] == "passed"
     assert_healed(run)
