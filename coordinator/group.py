@@ -244,12 +244,13 @@ class Group:
             self.state = to
 
     def _prepare_rebalance(self, reason: str, now: float) -> None:
+        # Logged before anyone is told: a member's record of its refusal follows it in the history.
+        self.emit(ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation, reason=reason)
         for member in self.members.values():
             if member.awaiting_sync:  # the leader's assignment will not come for this generation
                 member.awaiting_sync.complete(error(REBALANCE_IN_PROGRESS, reason))
                 member.awaiting_sync = None
         was_empty = self.state == EMPTY
-        self.emit(ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation, reason=reason)
         self._transition(PREPARING, now, reason)
         self.join_deadline = now + max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
         delay = self.variant.initial_rebalance_delay_ms

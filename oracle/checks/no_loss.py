@@ -4,16 +4,17 @@ Only meaningful once the run drained (`phase: done`): an interrupted run has
 records legitimately in flight. Each loss is explained by the commit that
 moved the group past the lost offsets, when there is one — e.g. a
 commit-before-processing consumer killed mid-batch. Where a new owner went on
-past them and no recorded commit put it there, the commit was made but never
-recorded (its member was killed between sending it and writing its event) or
-the position was reset: both owners are named.
+past them, that is the commit it fetched when it took the partition over (not
+a later one of its own); where no recorded commit put the group there, one was
+sent but never recorded (its member killed between sending it and writing its
+event) or the position was reset, and the owners before and after are named.
 """
 from __future__ import annotations
 
 from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, members, plural
 from ..history import Consumption, History, TopicPartition
 from ..offsets import OffsetSet
-from ..ownership import OWNED_AT_END, ownership_of
+from ..ownership import OWNED_AT_END, Session, ownership_of
 
 NAME = "no-loss"
 OPTIONS: dict = {}
@@ -36,12 +37,13 @@ def check(history: History, options: dict) -> CheckResult:
 
 def _lost(history: History, tp: TopicPartition, lost: OffsetSet) -> Anomaly:
     message = f"{tp}: {plural(len(lost), 'acknowledged record')} never consumed: offsets {lost.render()}"
-    commits = [c for c in history.commits if c.success and c.tp == tp and c.offset > lost.min]
     handover = _handover_past(history, tp, lost)
-    if handover:  # the group went on from a committed offset: only a commit up to it, sent before, explains it
-        before, after = handover
-        commits = [c for c in commits if c.offset <= after.lo and c.sent_ms <= after.at.mono_ms]
-    culprit = commits[0] if commits else None
+    if handover:  # what its new owner fetched when it took the partition over
+        previous, went_on, after = handover
+        fetched = history.committed_at(tp, went_on.start_ms)
+        culprit = fetched if fetched and fetched.offset > lost.min else None
+    else:
+        culprit = next((c for c in history.commits if c.success and c.tp == tp and c.offset > lost.min), None)
     times = {}
     if culprit:
         message += (f"; {culprit.slot} committed offset {culprit.offset} past them (trigger {culprit.trigger}, "
@@ -51,40 +53,38 @@ def _lost(history: History, tp: TopicPartition, lost: OffsetSet) -> Anomaly:
             when = "had ended" if session.end_ms <= culprit.sent_ms else "then ended"
             message += f" and its ownership {when} ({session.ended_by}) at {history.clock(session.end_ms)}"
         times["commit"] = culprit.at
-        suspects = (culprit.slot,)
+        suspects, generation = (culprit.slot,), culprit.generation
     elif handover:
-        before, after = handover
-        message += (f"; {after.slot} went on from offset {after.lo} when it took the partition over "
-                    f"({history.clock(after.at.mono_ms)}) and no commit in the history put the group there: "
-                    f"a commit sent but never recorded, or a reset position")
-        if before:
-            session = ownership_of(history).owning(before.slot, tp, before.at.mono_ms)
-            message += f". {before.slot} consumed up to offset {before.hi} before"
-            if session and session.ended_by != OWNED_AT_END:
-                message += f"; its ownership ended ({session.ended_by}) at {history.clock(session.end_ms)}"
-            times["previous"] = before.at
+        message += (f"; {went_on.slot} went on from offset {after.lo} when it took the partition over "
+                    f"(generation {went_on.generation}, {history.clock(went_on.start_ms)}) and no commit in the "
+                    f"history put the group there: a commit sent but never recorded, or a reset position")
+        if previous:
+            message += f". The owner before: {previous.describe(history)}"
+            times["previous_owner_until"] = previous.end or previous.start
         times["first_after_handover"] = after.at
-        suspects = (before.slot if before else None, after.slot)
+        suspects, generation = (previous.slot if previous else None, went_on.slot), went_on.generation
     else:
-        suspects = ()
+        suspects, generation = (), None
     return Anomaly(
         NAME, "lost-write", message, partition=str(tp), offsets=lost.render(), count=len(lost),
-        members=members(*suspects), generation=culprit.generation if culprit else None, times=times,
+        members=members(*suspects), generation=generation, times=times,
     )
 
 
 def _handover_past(history: History, tp: TopicPartition,
-                   lost: OffsetSet) -> tuple[Consumption | None, Consumption] | None:
-    """(the consumption before, the first past the lost offsets) where that first one began a new
-    owner's session: the group went on from a committed offset. None where nobody went on past
-    them, or the member consuming before went on itself."""
+                   lost: OffsetSet) -> tuple[Session | None, Session, Consumption] | None:
+    """Where a new owner went on past the first lost offset: (the session before it, its session,
+    its first consumption past it). None where nobody went on past it, where that consumption lies
+    outside every session (exclusive-ownership's to judge), or where its session had consumed
+    before (a gap within one session: contiguity's poll-skip)."""
     consumed = history.consumptions_of(tp)  # in time order
     i = next((i for i, c in enumerate(consumed) if c.lo > lost.min), None)
     if i is None:
         return None
-    after, before = consumed[i], consumed[i - 1] if i else None
-    ownership = ownership_of(history)
+    after, ownership = consumed[i], ownership_of(history)
     went_on = ownership.owning(after.slot, tp, after.at.mono_ms)
-    if went_on is None or (before and ownership.owning(before.slot, tp, before.at.mono_ms) is went_on):
+    if went_on is None or any(ownership.owning(c.slot, tp, c.at.mono_ms) is went_on
+                              for c in consumed[:i] if c.slot == after.slot):
         return None
-    return before, after
+    before = [s for s in ownership.of_partition(tp) if s is not went_on and s.start_ms <= went_on.start_ms]
+    return (before[-1] if before else None), went_on, after

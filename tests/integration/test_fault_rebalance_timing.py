@@ -47,8 +47,8 @@ def test_an_eager_rebalance_waits_out_a_member_stuck_in_processing(module_run):
 def test_a_join_storm_into_an_empty_group(module_run, delay_ms, expect_one):
     # Eight members within a second, in two waves: processes started at the same instant may well
     # land in one JoinGroup round even without the delay; a wave a second later cannot — unless
-    # the 3 s initial delay (KIP-134) is still holding the group open for it. Each newcomer buys
-    # another 3 s: one generation needs no gap of 3 s between two members' first JoinGroups.
+    # the 3 s initial delay (KIP-134) is still holding the group open for it. The delay is renewed
+    # while newcomers keep joining within it: no 3 s gap between first JoinGroups is enough.
     scenario = small_scenario(f"storm-{delay_ms}", duration_s=20, faults=[
         {"kind": "join-storm", "consumers": 4, "at_s": 2}, {"kind": "join-storm", "consumers": 4, "at_s": 3}])
     scenario["cluster"]["broker_config"] = {"group.initial.rebalance.delay.ms": delay_ms}
@@ -100,7 +100,8 @@ def test_killing_the_group_coordinator_moves_it_and_loses_nothing(module_run):
     moved = [e for e in described if started["mono_ms"] < e["mono_ms"] < restarted["mono_ms"]
              and e["coordinator"] not in (None, killed)]
     assert moved, [e for e in described if e["mono_ms"] > started["mono_ms"]][:5]
-    assert [e for e in described if e["mono_ms"] >= moved[0]["mono_ms"] and e["state"] == "STABLE"]  # changes only
+    # Written on change only: the move itself may be the STABLE description.
+    assert [e for e in described if e["mono_ms"] >= moved[0]["mono_ms"] and e["state"] == "STABLE"]
     assert run.exit_code == 0, run.output[-3000:]
     assert run.verdict["checks"]["no-loss"]["status"] == "passed"
     assert_healed(run)

@@ -40,17 +40,10 @@ def stabilized_generations(run) -> list[int]:
     return [e["generation"] for e in run.named("coordinator_stabilized")]
 
 
-def sync_refused_generations(run) -> set[int]:
-    """Generations in which a member's SyncGroup was refused REBALANCE_IN_PROGRESS: the next
-    rebalance began before that member asked for its assignment."""
-    generation_of: dict[str, int] = {}
-    refused = set()
-    for e in run.events:
-        if e["name"] == "group_joined":
-            generation_of[e["member"]] = e["generation"]
-        elif e["name"] == "group_sync_failed" and e["error"] == "REBALANCE_IN_PROGRESS":
-            refused.add(generation_of[e["member"]])
-    return refused
+def sync_refusals(run) -> list[dict]:
+    """A member's SyncGroup refused REBALANCE_IN_PROGRESS (the event carries the generation it
+    joined): the next rebalance began before that member asked for its assignment."""
+    return [e for e in run.named("group_sync_failed") if e["error"] == "REBALANCE_IN_PROGRESS"]
 
 
 # --------------------------------------------------------------------- the protocol, raw
@@ -194,12 +187,12 @@ def test_a_join_leave_cycle_of_four_members(module_run, variant):
     rebalances = run.verdict["rebalances"]
     assert [r["generation"] for r in rebalances] == list(range(1, len(rebalances) + 1)), rebalances
     completed = [r["generation"] for r in rebalances if r["status"] == "completed"]
-    stabilized, refused = stabilized_generations(run), sync_refused_generations(run)
+    stabilized, refusals = stabilized_generations(run), sync_refusals(run)
+    refused = {e["generation"] for e in refusals}
     assert completed == [g for g in stabilized if g not in refused], (stabilized, refused, rebalances)
-    stabilized_at = {e["generation"]: e["mono_ms"] for e in run.named("coordinator_stabilized")}
-    for e in run.named("coordinator_preparing_rebalance"):
-        if e["old_generation"] in refused and e["old_generation"] in stabilized_at:
-            assert e["mono_ms"] >= stabilized_at[e["old_generation"]], e  # the next rebalance began after it
+    # Each refusal answered a SyncGroup that came once the coordinator was preparing the next rebalance.
+    preparing = {e["old_generation"]: e["mono_ms"] for e in reversed(run.named("coordinator_preparing_rebalance"))}
+    assert all(e["mono_ms"] >= preparing[e["generation"]] for e in refusals), (refusals, preparing)
     assert {e["generation"] for e in run.named("group_joined")} == {r["generation"] for r in rebalances}
     assert {e["member"] for e in run.named("partitions_assigned")} >= {f"consumer-{i}" for i in range(1, 5)}
     last = [e for e in run.named("partitions_assigned") if e["member"] == "consumer-1"][-1]

@@ -69,12 +69,33 @@ class TestNoLoss:
         b.phase("recovery").phase("drain")
         b.at(14000).done()
         [v] = run(b, self.CHECK).violations
-        assert (v.offsets, v.members, v.generation) == ("150-199", ("consumer-1", "consumer-2"), None)
+        assert (v.offsets, v.members, v.generation) == ("150-199", ("consumer-1", "consumer-2"), 2)
         assert v.message == (
             "events-0: 50 acknowledged records never consumed: offsets 150-199; consumer-2 went on from offset 200 "
-            "when it took the partition over (t+12.100s) and no commit in the history put the group there: a commit "
-            "sent but never recorded, or a reset position. consumer-1 consumed up to offset 149 before; its ownership "
-            "ended (crashed) at t+2.030s")
+            "when it took the partition over (generation 2, t+12.015s) and no commit in the history put the group "
+            "there: a commit sent but never recorded, or a reset position. The owner before: consumer-1 "
+            "(generation 1, t+0.015s..t+2.030s, crashed)")
+
+    def test_a_hand_over_is_explained_by_the_commit_the_new_owner_fetched(self, history_builder):
+        # Two commits past the lost offsets: the group went on from the later one. The new owner's
+        # own commit of its position, made before it recorded a record, explains nothing.
+        b = history_builder(topics={"events": 1})
+        c1 = b.consumer("consumer-1").start(commit_mode="before-processing")
+        c2 = b.consumer("consumer-2").start()
+        b.rebalance(1, {"consumer-1": [0], "consumer-2": []}, at=0)
+        b.at(500).acked(0, 0, 199)
+        c1.at(1000).committed(0, 130, trigger="before-processing")
+        c1.at(1100).consumed(0, 0, 119)
+        c1.at(1200).committed(0, 150, trigger="before-processing")
+        b.at(2060).fault("crash", "consumer-1")
+        c1.exited(returncode=-9)
+        b.rebalance(2, {"consumer-2": [0]}, at=12000)
+        c2.at(12050).committed(0, 150, trigger="auto")
+        c2.at(12100).consumed(0, 150, 199)
+        b.at(14000).done()
+        [v] = run(b, self.CHECK).violations
+        assert (v.offsets, v.members, v.generation) == ("120-149", ("consumer-1",), 1)
+        assert "consumer-1 committed offset 150 past them (trigger before-processing, generation 1, sent t+1.200s)" in v.message
 
     def test_everything_consumed_passes(self, history_builder):
         b = history_builder(topics={"events": 2})
