@@ -30,10 +30,24 @@ class CoordinatorSpec:
     host: str = "127.0.0.1"
 
 
+def claim_incarnation(beside: str) -> int:
+    """This instance's life: 1 at its first start, 2 after a restart, … — each life writes the
+    history as a writer of its own (docs/history.md, Promises). Claimed as a file beside its
+    session file, where a restart finds it whichever backend restarted it."""
+    n = 1
+    while True:
+        try:
+            os.close(os.open(f"{beside}.incarnation-{n}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return n
+        except FileExistsError:
+            n += 1
+
+
 def main(argv: list[str]) -> int:
     spec = read_spec(CoordinatorSpec, argv)
     stop = stop_on_signals()
-    history = HistoryWriter(spec.history, spec.name, instance=spec.name)
+    history = HistoryWriter(spec.history, spec.name, instance=spec.name,
+                            incarnation=claim_incarnation(spec.session_file))
     zk = KazooClient(hosts=spec.zookeeper_connect, timeout=spec.zookeeper_session_timeout_ms / 1000,
                      connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
                      logger=QUIET_ZK_LOG)

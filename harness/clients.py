@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -82,7 +82,7 @@ class Producer(Client):
         return ProducerSpec(history=self.workload.history, bootstrap_servers=self.workload.cluster.bootstrap_servers,
                             topic=topic.name, partitions=topic.partitions, rate=s.workload.producer.rate,
                             value_bytes=s.workload.producer.value_bytes, linger_ms=s.workload.producer.linger_ms,
-                            client_settings=dict(s.cluster.client_config))
+                            client_settings=dict(s.cluster.client_config), incarnation=self.incarnation)
 
 
 class Member(Client):
@@ -148,7 +148,7 @@ class Observer(Client):
         return self.run_dir / "workload" / "observer.json"
 
     def spec(self) -> ObserverSpec:
-        return self._spec
+        return replace(self._spec, incarnation=self.incarnation)
 
 
 class LoadDriver(Client):

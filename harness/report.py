@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from oracle.checks.history_integrity import NAME as HISTORY_INTEGRITY
 from oracle.explain import NOTABLE_MS
+from oracle.integrity import LoadReport
 from oracle.verdict import headline
 
 _COLOUR = {"pass": "green", "fail": "red", "error": "red", "incomplete": "yellow"}
@@ -112,9 +114,17 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
                           highlight=False)
     for line in faults_failed_lines(verdict):
         console.print("[yellow]fault[/] " + escape(line), highlight=False)
+    for line in history_notes(verdict):
+        console.print("[yellow]history[/] " + escape(line), highlight=False)
     status = verdict["status"]
     console.print(f"[{_COLOUR[status]}]{status.upper()}[/]: " + escape(_headline(verdict))
                   + (f" — {escape(str(run_dir))}" if run_dir else ""), highlight=False, soft_wrap=True)  # one greppable line
+
+
+def history_notes(verdict: dict) -> list[str]:
+    """What the loader dropped, recovered or passed over in the history file (none: nothing)."""
+    detail = (verdict["checks"].get(HISTORY_INTEGRITY) or {}).get("detail")
+    return LoadReport.of(detail).notes() if detail else []
 
 
 def faults_failed_lines(verdict: dict) -> list[str]:
@@ -166,6 +176,8 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
     lines += ["| " + " | ".join(row) + " |" for row in _rebalance_rows(verdict)]
     if why := _explanations(verdict, slow_only=False):
         lines += ["", "What each rebalance waited for:", ""] + [f"- {line}" for line in why]
+    if read := history_notes(verdict):
+        lines += ["", "## The history file", ""] + [f"- {line}" for line in read]
     d = verdict["duplicates"]
     lines += ["", "## Duplicates", "",
               f"{d['count']} re-delivered records: {d['explained']} explained, {d['unexplained']} unexplained."]

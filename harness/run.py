@@ -55,6 +55,7 @@ from harness.stop_signals import handled_by
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
+from oracle.history import HistoryError
 from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
 from workloads.observer import ObserverSpec, ObserverStatus
@@ -199,6 +200,9 @@ class Run:
                 outcome = "interrupted"
                 if error:
                     self.report(error)
+            except HistoryError as e:  # what the run's own processes wrote is not a history to judge
+                outcome, error, verdict = "error", f"the run wrote a broken history: {e}", None
+                self.report(f"run failed: {error}")
             except Exception as e:  # a check that raises is in the verdict already: this is a bug around the oracle
                 outcome, error, verdict = "error", self._harness_bug(e, "judging"), None
             finally:

@@ -23,6 +23,7 @@ import orjson
 
 from . import vocabulary as ev
 from .events import problem
+from .integrity import Audit, Broken, LoadReport, refusal
 from .offsets import OffsetSet
 from .protocols import INCREMENTAL_PROTOCOLS
 
@@ -72,14 +73,37 @@ def _parse(raw: bytes, first: bool) -> Any:
         raise ValueError("not a JSON event (nested too deeply)") from None
 
 
-def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
+class BrokenHistory(HistoryError):
+    """A history that breaks a promise whose treatment is to refuse it (oracle/integrity.py)."""
+
+    def __init__(self, path: str | Path, broken: list[Broken]):
+        self.broken = broken
+        super().__init__(path, None, refusal(broken))
+
+
+class Loaded(list):
+    """The events of a history file in time order, with what the loader noticed on the way
+    (`report`): counted and shown in the verdict, never a reason for a check to say anything."""
+
+    report: LoadReport
+
+
+# Every writer's line starts so (runtime/history.py): where a torn write ran into the next
+# writer's line, that line starts here.
+_EVENT_START = b'{"name":'
+
+
+def load_history(path: str | Path, compact_events: bool = False) -> Loaded:
     """Read history.jsonl (or RUN_DIR/history.jsonl), sorted into time order.
 
-    A process killed mid-write leaves at most a torn last line; that one is
-    dropped. A malformed line anywhere else, an event the oracle cannot read
-    (oracle/events.py), or a file without a single event, or without run_started
-    and without any member's event, means the file is not a history: HistoryError,
-    naming the first bad line.
+    Several processes append to one file; one killed mid-write leaves a torn line. The last
+    line torn is dropped; a torn line that another writer's line ran into gives that line's
+    event back; an exact repeat of a writer's previous line is dropped. Each is counted in
+    the `LoadReport`. A line that cannot be read otherwise, an event the oracle cannot read
+    (oracle/events.py), a broken promise whose treatment is to refuse (oracle/integrity.py:
+    BrokenHistory), or a file without a single event, or without run_started and without any
+    member's event, means the file is not a history that can be judged: HistoryError, naming
+    the lines.
 
     `compact_events`: the bulk events (records, commits) as read-only `compact`
     mappings, a quarter of the memory — for judging a long history, not for editing it.
@@ -90,7 +114,8 @@ def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
         path = path / "history.jsonl"
     if path.exists() and not path.is_file():
         raise HistoryError(path, None, "not a regular file")
-    events: list[Event] = []
+    events = Loaded()
+    audit = Audit()
     torn: HistoryError | None = None  # a line that did not parse: forgiven only as the last one
     try:
         with gc_paused(), path.open("rb") as fh:
@@ -106,12 +131,19 @@ def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
                 try:
                     event = _parse(raw, lineno == 1)
                 except ValueError as e:
-                    torn = HistoryError(path, lineno, str(e))
-                    continue
+                    at, event = _after_torn_write(raw)
+                    if event is None:
+                        torn = HistoryError(path, lineno, str(e))
+                        audit.report.torn.append((lineno, len(raw.rstrip(b"\n"))))
+                        continue
+                    audit.report.torn.append((lineno, at))
+                    audit.report.recovered.append(lineno)
                 why = problem(event)
                 if why:
                     raise HistoryError(path, lineno, why)
-                events.append(keep(event))
+                if audit.see(event, lineno, raw):
+                    events.append(keep(event))
+            audit.report.lines = lineno
     except OSError as e:
         raise HistoryError(path, None, e.strerror or str(e)) from None
     if not events:
@@ -120,7 +152,26 @@ def load_history(path: str | Path, compact_events: bool = False) -> list[Event]:
         # what a check judges is said by run_started (topics, group) or by members' events (a
         # converted VerifiableConsumer log): without either, every check would pass on nothing
         raise HistoryError(path, None, f"neither {ev.RUN_STARTED} nor any member's event: nothing to judge")
-    return sorted(events, key=sort_key)
+    broken = audit.finish()
+    if broken:
+        raise BrokenHistory(path, broken)
+    events.sort(key=sort_key)
+    events.report = audit.report
+    return events
+
+
+def _after_torn_write(raw: bytes) -> tuple[int, Event | None]:
+    """(bytes torn, the event) of a line that a torn write ran into; (0, None): not such a line.
+    A dead writer's cut-off line has no newline: the next writer's whole line follows it."""
+    at = raw.find(_EVENT_START, 1)
+    while at > 0:
+        try:
+            event = orjson.loads(raw[at:])
+        except orjson.JSONDecodeError:
+            at = raw.find(_EVENT_START, at + 1)
+            continue
+        return (at, event) if type(event) is dict else (0, None)
+    return 0, None
 
 
 class TopicPartition(NamedTuple):
@@ -406,6 +457,8 @@ class History:
             self._index(events)
 
     def _index(self, events: Iterable[Event]) -> None:
+        # what the loader noticed (oracle/integrity.py); events not from a file: nothing
+        self.loaded: LoadReport = getattr(events, "report", None) or LoadReport(events=-1)
         self.events: list[Event] = sorted(events, key=sort_key)
         self._by_name: dict[str, list[Event]] = defaultdict(list)
         for e in self.events:
@@ -428,6 +481,10 @@ class History:
                 acked[tp].append((lo, hi))
         self.acked: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in acked.items()}
         del acked
+        self.produced_end: dict[TopicPartition, int] = self._produced_ends()
+        # set aside, the promise `produced` (oracle/integrity.py): records and commits past what was produced
+        self.never_produced: list[Consumption] = []
+        self.never_produced_commits: list[Commit] = []
         self.consumptions: list[Consumption] = []
         self._consumptions_by_tp: dict[TopicPartition, list[Consumption]] = defaultdict(list)
         self.consumed: dict[TopicPartition, OffsetSet] = {
@@ -458,12 +515,26 @@ class History:
                 first_assigned.setdefault(TopicPartition.of(p), e["mono_ms"])
         return {tp: first_assigned.get(tp, float("inf")) for tp in self.partitions if tp not in declared}
 
+    def _produced_ends(self) -> dict[TopicPartition, int]:
+        """Partition -> the offset after the last one known to exist: acknowledged to the producer,
+        or below a high watermark the observer saw. Empty when the history says neither (a
+        converted VerifiableConsumer log): then nothing is known not to exist."""
+        ends = {tp: offsets.max + 1 for tp, offsets in self.acked.items() if offsets}
+        for e in self.named(ev.LAG_SAMPLED):
+            for p in e.get("partitions") or ():
+                hw = p.get("high_watermark")
+                if hw is not None:
+                    tp = self._tp(p["topic"], p["partition"])
+                    if hw > ends.get(tp, 0):
+                        ends[tp] = hw
+        return ends
+
     def _index_consumptions(self) -> dict[TopicPartition, list[tuple[int, int]]]:
         """One Consumption per range of every `records_consumed`; returns the ranges by partition.
         There are millions: the loop is kept tight, and the tuples are made without their
-        Python-level constructors."""
+        Python-level constructors. Offsets past what was produced are set aside (`never_produced`)."""
         consumed, by_tp, everything, new = defaultdict(list), self._consumptions_by_tp, self.consumptions, tuple.__new__
-        tps = self._tps
+        tps, produced = self._tps, self.produced_end
         for e in self.named(ev.RECORDS_CONSUMED):
             slot = None  # who and when: the same for each of the event's ranges
             for topic, partition, lo, hi in _fields(e, ev.RANGES, _RANGE):
@@ -471,6 +542,12 @@ class History:
                 if slot is None:
                     member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + (ev.GENERATION,))
                     slot, at = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms))
+                end = produced.get(tp)
+                if end is not None and hi >= end:  # a partition nothing is known of is not judged here
+                    self.never_produced.append(new(Consumption, (slot, tp, max(lo, end), hi, at, generation)))
+                    if lo >= end:
+                        continue
+                    hi = end - 1
                 consumed[tp].append((lo, hi))
                 c = new(Consumption, (slot, tp, lo, hi, at, generation))
                 everything.append(c)
@@ -478,8 +555,9 @@ class History:
         return consumed
 
     def _index_commits(self) -> list[Commit]:
-        """One Commit per partition of every `offsets_committed`, in the order they were sent."""
-        commits, tps, new = [], self._tps, tuple.__new__
+        """One Commit per partition of every `offsets_committed`, in the order they were sent. An offset
+        past what was produced is set aside (`never_produced_commits`), as the records before it were."""
+        commits, tps, new, produced = [], self._tps, tuple.__new__, self.produced_end
         for e in self.named(ev.OFFSETS_COMMITTED):
             slot = None
             for topic, partition, offset in _fields(e, ev.OFFSETS, (ev.TOPIC, ev.PARTITION, ev.OFFSET)):
@@ -491,8 +569,10 @@ class History:
                     # the answer is the latest it can have left.
                     sent_ms = mono_ms if sent_ms is None else sent_ms
                 key = (topic, partition)
-                commits.append(new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
-                                            code, trigger, generation, sent_ms, at)))
+                commit = new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
+                                      code, trigger, generation, sent_ms, at))
+                end = produced.get(commit.tp)
+                (self.never_produced_commits if end is not None and commit.offset > end else commits).append(commit)
         # By (sent, answered): stable sorts by the second key, then by the first.
         commits.sort(key=attrgetter("at.mono_ms"))
         commits.sort(key=attrgetter("sent_ms"))

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from . import vocabulary as ev
 from .anomalies import Anomaly, CheckResult
-from .checks import CHECK_NAMES, CHECKS
+from .checks import CHECK_NAMES, CHECKS, history_integrity
 from .checks.duplicates import DuplicateReport, redeliveries_of
 from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
 from .events import shown
@@ -204,8 +204,10 @@ def check_history(events: Iterable[Event] | History, checks: dict[str, dict | No
     (the verdict's status says so); it never takes the other checks down with it."""
     with gc_paused():  # millions of long-lived objects, no cycles: collections would only rescan them
         history = events if isinstance(events, History) else History(events)
-        results = {name: _guarded(CHECKS[name].check, history, options)
-                   for name, options in resolve_checks(checks).items()}
+        # the history's own promises first, whatever the scenario selected (oracle/integrity.py)
+        results = {history_integrity.NAME: _guarded(history_integrity.check, history, {})}
+        results.update((name, _guarded(CHECKS[name].check, history, options))
+                       for name, options in resolve_checks(checks).items())
         failed: dict[str, CheckResult] = {}
         rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
         duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))

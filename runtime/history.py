@@ -62,6 +62,9 @@ def _range(topic, partition, lo, hi) -> dict:
 
 
 class HistoryWriter:
+    """One writer of a history: its `source`, numbering its events 1, 2, 3, … A process that can be
+    started again writes its `incarnation` in `context` (1, 2, …): each life is a writer of its own."""
+
     def __init__(self, path: str | Path, source: str, **context):
         self.path = Path(path)
         self.source = source
@@ -71,8 +74,10 @@ class HistoryWriter:
         self._lock = threading.Lock()
 
     def emit(self, name: str, *, ts: float | None = None, mono_ms: float | None = None, **fields) -> dict:
-        wall, mono = now()
         with self._lock:
+            # The clock is read under the lock: a thread that numbers its event after another's
+            # stamps it no earlier (docs/history.md, Promises: writer-sequence, writer-clock).
+            wall, mono = now()
             self._seq += 1
             event = {
                 ev.NAME: name,

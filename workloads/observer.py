@@ -52,6 +52,7 @@ class ObserverSpec:
     coordinators: dict[str, str] | None = None  # coordinator-v*: instance -> address; the group lives there
     # cluster.client_config of an external cluster (security settings): under the harness's own keys
     client_settings: dict = field(default_factory=dict)
+    incarnation: int = 1  # the supervisor restarts it: each life writes the history as a writer of its own
 
 
 class GroupObserver:
@@ -241,7 +242,7 @@ def _sample(observer: GroupObserver, spec: ObserverSpec, history: HistoryWriter,
 def main(argv: list[str]) -> int:
     spec = read_spec(ObserverSpec, argv)
     stop = stop_on_signals()
-    history = HistoryWriter(spec.history, "observer")
+    history = HistoryWriter(spec.history, "observer", incarnation=spec.incarnation)
     observer = observer_for(spec)
     last_group = None
     failures = 0

@@ -38,6 +38,7 @@ class ProducerSpec:
     value_bytes: int = 100
     # cluster.client_config of an external cluster (security settings): under the harness's own keys
     client_settings: dict = field(default_factory=dict)
+    incarnation: int = 1  # each start a writer of its own
 
     def client_config(self) -> dict:
         return {
@@ -55,7 +56,7 @@ class ProducerSpec:
 class RecordingProducer:
     def __init__(self, spec: ProducerSpec):
         self.spec = spec
-        self.history = HistoryWriter(spec.history, "producer")
+        self.history = HistoryWriter(spec.history, "producer", incarnation=spec.incarnation)
         self.producer = Producer(spec.client_config())
         self.acked: dict[tuple[str, int], list[int]] = defaultdict(list)
         self.latencies_ms: list[float] = []  # produce() to acknowledgement, per record since the last flush

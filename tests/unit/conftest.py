@@ -219,7 +219,15 @@ class HistoryBuilder:
         return self
 
     def build(self) -> list[dict]:
-        return [dict(e) for e in self.events]
+        """The events as built, each writer's `seq` counting in time order (a test may tell a
+        member's story out of order; a writer numbers its events as it writes them)."""
+        events = [dict(e) for e in self.events]
+        seq: Counter[tuple] = Counter()
+        for e in sorted(events, key=lambda e: e["mono_ms"]):  # stable: same instant, as written
+            writer = (e["source"], e.get("incarnation"))
+            seq[writer] += 1
+            e["seq"] = seq[writer]
+        return events
 
 
 def _partitions(tps: set[tuple[str, int]]) -> list[dict]:
