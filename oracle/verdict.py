@@ -275,7 +275,9 @@ def _faults_done(history: History) -> list[dict]:
         out.append({"fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
                     "at_s": spec.get("at_s") if spec.get("on") is None else None,
                     "started_t_s": round((e["mono_ms"] - history.t0) / 1000, 3),
-                    "healed_t_s": round((heal["mono_ms"] - history.t0) / 1000, 3) if heal else None,
+                    # when the heal began, as the run's live line says (a broker's restart takes seconds)
+                    "healed_t_s": round((heal.get("started_mono_ms", heal["mono_ms"]) - history.t0) / 1000, 3)
+                    if heal else None,
                     "healed_how": heal.get("how") if heal else None})
     return out
 
