@@ -27,8 +27,10 @@ JOIN_S = 30.0  # how long heal_all waits for the timeline's thread (a broker's s
 
 
 class FaultScheduler:
-    def __init__(self, faults: list[Fault], targets: Targets, emit: Emit, report: Callable[[str], None] = lambda _m: None):
+    def __init__(self, faults: list[Fault], targets: Targets, emit: Emit, report: Callable[[str], None] = lambda _m: None,
+                 run_started_mono_ms: float | None = None):
         self.faults = faults
+        self.run_started_mono_ms = run_started_mono_ms  # the history's t0: its messages' t+ counts from it
         self.targets = targets
         self.emit = emit
         self.report = report
@@ -127,10 +129,18 @@ class FaultScheduler:
                 where["requested_target"] = fault.target
             self.emit(ev.FAULT_STARTED, ts=wall, mono_ms=mono, fault_id=fault.fault_id, kind=fault.kind, **where,
                       params=fault.params, **({"details": details} if details else {}), **fired)
-            self.report(f"fault {fault.fault_id}: {fault.kind} {fault.resolved or ''} {_describe(fault.params)}"
+            self.report(f"fault {fault.fault_id} at {self._when(mono)}: {fault.kind} {fault.resolved or ''} "
+                        f"{_describe(fault.params)}"
                         + (f" {_describe(details)}" if details else "")
                         + (f" (on {trigger['name']}, {fired['trigger_latency_ms']:.0f} ms after it)" if trigger else ""))
             return True
+
+    def _when(self, mono_ms: float) -> str:
+        """'workload+8.0s (t+13.614s)': the schedule's clock (at_s counts from the workload's start),
+        then the run's (the verdict's t+)."""
+        at = f"workload+{(mono_ms - self.started_mono_ms) / 1000:.1f}s"
+        t0 = self.run_started_mono_ms
+        return at + (f" (t+{(mono_ms - t0) / 1000:.3f}s)" if t0 is not None else "")
 
     def _forget(self, fault: Fault) -> None:
         with self._changed:
@@ -146,7 +156,7 @@ class FaultScheduler:
                 fault.heal(self.targets)
                 self.emit(ev.FAULT_HEALED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, how=how,
                           started_mono_ms=round(began, 3))
-                self.report(f"fault {fault.fault_id}: healed ({how})")
+                self.report(f"fault {fault.fault_id} at {self._when(began)}: healed ({how})")
             except Exception as e:
                 self.emit(ev.FAULT_HEAL_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, error=str(e))
                 self.report(f"fault {fault.fault_id} could not be healed: {e}")

@@ -25,7 +25,8 @@ from runtime.errors import (EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT,
                             LabError, SetupError)
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+# log_path=False: a progress line names no source line (cli.py:284) — noise to whoever reads a run
+console = Console(highlight=False, log_path=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # error lines stay greppable
 
 CLUSTER_STATE = "cluster.json"

@@ -9,10 +9,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from oracle.checks.duplicates import summary as duplicates_summary
 from oracle.checks.history_integrity import NAME as HISTORY_INTEGRITY
 from oracle.explain import NOTABLE_MS
 from oracle.integrity import LoadReport
-from oracle.verdict import headline
+from oracle.verdict import clocks_line, fault_lines, headline
 
 _COLOUR = {"pass": "green", "fail": "red", "error": "red", "incomplete": "yellow"}
 
@@ -102,9 +103,11 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
                        escape(c.get("reason", "")))
     console.print(checks)
 
-    d = verdict["duplicates"]
-    console.print(f"duplicates: {d['count']} re-delivered records ({d['explained']} explained by uncommitted "
-                  f"progress at a hand-over, {d['unexplained']} unexplained)")
+    console.print(escape(f"duplicates: {duplicates_summary(verdict['duplicates'])}"), highlight=False)
+    if verdict.get("stats", {}).get("faults") is not None:  # a verdict written before they were recorded has none
+        console.print(escape(clocks_line(verdict["stats"])), highlight=False)
+        for line in fault_lines(verdict["stats"]):
+            console.print(escape(f"fault {line}"), highlight=False)
     for name, c in _checks_and_measurements(verdict):
         if c["status"] == "error":  # where it raised; the whole traceback is in verdict.json
             console.print("[red]error[/] " + escape(f"[{name}] {c['reason']}{_raised_at(c)}"), highlight=False)
@@ -152,6 +155,9 @@ def run_state_note(state: dict | None) -> str | None:
     return f"run.json: {state.get('state')}" + (f" ({state['error']})" if state.get("error") else "")
 
 
+DUPLICATE_RANGES = 20  # summary.md lists this many re-delivered ranges; verdict.json has them all
+
+
 def summary_markdown(verdict: dict, run_dir: Path) -> str:
     s = verdict["stats"]
     lines = [
@@ -179,8 +185,15 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
     if read := history_notes(verdict):
         lines += ["", "## The history file", ""] + [f"- {line}" for line in read]
     d = verdict["duplicates"]
-    lines += ["", "## Duplicates", "",
-              f"{d['count']} re-delivered records: {d['explained']} explained, {d['unexplained']} unexplained."]
+    lines += ["", "## Duplicates", "", f"{duplicates_summary(d)}."]
+    if d["ranges"]:
+        lines += [""] + [f"- {r['partition']} offsets {r['offsets']}: first {r['first']}, again {r['second']}, "
+                         f"{r['reason']}" for r in d["ranges"][:DUPLICATE_RANGES]]
+        if len(d["ranges"]) > DUPLICATE_RANGES:
+            lines.append(f"- … and {len(d['ranges']) - DUPLICATE_RANGES} more ranges in `verdict.json`")
+    if s.get("faults") is not None:
+        lines += ["", "## Faults", "", clocks_line(s).replace("times: ", "Times: ", 1) + "."]
+        lines += [""] + [f"- {line}" for line in fault_lines(s)] if s["faults"] else []
     if failed := faults_failed_lines(verdict):
         lines += ["", "## Faults not done", ""] + [f"- {line}" for line in failed]
     for heading in ("violations", "findings"):

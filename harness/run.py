@@ -281,7 +281,8 @@ class Run:
         observer = self.observer.status
         targets = RunTargets(self.cluster, workload, self.observer, self.history)
         faults = [from_spec(f) for f in self.schedule]
-        self.scheduler = FaultScheduler(faults, targets, HistoryWriter(self.history_path, "fault").emit, self.report)
+        self.scheduler = FaultScheduler(faults, targets, HistoryWriter(self.history_path, "fault").emit, self.report,
+                                        run_started_mono_ms=mono)
         self.triggers = TriggerWatcher(self.history_path, self.scheduler, faults, s.workload.group,
                                        refresh=self._record_coordinator_events)
 

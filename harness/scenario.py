@@ -400,11 +400,11 @@ class Scenario(_Strict):
             crashed, restarted, j = down.get(target, (math.inf, math.inf, -1))
             if f.on is None and f.acts_on_process:
                 if crashed <= f.at_s <= restarted:  # a restart at the same instant comes after it
-                    problems.append(f"faults.{i}.target: {target} is down at {f.at_s:g}s: faults.{j} crashed it at "
-                                    f"{crashed:g}s" + (f" and restarts it at {restarted:g}s" if restarted < math.inf
+                    problems.append(f"faults.{i}.target: {target} is down at workload+{f.at_s:g}s: faults.{j} crashed it at "
+                                    f"workload+{crashed:g}s" + (f" and restarts it at workload+{restarted:g}s" if restarted < math.inf
                                                        else ", for good"))
                 elif target in members and known and int(target.rsplit("-", 1)[1]) not in running:
-                    problems.append(f"faults.{i}.target: {target} is not running at {f.at_s:g}s (the group's members "
+                    problems.append(f"faults.{i}.target: {target} is not running at workload+{f.at_s:g}s (the group's members "
                                     f"then: {', '.join(f'consumer-{n}' for n in running) or 'none'})")
             if f.kind == "crash" and f.on is None and target != COORDINATOR:  # that one is resolved when injected
                 down[target] = (f.at_s, f.at_s + f.holds_target_s, i)

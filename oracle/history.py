@@ -710,8 +710,20 @@ class History:
         return sorted({self._slot(e) for e in self.events if "member" in e})
 
     def clock(self, mono_ms: float) -> str:
-        """Times in messages are relative to the run start: 't+12.345s'."""
+        """Times in messages are relative to the run's start (run_started): 't+12.345s'. The
+        fault schedule's `at_s` counts from the workload phase instead: see ``fault_clock``."""
         return f"t+{(mono_ms - self.t0) / 1000:.3f}s"
+
+    @property
+    def workload_started(self) -> float | None:
+        """When the workload phase began (mono_ms): the fault schedule's zero, which `at_s` counts from."""
+        e = self.first(ev.PHASE, phase="workload")
+        return e["mono_ms"] if e else None
+
+    def fault_clock(self, at_s: float) -> str:
+        """A fault's scheduled time on both clocks: 'workload+8.0s (t+13.614s)'."""
+        start = self.workload_started
+        return f"workload+{at_s:g}s" + (f" ({self.clock(start + at_s * 1000)})" if start is not None else "")
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """Derived views (ownership, rebalances, duplicates) are computed once per history."""

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from . import vocabulary as ev
 from .anomalies import Anomaly, CheckResult
 from .checks import CHECK_NAMES, CHECKS, history_integrity
-from .checks.duplicates import DuplicateReport, redeliveries_of
+from .checks.duplicates import DuplicateReport, redeliveries_of, summary as duplicates_summary
 from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
 from .events import shown
 from .explain import Explanation, explain_rebalances
@@ -103,6 +103,10 @@ class Verdict:
             lines.append(f"  {name:<22} {r.status}" + (f" ({why})" if why else ""))
         for name, r in self.measurements.items():
             lines.append(f"  {name + ' measurement':<22} {r.status} ({r.error})")
+        lines.append(f"duplicates: {duplicates_summary(self.duplicates.to_dict())}")
+        if self.stats:
+            lines.append(clocks_line(self.stats))
+            lines.extend(f"fault {line}" for line in fault_lines(self.stats))
         for heading, anomalies in (("violations", self.violations), ("findings", self.findings)):
             if anomalies:
                 lines.append(f"{heading}:")
@@ -250,12 +254,53 @@ def run_stats(history: History) -> dict[str, Any]:
         # the harness's own end-of-run LeaveGroups: counted here, in no statistic
         "teardown_rebalances": sum(r.teardown for r in rebalances_of(history)),
         "partitions_added": _added_partitions_owned(history),
+        # t+ (every message's times) counts from the run's start; the faults' at_s from the workload's
+        "workload_started_t_s": None if history.workload_started is None
+        else round((history.workload_started - history.t0) / 1000, 3),
+        "faults": _faults_done(history),
         # chaos the scenario asked for that did not happen (or was not undone): no check's to judge,
         # but a PASS without it is not the run the scenario describes
         "faults_failed": [{"fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
                            "step": "inject" if e["name"] == ev.FAULT_FAILED else "heal", "error": e.get("error")}
                           for e in history.named(ev.FAULT_FAILED, ev.FAULT_HEAL_FAILED)],
     }
+
+
+def _faults_done(history: History) -> list[dict]:
+    """Each fault injected, on both clocks: `at_s` as scheduled (from the workload's start, None for
+    one fired by a trigger) and when it started and healed (`*_t_s`, from the run's start)."""
+    scheduled = {f.get("fault_id"): f for f in history.run.get("faults") or () if isinstance(f, dict)}
+    healed = {e.get("fault_id"): e for e in history.named(ev.FAULT_HEALED)}
+    out = []
+    for e in history.named(ev.FAULT_STARTED):
+        spec, heal = scheduled.get(e.get("fault_id")) or {}, healed.get(e.get("fault_id"))
+        out.append({"fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
+                    "at_s": spec.get("at_s") if spec.get("on") is None else None,
+                    "started_t_s": round((e["mono_ms"] - history.t0) / 1000, 3),
+                    # when the heal began, as the run's live line says (a broker's restart takes seconds)
+                    "healed_t_s": round((heal.get("started_mono_ms", heal["mono_ms"]) - history.t0) / 1000, 3)
+                    if heal else None,
+                    "healed_how": heal.get("how") if heal else None})
+    return out
+
+
+def fault_lines(stats: dict) -> list[str]:
+    """A line per fault the run injected, its scheduled time on both clocks:
+    'f1 pause consumer-2: scheduled at workload+8s (at_s 8), started t+13.614s, healed t+25.621s (scheduled)'."""
+    lines = []
+    for f in stats.get("faults") or ():
+        when = "fired by its trigger" if f["at_s"] is None else f"scheduled at workload+{f['at_s']:g}s (at_s {f['at_s']:g})"
+        healed = (f"healed t+{f['healed_t_s']:.3f}s ({f['healed_how']})" if f["healed_t_s"] is not None
+                  else "never healed")
+        lines.append(f"{f['fault_id']} {f['kind']} {f['target'] or ''}: {when}, started t+{f['started_t_s']:.3f}s, {healed}")
+    return lines
+
+
+def clocks_line(stats: dict) -> str:
+    """What the times in a verdict count from."""
+    start = stats.get("workload_started_t_s")
+    return ("times: t+ counts from the run's start; workload+ (the faults' at_s) from the workload's start"
+            + (f", which was t+{start:.3f}s" if start is not None else " (none recorded)"))
 
 
 def _added_partitions_owned(history: History) -> list[dict]:

@@ -77,12 +77,12 @@ BAD_VALUES = [
     (lambda d: d["faults"].append({"kind": "create-topic", "topic": "even.ts", "partitions": 1, "at_s": 1})
      or d["topics"].append({"name": "even_ts", "partitions": 1}), "faults.1.topic", "collides with topic 'even_ts'"),
     (lambda d: d["faults"].append({"kind": "scale", "consumers": 4, "at_s": 8}) or d["faults"][0].update(
-        target="consumer-4"), "faults.0.target", "consumer-4 is not running at 5s (the group's members then: "
+        target="consumer-4"), "faults.0.target", "consumer-4 is not running at workload+5s (the group's members then: "
      "consumer-1, consumer-2, consumer-3)"),
     (lambda d: d["faults"].insert(0, {"kind": "scale", "consumers": 1, "at_s": 1}), "faults.1.target",
-     "consumer-2 is not running at 5s (the group's members then: consumer-1)"),
+     "consumer-2 is not running at workload+5s (the group's members then: consumer-1)"),
     (lambda d: d["faults"].append({"kind": "crash", "target": "consumer-2", "at_s": 2, "restart_after_s": 8}),
-     "faults.0.target", "consumer-2 is down at 5s: faults.1 crashed it at 2s and restarts it at 10s"),
+     "faults.0.target", "consumer-2 is down at workload+5s: faults.1 crashed it at workload+2s and restarts it at workload+10s"),
     (lambda d: d["cluster"].update(brokers=1) or d["faults"].append(
         {"kind": "network", "target": "broker-1", "link": "brokers", "at_s": 1, "duration_s": 2}),
      "faults.1.link", "'brokers' is not a link of broker-1 (links: zookeeper, clients)"),

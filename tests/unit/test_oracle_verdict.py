@@ -61,7 +61,9 @@ def test_verdict_dict_shape(pause_story):
     assert [(r["generation"], r["status"]) for r in d["rebalances"]] == [(1, "completed"), (2, "completed"),
                                                                         (3, "completed")]
     assert all("duration_ms" in r for r in d["rebalances"])
-    assert d["duplicates"] == {"count": 0, "explained": 0, "unexplained": 0, "ranges": []}
+    assert d["duplicates"] == {"count": 0, "explained": 0, "unexplained": 0, "ranges": [],
+                               "by_cause": {"hand-over": 0, "zombie": 0, "below-commit": 0, "same-session": 0,
+                                            "non-owner": 0}}
     assert d["stats"]["acked"] == 10 and d["stats"]["consumed"] == 5
     assert d["stats"]["commits"] == {"ok": 1, "failed": {}}
     assert d["stats"]["members"] == ["consumer-1", "consumer-2"]
