@@ -88,7 +88,6 @@ class _Sim:
         self.s = spec
         self.rng = random.Random(spec.seed)
         self.events: list[dict] = []
-        self.seq: Counter[str] = Counter()
         self.mono0 = 1_000_000.0 + self.rng.uniform(0, 1e6)
         self.wall0 = 1_795_000_000_000.0 + spec.seed * 3_600_000.0
         self.hw = {p: 0 for p in range(spec.partitions)}  # next offset the producer will get acked
@@ -101,10 +100,9 @@ class _Sim:
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, t: float, name: str, source: str, **fields) -> None:
-        self.seq[source] += 1
         mono = round(self.mono0 + t, 3)
         self.events.append({"name": name, "ts": round(self.wall0 + t, 3), "mono_ms": mono, "source": source,
-                            "seq": self.seq[source], **fields})
+                            "seq": 0, **fields})  # numbered as written: `_as_written`
 
     def memit(self, t: float, m: _Member, name: str, **fields) -> None:
         self.emit(t, name, m.name, member=m.name, incarnation=m.inc, member_id=m.member_id,
@@ -357,7 +355,7 @@ class _Sim:
             self.stop(t, m)
         self.coord(t + 200, ev.COORDINATOR_GROUP_EMPTY, generation=self.generation)
         self.emit(t + 400, ev.RUN_FINISHED, "harness", outcome="completed")
-        return self.events
+        return _as_written(self.events)
 
     def stop(self, t: float, m: _Member) -> None:
         """A member closes: gives its partitions up, leaves the group and exits."""
@@ -455,6 +453,18 @@ class _Sim:
         return self.rebalance(t + 10, sorted(self.members), f"Adding new member {m.member_id}", joiner=victim)
 
 
+def _as_written(events: list[dict]) -> list[dict]:
+    """The events in time order, each writer (source, incarnation) numbering its own 1, 2, 3, …
+    as it wrote them (docs/history.md, Promises); the simulation tells them out of order."""
+    events = sorted(events, key=lambda e: e["mono_ms"])  # stable: one instant keeps its order
+    seq: Counter[tuple] = Counter()
+    for e in events:
+        writer = (e["source"], e.get("incarnation"))
+        seq[writer] += 1
+        e["seq"] = seq[writer]
+    return events
+
+
 def synthetic_history(spec: SynthSpec) -> list[dict]:
     return _Sim(spec).run()
 
@@ -467,8 +477,9 @@ def write_run(directory: Path, spec: SynthSpec, verdict: bool = True) -> Path:
     events = synthetic_history(spec)
     rng = random.Random(spec.seed + 17)
     lines = [json.dumps(e) for e in events]
-    for i in range(0, len(lines) - 1, 7):  # neighbouring writers interleave
-        if rng.random() < 0.3:
+    for i in range(0, len(lines) - 2, 7):  # neighbouring writers interleave (one writer's lines never; run_finished is last)
+        if rng.random() < 0.3 and (events[i]["source"], events[i].get("incarnation")) != (
+                events[i + 1]["source"], events[i + 1].get("incarnation")):
             lines[i], lines[i + 1] = lines[i + 1], lines[i]
     (directory / HISTORY).write_text("\n".join(lines) + "\n", encoding="utf-8")
     kafka = spec.kafka or GENERATIONS[spec.protocol].kafka or "3.9"
