@@ -24,6 +24,7 @@ from typing import Callable
 from harness.paths import registry_dir
 from harness.runstate import mark_killed, run_of
 from harness.stop_signals import deferred
+from harness.watchdog import ensure_watchdog
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -121,6 +122,8 @@ class Supervisor:
             raise RuntimeError(f"{name} is already running")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         registry = registry_dir()
+        if not self.owner.startswith(DETACHED_OWNERS):  # what outlives a SIGKILLed harness: stopped
+            ensure_watchdog()
         # A Ctrl-C between Popen and the table would leave a process nobody stops: it waits.
         with deferred():
             with open(log_path, "ab") as log:
@@ -282,6 +285,7 @@ class Leftover:
     state: str | None  # the kernel's letter (process_state): T stopped, Z exited and not yet reaped
     registration: Path
     owner_alive: bool = False
+    owner_pid: int | None = None
 
     @property
     def stopped(self) -> bool:
@@ -313,7 +317,7 @@ def registered(include_live_owners: bool = True, forget_dead: bool = True) -> li
         if owner_alive and not include_live_owners:
             continue
         found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),
-                              process_state(entry["pid"]), path, owner_alive))
+                              process_state(entry["pid"]), path, owner_alive, entry.get("owner_pid")))
     return found
 
 
@@ -323,16 +327,17 @@ DETACHED_OWNERS = ("cluster:", "engine:")
 
 
 def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool = False,
-                      by: str = "rebalance-lab cleanup") -> list[Leftover]:
+                      by: str = "rebalance-lab cleanup", owner_pid: int | None = None) -> list[Leftover]:
     """Stop registered processes whose harness is gone (or all of them, if asked), and mark
-    the runs of dead harnesses ``killed`` (``by`` says who cleaned up, in their run.json).
+    the runs of dead harnesses ``killed`` (``by`` says who cleaned up, in their run.json);
+    ``owner_pid``: only what that harness process started (its watchdog's share).
 
     A detached cluster (``cluster up``) has no living owner by design; the automatic
     cleanup at the start of a run leaves it alone, ``rebalance-lab cleanup`` does not.
     """
     victims = [
         p for p in registered(include_live_owners=include_live_owners)
-        if include_detached or not p.owner.startswith(DETACHED_OWNERS)
+        if (include_detached or not p.owner.startswith(DETACHED_OWNERS)) and owner_pid in (None, p.owner_pid)
     ]
     for p in victims:
         _signal_group(p.pid, signal.SIGCONT)  # resume what a pause fault left stopped

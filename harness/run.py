@@ -443,14 +443,14 @@ class Run:
         return {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
 
 
-def clean_up_after_dead_harnesses(by: str, report: Callable[[str], None]) -> None:
+def clean_up_after_dead_harnesses(by: str, report: Callable[[str], None], owner_pid: int | None = None) -> None:
     """Stop the processes and remove the compose projects of harnesses that died without
-    teardown, and mark their runs killed. A project that cannot be removed (its engine does not
-    answer) is said, not fatal: it is not this run's."""
-    for p in cleanup_leftovers(include_detached=False, by=by):
+    teardown (`owner_pid`: of that one), and mark their runs killed. A project that cannot be
+    removed (its engine does not answer) is said, not fatal: it is not this run's."""
+    for p in cleanup_leftovers(include_detached=False, by=by, owner_pid=owner_pid):
         report(f"stopped {p.name} (pid {p.pid}), left behind by {p.owner}")
     try:
-        projects = cleanup_projects(include_detached=False, by=by)
+        projects = cleanup_projects(include_detached=False, by=by, owner_pid=owner_pid)
     except ProjectsLeft as e:
         projects = e.removed
         report(str(e))

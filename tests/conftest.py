@@ -102,3 +102,20 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False  # keep the order above, not "most tests first"
     return ModuleScheduling(config, log)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Every real run the suite made kept its history's promises (docs/history.md, Promises): no
+    record set aside by `history-integrity`, no field the oracle does not know. A run whose history
+    broke a promise it refuses has already failed its own test (exit 3). Checked once, by the
+    process that is not an xdist worker, over every run directory under the session's basetemp."""
+    if hasattr(session.config, "workerinput") or session.testscollected == 0:
+        return
+    from tests.integrity_audit import audit_runs
+
+    faults = audit_runs(session.config._tmp_path_factory.getbasetemp())
+    if faults:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in ["real runs whose history broke a promise (issue 39):", *faults]:
+            reporter.write_line(line, red=True) if reporter else print(line)
+        session.exitstatus = 1

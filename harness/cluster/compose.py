@@ -31,9 +31,10 @@ from harness.cluster.kinds import (CLUSTER_KINDS, BrokerKind, CoordinatorKind, K
 from harness.cluster.local import ClusterSpec
 from harness.cluster.network import NetworkPlan
 from harness.paths import registry_dir
-from harness.processes import Supervisor, proc_start_time
+from harness.processes import DETACHED_OWNERS, Supervisor, proc_start_time
 from harness.runstate import mark_killed, run_of, write_json_atomically
 from harness.service import Service, stop_in_order
+from harness.watchdog import ensure_watchdog
 from runtime.errors import ClusterError, SetupError
 
 Report = Callable[[str], None]
@@ -343,7 +344,10 @@ class ComposeCluster:
     # ----------------------------------------------------------------- cleanup registry
 
     def _register(self, project: str) -> None:
-        """Like a process: who owns the project, so `cleanup` removes it if that harness dies."""
+        """Like a process: who owns the project, so `cleanup` (or the harness's watchdog) removes it
+        if that harness dies."""
+        if not self.supervisor.owner.startswith(DETACHED_OWNERS):
+            ensure_watchdog()
         self._registration = compose_registry() / f"{project}.json"
         self._registration.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomically(self._registration, {  # a cleaner never reads it half-written
@@ -398,7 +402,7 @@ class ProjectsLeft(ClusterError):
 
 
 def cleanup_projects(include_detached: bool = True, include_live_owners: bool = False, owner: str | None = None,
-                     by: str = "rebalance-lab cleanup") -> list[str]:
+                     by: str = "rebalance-lab cleanup", owner_pid: int | None = None) -> list[str]:
     """Remove the Compose projects whose harness is gone (or all, if asked; or one owner's):
     every container and network carrying the owner's label; mark their runs killed. What cannot
     be removed does not stop the others: ProjectsLeft names it, and the ones removed, at the end.
@@ -413,7 +417,7 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
             if held is None:  # removed by a cleaner we waited for, or not a registration at all
                 continue
             entry, forget = held
-            if owner is not None and entry["owner"] != owner:
+            if (owner is not None and entry["owner"] != owner) or owner_pid not in (None, entry.get("owner_pid")):
                 continue
             alive = _owner_alive(entry)
             if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):

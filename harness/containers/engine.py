@@ -170,6 +170,8 @@ def remove_labelled(docker_host: str, label: str) -> int:
             return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
 
         for container in labelled_containers():
+            if container.status == "paused":  # a frozen cgroup takes no signal: thawed, then killed
+                _unpause(container)
             removed += _remove(container, force=True, v=True)
         # The networks can go only once the containers are gone, including those removed by someone else.
         deadline = time.monotonic() + REMOVAL_WAIT_S
@@ -185,6 +187,15 @@ def remove_labelled(docker_host: str, label: str) -> int:
 
 
 REMOVAL_WAIT_S = 60.0
+
+
+def _unpause(container) -> None:
+    import docker
+
+    try:
+        container.unpause()
+    except docker.errors.APIError:  # gone, or unpaused, meanwhile: the removal says what is left
+        pass
 
 
 def _remove(thing, **options) -> bool:

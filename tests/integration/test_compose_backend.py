@@ -161,9 +161,11 @@ def test_a_rendered_project_starts_with_plain_docker_compose(tmp_path, engine):
     assert leftovers(engine, f"render:{out.resolve()}") == NOTHING
 
 
-def _harness_mid_run(tmp_path):
+def _harness_mid_run(tmp_path, paused: str | None = None):
+    """A harness in its run's workload phase (with `paused`: once that member's container is frozen)."""
     tmp_path.mkdir(parents=True)
-    scenario = write_scenario(tmp_path / "long.yaml", {**small_scenario("compose-long", duration_s=60),
+    faults = [{"kind": "pause", "target": paused, "at_s": 1, "duration_s": 50}] if paused else []
+    scenario = write_scenario(tmp_path / "long.yaml", {**small_scenario("compose-long", duration_s=60, faults=faults),
                                                        "cluster": {"kafka": "3.9", "brokers": 1, "backend": "compose"}})
     runs = tmp_path / "runs"
     harness = start_harness(scenario, runs)
@@ -172,10 +174,12 @@ def _harness_mid_run(tmp_path):
         time.sleep(0.2)
     run_dir = next(runs.iterdir())
     wait_for_event(run_dir / "history.jsonl", lambda e: e["name"] == "phase" and e["phase"] == "workload", timeout=240)
+    if paused:
+        wait_for_event(run_dir / "history.jsonl", lambda e: e["name"] == "fault_started", timeout=60)
     return harness, run_dir
 
 
-def test_ctrl_c_and_sigkill_then_cleanup_leave_nothing_in_the_engine(tmp_path, engine):
+def test_ctrl_c_and_sigkill_leave_nothing_in_the_engine(tmp_path, engine):
     harness, run_dir = _harness_mid_run(tmp_path / "a")
     assert leftovers(engine, f"run:{run_dir}")["containers"]  # it really runs in containers
     os.kill(harness.pid, signal.SIGINT)
@@ -183,16 +187,19 @@ def test_ctrl_c_and_sigkill_then_cleanup_leave_nothing_in_the_engine(tmp_path, e
     assert harness.returncode == 130
     assert leftovers(engine, f"run:{run_dir}") == NOTHING
 
-    harness, run_dir = _harness_mid_run(tmp_path / "b")
-    harness.kill()  # SIGKILL: no teardown at all
-    harness.wait()
+    harness, run_dir = _harness_mid_run(tmp_path / "b", paused="consumer-1")
     assert leftovers(engine, f"run:{run_dir}")["containers"]
-    cleanup = lab("cleanup")
-    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
-    # A run starting meanwhile (on another pytest worker) cleans up after dead harnesses too: which
-    # of the two removed the project, and marked the run, depends on who came first.
+    harness.kill()  # SIGKILL, as a CI job's timeout does: no teardown at all, a container left frozen
+    harness.wait()
+    killed_at = time.monotonic()
+    while leftovers(engine, f"run:{run_dir}")["containers"] and time.monotonic() - killed_at < 10:
+        time.sleep(0.5)
+    assert leftovers(engine, f"run:{run_dir}") == NOTHING, "left 10 s after the harness was killed"
+    # Its watchdog removed the project (or a run starting meanwhile on another pytest worker did).
     state = json.loads((run_dir / "run.json").read_text())
     assert state["state"] == "killed" and state["killed"]["by"], state
+    cleanup = lab("cleanup")
+    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     found = engines.find_engine()
     if found and not found.ours:  # the user's engine stays; check it holds nothing of the run
         assert leftovers(found, f"run:{run_dir}") == NOTHING
