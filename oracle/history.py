@@ -481,7 +481,7 @@ class History:
                 acked[tp].append((lo, hi))
         self.acked: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in acked.items()}
         del acked
-        self.produced_end: dict[TopicPartition, int] = self._produced_ends()
+        self.produced_end, self.produced_known_until = self._produced_ends()
         # set aside, the promise `produced` (oracle/integrity.py): records and commits past what was produced
         self.never_produced: list[Consumption] = []
         self.never_produced_commits: list[Commit] = []
@@ -515,26 +515,33 @@ class History:
                 first_assigned.setdefault(TopicPartition.of(p), e["mono_ms"])
         return {tp: first_assigned.get(tp, float("inf")) for tp in self.partitions if tp not in declared}
 
-    def _produced_ends(self) -> dict[TopicPartition, int]:
-        """Partition -> the offset after the last one known to exist: acknowledged to the producer,
-        or below a high watermark the observer saw. Empty when the history says neither (a
+    def _produced_ends(self) -> tuple[dict[TopicPartition, int], float]:
+        """(partition -> the offset after the last one known to exist, until when that is known).
+        Known to exist: acknowledged to the producer, or below a high watermark the observer saw.
+        Once the producer wrote its last word (`producer_stopped`), that is all there ever was;
+        before (a harness killed mid-run), a high watermark never goes back, so what was
+        consumed before the last sample is below it. Empty when the history says neither (a
         converted VerifiableConsumer log): then nothing is known not to exist."""
         ends = {tp: offsets.max + 1 for tp, offsets in self.acked.items() if offsets}
-        for e in self.named(ev.LAG_SAMPLED):
+        samples = self.named(ev.LAG_SAMPLED)
+        for e in samples:
             for p in e.get("partitions") or ():
                 hw = p.get("high_watermark")
                 if hw is not None:
                     tp = self._tp(p["topic"], p["partition"])
                     if hw > ends.get(tp, 0):
                         ends[tp] = hw
-        return ends
+        producer = [e for e in self.named(ev.PRODUCER_STARTED, ev.PRODUCER_STOPPED)]
+        if producer and producer[-1]["name"] == ev.PRODUCER_STOPPED:
+            return ends, float("inf")
+        return ends, samples[-1]["mono_ms"] if samples else float("-inf")
 
     def _index_consumptions(self) -> dict[TopicPartition, list[tuple[int, int]]]:
         """One Consumption per range of every `records_consumed`; returns the ranges by partition.
         There are millions: the loop is kept tight, and the tuples are made without their
         Python-level constructors. Offsets past what was produced are set aside (`never_produced`)."""
         consumed, by_tp, everything, new = defaultdict(list), self._consumptions_by_tp, self.consumptions, tuple.__new__
-        tps, produced = self._tps, self.produced_end
+        tps, produced, until = self._tps, self.produced_end, self.produced_known_until
         for e in self.named(ev.RECORDS_CONSUMED):
             slot = None  # who and when: the same for each of the event's ranges
             for topic, partition, lo, hi in _fields(e, ev.RANGES, _RANGE):
@@ -543,7 +550,7 @@ class History:
                     member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + (ev.GENERATION,))
                     slot, at = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms))
                 end = produced.get(tp)
-                if end is not None and hi >= end:  # a partition nothing is known of is not judged here
+                if end is not None and hi >= end and at.mono_ms <= until:  # nothing known of it: not judged
                     self.never_produced.append(new(Consumption, (slot, tp, max(lo, end), hi, at, generation)))
                     if lo >= end:
                         continue
@@ -572,7 +579,8 @@ class History:
                 commit = new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
                                       code, trigger, generation, sent_ms, at))
                 end = produced.get(commit.tp)
-                (self.never_produced_commits if end is not None and commit.offset > end else commits).append(commit)
+                past = end is not None and commit.offset > end and mono_ms <= self.produced_known_until
+                (self.never_produced_commits if past else commits).append(commit)
         # By (sent, answered): stable sorts by the second key, then by the first.
         commits.sort(key=attrgetter("at.mono_ms"))
         commits.sort(key=attrgetter("sent_ms"))

@@ -52,7 +52,8 @@ PROMISES: dict[str, Promise] = {p.id: p for p in (
             "its clock's resolution", REFUSE, "every check orders events by mono_ms: a clock that went back "
             "reorders what happened and blames the member for it"),
     Promise("run-bounds", "run_started is the harness's first event and run_finished its last, each at most "
-            "once, and no line follows run_finished", REFUSE,
+            "once; no event is stamped before run_started or after run_finished, and no line follows "
+            "run_finished", REFUSE,
             "the run's options and its end are read from them: two of either is two runs in one file"),
     Promise("generation-order", "a member's generation (or KIP-848 member epoch) never goes back within one "
             "incarnation", REFUSE, "ownership sessions are keyed by generation: one that goes back makes "
@@ -64,8 +65,8 @@ PROMISES: dict[str, Promise] = {p.id: p for p in (
             "run (below its topic's partition count)", REFUSE,
             "ownership and convergence are judged over the topic's partitions: one that does not exist "
             "would be unowned forever"),
-    Promise("produced", "every offset a member consumed was produced: acknowledged to the producer, or below "
-            "a high watermark the observer saw", SET_ASIDE,
+    Promise("produced", "every offset a member consumed or committed was produced: acknowledged to the producer "
+            "by the time it stopped, or below a high watermark the observer saw later", SET_ASIDE,
             "the records that never existed are set aside and the rest judged: what the members did with "
             "real records is still known"),
 )}
@@ -167,6 +168,10 @@ class Audit:
         self._run_started: int | None = None
         self._finished_at: int | None = None  # the line of run_finished
         self._format = 1
+        self._started_mono: float | None = None
+        self._finished_mono: float | None = None
+        self._earliest = (float("inf"), 0)  # (mono_ms, line) of the earliest event stamped
+        self._latest = (float("-inf"), 0)  # and the latest
         self._counts: dict[str, int] = {}  # a run topic -> its partition count by the end
         self._highest: dict[str, tuple[int, int]] = {}  # topic -> (highest partition named, its first line)
 
@@ -197,6 +202,10 @@ class Audit:
                         f"({w.mono - mono:.3f} ms back)")
         w.mono, w.line, w.raw = mono, line, raw
         self.report.events += 1
+        if mono < self._earliest[0]:
+            self._earliest = (mono, line)
+        if mono > self._latest[0]:
+            self._latest = (mono, line)
         if self._finished_at is not None:
             self._break("run-bounds", (self._finished_at, line), f"{name} from {source} after run_finished")
 
@@ -213,12 +222,12 @@ class Audit:
             elif source != "harness" or seq not in (None, 1):
                 self._break("run-bounds", (line,), f"run_started from {source} as its event {seq}, "
                             "not the harness's first")
-            self._run_started = line
+            self._run_started, self._started_mono = line, mono
             self._format = event.get("format_version") or 1
             for t in event.get("topics") or ():
                 self._counts[t["topic"]] = max(self._counts.get(t["topic"], 0), t["partitions"])
         elif name == ev.RUN_FINISHED:
-            self._finished_at, self.report.run_finished = line, True
+            self._finished_at, self._finished_mono, self.report.run_finished = line, mono, True
         elif name in (ev.PARTITIONS_ADDED, ev.TOPIC_CREATED):
             self._counts[event["topic"]] = max(self._counts.get(event["topic"], 0), event["partitions"])
 
@@ -264,6 +273,14 @@ class Audit:
                 self._break("writer-sequence", (line,), f"{writer}: seq 1 again without a new incarnation")
         else:
             self.report.restarted_writers = sorted({w for w, _ in self._restarts})
+        # Every writer stamps an instant no later than it writes; the harness writes run_started
+        # before it starts anything, and run_finished once everything else has stopped.
+        if self._started_mono is not None and self._earliest[0] < self._started_mono:
+            self._break("run-bounds", (self._earliest[1], self._run_started),
+                        f"an event stamped {self._started_mono - self._earliest[0]:.3f} ms before run_started")
+        if self._finished_mono is not None and self._latest[0] > self._finished_mono:
+            self._break("run-bounds", (self._finished_at, self._latest[1]),
+                        f"an event stamped {self._latest[0] - self._finished_mono:.3f} ms after run_finished")
         for topic, (partition, line) in self._highest.items():
             count = self._counts.get(topic)
             if count is not None and partition >= count:
