@@ -289,7 +289,7 @@ class Audit:
         return sorted(self.broken, key=lambda b: b.lines[-1])
 
     def _break(self, promise: str, lines: tuple[int, ...], message: str) -> None:
-        self.broken.append(Broken(promise, lines, message))
+        self.broken.append(Broken(promise, tuple(sorted(lines)), message))
 
 
 # The events a member writes as itself (its `generation` is its own, not a coordinator's).

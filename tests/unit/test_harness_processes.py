@@ -52,7 +52,9 @@ def orphan(home: Path, tmp_path: Path, owner: str = "run", pause: bool = False) 
     """Start `sleep 30` from a child harness that exits without tearing down (as if it crashed)."""
     script = textwrap.dedent(f"""
         from pathlib import Path
+        import harness.processes
         from harness.processes import Supervisor
+        harness.processes.ensure_watchdog = lambda: None  # as if its watchdog died with it: what `cleanup` is for
         sup = Supervisor(owner={owner!r})
         p = sup.start("consumer-1", "consumer", ["sleep", "30"], Path({str(tmp_path / "orphan.log")!r}))
         if {pause!r}:
@@ -400,3 +402,27 @@ def test_a_dead_process_of_a_live_owner_is_left_for_its_owner_to_record(home, tm
     registration.write_text(json.dumps(entry | {"owner_pid": -1}))  # its owner died: nobody will record it
     assert registered(forget_dead=False) == [] and registration.exists()  # a reader that never writes
     assert registered() == [] and not registration.exists()
+
+
+def test_the_watchdog_stops_what_a_sigkilled_harness_left_paused_too(home, tmp_path):
+    lab_home, track = home
+    script = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from harness.processes import Supervisor
+        sup = Supervisor(owner="run:{tmp_path / 'run'}")
+        p = sup.start("consumer-1", "consumer", ["sleep", "60"], Path({str(tmp_path / "c.log")!r}))
+        sup.pause("consumer-1")
+        print(p.pid, flush=True)
+        time.sleep(60)
+    """)
+    harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "REBALANCE_LAB_HOME": str(lab_home), "PYTHONPATH": str(REPO)})
+    pid = track(int(harness.stdout.readline()))
+    wait_until(lambda: process_state(pid) == "T")
+    harness.kill()  # no teardown at all
+    harness.wait()
+    wait_until(lambda: gone(pid) and not (lab_home / "processes" / f"{pid}.json").exists(), timeout=10)
+    wait_until(lambda: "stopped consumer-1" in (lab_home / "watchdog.log").read_text())
+    log = (lab_home / "watchdog.log").read_text()
+    assert f"the watchdog of harness {harness.pid}: stopped consumer-1 (pid {pid})" in log, log

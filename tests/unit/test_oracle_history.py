@@ -51,9 +51,9 @@ class TestLoadHistory:
 
     def test_sorts_by_mono_then_source_then_seq(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [
-            self.event("run_started", 20.0), self.event("b", 10.0, "producer", 1),
+            self.event("run_started", 5.0), self.event("b", 10.0, "producer", 1),
             self.event("a1", 10.0, "consumer-1", 1), self.event("a2", 10.0, "consumer-1", 2)])
-        assert [e["name"] for e in load_history(tmp_path / "history.jsonl")] == ["a1", "a2", "b", "run_started"]
+        assert [e["name"] for e in load_history(tmp_path / "history.jsonl")] == ["run_started", "a1", "a2", "b"]
 
     def test_accepts_a_run_directory_and_skips_a_torn_last_line(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [self.event("run_started", 1.0), self.event("b", 2.0), '{"name": "rec'])
