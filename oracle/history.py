@@ -428,6 +428,8 @@ class History:
                 acked[tp].append((lo, hi))
         self.acked: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in acked.items()}
         del acked
+        self._bulk_writers: set[MemberSlot] = set()  # who wrote records_consumed, offsets_committed (members())
+        self._unindexed_writers: list[Event] = []  # such events listing no record or offset
         self.consumptions: list[Consumption] = []
         self._consumptions_by_tp: dict[TopicPartition, list[Consumption]] = defaultdict(list)
         self.consumed: dict[TopicPartition, OffsetSet] = {
@@ -463,7 +465,7 @@ class History:
         There are millions: the loop is kept tight, and the tuples are made without their
         Python-level constructors."""
         consumed, by_tp, everything, new = defaultdict(list), self._consumptions_by_tp, self.consumptions, tuple.__new__
-        tps = self._tps
+        tps, writers = self._tps, self._bulk_writers
         for e in self.named(ev.RECORDS_CONSUMED):
             slot = None  # who and when: the same for each of the event's ranges
             for topic, partition, lo, hi in _fields(e, ev.RANGES, _RANGE):
@@ -471,15 +473,19 @@ class History:
                 if slot is None:
                     member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + (ev.GENERATION,))
                     slot, at = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms))
+                    if "member" in e:
+                        writers.add(slot)
                 consumed[tp].append((lo, hi))
                 c = new(Consumption, (slot, tp, lo, hi, at, generation))
                 everything.append(c)
                 by_tp[tp].append(c)
+            if slot is None:
+                self._unindexed_writers.append(e)
         return consumed
 
     def _index_commits(self) -> list[Commit]:
         """One Commit per partition of every `offsets_committed`, in the order they were sent."""
-        commits, tps, new = [], self._tps, tuple.__new__
+        commits, tps, writers, new = [], self._tps, self._bulk_writers, tuple.__new__
         for e in self.named(ev.OFFSETS_COMMITTED):
             slot = None
             for topic, partition, offset in _fields(e, ev.OFFSETS, (ev.TOPIC, ev.PARTITION, ev.OFFSET)):
@@ -490,9 +496,13 @@ class History:
                     # librdkafka's auto commits come without the instant their request left (null):
                     # the answer is the latest it can have left.
                     sent_ms = mono_ms if sent_ms is None else sent_ms
+                    if "member" in e:
+                        writers.add(slot)
                 key = (topic, partition)
                 commits.append(new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
                                             code, trigger, generation, sent_ms, at)))
+            if slot is None:
+                self._unindexed_writers.append(e)
         # By (sent, answered): stable sorts by the second key, then by the first.
         commits.sort(key=attrgetter("at.mono_ms"))
         commits.sort(key=attrgetter("sent_ms"))
@@ -615,19 +625,34 @@ class History:
         failed: dict[str, int] = defaultdict(int)
         for (_, error), n in self.commit_failures().items():
             failed[error] += n
-        return sum(c.success for c in self.commits), dict(sorted(failed.items()))
+        return self._commit_tally()[0], dict(sorted(failed.items()))
 
     def commit_failures(self) -> dict[tuple[str, str], int]:
         """(error code, error name) -> failed commits, one per partition entry; "none" for a failure
         without a code, "unknown" for one without a name."""
-        failed: dict[tuple[str, str], int] = defaultdict(int)
-        for c in self.commits:
-            if not c.success:
-                failed["none" if c.error_code is None else str(c.error_code), c.error or "unknown"] += 1
-        return dict(sorted(failed.items()))
+        return dict(self._commit_tally()[1])
+
+    def _commit_tally(self) -> tuple[int, dict[tuple[str, str], int]]:
+        """One pass over the commits, shared by fenced-commits and the stats (millions of entries)."""
+        def tally() -> tuple[int, dict[tuple[str, str], int]]:
+            ok, failed = 0, defaultdict(int)
+            for c in self.commits:
+                if c.success:
+                    ok += 1
+                else:
+                    failed["none" if c.error_code is None else str(c.error_code), c.error or "unknown"] += 1
+            return ok, dict(sorted(failed.items()))
+        return self.memo("commit_tally", tally)
 
     def members(self) -> list[MemberSlot]:
-        return sorted({self._slot(e) for e in self.events if "member" in e})
+        # The slots of records and commits were worked out while indexing them: only the
+        # other events (and those of records or commits that listed none) are looked at again.
+        slots = set(self._bulk_writers)
+        for name, events in self._by_name.items():
+            if name not in (ev.RECORDS_CONSUMED, ev.OFFSETS_COMMITTED):
+                slots.update(self._slot(e) for e in events if "member" in e)
+        slots.update(self._slot(e) for e in self._unindexed_writers if "member" in e)
+        return sorted(slots)
 
     def clock(self, mono_ms: float) -> str:
         """Times in messages are relative to the run start: 't+12.345s'."""
