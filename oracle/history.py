@@ -615,18 +615,22 @@ class History:
     def consumptions_between(self, tp: TopicPartition, from_ms: float, to_ms: float) -> list[Consumption]:
         """One partition's consumed ranges processed from `from_ms` to `to_ms` (both included),
         in time order: a window looked up, not the whole partition scanned."""
-        consumptions = self.consumptions_of(tp)
+        times = self.consumption_times(tp)
+        return self.consumptions_of(tp)[bisect_left(times, from_ms):bisect_right(times, to_ms)]
+
+    def consumption_times(self, tp: TopicPartition) -> list[float]:
+        """When each of `consumptions_of(tp)` was processed (rising: they are in time order)."""
         times = self.memo("consumption_times", dict).get(tp)
         if times is None:
-            times = self._memo["consumption_times"][tp] = [c.at.mono_ms for c in consumptions]
-        return consumptions[bisect_left(times, from_ms):bisect_right(times, to_ms)]
+            times = self._memo["consumption_times"][tp] = [c.at.mono_ms for c in self.consumptions_of(tp)]
+        return times
 
     def committed_at(self, tp: TopicPartition, mono_ms: float) -> Commit | None:
         """The group's committed offset for a partition at an instant: the last
         successful commit answered by then (what a new owner would fetch)."""
         def index() -> dict[TopicPartition, tuple[list[float], list[Commit]]]:
             by_tp: dict[TopicPartition, list[Commit]] = defaultdict(list)
-            for c in sorted((c for c in self.commits if c.success), key=lambda c: c.at.mono_ms):
+            for c in sorted((c for c in self.commits if c.success), key=attrgetter("at.mono_ms")):
                 by_tp[c.tp].append(c)
             return {tp: ([c.at.mono_ms for c in cs], cs) for tp, cs in by_tp.items()}
         times, commits = self.memo("commits_answered", index).get(tp, ([], []))
