@@ -250,22 +250,21 @@ def compile_values(name: str, keys: tuple[str, ...], rows_type: type) -> Callabl
     if record.check is not None or record.ordered is not None or any(k not in at for k in record.required):
         return lambda values: False
     env: dict[str, Any] = {"rows_type": rows_type}
-    body = ["def fits_values(v):"]
+    body = ["def fits_values(v):", f"    {''.join(f'v{i}, ' for i in range(len(keys)))}= v"]
     for n, f in enumerate(record.fields):
         if f.key not in at:
             continue
-        env[f"types{n}"] = f.types
-        body += [f"    x = v[{at[f.key]}]", "    t = type(x)"]
+        x = f"v{at[f.key]}"
         if type(f.items) is Record and list in f.types:
             env[f"rows{n}"] = _rows_test(f.items)
-            body += ["    if t is rows_type:", f"        if not rows{n}(x): return False", "    elif t is list:",
-                     "        if x: return False  # objects of several shapes: the dict is tested"]
-        elif f.items is not None:
-            body += ["    if t is list and x: return False"]
-        body += [f"    {'el' if f.items is not None else ''}if t not in types{n}: return False"]
-        if f.bounds is not None:
-            nullable = "x is not None and " if _NONE in f.types else ""
-            body.append(f"    if {nullable}not {f.bounds[0]!r} <= x <= {f.bounds[1]!r}: return False")
+            body += [f"    if type({x}) is rows_type:", f"        if not rows{n}({x}): return False",
+                     f"    elif type({x}) is list:",
+                     f"        if {x}: return False  # objects of several shapes: the dict is tested",
+                     f"    elif {_type_is_not(x, f.types, env)}: return False"]
+            continue
+        if f.items is not None:
+            body.append(f"    if type({x}) is list and {x}: return False")
+        body += _value_test(x, f, env, "    ")
     body.append("    return True")
     exec("\n".join(body), env)
     return env["fits_values"]
@@ -291,20 +290,34 @@ def compile_rows(record: Record, keys: tuple[str, ...]) -> Callable[[tuple], boo
             f.items is not None for f in record.fields if f.key in at):
         return lambda rows: False
     env: dict[str, Any] = {}
-    body = ["def fits_rows(rows):", "    for r in rows:"]
-    for n, f in enumerate(record.fields):
-        if f.key not in at:
-            continue
-        env[f"types{n}"] = f.types
-        body += [f"        x = r[{at[f.key]}]", f"        if type(x) not in types{n}: return False"]
-        if f.bounds is not None:
-            nullable = "x is not None and " if _NONE in f.types else ""
-            body.append(f"        if {nullable}not {f.bounds[0]!r} <= x <= {f.bounds[1]!r}: return False")
+    body = ["def fits_rows(rows):", f"    for {''.join(f'r{i}, ' for i in range(len(keys)))}in rows:"]
+    for f in record.fields:
+        if f.key in at:
+            body += _value_test(f"r{at[f.key]}", f, env, "        ")
     if record.ordered is not None:
-        body.append(f"        if not r[{at[record.ordered[0]]}] <= r[{at[record.ordered[1]]}]: return False")
+        body.append(f"        if not r{at[record.ordered[0]]} <= r{at[record.ordered[1]]}: return False")
     body.append("    return True")
     exec("\n".join(body), env)
     return env["fits_rows"]
+
+
+def _value_test(x: str, f: Field, env: dict[str, Any], indent: str) -> list[str]:
+    """Lines returning False unless the value in variable `x` has one of the field's types, within its bounds."""
+    lines = [f"{indent}if {_type_is_not(x, f.types, env)}: return False"]
+    if f.bounds is not None:
+        nullable = f"{x} is not None and " if _NONE in f.types else ""
+        lines.append(f"{indent}if {nullable}not {f.bounds[0]!r} <= {x} <= {f.bounds[1]!r}: return False")
+    return lines
+
+
+def _type_is_not(x: str, types: tuple[type, ...], env: dict[str, Any]) -> str:
+    """`type(x) not in types`, as identity tests on names bound in env (type() is exact: true is no int)."""
+    for t in types:
+        assert env.setdefault(f"{t.__name__}_type", t) is t, f"two types named {t.__name__}"
+    if len(types) == 1:
+        return f"type({x}) is not {types[0].__name__}_type"
+    return f"(t := type({x})) is not {types[0].__name__}_type and " + " and ".join(
+        f"t is not {t.__name__}_type" for t in types[1:])
 
 
 def explain(value: Any, shape: Record) -> tuple[str, str] | None:
