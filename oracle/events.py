@@ -41,11 +41,14 @@ class Field(NamedTuple):
 
 
 class Record(NamedTuple):
-    """An object: its fields (absent is fine), the ones it must have, one check across fields."""
+    """An object: its fields (absent is fine), the ones it must have, checks across fields."""
 
     fields: tuple[Field, ...]
     required: tuple[str, ...] = ()
     check: Callable[[dict], str | None] | None = None  # None when fine, else the reason
+    # (low, high): two required numbers, low <= high. Declared, not a function, so that the
+    # compiled tests (also over a bulk event's rows of values, `compile_rows`) can inline it.
+    ordered: tuple[str, str] | None = None
 
 
 def _f(types: tuple[type, ...], expected: str, bounds: tuple[float, float] | None = None,
@@ -72,10 +75,6 @@ def list_of(items: Record | Field, expected: str) -> Callable[[str], Field]:
     return _f((list, _NONE), f"a list of {expected}, or null", items=items)
 
 
-def _min_le_max(r: dict) -> str | None:
-    return None if r["min_offset"] <= r["max_offset"] else f"max_offset {r['max_offset']} is below min_offset {r['min_offset']}"
-
-
 def _topic_counts(d: dict) -> str | None:
     topics = d["topics"]
     if type(topics) is not dict:
@@ -100,7 +99,7 @@ def _check_options(d: dict) -> str | None:
 
 TOPIC_PARTITION = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION)), (ev.TOPIC, ev.PARTITION))
 RANGE = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.MIN_OFFSET), OFFSET(ev.MAX_OFFSET)),
-               (ev.TOPIC, ev.PARTITION, ev.MIN_OFFSET, ev.MAX_OFFSET), _min_le_max)
+               (ev.TOPIC, ev.PARTITION, ev.MIN_OFFSET, ev.MAX_OFFSET), ordered=(ev.MIN_OFFSET, ev.MAX_OFFSET))
 RANGES = list_of(RANGE, "offset ranges")
 PARTITIONS = list_of(TOPIC_PARTITION, "partitions")
 OFFSETS = list_of(Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.OFFSET)),
@@ -229,6 +228,8 @@ def compile_record(shape: Record) -> Callable[[Any], bool]:
             elif f.items is not None:
                 env[f"{fn}_items{i}"] = f.items.types
                 body.append(f"        if t is list and any(type(x) not in {fn}_items{i} for x in v): return False")
+        if record.ordered is not None:
+            body.append(f"    if not d[{record.ordered[0]!r}] <= d[{record.ordered[1]!r}]: return False")
         if record.check is not None:
             env[f"{fn}_check"] = record.check
         body.append(f"    return {fn}_check(d) is None" if record.check is not None else "    return True")
@@ -237,6 +238,86 @@ def compile_record(shape: Record) -> Callable[[Any], bool]:
     emit(shape, "fits")
     exec("\n\n".join(source), env)  # nested records first: each function is defined before it is called
     return env["fits"]
+
+
+def compile_values(name: str, keys: tuple[str, ...], rows_type: type) -> Callable[[tuple], bool]:
+    """`fits` for an event of that name held as its values in the order of `keys`, its lists of
+    objects as `rows_type` (`.shape.keys`, `.rows`: history.py's compact rows). The loader tests
+    the compact form of a bulk event instead of the parsed dict: one pass over its ranges, not
+    two. True only where `fits` is; False may also mean "not sure": then the dict is tested."""
+    record = _RECORDS.get(name, _ANY_EVENT)
+    at = {k: i for i, k in enumerate(keys)}
+    if record.check is not None or record.ordered is not None or any(k not in at for k in record.required):
+        return lambda values: False
+    env: dict[str, Any] = {"rows_type": rows_type}
+    body = ["def fits_values(v):", f"    {''.join(f'v{i}, ' for i in range(len(keys)))}= v"]
+    for n, f in enumerate(record.fields):
+        if f.key not in at:
+            continue
+        x = f"v{at[f.key]}"
+        if type(f.items) is Record and list in f.types:
+            env[f"rows{n}"] = _rows_test(f.items)
+            body += [f"    if type({x}) is rows_type:", f"        if not rows{n}({x}): return False",
+                     f"    elif type({x}) is list:",
+                     f"        if {x}: return False  # objects of several shapes: the dict is tested",
+                     f"    elif {_type_is_not(x, f.types, env)}: return False"]
+            continue
+        if f.items is not None:
+            body.append(f"    if type({x}) is list and {x}: return False")
+        body += _value_test(x, f, env, "    ")
+    body.append("    return True")
+    exec("\n".join(body), env)
+    return env["fits_values"]
+
+
+def _rows_test(record: Record) -> Callable[[Any], bool]:
+    """Tests rows of objects of one shape (rows.shape.keys) against the record, compiled per shape."""
+    compiled: dict[tuple[str, ...], Callable[[tuple], bool]] = {}
+
+    def test(rows: Any) -> bool:
+        keys = rows.shape.keys
+        fits = compiled.get(keys)
+        if fits is None:
+            fits = compiled[keys] = compile_rows(record, keys)
+        return fits(rows.rows)
+    return test
+
+
+def compile_rows(record: Record, keys: tuple[str, ...]) -> Callable[[tuple], bool]:
+    """`all(map(fits, objects))` for objects held as tuples of their values in the order of `keys`."""
+    at = {k: i for i, k in enumerate(keys)}
+    if record.check is not None or any(k not in at for k in record.required) or any(
+            f.items is not None for f in record.fields if f.key in at):
+        return lambda rows: False
+    env: dict[str, Any] = {}
+    body = ["def fits_rows(rows):", f"    for {''.join(f'r{i}, ' for i in range(len(keys)))}in rows:"]
+    for f in record.fields:
+        if f.key in at:
+            body += _value_test(f"r{at[f.key]}", f, env, "        ")
+    if record.ordered is not None:
+        body.append(f"        if not r{at[record.ordered[0]]} <= r{at[record.ordered[1]]}: return False")
+    body.append("    return True")
+    exec("\n".join(body), env)
+    return env["fits_rows"]
+
+
+def _value_test(x: str, f: Field, env: dict[str, Any], indent: str) -> list[str]:
+    """Lines returning False unless the value in variable `x` has one of the field's types, within its bounds."""
+    lines = [f"{indent}if {_type_is_not(x, f.types, env)}: return False"]
+    if f.bounds is not None:
+        nullable = f"{x} is not None and " if _NONE in f.types else ""
+        lines.append(f"{indent}if {nullable}not {f.bounds[0]!r} <= {x} <= {f.bounds[1]!r}: return False")
+    return lines
+
+
+def _type_is_not(x: str, types: tuple[type, ...], env: dict[str, Any]) -> str:
+    """`type(x) not in types`, as identity tests on names bound in env (type() is exact: true is no int)."""
+    for t in types:
+        assert env.setdefault(f"{t.__name__}_type", t) is t, f"two types named {t.__name__}"
+    if len(types) == 1:
+        return f"type({x}) is not {types[0].__name__}_type"
+    return f"(t := type({x})) is not {types[0].__name__}_type and " + " and ".join(
+        f"t is not {t.__name__}_type" for t in types[1:])
 
 
 def explain(value: Any, shape: Record) -> tuple[str, str] | None:
@@ -263,6 +344,10 @@ def explain(value: Any, shape: Record) -> tuple[str, str] | None:
                         return f".{field.key}[{i}]{found[0]}", found[1]
                 elif type(x) not in field.items.types:
                     return f".{field.key}[{i}]", f"expected {field.items.expected}, got {shown(x)}"
+    if shape.ordered is not None:
+        low, high = shape.ordered
+        if not value[low] <= value[high]:
+            return "", f"{high} {value[high]} is below {low} {value[low]}"
     if shape.check is not None:
         reason = shape.check(value)
         if reason:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 import orjson
 
 from . import vocabulary as ev
-from .events import problem
+from .events import compile_values, problem
 from .integrity import Audit, Broken, LoadReport, refusal
 from .offsets import OffsetSet
 from .protocols import INCREMENTAL_PROTOCOLS
@@ -108,7 +108,7 @@ def load_history(path: str | Path, compact_events: bool = False) -> Loaded:
     `compact_events`: the bulk events (records, commits) as read-only `compact`
     mappings, a quarter of the memory — for judging a long history, not for editing it.
     """
-    keep = compact if compact_events else (lambda e: e)
+    keep = _compact_checked if compact_events else _checked
     path = Path(path)
     if path.is_dir():
         path = path / "history.jsonl"
@@ -138,11 +138,11 @@ def load_history(path: str | Path, compact_events: bool = False) -> Loaded:
                         continue
                     audit.report.torn.append((lineno, at))
                     audit.report.recovered.append(lineno)
-                why = problem(event)
-                if why:
-                    raise HistoryError(path, lineno, why)
+                kept = keep(event)
+                if kept is None:
+                    raise HistoryError(path, lineno, problem(event))
                 if audit.see(event, lineno, raw):
-                    events.append(keep(event))
+                    events.append(kept)
             audit.report.lines = lineno
     except OSError as e:
         raise HistoryError(path, None, e.strerror or str(e)) from None
@@ -272,9 +272,11 @@ class _Shape:
         self.pickers: dict[tuple[str, ...], Callable[[tuple], tuple]] = {}
         self.getters: dict[tuple[str, ...], Callable[[tuple], tuple]] = {}
         # As a row of a list: its values in this order, its strings kept once (KeyError: another key).
-        # Written out, as `(intern(o["topic"]), o["partition"], …)`: millions of ranges go through it.
-        fields = ", ".join(f"intern_str(o[{k!r}])" if i in self.names else f"o[{k!r}]" for i, k in enumerate(keys))
-        self.row = eval(f"lambda o: ({fields},)", {"intern_str": _intern_str})
+        # Written out, as `(intern(o["topic"]), o["partition"], …)`: millions of ranges go through it,
+        # so the interning is inline too (a call per range cost a tenth of loading).
+        fields = ", ".join(f"(v{i} if type(v{i} := o[{k!r}]) is not str else intern(v{i}))" if i in self.names
+                           else f"o[{k!r}]" for i, k in enumerate(keys))
+        self.row = eval(f"lambda o: ({fields},)", {"intern": sys.intern})
 
     @classmethod
     def of(cls, keys: tuple[str, ...]) -> _Shape:
@@ -304,10 +306,6 @@ class _Shape:
             if type(values[i]) is str:
                 values[i] = sys.intern(values[i])
         return values
-
-
-def _intern_str(value: Any) -> Any:
-    return sys.intern(value) if type(value) is str else value
 
 
 class _Rows(NamedTuple):
@@ -399,6 +397,34 @@ def compact(event: Event) -> Event:
     return _compactor(tuple(event), nested)(event)
 
 
+def _checked(event: Any) -> Event | None:
+    """The event, if the oracle can read it (oracle/events.py); None if not."""
+    return None if problem(event) else event
+
+
+def _compact_checked(event: Any) -> Event | None:
+    """`compact(event)`, if the oracle can read the event; None if not. A bulk event is tested
+    in its compact form, its ranges as rows of values: one pass over them, not two (a long
+    history is mostly ranges). Anything that form does not vouch for is tested as parsed."""
+    try:
+        kept = compact(event)
+    except Exception:  # a line it cannot make sense of: the test below says why
+        kept = None
+    if type(kept) is CompactEvent:
+        shape, values = kept._shape, kept._values
+        test = _VALUE_TESTS.get((values[shape.index["name"]], shape))
+        if test is None:
+            name = values[shape.index["name"]]
+            test = _VALUE_TESTS[name, shape] = compile_values(name, shape.keys, _Rows)
+        if test(values):
+            return kept
+    return None if problem(event) else compact(event)
+
+
+# (event name, shape) -> events.py's test of such an event's values, compiled on first use
+_VALUE_TESTS: dict[tuple[str, _Shape], Callable[[tuple], bool]] = {}
+
+
 def _compactor(keys: tuple[str, ...], nested: str) -> Callable[[dict], CompactEvent]:
     """`compact` for events with exactly these keys, in this order, as straight-line Python:
     the loader runs it on most lines of a long history, and a loop over the shape's fields
@@ -451,6 +477,19 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _extend(ranges: list[tuple[int, int]], lo: int, hi: int) -> None:
+    """Adds lo..hi to a partition's ranges, on to the last one when it carries straight on:
+    a partition's batches mostly follow one another, so a run's million batches come down
+    to a few ranges before OffsetSet sorts and merges them (the same set either way)."""
+    if ranges and lo <= hi:
+        last_lo, last_hi = ranges[-1]
+        if last_lo <= lo <= last_hi + 1 and last_lo <= last_hi:
+            if hi > last_hi:
+                ranges[-1] = (last_lo, hi)
+            return
+    ranges.append((lo, hi))
+
+
 class History:
     def __init__(self, events: Iterable[Event]):
         with gc_paused():
@@ -478,13 +517,15 @@ class History:
         acked = defaultdict(list)
         for e in self.named(ev.RECORDS_ACKED):
             for tp, lo, hi in self.ranges_of(e):
-                acked[tp].append((lo, hi))
+                _extend(acked[tp], lo, hi)
         self.acked: dict[TopicPartition, OffsetSet] = {tp: OffsetSet(rs) for tp, rs in acked.items()}
         del acked
         self.produced_end, self.produced_known_until = self._produced_ends()
         # set aside, the promise `produced` (oracle/integrity.py): records and commits past what was produced
         self.never_produced: list[Consumption] = []
         self.never_produced_commits: list[Commit] = []
+        self._bulk_writers: set[MemberSlot] = set()  # who wrote records_consumed, offsets_committed (members())
+        self._unindexed_writers: list[Event] = []  # such events listing no record or offset
         self.consumptions: list[Consumption] = []
         self._consumptions_by_tp: dict[TopicPartition, list[Consumption]] = defaultdict(list)
         self.consumed: dict[TopicPartition, OffsetSet] = {
@@ -541,7 +582,7 @@ class History:
         There are millions: the loop is kept tight, and the tuples are made without their
         Python-level constructors. Offsets past what was produced are set aside (`never_produced`)."""
         consumed, by_tp, everything, new = defaultdict(list), self._consumptions_by_tp, self.consumptions, tuple.__new__
-        tps, produced, until = self._tps, self.produced_end, self.produced_known_until
+        tps, writers, produced, until = self._tps, self._bulk_writers, self.produced_end, self.produced_known_until
         for e in self.named(ev.RECORDS_CONSUMED):
             slot = None  # who and when: the same for each of the event's ranges
             for topic, partition, lo, hi in _fields(e, ev.RANGES, _RANGE):
@@ -549,22 +590,27 @@ class History:
                 if slot is None:
                     member, source, incarnation, ts, mono_ms, generation = _pick(e, _HEAD + (ev.GENERATION,))
                     slot, at = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms))
+                    if "member" in e:
+                        writers.add(slot)
                 end = produced.get(tp)
                 if end is not None and hi >= end and at.mono_ms <= until:  # nothing known of it: not judged
                     self.never_produced.append(new(Consumption, (slot, tp, max(lo, end), hi, at, generation)))
                     if lo >= end:
                         continue
                     hi = end - 1
-                consumed[tp].append((lo, hi))
+                _extend(consumed[tp], lo, hi)
                 c = new(Consumption, (slot, tp, lo, hi, at, generation))
                 everything.append(c)
                 by_tp[tp].append(c)
+            if slot is None:
+                self._unindexed_writers.append(e)
         return consumed
 
     def _index_commits(self) -> list[Commit]:
         """One Commit per partition of every `offsets_committed`, in the order they were sent. An offset
         past what was produced is set aside (`never_produced_commits`), as the records before it were."""
-        commits, tps, new, produced = [], self._tps, tuple.__new__, self.produced_end
+        commits, tps, writers, new = [], self._tps, self._bulk_writers, tuple.__new__
+        produced, until = self.produced_end, self.produced_known_until
         for e in self.named(ev.OFFSETS_COMMITTED):
             slot = None
             for topic, partition, offset in _fields(e, ev.OFFSETS, (ev.TOPIC, ev.PARTITION, ev.OFFSET)):
@@ -575,14 +621,18 @@ class History:
                     # librdkafka's auto commits come without the instant their request left (null):
                     # the answer is the latest it can have left.
                     sent_ms = mono_ms if sent_ms is None else sent_ms
+                    if "member" in e:
+                        writers.add(slot)
                 key = (topic, partition)
                 commit = new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
                                       code, trigger, generation, sent_ms, at))
                 end = produced.get(commit.tp)
-                past = end is not None and commit.offset > end and mono_ms <= self.produced_known_until
+                past = end is not None and commit.offset > end and mono_ms <= until
                 (self.never_produced_commits if past else commits).append(commit)
-        # By (sent, answered): stable sorts by the second key, then by the first.
-        commits.sort(key=attrgetter("at.mono_ms"))
+            if slot is None:
+                self._unindexed_writers.append(e)
+        # By (sent, answered). They are listed in the order their events were, answered first
+        # (mono_ms leads the events' sort key): one stable sort by the time sent is enough.
         commits.sort(key=attrgetter("sent_ms"))
         return commits
 
@@ -680,18 +730,22 @@ class History:
     def consumptions_between(self, tp: TopicPartition, from_ms: float, to_ms: float) -> list[Consumption]:
         """One partition's consumed ranges processed from `from_ms` to `to_ms` (both included),
         in time order: a window looked up, not the whole partition scanned."""
-        consumptions = self.consumptions_of(tp)
+        times = self.consumption_times(tp)
+        return self.consumptions_of(tp)[bisect_left(times, from_ms):bisect_right(times, to_ms)]
+
+    def consumption_times(self, tp: TopicPartition) -> list[float]:
+        """When each of `consumptions_of(tp)` was processed (rising: they are in time order)."""
         times = self.memo("consumption_times", dict).get(tp)
         if times is None:
-            times = self._memo["consumption_times"][tp] = [c.at.mono_ms for c in consumptions]
-        return consumptions[bisect_left(times, from_ms):bisect_right(times, to_ms)]
+            times = self._memo["consumption_times"][tp] = [c.at.mono_ms for c in self.consumptions_of(tp)]
+        return times
 
     def committed_at(self, tp: TopicPartition, mono_ms: float) -> Commit | None:
         """The group's committed offset for a partition at an instant: the last
         successful commit answered by then (what a new owner would fetch)."""
         def index() -> dict[TopicPartition, tuple[list[float], list[Commit]]]:
             by_tp: dict[TopicPartition, list[Commit]] = defaultdict(list)
-            for c in sorted((c for c in self.commits if c.success), key=lambda c: c.at.mono_ms):
+            for c in sorted((c for c in self.commits if c.success), key=attrgetter("at.mono_ms")):
                 by_tp[c.tp].append(c)
             return {tp: ([c.at.mono_ms for c in cs], cs) for tp, cs in by_tp.items()}
         times, commits = self.memo("commits_answered", index).get(tp, ([], []))
@@ -703,19 +757,34 @@ class History:
         failed: dict[str, int] = defaultdict(int)
         for (_, error), n in self.commit_failures().items():
             failed[error] += n
-        return sum(c.success for c in self.commits), dict(sorted(failed.items()))
+        return self._commit_tally()[0], dict(sorted(failed.items()))
 
     def commit_failures(self) -> dict[tuple[str, str], int]:
         """(error code, error name) -> failed commits, one per partition entry; "none" for a failure
         without a code, "unknown" for one without a name."""
-        failed: dict[tuple[str, str], int] = defaultdict(int)
-        for c in self.commits:
-            if not c.success:
-                failed["none" if c.error_code is None else str(c.error_code), c.error or "unknown"] += 1
-        return dict(sorted(failed.items()))
+        return dict(self._commit_tally()[1])
+
+    def _commit_tally(self) -> tuple[int, dict[tuple[str, str], int]]:
+        """One pass over the commits, shared by fenced-commits and the stats (millions of entries)."""
+        def tally() -> tuple[int, dict[tuple[str, str], int]]:
+            ok, failed = 0, defaultdict(int)
+            for c in self.commits:
+                if c.success:
+                    ok += 1
+                else:
+                    failed["none" if c.error_code is None else str(c.error_code), c.error or "unknown"] += 1
+            return ok, dict(sorted(failed.items()))
+        return self.memo("commit_tally", tally)
 
     def members(self) -> list[MemberSlot]:
-        return sorted({self._slot(e) for e in self.events if "member" in e})
+        # The slots of records and commits were worked out while indexing them: only the
+        # other events (and those of records or commits that listed none) are looked at again.
+        slots = set(self._bulk_writers)
+        for name, events in self._by_name.items():
+            if name not in (ev.RECORDS_CONSUMED, ev.OFFSETS_COMMITTED):
+                slots.update(self._slot(e) for e in events if "member" in e)
+        slots.update(self._slot(e) for e in self._unindexed_writers if "member" in e)
+        return sorted(slots)
 
     def clock(self, mono_ms: float) -> str:
         """Times in messages are relative to the run's start (run_started): 't+12.345s'. The

@@ -92,6 +92,10 @@ class Ownership:
             self._by_tp[s.tp].append(s)
             self._by_owner[s.slot, s.tp].append(s)
         self._starts = {key: [s.start_ms for s in sessions] for key, sessions in self._by_owner.items()}
+        # owning() runs for every consumption and commit of the run: each (slot, partition)'s
+        # starts, ends and sessions side by side, so a lookup is a bisect and a comparison.
+        self._spans = {key: (self._starts[key], [s.end_ms for s in sessions], sessions)
+                       for key, sessions in self._by_owner.items()}
 
     def of_partition(self, tp: TopicPartition) -> list[Session]:
         """Sessions of one partition, oldest first."""
@@ -103,10 +107,13 @@ class Ownership:
     def owning(self, slot: MemberSlot, tp: TopicPartition, mono_ms: float) -> Session | None:
         """The slot's session of the partition covering the instant (the earlier one where a
         session ends at the very instant the next begins)."""
-        sessions = self._by_owner.get((slot, tp), ())
-        i = self._started_by(slot, tp, mono_ms)
+        spans = self._spans.get((slot, tp))
+        if spans is None:
+            return None
+        starts, ends, sessions = spans
+        i = bisect_right(starts, mono_ms) - 1  # this one and every earlier one started by then
         found = None
-        while i >= 0 and sessions[i].covers(mono_ms):  # a slot's sessions of one partition never overlap
+        while i >= 0 and mono_ms <= ends[i]:  # a slot's sessions of one partition never overlap
             found, i = sessions[i], i - 1
         return found
 

@@ -112,17 +112,20 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
     quiet = _Quiet(_busy_intervals(history, horizon))
     acks: dict[TopicPartition, list[tuple[float, int]]] = {}
     for e in history.named(ev.RECORDS_ACKED):
+        at = e["mono_ms"]
         for tp, _, hi in history.ranges_of(e):
-            acks.setdefault(tp, []).append((e["mono_ms"], hi))
+            acks.setdefault(tp, []).append((at, hi))
     ownership = ownership_of(history)
     found = []
     for tp in history.partitions:
-        consumed = sorted((c.at.mono_ms, c.hi) for c in history.consumptions_of(tp))
         acked = acks.get(tp, [])
         # acked[:waiting] is processed: offsets at most `high`, which only grows. Acks are in
         # time order, so acked[waiting] is the first acknowledgement still waiting.
         high, t, worst, waiting = -1, completed[0].end.mono_ms, None, 0
-        for at, hi in [*consumed, (horizon, None)]:
+        # The partition's consumptions are in time order already; those of one instant are
+        # judged together (only the first can find t passed), so their order does not matter.
+        consumed = history.consumptions_of(tp)
+        for at, hi in zip([*history.consumption_times(tp), horizon], [*(c.hi for c in consumed), None]):
             if at > t:
                 while waiting < len(acked) and acked[waiting][1] <= high:
                     waiting += 1
@@ -132,8 +135,9 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
                     for lo, up in quiet.pieces(max(t, acked[waiting][0]), at):
                         if up - lo > stall_ms and (worst is None or up - lo > worst[1] - worst[0]):
                             worst = (lo, up)
-            high = max(high, hi) if hi is not None else high
-            t = max(t, at)
+                t = at
+            if hi is not None and hi > high:
+                high = hi
         if worst:
             slots = [s.slot for s in ownership.owners_at(worst[0]).get(tp, ())]
             owners = ", ".join(map(str, slots)) or "nobody"

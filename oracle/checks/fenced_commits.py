@@ -36,8 +36,11 @@ def check(history: History, options: dict) -> CheckResult:
                                               f"but did not own {commit.tp} then"))
             continue
         # Sessions of others that began after this one and by the time the commit left.
-        sessions, begun = ownership.of_partition(commit.tp), starts.get(commit.tp, [])
+        begun = starts.get(commit.tp, [])
         window = range(bisect_right(begun, session.start_ms), bisect_right(begun, commit.sent_ms))
+        if not window:  # nobody took the partition over meanwhile: almost every commit of a run
+            continue
+        sessions = ownership.of_partition(commit.tp)
         usurper = next((sessions[i] for i in window
                         if sessions[i].slot != commit.slot and not _older(sessions[i].generation, commit.generation)),
                        None)
