@@ -1,3 +1,0 @@
-"""STUB (replaced by the helper's module)."""
-def unknown_fields(event):
-    return ()
