@@ -35,6 +35,7 @@ INCARNATION = "incarnation"
 MEMBER_ID = "member_id"
 GENERATION = "generation"
 DRIVER = "driver"  # "java" on the java driver's events
+INSTANCE = "instance"  # on every event of the project's coordinator: the instance that wrote it
 
 # -- the bulk events' lists and the objects in them ------------------------------------------
 RANGES = "ranges"  # records_acked, records_consumed: offset ranges
