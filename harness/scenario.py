@@ -341,7 +341,8 @@ class Scenario(_Strict):
                                 f"not on an external cluster")
             if self.workload.driver != "librdkafka":
                 problems.append("workload.driver: on an external cluster members use the librdkafka driver "
-                                "(it is the one given cluster.client_config)")
+                                "(it is the one given cluster.client_config: the java driver reads its settings from a "
+                                "file, which would hold the secret ones)")
             # What the harness would set on brokers it runs for the group's timing (broker_config()).
             timing = {"session_timeout_ms", "heartbeat_interval_ms"} & self.workload.model_fields_set
             if generation.member_epochs and timing:
