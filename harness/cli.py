@@ -23,6 +23,7 @@ from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
 from runtime.errors import (EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR,
                             LabError, SetupError)
+from runtime.secrets import redact_text
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
 # log_path=False: a progress line names no source line (cli.py:284) — noise to whoever reads a run
@@ -48,7 +49,7 @@ def _fail(e: LabError) -> None:
 
 def _error(message: str, exit_code: int = EXIT_BAD_INPUT) -> None:
     # Messages quote the user's files (keys, values, paths): text, never rich markup ("[/bold]").
-    err_console.print("[red]error:[/] " + escape(message))
+    err_console.print("[red]error:[/] " + escape(redact_text(message)))  # never a secret value (runtime.secrets)
     sys.exit(exit_code)
 
 
@@ -119,6 +120,28 @@ def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
     return topics
 
 
+def _sasl_plain(_ctx, _param, value: str | None):
+    """``--sasl-plain USER:VARIABLE``: the user, and the password from the environment variable."""
+    import os
+    import re
+
+    from harness.cluster.local import SaslPlainUser
+
+    if value is None:
+        return None
+    user, _, variable = value.partition(":")
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", user) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+        raise click.BadParameter("USER:VARIABLE: a user name ([A-Za-z0-9._-]) and the name of the environment "
+                                 "variable that holds its password (the password itself is never an argument)")
+    password = os.environ.get(variable)
+    if not password:
+        raise click.BadParameter(f"the environment variable {variable} (the password of {user}) is not set or empty")
+    if re.search(r'["\\\r\n]', password):
+        raise click.BadParameter(f"the password in {variable} has a quote, a backslash or a line break, which a JAAS "
+                                 "configuration cannot hold as written")
+    return SaslPlainUser(user, password)
+
+
 @cluster.command("up")
 @click.option("--backend", type=click.Choice(list(STARTED_BACKENDS)), default="local", show_default=True)
 @click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
@@ -127,8 +150,12 @@ def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
 @click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]", callback=_topics,
               help="Topic to create (repeatable).")
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Default: <lab home>/cluster")
+@click.option("--sasl-plain", "sasl_plain", default=None, metavar="USER:VARIABLE", callback=_sasl_plain,
+              help="Every broker also listens with SASL_PLAINTEXT (mechanism PLAIN) on 127.0.0.1 for USER, whose "
+                   "password is read from the environment variable VARIABLE (never from the command line, never "
+                   "printed). Local backend.")
 def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, topics: list[tuple[str, int]],
-               workdir: Path | None) -> None:
+               workdir: Path | None, sasl_plain) -> None:
     """Start ZooKeeper (or a KRaft controller), brokers and Toxiproxy; leave them running."""
     from pydantic import ValidationError
 
@@ -137,6 +164,8 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     from harness.processes import Supervisor
     from harness.scenario import Cluster, validation_problems
 
+    if sasl_plain and backend != "local":
+        _error("--sasl-plain: the local backend only (the compose backend's brokers have no SASL listener)")
     try:  # what a scenario's cluster may be: no ZooKeeper ensemble for a KRaft line
         Cluster(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes))
     except ValidationError as e:
@@ -152,7 +181,7 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
         _fail(e)
     owner = f"cluster:{workdir}"
     spec = ClusterSpec(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes),
-                       topics=[TopicSpec(name, partitions) for name, partitions in topics])
+                       topics=[TopicSpec(name, partitions) for name, partitions in topics], sasl_plain=sasl_plain)
     c = None
     try:
         with console.status("starting cluster …"):
@@ -173,6 +202,9 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     console.print(f"bootstrap.servers={c.bootstrap_servers}")
     if c.zookeeper_connect:
         console.print(f"zookeeper.connect={c.zookeeper_connect}")
+    if sasl_plain:  # the user, never its password
+        console.print(f"sasl.bootstrap.servers={c.sasl_bootstrap_servers} (SASL_PLAINTEXT, PLAIN, user {sasl_plain.user})",
+                      markup=False)
 
 
 def _empty_cluster_workdir(workdir: Path, ours: bool) -> None:
@@ -248,13 +280,20 @@ def cluster_status() -> None:
 
 # ----------------------------------------------------------------------------- run / check
 
+client_config_option = click.option(
+    "--client-config", type=click.Path(path_type=Path), default=None, metavar="FILE",
+    help="Client settings for an external cluster, Java properties format as Kafka's tools take them "
+         "(key=value, # comments; ${NAME} read from the environment), over the scenario's cluster.client_config. "
+         "Secret values are never written (docs/inputs.md).")
+
 
 @main.command()
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
               help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
-def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None:
+@client_config_option
+def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_config: Path | None) -> None:
     """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
 
     Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
@@ -266,9 +305,12 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
     from harness.scenario import load_scenario
 
     try:
-        scenario = load_scenario(scenario_file)
-        if backend:
-            scenario = scenario.with_backend(backend)
+        if client_config is not None:  # merged before validation: the backend decides whether it may be given
+            scenario = load_scenario(scenario_file, client_config=client_config, backend=backend)
+        else:
+            scenario = load_scenario(scenario_file)
+            if backend:
+                scenario = scenario.with_backend(backend)
         installed_for(scenario)  # fail before creating a run directory
     except LabError as e:
         _fail(e)
@@ -294,8 +336,8 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None) -> None
         if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
             err_console.print(escape(f"warning: {result.error}"))
     else:
-        err_console.print(escape(f"run {result.outcome}{': ' + result.error if result.error else ''} — no verdict; "
-                                 f"see {result.run_dir}"))
+        err_console.print(escape(redact_text(f"run {result.outcome}{': ' + result.error if result.error else ''} — "
+                                             f"no verdict; see {result.run_dir}")))
     sys.exit(result.exit_code)
 
 
@@ -312,8 +354,9 @@ fresh_clusters_option = click.option(
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
               help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
 @fresh_clusters_option
+@client_config_option
 def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None, backend: str | None,
-                    fresh_clusters: bool) -> None:
+                    fresh_clusters: bool, client_config: Path | None) -> None:
     """Run one scenario under several protocol generations and print them side by side.
     Exit code 0 when every run passed the checks that apply to its protocol."""
     from harness.compare import compare
@@ -325,7 +368,7 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
                                  param_hint="--protocols")
     try:
         out, entries, interrupted = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log, backend,
-                               share_clusters=not fresh_clusters)
+                               share_clusters=not fresh_clusters, client_config=client_config)
     except LabError as e:
         _fail(e)
     rows = [e.row() for e in entries]

@@ -27,6 +27,7 @@ from harness.cluster.ports import free_port
 from harness.processes import Supervisor
 from harness.scenario import Scenario
 from harness.service import LocalProcess, StopTier
+from runtime import secrets
 from runtime.errors import SetupError
 from workloads.consumer import ConsumerSpec
 from workloads.load import LoadSpec
@@ -61,8 +62,17 @@ class Client(LocalProcess):
 
     def start(self) -> None:
         self.incarnation += 1
-        self.spec_file.write_text(json.dumps(asdict(self.spec()), indent=2))
+        spec = asdict(self.spec())
+        # Secret client settings never reach the spec file: `***` there, their values in the environment.
+        settings = spec.get("client_settings") or {}
+        self._environment = secrets.child_env(settings)
+        if settings:
+            spec["client_settings"] = secrets.split_client_config(settings)[0]
+        self.spec_file.write_text(json.dumps(secrets.redact(spec), indent=2))
         super().start()
+
+    def environment(self) -> dict | None:
+        return getattr(self, "_environment", None) or None
 
 
 class Producer(Client):

@@ -22,7 +22,7 @@ from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.paths import new_stamped_dir
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
-from harness.scenario import load_scenario, read_scenario_data
+from harness.scenario import load_scenario, load_scenario_data, read_scenario_data, redact_scenario_data
 from harness.variants import Axes, variant
 
 
@@ -47,8 +47,8 @@ class Entry:
 
 def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
             report: Callable[[str], None], backend: str | None = None,
-            share_clusters: bool = True) -> tuple[Path, list[Entry], bool]:
-    load_scenario(scenario_file)  # the base itself must be valid
+            share_clusters: bool = True, client_config: Path | None = None) -> tuple[Path, list[Entry], bool]:
+    load_scenario(scenario_file, client_config, backend)  # the base itself must be valid
     base = read_scenario_data(scenario_file)
     if backend:  # every variant on it (written into each variant's scenario file)
         base.setdefault("cluster", {})["backend"] = backend
@@ -61,8 +61,10 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
         for i in range(seeds):
             data = {**data, "seed": int(base.get("seed", 0)) + i}
             path = out / f"{data['name']}-s{data['seed']}.yaml"
-            path.write_text(yaml.safe_dump(data, sort_keys=False))
-            plans.append((protocol, data["seed"], load_scenario(path), path, skipped))  # validate all first
+            # The file holds no secret value (runtime.secrets); the run is made from the data itself.
+            path.write_text(yaml.safe_dump(redact_scenario_data(data), sort_keys=False))
+            plans.append((protocol, data["seed"], load_scenario_data(data, path, client_config), path,
+                          skipped))  # validate all first
     entries: list[Entry] = []
     interrupted = False
     pool = ClusterPool(out / "clusters", f"compare:{out.resolve()}", report,

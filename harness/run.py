@@ -21,7 +21,6 @@ A run directory without ``verdict.json`` is not a finished run, whatever else it
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import threading
 import time
@@ -49,15 +48,17 @@ from harness.cluster.shared import ClusterPool, unshareable
 from harness.paths import new_stamped_dir
 from harness.processes import Supervisor, cleanup_leftovers, process_state
 from harness.runstate import RUN_STATE, run_owner, write_json_atomically
-from harness.scenario import Scenario
+from harness.scenario import Scenario, redacted_scenario_text
 from harness.service import stop_in_order
 from harness.stop_signals import handled_by
 from harness.targets import RunTargets
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
 from oracle.history import HistoryError
-from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
+from runtime.errors import (EXIT_BAD_INPUT, EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, AuthenticationFailed,
+                            LabError)
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
+from runtime.secrets import redact_text
 from workloads.observer import ObserverSpec, ObserverStatus
 
 Report = Callable[[str], None]
@@ -110,6 +111,7 @@ class RunResult:
     verdict: dict | None
     error: str | None = None
     stop_requested: bool = False  # a Ctrl-C, SIGTERM or SIGHUP came once the run had nothing left to stop
+    bad_input: bool = False  # it broke on bad input only running could find (credentials the cluster refused)
 
     @property
     def stopped(self) -> bool:
@@ -121,7 +123,7 @@ class RunResult:
         if self.outcome == "interrupted":
             return EXIT_INTERRUPTED
         if self.outcome != "completed" or self.verdict is None:
-            return EXIT_RUN_ERROR
+            return EXIT_BAD_INPUT if self.bad_input else EXIT_RUN_ERROR
         return EXIT_FOR_VERDICT[self.verdict["status"]]
 
 
@@ -130,7 +132,7 @@ class Run:
                  progress: Callable[[str, float, float], None] | None = None, pool: ClusterPool | None = None):
         self.scenario = scenario
         self.scenario_path = scenario_path
-        self.report = report
+        self.report = lambda message: report(redact_text(message))  # no secret value on the console
         self.progress = progress or (lambda _phase, _done, _total: None)
         self.run_dir = new_stamped_dir(runs_dir, scenario.run_name)
         self.schedule = scenario.schedule()
@@ -152,6 +154,7 @@ class Run:
         self._following = False  # the group's size follows the load profile (scenario `load`)
         self._coordinator_logs: dict[str, tuple[CoordinatorLog, HistoryWriter]] = {}
         self._coordinator_read = 0.0  # when the brokers' logs were last read
+        self.bad_input = False  # the run stopped on bad input found only once it ran (credentials refused)
         self._coordinator_lock = threading.Lock()  # read by the run, and by the fault triggers waiting on them
 
     # --------------------------------------------------------------- events
@@ -177,7 +180,8 @@ class Run:
     def execute(self) -> RunResult:
         stop = self.stop_signal
         with handled_by(stop):  # a Ctrl-C before this is a KeyboardInterrupt, as anywhere before a run
-            shutil.copyfile(self.scenario_path, self.run_dir / "scenario.yaml")
+            # As given, but never a secret value (runtime.secrets): "***" in its place.
+            (self.run_dir / "scenario.yaml").write_text(redacted_scenario_text(self.scenario_path))
             (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
             self._state("running", started=datetime.now(timezone.utc).isoformat())
             outcome, error, verdict, summary = "error", None, None, ""
@@ -212,7 +216,8 @@ class Run:
                 if verdict:
                     (self.run_dir / "summary.md").write_text(summary)
                     write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: the run is judged
-        return RunResult(self.run_dir, outcome, verdict, error, stop_requested=outcome != "interrupted" and bool(stop.caught))
+        return RunResult(self.run_dir, outcome, verdict, error, stop_requested=outcome != "interrupted" and bool(stop.caught),
+                         bad_input=self.bad_input and verdict is None)
 
     def _run(self) -> tuple[str, str | None]:
         """The run's phases, then its teardown whatever happened in them: (outcome, error)."""
@@ -230,6 +235,8 @@ class Run:
             self.report("interrupted: healing faults and stopping every process …")
         except LabError as e:
             error = str(e)
+            if isinstance(e, AuthenticationFailed):  # the credentials given are bad input, not a broken run
+                self.bad_input = True
             self.report(f"run failed: {e}")
         except Exception as e:
             error = self._harness_bug(e, "the run")

@@ -15,6 +15,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from runtime.secrets import redact
+
 RUN_STATE = "run.json"
 _RUN_OWNER = "run:"  # a run's processes are registered as owned by "run:<absolute run dir>"
 
@@ -31,7 +33,7 @@ def run_of(owner: str) -> Path | None:
 def write_json_atomically(path: Path, data: dict) -> None:
     """Readers see the old file or the new one, never half of one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.write_text(json.dumps(redact(data), indent=2, sort_keys=False) + "\n")  # no secret value (runtime.secrets)
     os.replace(tmp, path)
 
 

@@ -341,7 +341,8 @@ class Scenario(_Strict):
                                 f"not on an external cluster")
             if self.workload.driver != "librdkafka":
                 problems.append("workload.driver: on an external cluster members use the librdkafka driver "
-                                "(it is the one given cluster.client_config)")
+                                "(it is the one given cluster.client_config: the java driver reads its settings from a "
+                                "file, which would hold the secret ones)")
             # What the harness would set on brokers it runs for the group's timing (broker_config()).
             timing = {"session_timeout_ms", "heartbeat_interval_ms"} & self.workload.model_fields_set
             if generation.member_epochs and timing:
@@ -759,8 +760,78 @@ def read_scenario_data(path: str | Path, what: str = "a scenario is a mapping of
     return parsed
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    data = read_scenario_data(path)
+def resolve_client_config(data: dict, path: str | Path) -> dict:
+    """``data`` with the ``${NAME}`` references of its ``cluster.client_config`` string values resolved from
+    the environment (each value that used one is a secret from then on: runtime.secrets); a variable
+    not set is bad input naming the file, the key and the variable. Done once, on the file's data."""
+    from runtime import secrets
+
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict) or not isinstance(cluster.get("client_config"), dict):
+        return data
+    resolved, problems = secrets.resolve_config(cluster["client_config"])
+    if problems:
+        raise ScenarioError(path, [(f"cluster.client_config.{key}", reason) for key, reason in problems])
+    return {**data, "cluster": {**cluster, "client_config": resolved}}
+
+
+def client_config_file(path: str | Path) -> dict:
+    """``--client-config FILE``: client settings in Java properties format (as Kafka's own tools take
+    them), ``${NAME}`` resolved from the environment; bad input names the file, the line and the key."""
+    from runtime import secrets
+
+    settings, problems = secrets.read_properties(path)
+    for key, value in settings.items():
+        if key in HARNESS_CLIENT_SETTINGS:
+            problems.append((key, "the harness sets this for each client"))
+        if re.search(r"[\r\n\x00]", value):
+            problems.append((key, "a value is one line (no line breaks)"))
+    if problems:
+        raise ScenarioError(path, problems)
+    return settings
+
+
+def load_scenario(path: str | Path, client_config: str | Path | None = None, backend: str | None = None) -> Scenario:
+    """The scenario file, validated. ``client_config``: a properties file of client settings merged over
+    ``cluster.client_config`` (`--client-config`); ``backend``: the cluster backend it runs on (`--backend`)."""
+    return load_scenario_data(read_scenario_data(path), path, client_config, backend)
+
+
+def redact_scenario_data(data: dict) -> dict:
+    """Scenario data as a file the harness writes may hold it: secret settings of
+    ``cluster.client_config`` written as values become ``***`` (``${NAME}`` references stay)."""
+    from runtime import secrets
+
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict) or not isinstance(cluster.get("client_config"), dict):
+        return data
+    config = {k: secrets.MASK if isinstance(k, str) and secrets.is_secret(k, v)
+              and secrets.ENV_REF.sub("", str(v)).strip() else v for k, v in cluster["client_config"].items()}
+    return {**data, "cluster": {**cluster, "client_config": config}}
+
+
+def load_scenario_data(data: dict, path: str | Path, client_config: str | Path | None = None,
+                       backend: str | None = None) -> Scenario:
+    """As load_scenario, from the file's data (read_scenario_data); problems are ``path``'s."""
+    data = resolve_client_config(data, path)
+    if backend or client_config is not None:
+        cluster = dict(data.get("cluster") or {}) if isinstance(data.get("cluster", {}), dict) else data.get("cluster")
+        if isinstance(cluster, dict):
+            if backend:
+                cluster["backend"] = backend
+            if client_config is not None:
+                extra = client_config_file(client_config)
+                if cluster.get("backend", "local") != EXTERNAL:
+                    raise ScenarioError(client_config, [("(file)", f"client settings are for a cluster the harness does "
+                                                         f"not run (backend: external); {path} runs its own")])
+                base = cluster.get("client_config") if isinstance(cluster.get("client_config"), dict) else {}
+                cluster["client_config"] = {**base, **extra}
+            data = {**data, "cluster": cluster}
+    return scenario_from_data(data, path)
+
+
+def scenario_from_data(data: dict, path: str | Path) -> Scenario:
+    """A scenario from its (resolved) data; problems are reported as ``path``'s."""
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
@@ -768,3 +839,34 @@ def load_scenario(path: str | Path) -> Scenario:
         if len(problems) > MAX_PROBLEMS:
             problems = problems[:MAX_PROBLEMS] + [("…", f"{len(problems) - MAX_PROBLEMS} more problems")]
         raise ScenarioError(path, problems) from None
+
+
+def redacted_scenario_text(path: str | Path) -> str:
+    """The scenario file as written, but with no secret value: each secret setting of
+    ``cluster.client_config`` written as a value (not only ``${NAME}`` references) becomes ``"***"``
+    in place — comments, layout and every other byte stay — and any secret value the harness knows
+    (runtime.secrets) is masked wherever else it appears. What a run directory keeps as scenario.yaml."""
+    from runtime import secrets
+
+    text = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    spans = []
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        root = None
+    cluster = _mapping_value(root, "cluster")
+    config = _mapping_value(cluster, "client_config")
+    for key, value in (config.value if isinstance(config, yaml.MappingNode) else []):
+        if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode) \
+                and secrets.is_secret(str(key.value), value.value) \
+                and secrets.ENV_REF.sub("", str(value.value)).strip():  # only ${NAME} references: kept
+            spans.append((value.start_mark.index, value.end_mark.index))
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + f'"{secrets.MASK}"' + text[end:]
+    return secrets.redact_text(text)
+
+
+def _mapping_value(node, key: str):
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)

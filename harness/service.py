@@ -109,8 +109,12 @@ class LocalProcess(Service):
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
+    def environment(self) -> dict | None:
+        """Variables its process gets on top of the harness's environment (secrets: runtime.secrets)."""
+        return None
+
     def start(self) -> None:
-        self.supervisor.start(self.name, self.role, self.command(), self.logs["stdout"])
+        self.supervisor.start(self.name, self.role, self.command(), self.logs["stdout"], env=self.environment())
 
     def running(self) -> bool:
         return self.process is not None and self.process.running()

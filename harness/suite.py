@@ -40,7 +40,8 @@ from harness.paths import new_stamped_dir
 from harness.report import verdict_figures
 from harness.run import Run, RunResult
 from harness.runstate import read_state, write_json_atomically
-from harness.scenario import Scenario, Seed, load_scenario, read_scenario_data, validation_problems
+from harness.scenario import (Scenario, Seed, load_scenario, load_scenario_data, read_scenario_data, redact_scenario_data,
+                              validation_problems)
 from harness.variants import Axes, Impossible, listed_twice, variant
 from oracle.protocols import PROTOCOLS
 from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError, ScenarioError
@@ -281,9 +282,9 @@ class SuiteRun:
         paths = []
         for v in self.chosen:
             p = scenarios / f"{v.run_name}-s{v.scenario_data.get('seed', 0)}.yaml"
-            p.write_text(yaml.safe_dump(v.scenario_data, sort_keys=False))
+            p.write_text(yaml.safe_dump(redact_scenario_data(v.scenario_data), sort_keys=False))  # no secret value
             paths.append(p)
-        scenarios_of = [load_scenario(p) for p in paths]
+        scenarios_of = [load_scenario_data(v.scenario_data, p) for v, p in zip(self.chosen, paths)]
         # Variants whose cluster spec matches share a cluster (harness.cluster.shared), started with
         # lanes enough for the widest of them; two specs are kept up (a matrix alternates protocols
         # whose broker settings differ).

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from harness.report import anomaly_line
 from harness.suite import BROKEN, FAILED, PASSED, SKIPPED
+from runtime.secrets import redact
 
 JUNIT_XML = "junit.xml"
 INDEX_HTML = "index.html"
@@ -32,6 +33,7 @@ _FIGURES = [("rebalances", "rebalances"), ("rebalance_p95_ms", "p95"), ("rebalan
 
 
 def write_reports(suite: dict, out: Path) -> None:
+    suite = redact(suite)  # no secret value in a report (runtime.secrets): an error may quote one
     (out / JUNIT_XML).write_bytes(junit_xml(suite))
     (out / INDEX_HTML).write_text(html_page(suite, out))
 

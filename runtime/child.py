@@ -11,6 +11,8 @@ import signal
 import threading
 from typing import TypeVar
 
+from runtime import secrets
+
 # The harness's commands to a member: written to its control file, announced by SIGUSR1
 # (faults.poll_stall gives them, workloads.poll_stall obeys them).
 POLL_STALL, POLL_STALL_END = "poll-stall", "poll-stall-end"
@@ -19,8 +21,13 @@ T = TypeVar("T")
 
 
 def read_spec(cls: type[T], argv: list[str]) -> T:
+    """The spec file named on the command line; secret client settings (``***`` in the file) come
+    from this process's environment (runtime.secrets)."""
     with open(argv[1]) as f:
-        return cls(**json.load(f))
+        spec = json.load(f)
+    if isinstance(spec.get("client_settings"), dict):
+        spec["client_settings"] = secrets.child_settings(spec["client_settings"])
+    return cls(**spec)
 
 
 def stop_on_signals() -> threading.Event:

@@ -46,3 +46,10 @@ class ClusterError(LabError):
     """The cluster did not start or did not become ready."""
 
     exit_code = EXIT_RUN_ERROR
+
+
+class AuthenticationFailed(LabError):
+    """The cluster refused the client settings' credentials (librdkafka's _AUTHENTICATION): bad input,
+    said at the first refusal rather than after a readiness timeout."""
+
+    exit_code = EXIT_BAD_INPUT

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from oracle import vocabulary as ev
+from runtime.secrets import redact_text
 
 # The `clock` of the events read from the brokers' logs: stamped with the brokers' own times.
 BROKER_LOG_CLOCK = "broker-log"
@@ -88,7 +89,8 @@ class HistoryWriter:
                 **self.context,
                 **fields,
             }
-            os.write(self._fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+            # No secret value in a history line (an error message quoting a setting): runtime.secrets.
+            os.write(self._fd, (redact_text(json.dumps(event, separators=(",", ":"))) + "\n").encode())
         return event
 
     def close(self) -> None:

@@ -7,8 +7,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runtime.errors import ClusterError
+from runtime.errors import AuthenticationFailed, ClusterError
 from runtime.logs import QUIET_CLIENT_LOG
+from runtime.secrets import redact_text
 
 
 @dataclass
@@ -26,31 +27,50 @@ class ClusterAdmin:
         self.logs_hint = logs_hint  # where to look when the cluster does not come up
         self.client_settings = dict(client_settings or {})  # an external cluster's security settings
         self.brokers_seen = 0
+        self.auth_error: str | None = None  # the cluster refused the credentials (librdkafka's _AUTHENTICATION)
 
     def client(self, bootstrap_servers: str | None = None):
         from confluent_kafka.admin import AdminClient
 
         # Connection errors while brokers start or crash are expected; keep them off the terminal.
         return AdminClient({**self.client_settings, "bootstrap.servers": bootstrap_servers or self.bootstrap_servers,
-                            "socket.connection.setup.timeout.ms": 3000, "logger": QUIET_CLIENT_LOG})
+                            "socket.connection.setup.timeout.ms": 3000, "logger": QUIET_CLIENT_LOG,
+                            "error_cb": self._on_error})
+
+    def _on_error(self, error) -> None:
+        from confluent_kafka import KafkaError
+
+        if error.code() == KafkaError._AUTHENTICATION and self.auth_error is None:
+            self.auth_error = error.str()
+
+    def check_authenticated(self, admin=None) -> None:
+        """Raise AuthenticationFailed (bad input, exit 2) once the cluster has refused the credentials."""
+        if admin is not None:
+            admin.poll(0)  # serves error_cb
+        if self.auth_error is not None:
+            raise AuthenticationFailed(f"{self.logs_hint} refused the client settings' credentials: "
+                                       f"{redact_text(self.auth_error)} (check cluster.client_config / --client-config)")
 
     def wait_ready(self, timeout: float, check_alive: Callable[[], None] = lambda: None) -> None:
         """Ready: every broker registered and listed in metadata, and a controller known."""
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaError, KafkaException
 
         deadline = time.monotonic() + timeout
         admin = self.client()
         seen: set[int] = set()
         while time.monotonic() < deadline:
             check_alive()
+            self.check_authenticated(admin)
             try:
                 md = admin.list_topics(timeout=2)
                 seen = set(md.brokers)
                 if seen and seen >= self.broker_ids and md.controller_id >= 0:
                     self.brokers_seen = len(seen)
                     return
-            except KafkaException:
-                pass
+            except KafkaException as e:
+                if e.args and e.args[0].code() == KafkaError._AUTHENTICATION and self.auth_error is None:
+                    self.auth_error = e.args[0].str()
+            self.check_authenticated(admin)
             time.sleep(0.25)
         raise ClusterError(f"brokers not ready after {timeout:.0f}s: metadata lists {sorted(seen)} "
                            f"of {sorted(self.broker_ids)}; logs in {self.logs_hint}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import time
 import uuid
@@ -41,6 +42,23 @@ KRAFT_CONTROLLER_ID = 1000
 
 
 @dataclass
+class SaslPlainUser:
+    """`cluster up --sasl-plain`: the one user a SASL/PLAIN listener (SASL_PLAINTEXT) of every broker accepts.
+    Its password goes into the brokers' configuration only (a file of the cluster, mode 0600), never into
+    a repr, a log line or the console."""
+
+    user: str
+    password: str = field(repr=False)
+
+    def jaas_config(self) -> str:
+        return (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{self.user}" '
+                f'password="{self.password}" user_{self.user}="{self.password}";')
+
+
+SASL_LISTENER = "SASL"
+
+
+@dataclass
 class ClusterSpec:
     kafka: str = "3.9"
     brokers: int = 3
@@ -50,6 +68,9 @@ class ClusterSpec:
     lanes: int = 0  # client lanes, each routed through its own proxies (see network.py)
     coordinator: ProjectCoordinator | None = None  # the project's coordinator service, if the run uses it
     external: ExternalTarget | None = None  # backend external: someone else's cluster (harness/cluster/external.py)
+    # `cluster up --sasl-plain`: every broker also listens with SASL_PLAINTEXT (PLAIN) for this user, on
+    # 127.0.0.1; the harness's own listeners (client lanes, inter-broker, controller) stay PLAINTEXT.
+    sasl_plain: SaslPlainUser | None = None
 
     @property
     def broker_zookeeper_session_timeout_ms(self) -> int:
@@ -97,6 +118,7 @@ class LocalCluster:
         self.jolokia_agent: Path | None = jolokia_agent() if self.dist.zookeeper_mode else None
         self.controller_port: int | None = None
         self.kafka_admin: ClusterAdmin | None = None  # once the brokers have addresses
+        self.sasl_ports: dict[str, int] = {}  # broker -> its SASL/PLAIN listener's port (spec.sasl_plain)
 
     # ----------------------------------------------------------------- addresses
 
@@ -130,6 +152,11 @@ class LocalCluster:
         return ",".join(f"127.0.0.1:{port}" for port in self.zk_ports.values()) or None
 
     @property
+    def sasl_bootstrap_servers(self) -> str | None:
+        """The brokers' SASL/PLAIN listeners (``cluster up --sasl-plain``), or None."""
+        return ",".join(f"127.0.0.1:{port}" for port in self.sasl_ports.values()) or None
+
+    @property
     def toxiproxy(self):
         return self.toxiproxy_server.client if self.toxiproxy_server else None
 
@@ -156,6 +183,8 @@ class LocalCluster:
             "processes": {n: s.pid for n, s in self.services.items() if s.process},
             "logs": {n: {k: str(v) for k, v in s.logs.items()} for n, s in self.services.items()},
             "workdir": str(self.workdir),
+            **({"sasl_bootstrap_servers": self.sasl_bootstrap_servers, "sasl_mechanism": "PLAIN",
+                "sasl_user": self.spec.sasl_plain.user} if self.spec.sasl_plain else {}),
         }
 
     # ----------------------------------------------------------------- lifecycle
@@ -307,6 +336,8 @@ class LocalCluster:
     def _write_broker_configs(self) -> None:
         for name, i in self.broker_ids.items():
             listeners = self.network.listener_properties(i)
+            if self.spec.sasl_plain:
+                listeners = self._with_sasl_listener(name, listeners)
             data = self.workdir / "data" / name
             if self.dist.zookeeper_mode:
                 props = config.zk_broker_properties(i, listeners, data, self.spec.brokers,
@@ -314,7 +345,20 @@ class LocalCluster:
             else:
                 props = config.kraft_broker_properties(i, listeners, data, self.spec.brokers, self._kraft_voters,
                                                        self.spec.broker_config)
-            (self.workdir / "config" / f"{name}.properties").write_text(config.properties(props))
+            if self.spec.sasl_plain:
+                props.update({"sasl.enabled.mechanisms": "PLAIN",
+                              f"listener.name.{SASL_LISTENER.lower()}.plain.sasl.jaas.config":
+                                  self.spec.sasl_plain.jaas_config()})
+            _write_private(self.workdir / "config" / f"{name}.properties", config.properties(props))
+
+    def _with_sasl_listener(self, name: str, listeners: dict) -> dict:
+        """A broker's listeners plus a SASL_PLAINTEXT one on 127.0.0.1 (no proxy: no network fault reaches it)."""
+        port = self.sasl_ports.setdefault(name, free_port())
+        return {**listeners,
+                "listeners": f"{listeners['listeners']},{SASL_LISTENER}://127.0.0.1:{port}",
+                "advertised.listeners": f"{listeners['advertised.listeners']},{SASL_LISTENER}://127.0.0.1:{port}",
+                "listener.security.protocol.map":
+                    f"{listeners['listener.security.protocol.map']},{SASL_LISTENER}:SASL_PLAINTEXT"}
 
     # ----------------------------------------------------------------- topics
 
@@ -323,6 +367,14 @@ class LocalCluster:
 
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
         self.kafka_admin.add_partitions(topic, total, timeout)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """A file only its owner may read (0600 from its creation): a broker's configuration may hold a password."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(fd, 0o600)
+        f.write(text)
 
 
 def _kraft_cluster_id() -> str:
