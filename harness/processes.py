@@ -61,6 +61,12 @@ def _alive(pid: int, start_time: int | None) -> bool:
     return start_time is not None and proc_start_time(pid) == start_time
 
 
+def owner_alive(pid: int, start_time: int | None) -> bool:
+    """Whether the harness that registered something still runs. One that has exited and is not
+    reaped yet (a zombie: its watchdog wakes before its parent reaps it) owns nothing any more."""
+    return _alive(pid, start_time) and process_state(pid) != "Z"
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -309,15 +315,15 @@ def registered(include_live_owners: bool = True, forget_dead: bool = True) -> li
             if forget_dead:
                 path.unlink(missing_ok=True)
             continue
-        owner_alive = _alive(entry.get("owner_pid", -1), entry.get("owner_start_time"))
+        owned = owner_alive(entry.get("owner_pid", -1), entry.get("owner_start_time"))
         if not _alive(entry["pid"], entry.get("start_time")):
-            if forget_dead and not owner_alive:
+            if forget_dead and not owned:
                 path.unlink(missing_ok=True)
             continue
-        if owner_alive and not include_live_owners:
+        if owned and not include_live_owners:
             continue
         found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),
-                              process_state(entry["pid"]), path, owner_alive, entry.get("owner_pid")))
+                              process_state(entry["pid"]), path, owned, entry.get("owner_pid")))
     return found
 
 

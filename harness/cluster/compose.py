@@ -31,7 +31,7 @@ from harness.cluster.kinds import (CLUSTER_KINDS, BrokerKind, CoordinatorKind, K
 from harness.cluster.local import ClusterSpec
 from harness.cluster.network import NetworkPlan
 from harness.paths import registry_dir
-from harness.processes import DETACHED_OWNERS, Supervisor, proc_start_time
+from harness.processes import DETACHED_OWNERS, Supervisor, owner_alive, proc_start_time
 from harness.runstate import mark_killed, run_of, write_json_atomically
 from harness.service import Service, stop_in_order
 from harness.watchdog import ensure_watchdog
@@ -376,7 +376,7 @@ def _registrations() -> list[Path]:
 
 
 def _owner_alive(entry: dict) -> bool:
-    return entry.get("owner_start_time") is not None and proc_start_time(entry["owner_pid"]) == entry["owner_start_time"]
+    return owner_alive(entry["owner_pid"], entry.get("owner_start_time"))
 
 
 def live_projects(docker_host: str) -> list[str]:

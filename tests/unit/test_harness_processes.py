@@ -420,9 +420,9 @@ def test_the_watchdog_stops_what_a_sigkilled_harness_left_paused_too(home, tmp_p
                                env={**os.environ, "REBALANCE_LAB_HOME": str(lab_home), "PYTHONPATH": str(REPO)})
     pid = track(int(harness.stdout.readline()))
     wait_until(lambda: process_state(pid) == "T")
-    harness.kill()  # no teardown at all
-    harness.wait()
+    harness.kill()  # no teardown at all; and not reaped yet: a zombie harness owns nothing
     wait_until(lambda: gone(pid) and not (lab_home / "processes" / f"{pid}.json").exists(), timeout=10)
+    harness.wait()
     wait_until(lambda: "stopped consumer-1" in (lab_home / "watchdog.log").read_text())
     log = (lab_home / "watchdog.log").read_text()
     assert f"the watchdog of harness {harness.pid}: stopped consumer-1 (pid {pid})" in log, log
