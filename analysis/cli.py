@@ -14,9 +14,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runtime.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
+from runtime.output_dirs import SafePath, make_dirs, refuse_output_dir
 
 from .pages import EVERY_RUN_PAGE_UP_TO, RUN_REPORTS
 
@@ -68,11 +70,11 @@ def _cause(e: Exception) -> str:
 
 @click.command("analyze")
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("analysis-out"),
+@click.option("--out", "out", type=SafePath(file_okay=False, path_type=Path), default=Path("analysis-out"),
               show_default=True, help="Where the Parquet, CSV, PNG and HTML go.")
 @click.option("--master", default=None, metavar="URL",
               help="Spark master: local[2] (the default), local[*], spark://host:7077, …")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--cache", "cache_dir", type=SafePath(file_okay=False, path_type=Path), default=None,
               help="Where each run's tables are kept between analyses. Default: OUT/cache.")
 @click.option("--run-reports", type=click.Choice(RUN_REPORTS), default="auto", show_default=True,
               help=f"Which runs get an HTML page: auto = all up to {EVERY_RUN_PAGE_UP_TO} runs, above that the "
@@ -84,9 +86,24 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
     Exit code 0 when the analysis was written (skipped directories are listed), 2 when no
     directory given could be analysed, 3 when Spark failed, 130 when interrupted.
     """
+    from .job import NoRuns
     from .job import analyze as run_analysis
+    from .runs import find_runs
     from .session import spark_session
 
+    try:  # before Spark starts: nothing to analyse, or nowhere to write it, costs no JVM
+        refuse_output_dir(out, "--out")
+        if cache_dir is not None:
+            refuse_output_dir(cache_dir, "--cache")
+        found = find_runs(list(runs))
+        if not found[0]:
+            raise NoRuns(found[1])
+        make_dirs(out, "--out")  # there is something to write: /proc or a read-only mount answers now
+        if cache_dir is not None:
+            make_dirs(cache_dir, "--cache")
+    except LabError as e:
+        err_console.print(f"[red]error:[/] {escape(str(e))}")
+        sys.exit(e.exit_code)
     if (out / "__init__.py").exists():  # `analyze runs/* --out analysis` in the project's own checkout
         err_console.print(f"[red]error:[/] --out {out}: a Python package ({out / '__init__.py'}), not a place for "
                           "an analysis: choose another --out")
@@ -106,7 +123,7 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
 
             signal.signal(signal.SIGINT, on_interrupt)
             result = run_analysis(list(runs), out, master, spark=spark, cache_dir=cache_dir, run_reports=run_reports,
-                                  progress=lambda msg: status.update(msg))
+                                  progress=lambda msg: status.update(msg), found=found)
     except KeyboardInterrupt:
         interrupted.set()
     except LabError as e:

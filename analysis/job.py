@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from runtime.output_dirs import make_dirs
 from runtime.errors import EXIT_BAD_INPUT, LabError
 
 from .cache import TableCache
@@ -139,19 +140,20 @@ def _computed(spark, runs: list[RunDir], cache: TableCache) -> tuple[dict[str, d
 
 def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=None,
             cache_dir: Path | None = None, run_reports: str = "auto", workers: int = 2,
-            progress: Callable[[str], None] = lambda msg: None) -> AnalysisResult:
-    """Analyse run directories (paths or globs); see the module docstring for what is written."""
+            progress: Callable[[str], None] = lambda msg: None,
+            found: tuple[list[RunDir], list[Skipped]] | None = None) -> AnalysisResult:
+    """Analyse run directories (paths or globs); see the module docstring for what is written.
+    ``found``: find_runs(patterns) when the caller has it already."""
     from .aggregate import by_dimension, by_group, metric_rows
     from .report import analysis_report
     from .session import SHUFFLE_PARTITIONS, spark_session
 
     timings: dict[str, float] = {}
     t = time.monotonic()
-    runs, skipped = find_runs(patterns)
+    runs, skipped = found or find_runs(patterns)
     if not runs:
         raise NoRuns(skipped)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_dirs(Path(out), "--out")  # /proc, a read-only mount: bad input, not Spark's failure
     # what says an analysis here is finished goes first and comes back last: an interrupted one
     # does not look like a complete one (the earlier analysis's page would describe other runs)
     for marker in (out / "summary.json", out / "report.html"):

@@ -72,30 +72,38 @@ def _expand(patterns: list[str]) -> tuple[list[Path], list[Skipped]]:
     found: list[Path] = []
     missing: list[Skipped] = []
     for pattern in patterns:
-        globbed = glob.has_magic(pattern)
-        matches = sorted(glob.glob(os.path.expanduser(pattern))) if globbed else [pattern]
-        matches = [m for m in matches if Path(m).exists()]
-        if not matches:
-            missing.append(Skipped(pattern, "no such run directory"))
-            continue
-        for m in map(Path, matches):
-            if not m.is_dir():
-                if m.name == HISTORY:
-                    found.append(m.parent)
-                elif not globbed:  # `runs/*` also matches a compare's yaml and json files: not worth a word
-                    missing.append(Skipped(str(m), "not a run directory"))
-            elif _looks_like_run(m):
-                found.append(m)
-            else:  # a directory of runs (runs/, a compare directory)
-                children = sorted(c for c in m.iterdir() if c.is_dir() and _looks_like_run(c))
-                if children:
-                    found.extend(children)
-                else:
-                    missing.append(Skipped(str(m), "not a run directory (no history.jsonl, run.json or verdict.json)"))
+        try:
+            _expand_one(pattern, found, missing)
+        except (OSError, ValueError) as e:  # an overlong name, a NUL, a directory that cannot be listed
+            missing.append(Skipped(pattern, f"cannot be read: {getattr(e, 'strerror', None) or e}"))
     unique: dict[Path, Path] = {}
     for p in found:
         unique.setdefault(p.resolve(), p)
     return list(unique.values()), missing
+
+
+def _expand_one(pattern: str, found: list[Path], missing: list[Skipped]) -> None:
+    """The run directories ``pattern`` names, into ``found``; what it names that is none, into ``missing``."""
+    globbed = glob.has_magic(pattern)
+    matches = sorted(glob.glob(os.path.expanduser(pattern))) if globbed else [pattern]
+    matches = [m for m in matches if Path(m).exists()]
+    if not matches:
+        missing.append(Skipped(pattern, "no such run directory"))
+        return
+    for m in map(Path, matches):
+        if not m.is_dir():
+            if m.name == HISTORY:
+                found.append(m.parent)
+            elif not globbed:  # `runs/*` also matches a compare's yaml and json files: not worth a word
+                missing.append(Skipped(str(m), "not a run directory"))
+        elif _looks_like_run(m):
+            found.append(m)
+        else:  # a directory of runs (runs/, a compare directory)
+            children = sorted(c for c in m.iterdir() if c.is_dir() and _looks_like_run(c))
+            if children:
+                found.extend(children)
+            else:
+                missing.append(Skipped(str(m), "not a run directory (no history.jsonl, run.json or verdict.json)"))
 
 
 def _precheck(path: Path) -> str | None:

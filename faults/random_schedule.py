@@ -17,6 +17,7 @@ from faults.base import Drawing, FaultSpec
 from faults.catalogue import SPECS
 
 RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long before the next
+RESOLUTION_S = 0.001  # drawn times and lengths are rounded to the millisecond (schedules stay readable)
 
 
 def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zookeeper: bool = True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -18,11 +19,12 @@ from analysis.cli import analyze
 from harness import versions
 from harness.cluster.backend import BACKENDS, STARTED_BACKENDS
 from harness.install import installed_for
-from harness.paths import default_runs_dir, lab_home
+from harness.paths import default_runs_dir, lab_home, make_dirs, refuse_output_dir
 from oracle import vocabulary as ev
 from oracle.protocols import PROTOCOLS
 from runtime.errors import (EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR,
                             LabError, SetupError)
+from runtime.output_dirs import SafePath
 from runtime.secrets import redact_text
 
 # Wide when not a terminal (CI logs): the rebalance table does not fit 80 columns.
@@ -41,6 +43,17 @@ def _cluster_tiers() -> list[list[str]]:
     from harness.service import role_tiers
 
     return role_tiers(LocalCluster.service_kinds)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click.FloatRange, refusing nan and ±inf: nan passes every bound ("nan < 1" is false) and
+    inf is no budget."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
 
 
 def _fail(e: LabError) -> None:
@@ -149,7 +162,7 @@ def _sasl_plain(_ctx, _param, value: str | None):
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
 @click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]", callback=_topics,
               help="Topic to create (repeatable).")
-@click.option("--workdir", type=click.Path(path_type=Path), default=None, help="Default: <lab home>/cluster")
+@click.option("--workdir", type=SafePath(path_type=Path), default=None, help="Default: <lab home>/cluster")
 @click.option("--sasl-plain", "sasl_plain", default=None, metavar="USER:VARIABLE", callback=_sasl_plain,
               help="Every broker also listens with SASL_PLAINTEXT (mechanism PLAIN) on 127.0.0.1 for USER, whose "
                    "password is read from the environment variable VARIABLE (never from the command line, never "
@@ -170,12 +183,16 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
         Cluster(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes))
     except ValidationError as e:
         _error("; ".join(f"--{key.replace('_', '-')}: {reason}" for key, reason in validation_problems(e)))
-    state_file = lab_home() / CLUSTER_STATE
-    if state_file.exists():
-        _fail(LabError(f"a cluster is already up ({state_file}); `rebalance-lab cluster down` first"))
     default_workdir = (lab_home() / "cluster").resolve()
-    workdir = (workdir or default_workdir).resolve()
     try:
+        refuse_output_dir(workdir or default_workdir, "--workdir")  # a NUL or an overlong name: before resolve()
+    except LabError as e:
+        _fail(e)
+    state_file = lab_home() / CLUSTER_STATE
+    if state_file.exists():  # nothing started: a setup problem (exit 2), as a missing tool is
+        _fail(SetupError(f"a cluster is already up ({state_file}); `rebalance-lab cluster down` first"))
+    try:
+        workdir = (workdir or default_workdir).resolve()
         _empty_cluster_workdir(workdir, ours=workdir == default_workdir)
     except LabError as e:
         _fail(e)
@@ -281,15 +298,15 @@ def cluster_status() -> None:
 # ----------------------------------------------------------------------------- run / check
 
 client_config_option = click.option(
-    "--client-config", type=click.Path(path_type=Path), default=None, metavar="FILE",
+    "--client-config", type=SafePath(path_type=Path), default=None, metavar="FILE",
     help="Client settings for an external cluster, Java properties format as Kafka's tools take them "
          "(key=value, # comments; ${NAME} read from the environment), over the scenario's cluster.client_config. "
          "Secret values are never written (docs/inputs.md).")
 
 
 @main.command()
-@click.argument("scenario_file", type=click.Path(path_type=Path))
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.argument("scenario_file", type=SafePath(path_type=Path))
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
               help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
 @client_config_option
@@ -312,6 +329,7 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
             if backend:
                 scenario = scenario.with_backend(backend)
         installed_for(scenario)  # fail before creating a run directory
+        runs_dir = make_dirs(runs_dir or default_runs_dir(), "--runs-dir")  # validated: it is ours to make
     except LabError as e:
         _fail(e)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
@@ -327,7 +345,7 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
             progress.console.log(msg)
 
         try:
-            this_run = Run(scenario, scenario_file, runs_dir or default_runs_dir(), report, on_progress)
+            this_run = Run(scenario, scenario_file, runs_dir, report, on_progress)
         except LabError as e:  # its directory could not be made: nothing has started
             _fail(e)
         result = this_run.execute()
@@ -347,10 +365,10 @@ fresh_clusters_option = click.option(
 
 
 @main.command("compare")
-@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.argument("scenario_file", type=SafePath(path_type=Path))
 @click.option("--protocols", required=True, help="Comma-separated: " + ", ".join(PROTOCOLS))
 @click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …).")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
               help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
 @fresh_clusters_option
@@ -366,9 +384,11 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
     if unknown or not wanted:
         raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}",
                                  param_hint="--protocols")
+    runs_dir = runs_dir or default_runs_dir()
     try:
-        out, entries, interrupted = compare(scenario_file, wanted, seeds, runs_dir or default_runs_dir(), console.log, backend,
-                               share_clusters=not fresh_clusters, client_config=client_config)
+        refuse_output_dir(runs_dir, "--runs-dir")
+        out, entries, interrupted = compare(scenario_file, wanted, seeds, runs_dir, console.log, backend,
+                                            share_clusters=not fresh_clusters, client_config=client_config)
     except LabError as e:
         _fail(e)
     rows = [e.row() for e in entries]
@@ -379,8 +399,8 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
 
 
 @main.command("suite")
-@click.argument("suite_file", type=click.Path(path_type=Path))
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.argument("suite_file", type=SafePath(path_type=Path))
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--only", multiple=True, metavar="PATTERN",
               help="Run only variants whose id matches (shell-style, repeatable): 'smoke*', '*consumer*'.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first variant that does not pass (the rest: skipped).")
@@ -411,6 +431,7 @@ def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...]
             sys.exit(EXIT_OK)
         for v in chosen:
             installed_for(Scenario.model_validate(v.scenario_data))
+        make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
     except LabError as e:
         _fail(e)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
@@ -432,8 +453,8 @@ def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...]
 
 
 @main.command("capacity")
-@click.argument("sweep_file", type=click.Path(path_type=Path))
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.argument("sweep_file", type=SafePath(path_type=Path))
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--fresh", is_flag=True, help="Run every point again (default: resume, skipping points already judged).")
 @click.option("--master", default=None, metavar="URL", help="Spark master for the table (default: local[2]).")
 def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, master: str | None) -> None:
@@ -450,6 +471,7 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         sweep = load_sweep(sweep_file)
         for point in sweep.points:
             installed_for(point.scenario)
+        make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
         run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
     except LabError as e:
         _fail(e)
@@ -489,15 +511,15 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
 
 
 @main.command("shrink")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_dir", type=SafePath(exists=True, file_okay=False, path_type=Path))
 @click.option("--check", default=None, help="The check that must keep failing (default: the run's first failed check).")
 @click.option("--repeats", type=click.IntRange(1, 20), default=3, show_default=True,
               help="Runs per candidate at most: it reproduces when one of them fails the check.")
 @click.option("--max-runs", type=click.IntRange(1, 10_000), default=40, show_default=True, help="Budget: runs.")
-@click.option("--max-minutes", type=click.FloatRange(min=1), default=60, show_default=True, help="Budget: minutes.")
+@click.option("--max-minutes", type=FiniteFloatRange(min=1), default=60, show_default=True, help="Budget: minutes.")
 @click.option("--confirm", type=click.IntRange(0, 100), default=5, show_default=True,
               help="Runs of the minimal scenario at the end, for how often it reproduces.")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
               help="Run the probes with this cluster backend (default: the one the failing run had).")
 @fresh_clusters_option
@@ -512,8 +534,10 @@ def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int
     """
     from harness.shrink import shrink
 
+    runs_dir = runs_dir or default_runs_dir()
     try:
-        result = shrink(run_dir, check, runs_dir or default_runs_dir(), console.log, repeats=repeats, max_runs=max_runs,
+        refuse_output_dir(runs_dir, "--runs-dir")
+        result = shrink(run_dir, check, runs_dir, console.log, repeats=repeats, max_runs=max_runs,
                         max_minutes=max_minutes, confirm=confirm, share_clusters=not fresh_clusters, backend=backend)
     except LabError as e:
         _fail(e)
@@ -532,7 +556,7 @@ def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int
 
 
 @main.command()
-@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.argument("scenario_file", type=SafePath(path_type=Path))
 @click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
 def schedule(scenario_file: Path, seed: int | None) -> None:
     """Print the run's fault schedule as JSON: written faults plus the seeded random ones.
@@ -555,7 +579,7 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_dir", type=SafePath(exists=True, file_okay=False, path_type=Path))
 @click.option("--write/--no-write", default=False, help="Rewrite verdict.json and summary.md.")
 def check(run_dir: Path, write: bool) -> None:
     """Judge a run's history again (the oracle never needs the cluster).
@@ -591,10 +615,13 @@ def check(run_dir: Path, write: bool) -> None:
     if note:
         console.print(note, markup=False, soft_wrap=True)
     if write:
-        (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
-        write_json_atomically(run_dir / "verdict.json", verdict)
-        if state := read_state(run_dir):  # run.json says the verdict too
-            write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
+        try:
+            (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
+            write_json_atomically(run_dir / "verdict.json", verdict)
+            if state := read_state(run_dir):  # run.json says the verdict too
+                write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
+        except OSError as e:  # a directory where summary.md goes, a read-only run directory
+            _error(f"--write: {e.filename or run_dir}: cannot write it: {e.strerror or e}")
     gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
 
@@ -645,9 +672,11 @@ def compose() -> None:
 
 
 @compose.command("render")
-@click.argument("scenario_file", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True,
-              help="Directory to write the project into (created; must be empty if it exists).")
+@click.argument("scenario_file", type=SafePath(path_type=Path))
+@click.option("-o", "--output", "output", type=SafePath(path_type=Path), required=True,
+              help="Directory to write the project into: created, or an empty one. A directory that holds "
+                   "anything, an earlier render included, is refused (remove it first): a project may still "
+                   "run from it.")
 def compose_render(scenario_file: Path, output: Path) -> None:
     """Write the scenario's cluster as a complete Compose project: compose.yaml, every service's
     configuration and PORTS.md. Start it with `docker compose up -d --wait` in that directory
@@ -659,13 +688,16 @@ def compose_render(scenario_file: Path, output: Path) -> None:
 
     try:
         scenario = load_scenario(scenario_file)
-        if output.exists() and (not output.is_dir() or any(output.iterdir())):
-            raise LabError(f"{output}: exists and is not an empty directory")
         images = image_set(scenario.cluster.kafka)
+        make_dirs(output, "--output")
+        if any(output.iterdir()):  # never mix two projects' files, nor pull a running one's from under it
+            raise SetupError(f"--output {output}: not empty; give a new or empty directory")
+        topology = render(cluster_spec(scenario), output, images, f"rl-{scenario.name}".lower(),
+                          owner=f"render:{output.resolve()}")
     except LabError as e:
         _fail(e)
-    topology = render(cluster_spec(scenario), output, images, f"rl-{scenario.name}".lower(),
-                      owner=f"render:{output.resolve()}")
+    except OSError as e:  # made, but not writable after all (a read-only mount)
+        _error(f"--output {output}: {e.strerror or e}")
     console.print(f"wrote {topology.compose_file} (start it there with `docker compose up -d --wait`)", markup=False)
     console.print((output / "PORTS.md").read_text(), markup=False)
 

@@ -4,8 +4,10 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runtime.errors import SetupError
 from runtime.home import lab_home
+from runtime.output_dirs import make_dirs, refuse_output_dir, unusable_dir
+
+__all__ = ["make_dirs", "refuse_output_dir"]  # the helpers every command that writes uses
 
 
 def components_dir() -> Path:
@@ -37,6 +39,7 @@ def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
     """``parent/[<kind>-]<UTC time>-<name>``, created now; one made in the same second gets ``-2``, ``-3``, …"""
     stamp = datetime.now(timezone.utc).strftime(STAMP_FORMAT)
     base = parent / f"{kind + '-' if kind else ''}{stamp}-{name}"
+    refuse_output_dir(parent)
     path, n = base, 1
     while True:
         try:
@@ -45,20 +48,5 @@ def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
         except FileExistsError:
             n += 1
             path = Path(f"{base}-{n}")
-        except NotADirectoryError:
-            raise _in_the_way(parent) from None
-
-
-def make_dirs(path: Path) -> Path:
-    """``mkdir -p``; a file in the way is bad input (SetupError), not a traceback."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except (NotADirectoryError, FileExistsError):
-        raise _in_the_way(path) from None
-    return path
-
-
-def _in_the_way(path: Path) -> SetupError:
-    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
-    return SetupError(f"{path}: a file, not a directory" if blocker == path
-                      else f"{path}: cannot be made a directory: {blocker} is a file")
+        except (OSError, ValueError) as e:
+            raise unusable_dir(parent, e) from None

@@ -556,6 +556,9 @@ class Scenario(_Strict):
             out.append(f"end_s: the window {r.start_s}s..{end}s must be non-empty and within duration_s ({self.duration_s}s)")
         if r.duration_s[0] > r.duration_s[1]:
             out.append(f"duration_s: [{r.duration_s[0]}, {r.duration_s[1]}] is not a [min, max] range")
+        elif r.duration_s[0] < random_schedule.RESOLUTION_S:  # a length drawn below it rounds to 0: no fault at all
+            out.append(f"duration_s: [{r.duration_s[0]:g}, {r.duration_s[1]:g}]: a drawn length is rounded to the "
+                       f"millisecond; the shortest must be at least {random_schedule.RESOLUTION_S:g}s")
         unknown = [t for t in r.targets or [] if t not in facts.targets or t == COORDINATOR]
         if unknown:
             out.append(f"targets: no process {', '.join(map(repr, unknown))} in this scenario")

@@ -7,9 +7,15 @@ benchmarks/fuzz_inputs.py (the full campaign). A mutation is a function
 so the damage reaches past the parser (a wrong type three levels down, a missing key).
 Whatever the input, the command must end with exit code 0, 1, 2 (bad input: one message
 naming the file) or 4 (a history that cannot be judged in full), never with an exception.
+
+Three families go past files: degenerate random draws (DRAW_MUTATIONS), output paths a
+command cannot write (output_outcomes) and every command's options (option_outcomes). They
+run under nothing_starts: whatever would start a cluster, a run or Spark raises instead.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import json
 import random
 import time
@@ -19,6 +25,8 @@ from typing import Any, Callable
 
 import yaml
 from click.testing import CliRunner
+
+import click
 
 from harness.cli import main
 
@@ -406,6 +414,7 @@ class Outcome:
     seconds: float
     output: str
     exception: str | None  # what escaped the command: a traceback in real life
+    names: tuple[str, ...] = ()  # what a refusal must name, one of them (default: the path)
 
     def problem(self) -> str | None:
         """What is wrong with how the command treated this input, or None."""
@@ -415,18 +424,18 @@ class Outcome:
             return "printed a traceback"
         if self.exit_code not in (0, 1, 2, 4):
             return f"exit code {self.exit_code}"
-        if self.exit_code == 2 and self.path not in self.output:
-            return "the error does not name the file"
+        if self.exit_code == 2 and not any(name in self.output for name in self.names or (self.path,)):
+            return f"the error does not name {' or '.join(self.names or (self.path,))}"
         return None
 
 
-def _invoke(kind: str, mutation: str, path: Path, args: list[str]) -> Outcome:
+def _invoke(kind: str, mutation: str, path: Path, args: list[str], names: tuple[str, ...] = ()) -> Outcome:
     started = time.perf_counter()
     result = CliRunner().invoke(main, args, catch_exceptions=True)
     seconds = time.perf_counter() - started
     exc = result.exception
     escaped = None if exc is None or isinstance(exc, SystemExit) else f"{type(exc).__name__}: {str(exc)[:200]}"
-    return Outcome(kind, mutation, str(path), result.exit_code, seconds, result.output, escaped)
+    return Outcome(kind, mutation, str(path), result.exit_code, seconds, result.output, escaped, names)
 
 
 def try_scenario(path: Path, mutation: str = "") -> Outcome:
@@ -436,3 +445,325 @@ def try_scenario(path: Path, mutation: str = "") -> Outcome:
 
 def try_history(run_dir: Path, mutation: str = "") -> Outcome:
     return _invoke("history", mutation, run_dir / "history.jsonl", ["check", str(run_dir)])
+
+
+# --------------------------------------------------------------------------- degenerate random draws
+
+# Raw YAML tokens, so the file says what a user would type: NaN-like spellings, underflow,
+# overflow, exact boundaries (a window that ends at duration_s, a length of one millisecond).
+DRAW_TOKENS = ["0", "-0.0", "1.0e-9", "1e-9", "0.0004", "0.0005", "0.001", "0.5", "1", "5", "70", "85", "89.9995",
+               "90", "86400", "86400.001", "1e999", "-1e999", ".nan", ".NaN", "NaN", ".inf", "-.inf", "1_000", "0x10",
+               "~", "''", "true", "[1]"]
+DRAW_COUNTS = ["0", "1", "1000", "1001", "-1", "1.5", ".nan", "1e-9", "true", "~", "'3'"]
+DRAW_TARGETS = ["[]", "[consumer-1, consumer-1]", "[consumer-9]", "['']", "[~]", "[broker-1]", "[zookeeper-1]",
+                "[producer]", "consumer-1", "[consumer-1, broker-1, zookeeper-1]"]
+DRAW_KINDS = ["[]", "[pause, pause, pause]", "[crash]", "[network]", "[poll-stall]", "[zk-session-expiry]", "[nope]",
+              "pause"]
+
+
+# Boundaries a valid scenario may sit on: half the draws use only these, so they reach the draw itself.
+PLAUSIBLE = ["0.0005", "0.001", "0.0015", "1", "5", "69.9995", "70", "85", "89.999", "90", "3600"]
+
+
+def _token(rng: random.Random) -> str:
+    return rng.choice(PLAUSIBLE if rng.random() < 0.6 else DRAW_TOKENS)
+
+
+def _pair(rng: random.Random) -> str:
+    a, b = _token(rng), _token(rng)
+    return rng.choice([f"[{a}, {b}]", f"[{a}, {a}]", f"[{b}, {a}]", f"[{a}]", "[]", a])
+
+
+def degenerate_draws(rng: random.Random, data: bytes) -> bytes:
+    """A random_faults block whose draws are degenerate: tiny, huge, equal or reversed bounds,
+    zero counts, NaN-like values, an empty window, empty or repeated target lists."""
+    parsed = _yaml_data(data)
+    if parsed is None:
+        return data
+    parsed.pop("random_faults", None)
+    if rng.random() < 0.3:  # a short run: the default end_s (duration_s - 5) leaves no window
+        parsed["duration_s"] = rng.choice([1e-3, 5, 5.0001, 6, 10])
+    block = {"count": rng.choice(["1", "6", "1000"] * 3 + DRAW_COUNTS), "duration_s": _pair(rng)}
+    for key, pick in (("start_s", _token), ("end_s", _token), ("targets", lambda r: r.choice(DRAW_TARGETS)),
+                      ("kinds", lambda r: r.choice(DRAW_KINDS))):
+        if rng.random() < 0.5:
+            block[key] = pick(rng)
+    text = "random_faults: {" + ", ".join(f"{k}: {v}" for k, v in block.items()) + "}\n"
+    return _dump_yaml(parsed) + text.encode()
+
+
+DRAW_MUTATIONS: dict[str, Mutation] = {"degenerate-draws": degenerate_draws}
+
+
+# --------------------------------------------------------------------------- commands that must not start anything
+
+
+class WouldStart(Exception):
+    """A command got past its input checks to where it starts something (a cluster, a run,
+    Spark, an installation, a cleanup): the fuzz feeds only inputs that must be refused before."""
+
+
+# What starts (or stops) something real, patched while the fuzz runs: reaching one is a failure
+# of the input's refusal, reported as such, never a cluster started on a shared machine.
+STARTERS = [
+    ("harness.run", "Run.execute"), ("harness.cluster.backend", "open_cluster"),
+    ("harness.suite", "SuiteRun.execute"), ("harness.capacity", "CapacityRun.run_points"),
+    ("analysis.session", "spark_session"),
+    ("harness.install", "setup_all"), ("harness.processes", "cleanup_leftovers"),
+    ("harness.cluster.compose", "cleanup_projects"),
+]
+
+
+@contextlib.contextmanager
+def nothing_starts():
+    """Every starter in STARTERS raises WouldStart instead."""
+    import importlib
+    from unittest import mock
+
+    patches = []
+    for module, attr in STARTERS:
+        owner_name, _, name = attr.rpartition(".")
+        owner = importlib.import_module(module)
+        if owner_name:
+            owner = getattr(owner, owner_name)
+
+        def refuse(*_args, _what=f"{module}.{attr}", **_kwargs):
+            raise WouldStart(f"{_what} was reached: the input was not refused before starting")
+
+        patches.append(mock.patch.object(owner, name, refuse))
+    with contextlib.ExitStack() as stack:
+        for patch in patches:
+            stack.enter_context(patch)
+        yield
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.is_dir() else []
+
+
+# --------------------------------------------------------------------------- output paths
+
+
+def output_paths(sandbox: Path) -> dict[str, str]:
+    """Each kind of output path that cannot be written, made in ``sandbox``: under a regular file,
+    under /proc and /sys, a read-only directory, a non-empty one, a NUL, overlong names."""
+    (sandbox / "afile").write_text("x")
+    (sandbox / "full").mkdir(exist_ok=True)
+    (sandbox / "full" / "kept.txt").write_text("the user's")
+    (sandbox / "read-only").mkdir(exist_ok=True)
+    (sandbox / "read-only").chmod(0o555)
+    return {
+        "under-a-file": str(sandbox / "afile" / "out"), "a-file": str(sandbox / "afile"),
+        "under-proc": "/proc/rl-out", "under-proc-pid": "/proc/self/rl-out", "under-sys": "/sys/rl-out",
+        "under-dev-null": "/dev/null/out", "read-only": str(sandbox / "read-only" / "out"),
+        "non-empty": str(sandbox / "full"), "nul": str(sandbox / "a\0b"), "long-name": str(sandbox / ("n" * 300)),
+        "long-path": str(sandbox.joinpath(*["d" * 200] * 25)), "empty-string": "",
+    }
+
+
+# Paths a command may accept (an empty or a read-only directory is writable for root; "" is the
+# working directory): only commands that start nothing get them.
+MAY_BE_ACCEPTED = {"read-only", "empty-string", "non-empty"}
+ONLY_A_WRITE_TELLS = {"under-proc", "under-proc-pid", "under-sys"}
+
+
+def output_commands(scenario: Path, suite: Path, sweep: Path, run_dir: Path) -> list[tuple[list[str], str, bool]]:
+    """(arguments, output option, starts something if the path is accepted) for every command that writes."""
+    return [
+        (["compose", "render", str(scenario)], "--output", False),
+        (["run", str(scenario)], "--runs-dir", True),
+        (["compare", str(scenario), "--protocols", "classic-eager"], "--runs-dir", True),
+        (["suite", str(suite)], "--runs-dir", True),
+        (["capacity", str(sweep)], "--runs-dir", True),
+        (["shrink", str(run_dir)], "--runs-dir", True),
+        (["analyze", str(run_dir)], "--out", True),
+        (["analyze", str(run_dir), "--out", str(run_dir.parent / "analysis")], "--cache", True),
+        (["cluster", "up"], "--workdir", True),
+    ]
+
+
+def try_output(args: list[str], option: str, path: str, label: str, sandbox: Path) -> "Outcome":
+    """One command with one bad output path. A refusal (exit 2) must name the option and leave
+    the sandbox as it was; a command that starts something must refuse."""
+    before = _tree(sandbox)
+    # the option, or the path as the command resolved it (cluster up: /proc/self is /proc/<pid>)
+    names = (f"{option} ", f"{path!r}", path) if path else (option,)
+    outcome = _invoke("output", label, Path(" ".join(args + [option, path])), args + [option, path], names)
+    if outcome.exit_code == 2 and not outcome.exception and _tree(sandbox) != before:
+        outcome.exception = f"refused, yet changed {sandbox}: {sorted(set(_tree(sandbox)) ^ set(before))[:3]}"
+    return outcome
+
+
+def check_write_cases(run_dir: Path) -> list[tuple[str, Path]]:
+    """`check --write` into a run directory where what it writes is a directory, not a file."""
+    out = []
+    for name in ("summary.md", "verdict.json", "run.json"):
+        case = run_dir.parent / f"{run_dir.name}-{name}"
+        if not case.exists():
+            case.mkdir()
+            (case / "history.jsonl").write_bytes((run_dir / "history.jsonl").read_bytes())
+            (case / name).mkdir()
+            if name == "run.json":
+                (case / "verdict.json").mkdir()
+        out.append((name, case))
+    return out
+
+
+# --------------------------------------------------------------------------- each command's options
+
+
+def commands(group: click.Group | None = None, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every command of `rebalance-lab --help`, subcommands included, by its words."""
+    group = group or main
+    out = []
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            out += commands(command, prefix + (name,))
+        else:
+            out.append((prefix + (name,), command))
+    return out
+
+
+OUTPUT_PARAMS = {"runs_dir", "out", "cache_dir", "workdir", "output"}  # the output-path family's
+BAD_INTS = ["x", "", "-1", "0", "1.5", "nan", "1e3", "99999999999999999999999", "0x10", "[/bold]"]
+BAD_FLOATS = ["x", "", "-1", "0", "nan", "inf", "-inf", "1e999", "[/bold]"]
+BAD_CHOICES = ["nope", "", "[/bold]", "3.9 ", "LOCAL"]
+FREE_TEXT = ["", "[/bold]", ",", "x" * 3000, "nope", "\x1b[31m"]
+
+
+def bad_paths(sandbox: Path) -> dict[str, Path]:
+    """Input paths that are not what a command reads: missing, a directory where a file is
+    expected (and the reverse), empty, unreadable, a NUL."""
+    sandbox.mkdir(parents=True, exist_ok=True)
+    (sandbox / "empty-file").write_bytes(b"")
+    (sandbox / "a-dir").mkdir(exist_ok=True)
+    (sandbox / "binary").write_bytes(bytes(range(256)) * 8)
+    return {"missing": sandbox / "missing.yaml", "a-dir": sandbox / "a-dir", "empty-file": sandbox / "empty-file",
+            "binary": sandbox / "binary", "dev-null": Path("/dev/null"), "proc-file": Path("/proc/self/status"),
+            "nul": Path(str(sandbox / "a\0b")), "long-name": sandbox / ("n" * 300), "empty-string": Path("")}
+
+
+# Commands that act on the machine (install, stop every leftover process, start or stop the
+# standalone cluster): never run with good values only, and given short free text alone.
+ACTS_ALONE = {("setup",), ("cleanup",), ("cluster", "down"), ("cluster", "up")}
+# Free-text options a command can judge only by starting (a Spark master URL): not fed.
+JUDGED_BY_STARTING = {"master"}
+
+
+def option_cases(words: tuple[str, ...], command: click.Command, valid: dict[str, list[str]],
+                 paths: dict[str, Path]) -> list[tuple[str, list[str], tuple[str, ...]]]:
+    """(label, arguments, what a refusal names) for one command: --help, then each parameter given
+    bad values while the others keep good ones (``valid``: good tokens by parameter name)."""
+    cases = [("help", [*words, "--help"], ())]
+    def with_value(param: click.Parameter, value: str) -> list[str]:
+        """The command's good arguments and options, ``param`` given ``value`` instead."""
+        out = []
+        for p in command.params:
+            if p is param:
+                out += [value] if isinstance(p, click.Argument) else [p.opts[-1], value]
+            else:
+                out += valid.get(p.name, [])
+        return out
+
+    for param in command.params:
+        if param.name in OUTPUT_PARAMS or param.name in JUDGED_BY_STARTING or param.name == "help":
+            continue
+        t = param.type
+        if isinstance(t, click.Choice):
+            values = BAD_CHOICES
+        elif isinstance(t, (click.IntRange, click.types.IntParamType)):
+            values = BAD_INTS
+        elif isinstance(t, (click.FloatRange, click.types.FloatParamType)):
+            values = BAD_FLOATS
+        elif isinstance(t, click.Path) or isinstance(param, click.Argument):
+            values = [str(p) for p in paths.values()]
+        elif isinstance(param, click.Option) and param.is_flag:
+            continue  # a flag alone is no bad input
+        elif words in ACTS_ALONE:
+            values = FREE_TEXT[:2]
+        else:
+            values = FREE_TEXT
+        for value in values:
+            # A refusal names the option or argument, or the value itself (a path, shown as given)
+            names = (*getattr(param, "opts", ()), param.human_readable_name, repr(value)[1:-1]) + ((value,) if value else ())
+            if _accepts(param, value):  # in range after all (--confirm 0): another input may be what is refused
+                names = ("rror",)
+            label = param.name if isinstance(param, click.Argument) else param.opts[-1]
+            cases.append((f"{label}={value[:20]!r}", [*words, *with_value(param, value)], names))
+    return cases
+
+
+def _accepts(param: click.Parameter, value: str) -> bool:
+    try:
+        param.type.convert(value, param, None)
+    except (click.BadParameter, ValueError, OSError):
+        return False
+    return not isinstance(param.type, click.Path)  # a path: whether it is readable comes later
+
+
+def try_option(label: str, args: list[str], names: tuple[str, ...] = ()) -> "Outcome":
+    return _invoke("option", label, Path(" ".join(args)), args, names)
+
+
+def command_fixtures(repo: Path, work: Path, history: bytes) -> dict[str, list[str]]:
+    """Good tokens for every command's inputs (valid files that lead nowhere dangerous on their
+    own: each case makes exactly one thing bad), by click parameter name."""
+    run_dir = work / "a-run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "history.jsonl").write_bytes(history)
+    if not (run_dir / "verdict.json").exists():  # a finished run, as analyze wants one
+        CliRunner().invoke(main, ["check", str(run_dir), "--write"])
+    return {
+        "scenario_file": [str(repo / "scenarios/smoke.yaml")], "suite_file": [str(repo / "suites/release.yaml")],
+        "sweep_file": [str(repo / "profiles/capacity-small.yaml")], "run_dir": [str(run_dir)], "runs": [str(run_dir)],
+        "protocols": ["--protocols", "classic-eager"],
+    }
+
+
+def draw_outcomes(rng: random.Random, bases: list[bytes], work: Path, n: int):
+    """``n`` scenarios with degenerate random draws, through `schedule`."""
+    for i in range(n):
+        name, data = mutate(rng, rng.choice(bases), DRAW_MUTATIONS)
+        path = work / f"draw-{i:05d}.yaml"
+        path.write_bytes(data)
+        outcome = try_scenario(path, name)
+        outcome.kind = "draw"
+        yield outcome
+
+
+def output_outcomes(repo: Path, work: Path, history: bytes):
+    """Every command that writes, with every kind of output path that cannot be written
+    (commands that would start something: only paths they must refuse). Also `check --write`
+    into run directories where what it writes is a directory."""
+    fixtures = command_fixtures(repo, work, history)
+    sandbox = work / "out-sandbox"
+    sandbox.mkdir(parents=True, exist_ok=True)
+    root = os.geteuid() == 0
+    cases = output_commands(Path(fixtures["scenario_file"][0]), Path(fixtures["suite_file"][0]),
+                            Path(fixtures["sweep_file"][0]), Path(fixtures["run_dir"][0]))
+    try:
+        with nothing_starts():
+            for args, option, starts in cases:
+                for label, path in output_paths(sandbox).items():
+                    if starts and (label in MAY_BE_ACCEPTED and (root or label != "read-only")):
+                        continue
+                    if args[0] in ("shrink", "cluster") and label in ONLY_A_WRITE_TELLS:
+                        continue  # they judge other things before writing (a failing run; no cluster up here)
+                    yield try_output(args, option, path, f"{args[0]} {option} {label}", sandbox)
+            for name, run_dir in check_write_cases(Path(fixtures["run_dir"][0])):
+                yield _invoke("output", f"check --write, {name} a directory", run_dir, ["check", str(run_dir), "--write"],
+                              (str(run_dir),))
+    finally:
+        (sandbox / "read-only").chmod(0o755)  # or the temporary directory cannot be removed
+
+
+def option_outcomes(repo: Path, work: Path, history: bytes):
+    """Every command of `--help` (subcommands too): --help, and each option and argument given
+    bad numbers, bad choices, missing files, directories where files are expected, …"""
+    fixtures = command_fixtures(repo, work, history)
+    paths = bad_paths(work / "in-sandbox")
+    with nothing_starts():
+        yield try_option("help", ["--help"])
+        for words, command in commands():
+            for label, args, names in option_cases(words, command, fixtures, paths):
+                yield try_option(f"{' '.join(words)} {label}", args, names)

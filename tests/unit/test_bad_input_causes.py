@@ -90,6 +90,23 @@ SCENARIO_CAUSES = [
      "random_faults.targets: members (the default)"),
     ("load-and-broker-fault", SCENARIO + b"cluster: {brokers: 2}\nload: {stages: [{kind: hold, for_s: 10}]}\n"
      b"faults: [{kind: crash, target: broker-2, at_s: 2, restart_after_s: 3}]", None),  # the cluster is fair game
+    # A drawn length is rounded to the millisecond: below one, the draw made a 0 s fault (a pydantic traceback).
+    ("random-length-rounds-to-zero", SCENARIO + b"random_faults: {count: 3, duration_s: [1.0e-9, 1.0e-9]}",
+     "random_faults.duration_s: [1e-09, 1e-09]: a drawn length is rounded to the millisecond; the shortest must be "
+     "at least 0.001s"),
+    ("random-length-may-round-to-zero", SCENARIO + b"random_faults: {count: 3, duration_s: [0.0004, 2]}",
+     "the shortest must be at least 0.001s"),
+    ("random-length-one-millisecond", SCENARIO + b"random_faults: {count: 3, duration_s: [0.001, 0.001]}", None),
+    ("random-length-nan", SCENARIO + b"random_faults: {count: 3, duration_s: [.nan, 2]}",
+     "random_faults.duration_s.0: Input should be a finite number"),
+    ("random-lengths-reversed", SCENARIO + b"random_faults: {count: 3, duration_s: [5, 2]}", "is not a [min, max] range"),
+    ("random-count-zero", SCENARIO + b"random_faults: {count: 0}", "random_faults.count: Input should be greater than"),
+    ("random-window-empty", SCENARIO + b"random_faults: {count: 3, start_s: 20, end_s: 20}",
+     "random_faults.end_s: the window 20.0s..20.0s must be non-empty"),
+    ("random-window-past-the-run", SCENARIO + b"random_faults: {count: 3, end_s: 31}", "within duration_s (30.0s)"),
+    ("random-default-window-empty", SCENARIO.replace(b"30", b"5") + b"random_faults: {count: 3}",
+     "random_faults.end_s: the window 5s..0.0s must be non-empty"),
+    ("random-targets-empty", SCENARIO + b"random_faults: {count: 3, targets: []}", None),  # empty: every member
 ]
 
 

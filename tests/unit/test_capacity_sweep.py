@@ -50,7 +50,7 @@ def test_a_bad_sweep_is_named_before_anything_runs(tmp_path, text, reason):
 
 
 @pytest.mark.parametrize("in_the_way, reason", [
-    ("runs", "capacity-small/scenarios: cannot be made a directory: "),
+    ("runs", "/runs: a file, not a directory"),  # refused before anything is made in it
     ("runs/capacity-small/capacity.json", "capacity.json: not a sweep's state (JSONDecodeError"),
 ])
 def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
@@ -60,7 +60,7 @@ def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
     assert result.exit_code == 2 and reason in result.output.replace("\n", ""), result.output
     assert "Traceback" not in result.output
     if in_the_way == "runs":
-        assert f"{tmp_path / 'runs'} is a file" in result.output.replace("\n", "")
+        assert f"--runs-dir {tmp_path / 'runs'}: a file" in result.output.replace("\n", "")
 
 
 def test_a_value_listed_twice_is_refused(tmp_path):

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from tests.fuzzing import HISTORY_MUTATIONS, SCENARIO_MUTATIONS, mutate, try_history, try_scenario
+from tests.fuzzing import (HISTORY_MUTATIONS, SCENARIO_MUTATIONS, draw_outcomes, mutate, option_outcomes, output_outcomes,
+                           try_history, try_scenario)
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 20261123
@@ -84,3 +85,37 @@ def test_corrupted_histories_give_an_answer_never_a_traceback(tmp_path, history_
             failures.append(f"{run_dir.name} [{mutation}]: {outcome.problem()}")
     assert not failures, failures[:10]
     assert codes[2] >= 40 and codes[0] + codes[1] + codes[4] >= 10, codes
+
+
+def _problems(outcomes) -> tuple[collections.Counter, list[str]]:
+    codes: collections.Counter = collections.Counter()
+    failures = []
+    for outcome in outcomes:
+        codes[outcome.exit_code] += 1
+        if outcome.problem():
+            failures.append(f"{outcome.mutation}: {outcome.problem()}")
+    return codes, failures
+
+
+@pytest.mark.timeout(120)
+def test_degenerate_random_draws_give_an_answer_never_a_traceback(tmp_path):
+    bases = [p.read_bytes() for p in sorted((REPO / "scenarios").glob("*.yaml"))]
+    codes, failures = _problems(draw_outcomes(random.Random(SEED), bases, tmp_path, 150))
+    assert not failures, failures[:10]
+    assert codes[2] >= 100 and codes[0] >= 1, codes
+
+
+@pytest.mark.timeout(120)
+def test_every_command_refuses_every_unwritable_output_path(tmp_path, history_builder):
+    """Each command that writes, each kind of path it cannot write: exit 2 naming it, nothing
+    started (tests/fuzzing.py, nothing_starts), nothing left behind."""
+    codes, failures = _problems(output_outcomes(REPO, tmp_path, small_story(history_builder)))
+    assert not failures, failures[:10]
+    assert codes[2] >= 60, codes
+
+
+@pytest.mark.timeout(120)
+def test_every_commands_bad_options_give_an_answer_never_a_traceback(tmp_path, history_builder):
+    codes, failures = _problems(option_outcomes(REPO, tmp_path, small_story(history_builder)))
+    assert not failures, failures[:10]
+    assert codes[2] >= 150 and codes[0] >= 10, codes  # --help everywhere: 0
