@@ -30,10 +30,12 @@ import signal
 import pytest
 
 # Modules by their path under tests/, without .py (tests/unit has modules of the same names).
-# test_external_target and test_teardown both start the standalone cluster (`cluster up`, one per
-# lab home): in one unit, they never meet (a trial with two such units had one take the other's down).
+# test_external_target, test_external_secrets and test_teardown all start the standalone cluster
+# (`cluster up`, one per lab home): in one unit, they never meet (a trial with two such units had one
+# take the other's down; a third module outside the unit found the cluster up).
 HEAVY_MODULES = frozenset(f"integration/{m}" for m in (
     "test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network", "test_external_target",
+    "test_external_secrets",
     "test_fault_zookeeper_scenario", "test_shared_cluster", "test_shipped_scenarios", "test_suite_and_plugin",
     "test_teardown", "test_zookeeper_expiry"))
 
