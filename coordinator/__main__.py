@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient, KazooState
@@ -41,6 +42,8 @@ def claim_incarnation(beside: str) -> int:
             return n
         except FileExistsError:
             n += 1
+        except OSError:  # nowhere to count: a number no earlier life of it can have had (ms since the epoch)
+            return time.time_ns() // 1_000_000
 
 
 def main(argv: list[str]) -> int:

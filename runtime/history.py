@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from oracle import vocabulary as ev
-from runtime.secrets import redact_text
+from runtime.secrets import redact, registered
 
 # The `clock` of the events read from the brokers' logs: stamped with the brokers' own times.
 BROKER_LOG_CLOCK = "broker-log"
@@ -72,6 +72,7 @@ class HistoryWriter:
         self.context = context  # fields stamped on every event (e.g. member, incarnation)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._seq = 0
+        self._last_mono = float("-inf")
         self._lock = threading.Lock()
 
     def emit(self, name: str, *, ts: float | None = None, mono_ms: float | None = None, **fields) -> dict:
@@ -79,6 +80,11 @@ class HistoryWriter:
             # The clock is read under the lock: a thread that numbers its event after another's
             # stamps it no earlier (docs/history.md, Promises: writer-sequence, writer-clock).
             wall, mono = now()
+            if mono_ms is not None and mono_ms < self._last_mono:
+                # A stamp from another clock (a broker's or the JVM's log line, made by one of its threads)
+                # is put no earlier than this writer's previous event: its events stay in the order written.
+                ts = (ts if ts is not None else wall) + (self._last_mono - mono_ms)
+                mono_ms = self._last_mono
             self._seq += 1
             event = {
                 ev.NAME: name,
@@ -89,8 +95,11 @@ class HistoryWriter:
                 **self.context,
                 **fields,
             }
-            # No secret value in a history line (an error message quoting a setting): runtime.secrets.
-            os.write(self._fd, (redact_text(json.dumps(event, separators=(",", ":"))) + "\n").encode())
+            self._last_mono = event[ev.MONO_MS]
+            # No secret value in a history line (an error message quoting a setting): masked before it
+            # is serialised, where JSON's escaping would hide a value with a quote or a non-ASCII letter.
+            line = json.dumps(redact(event) if registered() else event, separators=(",", ":"))
+            os.write(self._fd, (line + "\n").encode())
         return event
 
     def close(self) -> None:

@@ -420,7 +420,7 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
             if (owner is not None and entry["owner"] != owner) or owner_pid not in (None, entry.get("owner_pid")):
                 continue
             alive = _owner_alive(entry)
-            if (alive and not include_live_owners) or (entry["owner"].startswith("cluster:") and not include_detached):
+            if (alive and not include_live_owners) or (entry["owner"].startswith(DETACHED_OWNERS) and not include_detached):
                 continue
             try:
                 remove_labelled(entry["docker_host"], f"{OWNER_LABEL}={entry['owner']}")

@@ -38,7 +38,8 @@ def test_writer_stamps_every_event(tmp_path):
     before = time.time() * 1000
     w.emit("group_join_sent")
     w.emit("records_consumed", ranges=[r("events", 0, 0, 9)])
-    w.emit("coordinator_stabilized", ts=1000.5, mono_ms=2000.25, generation=3)
+    late = time.monotonic() * 1000 + 60_000  # a stamp of its own, after the writer's previous event
+    w.emit("coordinator_stabilized", ts=1000.5, mono_ms=late, generation=3)
     w.close()
     lines = path.read_text().splitlines()
     assert len(lines) == 3
@@ -48,7 +49,7 @@ def test_writer_stamps_every_event(tmp_path):
     assert before - 1 <= first["ts"] <= time.time() * 1000 + 1
     assert isinstance(first["mono_ms"], float) and second["mono_ms"] >= first["mono_ms"]
     assert second["seq"] == 2 and second["ranges"] == [r("events", 0, 0, 9)]
-    assert (third["ts"], third["mono_ms"], third["seq"], third["generation"]) == (1000.5, 2000.25, 3, 3)
+    assert (third["ts"], third["mono_ms"], third["seq"], third["generation"]) == (1000.5, round(late, 3), 3, 3)
 
 
 def test_two_writers_append_to_one_file_without_interleaving(tmp_path):

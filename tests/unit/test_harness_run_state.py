@@ -78,13 +78,13 @@ def test_an_oracle_that_breaks_leaves_an_error_state_and_no_verdict(execute, mon
 
 
 def test_a_run_whose_own_history_breaks_a_promise_broke_and_has_no_verdict(execute, monkeypatch):
-    def a_writer_whose_clock_went_back(run: Run) -> None:
+    def a_harness_that_starts_twice(run: Run) -> None:
         phases_that_finish(run)
-        run.history.emit("phase", mono_ms=1.0, phase="teardown")  # stamped long before run_started
-    monkeypatch.setattr(Run, "_run_phases", a_writer_whose_clock_went_back)
+        phases_that_finish(run)  # a second run_started in one history
+    monkeypatch.setattr(Run, "_run_phases", a_harness_that_starts_twice)
     result, state, events, reported = execute()
     assert (result.outcome, result.exit_code, state["state"]) == ("error", 3, "error")
-    assert state["error"].startswith("the run wrote a broken history: ") and "writer-clock" in state["error"]
+    assert state["error"].startswith("the run wrote a broken history: ") and "run-bounds" in state["error"]
     assert not (result.run_dir / "verdict.json").exists() and not (result.run_dir / "harness-error.txt").exists()
     assert any("broken history" in line for line in reported)
 

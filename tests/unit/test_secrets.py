@@ -175,3 +175,23 @@ def test_credentials_refused_while_running_are_bad_input():
 
     assert RunResult(Path("r"), "error", None, "refused", bad_input=True).exit_code == 2
     assert RunResult(Path("r"), "error", None, "broke").exit_code == 3
+
+
+def test_a_history_line_never_carries_a_secret_json_would_escape(tmp_path):
+    from runtime.history import HistoryWriter
+
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="pä\\"ss";'
+    secrets.register(jaas)
+    secrets.register('pä"ss')
+    HistoryWriter(tmp_path / "h.jsonl", "consumer-1").emit("client_log", level=3, message=f"bad config {jaas}")
+    line = (tmp_path / "h.jsonl").read_text(encoding="utf-8")
+    assert "ss" not in line.split('"message"')[1] and "***" in line, line
+
+
+def test_a_stamp_from_another_clock_never_goes_back_within_a_writer(tmp_path):
+    from runtime.history import HistoryWriter
+
+    writer = HistoryWriter(tmp_path / "h.jsonl", "broker-1")
+    first = writer.emit("coordinator_stabilized", ts=1000.0, mono_ms=500.0, clock="broker-log")
+    second = writer.emit("coordinator_preparing_rebalance", ts=990.0, mono_ms=490.0, clock="broker-log")
+    assert (second["mono_ms"], second["ts"]) == (first["mono_ms"], 1000.0)
