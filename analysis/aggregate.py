@@ -35,7 +35,7 @@ REBALANCE_COLUMNS = {n: "duration_ms" if n == "rebalance_ms" else n for n in REB
 
 def nearest_rank(column: str, p: float):
     """The p-th percentile of `column` by nearest rank: a value it really holds, as a run's own
-    figures give it (harness.report.verdict_figures, in compare, suite.json and JUnit), so a table
+    figures give it (harness.reports.run.verdict_figures, in compare, suite.json and JUnit), so a table
     and the verdict of one run agree. Interpolating would report times no rebalance took."""
     return F.expr(f"percentile_disc({p}) WITHIN GROUP (ORDER BY {column})")
 

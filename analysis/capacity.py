@@ -4,7 +4,7 @@
     result = capacity_report(points, out=Path("capacity-out"))
 
 `points` are plain rows — ``run`` (the run directory), ``protocol``, ``members``, ``partitions``,
-``rate`` — given by the sweep that ran them (harness/capacity.py); the figures come from the
+``rate`` — given by the sweep that ran them (harness/campaigns/capacity.py); the figures come from the
 histories only, through the same per-run tables as `analyze` (analysis/job.py), then per point:
 
 | column | what |
@@ -98,7 +98,7 @@ def capacity_report(points: list[dict], out: Path, master: str | None = None, *,
         png = plots.by_protocol(rows, x, y, caption)
         (out / "plots" / name).write_bytes(png)
         figures.append(f"<h2>{caption}</h2>{img(png, caption)}")
-    body = (f"<h1>Capacity: {title}</h1><p>{len(rows)} points; per point one load run (harness/capacity.py), "
+    body = (f"<h1>Capacity: {title}</h1><p>{len(rows)} points; per point one load run (harness/campaigns/capacity.py), "
             f"its figures from the history (analysis/capacity.py). Per-run tables: <code>csv/</code>, "
             f"<code>parquet/</code>. Percentiles by nearest rank, over completed rebalances; where points share "
             f"a plot's x (another axis varies), the plot shows their mean.</p>"

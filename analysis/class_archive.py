@@ -15,7 +15,7 @@ A torn one would crash the JVM mapping it (SIGBUS), so only a checked archive, s
 to disk, takes the name. A training analysis that fails is a setup error (`analyze`
 would fail the same way); a JVM that writes no usable archive is only reported.
 
-The steps run as children of setup (harness/install.py supervises them: their own
+The steps run as children of setup (harness/components/install.py supervises them: their own
 process group, killed with their JVM on Ctrl-C, and a killed JVM writes nothing):
 
     python3 -m analysis.class_archive train|check ARCHIVE

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from harness.cluster import ClusterSpec, TopicSpec
 from harness.cluster.backend import open_cluster
-from harness.processes import Supervisor
+from harness.supervision.processes import Supervisor
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,8 +51,8 @@ def time_cluster(backend: str, kafka: str) -> tuple[float, float]:
 def images_from_nothing() -> None:
     import docker
 
-    from harness.containers.engine import ensure_engine
-    from harness.containers.images import ROLE_LABEL, ensure_images
+    from harness.components.containers.engine import ensure_engine
+    from harness.components.containers.images import ROLE_LABEL, ensure_images
 
     engine = ensure_engine()
     client = docker.DockerClient(base_url=engine.docker_host)

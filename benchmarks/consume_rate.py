@@ -19,7 +19,7 @@ then consumes all of it five times a round, in turns:
 A bare consumer is a poll loop in this process with no processing, on the member's own
 client settings minus its debug log and its commit settings (auto.commit.interval.ms stays
 the member's, 1 s). The member is the project's process (`workloads/consumer.py`), started
-the way `harness/clients.py` starts it: its spec file, `processing_ms: 0`. Each consumer
+the way `harness/run/clients.py` starts it: its spec file, `processing_ms: 0`. Each consumer
 is in a group of its own so each reads from offset 0. A consumer's time runs from its
 assignment to the last record of every partition: for a bare one its on_assign callback and
 the message itself, for the member its `partitions_assigned` and `records_consumed` lines in

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import yaml
 
-from harness.processes import cpu_seconds, proc_stat
-from harness.run import Run
+from harness.supervision.processes import cpu_seconds, proc_stat
+from harness.run.loop import Run
 from harness.scenario import load_scenario
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -36,8 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.processes import cpu_seconds, proc_stat, registered  # noqa: E402
-from harness.runstate import RUN_STATE, phase_seconds, read_state  # noqa: E402
+from harness.supervision.processes import cpu_seconds, proc_stat, registered  # noqa: E402
+from harness.supervision.run_state import RUN_STATE, phase_seconds, read_state  # noqa: E402
 from tests.conftest import HEAVY_MODULES  # noqa: E402
 
 PF_KTHREAD = 0x00200000  # /proc/pid/stat flags (field 9): a kernel thread
@@ -144,7 +144,7 @@ def lanes(junit: Path) -> dict:
             "modules_s": {m: round(t, 1) for m, t in per_module.most_common()}}
 
 
-# A run's phases (harness.runstate.phase_seconds), as the figures name them.
+# A run's phases (harness.supervision.run_state.phase_seconds), as the figures name them.
 PHASES = {"start": "cluster start", "cluster_ready": "topics and clients", "warmup": "warm-up",
           "workload": "workload", "recovery": "recovery", "drain": "drain"}
 

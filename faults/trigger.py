@@ -26,7 +26,7 @@ from oracle import vocabulary as ev
 from runtime.history import BROKER_LOG_CLOCK
 
 # A state and the brokers' GroupCoordinator lines that say the group entered it
-# (harness/brokerlog.py). The project's coordinator says it with coordinator_state_changed;
+# (harness/run/brokerlog.py). The project's coordinator says it with coordinator_state_changed;
 # the lines it also writes (coordinator_stabilized at Stable, say) do not count, or one
 # transition would match twice, once as the wrong state.
 STATE_EVENTS: dict[str, tuple[str, ...]] = {

@@ -4,7 +4,7 @@ Every process of a run appends to one history file (runtime/history.py); this th
 reads what was appended every few milliseconds, matches each armed trigger and asks the
 scheduler to fire its fault. A cheap byte test on the event's name comes before any JSON
 parsing, so a history of thousands of records a second costs little. The brokers' own log
-lines reach the history only when the run reads them (harness.brokerlog): while a trigger
+lines reach the history only when the run reads them (harness.run.brokerlog): while a trigger
 waits on them, ``refresh`` is called on every round, so they are read as often.
 """
 from __future__ import annotations

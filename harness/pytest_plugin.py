@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from harness import versions
 from harness.cluster.backend import BACKENDS, STARTED_BACKENDS
+from harness.components import versions
 from harness.paths import default_runs_dir, make_dirs
 from oracle.protocols import PROTOCOLS
 from runtime.errors import LabError, ScenarioError
@@ -111,9 +111,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def _lab_output(path: Path, config: pytest.Config) -> bool:
     """A copy the lab wrote of a scenario it ran (a run's, a suite's, a sweep's, this plugin's):
     collected, every session would run its archive again."""
-    from harness.capacity import CAPACITY_JSON
-    from harness.runstate import RUN_STATE
-    from harness.suite import SUITE_JSON
+    from harness.campaigns.capacity import CAPACITY_JSON
+    from harness.campaigns.suite import SUITE_JSON
+    from harness.supervision.run_state import RUN_STATE
 
     runs_dir = _runs_dir(config)
     for directory in path.resolve().parents:
@@ -207,14 +207,14 @@ class ChaosResult:
         return [dict(e) for e in load_history(self.run_dir)]
 
     def figures(self) -> dict:
-        from harness.report import verdict_figures
+        from harness.reports.run import verdict_figures
 
         return verdict_figures(self.verdict or {})
 
     def explain(self) -> str:
         if self.verdict is None:
             return f"the run {self.outcome}: {self.error or 'no verdict'} ({self.run_dir})"
-        from harness.report import anomaly_line
+        from harness.reports.run import anomaly_line
         from oracle.verdict import headline
 
         v = self.verdict
@@ -232,10 +232,16 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     """The scenario with the axes (the call's, else the command line's) and the overrides,
     run like `rebalance-lab run`."""
     overrides = dict(overrides)
-    from harness.run import Run
-    from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
-    from harness.variants import Axes, Impossible, variant
     from pydantic import ValidationError
+
+    from harness.run.loop import Run
+    from harness.scenario import (
+        Scenario,
+        load_scenario,
+        read_scenario_data,
+        validation_problems,
+    )
+    from harness.scenario.variants import Axes, Impossible, variant
 
     if isinstance(scenario, dict):
         base, source = copy.deepcopy(scenario), "<chaos_run data>"
@@ -266,7 +272,7 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         if reporter is not None and capture is not None and not capture.is_globally_capturing():
             reporter.write_line(f"{parsed.name}: {message}")
 
-    from harness.install import installed_for
+    from harness.components.install import installed_for
 
     installed_for(parsed)
     result = Run(parsed, path, runs_dir, report, pool=cluster_pool(config)).execute()
@@ -302,8 +308,8 @@ def lab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     `.bootstrap_servers`, `.zookeeper_connect`, `.create_topics([TopicSpec(...)])`."""
     from harness.cluster import ClusterSpec
     from harness.cluster.backend import open_cluster
-    from harness.install import installed_for
-    from harness.processes import Supervisor
+    from harness.components.install import installed_for
+    from harness.supervision.processes import Supervisor
 
     kafka = request.config.getoption("chaos_kafka") or "3.9"
     backend = request.config.getoption("chaos_backend") or "local"

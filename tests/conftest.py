@@ -59,8 +59,8 @@ LONGEST_FIRST = ("integration/test_project_coordinator", "integration/test_compa
 def signals_at_default() -> None:
     """preexec_fn of a harness a test stops as a terminal would: Ctrl-C, SIGTERM and SIGHUP at
     their defaults, even where pytest runs with some ignored (a background job, nohup) — which
-    the harness would keep ignoring (harness.stop_signals)."""
-    from harness.stop_signals import INTERRUPTS
+    the harness would keep ignoring (harness.supervision.stop_signals)."""
+    from harness.supervision.stop_signals import INTERRUPTS
 
     for sig in INTERRUPTS:
         signal.signal(sig, signal.SIG_DFL)
@@ -70,7 +70,7 @@ def signals_at_default() -> None:
 def as_from_a_terminal():
     """In the test's own process: the handlers of a foreground process (Ctrl-C raises
     KeyboardInterrupt, SIGTERM and SIGHUP at their defaults), whatever pytest runs with."""
-    from harness.stop_signals import INTERRUPTS
+    from harness.supervision.stop_signals import INTERRUPTS
 
     previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
     signals_at_default()

@@ -1,7 +1,7 @@
 """A stand-in for the run's ``Targets`` (faults/base.py), for unit tests of faults.
 
 It implements the whole protocol (tests/unit/test_harness_faults.py checks that it and
-``harness.targets.RunTargets`` keep up with it). Instead of touching processes, proxies and
+``harness.run.targets.RunTargets`` keep up with it). Instead of touching processes, proxies and
 topics it records each action as ``(seconds since creation, method, name, *arguments)`` in
 ``calls``; questions (``resolve``, ``is_running``, ``group_names``, ``proxies``, …) are
 answered from a small model of the run: brokers, members, and who is stopped.

@@ -15,18 +15,17 @@ run under nothing_starts: whatever would start a cluster, a run or Spark raises 
 from __future__ import annotations
 
 import contextlib
-import os
 import json
+import os
 import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import click
 import yaml
 from click.testing import CliRunner
-
-import click
 
 from harness.cli import main
 
@@ -506,10 +505,10 @@ class WouldStart(Exception):
 # What starts (or stops) something real, patched while the fuzz runs: reaching one is a failure
 # of the input's refusal, reported as such, never a cluster started on a shared machine.
 STARTERS = [
-    ("harness.run", "Run.execute"), ("harness.cluster.backend", "open_cluster"),
-    ("harness.suite", "SuiteRun.execute"), ("harness.capacity", "CapacityRun.run_points"),
+    ("harness.run.loop", "Run.execute"), ("harness.cluster.backend", "open_cluster"),
+    ("harness.campaigns.suite", "SuiteRun.execute"), ("harness.campaigns.capacity", "CapacityRun.run_points"),
     ("analysis.session", "spark_session"),
-    ("harness.install", "setup_all"), ("harness.processes", "cleanup_leftovers"),
+    ("harness.components.install", "setup_all"), ("harness.supervision.processes", "cleanup_leftovers"),
     ("harness.cluster.compose", "cleanup_projects"),
 ]
 

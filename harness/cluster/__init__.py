@@ -16,7 +16,7 @@ from typing import Iterator
 
 from harness.cluster.admin import TopicSpec
 from harness.cluster.local import ClusterSpec, LocalCluster
-from harness.processes import Supervisor
+from harness.supervision.processes import Supervisor
 
 __all__ = ["ClusterSpec", "LocalCluster", "TopicSpec", "local_cluster"]
 

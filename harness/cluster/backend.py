@@ -1,7 +1,7 @@
 """What a run needs of a cluster, whichever way it is brought up — and the backends there are.
 
 A backend starts ZooKeeper (or a KRaft controller), brokers, Toxiproxy and, when the
-protocol asks for it, the project's coordinator, as services (harness.service); it says
+protocol asks for it, the project's coordinator, as services (harness.supervision.service); it says
 where they listen on 127.0.0.1 and does the few things only it can (expire a ZooKeeper
 session, grow a topic). Fault kinds, drivers and the oracle never see which backend ran:
 faults act on services by name, drivers get addresses, the oracle reads the history.
@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from faults.toxiproxy import ToxiproxyClient
-    from harness.cluster.admin import ClusterAdmin
-    from harness.cluster.admin import TopicSpec
+    from harness.cluster.admin import ClusterAdmin, TopicSpec
     from harness.cluster.local import ClusterSpec
     from harness.cluster.network import NetworkPlan
-    from harness.processes import Supervisor
-    from harness.service import Service
+    from harness.supervision.processes import Supervisor
+    from harness.supervision.service import Service
 
 EXTERNAL = "external"  # someone else's cluster: the harness runs only its clients (harness/cluster/external.py)
 

@@ -26,15 +26,26 @@ from typing import Callable, ClassVar, Iterator
 from harness.cluster import kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.compose_topology import OWNER_LABEL, Topology, render
-from harness.cluster.kinds import (CLUSTER_KINDS, BrokerKind, CoordinatorKind, KRaftControllerKind, ToxiproxyKind,
-                                   ZooKeeperKind)
+from harness.cluster.kinds import (
+    CLUSTER_KINDS,
+    BrokerKind,
+    CoordinatorKind,
+    KRaftControllerKind,
+    ToxiproxyKind,
+    ZooKeeperKind,
+)
 from harness.cluster.local import ClusterSpec
 from harness.cluster.network import NetworkPlan
 from harness.paths import registry_dir
-from harness.processes import DETACHED_OWNERS, Supervisor, owner_alive, proc_start_time
-from harness.runstate import mark_killed, run_of, write_json_atomically
-from harness.service import Service, stop_in_order
-from harness.watchdog import ensure_watchdog
+from harness.supervision.processes import (
+    DETACHED_OWNERS,
+    Supervisor,
+    owner_alive,
+    proc_start_time,
+)
+from harness.supervision.run_state import mark_killed, run_of, write_json_atomically
+from harness.supervision.service import Service, stop_in_order
+from harness.supervision.watchdog import ensure_watchdog
 from runtime.errors import ClusterError, SetupError
 
 Report = Callable[[str], None]
@@ -242,8 +253,8 @@ class ComposeCluster:
     # ----------------------------------------------------------------- lifecycle
 
     def start(self, ready_timeout: float = 180.0) -> None:
-        from harness.containers.engine import compose_env, ensure_engine
-        from harness.containers.images import ensure_images
+        from harness.components.containers.engine import compose_env, ensure_engine
+        from harness.components.containers.images import ensure_images
 
         t0 = time.monotonic()
         deadline = t0 + ready_timeout
@@ -256,9 +267,8 @@ class ComposeCluster:
                                Path(self.spec.coordinator.history).parent
                                if self.spec.coordinator and self.spec.coordinator.history else None)
         self._make_services()
-        from testcontainers.compose import DockerCompose
-
         import docker
+        from testcontainers.compose import DockerCompose
 
         self.docker = docker.DockerClient(base_url=self.engine.docker_host)
         self.compose = DockerCompose(self.workdir, compose_file_name="compose.yaml", wait=True)
@@ -409,7 +419,7 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
 
     As with processes, a detached cluster (`cluster up`) has no living owner by design: the
     cleanup at the start of a run leaves it alone, `rebalance-lab cleanup` does not."""
-    from harness.containers.engine import remove_labelled
+    from harness.components.containers.engine import remove_labelled
 
     removed, failed = [], []
     for path in _registrations():

@@ -23,28 +23,17 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from harness import versions
 from harness.cluster import config, zookeeper
 from harness.cluster.local import KRAFT_CONTROLLER_ID, ClusterSpec, _kraft_cluster_id
 from harness.cluster.network import Hosts, NetworkPlan
 from harness.cluster.ports import free_port
+from harness.components import versions
+from harness.components.containers.images import Images
 
 FRAGMENTS = Path(__file__).resolve().parents[2] / "compose" / "services"
 CONFIG, LOGS, DATA = PurePosixPath("/lab/config"), PurePosixPath("/lab/logs"), PurePosixPath("/lab/data")
 HOSTS = Hosts(containers=True)
 OWNER_LABEL = "rebalance-lab.owner"  # on every container and network of a run: what `cleanup` removes
-
-
-@dataclass(frozen=True)
-class Images:
-    """The images a topology runs (built by `rebalance-lab setup --compose`) and where things are in them."""
-
-    kafka: str  # Java and the Kafka line's jars (and Jolokia's agent): ZooKeeper, controller, brokers
-    toxiproxy: str
-    coordinator: str  # Python and the project's coordinator package
-    kafka_classpath: str = "/opt/kafka/libs/*"
-    jolokia_agent: str = "/opt/jolokia/jolokia-agent.jar"
-    toxiproxy_binary: str = "/usr/local/bin/toxiproxy-server"
 
 
 @dataclass

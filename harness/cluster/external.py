@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
+from faults.base import OWN_TOPICS_ONLY
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.backend import EXTERNAL
-from faults.base import OWN_TOPICS_ONLY
 from runtime.errors import ClusterError
 
 if TYPE_CHECKING:
     from harness.cluster.local import ClusterSpec
-    from harness.processes import Supervisor
+    from harness.supervision.processes import Supervisor
 
 READY_TIMEOUT_S = 60.0
 

@@ -7,7 +7,7 @@ A backend's service is a kind plus a mechanism: ``class Broker(BrokerKind, Local
 from __future__ import annotations
 
 from harness.cluster import zookeeper
-from harness.service import StopTier
+from harness.supervision.service import StopTier
 
 
 class ZooKeeperKind:

@@ -21,16 +21,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
-from harness.cluster import config, zookeeper
+from harness.cluster import config, kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
-from harness.cluster import kinds
 from harness.cluster.kinds import CLUSTER_KINDS
 from harness.cluster.network import NetworkPlan
-from harness.cluster.nodes import Broker, CoordinatorInstance, KRaftController, ToxiproxyServer, ZooKeeperNode
+from harness.cluster.nodes import (
+    Broker,
+    CoordinatorInstance,
+    KRaftController,
+    ToxiproxyServer,
+    ZooKeeperNode,
+)
 from harness.cluster.ports import free_port
-from harness.install import KafkaDist, jolokia_agent, kafka_dist, toxiproxy_binary
-from harness.processes import Supervisor
-from harness.service import LocalProcess, stop_in_order
+from harness.components.install import (
+    KafkaDist,
+    jolokia_agent,
+    kafka_dist,
+    toxiproxy_binary,
+)
+from harness.supervision.processes import Supervisor
+from harness.supervision.service import LocalProcess, stop_in_order
 from runtime.errors import ClusterError
 
 if TYPE_CHECKING:

@@ -33,7 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-
 LOOPBACK = "127.0.0.1"
 
 

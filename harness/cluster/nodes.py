@@ -14,10 +14,16 @@ from pathlib import Path
 
 from faults.toxiproxy import ToxiproxyClient, ToxiproxyError
 from harness.cluster import config, zookeeper
-from harness.cluster.kinds import BrokerKind, CoordinatorKind, KRaftControllerKind, ToxiproxyKind, ZooKeeperKind
-from harness.install import KafkaDist
-from harness.processes import Supervisor
-from harness.service import LocalProcess
+from harness.cluster.kinds import (
+    BrokerKind,
+    CoordinatorKind,
+    KRaftControllerKind,
+    ToxiproxyKind,
+    ZooKeeperKind,
+)
+from harness.components.install import KafkaDist
+from harness.supervision.processes import Supervisor
+from harness.supervision.service import LocalProcess
 from runtime.errors import ClusterError
 
 

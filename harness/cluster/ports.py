@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.paths import ports_dir
-from harness.processes import _alive, proc_start_time
+from harness.supervision.processes import _alive, proc_start_time
 from runtime.errors import ClusterError
 
 _handed_out: set[int] = set()

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Callable
 
 from faults.catalogue import TOPIC_KINDS
 from harness.cluster.backend import STARTED_BACKENDS, ClusterBackend, open_cluster
-from harness.processes import Supervisor
-from harness.stop_signals import like_ctrl_c
+from harness.supervision.processes import Supervisor
+from harness.supervision.stop_signals import like_ctrl_c
 
 if TYPE_CHECKING:
     from harness.cluster.local import ClusterSpec

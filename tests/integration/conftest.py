@@ -20,11 +20,16 @@ import pytest
 import yaml
 
 from harness.cluster.shared import ClusterPool
-from harness.install import jolokia_agent, kafka_dist, kafka_tools, toxiproxy_binary
-from harness.processes import proc_start_time, process_state, registered
+from harness.components.install import (
+    jolokia_agent,
+    kafka_dist,
+    kafka_tools,
+    toxiproxy_binary,
+)
 from harness.pytest_plugin import SESSION_LANES
-from harness.run import Run
+from harness.run.loop import Run
 from harness.scenario import load_scenario
+from harness.supervision.processes import proc_start_time, process_state, registered
 from oracle import load_history
 from runtime.errors import SetupError
 from tests.conftest import signals_at_default

@@ -9,7 +9,7 @@ import json
 import math
 from pathlib import Path
 
-from harness.capacity import CAPACITY_JSON, CapacityRun, load_sweep
+from harness.campaigns.capacity import CAPACITY_JSON, CapacityRun, load_sweep
 
 SWEEP = Path(__file__).resolve().parents[2] / "profiles" / "capacity-small.yaml"
 

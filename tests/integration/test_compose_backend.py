@@ -21,11 +21,20 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from harness.cluster.compose_topology import OWNER_LABEL
-from harness.containers import engine as engines
-from harness.containers.images import missing
+from harness.components.containers import engine as engines
+from harness.components.containers.images import missing
 from runtime.logs import QUIET_CLIENT_LOG
-from tests.integration.conftest import (REPO, RunOutcome, assert_healed, lab, only_run_dir, small_scenario,
-                                        start_harness, wait_for_event, write_scenario)
+from tests.integration.conftest import (
+    REPO,
+    RunOutcome,
+    assert_healed,
+    lab,
+    only_run_dir,
+    small_scenario,
+    start_harness,
+    wait_for_event,
+    write_scenario,
+)
 from tests.integration.test_project_coordinator import coordinator_scenario
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness.processes import process_state
+from harness.supervision.processes import process_state
 from tests.integration.conftest import REPO, RunOutcome, assert_healed
 
 CONSUMER_EVENTS = ("consumer_started", "group_joined", "partitions_assigned", "records_consumed", "offsets_committed")

@@ -15,7 +15,7 @@ SESSION_MS = 6000
 
 @pytest.fixture(scope="module")
 def paused_run(tmp_path_factory):
-    from tests.integration.conftest import lab, only_run_dir, write_scenario, RunOutcome
+    from tests.integration.conftest import RunOutcome, lab, only_run_dir, write_scenario
 
     tmp = tmp_path_factory.mktemp("pause")
     scenario = small_scenario("pauses", duration_s=34, faults=[

@@ -18,8 +18,13 @@ import time
 
 import pytest
 
-from coordinator.protocol import (ILLEGAL_GENERATION, NOT_COORDINATOR, Address, Connection,
-                                  CoordinatorError)
+from coordinator.protocol import (
+    ILLEGAL_GENERATION,
+    NOT_COORDINATOR,
+    Address,
+    Connection,
+    CoordinatorError,
+)
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.cluster.local import ProjectCoordinator
 from tests.integration.conftest import assert_healed, small_scenario

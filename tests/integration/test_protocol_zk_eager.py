@@ -30,7 +30,12 @@ from kazoo.exceptions import NoNodeError
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.cluster.zookeeper import expire_session_as_client
 from oracle import load_history
-from tests.integration.conftest import REPO, assert_healed, small_scenario, wait_for_event
+from tests.integration.conftest import (
+    REPO,
+    assert_healed,
+    small_scenario,
+    wait_for_event,
+)
 from workloads.consumer import ConsumerSpec
 from workloads.zk_eager.layout import GroupPaths
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import assert_healed, assert_observer_ran_throughout, small_scenario
+from tests.integration.conftest import (
+    assert_healed,
+    assert_observer_ran_throughout,
+    small_scenario,
+)
 
 
 def _tps(event):

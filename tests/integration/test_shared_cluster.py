@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.processes import registered
+from harness.supervision.processes import registered
 from oracle import load_history
 from tests.integration.conftest import lab
 

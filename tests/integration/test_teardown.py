@@ -13,9 +13,17 @@ from confluent_kafka.admin import AdminClient
 
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.paths import lab_home
-from harness.processes import process_state, registered
+from harness.supervision.processes import process_state, registered
 from runtime.logs import QUIET_CLIENT_LOG
-from tests.integration.conftest import alive_pids, interrupt, lab, small_scenario, start_harness, wait_for_event, write_scenario
+from tests.integration.conftest import (
+    alive_pids,
+    interrupt,
+    lab,
+    small_scenario,
+    start_harness,
+    wait_for_event,
+    write_scenario,
+)
 
 
 def _pids_alive(pids):

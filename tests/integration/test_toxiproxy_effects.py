@@ -14,7 +14,7 @@ from faults import network
 from faults.network import degrade, restore
 from faults.toxiproxy import ToxiproxyClient, ToxiproxyError
 from harness.cluster.ports import free_port
-from harness.install import toxiproxy_binary
+from harness.components.install import toxiproxy_binary
 
 
 @pytest.fixture(scope="module")

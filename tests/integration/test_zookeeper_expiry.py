@@ -16,7 +16,12 @@ import pytest
 from kazoo.client import KazooClient, KazooState
 
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
-from harness.cluster.zookeeper import JolokiaError, expire_session_as_client, jolokia, session_hex
+from harness.cluster.zookeeper import (
+    JolokiaError,
+    expire_session_as_client,
+    jolokia,
+    session_hex,
+)
 from runtime.errors import ClusterError
 
 BROKER, BROKER_ID = "broker-2", 2

@@ -1,7 +1,14 @@
 """Which runs get a page in an analysis (analysis/pages.py): pure, no Spark."""
 import pytest
 
-from analysis.pages import EVERY_RUN_PAGE_UP_TO, PAGE, PAGE_PLOTS, remove_old_pages, runs_with_pages, shows_problem
+from analysis.pages import (
+    EVERY_RUN_PAGE_UP_TO,
+    PAGE,
+    PAGE_PLOTS,
+    remove_old_pages,
+    runs_with_pages,
+    shows_problem,
+)
 
 CLEAN = {"run": "clean", "outcome": "completed", "lost_records": 0, "duplicates": 4, "duplicates_explained": 4}
 

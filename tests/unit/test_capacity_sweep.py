@@ -1,4 +1,4 @@
-"""Capacity sweeps (harness/capacity.py): points built from the base scenario and validated before
+"""Capacity sweeps (harness/campaigns/capacity.py): points built from the base scenario and validated before
 anything runs; bad sweep files are one message per problem (exit 2). Real runs: tests/integration/test_capacity.py."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.capacity import load_sweep
+from harness.campaigns.capacity import load_sweep
 from harness.cli import main
 from runtime.errors import ScenarioError
 
@@ -73,7 +73,7 @@ def test_a_value_listed_twice_is_refused(tmp_path):
 
 
 def test_a_resumed_sweep_reuses_a_run_only_of_the_same_scenario(tmp_path):
-    from harness.capacity import CapacityRun
+    from harness.campaigns.capacity import CapacityRun
 
     (tmp_path / "capacity-base.yaml").write_text((PROFILES / "capacity-base.yaml").read_text())
     sweep_file = tmp_path / "sweep.yaml"

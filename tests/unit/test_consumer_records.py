@@ -2,7 +2,6 @@
 history and leaves to commit. Real confluent-kafka Message objects, no cluster."""
 from __future__ import annotations
 
-
 from confluent_kafka import KafkaError, Message
 
 from workloads.consumer import process_records, records_of

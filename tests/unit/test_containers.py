@@ -1,4 +1,4 @@
-"""harness/containers: the project's dockerd command line, which engine is used, the Compose
+"""harness/components/containers: the project's dockerd command line, which engine is used, the Compose
 environment, and image tags that change exactly when an input does. No engine needed."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.containers import engine, images
+from harness.components.containers import engine, images
 
 
 def test_the_projects_dockerd_touches_nothing_of_the_hosts_network(tmp_path):
@@ -94,7 +94,7 @@ def _api_error(status: int, explanation: str):
 def test_a_thing_another_cleaner_is_removing_or_removed_counts_as_gone():
     import docker
 
-    from harness.containers.engine import _remove
+    from harness.components.containers.engine import _remove
 
     assert _remove(_Removable()) is True
     assert _remove(_Removable(docker.errors.NotFound("No such container"))) is False
@@ -160,7 +160,7 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
 def test_a_dead_harnesss_project_on_an_engine_that_does_not_answer_is_said_not_fatal(tmp_path, registry):
     """The start of a run removes what dead harnesses left; a project whose engine is gone (a reboot)
     must not fail every run after it: the run says so, and the registration stays for `cleanup`."""
-    from harness.run import clean_up_after_dead_harnesses
+    from harness.run.loop import clean_up_after_dead_harnesses
 
     registration = registry("rl-dead", f"unix://{tmp_path}/no-engine.sock")
     said: list[str] = []
@@ -176,7 +176,7 @@ def test_cleanup_leaves_the_engine_up_while_a_running_harness_has_a_project_on_i
     from click.testing import CliRunner
 
     from harness.cli import main
-    from harness.processes import proc_start_time
+    from harness.supervision.processes import proc_start_time
 
     # this test's process plays the running harness
     live = registry("rl-live", engine.own_socket(), os.getpid(), proc_start_time(os.getpid()))
@@ -209,7 +209,7 @@ def test_two_harnesses_clusters_never_share_a_compose_project():
 
 def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, registry):
     from harness.cluster import compose
-    from harness.run import clean_up_after_dead_harnesses
+    from harness.run.loop import clean_up_after_dead_harnesses
     from runtime.errors import SetupError
 
     registry("rl-a", "unix:///gone.sock")  # comes first

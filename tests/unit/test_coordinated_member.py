@@ -13,11 +13,26 @@ from types import SimpleNamespace
 
 import pytest
 
-from coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NOT_COORDINATOR,
-                                  REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, encode, error)
+from coordinator.protocol import (
+    COORDINATOR_NOT_AVAILABLE,
+    ILLEGAL_GENERATION,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    encode,
+    error,
+)
 from workloads.consumer import ConsumerSpec
-from workloads.coordinated import (VARIANTS, CoordinatedMember, CoordinatorLink, CoordinatorUnavailable,
-                                   GroupMembership, Signal, commit_signal, heartbeat_signal)
+from workloads.coordinated import (
+    VARIANTS,
+    CoordinatedMember,
+    CoordinatorLink,
+    CoordinatorUnavailable,
+    GroupMembership,
+    Signal,
+    commit_signal,
+    heartbeat_signal,
+)
 
 TOPIC = "events"
 

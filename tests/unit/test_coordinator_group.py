@@ -3,9 +3,24 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, Group, NotLeader, variant
-from coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NONE, NOT_COORDINATOR,
-                                  REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
+from coordinator.group import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    PREPARING,
+    STABLE,
+    Group,
+    NotLeader,
+    variant,
+)
+from coordinator.protocol import (
+    COORDINATOR_NOT_AVAILABLE,
+    ILLEGAL_GENERATION,
+    NONE,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+)
 
 SESSION_MS, REBALANCE_MS = 6000, 30000
 RANGE = [{"name": "range", "topics": ["events"]}]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.run.clients import WorkloadProcesses
 from harness.scenario import load_scenario
-from harness.clients import WorkloadProcesses
 from runtime.errors import ScenarioError
 
 BASE = {
@@ -84,8 +84,8 @@ def test_sigterm_after_join_needs_a_joingroup(tmp_path):
 
 
 def test_a_hook_names_a_member_the_run_starts_and_a_partition_that_exists(tmp_path):
-    from runtime.errors import LabError
     from harness.scenario import load_scenario
+    from runtime.errors import LabError
 
     path = tmp_path / "hooks.yaml"
     path.write_text("""name: hooks

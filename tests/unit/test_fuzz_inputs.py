@@ -15,8 +15,16 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from tests.fuzzing import (HISTORY_MUTATIONS, SCENARIO_MUTATIONS, draw_outcomes, mutate, option_outcomes, output_outcomes,
-                           try_history, try_scenario)
+from tests.fuzzing import (
+    HISTORY_MUTATIONS,
+    SCENARIO_MUTATIONS,
+    draw_outcomes,
+    mutate,
+    option_outcomes,
+    output_outcomes,
+    try_history,
+    try_scenario,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 20261123

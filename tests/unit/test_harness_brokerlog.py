@@ -1,9 +1,9 @@
-"""harness/brokerlog.py: GroupCoordinator log lines of Kafka 3.9 (Scala) and 4.x (Java) become events."""
+"""harness/run/brokerlog.py: GroupCoordinator log lines of Kafka 3.9 (Scala) and 4.x (Java) become events."""
 from __future__ import annotations
 
 import pytest
 
-from harness.brokerlog import CoordinatorLog, coordinator_events, parse_line
+from harness.run.brokerlog import CoordinatorLog, coordinator_events, parse_line
 
 TS = "[2026-11-21T19:42:28.052+0000] INFO "
 TS_MS = 1_795_290_148_052.0  # 2026-11-21T19:42:28.052Z

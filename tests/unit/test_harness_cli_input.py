@@ -78,7 +78,7 @@ def test_cluster_up_refuses_a_workdir_it_did_not_make_and_keeps_its_files(tmp_pa
 
 
 def test_cluster_up_empties_the_workdir_an_earlier_cluster_left(tmp_path):
-    from harness.cli import CLUSTER_WORKDIR_MARK, _empty_cluster_workdir
+    from harness.cli.cluster import CLUSTER_WORKDIR_MARK, _empty_cluster_workdir
 
     earlier = tmp_path / "earlier"
     (earlier / "data" / "broker-1").mkdir(parents=True)
@@ -101,7 +101,7 @@ def test_cluster_up_refuses_a_bad_topic_before_starting_anything(tmp_path):
                           ("a_b:2", "'a.b' collides with topic 'a_b'")]:
         result = cli(tmp_path, "cluster", "up", "--topic", value, *(["--topic", "a.b"] if value == "a_b:2" else []))
         assert result.returncode == 2, result.stderr
-        assert f"Invalid value for '--topic': " in result.stderr and reason in result.stderr, result.stderr
+        assert "Invalid value for '--topic': " in result.stderr and reason in result.stderr, result.stderr
         assert "Traceback" not in result.stderr and not (tmp_path / "home" / "cluster").exists()
 
 

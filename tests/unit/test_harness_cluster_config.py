@@ -10,9 +10,9 @@ from xml.etree import ElementTree
 import pytest
 from pydantic import ValidationError
 
-from harness import brokerlog
 from harness.cluster import config
 from harness.cluster.network import NetworkPlan
+from harness.run import brokerlog
 from harness.scenario import HARNESS_BROKER_SETTINGS, Cluster
 
 DATA = Path("/runs/r1/cluster/data")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import yaml
 
-from harness.variants import Axes, variant
 from harness.scenario import Scenario
+from harness.scenario.variants import Axes, variant
 from oracle import CHECK_NAMES
 
 BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "compare-pause.yaml").read_text())
@@ -46,9 +46,9 @@ def test_the_base_is_not_modified():
 def test_a_row_is_ok_only_when_its_verdict_passed(tmp_path):
     from rich.console import Console
 
-    from harness.compare import Entry
-    from harness.report import print_comparison
-    from harness.run import RunResult
+    from harness.campaigns.compare import Entry
+    from harness.reports.run import print_comparison
+    from harness.run.loop import RunResult
 
     def row(outcome, verdict):
         return Entry("classic-eager", 1, "3.9", RunResult(tmp_path, outcome, verdict), {}).row()

@@ -191,7 +191,7 @@ def test_a_forced_heal_cuts_a_rolling_round_short_and_leaves_everyone_running():
 
 def test_the_fake_and_the_runs_targets_implement_every_method_of_targets():
     from faults.base import Targets
-    from harness.targets import RunTargets
+    from harness.run.targets import RunTargets
 
     protocol = {name: inspect.signature(method) for name, method in vars(Targets).items()
                 if callable(method) and not name.startswith("_")}
@@ -283,8 +283,8 @@ def test_validation_and_injection_read_one_link_table():
 
 
 def test_a_topic_created_by_a_fault_can_be_grown_by_a_later_one(tmp_path):
-    from runtime.errors import ScenarioError
     from harness.scenario import load_scenario
+    from runtime.errors import ScenarioError
 
     path = tmp_path / "s.yaml"
     path.write_text("""

@@ -1,4 +1,4 @@
-"""harness/install.py: pins agree with pyproject.toml; Kafka POM and classpath; missing tools explained;
+"""harness/components/install.py: pins agree with pyproject.toml; Kafka POM and classpath; missing tools explained;
 a stopped setup leaves no tool running, and lets a step that must clean up after itself do so."""
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from xml.etree import ElementTree
 
 import pytest
 
-from harness import install, versions
-from harness.processes import process_state, registered
-from harness.stop_signals import like_ctrl_c
+from harness.components import install, versions
+from harness.supervision.processes import process_state, registered
+from harness.supervision.stop_signals import like_ctrl_c
 from runtime.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SetupError
 from tests.conftest import signals_at_default
 

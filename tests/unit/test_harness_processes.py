@@ -1,4 +1,4 @@
-"""harness/processes.py with real short-lived processes (`sleep 30`) and a temporary registry."""
+"""harness/supervision/processes.py with real short-lived processes (`sleep 30`) and a temporary registry."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.processes import Supervisor, proc_start_time, process_state, cleanup_leftovers, registered
+from harness.supervision.processes import (
+    Supervisor,
+    cleanup_leftovers,
+    proc_start_time,
+    process_state,
+    registered,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -52,9 +58,9 @@ def orphan(home: Path, tmp_path: Path, owner: str = "run", pause: bool = False) 
     """Start `sleep 30` from a child harness that exits without tearing down (as if it crashed)."""
     script = textwrap.dedent(f"""
         from pathlib import Path
-        import harness.processes
-        from harness.processes import Supervisor
-        harness.processes.ensure_watchdog = lambda: None  # as if its watchdog died with it: what `cleanup` is for
+        import harness.supervision.processes
+        from harness.supervision.processes import Supervisor
+        harness.supervision.processes.ensure_watchdog = lambda: None  # as if its watchdog died with it: what `cleanup` is for
         sup = Supervisor(owner={owner!r})
         p = sup.start("consumer-1", "consumer", ["sleep", "30"], Path({str(tmp_path / "orphan.log")!r}))
         if {pause!r}:
@@ -167,7 +173,7 @@ def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out, as_fr
 def test_an_error_before_the_process_is_on_record_kills_it(home, tmp_path, monkeypatch):
     """Between Popen and the registration nothing else knows of the process: on an error there
     (a full disk) start() stops it itself."""
-    import harness.processes as processes
+    import harness.supervision.processes as processes
 
     leaders, real = [], processes.proc_start_time
 
@@ -189,7 +195,7 @@ def test_a_ctrl_c_inside_popen_waits_until_the_process_is_on_record(home, tmp_pa
     """A Ctrl-C that lands while Popen returns (CI saw one land between Popen and the table, on
     a loaded machine: the group outlived the harness) takes effect once the process is in the
     table and registered — where the caller's teardown finds it."""
-    import harness.processes as processes
+    import harness.supervision.processes as processes
 
     real_popen, leaders = subprocess.Popen, []
 
@@ -318,7 +324,7 @@ def test_cleanup_marks_the_runs_of_dead_harnesses_killed(home, tmp_path):
     from click.testing import CliRunner
 
     from harness.cli import main
-    from harness.runstate import run_owner
+    from harness.supervision.run_state import run_owner
 
     lab_home, track = home
     killed, finished = running_run(tmp_path, "killed"), running_run(tmp_path, "finished", state="completed")
@@ -344,7 +350,7 @@ def test_cleanup_marks_the_runs_of_dead_harnesses_killed(home, tmp_path):
 
 
 def test_the_start_of_a_run_marks_the_runs_it_cleans_up_after(home, tmp_path):
-    from harness.runstate import run_owner
+    from harness.supervision.run_state import run_owner
 
     lab_home, track = home
     killed = running_run(tmp_path, "killed")
@@ -357,7 +363,7 @@ def test_the_start_of_a_run_marks_the_runs_it_cleans_up_after(home, tmp_path):
 def test_a_run_directory_deleted_since_is_no_error(home, tmp_path):
     import shutil
 
-    from harness.runstate import run_owner
+    from harness.supervision.run_state import run_owner
 
     lab_home, track = home
     gone_run = running_run(tmp_path, "deleted")
@@ -369,8 +375,8 @@ def test_a_run_directory_deleted_since_is_no_error(home, tmp_path):
 def test_a_sigterm_while_run_kills_the_group_waits_for_the_kill_then_stops_setup(home, tmp_path, monkeypatch):
     """`setup` takes SIGTERM like Ctrl-C; one that comes while run()'s `finally` kills the step's
     group neither cuts the kill short nor is lost: the group goes, then setup gets it."""
-    from harness import processes
-    from harness.stop_signals import like_ctrl_c
+    from harness.supervision import processes
+    from harness.supervision.stop_signals import like_ctrl_c
 
     signal_group = processes._signal_group
 
@@ -409,7 +415,7 @@ def test_the_watchdog_stops_what_a_sigkilled_harness_left_paused_too(home, tmp_p
     script = textwrap.dedent(f"""
         import time
         from pathlib import Path
-        from harness.processes import Supervisor
+        from harness.supervision.processes import Supervisor
         sup = Supervisor(owner="run:{tmp_path / 'run'}")
         p = sup.start("consumer-1", "consumer", ["sleep", "60"], Path({str(tmp_path / "c.log")!r}))
         sup.pause("consumer-1")

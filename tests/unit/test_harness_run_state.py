@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import harness.run
-from harness.run import Interrupted, Run
-from harness.stop_signals import INTERRUPTS
+import harness.run.loop
+from harness.run.loop import Interrupted, Run
 from harness.scenario import load_scenario
+from harness.supervision.stop_signals import INTERRUPTS
 from oracle.checks import CHECKS
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml"
@@ -67,7 +67,7 @@ def test_a_check_that_raises_is_in_the_verdict_and_exits_3(execute, monkeypatch)
 
 
 def test_an_oracle_that_breaks_leaves_an_error_state_and_no_verdict(execute, monkeypatch, capsys):
-    monkeypatch.setattr(harness.run, "check_history", raise_(TypeError("oracle bug")))
+    monkeypatch.setattr(harness.run.loop, "check_history", raise_(TypeError("oracle bug")))
     result, state, events, reported = execute()
     assert (result.outcome, result.exit_code, state["state"]) == ("error", 3, "error")
     assert state["error"].startswith("TypeError during judging: oracle bug (traceback in harness-error.txt)")
@@ -100,7 +100,7 @@ def test_a_teardown_that_breaks_still_ends_the_run(execute, monkeypatch):
 
 @pytest.mark.parametrize("signal_", [KeyboardInterrupt(), Interrupted("SIGTERM")])
 def test_an_interrupt_while_judging_is_an_interrupted_run(execute, monkeypatch, signal_):
-    monkeypatch.setattr(harness.run, "check_history", raise_(signal_))
+    monkeypatch.setattr(harness.run.loop, "check_history", raise_(signal_))
     result, state, _, _ = execute()
     assert (result.outcome, result.exit_code, state["state"]) == ("interrupted", 130, "interrupted")
     assert "rebalance-lab check" in state["error"]
@@ -151,7 +151,7 @@ def test_a_ctrl_c_during_the_teardown_waits_for_it_and_the_run_goes_unjudged(exe
 def test_a_ctrl_c_during_the_last_words_waits_for_them_and_asks_the_caller_to_stop(execute, monkeypatch, handlers_kept,
                                                                                     oracle):
     if oracle == "breaks":
-        monkeypatch.setattr(harness.run, "check_history", raise_(TypeError("oracle bug")))
+        monkeypatch.setattr(harness.run.loop, "check_history", raise_(TypeError("oracle bug")))
     write_state = Run._state
 
     def ctrl_c_then_write(run, state, **extra):
@@ -171,13 +171,13 @@ def test_a_ctrl_c_during_the_last_words_waits_for_them_and_asks_the_caller_to_st
 
 
 def test_a_ctrl_c_once_judged_leaves_no_verdict(execute, monkeypatch, handlers_kept):
-    summary = harness.run.reporting.summary_markdown
+    summary = harness.run.loop.reporting.summary_markdown
 
     def ctrl_c_then_summary(verdict, run_dir):
         signal.raise_signal(signal.SIGINT)
         return summary(verdict, run_dir)
 
-    monkeypatch.setattr(harness.run.reporting, "summary_markdown", ctrl_c_then_summary)
+    monkeypatch.setattr(harness.run.loop.reporting, "summary_markdown", ctrl_c_then_summary)
     result, state, _, _ = execute()
     assert (result.outcome, result.verdict, state["state"]) == ("interrupted", None, "interrupted")
     assert "verdict" not in state and not (result.run_dir / "verdict.json").exists()

@@ -1,4 +1,4 @@
-"""harness/service.py: services start, pause, stop and start again, declare their logs, and stop
+"""harness/supervision/service.py: services start, pause, stop and start again, declare their logs, and stop
 in the order their tiers say — with real short-lived processes, no cluster."""
 from __future__ import annotations
 
@@ -9,11 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from harness.clients import Member, Observer, Producer, WorkloadProcesses
 from harness.cluster.backend import BACKENDS, backend_class
 from harness.cluster.local import LocalCluster
-from harness.processes import Supervisor, process_state
-from harness.service import LocalProcess, Service, StopTier, role_tiers, stop_in_order
+from harness.run.clients import Member, Observer, Producer, WorkloadProcesses
+from harness.supervision.processes import Supervisor, process_state
+from harness.supervision.service import (
+    LocalProcess,
+    Service,
+    StopTier,
+    role_tiers,
+    stop_in_order,
+)
 from runtime.errors import ClusterError
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -154,7 +160,7 @@ def test_every_backend_declares_its_services_and_the_interface():
 def test_fault_targets_resolve_to_services_of_the_cluster_or_the_workload():
     from types import SimpleNamespace
 
-    from harness.targets import RunTargets
+    from harness.run.targets import RunTargets
 
     log = []
     broker, member = Recorded("broker-1", StopTier.BROKERS, log), Recorded("consumer-1", StopTier.CLIENTS, log)
@@ -175,7 +181,7 @@ def test_fault_targets_resolve_to_services_of_the_cluster_or_the_workload():
 def test_overlapping_pauses_of_one_service_stop_it_for_their_union():
     from types import SimpleNamespace
 
-    from harness.targets import RunTargets
+    from harness.run.targets import RunTargets
 
     log = []
     member = Recorded("consumer-2", StopTier.CLIENTS, log)
@@ -194,7 +200,7 @@ def test_overlapping_pauses_of_one_service_stop_it_for_their_union():
 def test_a_pause_of_a_process_started_again_meanwhile_stops_it():
     from types import SimpleNamespace
 
-    from harness.targets import RunTargets
+    from harness.run.targets import RunTargets
 
     member = Recorded("consumer-2", StopTier.CLIENTS, [])
     targets = RunTargets(SimpleNamespace(services={}), SimpleNamespace(services={"consumer-2": member},

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from harness.cli import main
-from harness.report import print_verdict, summary_markdown
+from harness.reports.run import print_verdict, summary_markdown
 from oracle import check_history
 from oracle.checks import CHECKS
 from oracle.verdict import STATUSES

@@ -11,10 +11,16 @@ from xml.etree import ElementTree
 
 import pytest
 
-from harness import install
 from harness.cluster import zookeeper
-from harness.cluster.zookeeper import (JolokiaError, connection_mbeans, object_name_keys, session_hex,
-                                       terminate_session, zookeeper_path)
+from harness.cluster.zookeeper import (
+    JolokiaError,
+    connection_mbeans,
+    object_name_keys,
+    session_hex,
+    terminate_session,
+    zookeeper_path,
+)
+from harness.components import install
 from runtime.errors import ClusterError, SetupError
 
 SID = 0x100002048CB0000

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oracle import load_history
-from oracle import vocabulary
+from oracle import load_history, vocabulary
 from oracle.events import EVENTS
 from oracle.history import HistoryError
 

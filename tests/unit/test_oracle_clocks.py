@@ -2,7 +2,7 @@
 workload phase's start), told apart wherever both appear."""
 from pathlib import Path
 
-from harness.report import summary_markdown
+from harness.reports.run import summary_markdown
 from oracle import check_history
 from oracle.history import History
 from oracle.verdict import fault_lines

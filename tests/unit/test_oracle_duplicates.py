@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import summary_markdown
+from harness.reports.run import summary_markdown
 from oracle import check_history, load_history
 from oracle.checks.duplicates import CAUSES, summary
 

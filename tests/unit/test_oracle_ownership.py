@@ -1,7 +1,15 @@
 """Deriving ownership sessions from eager and cooperative callbacks and process lifecycles."""
 from oracle import History
 from oracle.history import MemberSlot, TopicPartition
-from oracle.ownership import CRASHED, LOST, OWNED_AT_END, PROCESS_EXITED, REVOKED, STOPPED, ownership_of
+from oracle.ownership import (
+    CRASHED,
+    LOST,
+    OWNED_AT_END,
+    PROCESS_EXITED,
+    REVOKED,
+    STOPPED,
+    ownership_of,
+)
 
 E = lambda p: TopicPartition("events", p)  # noqa: E731
 

@@ -2,7 +2,13 @@
 import pytest
 
 from oracle import History, check_history
-from oracle.rebalances import COMPLETED, INCOMPLETE, SUPERSEDED, rebalances_of, run_rebalances
+from oracle.rebalances import (
+    COMPLETED,
+    INCOMPLETE,
+    SUPERSEDED,
+    rebalances_of,
+    run_rebalances,
+)
 
 ms = lambda x: pytest.approx(x, abs=0.05)  # noqa: E731  (the builder spaces same-instant events by 1 µs)
 

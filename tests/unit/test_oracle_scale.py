@@ -6,7 +6,7 @@ random inputs (benchmarks/oracle_speed.py measures the speed)."""
 import random
 
 from oracle import History, check_history
-from oracle.checks.convergence import _quiet, _Quiet
+from oracle.checks.convergence import _Quiet, _quiet
 from oracle.history import CompactEvent, Instant, MemberSlot, TopicPartition, compact
 from oracle.offsets import OffsetSet
 from oracle.ownership import Ownership, Session

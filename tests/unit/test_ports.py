@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from harness.cluster import ports
-from harness.processes import proc_start_time
+from harness.supervision.processes import proc_start_time
 
 
 @pytest.fixture

@@ -9,13 +9,22 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from harness import versions
-from harness.variants import Axes, variant
+from harness.components import versions
 from harness.scenario import Scenario, Workload
+from harness.scenario.variants import Axes, variant
 from oracle.assignors import LAYOUTS
 from oracle.checks import CHECKS, not_applicable
-from oracle.protocols import (ASSIGNORS, GENERATIONS, INCREMENTAL_PROTOCOLS, LACKING, LAYOUT_PROTOCOLS, PROTOCOLS,
-                              STICKY_ASSIGNORS, Generation, where)
+from oracle.protocols import (
+    ASSIGNORS,
+    GENERATIONS,
+    INCREMENTAL_PROTOCOLS,
+    LACKING,
+    LAYOUT_PROTOCOLS,
+    PROTOCOLS,
+    STICKY_ASSIGNORS,
+    Generation,
+    where,
+)
 
 BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "compare-pause.yaml").read_text())
 EVERY = list(GENERATIONS.values())

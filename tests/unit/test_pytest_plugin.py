@@ -1,5 +1,5 @@
 """The pytest plugin: scenario files collected as items, chaos_run, options, markers — with
-runs stood in for (a conftest swaps harness.run.Run); tests/integration/test_suite_and_plugin.py
+runs stood in for (a conftest swaps harness.run.loop.Run); tests/integration/test_suite_and_plugin.py
 runs real scenarios through it."""
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 FAKE_RUNS = '''
 import json
 from pathlib import Path
-import harness.install
-import harness.run
-from harness.run import RunResult
+import harness.components.install
+import harness.run.loop
+from harness.run.loop import RunResult
 
 LOST = {"check": "no-loss", "kind": "lost-records", "message": "events-3: offsets 120..131 acknowledged, never processed"}
 
@@ -41,8 +41,8 @@ class FakeRun:
         return RunResult(self.run_dir, "completed", verdict, stop_requested=self.scenario.seed == 99)
 
 
-harness.run.Run = FakeRun
-harness.install.installed_for = lambda *args, **kwargs: None  # nothing runs: nothing needs installing
+harness.run.loop.Run = FakeRun
+harness.components.install.installed_for = lambda *args, **kwargs: None  # nothing runs: nothing needs installing
 '''
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.runstate import SCENARIO_PHASES, phase_seconds
+from harness.supervision.run_state import SCENARIO_PHASES, phase_seconds
 
 
 def test_each_phase_lasts_until_the_next_began_and_done_is_a_mark():

@@ -171,7 +171,7 @@ def test_the_readme_example(tmp_path, monkeypatch):
 def test_credentials_refused_while_running_are_bad_input():
     from pathlib import Path
 
-    from harness.run import RunResult
+    from harness.run.loop import RunResult
 
     assert RunResult(Path("r"), "error", None, "refused", bad_input=True).exit_code == 2
     assert RunResult(Path("r"), "error", None, "broke").exit_code == 3

@@ -12,7 +12,7 @@ from harness.cluster import shared
 from harness.cluster.admin import TopicSpec
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, health_problems, share_key, unshareable
-from harness.processes import Supervisor
+from harness.supervision.processes import Supervisor
 
 
 @dataclass
@@ -187,7 +187,7 @@ def test_health_names_what_a_run_left_behind():
 
 
 def test_a_run_borrows_only_when_it_can_and_then_names_its_topics_and_group_by_its_id(pool, tmp_path):
-    from harness.run import Run
+    from harness.run.loop import Run
     from harness.scenario import Scenario
 
     data = {"name": "s", "seed": 1, "duration_s": 10, "cluster": {"kafka": "3.9", "brokers": 3},

@@ -7,7 +7,14 @@ import random
 import pytest
 import yaml
 
-from harness.shrink import MIN_TAIL_S, Budget, Candidate, FailingRun, ProbeRun, Shrinker
+from harness.campaigns.shrink import (
+    MIN_TAIL_S,
+    Budget,
+    Candidate,
+    FailingRun,
+    ProbeRun,
+    Shrinker,
+)
 from runtime.errors import ScenarioError
 
 

@@ -1,4 +1,4 @@
-"""harness/stop_signals.py: signals to the harness itself, on the main thread."""
+"""harness/supervision/stop_signals.py: signals to the harness itself, on the main thread."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.stop_signals import deferred, handled_by, like_ctrl_c
+from harness.supervision.stop_signals import deferred, handled_by, like_ctrl_c
 
 pytestmark = pytest.mark.usefixtures("as_from_a_terminal")  # tests/conftest.py
 
@@ -61,7 +61,7 @@ def test_nested_deferred_blocks_act_once_the_outer_one_is_done():
 
 
 def test_a_ctrl_c_let_in_by_the_restore_still_restores_the_rest(monkeypatch):
-    import harness.stop_signals as stop_signals
+    import harness.supervision.stop_signals as stop_signals
 
     previous = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL}
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -120,7 +120,7 @@ def _signal_at_check(k: int, signum: int, nest) -> int:
     import contextlib
     import dis
 
-    import harness.stop_signals as stop_signals
+    import harness.supervision.stop_signals as stop_signals
 
     files, count, previous = {stop_signals.__file__, contextlib.__file__}, 0, {}
 
@@ -164,7 +164,7 @@ def test_a_signal_at_any_bytecode_of_entering_or_leaving_modes_leaves_nothing_be
     next outermost mode finds the switchboard out and the stack empty, or puts them right, and
     every handler ends as it was (a mode left on the stack for good made every later outermost
     one think itself nested: nothing installed, a SIGTERM killing the harness outright)."""
-    import harness.stop_signals as stop_signals
+    import harness.supervision.stop_signals as stop_signals
 
     for sig in (signal.SIGTERM, signal.SIGHUP):  # so that a signal before the switchboard is in raises too
         signal.signal(sig, signal.default_int_handler)
@@ -231,7 +231,7 @@ def test_a_signal_found_ignored_stays_ignored_for_the_harness_and_what_it_starts
 
 def test_a_signal_no_mode_takes_does_what_its_default_does():
     """Below every mode: the handler found, and for SIGTERM at its default the process ends."""
-    code = ("import os, signal; from harness.stop_signals import _mode\n"
+    code = ("import os, signal; from harness.supervision.stop_signals import _mode\n"
             "with _mode(lambda *_: None, (signal.SIGINT,)):\n"
             "    os.kill(os.getpid(), signal.SIGINT); print('ctrl-c taken', flush=True)\n"
             "    os.kill(os.getpid(), signal.SIGTERM); print('survived')\n")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import suite as suite_module
-from harness.run import RunResult
-from harness.suite import SuiteRun, last_suite_json, load_suite, select
-from harness.suite_report import junit_xml
+from harness.campaigns import suite as suite_module
+from harness.campaigns.suite import SuiteRun, last_suite_json, load_suite, select
+from harness.reports.suite import junit_xml
+from harness.run.loop import RunResult
 from runtime.errors import LabError, ScenarioError
 from tests.junit_schema import assert_valid_junit
 
@@ -124,7 +124,7 @@ LOST = {"check": "no-loss", "kind": "lost-records", "message": "events-3: offset
 
 
 class FakeRun:
-    """Stands in for harness.run.Run: the outcome each variant's scenario name asks for."""
+    """Stands in for harness.run.loop.Run: the outcome each variant's scenario name asks for."""
     outcomes = {}
 
     pools = []  # the pool each run was given

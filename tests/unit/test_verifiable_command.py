@@ -5,10 +5,16 @@ from dataclasses import replace
 
 import pytest
 
-from harness import install, versions
+from harness.components import install, versions
 from runtime.errors import SetupError
 from workloads.consumer import ConsumerSpec
-from workloads.verifiable import ASSIGNOR_CLASSES, LOG_MARK, MAIN_CLASS, command, unsupported
+from workloads.verifiable import (
+    ASSIGNOR_CLASSES,
+    LOG_MARK,
+    MAIN_CLASS,
+    command,
+    unsupported,
+)
 
 
 @pytest.fixture

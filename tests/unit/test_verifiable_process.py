@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.install import KafkaDist
+from harness.components.install import KafkaDist
 from workloads import verifiable
 from workloads.consumer import ConsumerSpec
 

@@ -8,7 +8,13 @@ import pytest
 from oracle.assignors import range_layout
 from oracle.history import TopicPartition
 from workloads.zk_eager.assignment import Inputs, range_assignment
-from workloads.zk_eager.layout import GroupPaths, partition_count, registration_data, subscribed_topics, thread_ids
+from workloads.zk_eager.layout import (
+    GroupPaths,
+    partition_count,
+    registration_data,
+    subscribed_topics,
+    thread_ids,
+)
 
 
 class TestRangeAssignment:

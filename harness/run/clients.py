@@ -20,13 +20,13 @@ from dataclasses import asdict, replace
 from functools import cached_property
 from pathlib import Path
 
-from harness import install
 from harness.cluster.backend import ClusterBackend
 from harness.cluster.config import JVM_OPTS
 from harness.cluster.ports import free_port
-from harness.processes import Supervisor
+from harness.components import install
 from harness.scenario import Scenario
-from harness.service import LocalProcess, StopTier
+from harness.supervision.processes import Supervisor
+from harness.supervision.service import LocalProcess, StopTier
 from runtime import secrets
 from runtime.errors import SetupError
 from workloads.consumer import ConsumerSpec

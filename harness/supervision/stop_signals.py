@@ -1,6 +1,6 @@
 """SIGTERM and SIGHUP to the harness, taken like Ctrl-C; and steps none of them cuts in two.
 
-A Run handles them itself while it runs (harness.run). Around it — between a suite's
+A Run handles them itself while it runs (harness.run.loop). Around it — between a suite's
 variants or a compare's protocols, and while `setup` builds — they raise
 KeyboardInterrupt instead, so the `finally` clauses a Ctrl-C runs stop what was
 started (process groups, shared clusters) rather than the interpreter dying where it
@@ -123,7 +123,7 @@ def _interrupt(_signum, _frame) -> None:
 
 
 def handled_by(handler: Handler):
-    """Within: Ctrl-C, SIGTERM and SIGHUP go to `handler` (a Run's own stop, harness.run)."""
+    """Within: Ctrl-C, SIGTERM and SIGHUP go to `handler` (a Run's own stop, harness.run.loop)."""
     return _mode(handler)
 
 

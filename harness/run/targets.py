@@ -9,8 +9,8 @@ from faults import network
 from faults.base import COORDINATOR
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend
-from harness.clients import Member, Observer, WorkloadProcesses
-from harness.service import Service
+from harness.run.clients import Member, Observer, WorkloadProcesses
+from harness.supervision.service import Service
 from oracle import vocabulary as ev
 from runtime.errors import ClusterError
 from runtime.history import HistoryWriter

@@ -22,17 +22,27 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from faults import catalogue, random_schedule
-from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS, Drawing, FaultSpec, ScenarioFacts
+from faults.base import (
+    COORDINATOR,
+    DAY_S,
+    MAX_MEMBERS,
+    Drawing,
+    FaultSpec,
+    ScenarioFacts,
+)
 from faults.base import Strict as _Strict
 from faults.topic_names import TOPIC_NAME_MAX, TopicName, topic_set_problems
-from harness import versions
 from harness.cluster.backend import BACKENDS, EXTERNAL
+from harness.components import versions
 from harness.paths import longest_stamped_name
 from oracle import CHECK_NAMES
 from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
 from oracle.verdict import CheckOptionError, resolve_checks
 from runtime.errors import ScenarioError
-from workloads.load.profile import STAGE_KINDS, LoadProfile  # the load profile's own model
+from workloads.load.profile import (  # the load profile's own model
+    STAGE_KINDS,
+    LoadProfile,
+)
 from workloads.zk_settings import ZkEagerSettings  # the driver's own settings
 
 Scalar = Union[str, int, float, bool]

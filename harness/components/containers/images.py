@@ -23,16 +23,27 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from harness import install, versions
-from harness.cluster.compose_topology import Images
+from harness.components import install, versions
 from runtime.errors import SetupError
 
 Report = Callable[[str], None]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ROLE_LABEL = "rebalance-lab.image"
 # What the coordinator image carries: the project's packages the coordinator imports, and kazoo.
 COORDINATOR_PACKAGES = ("coordinator", "runtime", "oracle")
 COORDINATOR_DISTRIBUTIONS = ("kazoo",)
+
+
+@dataclass(frozen=True)
+class Images:
+    """The images a topology runs (built by `rebalance-lab setup --compose`) and where things are in them."""
+
+    kafka: str  # Java and the Kafka line's jars (and Jolokia's agent): ZooKeeper, controller, brokers
+    toxiproxy: str
+    coordinator: str  # Python and the project's coordinator package
+    kafka_classpath: str = "/opt/kafka/libs/*"
+    jolokia_agent: str = "/opt/jolokia/jolokia-agent.jar"
+    toxiproxy_binary: str = "/usr/local/bin/toxiproxy-server"
 
 
 @dataclass(frozen=True)
@@ -147,7 +158,7 @@ def ensure_images(kafka_lines: list[str], report: Report = lambda _m: None, dock
     import docker
     from docker.errors import BuildError, ImageNotFound
 
-    from harness.containers.engine import ensure_engine
+    from harness.components.containers.engine import ensure_engine
 
     client = docker.DockerClient(base_url=docker_host or ensure_engine(report).docker_host, timeout=600)
     try:

@@ -4,7 +4,7 @@ The run directory is the product of a run::
 
     runs/<id>/scenario.yaml     the scenario exactly as given
     runs/<id>/run.json          state: running | completed | interrupted | error (+ timings, the verdict's status),
-                                or killed: the harness died and `cleanup` stopped what it left (harness.runstate)
+                                or killed: the harness died and `cleanup` stopped what it left (harness.supervision.run_state)
     runs/<id>/history.jsonl     every event (docs/history.md)
     runs/<id>/cluster/          configs, data and logs of ZooKeeper, brokers, Toxiproxy (a link to the
                                 pool's cluster when the run borrowed a shared one: run.json's shared_cluster
@@ -35,9 +35,6 @@ from faults import network
 from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
 from faults.watch import TriggerWatcher
-from harness import report as reporting
-from harness.brokerlog import CoordinatorLog
-from harness.clients import Observer, WorkloadProcesses
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
 from harness.cluster.compose import ProjectsLeft, cleanup_projects
@@ -46,17 +43,26 @@ from harness.cluster.external import ExternalTarget
 from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, unshareable
 from harness.paths import new_stamped_dir
-from harness.processes import Supervisor, cleanup_leftovers, process_state
-from harness.runstate import RUN_STATE, run_owner, write_json_atomically
+from harness.reports import run as reporting
+from harness.run.brokerlog import CoordinatorLog
+from harness.run.clients import Observer, WorkloadProcesses
+from harness.run.targets import RunTargets
 from harness.scenario import Scenario, redacted_scenario_text
-from harness.service import stop_in_order
-from harness.stop_signals import handled_by
-from harness.targets import RunTargets
+from harness.supervision.processes import Supervisor, cleanup_leftovers, process_state
+from harness.supervision.run_state import RUN_STATE, run_owner, write_json_atomically
+from harness.supervision.service import stop_in_order
+from harness.supervision.stop_signals import handled_by
 from oracle import check_history, load_history
 from oracle import vocabulary as ev
 from oracle.history import HistoryError
-from runtime.errors import (EXIT_BAD_INPUT, EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, AuthenticationFailed,
-                            LabError)
+from runtime.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FOR_VERDICT,
+    EXIT_INTERRUPTED,
+    EXIT_RUN_ERROR,
+    AuthenticationFailed,
+    LabError,
+)
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
 from runtime.secrets import redact_text
 from workloads.observer import ObserverSpec, ObserverStatus

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from harness import versions
+from harness.components import versions
 from oracle import CHECK_NAMES
 from oracle.checks import not_applicable
 from oracle.protocols import GENERATIONS

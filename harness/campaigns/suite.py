@@ -6,7 +6,7 @@ Kafka line × seed × backend, minus `exclude`) is built and validated before an
 starts, so an impossible pair is named up front rather than found an hour in. Each
 variant then runs like `rebalance-lab run` (its own run directory, kept), and the suite
 directory gets `suite.json` (rewritten after every variant: a killed suite still says
-how far it got), `junit.xml` and `index.html` (harness/suite_report.py).
+how far it got), `junit.xml` and `index.html` (harness/reports/suite.py).
 
     name: release
     scenarios: [../scenarios/smoke.yaml, ../scenarios/faulty-consumer.yaml]
@@ -33,23 +33,36 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from faults.base import Strict
-from harness import versions
 from harness.cluster.backend import BACKENDS
 from harness.cluster.shared import ClusterPool, runs_in_a_row
+from harness.components import versions
 from harness.paths import new_stamped_dir
-from harness.report import verdict_figures
-from harness.run import Run, RunResult
-from harness.runstate import read_state, write_json_atomically
-from harness.scenario import (Scenario, Seed, load_scenario, load_scenario_data, read_scenario_data, redact_scenario_data,
-                              validation_problems)
-from harness.variants import Axes, Impossible, listed_twice, variant
+from harness.reports.run import verdict_figures
+from harness.reports.suite import BROKEN, FAILED, PASSED, SKIPPED
+from harness.run.loop import Run, RunResult
+from harness.scenario import (
+    Scenario,
+    Seed,
+    load_scenario,
+    load_scenario_data,
+    read_scenario_data,
+    redact_scenario_data,
+    validation_problems,
+)
+from harness.scenario.variants import Axes, Impossible, listed_twice, variant
+from harness.supervision.run_state import read_state, write_json_atomically
 from oracle.protocols import PROTOCOLS
-from runtime.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_ERROR, LabError, ScenarioError
+from runtime.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUN_ERROR,
+    LabError,
+    ScenarioError,
+)
 
 SUITE_JSON = "suite.json"
-
-# How a variant ended, as suite.json, JUnit and the page say it.
-PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
 
 Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
 KafkaLine = Literal[tuple(versions.KAFKA_RELEASES)]  # type: ignore[valid-type]
@@ -274,7 +287,7 @@ class SuiteRun:
         self.state = "running"
 
     def execute(self) -> int:
-        from harness.suite_report import write_reports
+        from harness.reports.suite import write_reports
 
         self.dir = new_stamped_dir(self.runs_dir, self.suite.spec.name, kind="suite")
         scenarios = self.dir / "scenarios"

@@ -20,10 +20,15 @@ import yaml
 
 from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.paths import new_stamped_dir
-from harness.report import verdict_figures
-from harness.run import Run, RunResult
-from harness.scenario import load_scenario, load_scenario_data, read_scenario_data, redact_scenario_data
-from harness.variants import Axes, variant
+from harness.reports.run import verdict_figures
+from harness.run.loop import Run, RunResult
+from harness.scenario import (
+    load_scenario,
+    load_scenario_data,
+    read_scenario_data,
+    redact_scenario_data,
+)
+from harness.scenario.variants import Axes, variant
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """A run's state file, ``run.json``: ``running``, then ``completed``, ``interrupted`` or ``error``
 — or ``killed``.
 
-The run's harness writes it (harness.run). A harness that dies without tearing down
+The run's harness writes it (harness.run.loop). A harness that dies without tearing down
 (SIGKILL, the OOM killer) cannot: whoever then stops its leftover processes —
 `rebalance-lab cleanup`, or the start of the next run — marks its run ``killed``,
 so no run says ``running`` after its harness is gone.

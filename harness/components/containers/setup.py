@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from harness.containers import engine, images
+from harness.components.containers import engine, images
 
 
 def setup_compose(report: Callable[[str], None], kafka_lines: list[str]) -> bool:

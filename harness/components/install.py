@@ -25,10 +25,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from harness import versions
+from harness.components import versions
 from harness.paths import components_dir
-from harness.processes import Supervisor
-from harness.stop_signals import deferred
+from harness.supervision.processes import Supervisor
+from harness.supervision.stop_signals import deferred
 from runtime.errors import SetupError
 
 Report = Callable[[str], None]
@@ -37,7 +37,7 @@ def _python_pins() -> dict[str, str]:
     """The Python distributions the harness imports at run time, with their pins, as
     pyproject.toml's dependencies write them (the one place they are written); from the
     installed distribution's metadata when the source tree is not at hand."""
-    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     if pyproject.exists():
         with open(pyproject, "rb") as f:
             requirements = tomllib.load(f)["project"]["dependencies"]
@@ -382,7 +382,9 @@ def toxiproxy_binary() -> Path:
 
 
 def install_class_archive(report: Report) -> bool:
-    from analysis import class_archive  # `run` imports this module, and never the analysis
+    from analysis import (
+        class_archive,  # `run` imports this module, and never the analysis
+    )
 
     return class_archive.build(report, lambda name, argv, log: _run_step(name, argv, log, class_archive.STEP_TIMEOUT_S))
 

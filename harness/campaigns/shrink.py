@@ -34,13 +34,18 @@ from typing import Callable
 import yaml
 from pydantic import ValidationError
 
-from harness.cluster.shared import ClusterPool, runs_in_a_row
-from harness.install import installed_for
-from harness.paths import new_stamped_dir
-from harness.run import Run
-from harness.runstate import write_json_atomically
-from harness.scenario import Scenario, load_scenario, read_scenario_data, validation_problems
 from faults import catalogue
+from harness.cluster.shared import ClusterPool, runs_in_a_row
+from harness.components.install import installed_for
+from harness.paths import new_stamped_dir
+from harness.run.loop import Run
+from harness.scenario import (
+    Scenario,
+    load_scenario,
+    read_scenario_data,
+    validation_problems,
+)
+from harness.supervision.run_state import write_json_atomically
 from oracle import vocabulary as ev
 from runtime.errors import LabError, ScenarioError
 
@@ -91,7 +96,7 @@ class ProbeRun:
     reproduced: bool
     failed_checks: list[str] = field(default_factory=list)
     note: str = ""
-    stopped: bool = False  # harness.run.RunResult's: no probe after this one
+    stopped: bool = False  # harness.run.loop.RunResult's: no probe after this one
 
 
 @dataclass

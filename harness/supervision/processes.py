@@ -6,7 +6,7 @@ small JSON file under ``registry_dir()``: pid, the kernel's start time for that
 pid (so a recycled pid is never mistaken for ours), the owning harness, and what
 it is. ``cleanup_leftovers`` reads those files after a harness died without
 tearing down, resumes anything a pause fault left stopped, kills the group, and
-marks the dead harness's run ``killed`` (harness.runstate). Nothing is ever killed
+marks the dead harness's run ``killed`` (harness.supervision.run_state). Nothing is ever killed
 by name.
 """
 
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 from harness.paths import registry_dir
-from harness.runstate import mark_killed, run_of
-from harness.stop_signals import deferred
-from harness.watchdog import ensure_watchdog
+from harness.supervision.run_state import mark_killed, run_of
+from harness.supervision.stop_signals import deferred
+from harness.supervision.watchdog import ensure_watchdog
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

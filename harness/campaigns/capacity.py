@@ -38,11 +38,11 @@ from pydantic import Field, ValidationError, model_validator
 from faults.base import MAX_MEMBERS, Strict
 from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.paths import make_dirs
-from harness.report import verdict_figures
-from harness.run import Run
-from harness.runstate import write_json_atomically
+from harness.reports.run import verdict_figures
+from harness.run.loop import Run
 from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
-from harness.variants import Axes, Impossible, listed_twice, variant
+from harness.scenario.variants import Axes, Impossible, listed_twice, variant
+from harness.supervision.run_state import write_json_atomically
 from oracle.protocols import PROTOCOLS
 from runtime.errors import ScenarioError, SetupError
 from workloads.load.profile import LoadProfile

@@ -6,7 +6,7 @@ someone ran `cleanup`. So the first time a harness process registers something t
 (a process, a compose project), it starts this watchdog, in a session of its own so that
 signals sent to the harness's process group do not reach it:
 
-    python -m harness.watchdog HARNESS_PID
+    python -m harness.supervision.watchdog HARNESS_PID
 
 It waits on the harness's pidfd — woken the instant the harness is gone, however it went —
 then does for that harness what the start of the next run would: stops its processes and
@@ -37,7 +37,7 @@ def ensure_watchdog() -> None:
     log = _log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        subprocess.Popen([sys.executable, "-m", "harness.watchdog", str(os.getpid())], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-m", "harness.supervision.watchdog", str(os.getpid())], stdin=subprocess.DEVNULL,
                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
 
 
@@ -49,7 +49,9 @@ def _log_path() -> Path:
 
 def main(argv: list[str]) -> int:
     harness = int(argv[1])
-    from harness.run import clean_up_after_dead_harnesses  # loaded now: when the harness dies, act at once
+    from harness.run.loop import (
+        clean_up_after_dead_harnesses,  # loaded now: when the harness dies, act at once
+    )
 
     try:
         pidfd = os.pidfd_open(harness)

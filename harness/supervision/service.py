@@ -17,7 +17,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import ClassVar
 
-from harness.processes import ManagedProcess, Supervisor
+from harness.supervision.processes import ManagedProcess, Supervisor
 from runtime.errors import ClusterError
 
 

@@ -20,10 +20,11 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-from harness.report import anomaly_line
-from harness.suite import BROKEN, FAILED, PASSED, SKIPPED
+from harness.reports.run import anomaly_line
 from runtime.secrets import redact
 
+# How a variant ended, as suite.json, JUnit and the page say it.
+PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
 JUNIT_XML = "junit.xml"
 INDEX_HTML = "index.html"
 

@@ -20,10 +20,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from harness import versions
-from harness.install import run_to_its_end
+from harness.components import versions
+from harness.components.install import run_to_its_end
 from harness.paths import lab_home
-from harness.processes import Supervisor, process_state, registered
+from harness.supervision.processes import Supervisor, process_state, registered
 from runtime.errors import SetupError
 
 Report = Callable[[str], None]

@@ -1,0 +1,26 @@
+"""The `rebalance-lab` command line: one module per family of commands.
+
+- ``setup``: the lab's components, what it left behind (``setup``, ``cleanup``, ``compose render``);
+- ``cluster``: a standalone cluster that outlives one command;
+- ``runs``: one scenario (``run``, ``schedule``, ``check``);
+- ``campaigns``: many runs (``compare``, ``suite``, ``capacity``, ``shrink``);
+- ``analysis.cli``: ``analyze``, which reads histories only.
+"""
+
+from __future__ import annotations
+
+import click
+
+from analysis.cli import analyze
+from harness.cli import campaigns, cluster, runs, setup
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Chaos testing of Kafka consumer-group rebalancing against real ZooKeeper and Kafka."""
+
+
+for command in (setup.setup, cluster.cluster, runs.run, campaigns.compare_command, campaigns.suite_command,
+                campaigns.capacity_command, campaigns.shrink_command, runs.schedule, runs.check, setup.cleanup,
+                setup.compose, analyze):
+    main.add_command(command)

@@ -1,0 +1,225 @@
+"""`compare`, `suite`, `capacity` and `shrink`: many runs of scenarios."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from harness.cli.common import (
+    FiniteFloatRange,
+    client_config_option,
+    console,
+    err_console,
+    fail,
+    fresh_clusters_option,
+)
+from harness.cluster.backend import BACKENDS
+from harness.components.install import installed_for
+from harness.paths import default_runs_dir, make_dirs, refuse_output_dir
+from oracle.protocols import PROTOCOLS
+from runtime.errors import (
+    EXIT_CHECK_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUN_ERROR,
+    LabError,
+)
+from runtime.output_dirs import SafePath
+
+
+@click.command("compare")
+@click.argument("scenario_file", type=SafePath(path_type=Path))
+@click.option("--protocols", required=True, help="Comma-separated: " + ", ".join(PROTOCOLS))
+@click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …).")
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
+              help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
+@fresh_clusters_option
+@client_config_option
+def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None, backend: str | None,
+                    fresh_clusters: bool, client_config: Path | None) -> None:
+    """Run one scenario under several protocol generations and print them side by side.
+    Exit code 0 when every run passed the checks that apply to its protocol."""
+    from harness.campaigns.compare import compare
+    from harness.reports.run import print_comparison
+    wanted = [p.strip() for p in protocols.split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in PROTOCOLS]
+    if unknown or not wanted:
+        raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}",
+                                 param_hint="--protocols")
+    runs_dir = runs_dir or default_runs_dir()
+    try:
+        refuse_output_dir(runs_dir, "--runs-dir")
+        out, entries, interrupted = compare(scenario_file, wanted, seeds, runs_dir, console.log, backend,
+                                            share_clusters=not fresh_clusters, client_config=client_config)
+    except LabError as e:
+        fail(e)
+    rows = [e.row() for e in entries]
+    print_comparison(console, rows, out)
+    if interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == len(wanted) * seeds else EXIT_CHECK_FAILED)
+
+
+@click.command("suite")
+@click.argument("suite_file", type=SafePath(path_type=Path))
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--only", multiple=True, metavar="PATTERN",
+              help="Run only variants whose id matches (shell-style, repeatable): 'smoke*', '*consumer*'.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first variant that does not pass (the rest: skipped).")
+@click.option("--rerun-failed", is_flag=True, help="Run only the variants that did not pass in this suite's last run (failed, broke, or never ran).")
+@click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
+@fresh_clusters_option
+def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...], fail_fast: bool,
+                  rerun_failed: bool, list_only: bool, fresh_clusters: bool) -> None:
+    """Run a chaos suite: scenarios × protocols × Kafka lines × seeds × backends.
+
+    Writes suite.json, junit.xml (one testcase per variant) and index.html next to the
+    runs. Exit code 0 when every variant passed, 1 when a check failed, 2 on bad input,
+    3 when a run broke or could not be judged, 130 when interrupted.
+    """
+    from harness.campaigns.suite import SuiteRun, last_suite_json, load_suite, select
+    from harness.reports.run import print_suite
+    from harness.scenario import Scenario
+
+    runs_dir = runs_dir or default_runs_dir()
+    try:
+        suite = load_suite(suite_file)
+        chosen = select(suite, only, last_suite_json(runs_dir, suite.spec.name) if rerun_failed else None)
+        if list_only or not chosen:
+            for v in chosen:
+                console.print(escape(v.id))
+            if not chosen:
+                console.print("nothing to run: every variant of the suite's last run passed")
+            sys.exit(EXIT_OK)
+        for v in chosen:
+            installed_for(Scenario.model_validate(v.scenario_data))
+        make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
+    except LabError as e:
+        fail(e)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"suite {suite.spec.name}", total=len(chosen))
+
+        def on_variant(i: int, variant) -> None:
+            progress.update(task, completed=i, description=escape(f"suite {suite.spec.name}: {variant.id}"))
+
+        run = SuiteRun(suite, chosen, runs_dir, fail_fast, lambda m: progress.console.log(escape(m)), on_variant,
+                       share_clusters=not fresh_clusters)
+        try:
+            code = run.execute()
+        except LabError as e:  # the suite's directory could not be made
+            fail(e)
+        progress.update(task, completed=len(chosen), description=escape(f"suite {suite.spec.name}"))
+    print_suite(console, run.to_dict(), run.dir)
+    sys.exit(code)
+
+
+@click.command("capacity")
+@click.argument("sweep_file", type=SafePath(path_type=Path))
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--fresh", is_flag=True, help="Run every point again (default: resume, skipping points already judged).")
+@click.option("--master", default=None, metavar="URL", help="Spark master for the table (default: local[2]).")
+def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, master: str | None) -> None:
+    """A capacity sweep: group size × partitions × produce rate × protocol, each point a load run
+    (harness/campaigns/capacity.py); then the capacity table and its plots (capacity.html, capacity.csv).
+
+    Exit code 0 when every point ran and passed its checks, 1 when a check failed, 2 on bad
+    input, 3 when a run broke, 130 when interrupted (run it again to resume).
+    """
+    from harness.campaigns.capacity import CapacityRun, load_sweep
+
+    runs_dir = runs_dir or default_runs_dir()
+    try:
+        sweep = load_sweep(sweep_file)
+        for point in sweep.points:
+            installed_for(point.scenario)
+        make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
+        run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
+    except LabError as e:
+        fail(e)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task(f"capacity {sweep.spec.name}", total=len(sweep.points))
+
+        def on_point(i: int, point, skipped: bool) -> None:
+            progress.update(task, completed=i, description=escape(
+                f"capacity {sweep.spec.name}: {point.id}" + (" (ran before)" if skipped else "")))
+
+        try:
+            ran = run.run_points(on_point)
+        except LabError as e:  # a file in the way of the sweep's directory, a cluster that did not start, …
+            fail(e)
+        except KeyboardInterrupt:
+            console.print(f"interrupted: `rebalance-lab capacity {sweep_file}` resumes from {run.dir}")
+            sys.exit(EXIT_INTERRUPTED)
+        progress.update(task, completed=len(sweep.points), description=escape(f"capacity {sweep.spec.name}"))
+    from analysis.capacity import COLUMNS
+
+    try:
+        result = run.table(master, progress=lambda m: console.log(escape(m)))
+    except LabError as e:  # no point ran to a verdict, say
+        fail(e)
+    table = Table(title=f"Capacity — {sweep.spec.name}", title_justify="left")
+    columns = [c for c in COLUMNS if c not in ("run", "rebalance_max_ms", "broker_p50_ms", "broker_max_ms")]
+    for c in columns:
+        table.add_column(c, justify="left" if c == "protocol" else "right")
+    for row in result.rows:
+        table.add_row(*("–" if row[c] is None else str(row[c]) for c in columns))
+    console.print(table)
+    console.print(f"{result.report}")
+    if any(p.get("outcome") != "completed" or not p.get("verdict") for p in ran):  # a run broke, or was not judged
+        sys.exit(EXIT_RUN_ERROR)
+    sys.exit(EXIT_CHECK_FAILED if any(p.get("verdict") != "pass" for p in ran) else EXIT_OK)
+
+
+@click.command("shrink")
+@click.argument("run_dir", type=SafePath(exists=True, file_okay=False, path_type=Path))
+@click.option("--check", default=None, help="The check that must keep failing (default: the run's first failed check).")
+@click.option("--repeats", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Runs per candidate at most: it reproduces when one of them fails the check.")
+@click.option("--max-runs", type=click.IntRange(1, 10_000), default=40, show_default=True, help="Budget: runs.")
+@click.option("--max-minutes", type=FiniteFloatRange(min=1), default=60, show_default=True, help="Budget: minutes.")
+@click.option("--confirm", type=click.IntRange(0, 100), default=5, show_default=True,
+              help="Runs of the minimal scenario at the end, for how often it reproduces.")
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
+              help="Run the probes with this cluster backend (default: the one the failing run had).")
+@fresh_clusters_option
+def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int, max_minutes: float, confirm: int,
+                   runs_dir: Path | None, backend: str | None, fresh_clusters: bool) -> None:
+    """Search, with real runs, for the smallest scenario that still fails RUN_DIR's check:
+    drop faults, shorten them, move them earlier, end the run sooner.
+
+    Writes minimal.yaml, report.md and shrink.json in a new shrink directory. Exit code 0
+    when a minimal scenario was written, 1 when the failure did not reproduce, 2 on bad
+    input, 3 when the failing schedule's runs broke, 130 when interrupted.
+    """
+    from harness.campaigns.shrink import shrink
+
+    runs_dir = runs_dir or default_runs_dir()
+    try:
+        refuse_output_dir(runs_dir, "--runs-dir")
+        result = shrink(run_dir, check, runs_dir, console.log, repeats=repeats, max_runs=max_runs,
+                        max_minutes=max_minutes, confirm=confirm, share_clusters=not fresh_clusters, backend=backend)
+    except LabError as e:
+        fail(e)
+    if result.state == "interrupted":
+        err_console.print(escape(f"shrink interrupted; what it found so far: {result.out / 'shrink.json'}"))
+        sys.exit(EXIT_INTERRUPTED)
+    if result.state == "broken":
+        err_console.print(escape(f"the failing schedule's runs broke: {result.error} — {result.out / 'report.md'}"))
+        sys.exit(EXIT_RUN_ERROR)
+    if result.minimal is None:
+        console.print(escape(f"the failure did not reproduce: nothing to shrink — {result.out / 'report.md'}"))
+        sys.exit(EXIT_CHECK_FAILED)
+    rate = f", failed in {result.confirmed[0]} of {result.confirmed[1]} runs" if result.confirmed else ""
+    console.print(escape(f"minimal: {result.minimal.describe()}{rate} — {result.out / 'minimal.yaml'}"))
+    sys.exit(EXIT_OK)
+
+

@@ -1,0 +1,158 @@
+"""`run`, `schedule` and `check`: one scenario, its faults' times, its verdict again."""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harness.cli.common import client_config_option, console, err_console, error, fail
+from harness.cluster.backend import BACKENDS
+from harness.components.install import installed_for
+from harness.paths import default_runs_dir, make_dirs
+from oracle import vocabulary as ev
+from runtime.errors import (
+    EXIT_FOR_VERDICT,
+    LabError,
+)
+from runtime.output_dirs import SafePath
+from runtime.secrets import redact_text
+
+
+@click.command()
+@click.argument("scenario_file", type=SafePath(path_type=Path))
+@click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
+              help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
+@client_config_option
+def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_config: Path | None) -> None:
+    """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
+
+    Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
+    failure, 3 when the run itself broke or a check raised, 4 when a check could
+    not judge the run (incomplete), 130 when interrupted.
+    """
+    from harness.reports.run import print_verdict
+    from harness.run.loop import Run
+    from harness.scenario import load_scenario
+
+    try:
+        if client_config is not None:  # merged before validation: the backend decides whether it may be given
+            scenario = load_scenario(scenario_file, client_config=client_config, backend=backend)
+        else:
+            scenario = load_scenario(scenario_file)
+            if backend:
+                scenario = scenario.with_backend(backend)
+        installed_for(scenario)  # fail before creating a run directory
+        runs_dir = make_dirs(runs_dir or default_runs_dir(), "--runs-dir")  # validated: it is ours to make
+    except LabError as e:
+        fail(e)
+    with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        tasks: dict[str, int] = {}
+
+        def on_progress(phase: str, done: float, total: float) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(phase, total=total, note=f"≤ {total:.0f}s")
+            progress.update(tasks[phase], completed=done)
+
+        def report(msg: str) -> None:
+            progress.console.log(msg)
+
+        try:
+            this_run = Run(scenario, scenario_file, runs_dir, report, on_progress)
+        except LabError as e:  # its directory could not be made: nothing has started
+            fail(e)
+        result = this_run.execute()
+    if result.verdict:
+        print_verdict(console, result.verdict, result.run_dir)
+        if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
+            err_console.print(escape(f"warning: {result.error}"))
+    else:
+        err_console.print(escape(redact_text(f"run {result.outcome}{': ' + result.error if result.error else ''} — "
+                                             f"no verdict; see {result.run_dir}")))
+    sys.exit(result.exit_code)
+
+
+
+
+@click.command()
+@click.argument("scenario_file", type=SafePath(path_type=Path))
+@click.option("--seed", type=int, default=None, help="Override the scenario's seed.")
+def schedule(scenario_file: Path, seed: int | None) -> None:
+    """Print the run's fault schedule as JSON: written faults plus the seeded random ones.
+    The same scenario and seed always print the same bytes."""
+    from harness.scenario import load_scenario, seed_problem
+
+    try:
+        scenario = load_scenario(scenario_file)
+    except LabError as e:
+        fail(e)
+    if seed is not None:
+        if why := seed_problem(seed):
+            error(f"--seed {seed}: {why}")
+        scenario = scenario.model_copy(update={"seed": seed})
+    faults = scenario.schedule()
+    click.echo(json.dumps(faults, indent=2, sort_keys=True))
+    if scenario.random_faults and (drawn := len(faults) - len(scenario.faults)) < scenario.random_faults.count:
+        err_console.print(escape(f"random_faults: {drawn} of {scenario.random_faults.count} drawn; the other draws found "
+                                 "every target they may hit busy then (one fault per process at a time)"))
+
+
+@click.command()
+@click.argument("run_dir", type=SafePath(exists=True, file_okay=False, path_type=Path))
+@click.option("--write/--no-write", default=False, help="Rewrite verdict.json and summary.md.")
+def check(run_dir: Path, write: bool) -> None:
+    """Judge a run's history again (the oracle never needs the cluster).
+
+    Exit code 0 when every check held, 1 when one failed, 2 on bad input, 3 when a
+    check raised, 4 when a check could not judge the history (incomplete: a run that
+    never reached `phase: done`, interrupted or killed).
+    """
+    from harness.reports.run import print_verdict, run_state_note, summary_markdown
+    from harness.supervision.run_state import (
+        RUN_STATE,
+        read_state,
+        write_json_atomically,
+    )
+    from oracle import check_history, load_history
+    from oracle.history import HistoryError
+    from oracle.verdict import CheckOptionError, resolve_checks
+
+    history = run_dir / "history.jsonl"
+    if not history.exists():
+        error(f"{history}: no history in this directory")
+    if history.is_dir():  # load_history would look inside it
+        error(f"{history}: a directory, not a history file")
+    try:
+        events = load_history(history, compact_events=True)  # judged, never edited: the lean form
+        started = next((e for e in events if e["name"] == ev.RUN_STARTED), {})
+        checks = started.get("checks") or {}
+        resolve_checks(checks)  # the scenario's options, as recorded: bad ones are bad input, not a check's error
+    except HistoryError as e:
+        error(str(e))
+    except CheckOptionError as e:
+        error(f"{history}: run_started.checks.{e.check}: {e.reason}")
+    verdict = check_history(events, checks).to_dict()
+    verdict = {"run_id": started.get("run_id"), "scenario": started.get("scenario"), "seed": started.get("seed"), **verdict}
+    print_verdict(console, verdict, run_dir)
+    note = run_state_note(read_state(run_dir))
+    if note:
+        console.print(note, markup=False, soft_wrap=True)
+    if write:
+        try:
+            (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
+            write_json_atomically(run_dir / "verdict.json", verdict)
+            if state := read_state(run_dir):  # run.json says the verdict too
+                write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
+        except OSError as e:  # a directory where summary.md goes, a read-only run directory
+            error(f"--write: {e.filename or run_dir}: cannot write it: {e.strerror or e}")
+    gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
+    sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
+
+

@@ -1,0 +1,131 @@
+"""`setup`, `cleanup` and `compose render`: the lab's components and what it left behind."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from harness.cli.common import CLUSTER_STATE, console, err_console, error, fail
+from harness.components import versions
+from harness.paths import lab_home, make_dirs
+from runtime.errors import (
+    EXIT_INTERRUPTED,
+    LabError,
+    SetupError,
+)
+from runtime.output_dirs import SafePath
+
+
+@click.command()
+@click.option("--kafka", "lines", multiple=True, type=click.Choice(list(versions.KAFKA_RELEASES)),
+              help="Kafka line(s) to install (default: all).")
+@click.option("--compose", is_flag=True,
+              help="Also what the compose backend needs: a Docker Engine (Debian's docker.io, when none answers), "
+                   "debootstrap, and its images, built here.")
+def setup(lines: tuple[str, ...], compose: bool) -> None:
+    """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
+    from harness.components.install import setup_all
+    from harness.supervision.stop_signals import like_ctrl_c
+
+    try:
+        with like_ctrl_c(), console.status("setting up …") as status:
+            def report(msg: str) -> None:
+                status.update(msg)
+                console.print(msg, markup=False)
+            changed = setup_all(report, list(lines) or None)
+            if compose:
+                from harness.components.containers.setup import setup_compose
+
+                changed |= setup_compose(report, list(lines) or list(versions.KAFKA_RELEASES))
+    except LabError as e:
+        fail(e)
+    except KeyboardInterrupt:  # the tool it was running is stopped by now, and nothing it began is marked installed
+        console.print("setup: interrupted; what it was installing is not marked installed, and the next setup "
+                      "starts it again.", markup=False)
+        sys.exit(EXIT_INTERRUPTED)
+    console.print("setup: everything was already installed; nothing to do." if not changed else "setup: done.")
+
+
+# ----------------------------------------------------------------------------- cluster
+
+
+@click.command()
+def cleanup() -> None:
+    """Stop every process and remove every container the lab started and left behind (also
+    resumes paused ones), and stop the project's Docker Engine unless a running harness uses
+    it; the runs whose harness died are marked `killed` in their run.json."""
+    from harness.cluster.compose import ProjectsLeft, cleanup_projects, live_projects
+    from harness.components.containers.engine import own_socket, stop_engine
+    from harness.supervision.processes import cleanup_leftovers
+    from harness.supervision.run_state import read_state
+
+    # containers first (the engine must still run to remove them), then the engine, then processes
+    def removed(projects: list[str]) -> None:
+        for project in projects:
+            console.print(f"removed compose project {project} (its containers and network)", markup=False)
+
+    try:
+        removed(cleanup_projects(include_detached=True))
+    except ProjectsLeft as e:
+        removed(e.removed)
+        err_console.print(escape(f"cleanup: {e}"))
+    if users := live_projects(own_socket()):  # stopping the engine would take their containers with it
+        console.print(f"left the project's Docker Engine running: running harnesses use it ({', '.join(users)})",
+                      markup=False)
+    else:
+        stop_engine(lambda m: console.print(m, markup=False))
+    stopped = cleanup_leftovers(include_detached=True, include_live_owners=False)
+    state_file = lab_home() / CLUSTER_STATE
+    if stopped and state_file.exists():
+        state_file.unlink()
+    for p in stopped:
+        console.print(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}, from {p.owner})",
+                      markup=False)
+    for run_dir in dict.fromkeys(p.run_dir for p in stopped if p.run_dir):
+        console.print(f"run {run_dir}: {(read_state(run_dir) or {}).get('state', 'no run.json')}", markup=False)
+    console.print(f"cleanup: {len(stopped)} leftover processes stopped.")
+
+
+# ----------------------------------------------------------------------------- compose
+
+
+@click.group()
+def compose() -> None:
+    """The cluster as a Docker Compose project (the compose backend)."""
+
+
+@compose.command("render")
+@click.argument("scenario_file", type=SafePath(path_type=Path))
+@click.option("-o", "--output", "output", type=SafePath(path_type=Path), required=True,
+              help="Directory to write the project into: created, or an empty one. A directory that holds "
+                   "anything, an earlier render included, is refused (remove it first): a project may still "
+                   "run from it.")
+def compose_render(scenario_file: Path, output: Path) -> None:
+    """Write the scenario's cluster as a complete Compose project: compose.yaml, every service's
+    configuration and PORTS.md. Start it with `docker compose up -d --wait` in that directory
+    (the images come from `rebalance-lab setup --compose`)."""
+    from harness.cluster.compose_topology import render
+    from harness.components.containers.images import image_set
+    from harness.run.loop import cluster_spec
+    from harness.scenario import load_scenario
+
+    try:
+        scenario = load_scenario(scenario_file)
+        images = image_set(scenario.cluster.kafka)
+        make_dirs(output, "--output")
+        if any(output.iterdir()):  # never mix two projects' files, nor pull a running one's from under it
+            raise SetupError(f"--output {output}: not empty; give a new or empty directory")
+        topology = render(cluster_spec(scenario), output, images, f"rl-{scenario.name}".lower(),
+                          owner=f"render:{output.resolve()}")
+    except LabError as e:
+        fail(e)
+    except OSError as e:  # made, but not writable after all (a read-only mount)
+        error(f"--output {output}: {e.strerror or e}")
+    console.print(f"wrote {topology.compose_file} (start it there with `docker compose up -d --wait`)", markup=False)
+    console.print((output / "PORTS.md").read_text(), markup=False)
+
+
+# Defined in analysis/ with the Spark job; importing it loads neither Spark nor matplotlib.
