@@ -69,7 +69,7 @@ def _sasl_plain(_ctx, _param, value: str | None):
     import os
     import re
 
-    from harness.cluster.local import SaslPlainUser
+    from harness.cluster.spec import SaslPlainUser
 
     if value is None:
         return None

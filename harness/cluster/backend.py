@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
 if TYPE_CHECKING:
     from faults.toxiproxy import ToxiproxyClient
     from harness.cluster.admin import ClusterAdmin, TopicSpec
-    from harness.cluster.local import ClusterSpec
     from harness.cluster.network import NetworkPlan
+    from harness.cluster.spec import ClusterSpec
     from harness.supervision.processes import Supervisor
     from harness.supervision.service import Service
 

@@ -34,8 +34,8 @@ from harness.cluster.kinds import (
     ToxiproxyKind,
     ZooKeeperKind,
 )
-from harness.cluster.local import ClusterSpec
 from harness.cluster.network import NetworkPlan
+from harness.cluster.spec import ClusterSpec
 from harness.paths import registry_dir
 from harness.supervision.processes import (
     DETACHED_OWNERS,

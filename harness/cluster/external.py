@@ -11,7 +11,6 @@ read, so such a history has no broker-log clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
@@ -21,23 +20,10 @@ from harness.cluster.backend import EXTERNAL
 from runtime.errors import ClusterError
 
 if TYPE_CHECKING:
-    from harness.cluster.local import ClusterSpec
+    from harness.cluster.spec import ClusterSpec, ExternalTarget
     from harness.supervision.processes import Supervisor
 
 READY_TIMEOUT_S = 60.0
-
-
-@dataclass
-class ExternalTarget:
-    """Where someone else's cluster is, how to reach it, and what the run leaves in it."""
-
-    bootstrap_servers: str
-    zookeeper_connect: str | None = None
-    client_config: dict = field(default_factory=dict)  # security settings, given to every client
-    group: str | None = None  # the run's (prefixed) group: deleted at the end
-    # How long the coordinator may take to see the last member go (a static member does not
-    # leave: its session has to expire) before the group can be deleted.
-    group_empty_timeout_s: float = 30.0
 
 
 class ExternalCluster:

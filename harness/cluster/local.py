@@ -17,9 +17,8 @@ import os
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import Callable, ClassVar
 
 from harness.cluster import config, kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
@@ -33,6 +32,7 @@ from harness.cluster.nodes import (
     ZooKeeperNode,
 )
 from harness.cluster.ports import free_port
+from harness.cluster.spec import ClusterSpec
 from harness.components.install import (
     KafkaDist,
     jolokia_agent,
@@ -43,68 +43,10 @@ from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, stop_in_order
 from runtime.errors import ClusterError
 
-if TYPE_CHECKING:
-    from harness.cluster.external import ExternalTarget
-
 Report = Callable[[str], None]
 
 KRAFT_CONTROLLER_ID = 1000
-
-
-@dataclass
-class SaslPlainUser:
-    """`cluster up --sasl-plain`: the one user a SASL/PLAIN listener (SASL_PLAINTEXT) of every broker accepts.
-    Its password goes into the brokers' configuration only (a file of the cluster, mode 0600), never into
-    a repr, a log line or the console."""
-
-    user: str
-    password: str = field(repr=False)
-
-    def jaas_config(self) -> str:
-        return (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{self.user}" '
-                f'password="{self.password}" user_{self.user}="{self.password}";')
-
-
-SASL_LISTENER = "SASL"
-
-
-@dataclass
-class ClusterSpec:
-    kafka: str = "3.9"
-    brokers: int = 3
-    zookeeper_nodes: int = 1
-    broker_config: dict = field(default_factory=dict)
-    topics: list[TopicSpec] = field(default_factory=list)
-    lanes: int = 0  # client lanes, each routed through its own proxies (see network.py)
-    coordinator: ProjectCoordinator | None = None  # the project's coordinator service, if the run uses it
-    external: ExternalTarget | None = None  # backend external: someone else's cluster (harness/cluster/external.py)
-    # `cluster up --sasl-plain`: every broker also listens with SASL_PLAINTEXT (PLAIN) for this user, on
-    # 127.0.0.1; the harness's own listeners (client lanes, inter-broker, controller) stay PLAINTEXT.
-    sasl_plain: SaslPlainUser | None = None
-
-    @property
-    def broker_zookeeper_session_timeout_ms(self) -> int:
-        return int(self.broker_config.get("zookeeper.session.timeout.ms", config.BROKER_ZK_SESSION_TIMEOUT_MS))
-
-    def coordinator_names(self) -> list[str]:
-        return [f"coordinator-{i}" for i in range(1, self.coordinator.instances + 1)] if self.coordinator else []
-
-    def zookeeper_session_timeout_s(self, name: str) -> float:
-        """How long the ZooKeeper session of ``name`` (a broker or a coordinator instance) outlives it."""
-        if name in self.coordinator_names():
-            return self.coordinator.zookeeper_session_timeout_ms / 1000
-        return self.broker_zookeeper_session_timeout_ms / 1000
-
-
-@dataclass
-class ProjectCoordinator:
-    """The project's own group coordinator (the ``coordinator`` package), started beside the brokers."""
-
-    variant: str  # v1 | v2 | v3
-    instances: int = 1
-    initial_rebalance_delay_ms: int = 3000
-    zookeeper_session_timeout_ms: int = 6000
-    history: str | None = None  # where its events go (a run's history); default: its log directory
+SASL_LISTENER = "SASL"  # the name of a broker's SASL/PLAIN listener (ClusterSpec.sasl_plain)
 
 
 class LocalCluster:

@@ -37,7 +37,7 @@ from harness.supervision.processes import Supervisor
 from harness.supervision.stop_signals import like_ctrl_c
 
 if TYPE_CHECKING:
-    from harness.cluster.local import ClusterSpec
+    from harness.cluster.spec import ClusterSpec
 
 Report = Callable[[str], None]
 

@@ -39,9 +39,8 @@ from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
 from harness.cluster.compose import ProjectsLeft, cleanup_projects
 from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
-from harness.cluster.external import ExternalTarget
-from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, unshareable
+from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
 from harness.paths import new_stamped_dir
 from harness.reports import run as reporting
 from harness.run.brokerlog import CoordinatorLog
