@@ -5,13 +5,20 @@ protocol asks for it, the project's coordinator, as services (harness.supervisio
 where they listen on 127.0.0.1 and does the few things only it can (expire a ZooKeeper
 session, grow a topic). Fault kinds, drivers and the oracle never see which backend ran:
 faults act on services by name, drivers get addresses, the oracle reads the history.
+
+What a backend can do for faults is data on its class, ``capabilities``, in the vocabulary
+the fault kinds state their needs in (faults/capabilities.py): validation refuses a fault
+its backend cannot do, with the reason, before anything starts.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
+
+from faults.capabilities import Capability
 
 if TYPE_CHECKING:
     from faults.toxiproxy import ToxiproxyClient
@@ -35,6 +42,8 @@ STARTED_BACKENDS = tuple(name for name in BACKENDS if name != EXTERNAL)
 
 class ClusterBackend(Protocol):
     name: ClassVar[str]
+    starts_cluster: ClassVar[bool]  # else it is someone else's cluster: `cluster.bootstrap_servers` says where
+    capabilities: ClassVar[frozenset[Capability]]  # what faults may ask of it
     service_kinds: ClassVar[tuple[type[Service], ...]]  # what it may run (their stop tiers: `cluster down`)
     spec: ClusterSpec
     workdir: Path  # configs, data and logs of its services
@@ -67,6 +76,7 @@ class ClusterBackend(Protocol):
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None: ...
 
 
+@functools.cache
 def backend_class(name: str) -> type[ClusterBackend]:
     module, _, cls = BACKENDS[name].partition(":")
     return getattr(importlib.import_module(module), cls)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, ClassVar, Iterator
 
+from faults.capabilities import Capability
 from harness.cluster import kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.compose_topology import OWNER_LABEL, Topology, render
@@ -181,6 +182,11 @@ class ComposeCluster:
 
     name: ClassVar[str] = "compose"
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
+    starts_cluster: ClassVar[bool] = True
+    # As the local backend: a paused node is a frozen container, its logs are bind-mounted here.
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({
+        Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
+        Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
         self.spec = spec

@@ -5,7 +5,7 @@ topics (every name prefixed with the run's id, as is the group: Scenario.isolate
 its producer and members against it, and at the end deletes exactly those topics and the
 group. It has no services: faults act only on the processes the run starts itself, and a
 scenario whose faults need the brokers, ZooKeeper or the network between them is refused
-at validation (each fault kind says why: FaultSpec.external_refusal). No broker logs are
+at validation (its ``capabilities`` lack what those fault kinds need). No broker logs are
 read, so such a history has no broker-log clock.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
-from faults.base import OWN_TOPICS_ONLY
+from faults.capabilities import Capability
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.backend import EXTERNAL
 from runtime.errors import ClusterError
@@ -29,6 +29,8 @@ READY_TIMEOUT_S = 60.0
 class ExternalCluster:
     name: ClassVar[str] = EXTERNAL
     service_kinds: ClassVar[tuple] = ()
+    starts_cluster: ClassVar[bool] = False
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.RUN_PROCESSES})  # its clients only
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,
                  report: Callable[[str], None] = lambda _m: None):
@@ -109,4 +111,4 @@ class ExternalCluster:
         self.kafka_admin.create_topics(topics, timeout)
 
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
-        raise ClusterError(OWN_TOPICS_ONLY)
+        raise ClusterError(Capability.TOPIC_CHANGES.refusal(self.name))

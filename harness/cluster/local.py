@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Callable, ClassVar
 
+from faults.capabilities import Capability
 from harness.cluster import config, kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.kinds import CLUSTER_KINDS
@@ -55,6 +56,10 @@ class LocalCluster:
 
     name: ClassVar[str] = "local"
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
+    starts_cluster: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({
+        Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
+        Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
         self.spec = spec
