@@ -8,13 +8,16 @@ faults act on services by name, drivers get addresses, the oracle reads the hist
 
 What a backend can do for faults is data on its class, ``capabilities``, in the vocabulary
 the fault kinds state their needs in (faults/capabilities.py): validation refuses a fault
-its backend cannot do, with the reason, before anything starts.
+its backend cannot do, with the reason, before anything starts. What a backend's clusters
+may leave behind when their harness dies (processes, compose projects) it removes itself,
+``clean_up``; harness/cluster/cleanup.py asks every backend in turn.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
 
@@ -30,7 +33,8 @@ if TYPE_CHECKING:
 
 EXTERNAL = "external"  # someone else's cluster: the harness runs only its clients (harness/cluster/external.py)
 
-# name -> "module:class"; imported on use (a backend may need what another does not)
+# name -> "module:class"; imported on use (a backend may need what another does not). A clean-up
+# goes through them backwards: the process registry, local's, last (harness/cluster/cleanup.py).
 BACKENDS: dict[str, str] = {
     "local": "harness.cluster.local:LocalCluster",
     "compose": "harness.cluster.compose:ComposeCluster",
@@ -38,6 +42,33 @@ BACKENDS: dict[str, str] = {
 }
 # The backends that start a cluster of their own (`cluster up`).
 STARTED_BACKENDS = tuple(name for name in BACKENDS if name != EXTERNAL)
+
+
+@dataclass(frozen=True)
+class CleanupScope:
+    """Which of what harnesses left behind a clean-up takes (``ClusterBackend.clean_up``)."""
+
+    by: str  # who cleans up, as the runs it marks killed say
+    detached: bool = False  # also what outlives its command by design: `cluster up` clusters, the project's engine
+    owner_pid: int | None = None  # only what this (dead) harness process started: its watchdog's share
+    owner: str | None = None  # only this owner's, live or not, stopped in order: `cluster down`
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """One thing a backend found left behind and stopped or removed."""
+
+    counted_as: str  # how a summary counts it: "processes", "compose projects"
+    name: str
+    run_dir: Path | None = None  # the run it was started for, if a run's harness started it
+
+
+@dataclass
+class Cleanup:
+    """What a clean-up removed, and what it could not: said, never fatal (a later clean-up retries)."""
+
+    cleaned: list[Cleaned] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 class ClusterBackend(Protocol):
@@ -53,6 +84,11 @@ class ClusterBackend(Protocol):
 
     def start(self) -> None: ...
     def stop(self) -> None: ...  # every service, in stop-tier order
+
+    # What its clusters left behind in ``scope``, each thing said through ``report`` as it goes.
+    @classmethod
+    def clean_up(cls, scope: CleanupScope, report: Callable[[str], None]) -> Cleanup: ...
+
     def poll_exits(self) -> list[str]: ...  # services that stopped on their own since the last call (recorded)
 
     @property

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 from faults.capabilities import Capability
 from harness.cluster.admin import ClusterAdmin, TopicSpec
-from harness.cluster.backend import EXTERNAL
+from harness.cluster.backend import EXTERNAL, Cleanup, CleanupScope
 from runtime.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -63,6 +63,13 @@ class ExternalCluster:
 
     def poll_exits(self) -> list[str]:
         return []
+
+    @classmethod
+    def clean_up(cls, scope: CleanupScope, report: Callable[[str], None]) -> Cleanup:
+        """Nothing of its own: it starts no process (a run's clients are the process registry's,
+        the local backend's to clean up), and what a run made in the cluster its teardown deletes.
+        A harness killed mid-run leaves its topics and group there, named with the run's id."""
+        return Cleanup()
 
     @property
     def brokers(self) -> dict:

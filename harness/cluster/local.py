@@ -23,6 +23,7 @@ from typing import Callable, ClassVar
 from faults.capabilities import Capability
 from harness.cluster import config, kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
+from harness.cluster.backend import Cleaned, Cleanup, CleanupScope
 from harness.cluster.kinds import CLUSTER_KINDS
 from harness.cluster.network import NetworkPlan
 from harness.cluster.nodes import (
@@ -41,7 +42,7 @@ from harness.components.install import (
     toxiproxy_binary,
 )
 from harness.supervision.processes import Supervisor
-from harness.supervision.service import LocalProcess, stop_in_order
+from harness.supervision.service import LocalProcess, role_tiers, stop_in_order
 from runtime.errors import ClusterError
 
 Report = Callable[[str], None]
@@ -188,6 +189,24 @@ class LocalCluster:
 
     def poll_exits(self) -> list[str]:
         return []  # its processes are the supervisor's: the run's poll of it sees them
+
+    @classmethod
+    def clean_up(cls, scope: CleanupScope, report: Report) -> Cleanup:
+        """The registered processes of harnesses that died — a run's clients too, whichever backend
+        ran its cluster: every process the lab starts is registered the same way — resumed if
+        paused, then SIGKILLed; one owner's (``scope.owner``) stopped tier by tier instead."""
+        # Looked up on use: tests/fuzzing.py's guard replaces the cleaners.
+        from harness.supervision import processes
+
+        if scope.owner is not None:
+            stopped = processes.stop_owned(scope.owner, role_tiers(cls.service_kinds))
+        else:
+            stopped = processes.cleanup_leftovers(include_detached=scope.detached, by=scope.by,
+                                                  owner_pid=scope.owner_pid)
+        for p in stopped:
+            report(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}), "
+                   f"left behind by {p.owner}")
+        return Cleanup([Cleaned("processes", p.name, p.run_dir) for p in stopped])
 
     def _add(self, service: LocalProcess) -> LocalProcess:
         self.services[service.name] = service
