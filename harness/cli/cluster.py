@@ -17,7 +17,7 @@ from harness.cli.common import (
     error,
     fail,
 )
-from harness.cluster.backend import STARTED_BACKENDS, Cleanup
+from harness.cluster.backend import Cleanup, started_backends
 from harness.components import versions
 from harness.paths import lab_home, refuse_output_dir
 from runtime.errors import (
@@ -82,7 +82,7 @@ def _sasl_plain(_ctx, _param, value: str | None):
 
 
 @cluster.command("up")
-@click.option("--backend", type=click.Choice(list(STARTED_BACKENDS)), default="local", show_default=True)
+@click.option("--backend", type=click.Choice(started_backends()), default="local", show_default=True)
 @click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
@@ -99,12 +99,13 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     from pydantic import ValidationError
 
     from harness.cluster import ClusterSpec, TopicSpec
-    from harness.cluster.backend import open_cluster
+    from harness.cluster.backend import BACKENDS, backend_class, open_cluster
     from harness.scenario import Cluster, validation_problems
     from harness.supervision.processes import Supervisor
 
-    if sasl_plain and backend != "local":
-        error("--sasl-plain: the local backend only (the compose backend's brokers have no SASL listener)")
+    if sasl_plain and not backend_class(backend).sasl_plain_listeners:
+        able = ", ".join(name for name in BACKENDS if backend_class(name).sasl_plain_listeners)
+        error(f"--sasl-plain: the {backend} backend's brokers have no SASL listener (backends with one: {able})")
     try:  # what a scenario's cluster may be: no ZooKeeper ensemble for a KRaft line
         Cluster(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes))
     except ValidationError as e:

@@ -31,17 +31,13 @@ if TYPE_CHECKING:
     from harness.supervision.processes import Supervisor
     from harness.supervision.service import Service
 
-EXTERNAL = "external"  # someone else's cluster: the harness runs only its clients (harness/cluster/external.py)
-
 # name -> "module:class"; imported on use (a backend may need what another does not). A clean-up
 # goes through them backwards: the process registry, local's, last (harness/cluster/cleanup.py).
 BACKENDS: dict[str, str] = {
     "local": "harness.cluster.local:LocalCluster",
     "compose": "harness.cluster.compose:ComposeCluster",
-    EXTERNAL: "harness.cluster.external:ExternalCluster",
+    "external": "harness.cluster.external:ExternalCluster",  # someone else's cluster: the harness runs its clients
 }
-# The backends that start a cluster of their own (`cluster up`).
-STARTED_BACKENDS = tuple(name for name in BACKENDS if name != EXTERNAL)
 
 
 @dataclass(frozen=True)
@@ -75,6 +71,7 @@ class ClusterBackend(Protocol):
     name: ClassVar[str]
     starts_cluster: ClassVar[bool]  # else it is someone else's cluster: `cluster.bootstrap_servers` says where
     capabilities: ClassVar[frozenset[Capability]]  # what faults may ask of it
+    sasl_plain_listeners: ClassVar[bool]  # its brokers can also listen with SASL/PLAIN (`cluster up --sasl-plain`)
     service_kinds: ClassVar[tuple[type[Service], ...]]  # what it may run (their stop tiers: `cluster down`)
     spec: ClusterSpec
     workdir: Path  # configs, data and logs of its services
@@ -116,6 +113,12 @@ class ClusterBackend(Protocol):
 def backend_class(name: str) -> type[ClusterBackend]:
     module, _, cls = BACKENDS[name].partition(":")
     return getattr(importlib.import_module(module), cls)
+
+
+@functools.cache
+def started_backends() -> tuple[str, ...]:
+    """The backends that start a cluster of their own (`cluster up`, a suite's shared clusters)."""
+    return tuple(name for name in BACKENDS if backend_class(name).starts_cluster)
 
 
 def open_cluster(backend: str, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,

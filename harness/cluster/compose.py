@@ -21,13 +21,12 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
 from faults.capabilities import Capability
 from harness.cluster import kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.backend import Cleaned, Cleanup, CleanupScope
-from harness.cluster.compose_topology import OWNER_LABEL, Topology, render
 from harness.cluster.kinds import (
     CLUSTER_KINDS,
     BrokerKind,
@@ -49,6 +48,9 @@ from harness.supervision.run_state import mark_killed, run_of, write_json_atomic
 from harness.supervision.service import Service, stop_in_order
 from harness.supervision.watchdog import ensure_watchdog
 from runtime.errors import ClusterError, SetupError
+
+if TYPE_CHECKING:
+    from harness.cluster.compose_topology import Topology
 
 Report = Callable[[str], None]
 
@@ -188,6 +190,7 @@ class ComposeCluster:
     capabilities: ClassVar[frozenset[Capability]] = frozenset({
         Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
         Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
+    sasl_plain_listeners: ClassVar[bool] = False  # its topology has no SASL listener
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
         self.spec = spec
@@ -260,6 +263,8 @@ class ComposeCluster:
     # ----------------------------------------------------------------- lifecycle
 
     def start(self, ready_timeout: float = 180.0) -> None:
+        # On use, as the rest below: the command line loads every backend's class (`cluster up --backend`).
+        from harness.cluster.compose_topology import render
         from harness.components.containers.engine import compose_env, ensure_engine
         from harness.components.containers.images import ensure_images
 
@@ -439,6 +444,7 @@ def _remove_projects(scope: CleanupScope) -> tuple[list[dict], list[str]]:
     As with processes, a detached cluster (`cluster up`) has no living owner by design: the
     cleanup at the start of a run leaves it alone, `rebalance-lab cleanup` does not; a live
     owner's project goes only when the scope names that owner (`cluster down`)."""
+    from harness.cluster.compose_topology import OWNER_LABEL
     from harness.components.containers.engine import remove_labelled
 
     removed, failed = [], []

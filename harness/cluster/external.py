@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 from faults.capabilities import Capability
 from harness.cluster.admin import ClusterAdmin, TopicSpec
-from harness.cluster.backend import EXTERNAL, Cleanup, CleanupScope
+from harness.cluster.backend import Cleanup, CleanupScope
 from runtime.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -27,10 +27,11 @@ READY_TIMEOUT_S = 60.0
 
 
 class ExternalCluster:
-    name: ClassVar[str] = EXTERNAL
+    name: ClassVar[str] = "external"
     service_kinds: ClassVar[tuple] = ()
     starts_cluster: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.RUN_PROCESSES})  # its clients only
+    sasl_plain_listeners: ClassVar[bool] = False  # its security is its own: cluster.client_config
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,
                  report: Callable[[str], None] = lambda _m: None):

@@ -61,6 +61,7 @@ class LocalCluster:
     capabilities: ClassVar[frozenset[Capability]] = frozenset({
         Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
         Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
+    sasl_plain_listeners: ClassVar[bool] = True
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
         self.spec = spec

@@ -33,7 +33,7 @@ from faults.base import (
 from faults.base import Strict as _Strict
 from faults.capabilities import Capability, lacking
 from faults.topic_names import TOPIC_NAME_MAX, TopicName, topic_set_problems
-from harness.cluster.backend import BACKENDS, EXTERNAL, backend_class
+from harness.cluster.backend import BACKENDS, backend_class, started_backends
 from harness.components import versions
 from harness.paths import longest_stamped_name
 from oracle import CHECK_NAMES
@@ -145,7 +145,8 @@ class Cluster(_Strict):
 
     @property
     def external(self) -> bool:
-        return self.backend == EXTERNAL
+        """Someone else's cluster: the harness runs only its clients there."""
+        return self.backend not in started_backends()
 
 
 class Producer(_Strict):
@@ -833,7 +834,7 @@ def load_scenario_data(data: dict, path: str | Path, client_config: str | Path |
                 cluster["backend"] = backend
             if client_config is not None:
                 extra = client_config_file(client_config)
-                if cluster.get("backend", "local") != EXTERNAL:
+                if cluster.get("backend", "local") in started_backends():
                     raise ScenarioError(client_config, [("(file)", f"client settings are for a cluster the harness does "
                                                          f"not run (backend: external); {path} runs its own")])
                 base = cluster.get("client_config") if isinstance(cluster.get("client_config"), dict) else {}

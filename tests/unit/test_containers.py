@@ -136,6 +136,7 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
 
     from harness.cluster import compose
     from harness.cluster.backend import CleanupScope
+    from harness.cluster.compose_topology import OWNER_LABEL
 
     registry("rl-dead", "unix:///nowhere")
     removals = []
@@ -157,7 +158,7 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
         t.start()
     for t in cleaners:
         t.join()
-    assert removals == [f"{compose.OWNER_LABEL}=run:{tmp_path / 'runs' / 'rl-dead'}"]
+    assert removals == [f"{OWNER_LABEL}=run:{tmp_path / 'runs' / 'rl-dead'}"]
     assert sorted(removed) == [[], ["rl-dead"]]
     assert not list(compose.compose_registry().iterdir())
 
