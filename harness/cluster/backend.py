@@ -81,12 +81,12 @@ class ClusterBackend(Protocol):
 
     def start(self) -> None: ...
     def stop(self) -> None: ...  # every service, in stop-tier order
+    def poll_exits(self) -> list[str]: ...  # services that stopped on their own since the last call (recorded)
 
-    # What its clusters left behind in ``scope``, each thing said through ``report`` as it goes.
+    # What its clusters left behind in ``scope`` (their harness died: no cluster is open), each
+    # thing said through ``report`` as it goes.
     @classmethod
     def clean_up(cls, scope: CleanupScope, report: Callable[[str], None]) -> Cleanup: ...
-
-    def poll_exits(self) -> list[str]: ...  # services that stopped on their own since the last call (recorded)
 
     @property
     def brokers(self) -> dict[str, Service]: ...  # each broker's service; ``.address``: its direct listener
@@ -109,7 +109,6 @@ class ClusterBackend(Protocol):
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None: ...
 
 
-@functools.cache
 def backend_class(name: str) -> type[ClusterBackend]:
     module, _, cls = BACKENDS[name].partition(":")
     return getattr(importlib.import_module(module), cls)
