@@ -6,11 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
+from faults.capabilities import Capability
 
 
 class AddPartitionsSpec(FaultSpec):
-    external_refusal = OWN_TOPICS_ONLY
+    needs = frozenset({Capability.TOPIC_CHANGES})
     names_topics = True
 
     kind: Literal["add-partitions"]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, Pr
 
 from pydantic import Field, model_validator
 
+from faults.capabilities import EVERY_CAPABILITY, Capability, lacking
 from faults.strict import DAY_S, Strict
 from faults.trigger import Trigger
 
@@ -46,8 +47,10 @@ class ScenarioFacts:
     zookeeper: bool  # ZooKeeper mode (else KRaft)
     driver: str  # the members' driver: librdkafka or java
     topics: Mapping[str, int]  # topic -> partitions: declared, and created by the entries before
-    # Someone else's cluster (`cluster.backend: external`): only the run's own processes are targets.
-    external: bool = False
+    backend: str = "local"  # the cluster's backend, as a refusal names it
+    # What that backend can do (faults/capabilities.py). Without CLUSTER_NODES, ``targets`` holds
+    # only the run's own processes.
+    capabilities: frozenset[Capability] = EVERY_CAPABILITY
 
     def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
         return replace(self, topics={**self.topics, topic: partitions})
@@ -60,10 +63,6 @@ class Drawing:
     members: Collection[str]  # which of the candidate targets are consumers
     zookeeper: bool
     brokers: int = 3  # how many: a lone broker has no other to be cut from
-
-
-# Why the topic kinds are refused on someone else's cluster.
-OWN_TOPICS_ONLY = "on an external cluster the harness only creates the run's own topics and deletes them at the end"
 
 
 class FaultSpec(Strict):
@@ -86,9 +85,8 @@ class FaultSpec(Strict):
     def kind_name(cls) -> str:
         return get_args(cls.model_fields["kind"].annotation)[0]
 
-    # Why this kind cannot be done to a cluster the harness does not run (None: it can, on the
-    # processes the run starts itself).
-    external_refusal: ClassVar[str | None] = None
+    # What every entry of this kind needs of the cluster's backend; ``needs_by_key`` adds what an option asks.
+    needs: ClassVar[frozenset[Capability]] = frozenset()
     # It names a topic of the scenario (creates or grows it): a run on a shared cluster, whose
     # topics carry the run's id, cannot have it (harness.cluster.shared).
     names_topics: ClassVar[bool] = False
@@ -102,6 +100,19 @@ class FaultSpec(Strict):
     def holds_target_s(self) -> float:
         """How long from ``at_s`` its target is taken (its length option; 0 if it has none)."""
         return getattr(self, self.length_key) if self.length_key else 0.0
+
+    def needs_by_key(self) -> dict[str, frozenset[Capability]]:
+        """What this entry needs of the backend, by the key that asks for it: ``kind`` for the
+        kind's own needs; a trigger on the group's state reads the brokers' logs."""
+        needs = {"kind": self.needs}
+        if self.on and self.on.reads_coordinator_log:
+            needs["on"] = frozenset({Capability.BROKER_LOGS})
+        return needs
+
+    def refusals(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        """(key, reason) for each thing this entry needs that the scenario's backend cannot do."""
+        return [(key, capability.refusal(scenario.backend)) for key, needs in self.needs_by_key().items()
+                for capability in lacking(needs, scenario.capabilities)]
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""
@@ -148,9 +159,9 @@ class TargetedSpec(FaultSpec):
     target: str
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
-        if self.target not in scenario.targets and scenario.external:
-            return [("target", f"the cluster is external: faults act only on the processes the run starts "
-                               f"({', '.join(scenario.targets)}), not {self.target!r}")]
+        if self.target not in scenario.targets and Capability.CLUSTER_NODES not in scenario.capabilities:
+            return [("target", f"{Capability.CLUSTER_NODES.refusal(scenario.backend)}; faults act only on the "
+                               f"processes the run starts ({', '.join(scenario.targets)}), not {self.target!r}")]
         if self.target not in scenario.targets:
             return [("target", f"no process {self.target!r} in this scenario (targets: {', '.join(scenario.targets)})")]
         return self.target_problems(scenario)

@@ -11,12 +11,14 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from faults.base import DAY_S, STOP_SIGNALS, Drawing, Fault, StopSignal, Targets, TargetedSpec
+from faults.capabilities import Capability
 
 
 class CrashSpec(TargetedSpec):
     """SIGKILL (no LeaveGroup, no controlled shutdown) or SIGTERM (clean close)."""
 
     acts_on_process = True
+    needs = frozenset({Capability.RUN_PROCESSES})  # a broker, ZooKeeper or coordinator: CLUSTER_NODES (TargetedSpec)
 
     kind: Literal["crash"]
     signal: StopSignal = "SIGKILL"

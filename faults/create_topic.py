@@ -7,14 +7,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
+from faults.capabilities import Capability
 from faults.topic_names import TopicName, topic_set_problems
 
 
 class CreateTopicSpec(FaultSpec):
     """A new topic — picked up by a pattern subscription (``workload.topic_pattern``)."""
 
-    external_refusal = OWN_TOPICS_ONLY
+    needs = frozenset({Capability.TOPIC_CHANGES})
     names_topics = True
 
     kind: Literal["create-topic"]

@@ -8,10 +8,13 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from faults.base import MAX_MEMBERS, Fault, FaultSpec, Targets
+from faults.capabilities import Capability
 
 
 class JoinStormSpec(FaultSpec):
     """``consumers`` new members start at once."""
+
+    needs = frozenset({Capability.RUN_PROCESSES})
 
     kind: Literal["join-storm"]
     consumers: Annotated[int, Field(ge=1, le=MAX_MEMBERS)]

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from faults.base import COORDINATOR, Drawing, ScenarioFacts, Targets, TimedFault, TimedSpec
+from faults.capabilities import Capability
 
 
 def _number(name: str) -> int:
@@ -98,7 +99,7 @@ class NetworkSpec(TimedSpec):
     (every other broker, both ways), ``broker-N`` or ``clients`` (every member).
     """
 
-    external_refusal = "network faults cut links through the harness's own Toxiproxy, which an external cluster does not use"
+    needs = frozenset({Capability.NETWORK_LANES})
 
     kind: Literal["network"]
     link: str = "brokers"

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Literal
 
 from faults.base import Targets, TimedFault, TimedSpec
+from faults.capabilities import Capability
 
 
 class PauseSpec(TimedSpec):
     """SIGSTOP, then SIGCONT after ``duration_s``: a stop-the-world GC pause."""
 
     acts_on_process = True
+    needs = frozenset({Capability.RUN_PROCESSES})  # a broker, ZooKeeper or coordinator: CLUSTER_NODES (TargetedSpec)
 
     kind: Literal["pause"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from faults.base import Drawing, ScenarioFacts, Targets, TimedFault, TimedSpec
+from faults.capabilities import Capability
 from runtime.child import POLL_STALL, POLL_STALL_END
 
 
@@ -17,6 +18,7 @@ class PollStallSpec(TimedSpec):
     """The member keeps heartbeating (librdkafka's thread) but does not poll: slow processing."""
 
     acts_on_process = True
+    needs = frozenset({Capability.RUN_PROCESSES})
 
     kind: Literal["poll-stall"]
 

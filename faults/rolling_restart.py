@@ -12,6 +12,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from faults.base import COORDINATOR, DAY_S, Fault, FaultSpec, ScenarioFacts, StopSignal, Targets
+from faults.capabilities import Capability
 
 
 class RollingRestartSpec(FaultSpec):
@@ -24,9 +25,13 @@ class RollingRestartSpec(FaultSpec):
     down_s: Annotated[float, Field(ge=0, le=DAY_S)] = 2
     interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
 
+    def needs_by_key(self) -> dict[str, frozenset[Capability]]:
+        # Named targets: problems() holds each to the scenario's targets, which list the cluster's
+        # nodes only where the backend runs them.
+        bounced = Capability.CLUSTER_NODES if self.targets == "brokers" else Capability.RUN_PROCESSES
+        return {**super().needs_by_key(), "targets": frozenset({bounced})}
+
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
-        if self.targets == "brokers" and scenario.external:
-            return [("targets", "the cluster is external: its brokers are not the harness's to restart")]
         if isinstance(self.targets, str):
             return []
         unknown = [t for t in self.targets if t not in scenario.targets or t == COORDINATOR]

@@ -9,10 +9,13 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from faults.base import MAX_MEMBERS, Fault, FaultSpec, Targets
+from faults.capabilities import Capability
 
 
 class ScaleSpec(FaultSpec):
     """Scale the group to ``consumers`` members: start new ones, or stop (SIGTERM) the newest."""
+
+    needs = frozenset({Capability.RUN_PROCESSES})
 
     kind: Literal["scale"]
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)]

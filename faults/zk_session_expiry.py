@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from faults.base import COORDINATOR, Fault, ScenarioFacts, Targets, TargetedSpec
+from faults.capabilities import Capability
 from faults.network import degrade, restore
 
 # How much longer than the session timeout the network way keeps the link cut.
@@ -27,8 +28,14 @@ class ZkSessionExpirySpec(TargetedSpec):
     acts_on_process = True
 
     kind: Literal["zk-session-expiry"]
-    external_refusal = "expiring a broker's ZooKeeper session needs control of the cluster's brokers and ZooKeeper"
+    needs = frozenset({Capability.ZOOKEEPER_SESSIONS})
     method: Literal["server", "network"] = "server"
+
+    def needs_by_key(self) -> dict[str, frozenset[Capability]]:
+        needs = super().needs_by_key()
+        if self.method == "network":  # the target's ZooKeeper link, cut through Toxiproxy
+            needs["method"] = frozenset({Capability.NETWORK_LANES})
+        return needs
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if not scenario.zookeeper:

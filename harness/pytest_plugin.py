@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from harness.cluster.backend import BACKENDS, STARTED_BACKENDS
+from harness.cluster.backend import BACKENDS, started_backends
 from harness.components import versions
 from harness.paths import default_runs_dir, make_dirs
 from oracle.protocols import PROTOCOLS
@@ -313,7 +313,7 @@ def lab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 
     kafka = request.config.getoption("chaos_kafka") or "3.9"
     backend = request.config.getoption("chaos_backend") or "local"
-    if backend not in STARTED_BACKENDS:
+    if backend not in started_backends():
         pytest.fail(f"lab_cluster starts a cluster; --chaos-backend {backend} has none to start", pytrace=False)
     installed_for(None, kafka)
     workdir = tmp_path_factory.mktemp("lab-cluster")

@@ -509,7 +509,7 @@ STARTERS = [
     ("harness.campaigns.suite", "SuiteRun.execute"), ("harness.campaigns.capacity", "CapacityRun.run_points"),
     ("analysis.session", "spark_session"),
     ("harness.components.install", "setup_all"), ("harness.supervision.processes", "cleanup_leftovers"),
-    ("harness.cluster.compose", "cleanup_projects"),
+    ("harness.cluster.cleanup", "clean_up"),
 ]
 
 

@@ -8,18 +8,21 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from harness.cli.common import (
     CLUSTER_STATE,
     console,
+    err_console,
     error,
     fail,
 )
-from harness.cluster.backend import STARTED_BACKENDS
+from harness.cluster.backend import Cleanup, started_backends
 from harness.components import versions
 from harness.paths import lab_home, refuse_output_dir
 from runtime.errors import (
     EXIT_INTERRUPTED,
+    ClusterError,
     LabError,
     SetupError,
 )
@@ -28,14 +31,6 @@ from runtime.output_dirs import SafePath
 # In a standalone cluster's workdir: the directory is the lab's, so `cluster up` may empty it.
 CLUSTER_WORKDIR_MARK = ".rebalance-lab-cluster"
 
-
-
-def _cluster_tiers() -> list[list[str]]:
-    """The standalone cluster's stop order, by role: its services say it (harness.supervision.service.StopTier)."""
-    from harness.cluster.local import LocalCluster
-    from harness.supervision.service import role_tiers
-
-    return role_tiers(LocalCluster.service_kinds)
 
 
 @click.group()
@@ -69,7 +64,7 @@ def _sasl_plain(_ctx, _param, value: str | None):
     import os
     import re
 
-    from harness.cluster.local import SaslPlainUser
+    from harness.cluster.spec import SaslPlainUser
 
     if value is None:
         return None
@@ -87,7 +82,7 @@ def _sasl_plain(_ctx, _param, value: str | None):
 
 
 @cluster.command("up")
-@click.option("--backend", type=click.Choice(list(STARTED_BACKENDS)), default="local", show_default=True)
+@click.option("--backend", type=click.Choice(started_backends()), default="local", show_default=True)
 @click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
@@ -104,12 +99,13 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     from pydantic import ValidationError
 
     from harness.cluster import ClusterSpec, TopicSpec
-    from harness.cluster.backend import open_cluster
+    from harness.cluster.backend import BACKENDS, backend_class, open_cluster
     from harness.scenario import Cluster, validation_problems
     from harness.supervision.processes import Supervisor
 
-    if sasl_plain and backend != "local":
-        error("--sasl-plain: the local backend only (the compose backend's brokers have no SASL listener)")
+    if sasl_plain and not backend_class(backend).sasl_plain_listeners:
+        able = ", ".join(name for name in BACKENDS if backend_class(name).sasl_plain_listeners)
+        error(f"--sasl-plain: the {backend} backend's brokers have no SASL listener (backends with one: {able})")
     try:  # what a scenario's cluster may be: no ZooKeeper ensemble for a KRaft line
         Cluster(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes))
     except ValidationError as e:
@@ -136,13 +132,13 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
             c = open_cluster(backend, spec, workdir, Supervisor(owner=owner), console.print)
             c.start()
     except LabError as e:
-        _stop_detached(backend, owner)
+        _abandon(owner)
         fail(e)
     except KeyboardInterrupt:
-        _stop_detached(backend, owner)
+        _abandon(owner)
         error("interrupted", EXIT_INTERRUPTED)
     except BaseException:
-        _stop_detached(backend, owner)  # nothing of a cluster that never came up is left running
+        _abandon(owner)  # nothing of a cluster that never came up is left running
         raise
     state = {**c.describe(), "owner": owner}
     state_file.parent.mkdir(parents=True, exist_ok=True)
@@ -171,15 +167,19 @@ def _empty_cluster_workdir(workdir: Path, ours: bool) -> None:
         raise SetupError(f"--workdir {workdir}: {e.strerror or e}") from None
 
 
-def _stop_detached(backend: str, owner: str) -> list[str]:
-    """Stop a standalone cluster from its registrations (its harness has exited): what was stopped."""
-    from harness.supervision.processes import stop_owned
+def _stop_detached(owner: str) -> Cleanup:
+    """Stop a standalone cluster from its registrations (its command has exited): every backend
+    stops what that owner left, in its own order."""
+    from harness.cluster.backend import CleanupScope
+    from harness.cluster.cleanup import clean_up
 
-    if backend == "compose":
-        from harness.cluster.compose import cleanup_projects
+    return clean_up(CleanupScope("rebalance-lab cluster down", detached=True, owner=owner), lambda _m: None)
 
-        return cleanup_projects(include_live_owners=True, owner=owner)
-    return [p.name for p in stop_owned(owner, _cluster_tiers())]
+
+def _abandon(owner: str) -> None:
+    """Stop what a `cluster up` that did not come up started; say what could not be."""
+    for problem in _stop_detached(owner).problems:
+        err_console.print(escape(f"cluster up: {problem}"))
 
 
 @cluster.command("down")
@@ -189,14 +189,13 @@ def cluster_down() -> None:
     if not state_file.exists():
         console.print("no cluster is up.")
         return
-    state = json.loads(state_file.read_text())
-    try:
-        stopped = _stop_detached(state.get("backend", "local"), state["owner"])
-    except LabError as e:
-        fail(e)
+    from harness.cluster.cleanup import tally
+
+    done = _stop_detached(json.loads(state_file.read_text())["owner"])
+    if done.problems:
+        fail(ClusterError("; ".join(done.problems)))
     state_file.unlink()
-    what = "compose projects" if state.get("backend") == "compose" else "processes"
-    console.print(f"stopped {len(stopped)} {what}: {', '.join(stopped) or '—'}")
+    console.print(f"stopped {tally(done.cleaned)}", markup=False)
 
 
 @cluster.command("status")

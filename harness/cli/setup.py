@@ -57,36 +57,19 @@ def cleanup() -> None:
     """Stop every process and remove every container the lab started and left behind (also
     resumes paused ones), and stop the project's Docker Engine unless a running harness uses
     it; the runs whose harness died are marked `killed` in their run.json."""
-    from harness.cluster.compose import ProjectsLeft, cleanup_projects, live_projects
-    from harness.components.containers.engine import own_socket, stop_engine
-    from harness.supervision.processes import cleanup_leftovers
+    from harness.cluster.backend import CleanupScope
+    from harness.cluster.cleanup import clean_up, tally
     from harness.supervision.run_state import read_state
 
-    # containers first (the engine must still run to remove them), then the engine, then processes
-    def removed(projects: list[str]) -> None:
-        for project in projects:
-            console.print(f"removed compose project {project} (its containers and network)", markup=False)
-
-    try:
-        removed(cleanup_projects(include_detached=True))
-    except ProjectsLeft as e:
-        removed(e.removed)
-        err_console.print(escape(f"cleanup: {e}"))
-    if users := live_projects(own_socket()):  # stopping the engine would take their containers with it
-        console.print(f"left the project's Docker Engine running: running harnesses use it ({', '.join(users)})",
-                      markup=False)
-    else:
-        stop_engine(lambda m: console.print(m, markup=False))
-    stopped = cleanup_leftovers(include_detached=True, include_live_owners=False)
+    done = clean_up(CleanupScope("rebalance-lab cleanup", detached=True), lambda m: console.print(m, markup=False))
+    for problem in done.problems:
+        err_console.print(escape(f"cleanup: {problem}"))
     state_file = lab_home() / CLUSTER_STATE
-    if stopped and state_file.exists():
+    if done.cleaned and state_file.exists():  # the standalone cluster went with the rest
         state_file.unlink()
-    for p in stopped:
-        console.print(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}, from {p.owner})",
-                      markup=False)
-    for run_dir in dict.fromkeys(p.run_dir for p in stopped if p.run_dir):
+    for run_dir in dict.fromkeys(c.run_dir for c in done.cleaned if c.run_dir):
         console.print(f"run {run_dir}: {(read_state(run_dir) or {}).get('state', 'no run.json')}", markup=False)
-    console.print(f"cleanup: {len(stopped)} leftover processes stopped.")
+    console.print(f"cleanup: {tally(done.cleaned, names=False)} left behind, stopped or removed.", markup=False)
 
 
 # ----------------------------------------------------------------------------- compose

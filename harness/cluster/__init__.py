@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Iterator
 
 from harness.cluster.admin import TopicSpec
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import LocalCluster
+from harness.cluster.spec import ClusterSpec
 from harness.supervision.processes import Supervisor
 
 __all__ = ["ClusterSpec", "LocalCluster", "TopicSpec", "local_cluster"]

@@ -21,11 +21,12 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
+from faults.capabilities import Capability
 from harness.cluster import kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
-from harness.cluster.compose_topology import OWNER_LABEL, Topology, render
+from harness.cluster.backend import Cleaned, Cleanup, CleanupScope
 from harness.cluster.kinds import (
     CLUSTER_KINDS,
     BrokerKind,
@@ -34,8 +35,8 @@ from harness.cluster.kinds import (
     ToxiproxyKind,
     ZooKeeperKind,
 )
-from harness.cluster.local import ClusterSpec
 from harness.cluster.network import NetworkPlan
+from harness.cluster.spec import ClusterSpec
 from harness.paths import registry_dir
 from harness.supervision.processes import (
     DETACHED_OWNERS,
@@ -47,6 +48,9 @@ from harness.supervision.run_state import mark_killed, run_of, write_json_atomic
 from harness.supervision.service import Service, stop_in_order
 from harness.supervision.watchdog import ensure_watchdog
 from runtime.errors import ClusterError, SetupError
+
+if TYPE_CHECKING:
+    from harness.cluster.compose_topology import Topology
 
 Report = Callable[[str], None]
 
@@ -181,6 +185,12 @@ class ComposeCluster:
 
     name: ClassVar[str] = "compose"
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
+    starts_cluster: ClassVar[bool] = True
+    # As the local backend: a paused node is a frozen container, its logs are bind-mounted here.
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({
+        Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
+        Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
+    sasl_plain_listeners: ClassVar[bool] = False  # its topology has no SASL listener
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
         self.spec = spec
@@ -253,6 +263,8 @@ class ComposeCluster:
     # ----------------------------------------------------------------- lifecycle
 
     def start(self, ready_timeout: float = 180.0) -> None:
+        # On use, as the rest below: the command line loads every backend's class (`cluster up --backend`).
+        from harness.cluster.compose_topology import render
         from harness.components.containers.engine import compose_env, ensure_engine
         from harness.components.containers.images import ensure_images
 
@@ -351,7 +363,30 @@ class ComposeCluster:
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
         self.kafka_admin.add_partitions(topic, total, timeout)
 
-    # ----------------------------------------------------------------- cleanup registry
+    # ----------------------------------------------------------------- what it leaves behind
+
+    @classmethod
+    def clean_up(cls, scope: CleanupScope, report: Report) -> Cleanup:
+        """The compose projects of harnesses that died (or ``scope.owner``'s, live or not): every
+        container, network and volume carrying the owner's label; their runs marked killed. With
+        ``scope.detached``, the project's Docker Engine too — it outlives runs by design, like a
+        `cluster up` cluster — unless a running harness has a project on it."""
+        removed, failed = _remove_projects(scope)
+        for entry in removed:
+            report(f"removed compose project {entry['project']} (its containers and network), "
+                   f"left behind by {entry['owner']}")
+        cleanup = Cleanup([Cleaned("compose projects", e["project"], run_of(e["owner"])) for e in removed])
+        if failed:
+            cleanup.problems.append("could not remove compose project " + "; ".join(failed)
+                                    + " (start the engine it ran on, then run `rebalance-lab cleanup` again)")
+        if scope.detached and scope.owner is None:
+            from harness.components.containers.engine import own_socket, stop_engine
+
+            if users := live_projects(own_socket()):  # stopping the engine would take their containers with it
+                report(f"left the project's Docker Engine running: running harnesses use it ({', '.join(users)})")
+            else:
+                stop_engine(report)
+        return cleanup
 
     def _register(self, project: str) -> None:
         """Like a process: who owns the project, so `cleanup` (or the harness's watchdog) removes it
@@ -402,23 +437,14 @@ def live_projects(docker_host: str) -> list[str]:
     return live
 
 
-class ProjectsLeft(ClusterError):
-    """Some projects could not be removed (their engine does not answer); the others were."""
-
-    def __init__(self, removed: list[str], failed: list[str]):
-        self.removed = removed
-        super().__init__("could not remove compose project " + "; ".join(failed)
-                         + " (start the engine it ran on, then run `rebalance-lab cleanup` again)")
-
-
-def cleanup_projects(include_detached: bool = True, include_live_owners: bool = False, owner: str | None = None,
-                     by: str = "rebalance-lab cleanup", owner_pid: int | None = None) -> list[str]:
-    """Remove the Compose projects whose harness is gone (or all, if asked; or one owner's):
-    every container and network carrying the owner's label; mark their runs killed. What cannot
-    be removed does not stop the others: ProjectsLeft names it, and the ones removed, at the end.
+def _remove_projects(scope: CleanupScope) -> tuple[list[dict], list[str]]:
+    """Remove the projects in ``scope`` (ComposeCluster.clean_up): the registrations of those
+    removed, and what could not be (its engine does not answer), which does not stop the others.
 
     As with processes, a detached cluster (`cluster up`) has no living owner by design: the
-    cleanup at the start of a run leaves it alone, `rebalance-lab cleanup` does not."""
+    cleanup at the start of a run leaves it alone, `rebalance-lab cleanup` does not; a live
+    owner's project goes only when the scope names that owner (`cluster down`)."""
+    from harness.cluster.compose_topology import OWNER_LABEL
     from harness.components.containers.engine import remove_labelled
 
     removed, failed = [], []
@@ -427,10 +453,10 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
             if held is None:  # removed by a cleaner we waited for, or not a registration at all
                 continue
             entry, forget = held
-            if (owner is not None and entry["owner"] != owner) or owner_pid not in (None, entry.get("owner_pid")):
+            if scope.owner not in (None, entry["owner"]) or scope.owner_pid not in (None, entry.get("owner_pid")):
                 continue
             alive = _owner_alive(entry)
-            if (alive and not include_live_owners) or (entry["owner"].startswith(DETACHED_OWNERS) and not include_detached):
+            if (alive and scope.owner is None) or (entry["owner"].startswith(DETACHED_OWNERS) and not scope.detached):
                 continue
             try:
                 remove_labelled(entry["docker_host"], f"{OWNER_LABEL}={entry['owner']}")
@@ -438,13 +464,11 @@ def cleanup_projects(include_detached: bool = True, include_live_owners: bool = 
                 failed.append(f"{entry['project']}: {e}")
                 continue
             forget()
-            removed.append(entry["project"])
+            removed.append(entry)
             # still holding the registration: a cleaner that waited for it finds the run marked too
             if not alive and (run_dir := run_of(entry["owner"])):
-                mark_killed(run_dir, by, [{"compose_project": entry["project"]}])
-    if failed:
-        raise ProjectsLeft(removed, failed)
-    return removed
+                mark_killed(run_dir, scope.by, [{"compose_project": entry["project"]}])
+    return removed, failed
 
 
 @contextmanager

@@ -24,9 +24,10 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from harness.cluster import config, zookeeper
-from harness.cluster.local import KRAFT_CONTROLLER_ID, ClusterSpec, _kraft_cluster_id
+from harness.cluster.local import KRAFT_CONTROLLER_ID, _kraft_cluster_id
 from harness.cluster.network import Hosts, NetworkPlan
 from harness.cluster.ports import free_port
+from harness.cluster.spec import ClusterSpec
 from harness.components import versions
 from harness.components.containers.images import Images
 

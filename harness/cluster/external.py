@@ -5,44 +5,33 @@ topics (every name prefixed with the run's id, as is the group: Scenario.isolate
 its producer and members against it, and at the end deletes exactly those topics and the
 group. It has no services: faults act only on the processes the run starts itself, and a
 scenario whose faults need the brokers, ZooKeeper or the network between them is refused
-at validation (each fault kind says why: FaultSpec.external_refusal). No broker logs are
+at validation (its ``capabilities`` lack what those fault kinds need). No broker logs are
 read, so such a history has no broker-log clock.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
-from faults.base import OWN_TOPICS_ONLY
+from faults.capabilities import Capability
 from harness.cluster.admin import ClusterAdmin, TopicSpec
-from harness.cluster.backend import EXTERNAL
+from harness.cluster.backend import Cleanup, CleanupScope
 from runtime.errors import ClusterError
 
 if TYPE_CHECKING:
-    from harness.cluster.local import ClusterSpec
+    from harness.cluster.spec import ClusterSpec, ExternalTarget
     from harness.supervision.processes import Supervisor
 
 READY_TIMEOUT_S = 60.0
 
 
-@dataclass
-class ExternalTarget:
-    """Where someone else's cluster is, how to reach it, and what the run leaves in it."""
-
-    bootstrap_servers: str
-    zookeeper_connect: str | None = None
-    client_config: dict = field(default_factory=dict)  # security settings, given to every client
-    group: str | None = None  # the run's (prefixed) group: deleted at the end
-    # How long the coordinator may take to see the last member go (a static member does not
-    # leave: its session has to expire) before the group can be deleted.
-    group_empty_timeout_s: float = 30.0
-
-
 class ExternalCluster:
-    name: ClassVar[str] = EXTERNAL
+    name: ClassVar[str] = "external"
     service_kinds: ClassVar[tuple] = ()
+    starts_cluster: ClassVar[bool] = False
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.RUN_PROCESSES})  # its clients only
+    sasl_plain_listeners: ClassVar[bool] = False  # its security is its own: cluster.client_config
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,
                  report: Callable[[str], None] = lambda _m: None):
@@ -75,6 +64,13 @@ class ExternalCluster:
 
     def poll_exits(self) -> list[str]:
         return []
+
+    @classmethod
+    def clean_up(cls, scope: CleanupScope, report: Callable[[str], None]) -> Cleanup:
+        """Nothing of its own: it starts no process (a run's clients are the process registry's,
+        the local backend's to clean up), and what a run made in the cluster its teardown deletes.
+        A harness killed mid-run leaves its topics and group there, named with the run's id."""
+        return Cleanup()
 
     @property
     def brokers(self) -> dict:
@@ -123,4 +119,4 @@ class ExternalCluster:
         self.kafka_admin.create_topics(topics, timeout)
 
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None:
-        raise ClusterError(OWN_TOPICS_ONLY)
+        raise ClusterError(Capability.TOPIC_CHANGES.refusal(self.name))

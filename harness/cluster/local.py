@@ -17,12 +17,13 @@ import os
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import Callable, ClassVar
 
+from faults.capabilities import Capability
 from harness.cluster import config, kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
+from harness.cluster.backend import Cleaned, Cleanup, CleanupScope
 from harness.cluster.kinds import CLUSTER_KINDS
 from harness.cluster.network import NetworkPlan
 from harness.cluster.nodes import (
@@ -33,6 +34,7 @@ from harness.cluster.nodes import (
     ZooKeeperNode,
 )
 from harness.cluster.ports import free_port
+from harness.cluster.spec import ClusterSpec
 from harness.components.install import (
     KafkaDist,
     jolokia_agent,
@@ -40,71 +42,13 @@ from harness.components.install import (
     toxiproxy_binary,
 )
 from harness.supervision.processes import Supervisor
-from harness.supervision.service import LocalProcess, stop_in_order
+from harness.supervision.service import LocalProcess, role_tiers, stop_in_order
 from runtime.errors import ClusterError
-
-if TYPE_CHECKING:
-    from harness.cluster.external import ExternalTarget
 
 Report = Callable[[str], None]
 
 KRAFT_CONTROLLER_ID = 1000
-
-
-@dataclass
-class SaslPlainUser:
-    """`cluster up --sasl-plain`: the one user a SASL/PLAIN listener (SASL_PLAINTEXT) of every broker accepts.
-    Its password goes into the brokers' configuration only (a file of the cluster, mode 0600), never into
-    a repr, a log line or the console."""
-
-    user: str
-    password: str = field(repr=False)
-
-    def jaas_config(self) -> str:
-        return (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{self.user}" '
-                f'password="{self.password}" user_{self.user}="{self.password}";')
-
-
-SASL_LISTENER = "SASL"
-
-
-@dataclass
-class ClusterSpec:
-    kafka: str = "3.9"
-    brokers: int = 3
-    zookeeper_nodes: int = 1
-    broker_config: dict = field(default_factory=dict)
-    topics: list[TopicSpec] = field(default_factory=list)
-    lanes: int = 0  # client lanes, each routed through its own proxies (see network.py)
-    coordinator: ProjectCoordinator | None = None  # the project's coordinator service, if the run uses it
-    external: ExternalTarget | None = None  # backend external: someone else's cluster (harness/cluster/external.py)
-    # `cluster up --sasl-plain`: every broker also listens with SASL_PLAINTEXT (PLAIN) for this user, on
-    # 127.0.0.1; the harness's own listeners (client lanes, inter-broker, controller) stay PLAINTEXT.
-    sasl_plain: SaslPlainUser | None = None
-
-    @property
-    def broker_zookeeper_session_timeout_ms(self) -> int:
-        return int(self.broker_config.get("zookeeper.session.timeout.ms", config.BROKER_ZK_SESSION_TIMEOUT_MS))
-
-    def coordinator_names(self) -> list[str]:
-        return [f"coordinator-{i}" for i in range(1, self.coordinator.instances + 1)] if self.coordinator else []
-
-    def zookeeper_session_timeout_s(self, name: str) -> float:
-        """How long the ZooKeeper session of ``name`` (a broker or a coordinator instance) outlives it."""
-        if name in self.coordinator_names():
-            return self.coordinator.zookeeper_session_timeout_ms / 1000
-        return self.broker_zookeeper_session_timeout_ms / 1000
-
-
-@dataclass
-class ProjectCoordinator:
-    """The project's own group coordinator (the ``coordinator`` package), started beside the brokers."""
-
-    variant: str  # v1 | v2 | v3
-    instances: int = 1
-    initial_rebalance_delay_ms: int = 3000
-    zookeeper_session_timeout_ms: int = 6000
-    history: str | None = None  # where its events go (a run's history); default: its log directory
+SASL_LISTENER = "SASL"  # the name of a broker's SASL/PLAIN listener (ClusterSpec.sasl_plain)
 
 
 class LocalCluster:
@@ -113,6 +57,11 @@ class LocalCluster:
 
     name: ClassVar[str] = "local"
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
+    starts_cluster: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({
+        Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
+        Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
+    sasl_plain_listeners: ClassVar[bool] = True
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
         self.spec = spec
@@ -241,6 +190,24 @@ class LocalCluster:
 
     def poll_exits(self) -> list[str]:
         return []  # its processes are the supervisor's: the run's poll of it sees them
+
+    @classmethod
+    def clean_up(cls, scope: CleanupScope, report: Report) -> Cleanup:
+        """The registered processes of harnesses that died — a run's clients too, whichever backend
+        ran its cluster: every process the lab starts is registered the same way — resumed if
+        paused, then SIGKILLed; one owner's (``scope.owner``) stopped tier by tier instead."""
+        # Looked up on use: tests/fuzzing.py's guard replaces the cleaners.
+        from harness.supervision import processes
+
+        if scope.owner is not None:
+            stopped = processes.stop_owned(scope.owner, role_tiers(cls.service_kinds))
+        else:
+            stopped = processes.cleanup_leftovers(include_detached=scope.detached, by=scope.by,
+                                                  owner_pid=scope.owner_pid)
+        for p in stopped:
+            report(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}), "
+                   f"left behind by {p.owner}")
+        return Cleanup([Cleaned("processes", p.name, p.run_dir) for p in stopped])
 
     def _add(self, service: LocalProcess) -> LocalProcess:
         self.services[service.name] = service

@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from faults.catalogue import TOPIC_KINDS
-from harness.cluster.backend import STARTED_BACKENDS, ClusterBackend, open_cluster
+from harness.cluster.backend import ClusterBackend, open_cluster, started_backends
 from harness.supervision.processes import Supervisor
 from harness.supervision.stop_signals import like_ctrl_c
 
 if TYPE_CHECKING:
-    from harness.cluster.local import ClusterSpec
+    from harness.cluster.spec import ClusterSpec
 
 Report = Callable[[str], None]
 
@@ -51,7 +51,7 @@ def share_key(backend: str, spec: ClusterSpec) -> str:
 
 def unshareable(backend: str, spec: ClusterSpec, fault_kinds: set[str]) -> str | None:
     """Why a run needs a cluster of its own, or None if it can borrow one."""
-    if backend not in STARTED_BACKENDS:
+    if backend not in started_backends():
         return f"backend {backend} is a cluster the harness does not start"
     if spec.coordinator is not None:
         return "the project's coordinator writes into one run's history"

@@ -37,18 +37,17 @@ from faults.schedule import FaultScheduler
 from faults.watch import TriggerWatcher
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
-from harness.cluster.compose import ProjectsLeft, cleanup_projects
+from harness.cluster.cleanup import clean_up_after_dead_harnesses
 from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
-from harness.cluster.external import ExternalTarget
-from harness.cluster.local import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, unshareable
+from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
 from harness.paths import new_stamped_dir
 from harness.reports import run as reporting
 from harness.run.brokerlog import CoordinatorLog
 from harness.run.clients import Observer, WorkloadProcesses
 from harness.run.targets import RunTargets
 from harness.scenario import Scenario, redacted_scenario_text
-from harness.supervision.processes import Supervisor, cleanup_leftovers, process_state
+from harness.supervision.processes import Supervisor, process_state
 from harness.supervision.run_state import RUN_STATE, run_owner, write_json_atomically
 from harness.supervision.service import stop_in_order
 from harness.supervision.stop_signals import handled_by
@@ -454,21 +453,6 @@ class Run:
     def _judge(self) -> dict:
         verdict = check_history(load_history(self.history_path, compact_events=True), self.scenario.checks or {}).to_dict()
         return {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
-
-
-def clean_up_after_dead_harnesses(by: str, report: Callable[[str], None], owner_pid: int | None = None) -> None:
-    """Stop the processes and remove the compose projects of harnesses that died without
-    teardown (`owner_pid`: of that one), and mark their runs killed. A project that cannot be
-    removed (its engine does not answer) is said, not fatal: it is not this run's."""
-    for p in cleanup_leftovers(include_detached=False, by=by, owner_pid=owner_pid):
-        report(f"stopped {p.name} (pid {p.pid}), left behind by {p.owner}")
-    try:
-        projects = cleanup_projects(include_detached=False, by=by, owner_pid=owner_pid)
-    except ProjectsLeft as e:
-        projects = e.removed
-        report(str(e))
-    for project in projects:
-        report(f"removed compose project {project}, left behind by a harness that died")
 
 
 def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:

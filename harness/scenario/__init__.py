@@ -31,8 +31,9 @@ from faults.base import (
     ScenarioFacts,
 )
 from faults.base import Strict as _Strict
+from faults.capabilities import Capability, lacking
 from faults.topic_names import TOPIC_NAME_MAX, TopicName, topic_set_problems
-from harness.cluster.backend import BACKENDS, EXTERNAL
+from harness.cluster.backend import BACKENDS, backend_class, started_backends
 from harness.components import versions
 from harness.paths import longest_stamped_name
 from oracle import CHECK_NAMES
@@ -144,7 +145,8 @@ class Cluster(_Strict):
 
     @property
     def external(self) -> bool:
-        return self.backend == EXTERNAL
+        """Someone else's cluster: the harness runs only its clients there."""
+        return self.backend not in started_backends()
 
 
 class Producer(_Strict):
@@ -532,30 +534,29 @@ class Scenario(_Strict):
 
     def _fault_facts(self) -> ScenarioFacts:
         """What a fault entry is checked against, before any fault has run."""
-        if self.cluster.external:  # the run's own processes, and nothing of the cluster
+        backend = self.cluster.backend
+        capabilities = backend_class(backend).capabilities
+        if Capability.CLUSTER_NODES not in capabilities:  # the run's own processes, and nothing of the cluster
             return ScenarioFacts(
                 targets=(*self.member_slots(), "producer"), members=tuple(self.member_slots()), brokers=(),
                 coordinator_instances=(), kafka=self.cluster.kafka, zookeeper=False, driver=self.workload.driver,
-                topics={t.name: t.partitions for t in self.topics}, external=True)
+                topics={t.name: t.partitions for t in self.topics}, backend=backend, capabilities=capabilities)
         return ScenarioFacts(
             targets=tuple(self.fault_targets()), members=tuple(self.member_slots()),
             brokers=tuple(f"broker-{i}" for i in range(1, self.cluster.brokers + 1)),
             coordinator_instances=tuple(self.coordinator_instances()), kafka=self.cluster.kafka,
             zookeeper=self.cluster.zookeeper_mode, driver=self.workload.driver,
-            topics={t.name: t.partitions for t in self.topics})
+            topics={t.name: t.partitions for t in self.topics}, backend=backend, capabilities=capabilities)
 
     def _fault_problems(self, f: FaultSpec, facts: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for one fault, whatever its kind."""
-        if facts.external and f.external_refusal:
-            return [("kind", f"the cluster is external: {f.external_refusal}")]
+        if refused := f.refusals(facts):  # what its backend cannot do: nothing else about it matters
+            return refused
         out = f.problems(facts)
         if f.at_s >= self.duration_s:
             out.append(("at_s", f"{f.at_s}s is not within duration_s ({self.duration_s}s)"))
         if f.on and f.on.member is not None and f.on.member not in facts.members:
             out.append(("on.member", f"no member {f.on.member!r} in this scenario (members: {', '.join(facts.members)})"))
-        if f.on and f.on.reads_coordinator_log and facts.external:
-            out.append(("on", "the cluster is external: its brokers' log, where the group's states are read, "
-                              "is not the harness's to read"))
         return out
 
     def _random_problems(self, facts: ScenarioFacts) -> list[str]:
@@ -575,8 +576,7 @@ class Scenario(_Strict):
         drawing = Drawing(members=facts.members, zookeeper=facts.zookeeper, brokers=len(facts.brokers))
         for kind in dict.fromkeys(r.kinds):
             spec = catalogue.SPECS[kind]
-            if facts.external and spec.external_refusal:
-                out.append(f"kinds: {kind}: the cluster is external: {spec.external_refusal}")
+            out += [f"kinds: {kind}: {c.refusal(facts.backend)}" for c in lacking(spec.needs, facts.capabilities)]
             if not all(spec.drawable_for(t, drawing) for t in r.targets or []):
                 out.append(f"kinds: {kind} needs {spec.draw_targets} only")
         # Whatever the seed, every fault the draw can give a target must be one the run can inject.
@@ -834,7 +834,7 @@ def load_scenario_data(data: dict, path: str | Path, client_config: str | Path |
                 cluster["backend"] = backend
             if client_config is not None:
                 extra = client_config_file(client_config)
-                if cluster.get("backend", "local") != EXTERNAL:
+                if cluster.get("backend", "local") in started_backends():
                     raise ScenarioError(client_config, [("(file)", f"client settings are for a cluster the harness does "
                                                          f"not run (backend: external); {path} runs its own")])
                 base = cluster.get("client_config") if isinstance(cluster.get("client_config"), dict) else {}

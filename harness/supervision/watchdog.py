@@ -6,15 +6,18 @@ someone ran `cleanup`. So the first time a harness process registers something t
 (a process, a compose project), it starts this watchdog, in a session of its own so that
 signals sent to the harness's process group do not reach it:
 
-    python -m harness.supervision.watchdog HARNESS_PID
+    python -m harness.cluster.cleanup HARNESS_PID
 
-It waits on the harness's pidfd — woken the instant the harness is gone, however it went —
-then does for that harness what the start of the next run would: stops its processes and
-removes its compose projects (paused ones resumed or unpaused first), and marks its runs
-``killed`` by "the watchdog of harness PID". After a harness that tore down
-normally there is nothing left to do, and it exits. A detached cluster (`cluster up`) is
-meant to outlive its command: it is left alone, for `cluster down` or `cleanup`.
+It waits on the harness's pidfd (``wait_until_gone``) — woken the instant the harness is gone,
+however it went — then does for that harness what the start of the next run would: every
+backend stops its processes and removes its compose projects (paused ones resumed or unpaused
+first), and its runs are marked ``killed`` by "the watchdog of harness PID". After a harness
+that tore down normally there is nothing left to do, and it exits. A detached cluster
+(`cluster up`) is meant to outlive its command: it is left alone, for `cluster down` or `cleanup`.
 What it did goes to ``watchdog.log`` in the lab home.
+
+The clean-up is the cluster layer's (harness/cluster/cleanup.py, which asks each backend):
+started here by module name, so that this layer, below the backends, imports none of them.
 """
 from __future__ import annotations
 
@@ -22,8 +25,9 @@ import os
 import select
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+WATCHDOG_MODULE = "harness.cluster.cleanup"  # its `main`: wait for the harness, then clean up after it
 
 _started_for: int | None = None  # the pid whose watchdog this process started (a fork is another harness)
 
@@ -37,37 +41,23 @@ def ensure_watchdog() -> None:
     log = _log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        subprocess.Popen([sys.executable, "-m", "harness.supervision.watchdog", str(os.getpid())], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-m", WATCHDOG_MODULE, str(os.getpid())], stdin=subprocess.DEVNULL,
                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+
+
+def wait_until_gone(pid: int) -> None:
+    """Return once process ``pid`` has exited (at once if it already has)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # already gone
+    try:
+        select.select([pidfd], [], [])
+    finally:
+        os.close(pidfd)
 
 
 def _log_path() -> Path:
     from harness.paths import lab_home
 
     return lab_home() / "watchdog.log"
-
-
-def main(argv: list[str]) -> int:
-    harness = int(argv[1])
-    from harness.run.loop import (
-        clean_up_after_dead_harnesses,  # loaded now: when the harness dies, act at once
-    )
-
-    try:
-        pidfd = os.pidfd_open(harness)
-    except ProcessLookupError:
-        pidfd = None  # already gone
-    if pidfd is not None:
-        select.select([pidfd], [], [])
-        os.close(pidfd)
-    by = f"the watchdog of harness {harness}"
-
-    def report(message: str) -> None:
-        print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {by}: {message}", flush=True)
-
-    clean_up_after_dead_harnesses(by, report, owner_pid=harness)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -88,6 +88,7 @@ def test_a_fault_on_their_brokers_is_refused_before_anything_starts(someone_else
     proc = lab("run", str(write_scenario(tmp_path / "ext.yaml", scenario(someone_elses_cluster, faults))),
                "--runs-dir", str(tmp_path / "runs"))
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert ("faults.0.target: the cluster is external: faults act only on the processes the run starts "
+    assert ("faults.0.target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
+            "or coordinator: it does not run them; faults act only on the processes the run starts "
             "(consumer-1, consumer-2, producer), not 'broker-1'") in proc.stderr
     assert not (tmp_path / "runs").exists()

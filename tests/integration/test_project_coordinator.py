@@ -26,7 +26,7 @@ from coordinator.protocol import (
     CoordinatorError,
 )
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
-from harness.cluster.local import ProjectCoordinator
+from harness.cluster.spec import ProjectCoordinator
 from tests.integration.conftest import assert_healed, small_scenario
 
 SESSION_MS = 6000

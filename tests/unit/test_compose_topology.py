@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from harness.cluster.compose_topology import OWNER_LABEL, Images, render
-from harness.cluster.local import ClusterSpec, ProjectCoordinator
+from harness.cluster.spec import ClusterSpec, ProjectCoordinator
 
 IMAGES = Images(kafka="rebalance-lab/kafka:test", toxiproxy="rebalance-lab/toxiproxy:test",
                 coordinator="rebalance-lab/coordinator:test")

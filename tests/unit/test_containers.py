@@ -135,6 +135,8 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
     import time
 
     from harness.cluster import compose
+    from harness.cluster.backend import CleanupScope
+    from harness.cluster.compose_topology import OWNER_LABEL
 
     registry("rl-dead", "unix:///nowhere")
     removals = []
@@ -146,13 +148,17 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
 
     monkeypatch.setattr(engine, "remove_labelled", remove_labelled)
     removed: list[list[str]] = []
-    cleaners = [threading.Thread(target=lambda: removed.append(compose.cleanup_projects(include_detached=False)))
-                for _ in range(2)]
+
+    def clean_up() -> None:
+        cleanup = compose.ComposeCluster.clean_up(CleanupScope("the start of run r2"), lambda _m: None)
+        removed.append([c.name for c in cleanup.cleaned])
+
+    cleaners = [threading.Thread(target=clean_up) for _ in range(2)]
     for t in cleaners:
         t.start()
     for t in cleaners:
         t.join()
-    assert removals == [f"{compose.OWNER_LABEL}=run:{tmp_path / 'runs' / 'rl-dead'}"]
+    assert removals == [f"{OWNER_LABEL}=run:{tmp_path / 'runs' / 'rl-dead'}"]
     assert sorted(removed) == [[], ["rl-dead"]]
     assert not list(compose.compose_registry().iterdir())
 
@@ -160,7 +166,7 @@ def test_of_two_cleaners_racing_for_a_dead_harnesss_project_one_removes_it(monke
 def test_a_dead_harnesss_project_on_an_engine_that_does_not_answer_is_said_not_fatal(tmp_path, registry):
     """The start of a run removes what dead harnesses left; a project whose engine is gone (a reboot)
     must not fail every run after it: the run says so, and the registration stays for `cleanup`."""
-    from harness.run.loop import clean_up_after_dead_harnesses
+    from harness.cluster.cleanup import clean_up_after_dead_harnesses
 
     registration = registry("rl-dead", f"unix://{tmp_path}/no-engine.sock")
     said: list[str] = []
@@ -207,9 +213,9 @@ def test_two_harnesses_clusters_never_share_a_compose_project():
     assert all(re.fullmatch(r"[a-z0-9][a-z0-9_-]*", p) for p in (a, b, run))  # what Compose accepts
 
 
-def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, registry):
+def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, tmp_path, registry):
     from harness.cluster import compose
-    from harness.run.loop import clean_up_after_dead_harnesses
+    from harness.cluster.cleanup import clean_up_after_dead_harnesses
     from runtime.errors import SetupError
 
     registry("rl-a", "unix:///gone.sock")  # comes first
@@ -223,6 +229,7 @@ def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, 
     monkeypatch.setattr(engine, "remove_labelled", remove_labelled)
     said: list[str] = []
     clean_up_after_dead_harnesses("the start of run r2", said.append)
-    assert said[0].startswith("could not remove compose project rl-a: the Docker Engine at unix:///gone.sock")
-    assert said[1] == "removed compose project rl-b, left behind by a harness that died"
+    assert said[0] == (f"removed compose project rl-b (its containers and network), left behind by "
+                       f"run:{tmp_path / 'runs' / 'rl-b'}")
+    assert said[1].startswith("could not remove compose project rl-a: the Docker Engine at unix:///gone.sock")
     assert sorted(p.name for p in compose.compose_registry().iterdir()) == ["rl-a.json"]  # kept for a later cleanup

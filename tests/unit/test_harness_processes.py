@@ -431,4 +431,4 @@ def test_the_watchdog_stops_what_a_sigkilled_harness_left_paused_too(home, tmp_p
     harness.wait()
     wait_until(lambda: "stopped consumer-1" in (lab_home / "watchdog.log").read_text())
     log = (lab_home / "watchdog.log").read_text()
-    assert f"the watchdog of harness {harness.pid}: stopped consumer-1 (pid {pid})" in log, log
+    assert f"the watchdog of harness {harness.pid}: stopped consumer-1 (pid {pid}, consumer, was paused)" in log, log

@@ -36,13 +36,21 @@ def test_faults_on_the_runs_own_processes_are_accepted():
 
 
 @pytest.mark.parametrize("fault, reason", [
-    ({"kind": "crash", "target": "broker-2", "at_s": 5}, "faults.0.target: the cluster is external: faults act only on "
-                                                         "the processes the run starts (consumer-1, "),
+    ({"kind": "crash", "target": "broker-2", "at_s": 5},
+     "faults.0.target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper or "
+     "coordinator: it does not run them; faults act only on the processes the run starts (consumer-1, "),
     ({"kind": "pause", "target": "coordinator", "at_s": 5, "duration_s": 3}, "not 'coordinator'"),
     ({"kind": "network", "target": "consumer-1", "at_s": 5, "duration_s": 3},
-     "faults.0.kind: the cluster is external: network faults cut links through the harness's own Toxiproxy"),
-    ({"kind": "zk-session-expiry", "target": "broker-1", "at_s": 5}, "needs control of the cluster's brokers and ZooKeeper"),
-    ({"kind": "add-partitions", "topic": "events", "partitions": 12, "at_s": 5}, "only creates the run's own topics"),
+     "faults.0.kind: the external backend cannot cut or degrade network links: its clients and brokers do not talk "
+     "through the harness's own Toxiproxy"),
+    ({"kind": "zk-session-expiry", "target": "broker-1", "at_s": 5},
+     "faults.0.kind: the external backend cannot expire ZooKeeper sessions: that needs control of the cluster's "
+     "brokers and ZooKeeper"),
+    ({"kind": "add-partitions", "topic": "events", "partitions": 12, "at_s": 5},
+     "faults.0.kind: the external backend cannot create or grow topics during the run: the harness only creates "
+     "the run's own topics there"),
+    ({"kind": "pause", "target": "consumer-1", "at_s": 5, "duration_s": 3, "on": {"state": "PreparingRebalance"}},
+     "faults.0.on: the external backend cannot read the brokers' logs, where a trigger sees the group's states"),
 ])
 def test_faults_that_need_the_cluster_are_refused_with_the_reason(fault, reason):
     data = external()
@@ -54,7 +62,7 @@ def test_random_faults_are_held_to_the_same_rule():
     data = external()
     data["faults"] = []
     data["random_faults"] = {"count": 3, "kinds": ["pause", "network"], "duration_s": [2, 4]}
-    assert "random_faults.kinds: network: the cluster is external: network faults cut links" in problems(data)
+    assert "random_faults.kinds: network: the external backend cannot cut or degrade network links" in problems(data)
     data["random_faults"]["kinds"] = ["pause", "crash", "poll-stall"]
     schedule = Scenario.model_validate(data).schedule()
     assert len(schedule) == 3 and all(f["target"].startswith("consumer-") for f in schedule)
@@ -115,7 +123,8 @@ def test_run_backend_external_needs_the_clusters_address():
 def test_rolling_restarts_of_their_brokers_and_kip848_timing_are_refused():
     data = external()
     data["faults"] = [{"kind": "rolling-restart", "targets": "brokers", "at_s": 5}]
-    assert "faults.0.targets: the cluster is external: its brokers are not the harness's to restart" in problems(data)
+    assert ("faults.0.targets: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
+            "or coordinator: it does not run them") in problems(data)
     data = external(kafka="4.1")
     data["workload"].update(protocol="consumer", assignor="uniform")
     assert "workload.session_timeout_ms: KIP-848 groups take their timing from the brokers" in problems(data)

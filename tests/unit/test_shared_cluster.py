@@ -10,7 +10,7 @@ import pytest
 
 from harness.cluster import shared
 from harness.cluster.admin import TopicSpec
-from harness.cluster.local import ClusterSpec, ProjectCoordinator
+from harness.cluster.spec import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, health_problems, share_key, unshareable
 from harness.supervision.processes import Supervisor
 

