@@ -105,28 +105,3 @@ def test_an_option_can_need_more_than_its_kind():
     said = problems(data)
     assert said == [f"faults.1.kind: {Capability.ZOOKEEPER_SESSIONS.refusal('external')}",
                     f"faults.1.method: {Capability.NETWORK_LANES.refusal('external')}"]
-
-
-def test_only_the_cluster_layer_tells_backends_apart_by_name():
-    """Outside harness/cluster/, what a backend is or can do is asked of it (its class's data),
-    never read off its name: no comparison with a backend's name, nor with an EXTERNAL constant."""
-    import ast
-
-    root = Path(__file__).resolve().parents[2]
-
-    def names_a_backend(node: ast.expr) -> bool:
-        if isinstance(node, ast.Constant):
-            return node.value in BACKENDS
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return any(names_a_backend(e) for e in node.elts)
-        return (node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)) == "EXTERNAL"
-
-    found = []
-    for package in ("harness", "faults", "workloads", "runtime", "coordinator", "analysis", "oracle"):
-        for path in sorted((root / package).rglob("*.py")):
-            if path.is_relative_to(root / "harness" / "cluster"):
-                continue
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Compare) and any(map(names_a_backend, [node.left, *node.comparators])):
-                    found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
-    assert found == []
