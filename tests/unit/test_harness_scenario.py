@@ -1,4 +1,4 @@
-"""harness/scenario.py: shipped scenarios load; bad ones are explained as FILE: key.path: reason."""
+"""harness/scenario/: shipped scenarios load; bad ones are explained as FILE: key.path: reason."""
 from __future__ import annotations
 
 import copy
