@@ -13,7 +13,8 @@ Where each part is:
 - ``model``     ``Scenario``: the sections together, what is checked across them, and
                 what a run asks of the whole (member slots, schedule, broker settings)
 - ``cluster``   the ``cluster:`` section and the ``topics:``, the settings the harness owns
-- ``workload``  the ``workload:`` section: the group, its members' driver, the producer
+- ``workload``  the ``workload:`` section, and each driver family's own section in it
+                (``librdkafka``, ``java``, ``coordinator``, ``zk_eager``)
 - ``faults``    ``faults:`` and ``random_faults:``: entries, their problems in firing
                 order, who is down when, the schedule with the random draws
 - ``facts``     ``ScenarioFacts``: what fault kinds check their entries against

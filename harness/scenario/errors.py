@@ -12,6 +12,7 @@ import re
 from pydantic import ValidationError
 
 from harness.scenario.faults import FAULT_KINDS
+from harness.scenario.workload import MOVED_TO_SECTIONS
 from workloads.load.profile import STAGE_KINDS
 
 MAX_PROBLEMS = 50  # reported at once; a file that is not a scenario at all would list thousands
@@ -32,13 +33,23 @@ def _kinds(loc: str) -> tuple[str, str]:
     return ("stage kind", ", ".join(STAGE_KINDS)) if loc.startswith("load.") else ("fault kind", ", ".join(FAULT_KINDS))
 
 
+def _unknown_key(loc: str) -> str:
+    """Why a key is not accepted: unknown, or moved into a driver family's section (workload.MOVED_TO_SECTIONS)."""
+    parent, _, key = loc.rpartition(".")
+    section = MOVED_TO_SECTIONS.get(key) if parent == "workload" else None
+    if section:
+        return (f"moved: write it as workload.{section}.{key} (a setting only {section} members have, "
+                f"in their section)")
+    return "unknown key"
+
+
 def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
     out = []
     for e in err.errors():
         loc = _loc(e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = _unknown_key(loc)
         elif e["type"] == "union_tag_invalid":
             what, known = _kinds(loc)
             loc, msg = f"{loc}.kind", f"unknown {what} {e.get('input', {}).get('kind')!r} (known: {known})"

@@ -27,7 +27,7 @@ from harness.scenario.model import Scenario
 from runtime.errors import ScenarioError
 
 MAX_SCENARIO_BYTES = 2**20  # a scenario is a page of YAML
-MAX_DEPTH = 20  # the deepest scenario key is 4 levels down
+MAX_DEPTH = 20  # the deepest scenario key is 5 levels down (workload.librdkafka.test_hooks.*.member)
 MAX_VALUES = 50_000  # after aliases are expanded (no alias bomb); a 1000-fault scenario has ~6000
 
 

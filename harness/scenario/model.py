@@ -156,7 +156,7 @@ class Scenario(Strict):
 
     def _test_hook_problems(self, members: list[str]) -> list[str]:
         """A test hook names a member the run starts and, to read, a partition that exists."""
-        hooks, problems, where = self.workload.test_hooks, [], "workload.test_hooks"
+        hooks, problems, where = self.workload.librdkafka.test_hooks, [], "workload.librdkafka.test_hooks"
         for key in ("consume_unassigned", "sigterm_after_join"):
             hook = getattr(hooks, key, None) if hooks else None
             if hook and hook.member not in members:
@@ -198,14 +198,17 @@ class Scenario(Strict):
         shared (external) cluster touches only what it created, and deletes exactly that."""
         w = self.workload
         name = lambda topic: topic and prefix + topic  # noqa: E731
-        hooks = w.test_hooks
-        if hooks and hooks.consume_unassigned and hooks.consume_unassigned.topic:
-            hooks = hooks.model_copy(update={"consume_unassigned": hooks.consume_unassigned.model_copy(
-                update={"topic": name(hooks.consume_unassigned.topic)})})
-        workload = w.model_copy(update={
+        update = {
             "group": prefix + w.group, "topics": [name(t) for t in w.topics] if w.topics else w.topics,
             "topic_pattern": "^" + re.escape(prefix) + w.topic_pattern[1:] if w.topic_pattern else None,
-            "producer": w.producer.model_copy(update={"topic": name(w.producer.topic)}), "test_hooks": hooks})
+            "producer": w.producer.model_copy(update={"topic": name(w.producer.topic)})}
+        hooks = w.librdkafka.test_hooks
+        if hooks and hooks.consume_unassigned and hooks.consume_unassigned.topic:
+            # Only then: a copy's update counts as written, and another family's section is refused.
+            reader = hooks.consume_unassigned.model_copy(update={"topic": name(hooks.consume_unassigned.topic)})
+            update["librdkafka"] = w.librdkafka.model_copy(
+                update={"test_hooks": hooks.model_copy(update={"consume_unassigned": reader})})
+        workload = w.model_copy(update=update)
         return self.model_copy(update={"topics": [t.model_copy(update={"name": name(t.name)}) for t in self.topics],
                                        "workload": workload})
 

@@ -1,8 +1,30 @@
-"""The ``workload:`` section: the consumer group, how its members run, the producer."""
+"""The ``workload:`` section: the consumer group, how its members run, the producer.
+
+What every member has — the group, its protocol generation and assignor, the commit mode,
+processing time, the group's timing, the warm-up — is a key of ``workload:`` itself. What
+only one *driver family* has is in that family's own section, named after it:
+
+- ``librdkafka``: workloads/consumer.py, the classic protocols and KIP-848 on librdkafka's
+  group client (revoke hold, processing thread, test hooks);
+- ``java``: workloads/verifiable.py, Kafka's VerifiableConsumer (``driver: java``); no
+  settings of its own yet;
+- ``coordinator``: workloads/coordinated.py, the project's coordinator (``coordinator-v*``)
+  and its members;
+- ``zk_eager``: workloads/zk_eager, the ZooKeeper-era consumer.
+
+A family is the module that runs one member — what the generation's row in
+oracle/protocols.py names for ``workload.driver`` — so the section a scenario may write
+follows from its protocol and driver. Another family's section would do nothing: it is
+refused, with the reason. Keys that were the workload's own before they moved into a
+section (``MOVED_TO_SECTIONS``) are refused where they were, naming where they are now.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -24,13 +46,7 @@ class Producer(Strict):
     linger_ms: Annotated[int, Field(ge=0, le=60_000)] = 5
 
 
-class CoordinatorSettings(Strict):
-    """The project's coordinator service, for the ``coordinator-v*`` protocols."""
-
-    instances: Annotated[int, Field(ge=1, le=3)] = 1  # more than one: leader election, failover
-    initial_rebalance_delay_ms: Annotated[int, Field(ge=0, le=600_000)] = 3000  # v3 only (KIP-134)
-    zookeeper_session_timeout_ms: Annotated[int, Field(ge=2000, le=600_000)] = 6000
-
+# ---------------------------------------------------------------- the driver families' sections
 
 class ConsumeUnassignedHook(Strict):
     """Test-only: ``member`` also reads ``partition`` through a second handle as long as the group
@@ -55,13 +71,69 @@ class DriverTestHooks(Strict):
     sigterm_after_join: SigtermAfterJoinHook | None = None
 
 
+class LibrdkafkaSettings(Strict):
+    """``workload.librdkafka``: members on librdkafka's group client (workloads/consumer.py)."""
+
+    # Each member stays this long inside its revoke callback, after recording the revoke and before
+    # giving the partitions up: the window an `on: {event: partitions_revoked}` fault acts in.
+    revoke_hold_ms: Annotated[float, Field(ge=0, le=600_000)] = 0
+    # "worker": each member processes on a thread of its own while its poll loop polls on; a revoke
+    # callback waits for that thread to finish what it holds (workloads/worker.py, `revoke_started`).
+    processing: Literal["inline", "worker"] = "inline"
+    test_hooks: DriverTestHooks | None = None  # test-only (docs/history.md, "Test hooks")
+
+
+class JavaSettings(Strict):
+    """``workload.java``: Kafka's VerifiableConsumer (workloads/verifiable.py). The tool takes no
+    setting the common keys do not already give; what it cannot do is checked against those."""
+
+
+class CoordinatorSettings(Strict):
+    """``workload.coordinator``: the project's coordinator service, for the ``coordinator-v*`` protocols."""
+
+    instances: Annotated[int, Field(ge=1, le=3)] = 1  # more than one: leader election, failover
+    initial_rebalance_delay_ms: Annotated[int, Field(ge=0, le=600_000)] = 3000  # v3 only (KIP-134)
+    zookeeper_session_timeout_ms: Annotated[int, Field(ge=2000, le=600_000)] = 6000
+
+
+@dataclass(frozen=True)
+class DriverFamily:
+    section: str  # its key under workload:, a field of Workload
+    module: str  # what runs one member (python -m): a value of Generation.drivers
+    about: str  # what a sentence calls it
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """The generations this family runs, in the table's order."""
+        return tuple(g.name for g in GENERATIONS.values() if self.module in g.drivers.values())
+
+
+FAMILIES: Mapping[str, DriverFamily] = MappingProxyType({f.section: f for f in (
+    DriverFamily("librdkafka", "workloads.consumer", "librdkafka's group client"),
+    DriverFamily("java", "workloads.verifiable", "Kafka's Java VerifiableConsumer, driver: java"),
+    DriverFamily("coordinator", "workloads.coordinated", "the project's coordinator and its members"),
+    DriverFamily("zk_eager", "workloads.zk_eager", "the ZooKeeper-era consumer"),
+)})
+
+
+def family_of(generation: Generation, driver: str) -> DriverFamily | None:
+    """The family that runs ``generation``'s members on ``driver``; None if the generation has no such driver."""
+    module = generation.drivers.get(driver)
+    return next((f for f in FAMILIES.values() if f.module == module), None)
+
+
+# Keys a workload held before each driver family had its section: a scenario still writing one
+# is told where it is now (errors.validation_problems), rather than that the key is unknown.
+MOVED_TO_SECTIONS = MappingProxyType(dict.fromkeys(("revoke_hold_ms", "processing", "test_hooks"), "librdkafka"))
+
+
+# ---------------------------------------------------------------- the section
+
 class Workload(Strict):
     group: Annotated[str, Field(min_length=1, max_length=255)] = "rebalance-lab"
     protocol: Literal[PROTOCOLS] = "classic-eager"  # type: ignore[valid-type]  # oracle/protocols.py
     assignor: Literal[ASSIGNORS] | None = None  # type: ignore[valid-type]
     driver: Literal["librdkafka", "java"] = "librdkafka"  # java: Kafka's own VerifiableConsumer
-    zk_eager: ZkEagerSettings = ZkEagerSettings()
-    coordinator: CoordinatorSettings = CoordinatorSettings()
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 3
     topics: Annotated[list[str] | None, Field(max_length=100)] = None  # default: every topic of the scenario
     topic_pattern: Annotated[str | None, Field(max_length=1000)] = None  # a regex subscription instead, e.g. "^events.*"
@@ -80,30 +152,11 @@ class Workload(Strict):
     warmup: Literal["group-formed", "none"] = "group-formed"
     warmup_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
     producer: Producer = Producer()
-    # Each member stays this long inside its revoke callback, after recording the revoke and before
-    # giving the partitions up: the window an `on: {event: partitions_revoked}` fault acts in.
-    revoke_hold_ms: Annotated[float, Field(ge=0, le=600_000)] = 0
-    # "worker": each member processes on a thread of its own while its poll loop polls on; a revoke
-    # callback waits for that thread to finish what it holds (workloads/worker.py, `revoke_started`).
-    processing: Literal["inline", "worker"] = "inline"
-    test_hooks: DriverTestHooks | None = None  # test-only (docs/history.md, "Test hooks")
-
-    @model_validator(mode="after")
-    def _test_hooks_fit_the_driver(self):
-        hooks = self.test_hooks or DriverTestHooks()
-        if hooks != DriverTestHooks() and self.driver != "librdkafka":
-            raise ValueError("test_hooks: only the librdkafka driver has them")
-        if hooks.consume_unassigned and self.generation.drivers[self.driver] != "workloads.consumer":
-            raise ValueError(f"test_hooks.consume_unassigned: the {self.protocol} driver does not have it")
-        for switch in ("revoke_hold_ms", "processing"):
-            if getattr(self, switch) != type(self).model_fields[switch].default \
-                    and self.generation.drivers[self.driver] != "workloads.consumer":
-                raise ValueError(f"{switch}: {self.protocol} members ({self.driver} driver) do not have it "
-                                 f"(librdkafka members of the classic and KIP-848 protocols do)")
-        if hooks.sigterm_after_join and not self.generation.classic:
-            raise ValueError(f"test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
-                             f"through librdkafka (classic protocols only)")
-        return self
+    # Each driver family's own settings (FAMILIES): only the section of the family that runs may be written.
+    librdkafka: LibrdkafkaSettings = LibrdkafkaSettings()
+    java: JavaSettings = JavaSettings()
+    coordinator: CoordinatorSettings = CoordinatorSettings()
+    zk_eager: ZkEagerSettings = ZkEagerSettings()
 
     @model_validator(mode="after")
     def _coherent(self):
@@ -128,9 +181,32 @@ class Workload(Strict):
             raise ValueError("heartbeat_interval_ms: must be below session_timeout_ms")
         return self
 
+    @model_validator(mode="after")
+    def _sections_fit_the_family(self):
+        """Only the running family's section may be written; within it, what its protocol lacks."""
+        family, problems = self.family, []
+        if family is None:  # a driver the generation lacks: _coherent says so
+            return self
+        for other in (FAMILIES[key] for key in FAMILIES if key in self.model_fields_set and key != family.section):
+            problems.append(f"{other.section}: settings for {', '.join(other.protocols)} ({other.about}); this "
+                            f"workload's members (protocol: {self.protocol}, driver: {self.driver}) take "
+                            f"workload.{family.section}")
+        hooks = self.librdkafka.test_hooks
+        if hooks and hooks.sigterm_after_join and not self.generation.classic:
+            problems.append(f"librdkafka.test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
+                            f"through librdkafka (classic protocols only)")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
     @property
     def generation(self) -> Generation:
         return GENERATIONS[self.protocol]
+
+    @property
+    def family(self) -> DriverFamily | None:
+        """The driver family that runs the members (None only while validating a driver the generation lacks)."""
+        return family_of(self.generation, self.driver)
 
     @property
     def timing_on_brokers(self) -> bool:
