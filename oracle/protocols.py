@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Literal, Mapping
 
 GroupHome = Literal["kafka", "zookeeper", "project-coordinator"]
+GroupProtocol = Literal["classic", "consumer"]  # Kafka's group.protocol (KIP-848: "consumer")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class Generation:
     member_epochs: bool = False  # KIP-848: members reach an epoch one by one, each on its own heartbeat
     fenced_commits: bool = True  # the group refuses a former owner's commits (by generation or epoch)
     group_home: GroupHome = "kafka"  # where the group's membership lives
+    # The Kafka group protocol its members speak (``group.protocol``); None: the group is not Kafka's.
+    # "consumer" (KIP-848) moves the group's session and heartbeat timing to the brokers (group.consumer.*).
+    group_protocol: GroupProtocol | None = None
     # Eager range / roundrobin generations must match oracle/assignors.py's layouts: the members
     # sort themselves the way those definitions say (KIP-848's brokers assign their own way).
     layouts: bool = False
@@ -55,15 +59,15 @@ GENERATIONS: Mapping[str, Generation] = MappingProxyType({g.name: g for g in (
                ("range",), kafka="3.9", kafka_why="zk-eager rebalances through ZooKeeper",
                fenced_commits=False, group_home="zookeeper", layouts=True),
     Generation("classic-eager", "the classic eager protocol", _CLASSIC_DRIVERS, ("range", "roundrobin"),
-               classic=True, layouts=True),
+               classic=True, group_protocol="classic", layouts=True),
     Generation("classic-static", "the classic protocol with static membership (KIP-345)", _CLASSIC_DRIVERS,
-               ("range", "roundrobin", "cooperative-sticky"), classic=True, layouts=True),
+               ("range", "roundrobin", "cooperative-sticky"), classic=True, group_protocol="classic", layouts=True),
     Generation("classic-cooperative", "the classic cooperative protocol (KIP-429)", _CLASSIC_DRIVERS,
-               ("cooperative-sticky",), classic=True, incremental=True),
+               ("cooperative-sticky",), classic=True, group_protocol="classic", incremental=True),
     # KIP-848: the assignors are the brokers' remote assignors.
     Generation("consumer", "the consumer protocol (KIP-848)", MappingProxyType({"librdkafka": "workloads.consumer"}),
                ("uniform", "range"), kafka="4.1", kafka_why="the consumer protocol (KIP-848) needs Kafka 4.x",
-               incremental=True, member_epochs=True),
+               group_protocol="consumer", incremental=True, member_epochs=True),
     # The project's coordinator, seeds 001-004's designs: v1 assigns in JoinGroup, v2 lets the
     # leader assign (SyncGroup), v3 adds KIP-62's rebalance timeout and KIP-134's initial delay.
     Generation("coordinator-v1", **_COORDINATOR),

@@ -471,7 +471,7 @@ class Member(TakesCommands):
 
 
 class NonOwnerFetch:
-    """Test-only (workload.test_hooks.consume_unassigned): the member also reads one partition
+    """Test-only (workload.librdkafka.test_hooks.consume_unassigned): the member also reads one partition
     through a handle of its own (manual assignment from the log end, a group id of its own, no
     commits) and writes what it processed as the member's records_consumed — a non-owner
     consuming what the owner does. Only while the group has never given the member that

@@ -1,4 +1,4 @@
-"""The processing thread of a member whose poll loop hands batches off (workload.processing: worker).
+"""The processing thread of a member whose poll loop hands batches off (workload.librdkafka.processing: worker).
 
 Many applications process on a thread of their own so that the poll loop stays free: it
 polls, hands the batch over and polls again. A rebalance callback then runs while the

@@ -131,7 +131,7 @@ class Member(Client):
             session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
             coordinators=cluster.network.lane_coordinators(lane) or None if w.generation.project_coordinator else None,
             test_hooks=self.workload.test_hooks_of(self.name), client_settings=dict(s.cluster.client_config),
-            revoke_hold_ms=w.revoke_hold_ms, processing=w.processing)
+            revoke_hold_ms=w.librdkafka.revoke_hold_ms, processing=w.librdkafka.processing)
 
     def tell(self, command: dict) -> None:
         """Tell it what to do: the command file, then SIGUSR1 to look at it."""
@@ -281,8 +281,8 @@ class WorkloadProcesses:
             return None
 
     def test_hooks_of(self, name: str) -> dict | None:
-        """The scenario's test-only switches aimed at this member (workload.test_hooks), or None."""
-        hooks = self.scenario.workload.test_hooks
+        """The scenario's test-only switches aimed at this member (workload.librdkafka.test_hooks), or None."""
+        hooks = self.scenario.workload.librdkafka.test_hooks
         mine = {}
         if hooks and hooks.consume_unassigned and hooks.consume_unassigned.member == name:
             hook = hooks.consume_unassigned

@@ -2,8 +2,9 @@
 seed or cluster backend — what `compare` and `suite` run.
 
 A variant changes only what it names and what that forces (a protocol's default
-assignor, the Kafka line a generation exists on); the result is plain scenario
-data, validated like any scenario before anything starts.
+assignor and driver, the Kafka line a generation exists on, the settings section of
+the driver family that runs its members); the result is plain scenario data,
+validated like any scenario before anything starts.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import copy
 from dataclasses import dataclass
 
 from harness.components import versions
+from harness.scenario.workload import FAMILIES, family_of
 from oracle import CHECK_NAMES
 from oracle.checks import not_applicable
 from oracle.protocols import GENERATIONS
+
+DRIVERS = frozenset(driver for g in GENERATIONS.values() for driver in g.drivers)
 
 
 def listed_twice(model, axes: tuple[str, ...]) -> None:
@@ -65,8 +69,14 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
         workload["protocol"] = axes.protocol
         if workload.get("assignor") not in generation.assignors:
             workload.pop("assignor", None)  # the protocol's default
-        if not generation.classic:
-            workload.pop("driver", None)
+        driver = workload.get("driver", next(iter(generation.drivers)))
+        if isinstance(driver, str) and driver in DRIVERS and driver not in generation.drivers:
+            workload.pop("driver")  # a driver the generation lacks: its default (a bad one is validation's to name)
+            driver = next(iter(generation.drivers))
+        family = family_of(generation, driver) if isinstance(driver, str) else None
+        if family:  # another driver family's section would be refused: its members are not the variant's
+            for section in FAMILIES.keys() - {family.section}:
+                workload.pop(section, None)
         if generation.kafka:
             cluster["kafka"] = generation.kafka
         skipped = not_applicable(axes.protocol)

@@ -1,8 +1,9 @@
 """`on:` faults on real brokers: a member killed inside its revoke callback (held there by
-workload.revoke_hold_ms), and pauses fired by the group entering CompletingRebalance as the
-brokers' log tells it; the history says which event fired each fault and how long after it.
-A member whose revoke callback waits for its processing thread (workload.processing: worker),
-killed in that wait: what it committed before processing is lost, what it did not is not."""
+workload.librdkafka.revoke_hold_ms), and pauses fired by the group entering CompletingRebalance
+as the brokers' log tells it; the history says which event fired each fault and how long after
+it. A member whose revoke callback waits for its processing thread
+(workload.librdkafka.processing: worker), killed in that wait: what it committed before
+processing is lost, what it did not is not."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def test_a_member_is_killed_inside_its_revoke_callback_and_state_triggers_follow
         {"kind": "pause", "target": "consumer-1", "duration_s": 0.2,
          "on": {"state": "CompletingRebalance", "count": 3}},
     ])
-    scenario["workload"]["revoke_hold_ms"] = HOLD_MS
+    scenario["workload"]["librdkafka"] = {"revoke_hold_ms": HOLD_MS}
     run = module_run("triggers", scenario)
     assert run.exit_code == 0, run.output[-3000:]  # synchronous commits: a kill mid-revoke loses nothing
     started = run.named("fault_started")

@@ -1,5 +1,5 @@
 """The oracle on real runs rigged with the librdkafka driver's test-only switches
-(workload.test_hooks, docs/history.md):
+(workload.librdkafka.test_hooks, docs/history.md):
 
 - a member that consumes a partition it was never assigned, while the owner consumes the
   same records, fails exclusive-ownership (issue 9, defect 1);
@@ -25,7 +25,7 @@ def non_owner(module_run):
     """consumer-3 joins a formed group of two: range over three gives it events-3 (member ids sort
     by name), never events-0 — which it reads all the same, alongside consumer-1."""
     scenario = small_scenario("non-owner", duration_s=20, faults=[{"kind": "scale", "at_s": 1, "consumers": 3}])
-    scenario["workload"]["test_hooks"] = {"consume_unassigned": {"member": "consumer-3", "partition": 0}}
+    scenario["workload"]["librdkafka"] = {"test_hooks": {"consume_unassigned": {"member": "consumer-3", "partition": 0}}}
     return module_run("non-owner", scenario)
 
 
@@ -41,7 +41,7 @@ def absent_static(module_run):
         {"kind": "scale", "at_s": 7, "consumers": 4},
     ])
     scenario["workload"].update(protocol="classic-static", session_timeout_ms=SESSION_MS,
-                                test_hooks={"sigterm_after_join": {"member": "consumer-3", "join": 2}})
+                                librdkafka={"test_hooks": {"sigterm_after_join": {"member": "consumer-3", "join": 2}}})
     return module_run("absent-static", scenario)
 
 

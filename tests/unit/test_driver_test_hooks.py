@@ -1,5 +1,6 @@
-"""workload.test_hooks: test-only switches of the librdkafka driver (docs/history.md, "Test hooks").
-Off by default, refused where the driver has none, and handed only to the member they name."""
+"""workload.librdkafka.test_hooks: test-only switches of the librdkafka driver (docs/history.md,
+"Test hooks"). Off by default, refused where the driver has none, and handed only to the member
+they name."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +21,9 @@ BASE = {
 }
 
 
-def scenario(tmp_path: Path, **workload):
+def scenario(tmp_path: Path, test_hooks: dict | None = None, **workload):
+    if test_hooks is not None:
+        workload["librdkafka"] = {"test_hooks": test_hooks}
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump({**BASE, "workload": {**BASE["workload"], **workload}}, sort_keys=False))
     return load_scenario(path)
@@ -34,7 +37,7 @@ def hooks_of(s, member: str):
 
 def test_off_unless_given(tmp_path):
     s = scenario(tmp_path)
-    assert s.workload.test_hooks is None
+    assert s.workload.librdkafka.test_hooks is None
     assert hooks_of(s, "consumer-1") is None
 
 
@@ -52,11 +55,13 @@ def test_a_topic_can_be_named(tmp_path):
 
 
 @pytest.mark.parametrize("workload, where", [
-    ({"test_hooks": {"sigterm_after_join": {"member": "consumer-1", "join": 0}}}, "workload.test_hooks.sigterm_after_join.join"),
-    ({"test_hooks": {"consume_unassigned": {"member": "c2", "partition": 0}}}, "workload.test_hooks.consume_unassigned.member"),
+    ({"test_hooks": {"sigterm_after_join": {"member": "consumer-1", "join": 0}}},
+     "workload.librdkafka.test_hooks.sigterm_after_join.join"),
+    ({"test_hooks": {"consume_unassigned": {"member": "c2", "partition": 0}}},
+     "workload.librdkafka.test_hooks.consume_unassigned.member"),
     ({"test_hooks": {"consume_unassigned": {"member": "consumer-1", "partition": -1}}},
-     "workload.test_hooks.consume_unassigned.partition"),
-    ({"test_hooks": {"drop_everything": True}}, "workload.test_hooks.drop_everything"),
+     "workload.librdkafka.test_hooks.consume_unassigned.partition"),
+    ({"test_hooks": {"drop_everything": True}}, "workload.librdkafka.test_hooks.drop_everything"),
 ])
 def test_bad_values_are_named(tmp_path, workload, where):
     with pytest.raises(ScenarioError) as info:
@@ -65,19 +70,20 @@ def test_bad_values_are_named(tmp_path, workload, where):
 
 
 @pytest.mark.parametrize("workload, reason", [
-    ({"driver": "java", "protocol": "classic-eager"}, "only the librdkafka driver has them"),
-    ({"protocol": "coordinator-v2"}, "the coordinator-v2 driver does not have it"),
+    ({"driver": "java", "protocol": "classic-eager"}, "(protocol: classic-eager, driver: java) take workload.java"),
+    ({"protocol": "coordinator-v2"}, "(protocol: coordinator-v2, driver: librdkafka) take workload.coordinator"),
 ])
-def test_consume_unassigned_only_where_the_driver_has_it(tmp_path, workload, reason):
+def test_hooks_only_where_the_driver_has_them(tmp_path, workload, reason):
     with pytest.raises(ScenarioError) as info:
         scenario(tmp_path, test_hooks={"consume_unassigned": {"member": "consumer-1", "partition": 0}}, **workload)
-    assert "test_hooks" in str(info.value) and reason in str(info.value)
+    (key, why), = info.value.problems
+    assert key == "workload.librdkafka" and reason in why
 
 
 def test_sigterm_after_join_needs_a_joingroup(tmp_path):
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump({**BASE, "cluster": {"kafka": "4.1", "brokers": 1}, "workload": {
-        "protocol": "consumer", "test_hooks": {"sigterm_after_join": {"member": "consumer-1", "join": 1}}}}))
+        "protocol": "consumer", "librdkafka": {"test_hooks": {"sigterm_after_join": {"member": "consumer-1", "join": 1}}}}}))
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
     assert "classic protocols only" in str(info.value)
@@ -93,11 +99,13 @@ duration_s: 20
 topics: [{name: events, partitions: 4}]
 workload:
   consumers: 2
-  test_hooks:
-    consume_unassigned: {member: consumer-5, partition: 4}
+  librdkafka:
+    test_hooks:
+      consume_unassigned: {member: consumer-5, partition: 4}
 """)
     with pytest.raises(LabError) as e:
         load_scenario(path)
     message = str(e.value)
-    assert "workload.test_hooks.consume_unassigned.member: consumer-5 is not a member this run starts" in message
-    assert "workload.test_hooks.consume_unassigned.partition: events has 4 partitions (0..3)" in message
+    assert "workload.librdkafka.test_hooks.consume_unassigned.member: consumer-5 is not a member this run starts" \
+        in message
+    assert "workload.librdkafka.test_hooks.consume_unassigned.partition: events has 4 partitions (0..3)" in message

@@ -1,4 +1,4 @@
-"""harness/scenario.py: shipped scenarios load; bad ones are explained as FILE: key.path: reason."""
+"""harness/scenario/: shipped scenarios load; bad ones are explained as FILE: key.path: reason."""
 from __future__ import annotations
 
 import copy
@@ -102,9 +102,11 @@ BAD_VALUES = [
     (lambda d: d["cluster"].update(kafka="2.8"), "cluster.kafka", "'3.9' or '4.1'"),
     (lambda d: d["workload"].update(warmup="stable"), "workload.warmup", "'group-formed' or 'none'"),
     (lambda d: d["workload"].update(warmup_timeout_s=0), "workload.warmup_timeout_s", "greater than 0"),
-    (lambda d: d["workload"].update(processing="async"), "workload.processing", "'inline' or 'worker'"),
-    (lambda d: d["workload"].update(protocol="zk-eager", processing="worker"), "workload.processing",
-     "zk-eager members (librdkafka driver) do not have it"),
+    (lambda d: d["workload"].update(librdkafka={"processing": "async"}), "workload.librdkafka.processing",
+     "'inline' or 'worker'"),
+    (lambda d: d["workload"].update(protocol="zk-eager", librdkafka={"processing": "worker"}), "workload.librdkafka",
+     "settings for classic-eager, classic-static, classic-cooperative, consumer (librdkafka's group client); "
+     "this workload's members (protocol: zk-eager, driver: librdkafka) take workload.zk_eager"),
     # One bound for every way a group grows (faults.base.MAX_MEMBERS): 128 members at most.
     (lambda d: d["workload"].update(consumers=129), "workload.consumers", "less than or equal to 128"),
     (lambda d: d["faults"].append({"kind": "scale", "consumers": 129, "at_s": 1}), "faults.1.consumers",

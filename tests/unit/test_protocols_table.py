@@ -90,6 +90,21 @@ def test_compare_runs_every_generation_on_its_kafka_line(protocol: str):
     assert skipped == not_applicable(protocol) and not set(skipped) & set(data["checks"])
 
 
+def test_kip848_timing_goes_to_the_brokers_by_the_generations_row():
+    """The consumer group protocol (KIP-848) moves session and heartbeat timing to the brokers:
+    the harness sets it there. Decided by the row's group_protocol, not by a protocol's name."""
+    base = {"name": "t", "duration_s": 30, "topics": [{"name": "events", "partitions": 4}]}
+    timing = {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 2000}
+    for protocol, generation in GENERATIONS.items():
+        assert generation.classic == (generation.group_protocol == "classic"), protocol
+        scenario = Scenario.model_validate({**base, "cluster": {"kafka": generation.kafka or "3.9"},
+                                            "workload": {"protocol": protocol, **timing}})
+        assert scenario.workload.timing_on_brokers == (generation.group_protocol == "consumer"), protocol
+        expected = {"group.consumer.session.timeout.ms": 10_000, "group.consumer.min.session.timeout.ms": 10_000,
+                    "group.consumer.heartbeat.interval.ms": 2000, "group.consumer.min.heartbeat.interval.ms": 2000}
+        assert scenario.broker_config() == (expected if scenario.workload.timing_on_brokers else {}), protocol
+
+
 def test_the_coordinator_generations_name_known_designs():
     from coordinator.group import variant as design
     from workloads.coordinated import VARIANTS

@@ -1,0 +1,118 @@
+"""The ``cluster:`` section (which brokers, on which backend) and the ``topics:`` it holds.
+
+Broker and client settings the harness derives itself cannot be overridden here: they
+are what network faults act through, or what the history depends on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from faults.strict import Strict
+from faults.topic_names import TopicName
+from harness.cluster.backend import BACKENDS, started_backends
+from harness.components import versions
+
+Scalar = str | int | float | bool
+
+
+def config_problems(config: dict, key: str) -> list[str]:
+    """Settings are written one per line into server.properties (or sent to the AdminClient):
+    a name is a Kafka config name, a value one line (a newline or a trailing backslash would
+    smuggle in, or swallow, the next setting)."""
+    problems = []
+    for name, value in config.items():
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,255}", name):
+            problems.append(f"{key}: {name!r} is not a Kafka config name")
+        elif isinstance(value, str) and (re.search(r"[\r\n\x00]", value) or value.endswith("\\")):
+            problems.append(f"{key}.{name}: a value is one line (no line breaks, no trailing backslash)")
+    return problems
+
+
+class Topic(Strict):
+    name: TopicName
+    partitions: Annotated[int, Field(ge=1, le=1000)]
+    replication_factor: Annotated[int | None, Field(ge=1, le=9)] = None
+    config: dict[str, Scalar] = {}
+
+    @model_validator(mode="after")
+    def _one_setting_a_line(self):
+        problems = config_problems(self.config, "config")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+
+# Broker settings the harness derives for every broker: its listeners (one per lane, each
+# advertised at that lane's proxy, so a network fault cuts exactly one member's traffic),
+# node ids, log directories, its ZooKeeper or KRaft quorum. Overridden, the proxies would
+# be bypassed (a "partition" that cuts nothing) or the brokers pointed at another cluster.
+HARNESS_BROKER_SETTINGS = frozenset({
+    "listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
+    "control.plane.listener.name", "controller.listener.names", "zookeeper.connect", "log.dirs", "log.dir",
+    "node.id", "broker.id", "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+})
+
+
+# Client settings that are the harness's own (the scenario's workload decides them, or the
+# history depends on them); tests/unit/test_scenario_external.py holds it to the clients' configs.
+HARNESS_CLIENT_SETTINGS = frozenset({
+    "bootstrap.servers", "group.id", "client.id", "group.instance.id", "group.protocol", "group.remote.assignor",
+    "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
+    "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store", "auto.commit.interval.ms",
+    "topic.metadata.refresh.interval.ms", "debug", "logger", "log_level", "acks", "enable.idempotence", "linger.ms",
+    "delivery.timeout.ms", "socket.connection.setup.timeout.ms"})
+
+
+class Cluster(Strict):
+    backend: Literal[tuple(BACKENDS)] = "local"  # type: ignore[valid-type]
+    kafka: Literal[tuple(versions.KAFKA_RELEASES)] = "3.9"  # type: ignore[valid-type]
+    brokers: Annotated[int, Field(ge=1, le=9)] = 3
+    zookeeper_nodes: Literal[1, 3] = 1
+    broker_config: dict[str, Scalar] = {}
+    # backend: external — someone else's cluster: where it is, and the client settings (security)
+    # every client the harness makes is given. `kafka` then says which line it runs.
+    bootstrap_servers: Annotated[str, Field(pattern=r"^[^,\s]+:\d{1,5}(,[^,\s]+:\d{1,5})*$")] | None = None
+    zookeeper_connect: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    client_config: dict[str, Scalar] = {}
+
+    @model_validator(mode="after")
+    def _harness_settings_stay(self):
+        problems = config_problems(self.broker_config, "broker_config")
+        problems += config_problems(self.client_config, "client_config")
+        if self.external:
+            problems += [f"{key}: an external cluster is not started by the harness" for key in
+                         ("brokers", "zookeeper_nodes", "broker_config") if key in self.model_fields_set]
+            if not self.bootstrap_servers:
+                problems.append("bootstrap_servers: an external cluster needs its bootstrap servers (host:port,…)")
+            problems += [f"client_config.{key}: the harness sets this for each client" for key in self.client_config
+                         if key in HARNESS_CLIENT_SETTINGS]
+        else:
+            problems += [f"{key}: only for backend: external (the harness runs this cluster itself)" for key in
+                         ("bootstrap_servers", "zookeeper_connect", "client_config") if key in self.model_fields_set]
+            if self.zookeeper_nodes != 1 and not self.zookeeper_mode:
+                problems.append(f"zookeeper_nodes: Kafka {self.kafka} runs without ZooKeeper (KRaft); lines with "
+                                f"ZooKeeper: {', '.join(versions.KAFKA_LINES_WITH_ZOOKEEPER)}")
+        problems += [f"broker_config.{key}: the harness sets this for every broker (listeners, ids, log "
+                     f"directories and the quorum are its own: network faults act through those listeners)"
+                     for key in self.broker_config if key in HARNESS_BROKER_SETTINGS]
+        timeout = self.broker_config.get("zookeeper.session.timeout.ms")
+        whole = type(timeout) is int or (type(timeout) is str and timeout.isascii() and timeout.isdigit())
+        if timeout is not None and not (whole and 1000 <= int(timeout) <= 600_000):
+            problems.append("broker_config.zookeeper.session.timeout.ms: the harness times ZooKeeper faults by it: "
+                            "a whole number of milliseconds, 1000..600000")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return self.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER
+
+    @property
+    def external(self) -> bool:
+        """Someone else's cluster: the harness runs only its clients there."""
+        return self.backend not in started_backends()

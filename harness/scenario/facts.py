@@ -1,0 +1,34 @@
+"""What fault kinds are told about a scenario: ``ScenarioFacts`` (faults/base.py).
+
+A fault kind checks its entry against these facts only — the processes it may name, the
+brokers, the Kafka line, the topics — never the Scenario itself, so faults/ never imports
+the harness.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from faults.base import ScenarioFacts
+from faults.capabilities import Capability
+from harness.cluster.backend import backend_class
+
+if TYPE_CHECKING:
+    from harness.scenario.model import Scenario
+
+
+def fault_facts(scenario: Scenario) -> ScenarioFacts:
+    """What a fault entry is checked against, before any fault has run."""
+    backend = scenario.cluster.backend
+    capabilities = backend_class(backend).capabilities
+    if Capability.CLUSTER_NODES not in capabilities:  # the run's own processes, and nothing of the cluster
+        return ScenarioFacts(
+            targets=(*scenario.member_slots(), "producer"), members=tuple(scenario.member_slots()), brokers=(),
+            coordinator_instances=(), kafka=scenario.cluster.kafka, zookeeper=False, driver=scenario.workload.driver,
+            topics={t.name: t.partitions for t in scenario.topics}, backend=backend, capabilities=capabilities)
+    return ScenarioFacts(
+        targets=tuple(scenario.fault_targets()), members=tuple(scenario.member_slots()),
+        brokers=tuple(f"broker-{i}" for i in range(1, scenario.cluster.brokers + 1)),
+        coordinator_instances=tuple(scenario.coordinator_instances()), kafka=scenario.cluster.kafka,
+        zookeeper=scenario.cluster.zookeeper_mode, driver=scenario.workload.driver,
+        topics={t.name: t.partitions for t in scenario.topics}, backend=backend, capabilities=capabilities)

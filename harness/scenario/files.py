@@ -1,0 +1,232 @@
+"""Scenario files: reading them, the client settings they take from elsewhere, what a run keeps.
+
+- ``read_scenario_data``: a file as plain data, UTF-8 YAML within bounds (docs/inputs.md): at
+  most 1 MiB (a byte order mark is fine), no YAML tags, at most 20 levels deep and 50,000
+  values once aliases are expanded; a value YAML cannot build is an error at its line. Suite
+  and sweep files are read the same way.
+- ``load_scenario``: a file validated into a Scenario; ``--client-config`` and ``--backend``
+  applied first. Every problem is reported as ``FILE: key.path: reason`` (a ScenarioError,
+  exit code 2), all of them at once.
+- Secrets: ``${NAME}`` in ``cluster.client_config`` read from the environment; client settings
+  from a properties file; the scenario as a run directory keeps it, no secret value in it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from harness.cluster.backend import started_backends
+from harness.scenario.cluster import HARNESS_CLIENT_SETTINGS
+from harness.scenario.errors import MAX_PROBLEMS, validation_problems
+from harness.scenario.model import Scenario
+from runtime.errors import ScenarioError
+
+MAX_SCENARIO_BYTES = 2**20  # a scenario is a page of YAML
+MAX_DEPTH = 20  # the deepest scenario key is 5 levels down (workload.librdkafka.test_hooks.*.member)
+MAX_VALUES = 50_000  # after aliases are expanded (no alias bomb); a 1000-fault scenario has ~6000
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a scenario does not accept (a tag, too deep, too large)."""
+
+
+class _ScenarioLoader(yaml.SafeLoader):
+    """PyYAML's safe loader minus what a scenario never needs and PyYAML handles badly: tags
+    (``!!int x`` raises a bare ValueError), nesting deep enough to exhaust the stack, aliases that
+    expand to millions of values. A value its constructor cannot build (``2020-99-99`` is read as
+    a date, a 5000-digit integer) becomes a YAML error at its line."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = self._values = 0
+        self._sizes: dict[int, int] = {}  # id(anchored node) -> values under it, aliases expanded
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            self._count(self._sizes.get(id(self.anchors.get(event.anchor)), 1), event)
+            return super().compose_node(parent, index)
+        if event.tag is not None:
+            tag = event.tag.replace("tag:yaml.org,2002:", "!!")
+            raise _Refused(None, None, f"YAML tags ({tag}) are not accepted in a scenario: write the plain value",
+                           event.start_mark)
+        if self._depth >= MAX_DEPTH:
+            raise _Refused(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+        before = self._values
+        self._count(1, event)
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if event.anchor is not None:
+            self._sizes[id(node)] = self._values - before
+        return node
+
+    def _count(self, values: int, event) -> None:
+        self._values += values
+        if self._values > MAX_VALUES:
+            raise _Refused(None, None, f"more than {MAX_VALUES} values (aliases expanded)", event.start_mark)
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as e:
+            value = node.value if isinstance(node.value, str) else node.tag
+            raise yaml.constructor.ConstructorError(  # (Python's advice on its digit limit is not for users)
+                None, None, f"cannot read {value[:40]!r}: {str(e).split('; use')[0]}", node.start_mark) from None
+
+
+def _where(data: bytes, offset: int) -> str:
+    line, line_start = data.count(b"\n", 0, offset) + 1, data.rfind(b"\n", 0, offset) + 1
+    return f"line {line}, column {offset - line_start + 1}"
+
+
+def read_scenario_data(path: str | Path, what: str = "a scenario is a mapping of keys such as name, duration_s, topics") -> dict:
+    """The scenario file (or a suite file: `what` it should be) as plain data, before validation:
+    UTF-8 YAML within the limits above."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_file():
+            raise ScenarioError(path, [("(file)", "not a regular file")])
+        with path.open("rb") as fh:
+            data = fh.read(MAX_SCENARIO_BYTES + 1)
+    except OSError as e:
+        raise ScenarioError(path, [("(file)", e.strerror or str(e))]) from None
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(path, [("(file)", f"larger than {MAX_SCENARIO_BYTES >> 20} MiB: not a scenario")])
+    data = data.removeprefix(codecs.BOM_UTF8)  # some editors start UTF-8 files with one
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(path, [(_where(data, e.start), f"not UTF-8 text (byte 0x{data[e.start]:02x})")]) from None
+    try:
+        parsed = yaml.load(text, Loader=_ScenarioLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(yaml)"
+        reason = e.problem if isinstance(e, _Refused) else f"not valid YAML: {e.problem or e}"
+        raise ScenarioError(path, [(where, reason)]) from None
+    except yaml.YAMLError as e:  # the reader: a control character, say
+        where = _where(text.encode(), len(text[:e.position].encode())) if isinstance(e, yaml.reader.ReaderError) else "(yaml)"
+        raise ScenarioError(path, [(where, f"not valid YAML: {getattr(e, 'reason', None) or e}")]) from None
+    if not isinstance(parsed, dict):
+        raise ScenarioError(path, [("(top level)", what)])
+    return parsed
+
+
+def resolve_client_config(data: dict, path: str | Path) -> dict:
+    """``data`` with the ``${NAME}`` references of its ``cluster.client_config`` string values resolved from
+    the environment (each value that used one is a secret from then on: runtime.secrets); a variable
+    not set is bad input naming the file, the key and the variable. Done once, on the file's data."""
+    from runtime import secrets
+
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict) or not isinstance(cluster.get("client_config"), dict):
+        return data
+    resolved, problems = secrets.resolve_config(cluster["client_config"])
+    if problems:
+        raise ScenarioError(path, [(f"cluster.client_config.{key}", reason) for key, reason in problems])
+    return {**data, "cluster": {**cluster, "client_config": resolved}}
+
+
+def client_config_file(path: str | Path) -> dict:
+    """``--client-config FILE``: client settings in Java properties format (as Kafka's own tools take
+    them), ``${NAME}`` resolved from the environment; bad input names the file, the line and the key."""
+    from runtime import secrets
+
+    settings, problems = secrets.read_properties(path)
+    for key, value in settings.items():
+        if key in HARNESS_CLIENT_SETTINGS:
+            problems.append((key, "the harness sets this for each client"))
+        if re.search(r"[\r\n\x00]", value):
+            problems.append((key, "a value is one line (no line breaks)"))
+    if problems:
+        raise ScenarioError(path, problems)
+    return settings
+
+
+def load_scenario(path: str | Path, client_config: str | Path | None = None, backend: str | None = None) -> Scenario:
+    """The scenario file, validated. ``client_config``: a properties file of client settings merged over
+    ``cluster.client_config`` (`--client-config`); ``backend``: the cluster backend it runs on (`--backend`)."""
+    return load_scenario_data(read_scenario_data(path), path, client_config, backend)
+
+
+def redact_scenario_data(data: dict) -> dict:
+    """Scenario data as a file the harness writes may hold it: secret settings of
+    ``cluster.client_config`` written as values become ``***`` (``${NAME}`` references stay)."""
+    from runtime import secrets
+
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict) or not isinstance(cluster.get("client_config"), dict):
+        return data
+    config = {k: secrets.MASK if isinstance(k, str) and secrets.is_secret(k, v)
+              and secrets.ENV_REF.sub("", str(v)).strip() else v for k, v in cluster["client_config"].items()}
+    return {**data, "cluster": {**cluster, "client_config": config}}
+
+
+def load_scenario_data(data: dict, path: str | Path, client_config: str | Path | None = None,
+                       backend: str | None = None) -> Scenario:
+    """As load_scenario, from the file's data (read_scenario_data); problems are ``path``'s."""
+    data = resolve_client_config(data, path)
+    if backend or client_config is not None:
+        cluster = dict(data.get("cluster") or {}) if isinstance(data.get("cluster", {}), dict) else data.get("cluster")
+        if isinstance(cluster, dict):
+            if backend:
+                cluster["backend"] = backend
+            if client_config is not None:
+                extra = client_config_file(client_config)
+                if cluster.get("backend", "local") in started_backends():
+                    raise ScenarioError(client_config, [("(file)", f"client settings are for a cluster the harness does "
+                                                         f"not run (backend: external); {path} runs its own")])
+                base = cluster.get("client_config") if isinstance(cluster.get("client_config"), dict) else {}
+                cluster["client_config"] = {**base, **extra}
+            data = {**data, "cluster": cluster}
+    return scenario_from_data(data, path)
+
+
+def scenario_from_data(data: dict, path: str | Path) -> Scenario:
+    """A scenario from its (resolved) data; problems are reported as ``path``'s."""
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        problems = validation_problems(e)
+        if len(problems) > MAX_PROBLEMS:
+            problems = problems[:MAX_PROBLEMS] + [("…", f"{len(problems) - MAX_PROBLEMS} more problems")]
+        raise ScenarioError(path, problems) from None
+
+
+def redacted_scenario_text(path: str | Path) -> str:
+    """The scenario file as written, but with no secret value: each secret setting of
+    ``cluster.client_config`` written as a value (not only ``${NAME}`` references) becomes ``"***"``
+    in place — comments, layout and every other byte stay — and any secret value the harness knows
+    (runtime.secrets) is masked wherever else it appears. What a run directory keeps as scenario.yaml."""
+    from runtime import secrets
+
+    text = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    spans = []
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        root = None
+    cluster = _mapping_value(root, "cluster")
+    config = _mapping_value(cluster, "client_config")
+    for key, value in (config.value if isinstance(config, yaml.MappingNode) else []):
+        if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode) \
+                and secrets.is_secret(str(key.value), value.value) \
+                and secrets.ENV_REF.sub("", str(value.value)).strip():  # only ${NAME} references: kept
+            spans.append((value.start_mark.index, value.end_mark.index))
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + f'"{secrets.MASK}"' + text[end:]
+    return secrets.redact_text(text)
+
+
+def _mapping_value(node, key: str):
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)

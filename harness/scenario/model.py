@@ -1,0 +1,275 @@
+"""The scenario as a whole: its sections, and what can only be checked across them.
+
+Each section validates itself (cluster.py, workload.py, faults.py, checks.py, the load
+profile in workloads/load/); here is what needs two of them at once — a topic the workload
+names is declared, a generation's Kafka line is the cluster's, a fault finds its target,
+a test hook's member is started — and what the run asks of the whole scenario: the member
+slots and fault targets, the schedule, the broker settings the group's timing implies, the
+same scenario isolated on a shared cluster or on another backend.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import Field, TypeAdapter, ValidationError, model_validator
+
+from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS
+from faults.strict import Strict
+from faults.topic_names import TOPIC_NAME_MAX, topic_set_problems
+from harness.components import versions
+from harness.paths import longest_stamped_name
+from harness.scenario import faults as fault_entries
+from harness.scenario.checks import check_problems
+from harness.scenario.cluster import Cluster, Topic
+from harness.scenario.errors import validation_problems
+from harness.scenario.facts import fault_facts
+from harness.scenario.faults import Fault, RandomFaults
+from harness.scenario.workload import Workload
+from runtime.errors import ScenarioError
+from workloads.load.profile import LoadProfile  # the load profile's own model
+
+
+class Recovery(Strict):
+    timeout_s: Annotated[float, Field(gt=0, le=DAY_S)] = 120
+    stable_for_s: Annotated[float, Field(ge=0, le=3600)] = 3
+
+
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)]  # also a suite's, a sweep's, `schedule --seed`; `true` is none
+
+
+def seed_problem(seed: object) -> str | None:
+    """Why ``seed`` is no scenario's seed (a command-line option's value), or None."""
+    try:
+        TypeAdapter(Seed).validate_python(seed)
+    except ValidationError as e:
+        return e.errors()[0]["msg"]
+    return None
+
+
+class Scenario(Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,80}$")]
+    description: str = ""
+    seed: Seed = 0
+    duration_s: Annotated[float, Field(gt=0, le=DAY_S)]
+    cluster: Cluster = Cluster()
+    topics: Annotated[list[Topic], Field(min_length=1, max_length=100)]
+    workload: Workload = Workload()
+    faults: Annotated[list[Fault], Field(max_length=1000)] = []
+    random_faults: RandomFaults | None = None
+    checks: dict[str, dict | None] | None = None  # None: every check with its defaults
+    recovery: Recovery = Recovery()
+    # The group's size follows a profile run by Locust (workloads/load/); the warm-up's group is
+    # workload.consumers, the profile starts from it.
+    load: LoadProfile | None = None
+
+    @model_validator(mode="after")
+    def _references(self):
+        problems = self._topic_problems() + self._generation_problems() + self._driver_problems()
+        facts = fault_facts(self)  # once: it takes passes over the faults
+        problems += fault_entries.written_problems(self, facts)
+        if self.random_faults:
+            problems += [f"random_faults.{p}" for p in fault_entries.random_problems(self, facts)]
+        if self.load:
+            problems += self._load_problems(facts.members)
+        problems += self._test_hook_problems(list(facts.members))
+        problems += check_problems(self.checks)
+        for t in self.topics if not self.cluster.external else ():  # how many brokers it has is not ours to know
+            if (t.replication_factor or 0) > self.cluster.brokers:
+                problems.append(f"topics.{t.name}.replication_factor: {t.replication_factor} exceeds the "
+                                f"{self.cluster.brokers} brokers")
+        if problems:
+            raise ValueError("\n".join(problems))  # one per line: a reason may itself contain "; "
+        return self
+
+    def _topic_problems(self) -> list[str]:
+        """Topic names a run can stamp and Kafka takes; the workload's topics among them."""
+        problems = []
+        topic_names = [t.name for t in self.topics]
+        longest = TOPIC_NAME_MAX - len(self.isolation_prefix(longest_stamped_name(self.run_name)))
+        for i, name in enumerate(topic_names):
+            if len(name) > longest:
+                problems.append(f"topics.{i}.name: {len(name)} characters; on a shared or external cluster a run "
+                                f"names it rl-<run directory>-{{name}}, which Kafka allows only up to {longest}")
+        problems += [f"topics.{i}.name: {reason}" for i, reason in topic_set_problems(topic_names)]
+        for i, name in enumerate(self.workload.topics or []):
+            if name not in topic_names:
+                problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")
+        if self.workload.producer.topic and self.workload.producer.topic not in topic_names:
+            problems.append(f"workload.producer.topic: topic {self.workload.producer.topic!r} is not declared under topics")
+        return problems
+
+    def _generation_problems(self) -> list[str]:
+        """The generation against the cluster: its Kafka line, and what an external cluster cannot give it."""
+        problems = []
+        generation, kafka = self.workload.generation, self.cluster.kafka
+        # A generation's Kafka line says which kind of cluster it needs: with ZooKeeper, or without.
+        if generation.kafka and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode:
+            problems.append(f"workload.protocol: {generation.kafka_why}; " + (
+                f"cluster.kafka is {kafka}" if self.cluster.zookeeper_mode
+                else f"Kafka {kafka} runs without one (use {generation.kafka})"))
+        if self.cluster.external:
+            if generation.group_home != "kafka":
+                problems.append(f"workload.protocol: {generation.kafka_why}, which the harness runs itself: "
+                                f"not on an external cluster")
+            if self.workload.driver != "librdkafka":
+                problems.append("workload.driver: on an external cluster members use the librdkafka driver "
+                                "(it is the one given cluster.client_config: the java driver reads its settings from a "
+                                "file, which would hold the secret ones)")
+            # What the harness would set on brokers it runs for the group's timing (broker_config()).
+            timing = {"session_timeout_ms", "heartbeat_interval_ms"} & self.workload.model_fields_set
+            if self.workload.timing_on_brokers and timing:
+                problems += [f"workload.{key}: KIP-848 groups take their timing from the brokers "
+                             f"(group.consumer.*), which on an external cluster are not the scenario's"
+                             for key in sorted(timing)]
+            elif self.workload.session_timeout_ms < 6000:
+                problems.append("workload.session_timeout_ms: below 6000 the brokers must allow it "
+                                "(group.min.session.timeout.ms), which on an external cluster is not the scenario's")
+        return problems
+
+    def _driver_problems(self) -> list[str]:
+        """What Kafka's VerifiableConsumer cannot do: one topic by name, commit after processing."""
+        if self.workload.driver != "java":
+            return []
+        problems = []
+        if len(self.consumed_topics) != 1 or self.workload.topic_pattern:
+            problems.append("workload.driver: the java driver (VerifiableConsumer) consumes exactly one topic by name")
+        if self.workload.commit == "before-processing":
+            problems.append("workload.commit: the java driver (VerifiableConsumer) cannot commit before processing")
+        return problems
+
+    def _load_problems(self, members: tuple[str, ...]) -> list[str]:
+        """A profile that fits the run and the group's bound; no fault that would fight it over members."""
+        start, load, problems = self.workload.consumers, self.load, []
+        if load.peak(start) > MAX_MEMBERS:
+            problems.append(f"load.stages: the profile reaches {load.peak(start)} members; a group has at most {MAX_MEMBERS}")
+        if load.length_s(start) > self.duration_s:
+            problems.append(f"load.stages: the profile lasts {load.length_s(start):g}s, longer than duration_s "
+                            f"({self.duration_s:g}s)")
+        why = "the load profile decides the group's members; faults may act on the cluster and the producer only"
+        problems += [f"faults.{i}.kind: {f.kind} on members: {why}" for i, f in enumerate(self.faults)
+                     if f.acts_on_members(members)]
+        if self.random_faults and (not self.random_faults.targets or set(self.random_faults.targets) & set(members)):
+            problems.append(f"random_faults.targets: members (the default): {why}")
+        return problems
+
+    def _test_hook_problems(self, members: list[str]) -> list[str]:
+        """A test hook names a member the run starts and, to read, a partition that exists."""
+        hooks, problems, where = self.workload.librdkafka.test_hooks, [], "workload.librdkafka.test_hooks"
+        for key in ("consume_unassigned", "sigterm_after_join"):
+            hook = getattr(hooks, key, None) if hooks else None
+            if hook and hook.member not in members:
+                problems.append(f"{where}.{key}.member: {hook.member} is not a member this run starts "
+                                f"({', '.join(members)})")
+        reader = hooks.consume_unassigned if hooks else None
+        if reader:
+            topic = reader.topic or self.produced_topic
+            declared = {t.name: t.partitions for t in self.topics}
+            if topic not in declared:
+                problems.append(f"{where}.consume_unassigned.topic: topic {topic!r} is not declared under topics")
+            elif reader.partition >= declared[topic]:
+                problems.append(f"{where}.consume_unassigned.partition: {topic} has {declared[topic]} "
+                                f"partitions (0..{declared[topic] - 1})")
+        return problems
+
+    def with_backend(self, backend: str) -> Scenario:
+        """The same scenario on another cluster backend (`run --backend`), validated again: the
+        backend decides what the cluster section may say and which faults can be done."""
+        data = self.model_dump(exclude_unset=True)
+        data.setdefault("cluster", {})["backend"] = backend
+        try:
+            return Scenario.model_validate(data)
+        except ValidationError as e:
+            raise ScenarioError(f"{self.name} with --backend {backend}", validation_problems(e)) from None
+
+    @property
+    def run_name(self) -> str:
+        """A run directory's name after its UTC stamp (and before a ``-2`` for a second in that second)."""
+        return f"{self.name}-s{self.seed}"
+
+    @staticmethod
+    def isolation_prefix(run_dir_name: str) -> str:
+        """What a run on a shared or external cluster puts before its topics' and group's names."""
+        return f"rl-{run_dir_name}-"
+
+    def isolated(self, prefix: str) -> Scenario:
+        """The same scenario with every topic and the group named `prefix` + its name: a run on a
+        shared (external) cluster touches only what it created, and deletes exactly that."""
+        w = self.workload
+        name = lambda topic: topic and prefix + topic  # noqa: E731
+        update = {
+            "group": prefix + w.group, "topics": [name(t) for t in w.topics] if w.topics else w.topics,
+            "topic_pattern": "^" + re.escape(prefix) + w.topic_pattern[1:] if w.topic_pattern else None,
+            "producer": w.producer.model_copy(update={"topic": name(w.producer.topic)})}
+        hooks = w.librdkafka.test_hooks
+        if hooks and hooks.consume_unassigned and hooks.consume_unassigned.topic:
+            # Only then: a copy's update counts as written, and another family's section is refused.
+            reader = hooks.consume_unassigned.model_copy(update={"topic": name(hooks.consume_unassigned.topic)})
+            update["librdkafka"] = w.librdkafka.model_copy(
+                update={"test_hooks": hooks.model_copy(update={"consume_unassigned": reader})})
+        workload = w.model_copy(update=update)
+        return self.model_copy(update={"topics": [t.model_copy(update={"name": name(t.name)}) for t in self.topics],
+                                       "workload": workload})
+
+    def member_slots(self) -> list[str]:
+        """Every member name the run may start: the workload's, plus join storms and scale-ups.
+        New members always get new numbers (never a stopped one's), as WorkloadProcesses does."""
+        highest = running = self.workload.consumers
+        for f in sorted(self.faults, key=lambda f: f.at_s):
+            for _ in range(f.on.count if f.on else 1):  # a triggered join storm may fire count times
+                after = f.members_after(running)
+                highest += max(after - running, 0)
+                running = after
+        if self.load:  # a member the profile needs again is its slot's next incarnation: as many slots as its peak
+            highest = max(highest, min(self.load.peak(self.workload.consumers), MAX_MEMBERS))
+        return [f"consumer-{i}" for i in range(1, highest + 1)]
+
+    def fault_targets(self) -> list[str]:
+        targets = self.member_slots() + [f"broker-{i}" for i in range(1, self.cluster.brokers + 1)]
+        if self.cluster.zookeeper_mode:
+            targets += [f"zookeeper-{i}" for i in range(1, self.cluster.zookeeper_nodes + 1)]
+        else:
+            targets.append("controller-1")
+        return targets + self.coordinator_instances() + ["producer", COORDINATOR]
+
+    def coordinator_instances(self) -> list[str]:
+        """The project's coordinator instances (none unless the protocol is coordinator-v*)."""
+        if not self.workload.generation.project_coordinator:
+            return []
+        return [f"coordinator-{i}" for i in range(1, self.workload.coordinator.instances + 1)]
+
+    def schedule(self) -> list[dict]:
+        """Every fault of the run in time order, the seeded random ones expanded, with ids."""
+        return fault_entries.schedule(self)
+
+    def subscribes(self, topic: str) -> bool:
+        """Whether the group consumes ``topic`` (listed, or matched by the pattern)."""
+        if self.workload.topic_pattern:
+            return re.match(self.workload.topic_pattern, topic) is not None
+        return topic in self.consumed_topics
+
+    @property
+    def consumed_topics(self) -> list[str]:
+        return self.workload.topics or [t.name for t in self.topics]
+
+    @property
+    def produced_topic(self) -> str:
+        return self.workload.producer.topic or self.topics[0].name
+
+    def broker_config(self) -> dict:
+        """Broker settings the scenario needs, under what it set explicitly."""
+        implied = {}
+        w = self.workload
+        # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
+        if w.session_timeout_ms < 6000:
+            implied["group.min.session.timeout.ms"] = w.session_timeout_ms
+        if w.timing_on_brokers:
+            # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
+            implied.update({
+                "group.consumer.session.timeout.ms": w.session_timeout_ms,
+                "group.consumer.min.session.timeout.ms": min(45_000, w.session_timeout_ms),
+                "group.consumer.heartbeat.interval.ms": w.heartbeat_interval_ms,
+                "group.consumer.min.heartbeat.interval.ms": min(5_000, w.heartbeat_interval_ms),
+            })
+        return {**implied, **self.cluster.broker_config}
