@@ -109,6 +109,9 @@ LAG = list_of(Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OPT_OFFSET("commit
 TOPICS = list_of(Record((STR(ev.TOPIC), PARTITION_COUNT("partitions")), (ev.TOPIC, "partitions")), "topics")
 MEMBER_IDS = list_of(STR("member id"), "member ids")
 MEMBER_NAMES = list_of(STR("member"), "member names")
+# run_started's plugins (oracle/extensions.py): which distribution a check the run named came from.
+PLUGINS = list_of(Record((STR("group"), STR("name"), OPT_STR("value"), OPT_STR("distribution"), OPT_STR("version")),
+                         ("group", "name")), "plugins")
 # A version newer than this reader's is refused first, in words of its own (`newer_format`).
 VERSION = _f((int, _NONE), "a format version ≥ 1, or null", (1, ev.FORMAT_VERSION))
 
@@ -128,7 +131,7 @@ _ENVELOPE_ONLY = ((), (), None)
 EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str | None] | None]] = {
     ev.RUN_STARTED: ((OPT_STR("run_id"), OPT_STR("scenario"), OPT_INT("seed"), TOPICS("topics"),
                       OPT_STR("topic_pattern"), *_GROUP, OPT_STR("protocol"), OPT_STR("assignor"),
-                      OPT_OBJECT("group_settings"), VERSION("format_version")), (), _check_options),
+                      OPT_OBJECT("group_settings"), PLUGINS("plugins"), VERSION("format_version")), (), _check_options),
     ev.PHASE: ((OPT_STR("phase"), OPT_STR("reason")), (), None),
     ev.PROCESS_STARTED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid")), (), None),
     ev.PROCESS_EXITED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid"), OPT_INT("returncode")), (), None),

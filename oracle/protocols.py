@@ -7,14 +7,22 @@ validation, ``compare``, the harness that starts the members, the oracle and the
 analysis all read their facts here; adding a generation is one entry below (and
 its driver).
 
+A driver from outside the tree — an entry point in the group ``rebalance_lab.drivers``
+(oracle/extensions.py, docs/extending.md) — joins the ``drivers`` of each generation its
+class says it ``runs``; those plugins are loaded the first time a row's drivers are read.
+
 Pure data: nothing of the project is imported, so the oracle — the bottom layer —
 can read it, and so can everything above it.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, Mapping
+
+from . import extensions
 
 GroupHome = Literal["kafka", "zookeeper", "project-coordinator"]
 GroupProtocol = Literal["classic", "consumer"]  # Kafka's group.protocol (KIP-848: "consumer")
@@ -42,9 +50,38 @@ class Generation:
     # sort themselves the way those definitions say (KIP-848's brokers assign their own way).
     layouts: bool = False
 
+    def __post_init__(self):
+        object.__setattr__(self, "drivers", _Drivers(self, self.drivers))  # the plugins' too, once read
+
     @property
     def project_coordinator(self) -> bool:
         return self.group_home == "project-coordinator"
+
+
+class _Drivers(Mapping[str, str]):
+    """A generation's ``drivers``: the table's own, then each plugin driver whose class ``runs`` it."""
+
+    def __init__(self, generation: Generation, built_in: Mapping[str, str]):
+        self.generation, self.built_in = generation, MappingProxyType(dict(built_in))
+        self._all: Mapping[str, str] | None = None
+
+    def _drivers(self) -> Mapping[str, str]:
+        if self._all is None:
+            self._all = MappingProxyType({**self.built_in, **{
+                p.name: p.module for p, driver in _plugin_drivers() if _runs(p, driver, self.generation)}})
+        return self._all
+
+    def __getitem__(self, driver: str) -> str:
+        return self._drivers()[driver]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._drivers())
+
+    def __len__(self) -> int:
+        return len(self._drivers())
+
+    def __repr__(self) -> str:
+        return repr(dict(self.built_in)) + ("" if self._all is None else f" + plugins {list(self._all)[len(self.built_in):]}")
 
 
 _CLASSIC_DRIVERS = MappingProxyType({"librdkafka": "workloads.consumer", "java": "workloads.verifiable"})
@@ -84,6 +121,44 @@ STICKY_ASSIGNORS = frozenset({"cooperative-sticky", "uniform"})
 # What a generation lacking a fact does instead, in the words of a check that rests on the fact
 # (oracle.checks.not_applicable): "<about> <this>".
 LACKING = {"fenced_commits": "has no commit fencing: a zombie's stale commits are accepted (its finding)"}
+
+
+def _not_a_driver(obj: object, plugin: extensions.Plugin) -> str | None:
+    if not callable(getattr(obj, "runs", None)):
+        return "it has no runs(generation) -> bool, saying which generations' members it can be"
+    if not callable(getattr(obj, "main", None)):
+        return "it has no main(argv), the member's process (its module runs it as `python -m`)"
+    return None
+
+
+@functools.cache
+def _plugin_drivers() -> tuple[tuple[extensions.Plugin, object], ...]:
+    """(plugin, its driver class) for every plugin driver, loaded once."""
+    built_in = {name for g in GENERATIONS.values() for name in g.drivers.built_in}  # type: ignore[attr-defined]
+    loaded = extensions.load(extensions.DRIVERS, built_in, _not_a_driver)
+    return tuple((p, loaded[p.name]) for p in extensions.installed() if p.group == extensions.DRIVERS)
+
+
+def _runs(plugin: extensions.Plugin, driver, generation: Generation) -> bool:
+    try:
+        return bool(driver.runs(generation))
+    except Exception as e:  # the plugin's bug, said as its own
+        raise extensions.ExtensionError(f"plugin {plugin}: runs({generation.name!r}) raised "
+                                        f"{type(e).__name__}: {e}") from None
+
+
+def driver_plugin(driver: str) -> extensions.Plugin | None:
+    """The plugin a driver name comes from; None for the table's own drivers."""
+    return next((p for p, _ in _plugin_drivers() if p.name == driver), None)
+
+
+def __getattr__(name: str):
+    """DRIVER_NAMES: every driver name, the table's then the plugins' (loading them, once)."""
+    if name != "DRIVER_NAMES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    names = [d for g in GENERATIONS.values() for d in g.drivers.built_in]  # type: ignore[attr-defined]
+    globals()[name] = tuple(dict.fromkeys([*names, *(p.name for p, _ in _plugin_drivers())]))
+    return globals()[name]
 
 
 def where(**facts) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
+from . import extensions
 from . import vocabulary as ev
 from .anomalies import Anomaly, CheckResult
 from .checks import CHECK_NAMES, CHECKS, history_integrity
@@ -174,12 +175,13 @@ def _option_rule(check: str, option: str, default: Any) -> tuple[Callable[[Any],
     return (lambda v: (v is None and default is None) or _seconds(v)), "a number, 0 to 10⁹" + (", or null" if default is None else "")
 
 
-def resolve_checks(checks: dict[str, dict | None] | None) -> dict[str, dict]:
-    """Check name -> full options (defaults filled in); no names means every check.
+def resolve_checks(checks: dict[str, dict | None] | None, plugins: object = None) -> dict[str, dict]:
+    """Check name -> full options (defaults filled in); no names means every check installed.
 
     Unknown names and options, and option values a check cannot use, are errors
     (CheckOptionError): a typo in a scenario must not silently turn a check off,
-    nor a bad value fail only once the run is over.
+    nor a bad value fail only once the run is over. ``plugins``: what the run recorded
+    (run_started's), to say which plugin an unknown check came from.
     """
     if checks is not None and not isinstance(checks, dict):
         raise CheckOptionError("checks", f"expected check name -> options, got {type(checks).__name__}")
@@ -187,7 +189,8 @@ def resolve_checks(checks: dict[str, dict | None] | None) -> dict[str, dict]:
     resolved = {}
     for name, options in selected.items():
         if name not in CHECKS:
-            raise CheckOptionError(str(name), f"unknown check {name!r}; known checks: {', '.join(CHECK_NAMES)}")
+            raise CheckOptionError(str(name), extensions.not_installed(extensions.CHECKS, name, plugins)
+                                   or f"unknown check {name!r}; known checks: {', '.join(CHECK_NAMES)}")
         if options is not None and not isinstance(options, dict):
             raise CheckOptionError(name, f"options are a mapping of option -> value (or nothing), not {shown(options)}")
         defaults = CHECKS[name].OPTIONS
@@ -211,7 +214,7 @@ def check_history(events: Iterable[Event] | History, checks: dict[str, dict | No
         # the history's own promises first, whatever the scenario selected (oracle/integrity.py)
         results = {history_integrity.NAME: _guarded(history_integrity.check, history, {})}
         results.update((name, _guarded(CHECKS[name].check, history, options))
-                       for name, options in resolve_checks(checks).items())
+                       for name, options in resolve_checks(checks, history.run.get("plugins")).items())
         failed: dict[str, CheckResult] = {}
         rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
         duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))

@@ -16,9 +16,7 @@ from harness.components import versions
 from harness.scenario.workload import FAMILIES, family_of
 from oracle import CHECK_NAMES
 from oracle.checks import not_applicable
-from oracle.protocols import GENERATIONS
-
-DRIVERS = frozenset(driver for g in GENERATIONS.values() for driver in g.drivers)
+from oracle.protocols import DRIVER_NAMES, GENERATIONS
 
 
 def listed_twice(model, axes: tuple[str, ...]) -> None:
@@ -70,7 +68,7 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
         if workload.get("assignor") not in generation.assignors:
             workload.pop("assignor", None)  # the protocol's default
         driver = workload.get("driver", next(iter(generation.drivers)))
-        if isinstance(driver, str) and driver in DRIVERS and driver not in generation.drivers:
+        if isinstance(driver, str) and driver in DRIVER_NAMES and driver not in generation.drivers:
             workload.pop("driver")  # a driver the generation lacks: its default (a bad one is validation's to name)
             driver = next(iter(generation.drivers))
         family = family_of(generation, driver) if isinstance(driver, str) else None

@@ -31,7 +31,7 @@ from pydantic import Field, model_validator
 
 from faults.base import DAY_S, MAX_MEMBERS
 from faults.strict import Strict
-from oracle.protocols import ASSIGNORS, GENERATIONS, PROTOCOLS, Generation
+from oracle.protocols import ASSIGNORS, DRIVER_NAMES, GENERATIONS, PROTOCOLS, Generation
 from workloads.zk_settings import ZkEagerSettings  # the driver's own settings
 
 DAY_MS = DAY_S * 1000
@@ -133,7 +133,8 @@ class Workload(Strict):
     group: Annotated[str, Field(min_length=1, max_length=255)] = "rebalance-lab"
     protocol: Literal[PROTOCOLS] = "classic-eager"  # type: ignore[valid-type]  # oracle/protocols.py
     assignor: Literal[ASSIGNORS] | None = None  # type: ignore[valid-type]
-    driver: Literal["librdkafka", "java"] = "librdkafka"  # java: Kafka's own VerifiableConsumer
+    # java: Kafka's own VerifiableConsumer; any other: an installed plugin's (docs/extending.md)
+    driver: Literal[DRIVER_NAMES] = "librdkafka"  # type: ignore[valid-type]
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 3
     topics: Annotated[list[str] | None, Field(max_length=100)] = None  # default: every topic of the scenario
     topic_pattern: Annotated[str | None, Field(max_length=1000)] = None  # a regex subscription instead, e.g. "^events.*"
@@ -165,7 +166,9 @@ class Workload(Strict):
             raise ValueError(f"assignor: {self.assignor!r} does not go with protocol {self.protocol!r} "
                              f"(allowed: {', '.join(allowed)})")
         if self.driver not in self.generation.drivers:
-            raise ValueError(f"driver: the java driver (VerifiableConsumer) runs the classic protocols, not {self.protocol!r}")
+            runs = [g.name for g in GENERATIONS.values() if self.driver in g.drivers]
+            raise ValueError(f"driver: the {self.driver} driver runs {', '.join(runs) or 'no protocol generation'}, "
+                             f"not {self.protocol!r}")
         if self.topic_pattern is not None:
             if self.generation.project_coordinator:
                 raise ValueError(f"topic_pattern: {self.protocol} members subscribe to topics by name")
@@ -185,12 +188,14 @@ class Workload(Strict):
     def _sections_fit_the_family(self):
         """Only the running family's section may be written; within it, what its protocol lacks."""
         family, problems = self.family, []
-        if family is None:  # a driver the generation lacks: _coherent says so
+        if self.driver not in self.generation.drivers:  # _coherent says so
             return self
-        for other in (FAMILIES[key] for key in FAMILIES if key in self.model_fields_set and key != family.section):
+        # A plugin's driver (no family of ours) takes no section: its members run on the common keys.
+        takes = f"workload.{family.section}" if family else "no section (a plugin's driver)"
+        for other in (FAMILIES[key] for key in FAMILIES if key in self.model_fields_set
+                      and key != (family and family.section)):
             problems.append(f"{other.section}: settings for {', '.join(other.protocols)} ({other.about}); this "
-                            f"workload's members (protocol: {self.protocol}, driver: {self.driver}) take "
-                            f"workload.{family.section}")
+                            f"workload's members (protocol: {self.protocol}, driver: {self.driver}) take {takes}")
         hooks = self.librdkafka.test_hooks
         if hooks and hooks.sigterm_after_join and not self.generation.classic:
             problems.append(f"librdkafka.test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
@@ -205,7 +210,8 @@ class Workload(Strict):
 
     @property
     def family(self) -> DriverFamily | None:
-        """The driver family that runs the members (None only while validating a driver the generation lacks)."""
+        """The driver family that runs the members (None for a plugin's driver, or while validating a
+        driver the generation lacks)."""
         return family_of(self.generation, self.driver)
 
     @property
