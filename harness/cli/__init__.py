@@ -13,9 +13,22 @@ import click
 
 from analysis.cli import analyze
 from harness.cli import campaigns, cluster, runs, setup
+from harness.cli.common import error
+from oracle.extensions import ExtensionError
+from runtime.errors import EXIT_BAD_INPUT
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Lab(click.Group):
+    def invoke(self, ctx: click.Context):
+        # Plugins load the first time a command reads a registry (fault kinds, checks, drivers),
+        # wherever that is: one that cannot be used is the installation's bad input, said once here.
+        try:
+            return super().invoke(ctx)
+        except ExtensionError as e:
+            error(str(e), EXIT_BAD_INPUT)
+
+
+@click.group(cls=_Lab, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Chaos testing of Kafka consumer-group rebalancing against real ZooKeeper and Kafka."""
 

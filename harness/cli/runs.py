@@ -121,6 +121,7 @@ def check(run_dir: Path, write: bool) -> None:
         write_json_atomically,
     )
     from oracle import check_history, load_history
+    from oracle.checks import missing_checks
     from oracle.history import HistoryError
     from oracle.verdict import CheckOptionError, resolve_checks
 
@@ -133,11 +134,17 @@ def check(run_dir: Path, write: bool) -> None:
         events = load_history(history, compact_events=True)  # judged, never edited: the lean form
         started = next((e for e in events if e["name"] == ev.RUN_STARTED), {})
         checks = started.get("checks") or {}
-        resolve_checks(checks)  # the scenario's options, as recorded: bad ones are bad input, not a check's error
+        # the scenario's options, as recorded: bad ones are bad input, not a check's error; a check
+        # it named from a plugin not installed here, too (run_started's plugins say which)
+        resolve_checks(checks, started.get("plugins"))
     except HistoryError as e:
         error(str(e))
     except CheckOptionError as e:
         error(f"{history}: run_started.checks.{e.check}: {e.reason}")
+    if not checks:  # every check installed judges it: say which of the run's are not, if any
+        for plugin in missing_checks(started.get("plugins")):
+            err_console.print(escape(f"note: the run also had check {plugin['name']!r} from {plugin['distribution']} "
+                                     f"{plugin['version']}, not installed here: not judged"))
     verdict = check_history(events, checks).to_dict()
     verdict = {"run_id": started.get("run_id"), "scenario": started.get("scenario"), "seed": started.get("seed"), **verdict}
     print_verdict(console, verdict, run_dir)
