@@ -38,7 +38,8 @@ _INSTANCE = ("coordinator", "group")  # the same events written by the project's
 _FIELDS: dict[str, tuple[str, ...]] = {
     # harness
     ev.RUN_STARTED: ("format_version", "run_id", "scenario", "seed", "topics", "topic_pattern", "group", "protocol",
-                     "assignor", "members", "checks", "faults", "clock_offset_ms", "backend", "group_settings"),
+                     "assignor", "members", "checks", "faults", "clock_offset_ms", "backend", "group_settings",
+                     "plugins"),
     ev.PHASE: ("phase", "members", "reason"),
     ev.PROCESS_STARTED: ("process", "role", "pid"),
     ev.PROCESS_EXITED: ("process", "role", "pid", "returncode"),

@@ -3,8 +3,9 @@
 The run directory is the product of a run::
 
     runs/<id>/scenario.yaml     the scenario exactly as given
-    runs/<id>/run.json          state: running | completed | interrupted | error (+ timings, the verdict's status),
-                                or killed: the harness died and `cleanup` stopped what it left (harness.supervision.run_state)
+    runs/<id>/run.json          state: running | completed | interrupted | error (+ timings, the verdict's status,
+                                the plugins installed: oracle.extensions), or killed: the harness died and
+                                `cleanup` stopped what it left (harness.supervision.run_state)
     runs/<id>/history.jsonl     every event (docs/history.md)
     runs/<id>/cluster/          configs, data and logs of ZooKeeper, brokers, Toxiproxy (a link to the
                                 pool's cluster when the run borrowed a shared one: run.json's shared_cluster
@@ -51,7 +52,7 @@ from harness.supervision.processes import Supervisor, process_state
 from harness.supervision.run_state import RUN_STATE, run_owner, write_json_atomically
 from harness.supervision.service import stop_in_order
 from harness.supervision.stop_signals import handled_by
-from oracle import check_history, load_history
+from oracle import check_history, extensions, load_history
 from oracle import vocabulary as ev
 from oracle.history import HistoryError
 from runtime.errors import (
@@ -178,7 +179,7 @@ class Run:
     def _state(self, state: str, **extra) -> None:
         write_json_atomically(self.run_dir / RUN_STATE, {
             "state": state, "scenario": self.scenario.name, "seed": self.scenario.seed,
-            "run_dir": str(self.run_dir), **extra})
+            "run_dir": str(self.run_dir), "plugins": extensions.recorded(), **extra})
 
     # --------------------------------------------------------------- the run
 
@@ -277,7 +278,7 @@ class Run:
                           topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
                           assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
                           backend=s.cluster.backend, group_settings=group_settings(s),
-                          faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
+                          plugins=extensions.recorded(), faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
         if self.pool:
             self.cluster = self.pool.lease(s.cluster.backend, cluster_spec(s), self.supervisor, self.report)
             (self.run_dir / "cluster").symlink_to(self.cluster.workdir.resolve())  # its logs, as if the run's own

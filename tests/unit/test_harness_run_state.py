@@ -57,6 +57,21 @@ def test_a_judged_run_writes_its_state_then_its_verdict(execute):
     assert events[-1]["name"] == "run_finished" and events[-1]["outcome"] == "completed"
 
 
+def test_run_json_records_the_plugins_installed_from_start_to_end(execute, monkeypatch):
+    from oracle import extensions
+
+    toy = extensions.Plugin(extensions.CHECKS, "toy-commits", "toy_extension.check", "rebalance-lab-toy", "0.1.0")
+    monkeypatch.setattr(extensions, "installed", lambda: (toy,))
+    seen = []
+    monkeypatch.setattr(Run, "_run_phases", lambda run: (seen.append(json.loads((run.run_dir / "run.json").read_text())),
+                                                         phases_that_finish(run)))
+    _, state, _, _ = execute()
+    assert seen[0]["state"] == "running" and state["state"] == "completed"
+    assert seen[0]["plugins"] == state["plugins"] == [{"group": "rebalance_lab.checks", "name": "toy-commits",
+                                                       "value": "toy_extension.check",
+                                                       "distribution": "rebalance-lab-toy", "version": "0.1.0"}]
+
+
 def test_a_check_that_raises_is_in_the_verdict_and_exits_3(execute, monkeypatch):
     monkeypatch.setattr(CHECKS["convergence"], "check", raise_(RuntimeError("checker bug")))
     result, state, _, _ = execute()
