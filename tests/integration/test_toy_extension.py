@@ -1,7 +1,8 @@
-"""The toy extension's driver, fault kind and check in one real run (tests/fixtures/toy_extension):
+"""The toy extension's driver, fault kind and check in one real run: tests/fixtures/toy_extension
 installed the way a user installs one — its distribution on the harness's path, and so on its
-members' — two toy members form the group on a real broker, consume and commit, one naps,
-and the oracle judges the history with the toy check among its own.
+members' — and its toy.yaml run as docs/extending.md runs it. Two toy members form the group on a
+real broker, consume and commit, one naps, and the oracle judges the history with the toy check
+among its own.
 """
 
 from __future__ import annotations
@@ -11,20 +12,15 @@ import os
 import subprocess
 import sys
 
-from tests.integration.conftest import REPO, only_run_dir, small_scenario, write_scenario
+from tests.integration.conftest import REPO, only_run_dir
 
 TOY = REPO / "tests" / "fixtures" / "toy_extension"
 
 
 def test_toy_members_join_consume_commit_and_pass(tmp_path):
-    scenario = small_scenario("toy-extension", duration_s=8, topics=[{"name": "events", "partitions": 2}],
-                              faults=[{"kind": "toy-nap", "at_s": 2, "target": "consumer-1", "duration_s": 1}],
-                              recovery={"timeout_s": 30, "stable_for_s": 1})
-    scenario["workload"].update(driver="toy", processing_ms=0)
-    path = write_scenario(tmp_path / "toy.yaml", scenario)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (REPO, TOY)))}
-    result = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(path), "--runs-dir", str(tmp_path / "runs")],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "harness.cli", "run", "toy.yaml", "--runs-dir", str(tmp_path / "runs")],
+                            cwd=TOY, env=env, capture_output=True, text=True, timeout=120)
     run_dir = only_run_dir(tmp_path / "runs")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     events = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]

@@ -25,11 +25,11 @@ TOY = REPO / "tests" / "fixtures" / "toy_extension"
 RECORDED = REPO / "tests" / "fixtures" / "histories" / "classic-eager-range.jsonl.gz"
 
 
-def lab(*args: str, path: tuple[Path, ...] = (TOY,)) -> subprocess.CompletedProcess:
+def lab(*args: str, path: tuple[Path, ...] = (TOY,), cwd: Path = REPO) -> subprocess.CompletedProcess:
     """`rebalance-lab ARGS` with these directories on its path (and its children's), as
     `pip install` would put them on site-packages."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (REPO, *path)))}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -109,14 +109,18 @@ def test_the_oracle_judges_with_the_plugins_check(tmp_path):
     assert verdict["violations"][0]["message"].startswith("consumer-1 consumed records but had ")
 
 
+def not_installed(run: Path) -> str:
+    """What `check` says of a run whose scenario named toy-commits, where the toy is not installed."""
+    return (f"error: {run}/history.jsonl: run_started.checks.toy-commits: check 'toy-commits' comes from a plugin not "
+            f"installed here: rebalance-lab-toy 0.1.0 (entry point rebalance_lab.checks: toy-commits = "
+            f"toy_extension.check); install it to judge this history")
+
+
 def test_a_history_naming_a_check_not_installed_says_which_plugin_it_needs(tmp_path):
     run = recorded_run(tmp_path, {"toy-commits": {"min_commits": 1}})
     result = lab("check", str(run), path=())
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.replace("\n", "") == (
-        f"error: {run}/history.jsonl: run_started.checks.toy-commits: check 'toy-commits' comes from a plugin not "
-        f"installed here: rebalance-lab-toy 0.1.0 (entry point rebalance_lab.checks: toy-commits = toy_extension.check); "
-        f"install it to judge this history")
+    assert result.stderr.replace("\n", "") == not_installed(run)
     # Every check installed judges a run that named none: the plugin's that is not is said, not judged.
     result = lab("check", str(recorded_run(tmp_path / "all", {})), path=())
     assert result.returncode == 0, result.stderr
@@ -124,21 +128,34 @@ def test_a_history_naming_a_check_not_installed_says_which_plugin_it_needs(tmp_p
             in result.stderr)
 
 
-@pytest.mark.parametrize("broken, message", [
-    ({"rebalance_lab.checks": {"late": "toy_broken.late"}},
-     "error: plugin toy-broken 1.0 (entry point rebalance_lab.checks: late = toy_broken.late): failed to load: "
-     "ModuleNotFoundError: No module named 'not_installed_anywhere'"),
-    ({"rebalance_lab.checks": {"toy-commits": "toy_broken.late"}},
-     "error: check 'toy-commits' is claimed by 2 plugins: rebalance-lab-toy 0.1.0 (entry point rebalance_lab.checks: "
-     "toy-commits = toy_extension.check) and toy-broken 1.0 (entry point rebalance_lab.checks: toy-commits = "
-     "toy_broken.late); uninstall one, or rename its entry point"),
-    ({"rebalance_lab.fault_kinds": {"pause": "toy_broken.late:Pause"}},
-     "error: fault kind 'pause' is built in to rebalance-lab, and a plugin claims it too: toy-broken 1.0 (entry point "
-     "rebalance_lab.fault_kinds: pause = toy_broken.late:Pause); a plugin's fault kind needs a name of its own"),
-], ids=["fails-to-import", "name-claimed-twice", "built-in-name"])
-def test_a_plugin_that_cannot_be_used_is_bad_input_naming_it(tmp_path, broken, message):
+# A broken distribution beside the toy one -> what the command says (docs/extending.md lists these).
+UNUSABLE = {
+    "fails-to-import": (
+        {"rebalance_lab.checks": {"late": "toy_broken.late"}},
+        "error: plugin toy-broken 1.0 (entry point rebalance_lab.checks: late = toy_broken.late): failed to load: "
+        "ModuleNotFoundError: No module named 'not_installed_anywhere'"),
+    "name-claimed-twice": (
+        {"rebalance_lab.checks": {"toy-commits": "toy_broken.late"}},
+        "error: check 'toy-commits' is claimed by 2 plugins: rebalance-lab-toy 0.1.0 (entry point "
+        "rebalance_lab.checks: toy-commits = toy_extension.check) and toy-broken 1.0 (entry point "
+        "rebalance_lab.checks: toy-commits = toy_broken.late); uninstall one, or rename its entry point"),
+    "built-in-name": (
+        {"rebalance_lab.fault_kinds": {"pause": "toy_broken.late:Pause"}},
+        "error: fault kind 'pause' is built in to rebalance-lab, and a plugin claims it too: toy-broken 1.0 (entry "
+        "point rebalance_lab.fault_kinds: pause = toy_broken.late:Pause); a plugin's fault kind needs a name of its own"),
+    "not-a-driver": (
+        {"rebalance_lab.drivers": {"odd": "toy_broken:Odd"}},
+        "error: plugin toy-broken 1.0 (entry point rebalance_lab.drivers: odd = toy_broken:Odd): not a driver: it has "
+        "no runs(generation) -> bool, saying which generations' members it can be"),
+}
+
+
+@pytest.mark.parametrize("case", UNUSABLE)
+def test_a_plugin_that_cannot_be_used_is_bad_input_naming_it(tmp_path, case):
+    broken, message = UNUSABLE[case]
     broken_dist = distribution(tmp_path / "site", "toy-broken", broken,
-                               {"toy_broken/__init__.py": "", "toy_broken/late.py": "import not_installed_anywhere\n"})
+                               {"toy_broken/__init__.py": "class Odd:\n    pass\n",
+                                "toy_broken/late.py": "import not_installed_anywhere\n"})
     result = lab("schedule", str(scenario(tmp_path)), path=(TOY, broken_dist))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.replace("\n", "") == message
