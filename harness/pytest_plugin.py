@@ -34,6 +34,7 @@ import yaml
 from harness.cluster.backend import BACKENDS, started_backends
 from harness.components import versions
 from harness.paths import default_runs_dir, make_dirs
+from oracle.extensions import ExtensionError
 from oracle.protocols import PROTOCOLS
 from runtime.errors import LabError, ScenarioError
 
@@ -103,8 +104,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     named = config.args_source == pytest.Config.ArgsSource.ARGS
     if not (named or config.getini("chaos_scenarios")):
         return None  # a project's own YAML under testpaths is not a scenario to run
-    if _named_exactly(file_path, config) or (not _lab_output(file_path, config) and _looks_like_scenario(file_path)):
-        return ScenarioFile.from_parent(parent, path=file_path)
+    try:  # the first scenario module imported loads the plugins' fault kinds, checks and drivers
+        if _named_exactly(file_path, config) or (not _lab_output(file_path, config) and _looks_like_scenario(file_path)):
+            return ScenarioFile.from_parent(parent, path=file_path)
+    except ExtensionError as e:  # a plugin that cannot be used: said as the collection's error, no traceback
+        raise pytest.Collector.CollectError(str(e)) from None
     return None
 
 
@@ -168,7 +172,7 @@ class ScenarioItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ChaosFailure):
             return excinfo.value.result.explain()
-        if isinstance(excinfo.value, LabError):  # a ScenarioError names its file itself
+        if isinstance(excinfo.value, (LabError, ExtensionError)):  # a ScenarioError names its file itself
             message = str(excinfo.value)
             return message if message.startswith(str(self.path)) else f"{self.path}: {message}"
         return super().repr_failure(excinfo, style)

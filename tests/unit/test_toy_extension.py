@@ -159,3 +159,20 @@ def test_a_plugin_that_cannot_be_used_is_bad_input_naming_it(tmp_path, case):
     result = lab("schedule", str(scenario(tmp_path)), path=(TOY, broken_dist))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.replace("\n", "") == message
+
+
+def test_a_plugin_that_cannot_be_used_is_a_pytest_sessions_collection_error(tmp_path):
+    """The pytest plugin collects scenario files: a plugin that cannot be used is said as the
+    collection's error, in the same words, without a traceback."""
+    broken, message = UNUSABLE["fails-to-import"]
+    site = distribution(tmp_path / "site", "toy-broken", broken, {"toy_broken/__init__.py": "",
+                                                                  "toy_broken/late.py": "import not_installed_anywhere\n"})
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "toy.yaml").write_text((TOY / "toy.yaml").read_text())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (REPO, TOY, site))),
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # ours alone, named below: the others only take time
+    result = subprocess.run([sys.executable, "-m", "pytest", "scenarios", "--collect-only", "-p", "no:cacheprovider",
+                             "-p", "harness.pytest_plugin", "-o", "chaos_scenarios=true"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "Traceback" not in result.stdout, result.stdout
+    assert message.removeprefix("error: ") in result.stdout.splitlines(), result.stdout
