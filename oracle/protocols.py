@@ -32,7 +32,8 @@ GroupProtocol = Literal["classic", "consumer"]  # Kafka's group.protocol (KIP-84
 class Generation:
     name: str  # workload.protocol, and run_started's "protocol"
     about: str  # how a sentence names it: "the ZooKeeper-era consumer"
-    # workload.driver -> the module that runs one member (python -m); the first is the default.
+    # workload.driver -> the module that runs one member (python -m); the first is the default. Plugin
+    # drivers that run this generation follow the table's own (read through _Drivers).
     drivers: Mapping[str, str]
     assignors: tuple[str, ...]  # the first is the default
     # The Kafka line it exists on (compare runs it there); None: any line the scenario names.
@@ -62,6 +63,7 @@ class _Drivers(Mapping[str, str]):
     """A generation's ``drivers``: the table's own, then each plugin driver whose class ``runs`` it."""
 
     def __init__(self, generation: Generation, built_in: Mapping[str, str]):
+        built_in = built_in.built_in if isinstance(built_in, _Drivers) else built_in  # a row copied (replace)
         self.generation, self.built_in = generation, MappingProxyType(dict(built_in))
         self._all: Mapping[str, str] | None = None
 

@@ -24,7 +24,7 @@ from oracle.protocols import _not_a_driver
 REPO = Path(__file__).resolve().parents[2]
 
 
-def distribution(root: Path, name: str, entry_points: dict[str, dict[str, str]], modules: dict[str, str] = {},
+def distribution(root: Path, name: str, entry_points: dict[str, dict[str, str]], modules: dict[str, str] | None = None,
                  version: str = "1.0") -> Path:
     """A distribution as pip leaves one in site-packages: its modules and a `*.dist-info`."""
     info = root / f"{name.replace('-', '_')}-{version}.dist-info"
@@ -32,7 +32,7 @@ def distribution(root: Path, name: str, entry_points: dict[str, dict[str, str]],
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
     (info / "entry_points.txt").write_text("".join(
         f"[{group}]\n" + "".join(f"{ep} = {value}\n" for ep, value in eps.items()) for group, eps in entry_points.items()))
-    for path, source in modules.items():
+    for path, source in (modules or {}).items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(source)
     return root

@@ -83,7 +83,8 @@ def test_without_the_plugin_its_names_are_unknown(tmp_path):
 
 def recorded_run(tmp_path: Path, checks: dict) -> Path:
     """A recorded run's directory, its run_started naming `checks` and the toy plugins as installed."""
-    events = [json.loads(line) for line in gzip.open(RECORDED, "rt")]
+    with gzip.open(RECORDED, "rt") as recorded:
+        events = [json.loads(line) for line in recorded]
     plugins = [{"group": group, "name": name, "value": value, "distribution": "rebalance-lab-toy", "version": "0.1.0"}
                for group, name, value in (("rebalance_lab.checks", "toy-commits", "toy_extension.check"),
                                           ("rebalance_lab.drivers", "toy", "toy_extension.driver:ToyDriver"))]
