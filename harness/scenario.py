@@ -617,7 +617,7 @@ class Scenario(_Strict):
         # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
         if w.session_timeout_ms < 6000:
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
-        if w.protocol == "consumer":
+        if w.generation.broker_timing:
             # KIP-848 moves session and heartbeat settings to the broker (minimums 45 s and 5 s).
             implied.update({
                 "group.consumer.session.timeout.ms": w.session_timeout_ms,

@@ -37,6 +37,17 @@ def test_every_driver_module_imports_and_runs_as_a_program(generation: Generatio
         assert callable(getattr(importlib.import_module(module), "main", None)), module
 
 
+def test_the_capabilities_say_what_the_generations_are():
+    assert where(static_membership=True) == ("classic-static",)
+    assert where(group_protocol="consumer") == where(broker_timing=True) == where(member_epochs=True) == ("consumer",)
+    assert {g.name: g.assignor_runs_on for g in EVERY if g.assignor_runs_on != "group-leader"} == {
+        "zk-eager": "each-member", "consumer": "broker", "coordinator-v1": "project-coordinator"}
+    for g in EVERY:
+        assert g.classic == (g.group_protocol == "classic")
+        assert (g.group_protocol is not None) == (g.group_home == "kafka"), g.name  # a Kafka client's group
+        assert (g.coordinator_variant is not None) == g.project_coordinator, g.name
+
+
 def test_only_the_classic_generations_run_on_the_java_driver():
     assert {g.name for g in EVERY if "java" in g.drivers} == set(where(classic=True))
 
@@ -83,11 +94,12 @@ def test_compare_runs_every_generation_on_its_kafka_line(protocol: str):
 
 def test_the_coordinator_generations_name_known_designs():
     from coordinator.group import variant as design
-    from workloads.coordinated import VARIANTS
 
-    assert set(VARIANTS) == set(where(project_coordinator=True))
-    for protocol in VARIANTS:
-        design(protocol.removeprefix("coordinator-"))  # raises on an unknown design
+    for protocol in where(project_coordinator=True):
+        generation = GENERATIONS[protocol]
+        variant = design(generation.coordinator_variant)  # raises on an unknown design
+        # Two tables, one fact: who runs the assignor.
+        assert variant.coordinator_assigns == (generation.assignor_runs_on == "project-coordinator"), protocol
 
 
 def test_checks_resting_on_a_fact_do_not_apply_where_a_generation_lacks_it():
