@@ -1,11 +1,14 @@
 """workloads/member_events.py: the one contract between a driver and the history. Each member
-event has one method, which writes the fields docs/history.md gives it and refuses others."""
+event has one method, which writes the fields docs/history.md gives it and refuses others; the
+drivers write through it and nothing else (an AST check over workloads/)."""
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
 import json
 from dataclasses import fields as dataclass_fields
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,7 @@ from workloads import member_events
 from workloads.driver import MemberSpec, protocol_fields
 from workloads.member_events import ABSENT, CLIENT_CLOCK, MemberEvents, member_writer
 
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 P0, P3 = ("events", 0), ("events", 3)
 TP0, TP3 = {"topic": "events", "partition": 0}, {"topic": "events", "partition": 3}
 
@@ -154,3 +158,36 @@ def test_a_members_writer_stamps_member_incarnation_and_driver_on_every_line(tmp
                                   "generation", "reason")} == {
         "name": "consumer_stopped", "source": "consumer-2", "seq": 1, "member": "consumer-2", "incarnation": 3,
         "driver": "java", "member_id": "m-2", "generation": 4, "reason": "signal"}
+
+
+# --------------------------------------------------------------------- the drivers write through it
+
+
+MEMBER_EVENTS = set(ev.CONSUMER_EVENTS)
+CONSTANTS = {name for name, value in vars(ev).items() if isinstance(value, str) and value in MEMBER_EVENTS}
+# The processes of a run that are no group member write their own events with a writer of their own.
+OWN_WRITERS = {"member_events.py", "producer.py", "observer.py"}
+
+
+def _modules():
+    return sorted(p for p in WORKLOADS.rglob("*.py") if p.name != "member_events.py")
+
+
+def _names_a_member_event(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in MEMBER_EVENTS
+    return isinstance(node, ast.Attribute) and node.attr in CONSTANTS
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(WORKLOADS)))
+def test_no_driver_writes_a_member_event_by_hand(path):
+    """No ``emit(<member event>, …)`` outside the emitter, and no writer of its own for a member."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if "emit" in callee:
+            assert not (node.args and _names_a_member_event(node.args[0])), f"{path.name}:{node.lineno}"
+        if callee == "HistoryWriter":
+            assert path.name in OWN_WRITERS, f"{path.name}:{node.lineno} writes the history itself"

@@ -3,6 +3,8 @@ agreeing with it — the drivers, the assignor layouts, validation, compare, the
 from __future__ import annotations
 
 import importlib
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from oracle.assignors import LAYOUTS
 from oracle.checks import CHECKS, not_applicable
 from oracle.protocols import (ASSIGNORS, GENERATIONS, INCREMENTAL_PROTOCOLS, LACKING, LAYOUT_PROTOCOLS, PROTOCOLS,
                               STICKY_ASSIGNORS, Generation, where)
+from workloads.driver import Driver, MemberSpec, driver_of, protocol_fields
 
 BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "compare-pause.yaml").read_text())
 EVERY = list(GENERATIONS.values())
@@ -35,6 +38,8 @@ def test_every_driver_module_imports_and_runs_as_a_program(generation: Generatio
     assert next(iter(generation.drivers)) == "librdkafka"  # the scenario's default driver runs every generation
     for module in generation.drivers.values():
         assert callable(getattr(importlib.import_module(module), "main", None)), module
+        driver = driver_of(module)  # a Driver, with the settings the harness fills in
+        assert issubclass(driver, Driver) and is_dataclass(driver.Settings), module
 
 
 def test_the_capabilities_say_what_the_generations_are():
@@ -46,6 +51,16 @@ def test_the_capabilities_say_what_the_generations_are():
         assert g.classic == (g.group_protocol == "classic")
         assert (g.group_protocol is not None) == (g.group_home == "kafka"), g.name  # a Kafka client's group
         assert (g.coordinator_variant is not None) == g.project_coordinator, g.name
+
+
+@pytest.mark.parametrize("generation", EVERY, ids=PROTOCOLS)
+def test_a_members_spec_carries_its_generations_capabilities(generation: Generation):
+    fields = protocol_fields(generation)
+    assert fields["protocol"] == generation.name
+    assert set(fields) == {f.name for f in dataclass_fields(MemberSpec)} & (
+        {"protocol"} | {f.name for f in dataclass_fields(Generation)})
+    for name, value in fields.items():
+        assert value == getattr(generation, "name" if name == "protocol" else name)
 
 
 def test_only_the_classic_generations_run_on_the_java_driver():
