@@ -132,7 +132,8 @@ class Member(Client):
 
     def settings(self):
         """The driver family's own part of the spec (``Settings`` of the driver it runs)."""
-        s, cluster, w = self.workload.scenario, self.workload.cluster, self.workload.scenario.workload
+        s, cluster = self.workload.scenario, self.workload.cluster
+        w = s.workload
         kind = driver_of(self.module).Settings
         if kind is JavaSettings:
             return JavaSettings(kafka_line=s.cluster.kafka, kafka_tools=self.workload.kafka_tools, jvm_options=JVM_OPTS)

@@ -49,7 +49,7 @@ class ZkEagerMember(TakesCommands, Driver):
     def __init__(self, spec: MemberSpec[ZkEagerMemberSettings], stop: threading.Event):
         self.spec = spec
         self.stop = stop
-        self.settings = ZkEagerSettings.model_validate(spec.settings.rebalance)
+        self.zk_eager = ZkEagerSettings.model_validate(spec.settings.rebalance)  # workload.zk_eager
         self.paths = GroupPaths(spec.group)
         self.consumer_id = f"{spec.member}-{uuid.uuid4().hex[:8]}"
         [self.thread_id] = thread_ids(self.consumer_id)
@@ -74,7 +74,7 @@ class ZkEagerMember(TakesCommands, Driver):
         self.fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{self.consumer_id}"), logger=client_log)
         self.fetching = ManualFetcher(self.fetcher, self.lock, self.events)
         self.zk = KazooClient(hosts=spec.settings.zookeeper_connect,
-                              timeout=self.settings.zookeeper_session_timeout_ms / 1000,
+                              timeout=self.zk_eager.zookeeper_session_timeout_ms / 1000,
                               connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
                               logger=client_log)
         # ZkClient's retryUntilConnected: ZooKeeper calls wait out connection losses. The
@@ -187,7 +187,7 @@ class ZkEagerMember(TakesCommands, Driver):
     def _synced_rebalance(self, reason: str) -> None:
         """Up to rebalance_max_retries attempts, rebalance_backoff_ms apart; then give up
         until the next change (ConsumerRebalanceFailedException, caught by the watcher thread)."""
-        s = self.settings
+        s = self.zk_eager
         self.events.rebalance_started(reason, "EAGER")
         failure = ""
         for attempt in range(1, s.rebalance_max_retries + 1):
@@ -326,10 +326,10 @@ class ZkEagerMember(TakesCommands, Driver):
         s = self.spec
         self.events.consumer_started(pid=os.getpid(), group=s.group, protocol=s.protocol, assignor="range",
                                      group_instance_id=None, commit_mode=s.commit,
-                                     session_timeout_ms=self.settings.zookeeper_session_timeout_ms,
+                                     session_timeout_ms=self.zk_eager.zookeeper_session_timeout_ms,
                                      max_poll_interval_ms=None, consumer_id=self.consumer_id,
-                                     rebalance_max_retries=self.settings.rebalance_max_retries,
-                                     rebalance_backoff_ms=self.settings.rebalance_backoff_ms)
+                                     rebalance_max_retries=self.zk_eager.rebalance_max_retries,
+                                     rebalance_backoff_ms=self.zk_eager.rebalance_backoff_ms)
         self.zk.add_listener(self._on_session)
         self.zk.start_async()  # the rebalancer registers once connected (the lane may be cut right now)
         rebalancer = threading.Thread(target=self.rebalancer, name="rebalancer", daemon=True)
