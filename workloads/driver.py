@@ -35,7 +35,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
-from oracle.protocols import Generation
+from oracle.protocols import AssignorHome, Generation, GroupProtocol
 from runtime.child import read_spec, stop_on_signals
 from workloads.poll_stall import listen_for_commands
 
@@ -57,9 +57,9 @@ class MemberSpec(Generic[S]):
     group: str
     topics: list[str]  # names, or one regex starting with "^" (pattern subscription)
     protocol: str  # the generation's name, as consumer_started reports it: never compared
-    group_protocol: str | None  # Kafka's group.protocol ("classic", "consumer"); None: the group lives elsewhere
+    group_protocol: GroupProtocol | None  # Kafka's group.protocol; None: the group lives elsewhere
     static_membership: bool  # KIP-345: a group.instance.id
-    assignor_runs_on: str  # "group-leader", "broker", "project-coordinator", "each-member"
+    assignor_runs_on: AssignorHome  # who computes the assignment
     broker_timing: bool  # KIP-848: session and heartbeat timing are the brokers'
     incremental: bool  # the generation's rebalances are incremental (KIP-429, KIP-848)
     coordinator_variant: str | None  # the project's coordinator: "v1", "v2", "v3"
