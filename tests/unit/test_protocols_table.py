@@ -125,7 +125,7 @@ def test_kip848_timing_goes_to_the_brokers_by_the_generations_row():
         assert generation.classic == (generation.group_protocol == "classic"), protocol
         scenario = Scenario.model_validate({**base, "cluster": {"kafka": generation.kafka or "3.9"},
                                             "workload": {"protocol": protocol, **timing}})
-                expected = {"group.consumer.session.timeout.ms": 10_000, "group.consumer.min.session.timeout.ms": 10_000,
+        expected = {"group.consumer.session.timeout.ms": 10_000, "group.consumer.min.session.timeout.ms": 10_000,
                     "group.consumer.heartbeat.interval.ms": 2000, "group.consumer.min.heartbeat.interval.ms": 2000}
         assert scenario.broker_config() == (expected if generation.broker_timing else {}), protocol
 
