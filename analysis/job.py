@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from runtime.output_dirs import make_dirs
 from runtime.errors import EXIT_BAD_INPUT, LabError
+from runtime.output_dirs import make_dirs
 
 from .cache import TableCache
 from .pages import RunPages, remove_old_pages, runs_with_pages

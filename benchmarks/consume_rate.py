@@ -49,7 +49,9 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster  # noqa: E402
-from workloads.consumer import ConsumerSpec  # noqa: E402
+from oracle.protocols import GENERATIONS  # noqa: E402
+from workloads.consumer import LibrdkafkaSettings, client_config  # noqa: E402
+from workloads.driver import MemberSpec, protocol_fields  # noqa: E402
 
 TOPIC = "events"
 # (kind, consumer, commits, label) in the order each round runs them; a member right after
@@ -63,12 +65,12 @@ CONTESTANTS = (
 )
 
 
-def member_spec(bootstrap: str, group: str, commit: str, history: Path, workdir: Path) -> ConsumerSpec:
-    return ConsumerSpec(
+def member_spec(bootstrap: str, group: str, commit: str, history: Path, workdir: Path) -> MemberSpec:
+    return MemberSpec(
         member="consumer-1", incarnation=1, history=str(history), bootstrap_servers=bootstrap, group=group,
-        topics=[TOPIC], protocol="classic-eager", assignor="range", commit=commit, processing_ms=0,
-        session_timeout_ms=10_000, heartbeat_interval_ms=1_000, max_poll_interval_ms=300_000,
-        control_file=str(workdir / "control.json"), kafka_line="3.9")
+        topics=[TOPIC], **protocol_fields(GENERATIONS["classic-eager"]), assignor="range", commit=commit,
+        processing_ms=0, session_timeout_ms=10_000, heartbeat_interval_ms=1_000, max_poll_interval_ms=300_000,
+        control_file=str(workdir / "control.json"), settings=LibrdkafkaSettings())
 
 
 def fill(bootstrap: str, partitions: int, records: int) -> dict[int, int]:
@@ -94,10 +96,10 @@ def fill(bootstrap: str, partitions: int, records: int) -> dict[int, int]:
     return last
 
 
-def bare(spec: ConsumerSpec, last: dict[int, int], commits: str) -> float:
+def bare(spec: MemberSpec, last: dict[int, int], commits: str) -> float:
     """Records/s of a plain poll loop on the member's client settings. `commits`: "none" (the
     ceiling), "auto" (librdkafka's defaults) or "sync" (a synchronous commit after each batch)."""
-    conf = {k: v for k, v in spec.client_config().items()
+    conf = {k: v for k, v in client_config(spec).items()
             if k not in ("debug", "enable.auto.commit", "enable.auto.offset.store")}
     if commits != "auto":
         conf["enable.auto.commit"] = False
@@ -122,7 +124,7 @@ def bare(spec: ConsumerSpec, last: dict[int, int], commits: str) -> float:
     return count / (done - assigned[0])
 
 
-def member(spec: ConsumerSpec, last: dict[int, int], workdir: Path) -> float:
+def member(spec: MemberSpec, last: dict[int, int], workdir: Path) -> float:
     """Records/s of the member process, read off its history."""
     spec_file = workdir / f"{spec.group}.json"
     spec_file.write_text(json.dumps(asdict(spec), indent=2))

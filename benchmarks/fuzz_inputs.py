@@ -46,8 +46,16 @@ from click.testing import CliRunner  # noqa: E402
 
 from harness.cli import main as cli  # noqa: E402
 from tests.fuzzing import (  # noqa: E402
-    HISTORY_MUTATIONS, RARE_HISTORY_MUTATIONS, SCENARIO_MUTATIONS, Outcome, draw_outcomes, mutate, option_outcomes,
-    output_outcomes, try_history, try_scenario,
+    HISTORY_MUTATIONS,
+    RARE_HISTORY_MUTATIONS,
+    SCENARIO_MUTATIONS,
+    Outcome,
+    draw_outcomes,
+    mutate,
+    option_outcomes,
+    output_outcomes,
+    try_history,
+    try_scenario,
 )
 
 FAMILIES = ("scenario", "history", "draw", "output", "option")

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import yaml
 
-from harness.supervision.processes import cpu_seconds, proc_stat
 from harness.run.loop import Run
 from harness.scenario import load_scenario
+from harness.supervision.processes import cpu_seconds, proc_stat
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

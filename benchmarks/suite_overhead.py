@@ -28,8 +28,8 @@ from pathlib import Path
 
 import yaml
 
-from harness.supervision.run_state import SCENARIO_PHASES, phase_seconds, read_state
 from harness.campaigns.suite import SuiteRun, load_suite
+from harness.supervision.run_state import SCENARIO_PHASES, phase_seconds, read_state
 
 FAULTS = [  # one per scenario, at 4 s into the workload
     [],

@@ -19,8 +19,15 @@ from typing import Callable, Mapping
 from oracle import vocabulary as ev
 
 from .assignors import ASSIGNORS
-from .protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, INVALID_REQUEST, NOT_COORDINATOR,
-                       REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, error)
+from .protocol import (
+    COORDINATOR_NOT_AVAILABLE,
+    ILLEGAL_GENERATION,
+    INVALID_REQUEST,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    error,
+)
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
 

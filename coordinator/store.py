@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError, NodeExistsError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from .group import NotLeader
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import DAY_S, STOP_SIGNALS, Drawing, Fault, StopSignal, Targets, TargetedSpec
+from faults.base import DAY_S, STOP_SIGNALS, Drawing, Fault, StopSignal, TargetedSpec, Targets
 from faults.capabilities import Capability
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from dataclasses import dataclass, field
 from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Annotated, Literal, Union
 
 from pydantic import Field

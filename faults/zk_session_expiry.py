@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from faults.base import COORDINATOR, Fault, ScenarioFacts, Targets, TargetedSpec
+from faults.base import COORDINATOR, Fault, ScenarioFacts, TargetedSpec, Targets
 from faults.capabilities import Capability
 from faults.network import degrade, restore
 

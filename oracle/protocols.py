@@ -7,6 +7,11 @@ validation, ``compare``, the harness that starts the members, the oracle and the
 analysis all read their facts here; adding a generation is one entry below (and
 its driver).
 
+A generation is a row of facts and capabilities, and nothing outside this module compares
+a generation's name: the oracle reads the facts it judges by, the harness copies the
+capabilities a driver needs into each member's spec (``workloads.driver.MemberSpec``), and
+the project's coordinator is told the variant its row names.
+
 A driver from outside the tree — an entry point in the group ``rebalance_lab.drivers``
 (oracle/extensions.py, docs/extending.md) — joins the ``drivers`` of each generation its
 class says it ``runs``; those plugins are loaded the first time a row's drivers are read.
@@ -17,6 +22,7 @@ can read it, and so can everything above it.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -25,7 +31,12 @@ from typing import Literal, Mapping
 from . import extensions
 
 GroupHome = Literal["kafka", "zookeeper", "project-coordinator"]
-GroupProtocol = Literal["classic", "consumer"]  # Kafka's group.protocol (KIP-848: "consumer")
+# Kafka's group.protocol: JoinGroup / SyncGroup (classic) or ConsumerGroupHeartbeat (KIP-848).
+GroupProtocol = Literal["classic", "consumer"]
+# Who runs the assignor: the member the coordinator made leader, which hands the assignment out
+# through SyncGroup; the brokers (KIP-848); the project's coordinator itself (seed 001's first
+# design); or each member for itself, over the same sorted view of the group (the 0.8 consumer).
+AssignorHome = Literal["group-leader", "broker", "project-coordinator", "each-member"]
 
 
 @dataclass(frozen=True)
@@ -39,20 +50,29 @@ class Generation:
     # The Kafka line it exists on (compare runs it there); None: any line the scenario names.
     kafka: str | None = None
     kafka_why: str = ""  # why that line, for a scenario on a cluster of the other kind
-    classic: bool = False  # Kafka's classic group protocol: JoinGroup / SyncGroup sent by a Kafka client
+    # The group protocol a Kafka client speaks to the brokers; None: the group lives elsewhere.
+    group_protocol: GroupProtocol | None = None
+    static_membership: bool = False  # KIP-345: members carry a group.instance.id that outlives their process
+    assignor_runs_on: AssignorHome = "group-leader"
+    # KIP-848: session timeout and heartbeat interval are the group's, set on the brokers
+    # (group.consumer.*), not sent by the member.
+    broker_timing: bool = False
+    coordinator_variant: str | None = None  # the project's coordinator: the design it runs (coordinator.group.variant)
     incremental: bool = False  # rebalance callbacks carry deltas (KIP-429, KIP-848)
     member_epochs: bool = False  # KIP-848: members reach an epoch one by one, each on its own heartbeat
     fenced_commits: bool = True  # the group refuses a former owner's commits (by generation or epoch)
     group_home: GroupHome = "kafka"  # where the group's membership lives
-    # The Kafka group protocol its members speak (``group.protocol``); None: the group is not Kafka's.
-    # "consumer" (KIP-848) moves the group's session and heartbeat timing to the brokers (group.consumer.*).
-    group_protocol: GroupProtocol | None = None
     # Eager range / roundrobin generations must match oracle/assignors.py's layouts: the members
     # sort themselves the way those definitions say (KIP-848's brokers assign their own way).
     layouts: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "drivers", _Drivers(self, self.drivers))  # the plugins' too, once read
+
+    @property
+    def classic(self) -> bool:
+        """Kafka's classic group protocol: JoinGroup / SyncGroup sent by a Kafka client."""
+        return self.group_protocol == "classic"
 
     @property
     def project_coordinator(self) -> bool:
@@ -87,6 +107,7 @@ class _Drivers(Mapping[str, str]):
 
 
 _CLASSIC_DRIVERS = MappingProxyType({"librdkafka": "workloads.consumer", "java": "workloads.verifiable"})
+_CLASSIC = dict(drivers=_CLASSIC_DRIVERS, group_protocol="classic")
 _COORDINATOR = dict(about="the project's coordinator", drivers=MappingProxyType({"librdkafka": "workloads.coordinated"}),
                     assignors=("range", "roundrobin"), kafka="3.9",
                     kafka_why="the project's coordinator keeps its groups in ZooKeeper",
@@ -96,22 +117,24 @@ GENERATIONS: Mapping[str, Generation] = MappingProxyType({g.name: g for g in (
     # The 0.8 high-level consumer: its own range assignment over sorted consumer threads, in ZooKeeper.
     Generation("zk-eager", "the ZooKeeper-era consumer", MappingProxyType({"librdkafka": "workloads.zk_eager"}),
                ("range",), kafka="3.9", kafka_why="zk-eager rebalances through ZooKeeper",
-               fenced_commits=False, group_home="zookeeper", layouts=True),
-    Generation("classic-eager", "the classic eager protocol", _CLASSIC_DRIVERS, ("range", "roundrobin"),
-               classic=True, group_protocol="classic", layouts=True),
-    Generation("classic-static", "the classic protocol with static membership (KIP-345)", _CLASSIC_DRIVERS,
-               ("range", "roundrobin", "cooperative-sticky"), classic=True, group_protocol="classic", layouts=True),
-    Generation("classic-cooperative", "the classic cooperative protocol (KIP-429)", _CLASSIC_DRIVERS,
-               ("cooperative-sticky",), classic=True, group_protocol="classic", incremental=True),
+               assignor_runs_on="each-member", fenced_commits=False, group_home="zookeeper", layouts=True),
+    Generation("classic-eager", "the classic eager protocol", assignors=("range", "roundrobin"), layouts=True,
+               **_CLASSIC),
+    Generation("classic-static", "the classic protocol with static membership (KIP-345)",
+               assignors=("range", "roundrobin", "cooperative-sticky"), static_membership=True, layouts=True,
+               **_CLASSIC),
+    Generation("classic-cooperative", "the classic cooperative protocol (KIP-429)", assignors=("cooperative-sticky",),
+               incremental=True, **_CLASSIC),
     # KIP-848: the assignors are the brokers' remote assignors.
     Generation("consumer", "the consumer protocol (KIP-848)", MappingProxyType({"librdkafka": "workloads.consumer"}),
                ("uniform", "range"), kafka="4.1", kafka_why="the consumer protocol (KIP-848) needs Kafka 4.x",
-               group_protocol="consumer", incremental=True, member_epochs=True),
+               group_protocol="consumer", assignor_runs_on="broker", broker_timing=True, incremental=True,
+               member_epochs=True),
     # The project's coordinator, seeds 001-004's designs: v1 assigns in JoinGroup, v2 lets the
     # leader assign (SyncGroup), v3 adds KIP-62's rebalance timeout and KIP-134's initial delay.
-    Generation("coordinator-v1", **_COORDINATOR),
-    Generation("coordinator-v2", **_COORDINATOR),
-    Generation("coordinator-v3", **_COORDINATOR),
+    Generation("coordinator-v1", coordinator_variant="v1", assignor_runs_on="project-coordinator", **_COORDINATOR),
+    Generation("coordinator-v2", coordinator_variant="v2", **_COORDINATOR),
+    Generation("coordinator-v3", coordinator_variant="v3", **_COORDINATOR),
 )})
 
 PROTOCOLS: tuple[str, ...] = tuple(GENERATIONS)
@@ -126,10 +149,13 @@ LACKING = {"fenced_commits": "has no commit fencing: a zombie's stale commits ar
 
 
 def _not_a_driver(obj: object, plugin: extensions.Plugin) -> str | None:
+    """A driver class (workloads.driver.Driver) whose module runs it: what `python -m` starts."""
     if not callable(getattr(obj, "runs", None)):
         return "it has no runs(generation) -> bool, saying which generations' members it can be"
-    if not callable(getattr(obj, "main", None)):
-        return "it has no main(argv), the member's process (its module runs it as `python -m`)"
+    main = getattr(sys.modules.get(plugin.module), "main", None)  # its module: imported by loading it
+    if getattr(main, "__self__", None) is not obj:
+        return (f"its module has no `main = {getattr(obj, '__name__', obj)}.main`, which "
+                f"`python -m {plugin.module}` runs (workloads/driver.py)")
     return None
 
 

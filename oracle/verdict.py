@@ -15,7 +15,8 @@ from . import extensions
 from . import vocabulary as ev
 from .anomalies import Anomaly, CheckResult
 from .checks import CHECK_NAMES, CHECKS, history_integrity
-from .checks.duplicates import DuplicateReport, redeliveries_of, summary as duplicates_summary
+from .checks.duplicates import DuplicateReport, redeliveries_of
+from .checks.duplicates import summary as duplicates_summary
 from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
 from .events import shown
 from .explain import Explanation, explain_rebalances

@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from oracle import vocabulary as ev
 from runtime.history import now
+from workloads.member_events import MemberEvents
 
 # librdkafka's rd_kafka_log_print(): "%%%i|%u.%03u|%s|%s| %s\n"
 _LINE = re.compile(r"%(?P<level>[0-7])\|(?P<s>\d+)\.(?P<ms>\d{3})\|(?P<fac>[^|]*)\|(?P<client>[^|]*)\| (?P<msg>.*)")
@@ -195,17 +195,17 @@ class WarningsToHistory(logging.Handler):
     """A Python logger's warnings and errors as ``client_log`` events: how the fetchers of the
     zk-eager and coordinator drivers (no group in Kafka, warnings only) and kazoo report."""
 
-    def __init__(self, emit: Callable[..., None]):
+    def __init__(self, events: MemberEvents):
         super().__init__(logging.WARNING)
-        self._emit = emit
+        self.events = events
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self._emit(ev.CLIENT_LOG, level=record.levelname, message=record.getMessage()[:500])
+    def emit(self, record: logging.LogRecord) -> None:  # logging.Handler's name for handling a record
+        self.events.client_log(record.levelname, record.getMessage()[:500])
 
 
-def warnings_logger(name: str, emit: Callable[..., None]) -> logging.Logger:
+def warnings_logger(name: str, events: MemberEvents) -> logging.Logger:
     logger = logging.getLogger(name)
     logger.setLevel(logging.WARNING)
     logger.propagate = False
-    logger.addHandler(WarningsToHistory(emit))
+    logger.addHandler(WarningsToHistory(events))
     return logger

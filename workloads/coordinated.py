@@ -30,7 +30,8 @@ is out of the group (UNKNOWN_MEMBER_ID, a stale generation) loses its partitions
 without committing. A coordinator that moved (NOT_COORDINATOR, no answer) is found
 again with FindCoordinator; the member keeps its assignment meanwhile, as Kafka's do.
 
-Usage: ``python -m workloads.coordinated SPEC.json`` (a ``workloads.consumer.ConsumerSpec``).
+Usage: ``python -m workloads.coordinated SPEC.json`` (a ``workloads.driver.MemberSpec`` whose
+``settings`` are ``CoordinatedSettings``).
 """
 
 from __future__ import annotations
@@ -40,23 +41,30 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from coordinator.assignors import ASSIGNORS
 from coordinator.group import Variant, variant
-from coordinator.protocol import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, NOT_COORDINATOR,
-                                  REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Address, Connection,
-                                  CoordinatorError)
-from oracle import vocabulary as ev
-from oracle.protocols import where
-from runtime.child import read_spec, stop_on_signals
-from runtime.history import HistoryWriter, now, tp
+from coordinator.protocol import (
+    COORDINATOR_NOT_AVAILABLE,
+    ILLEGAL_GENERATION,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    Address,
+    Connection,
+    CoordinatorError,
+)
+from runtime.history import now, tp
 from workloads.client_log import warnings_logger
-from workloads.consumer import ConsumerSpec, process_records
+from workloads.consumer import process_records
+from workloads.driver import Driver, MemberSpec
 from workloads.fetching import ManualFetcher
-from workloads.poll_stall import TakesCommands, listen_for_commands
+from workloads.member_events import MemberEvents, member_writer
+from workloads.poll_stall import TakesCommands
 
 POLL_TIMEOUT_S = 0.2  # the fetcher's poll
 REQUEST_TIMEOUT_S = 5.0  # OffsetCommit, OffsetFetch, LeaveGroup, Heartbeat at most
@@ -70,15 +78,17 @@ METADATA_TIMEOUT_S = 5.0  # the leader's partition counts, from the brokers
 JOIN_CHANNEL, GROUP_CHANNEL, HEARTBEAT_CHANNEL = "join", "group", "heartbeat"
 
 
+@dataclass(frozen=True)
+class CoordinatedSettings:
+    """What only the coordinator driver reads (``MemberSpec.settings``)."""
+
+    coordinators: dict[str, str]  # instance name -> this member's lane to it
+
+
 # --------------------------------------------------------------------- variants and signals
 
 
-# The member's side of each design, from the same definition as the coordinator's.
-VARIANTS: dict[str, Variant] = {protocol: variant(protocol.removeprefix("coordinator-"))
-                                for protocol in where(project_coordinator=True)}
-
-
-def rebalance_timeout_ms(variant: Variant, spec: ConsumerSpec) -> int:
+def rebalance_timeout_ms(variant: Variant, spec: MemberSpec) -> int:
     """What JoinGroup declares: the session timeout before KIP-62, max.poll.interval.ms after."""
     return variant.rebalance_timeout_ms(spec.session_timeout_ms, spec.max_poll_interval_ms)
 
@@ -133,11 +143,11 @@ class CoordinatorLink:
     answers with the leader's *name*, which is looked up here, never dialled as announced.
     """
 
-    def __init__(self, group: str, instances: Mapping[str, str], emit: Callable[..., None],
+    def __init__(self, group: str, instances: Mapping[str, str], events: MemberEvents,
                  backoff_s: float = REDISCOVER_BACKOFF_S, find_timeout_s: float = FIND_TIMEOUT_S):
         self.group = group
         self.instances = {name: Address.parse(address) for name, address in instances.items()}
-        self.emit = emit
+        self.events = events
         self.backoff_s = backoff_s
         self.find_timeout_s = find_timeout_s
         self._lock = threading.Lock()  # one discovery at a time; the others wait for its answer
@@ -181,8 +191,8 @@ class CoordinatorLink:
                     continue  # not elected yet, or out of reach: the next one may know
                 if answer.get("leader") in self.instances:
                     self._leader = answer["leader"]
-                    self.emit(ev.COORDINATOR_FOUND, instance=self._leader, address=str(self.instances[self._leader]),
-                              answered_by=name)
+                    self.events.coordinator_found(instance=self._leader, address=str(self.instances[self._leader]),
+                                                  answered_by=name)
                     return self._leader
             self._quiet_until = time.monotonic() + self.backoff_s
             raise CoordinatorUnavailable("COORDINATOR_NOT_AVAILABLE", COORDINATOR_NOT_AVAILABLE,
@@ -199,7 +209,7 @@ class CoordinatorLink:
                 return  # another thread lost it (and maybe found the next one) already
             self._leader, self._suspect = None, name
             self._quiet_until = time.monotonic() + self.backoff_s
-        self.emit(ev.COORDINATOR_LOST, instance=name, error=error, error_code=code, message=detail[:300])
+        self.events.coordinator_lost(instance=name, error=error, error_code=code, message=detail[:300])
 
     def close(self) -> None:
         for conn in [*self._channels.values(), *self._finders.values()]:
@@ -214,12 +224,12 @@ class GroupMembership:
     and the requests that carry it. Knows nothing of fetching or processing; the driver decides
     what a refusal means for its partitions (``heartbeat_signal``, ``commit_signal``)."""
 
-    def __init__(self, link: CoordinatorLink, variant: Variant, spec: ConsumerSpec, emit: Callable[..., None],
+    def __init__(self, link: CoordinatorLink, variant: Variant, spec: MemberSpec, events: MemberEvents,
                  partition_counts: Callable[[list[str]], dict[str, int]], stop: threading.Event):
         self.link = link
         self.variant = variant
         self.spec = spec
-        self.emit = emit
+        self.events = events
         self.partition_counts = partition_counts
         self.stop = stop
         self.member_id = ""  # "" until the coordinator gives one (and again once it forgot us)
@@ -243,7 +253,7 @@ class GroupMembership:
         None once stopping."""
         try:
             while True:
-                self.emit(ev.GROUP_JOIN_SENT)
+                self.events.group_join_sent()
                 try:
                     try:
                         joined = self._long_poll("JoinGroup", member_id=self.member_id, client_id=self.spec.member,
@@ -251,7 +261,7 @@ class GroupMembership:
                                                  rebalance_timeout_ms=rebalance_timeout_ms(self.variant, self.spec),
                                                  protocols=[{"name": self.spec.assignor, "topics": self.spec.topics}])
                     except CoordinatorError as e:
-                        self._join_refused(ev.GROUP_JOIN_FAILED, e)
+                        self._join_refused(self.events.group_join_failed, e)
                         continue
                     self._joined(joined)
                     if self.variant.coordinator_assigns:
@@ -260,11 +270,11 @@ class GroupMembership:
                         try:
                             assignment = self._sync(joined)
                         except CoordinatorError as e:
-                            self._join_refused(ev.GROUP_SYNC_FAILED, e)
+                            self._join_refused(self.events.group_sync_failed, e)
                             continue
                 except CoordinatorUnavailable:
                     continue  # found again (after a backoff), joined again with the same member id
-                self.emit(ev.GROUP_SYNCED, generation=self.generation)
+                self.events.group_synced(generation=self.generation)
                 return sorted((a["topic"], int(a["partition"])) for a in assignment)
         except Stopping:
             return None
@@ -274,8 +284,8 @@ class GroupMembership:
         self.leader_id, self.protocol_name = response.get("leader_id"), response["protocol_name"]
         # The leader knows the whole generation: it is complete once each of them has its assignment.
         members = {"members": [m["member_id"] for m in response["members"]]} if response.get("members") else {}
-        self.emit(ev.GROUP_JOINED, generation=self.generation, member_id=self.member_id, leader_id=self.leader_id,
-                  is_leader=self.is_leader, protocol_name=self.protocol_name, **members)
+        self.events.group_joined(generation=self.generation, member_id=self.member_id, leader_id=self.leader_id,
+                                 is_leader=self.is_leader, protocol_name=self.protocol_name, **members)
 
     def _sync(self, joined: dict) -> list[dict]:
         """SyncGroup; the leader brings the assignment it computed over the generation's members."""
@@ -289,8 +299,9 @@ class GroupMembership:
         return self._long_poll("SyncGroup", member_id=self.member_id, generation_id=self.generation,
                                **fields)["assignment"]
 
-    def _join_refused(self, event: str, e: CoordinatorError) -> None:
-        self.emit(event, error=e.name, error_code=e.code, message=str(e)[:300])
+    def _join_refused(self, failed: Callable[..., dict], e: CoordinatorError) -> None:
+        """JoinGroup or SyncGroup refused: ``failed`` writes which (group_join_failed, group_sync_failed)."""
+        failed(e.name, error_code=e.code, message=str(e)[:300])
         if e.code == UNKNOWN_MEMBER_ID:
             self.member_id = ""  # removed meanwhile: join as a new member
         elif e.code not in (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION) and self.stop.wait(REDISCOVER_BACKOFF_S):
@@ -342,18 +353,22 @@ class GroupMembership:
 # --------------------------------------------------------------------- the member
 
 
-class CoordinatedMember(TakesCommands):
+class CoordinatedMember(TakesCommands, Driver):
     """A poll stall (poll_stall.py) stops the poll loop; in v1/v2 so do the heartbeats, in v3
     the heartbeat thread goes on."""
 
-    def __init__(self, spec: ConsumerSpec, stop: threading.Event, fetcher=None):
+    Settings = CoordinatedSettings
+
+    def __init__(self, spec: MemberSpec[CoordinatedSettings], stop: threading.Event, fetcher=None):
         self.spec = spec
         self.stop = stop
-        self.variant = VARIANTS[spec.protocol]
-        self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation)
+        # The member's side of the design its generation names: the coordinator's own definition.
+        self.variant = variant(spec.coordinator_variant)
+        # The member id is "" until the coordinator gives one (and again once it forgot the member): null.
+        self.events = MemberEvents(member_writer(spec), lambda: (self.group.member_id or None, self.group.generation))
         self.command_pending = threading.Event()
-        self.link = CoordinatorLink(spec.group, spec.coordinators or {}, self.emit)
-        self.group = GroupMembership(self.link, self.variant, spec, self.emit, self._partition_counts, stop)
+        self.link = CoordinatorLink(spec.group, spec.settings.coordinators, self.events)
+        self.group = GroupMembership(self.link, self.variant, spec, self.events, self._partition_counts, stop)
 
         # `lock`: held by the poll loop while it processes, commits or rebalances. The heartbeat
         # thread takes it only to declare partitions lost, so it waits for the batch in hand.
@@ -373,14 +388,10 @@ class CoordinatedMember(TakesCommands):
 
         if fetcher is None:
             fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{spec.member}.{spec.incarnation}"),
-                               logger=warnings_logger(f"coordinated.{spec.member}", self.emit))
+                               logger=warnings_logger(f"coordinated.{spec.member}", self.events))
         self.fetcher = fetcher
         # assign()/unassign() only from the poll loop; the rebalance decides what, under `lock`.
-        self.fetching = ManualFetcher(fetcher, self.lock, self.emit)
-
-    def emit(self, name: str, **fields) -> None:
-        self.history.emit(name, **{"member_id": self.group.member_id or None, "generation": self.group.generation,
-                                   **fields})
+        self.fetching = ManualFetcher(fetcher, self.lock, self.events)
 
     @property
     def heartbeat_interval_s(self) -> float:
@@ -390,14 +401,15 @@ class CoordinatedMember(TakesCommands):
 
     def run(self) -> int:
         s = self.spec
-        self.emit(ev.CONSUMER_STARTED, pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
-                  group_instance_id=None, commit_mode=s.commit, session_timeout_ms=s.session_timeout_ms,
-                  max_poll_interval_ms=s.max_poll_interval_ms)
+        self.events.consumer_started(pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
+                                     group_instance_id=None, commit_mode=s.commit,
+                                     session_timeout_ms=s.session_timeout_ms,
+                                     max_poll_interval_ms=s.max_poll_interval_ms)
         unsupported = self._unsupported()
         if unsupported:
-            self.emit(ev.CONSUMER_ERROR, error="UNSUPPORTED", error_code=None, fatal=True, message=unsupported)
+            self.events.consumer_error(error="UNSUPPORTED", error_code=None, fatal=True, message=unsupported)
             self.fetcher.close()
-            self.emit(ev.CONSUMER_STOPPED, reason="error")
+            self.events.consumer_stopped("error")
             return 1
         if self.variant.background_heartbeats:
             threading.Thread(target=self._heartbeat_thread, name="heartbeat", daemon=True).start()
@@ -406,7 +418,7 @@ class CoordinatedMember(TakesCommands):
                 self.poll_once()
         finally:
             self._shutdown()
-            self.emit(ev.CONSUMER_STOPPED, reason="end-of-run")
+            self.events.consumer_stopped("end-of-run")
         return 0
 
     def _unsupported(self) -> str | None:
@@ -415,8 +427,8 @@ class CoordinatedMember(TakesCommands):
             return f"{s.protocol} members subscribe to topics by name, not to a pattern ({', '.join(s.topics)})"
         if s.assignor not in ASSIGNORS:
             return f"{s.protocol} has no assignor {s.assignor!r} (only {', '.join(ASSIGNORS)})"
-        if not s.coordinators:
-            return f"{s.protocol} needs the coordinator instances' addresses (spec.coordinators)"
+        if not s.settings.coordinators:
+            return f"{s.protocol} needs the coordinator instances' addresses (settings.coordinators)"
         return None
 
     def poll_once(self) -> None:
@@ -457,7 +469,7 @@ class CoordinatedMember(TakesCommands):
                 if epoch != self.fetching.epoch:
                     return  # the refusal said the partitions are lost: not ours to process
             # SIGTERM drops the rest of the batch: the next owner reads it again from the commit.
-            process_records(records, self.spec.processing_ms, self.uncommitted, self.emit,
+            process_records(records, self.spec.processing_ms, self.uncommitted, self.events,
                             interrupted=self.stop.is_set)
             self.fetching.processed(self.uncommitted)
             if self.spec.commit == "sync":
@@ -513,9 +525,8 @@ class CoordinatedMember(TakesCommands):
 
     def _emit_commit(self, entries, trigger: str, started: float, error: str | None = None,
                      error_code: int | None = None) -> None:
-        self.emit(ev.OFFSETS_COMMITTED, offsets=[{**tp(t, p), "offset": o} for (t, p), o in entries],
-                  success=error is None, error=error, error_code=error_code, trigger=trigger,
-                  started_mono_ms=round(started, 3))
+        self.events.offsets_committed(entries, trigger=trigger, started_mono_ms=started, error=error,
+                                      error_code=error_code)
 
     # --- rebalancing (poll loop) -----------------------------------------------------------
 
@@ -527,7 +538,7 @@ class CoordinatedMember(TakesCommands):
                 reason, self.rejoin_reason = self.rejoin_reason, None
                 self.in_group = False  # no more heartbeats: the JoinGroup speaks for the member now
             if reason is not None:
-                self.emit(ev.REBALANCE_STARTED, reason=reason, rebalance_protocol="EAGER")
+                self.events.rebalance_started(reason, "EAGER")
             if self.assignment:
                 # A coordinator that moved gets a session timeout to answer: longer, and the
                 # group would have moved on without the member anyway.
@@ -538,7 +549,7 @@ class CoordinatedMember(TakesCommands):
             return  # stopping
         with self.lock:
             self.assignment = assignment
-            self.emit(ev.PARTITIONS_ASSIGNED, partitions=[tp(t, p) for t, p in assignment], incremental=False)
+            self.events.partitions_assigned(assignment, incremental=False)
             epoch = self.fetching.epoch
             # The join took as long as the rebalance did: it counts as a poll and as a heartbeat.
             self.last_poll = time.monotonic()
@@ -559,7 +570,7 @@ class CoordinatedMember(TakesCommands):
         except CoordinatorError as e:  # fenced already: the next owner reads the uncommitted records again
             if e.code == UNKNOWN_MEMBER_ID:
                 self.group.member_id = ""
-        self.emit(ev.PARTITIONS_REVOKED, partitions=[tp(t, p) for t, p in self.assignment], incremental=False)
+        self.events.partitions_revoked(self.assignment, incremental=False)
         self._drop_assignment()
 
     def _positions(self, partitions: list[tuple[str, int]], epoch: int) -> list[TopicPartition] | None:
@@ -572,8 +583,8 @@ class CoordinatedMember(TakesCommands):
             except CoordinatorUnavailable:
                 continue  # found again after a backoff
             except CoordinatorError as e:
-                self.emit(ev.CONSUMER_ERROR, error=e.name, error_code=e.code, fatal=False,
-                          message=f"OffsetFetch: {e}"[:300])
+                self.events.consumer_error(error=e.name, error_code=e.code, fatal=False,
+                                           message=f"OffsetFetch: {e}"[:300])
                 self.stop.wait(REDISCOVER_BACKOFF_S)
                 continue
             return [TopicPartition(t, p, _position(committed.get((t, p), -1))) for t, p in partitions]
@@ -607,7 +618,7 @@ class CoordinatedMember(TakesCommands):
             try:
                 return self._read_partition_counts(topics)
             except KafkaException as e:
-                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"partition counts for the assignment: {e}"[:500])
+                self.events.client_log("WARNING", f"partition counts for the assignment: {e}"[:500])
                 if self.stop.wait(REDISCOVER_BACKOFF_S):
                     raise Stopping from None
 
@@ -641,25 +652,26 @@ class CoordinatedMember(TakesCommands):
         except CoordinatorUnavailable:
             self.next_heartbeat = time.monotonic()  # the link waits out its backoff before looking again
         except CoordinatorError as e:
-            self.emit(ev.HEARTBEAT_FAILED, error=e.name, error_code=e.code)
+            self.events.heartbeat_failed(e.name, error_code=e.code)
             self._refused("heartbeat", e, heartbeat_signal(self.variant, e.code), generation)
 
     def _leave_for_max_poll(self) -> None:
         """The heartbeat thread leaves at once (no heartbeat goes out meanwhile: it is this
         thread), then declares the partitions lost once the batch in hand, if any, is done."""
         generation = self.group.generation
-        self.emit(ev.CONSUMER_ERROR, error="_MAX_POLL_EXCEEDED", error_code=None, fatal=False,
-                  message=f"max.poll.interval.ms ({self.spec.max_poll_interval_ms} ms) exceeded: leaving the group")
+        self.events.consumer_error(error="_MAX_POLL_EXCEEDED", error_code=None, fatal=False,
+                                   message=f"max.poll.interval.ms ({self.spec.max_poll_interval_ms} ms) exceeded: "
+                                           "leaving the group")
         try:
             self.group.leave(HEARTBEAT_CHANNEL)
         except (CoordinatorError, CoordinatorUnavailable) as e:
-            self.emit(ev.CLIENT_LOG, level="WARNING", message=f"LeaveGroup: {e}"[:500])
+            self.events.client_log("WARNING", f"LeaveGroup: {e}"[:500])
         self._lose("max.poll.interval.ms exceeded", generation, new_member=True)
 
     def _refused(self, request: str, e: CoordinatorError, signal_: Signal | None, generation: int | None) -> None:
         """A heartbeat or commit of ``generation`` was refused: rejoin, or partitions lost."""
         if signal_ is None:
-            self.emit(ev.CONSUMER_ERROR, error=e.name, error_code=e.code, fatal=False, message=f"{request}: {e}"[:300])
+            self.events.consumer_error(error=e.name, error_code=e.code, fatal=False, message=f"{request}: {e}"[:300])
         elif signal_ is Signal.REBALANCE:
             with self.state_lock:
                 if self.in_group and self.group.generation == generation:
@@ -675,7 +687,7 @@ class CoordinatedMember(TakesCommands):
             if not self.in_group or self.group.generation != generation:
                 return  # lost or revoked already, or rejoining: the refusal was for a past membership
             if self.assignment:
-                self.emit(ev.PARTITIONS_LOST, partitions=[tp(t, p) for t, p in self.assignment], incremental=False)
+                self.events.partitions_lost(self.assignment, incremental=False)
             self._drop_assignment()
             if new_member:
                 self.group.member_id = ""
@@ -697,7 +709,7 @@ class CoordinatedMember(TakesCommands):
                 if self.group.member_id:
                     self.group.leave(GROUP_CHANNEL, timeout_s=SHUTDOWN_PATIENCE_S)
             except (CoordinatorError, CoordinatorUnavailable) as e:  # the session timeout removes us instead
-                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"leaving the group on close: {e}"[:500])
+                self.events.client_log("WARNING", f"leaving the group on close: {e}"[:500])
         self.fetcher.close()
         self.link.close()
 
@@ -706,11 +718,7 @@ def _position(committed: int) -> int:
     return committed if committed >= 0 else OFFSET_BEGINNING
 
 
-def main(argv: list[str]) -> int:
-    stop = stop_on_signals()
-    member = CoordinatedMember(read_spec(ConsumerSpec, argv), stop)
-    listen_for_commands(member)
-    return member.run()
+main = CoordinatedMember.main
 
 
 if __name__ == "__main__":

@@ -17,21 +17,21 @@ as are records of a partition it was not given.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Mapping
+from typing import Mapping
 
 from confluent_kafka import TopicPartition
 
-from oracle import vocabulary as ev
 from workloads.consumer import records_of
+from workloads.member_events import MemberEvents
 
 
 class ManualFetcher:
     """A manual-assignment fetcher that assigns at known positions and drops what lies below them."""
 
-    def __init__(self, consumer, lock: threading.Lock | threading.RLock, emit: Callable[..., None]):
+    def __init__(self, consumer, lock: threading.Lock | threading.RLock, events: MemberEvents):
         self.consumer = consumer  # a confluent_kafka.Consumer (or its manual-assignment surface)
         self.lock = lock  # the member's: assignments change and batches are processed under it
-        self.emit = emit
+        self.events = events
         self.assignment: list[TopicPartition] = []  # what to fetch, from which offsets
         self.epoch = 0  # +1 whenever fetching stops or restarts: batches fetched before are stale
         self.applied_epoch = 0  # the handle follows `assignment` as of this epoch
@@ -67,7 +67,7 @@ class ManualFetcher:
         if epoch != self.epoch:
             return None
         fresh, stale = [], {}
-        for msg in records_of(batch, self.emit):
+        for msg in records_of(batch, self.events):
             key = (msg.topic(), msg.partition())
             position = self.positions.get(key)
             if position is not None and msg.offset() >= position:
@@ -78,9 +78,8 @@ class ManualFetcher:
             position = self.positions.get((topic, partition))
             where = (f"below its fetch position {position} (a stale fetch after assign)" if position is not None
                      else "not in the assignment")
-            self.emit(ev.CLIENT_LOG, level="WARNING",
-                      message=f"dropped {len(offsets)} records of {topic}-{partition} (offsets {min(offsets)}.."
-                              f"{max(offsets)}) {where}")
+            self.events.client_log("WARNING", f"dropped {len(offsets)} records of {topic}-{partition} (offsets "
+                                              f"{min(offsets)}..{max(offsets)}) {where}")
         return fresh
 
     def processed(self, next_offsets: Mapping[tuple[str, int], int]) -> None:

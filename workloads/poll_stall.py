@@ -15,7 +15,6 @@ import signal
 import threading
 import time
 
-from oracle import vocabulary as ev
 from runtime.child import POLL_STALL, POLL_STALL_END
 
 
@@ -34,7 +33,7 @@ def listen_for_commands(member) -> None:
 
 
 class TakesCommands:
-    """For a member with ``spec.control_file``, ``emit`` and ``command_pending``: obey a poll stall."""
+    """For a member with ``spec.control_file``, ``events`` and ``command_pending``: obey a poll stall."""
 
     command_pending: threading.Event
 
@@ -43,11 +42,11 @@ class TakesCommands:
         command = read_command(self.spec.control_file)
         if not command or command.get("command") != POLL_STALL:
             return
-        self.emit(ev.POLL_STALL_STARTED, fault_id=command["fault_id"], duration_s=command["duration_s"])
+        self.events.poll_stall_started(fault_id=command["fault_id"], duration_s=command["duration_s"])
         deadline = time.monotonic() + command["duration_s"]
         while not stop.is_set() and time.monotonic() < deadline:
             if self.command_pending.wait(min(0.2, max(0.0, deadline - time.monotonic()))):
                 self.command_pending.clear()
                 if (read_command(self.spec.control_file) or {}).get("command") == POLL_STALL_END:
                     break
-        self.emit(ev.POLL_STALL_ENDED, fault_id=command["fault_id"])
+        self.events.poll_stall_ended(fault_id=command["fault_id"])

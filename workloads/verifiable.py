@@ -36,7 +36,8 @@ Whatever the JVM prints that becomes no event (INFO lines, stack traces) goes to
 process's stdout, i.e. the member's log file, with our wall-clock time; set
 ``RL_JAVA_DEBUG=1`` to see the coordinator's DEBUG lines there too.
 
-Usage: ``python -m workloads.verifiable SPEC.json`` (a ``ConsumerSpec``).
+Usage: ``python -m workloads.verifiable SPEC.json`` (a ``workloads.driver.MemberSpec`` whose
+``settings`` are ``JavaSettings``).
 """
 
 from __future__ import annotations
@@ -52,16 +53,16 @@ import tempfile
 import threading
 import time
 from collections import defaultdict, deque
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from oracle import vocabulary as ev
-from runtime.child import read_spec, stop_on_signals
 from runtime.errors import SetupError
-from runtime.history import HistoryWriter, now, offset_ranges, tp
-from workloads.consumer import ConsumerSpec
-from workloads.poll_stall import listen_for_commands, read_command
+from runtime.history import now
+from workloads.driver import Driver, MemberSpec
+from workloads.member_events import JVM_CLOCK, MemberEvents, Writer, member_writer
+from workloads.poll_stall import read_command
 
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 ASSIGNOR_CLASSES = {
@@ -142,7 +143,17 @@ _COMMIT_EXCEPTIONS = (
 )
 
 
-def unsupported(spec: ConsumerSpec) -> list[str]:
+@dataclass(frozen=True)
+class JavaSettings:
+    """What only the java driver reads (``MemberSpec.settings``): the JVM, from the harness (which
+    installed it)."""
+
+    kafka_line: str = "3.9"  # the Kafka release the cluster runs: its client is the one that runs
+    kafka_tools: str | None = None  # the tools' classpath for kafka_line (None: not installed, the member says so)
+    jvm_options: list[str] = field(default_factory=list)  # what every JVM of a run gets
+
+
+def unsupported(spec: MemberSpec) -> list[str]:
     """Why VerifiableConsumer cannot run this member, if it cannot."""
     reasons = []
     if len(spec.topics) != 1 or spec.topics[0].startswith("^"):
@@ -154,7 +165,7 @@ def unsupported(spec: ConsumerSpec) -> list[str]:
     return reasons
 
 
-def consumer_properties(spec: ConsumerSpec) -> str:
+def consumer_properties(spec: MemberSpec) -> str:
     """Client settings VerifiableConsumer has no option for (``--consumer.config``)."""
     props = {
         "client.id": spec.member,  # member ids start with it, like librdkafka's
@@ -167,23 +178,23 @@ def consumer_properties(spec: ConsumerSpec) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def kafka_tools(spec: ConsumerSpec) -> str:
+def kafka_tools(spec: MemberSpec[JavaSettings]) -> str:
     """The classpath of Kafka's tools (VerifiableConsumer) for this member's Kafka line, as the
-    harness found them installed (``ConsumerSpec.kafka_tools``)."""
-    if not spec.kafka_tools:
-        raise SetupError(f"Kafka tools for Kafka {spec.kafka_line} (VerifiableConsumer, the java driver) "
+    harness found them installed (``JavaSettings.kafka_tools``)."""
+    if not spec.settings.kafka_tools:
+        raise SetupError(f"Kafka tools for Kafka {spec.settings.kafka_line} (VerifiableConsumer, the java driver) "
                          "are not installed. Run `rebalance-lab setup`.")
-    return spec.kafka_tools
+    return spec.settings.kafka_tools
 
 
-def command(spec: ConsumerSpec, classpath: str, config_dir: Path) -> list[str]:
+def command(spec: MemberSpec[JavaSettings], classpath: str, config_dir: Path) -> list[str]:
     """The JVM's command line; writes its config files into ``config_dir``."""
     stem = config_dir / f"{spec.member}-{spec.incarnation}"
     files = {"consumer.properties": consumer_properties(spec), "log4j.properties": LOG4J1,
              "log4j2.properties": LOG4J2}
     for suffix, text in files.items():
         Path(f"{stem}.{suffix}").write_text(text)
-    argv = ["java", *spec.jvm_options, f"-Dlog4j.configuration=file:{stem}.log4j.properties",
+    argv = ["java", *spec.settings.jvm_options, f"-Dlog4j.configuration=file:{stem}.log4j.properties",
             f"-Dlog4j2.configurationFile={stem}.log4j2.properties", "-cp", classpath, MAIN_CLASS,
             "--bootstrap-server", spec.bootstrap_servers, "--group-id", spec.group, "--topic", spec.topics[0],
             "--session-timeout", str(spec.session_timeout_ms), "--reset-policy", "earliest",
@@ -228,12 +239,8 @@ def _offsets(text: str) -> dict[tuple[str, int], int]:
     return {(m["topic"], int(m["partition"])): int(m["offset"]) for m in _MAP_ENTRY.finditer(text)}
 
 
-def _offset_list(offsets: dict[tuple[str, int], int]) -> list[dict]:
-    return [{**tp(t, p), "offset": o} for (t, p), o in sorted(offsets.items())]
-
-
-def _partitions(parts: list[dict]) -> list[dict]:
-    return [tp(p["topic"], p["partition"]) for p in sorted(parts, key=lambda p: (p["topic"], p["partition"]))]
+def _partitions(parts: list[dict]) -> list[tuple[str, int]]:
+    return sorted((p["topic"], p["partition"]) for p in parts)
 
 
 class Translator:
@@ -244,9 +251,9 @@ class Translator:
     the log lines before it (a loss, a commit's broker error, its start time).
     """
 
-    def __init__(self, emit: Callable[..., None], cooperative: bool, echo: Callable[[str], None] = lambda _l: None,
+    def __init__(self, writer: Writer, cooperative: bool, echo: Callable[[str], None] = lambda _l: None,
                  jvm_clock: bool = False):
-        self._emit = emit
+        self._events = MemberEvents(writer, lambda: (self.member_id, self.generation))
         self.echo = echo  # where unparsed JVM output goes (the member's log file)
         self.jvm_clock = jvm_clock  # stamp events with the JVM's time of writing (else: when read)
         wall, mono = now()
@@ -265,9 +272,12 @@ class Translator:
         self.fatal_pending = False  # VerifiableConsumer logged that it terminates; its cause follows
         self.shutdown_complete = False
 
-    def emit(self, name: str, **fields) -> None:
-        stamp = {} if self.jvm_wall_ms is None else {"ts": self.jvm_wall_ms, "mono_ms": self.mono(), "clock": "jvm"}
-        self._emit(name, **stamp, **{"member_id": self.member_id, "generation": self.generation, **fields})
+    @property
+    def events(self) -> MemberEvents:
+        """The member's events, stamped when the JVM wrote the line being translated (when known)."""
+        if self.jvm_wall_ms is None:
+            return self._events
+        return self._events.at(self.jvm_wall_ms, self.mono(), JVM_CLOCK)
 
     def mono(self) -> float:
         """Monotonic ms of the line being translated: when the JVM wrote it, or when we read it."""
@@ -305,11 +315,11 @@ class Translator:
         elif name == "records_consumed":
             self.records_consumed(event)
         elif name == "partitions_assigned":
-            self.emit(ev.PARTITIONS_ASSIGNED, partitions=_partitions(event["partitions"]), incremental=self.cooperative)
+            self.events.partitions_assigned(_partitions(event["partitions"]), incremental=self.cooperative)
         elif name == "partitions_revoked":
             lost, self.lost_next = self.lost_next, False
-            self.emit(ev.PARTITIONS_LOST if lost else ev.PARTITIONS_REVOKED,
-                      partitions=_partitions(event["partitions"]), incremental=self.cooperative)
+            gone = self.events.partitions_lost if lost else self.events.partitions_revoked
+            gone(_partitions(event["partitions"]), incremental=self.cooperative)
         elif name == "offsets_committed":
             self.offsets_committed(event)
         elif name in ("startup_complete", "shutdown_complete"):
@@ -325,11 +335,11 @@ class Translator:
             if key not in offsets and part["count"] == part["maxOffset"] - part["minOffset"] + 1:
                 offsets[key] = list(range(part["minOffset"], part["maxOffset"] + 1))  # run without --verbose
             elif len(offsets.get(key, ())) != part["count"]:
-                self.emit(ev.CLIENT_LOG, level="WARN", message=f"records_consumed summary {part} does not match "
-                                                              f"{len(offsets.get(key, ()))} record_data lines")
+                self.events.client_log("WARN", f"records_consumed summary {part} does not match "
+                                               f"{len(offsets.get(key, ()))} record_data lines")
         self.commit_started = self.mono()  # VerifiableConsumer commits right after printing this
         if offsets:
-            self.emit(ev.RECORDS_CONSUMED, ranges=offset_ranges(offsets))
+            self.events.records_consumed(offsets)
 
     def offsets_committed(self, event: dict) -> None:
         offsets = {(o["topic"], o["partition"]): o["offset"] for o in event["offsets"]}
@@ -343,8 +353,8 @@ class Translator:
         name, code = self._commit_error(error) if error else (None, None)
         if not error:
             self.commit_error = None
-        self.emit(ev.OFFSETS_COMMITTED, offsets=_offset_list(offsets), success=error is None, error=name,
-                  error_code=code, error_message=error, trigger=trigger, started_mono_ms=_round(started))
+        self.events.offsets_committed(sorted(offsets.items()), trigger=trigger, started_mono_ms=started, error=name,
+                                      error_code=code, error_message=error)
 
     def _commit_error(self, message: str) -> tuple[str, int | None]:
         """Name a failed commit: a failure raised before any request is sent names its
@@ -364,31 +374,30 @@ class Translator:
     def log_line(self, level: str, logger: str, m: str) -> None:
         handled = True
         if m == "(Re-)joining group":
-            self.emit(ev.GROUP_JOIN_SENT)
+            self.events.group_join_sent()
         elif m.startswith("Received successful JoinGroup response") and (leader := _LEADER.search(m)):
             self.leader_id = leader["leader"]
         elif m.startswith("Successfully joined group with generation") and (g := _GENERATION.search(m)):
             self.generation, self.member_id = int(g["gen"]), g["member"]
             leader, self.leader_id = self.leader_id, None
-            self.emit(ev.GROUP_JOINED, generation=self.generation, member_id=self.member_id, leader_id=leader,
-                      is_leader=leader == self.member_id if leader else None, protocol_name=g["proto"])
+            self.events.group_joined(generation=self.generation, member_id=self.member_id, leader_id=leader,
+                                     is_leader=leader == self.member_id if leader else None, protocol_name=g["proto"])
         elif m.startswith("JoinGroup failed"):
-            self.emit(ev.GROUP_JOIN_FAILED, error=kafka_error(m)[0] or m[:300])
+            self.events.group_join_failed(kafka_error(m)[0] or m[:300])
         elif m.startswith("Successfully synced group in generation") and (g := _GENERATION.search(m)):
-            self.emit(ev.GROUP_SYNCED, generation=int(g["gen"]))
+            self.events.group_synced(generation=int(g["gen"]))
         elif m.startswith("SyncGroup failed"):
-            self.emit(ev.GROUP_SYNC_FAILED, error=kafka_error(m)[0] or m[:300])
+            self.events.group_sync_failed(kafka_error(m)[0] or m[:300])
         elif hb := _HEARTBEAT_FAILED.search(m):
-            self.emit(ev.HEARTBEAT_FAILED, error=hb["err"])
+            self.events.heartbeat_failed(hb["err"])
         elif m.startswith("Attempt to heartbeat failed since coordinator"):
-            self.emit(ev.HEARTBEAT_FAILED, error=m)
+            self.events.heartbeat_failed(m)
         elif m.startswith("Request joining group due to: "):
             reason = m.split(": ", 1)[1]
             if reason == "group is already rebalancing":  # a heartbeat answered REBALANCE_IN_PROGRESS
-                self.emit(ev.HEARTBEAT_FAILED, error="REBALANCE_IN_PROGRESS")
+                self.events.heartbeat_failed("REBALANCE_IN_PROGRESS")
             if reason != _LEAVING:
-                self.emit(ev.REBALANCE_STARTED, reason=reason,
-                          rebalance_protocol="COOPERATIVE" if self.cooperative else "EAGER")
+                self.events.rebalance_started(reason, "COOPERATIVE" if self.cooperative else "EAGER")
         elif m.startswith("Lost previously assigned partitions"):
             self.lost_next = True
         elif c := _COMMIT_FAILED.search(m):
@@ -405,7 +414,7 @@ class Translator:
         else:
             handled = False
         if level in ("WARN", "ERROR", "FATAL") and not handled:
-            self.emit(ev.CLIENT_LOG, level=level, message=m[:500])
+            self.events.client_log(level, m[:500])
         if not handled and (level != "DEBUG" or os.environ.get("RL_JAVA_DEBUG")):
             self.echo(f"{level} {logger} {m}")
 
@@ -415,8 +424,8 @@ class Translator:
             self.fatal_pending = False
             exception, _, message = text.strip().partition(": ")
             name = exception.rsplit(".", 1)[-1]
-            self.emit(ev.CONSUMER_ERROR, error=name, error_code=kafka_error(message)[1],
-                      message=message[:500], fatal=True)
+            self.events.consumer_error(error=name, error_code=kafka_error(message)[1], fatal=True,
+                                       message=message[:500])
         self.echo(text)
 
     # --- auto-commit (enable.auto.commit: VerifiableConsumer prints no event for it) ---
@@ -453,10 +462,6 @@ class Translator:
             self._emit_commit(sent, None, "auto", started)
 
 
-def _round(mono: float | None) -> float | None:
-    return round(mono, 3) if mono is not None else None
-
-
 # --------------------------------------------------------------------- the member
 
 
@@ -466,14 +471,21 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
-class JavaMember:
-    def __init__(self, spec: ConsumerSpec):
+class JavaMember(Driver):
+    """The wrapper of one VerifiableConsumer JVM. It cannot stall the JVM's poll loop: a poll-stall
+    command is answered with a warning."""
+
+    Settings = JavaSettings
+
+    def __init__(self, spec: MemberSpec[JavaSettings], stop: threading.Event):
         self.spec = spec
-        self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation,
-                                     driver="java")
-        self.translator = Translator(self.history.emit, spec.assignor == "cooperative-sticky", self._echo,
-                                     jvm_clock=True)
+        self.stop = stop
+        self.translator = Translator(member_writer(spec, driver="java"), spec.cooperative, self._echo, jvm_clock=True)
         self.command_pending = threading.Event()
+
+    @property
+    def events(self) -> MemberEvents:
+        return self.translator.events
 
     @staticmethod
     def _echo(text: str) -> None:
@@ -482,8 +494,8 @@ class JavaMember:
         sys.stdout.write(f"{stamp} {text}\n")
         sys.stdout.flush()
 
-    def run(self, stop: threading.Event) -> int:
-        s, t = self.spec, self.translator
+    def run(self) -> int:
+        s, t, stop = self.spec, self.translator, self.stop
         reasons, error = unsupported(s), "UNSUPPORTED"
         if not reasons:
             try:
@@ -495,13 +507,14 @@ class JavaMember:
         if not reasons:
             jvm = subprocess.Popen(command(s, classpath, config_dir), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        t.emit(ev.CONSUMER_STARTED, pid=os.getpid(), jvm_pid=jvm.pid if jvm else None, group=s.group,
-               protocol=s.protocol, assignor=s.assignor, group_instance_id=s.group_instance_id, commit_mode=s.commit,
-               session_timeout_ms=s.session_timeout_ms, max_poll_interval_ms=s.max_poll_interval_ms,
-               kafka_client=s.kafka_line, processing_ms_ignored=s.processing_ms or None)
+        t.events.consumer_started(pid=os.getpid(), jvm_pid=jvm.pid if jvm else None, group=s.group,
+                                  protocol=s.protocol, assignor=s.assignor, group_instance_id=s.group_instance_id,
+                                  commit_mode=s.commit, session_timeout_ms=s.session_timeout_ms,
+                                  max_poll_interval_ms=s.max_poll_interval_ms, kafka_client=s.settings.kafka_line,
+                                  processing_ms_ignored=s.processing_ms or None)
         if jvm is None:
-            t.emit(ev.CONSUMER_ERROR, error=error, error_code=None, message="; ".join(reasons), fatal=True)
-            t.emit(ev.CONSUMER_STOPPED, reason="error")
+            t.events.consumer_error(error=error, error_code=None, fatal=True, message="; ".join(reasons))
+            t.events.consumer_stopped("error")
             return 2
         threading.Thread(target=self._stop_jvm, args=(stop, jvm), daemon=True).start()
         for raw in jvm.stdout:
@@ -510,7 +523,7 @@ class JavaMember:
                 self._refuse_command()
         jvm.wait()
         stopped = stop.is_set()
-        t.emit(ev.CONSUMER_STOPPED, reason="end-of-run" if stopped else "error")
+        t.events.consumer_stopped("end-of-run" if stopped else "error")
         return 0 if stopped and t.shutdown_complete else 1
 
     @staticmethod
@@ -529,15 +542,11 @@ class JavaMember:
         self.command_pending.clear()
         command = read_command(self.spec.control_file)
         command_text = json.dumps(command) if command else "?"
-        self.translator.emit(ev.CLIENT_LOG, level="WARN",
-                             message="java driver: VerifiableConsumer cannot stall its poll loop; "
-                                     f"ignored {command_text}")
+        self.events.client_log("WARN", f"java driver: VerifiableConsumer cannot stall its poll loop; "
+                                       f"ignored {command_text}")
 
 
-def main(argv: list[str]) -> int:
-    member = JavaMember(read_spec(ConsumerSpec, argv))
-    listen_for_commands(member)
-    return member.run(stop_on_signals())
+main = JavaMember.main
 
 
 if __name__ == "__main__":

@@ -27,12 +27,17 @@ from harness.components import install
 from harness.scenario import Scenario
 from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, StopTier
+from oracle.protocols import driver_plugin
 from runtime import secrets
 from runtime.errors import SetupError
-from workloads.consumer import ConsumerSpec
+from workloads.consumer import LibrdkafkaSettings
+from workloads.coordinated import CoordinatedSettings
+from workloads.driver import MemberSpec, driver_of, protocol_fields
 from workloads.load import LoadSpec
 from workloads.observer import ObserverSpec, ObserverStatus
 from workloads.producer import ProducerSpec
+from workloads.verifiable import JavaSettings
+from workloads.zk_settings import ZkEagerMemberSettings
 
 LEAVE_TIMEOUT_S = 30.0  # a member told to leave by the load profile is killed if it has not exited by then
 
@@ -112,26 +117,39 @@ class Member(Client):
         """The harness's commands to it (poll stalls), announced by SIGUSR1."""
         return self.run_dir / "control" / f"{self.name}.json"
 
-    def spec(self) -> ConsumerSpec:
+    def spec(self) -> MemberSpec:
         s, cluster, lane = self.workload.scenario, self.workload.cluster, self.lane
         w = s.workload
-        return ConsumerSpec(
+        return MemberSpec(
             member=self.name, incarnation=self.incarnation, history=self.workload.history,
             bootstrap_servers=cluster.lane_bootstrap_servers(lane), group=w.group,
             topics=[w.topic_pattern] if w.topic_pattern else s.consumed_topics,
-            protocol=w.protocol, assignor=w.effective_assignor, commit=w.commit, processing_ms=w.processing_ms,
-            session_timeout_ms=w.session_timeout_ms, heartbeat_interval_ms=w.heartbeat_interval_ms,
-            max_poll_interval_ms=w.max_poll_interval_ms, auto_commit_interval_ms=w.auto_commit_interval_ms,
-            control_file=str(self.control_file), metadata_refresh_ms=w.metadata_refresh_ms,
-            kafka_line=s.cluster.kafka,
-            kafka_tools=self.workload.kafka_tools if w.driver == "java" else None,
-            jvm_options=JVM_OPTS if w.driver == "java" else [],
-            zookeeper_connect=cluster.network.lane_zookeeper_connect(lane) if w.generation.group_home == "zookeeper" else None,
-            zk_eager=w.zk_eager.model_dump() if w.generation.group_home == "zookeeper" else None,
-            session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
-            coordinators=cluster.network.lane_coordinators(lane) or None if w.generation.project_coordinator else None,
-            test_hooks=self.workload.test_hooks_of(self.name), client_settings=dict(s.cluster.client_config),
-            revoke_hold_ms=w.librdkafka.revoke_hold_ms, processing=w.librdkafka.processing)
+            **protocol_fields(w.generation), assignor=w.effective_assignor, commit=w.commit,
+            processing_ms=w.processing_ms, session_timeout_ms=w.session_timeout_ms,
+            heartbeat_interval_ms=w.heartbeat_interval_ms, max_poll_interval_ms=w.max_poll_interval_ms,
+            auto_commit_interval_ms=w.auto_commit_interval_ms, control_file=str(self.control_file),
+            metadata_refresh_ms=w.metadata_refresh_ms, client_settings=dict(s.cluster.client_config),
+            settings=self.settings())
+
+    def settings(self):
+        """The driver family's own part of the spec (``Settings`` of the driver it runs)."""
+        s, cluster = self.workload.scenario, self.workload.cluster
+        w = s.workload
+        kind = driver_of(self.module).Settings
+        if kind is JavaSettings:
+            return JavaSettings(kafka_line=s.cluster.kafka, kafka_tools=self.workload.kafka_tools, jvm_options=JVM_OPTS)
+        if kind is ZkEagerMemberSettings:
+            return ZkEagerMemberSettings(zookeeper_connect=cluster.network.lane_zookeeper_connect(self.lane),
+                                         session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
+                                         rebalance=w.zk_eager.model_dump())
+        if kind is CoordinatedSettings:
+            return CoordinatedSettings(coordinators=cluster.network.lane_coordinators(self.lane))
+        if kind is LibrdkafkaSettings:
+            return LibrdkafkaSettings(processing=w.librdkafka.processing, revoke_hold_ms=w.librdkafka.revoke_hold_ms,
+                                      test_hooks=self.workload.test_hooks_of(self.name))
+        if driver_plugin(w.driver):  # a plugin's driver has no workload section (yet): its settings' defaults
+            return kind()
+        raise NotImplementedError(f"{self.module}: the harness does not fill in {kind.__name__}")
 
     def tell(self, command: dict) -> None:
         """Tell it what to do: the command file, then SIGUSR1 to look at it."""

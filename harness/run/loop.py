@@ -473,7 +473,7 @@ def group_settings(s: Scenario) -> dict:
     explanations (run_started.group_settings, docs/history.md); None where the harness cannot know."""
     w = s.workload
     if w.generation.project_coordinator:
-        delay = variant(w.protocol.removeprefix("coordinator-"), w.coordinator.initial_rebalance_delay_ms)
+        delay = variant(w.generation.coordinator_variant, w.coordinator.initial_rebalance_delay_ms)
         return {"initial_rebalance_delay_ms": delay.initial_rebalance_delay_ms}
     if s.cluster.external or not w.generation.classic:  # someone else's brokers; KIP-848 has no such delay
         return {"initial_rebalance_delay_ms": None}
@@ -485,7 +485,7 @@ def _project_coordinator(s: Scenario, history: Path | None) -> ProjectCoordinato
     w = s.workload
     if not w.generation.project_coordinator:
         return None
-    return ProjectCoordinator(variant=w.protocol.removeprefix("coordinator-"), instances=w.coordinator.instances,
+    return ProjectCoordinator(variant=w.generation.coordinator_variant, instances=w.coordinator.instances,
                               initial_rebalance_delay_ms=w.coordinator.initial_rebalance_delay_ms,
                               zookeeper_session_timeout_ms=w.coordinator.zookeeper_session_timeout_ms,
                               history=str(history) if history else None)

@@ -119,7 +119,7 @@ class Scenario(Strict):
                                 "file, which would hold the secret ones)")
             # What the harness would set on brokers it runs for the group's timing (broker_config()).
             timing = {"session_timeout_ms", "heartbeat_interval_ms"} & self.workload.model_fields_set
-            if self.workload.timing_on_brokers and timing:
+            if self.workload.generation.broker_timing and timing:
                 problems += [f"workload.{key}: KIP-848 groups take their timing from the brokers "
                              f"(group.consumer.*), which on an external cluster are not the scenario's"
                              for key in sorted(timing)]
@@ -264,7 +264,7 @@ class Scenario(Strict):
         # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
         if w.session_timeout_ms < 6000:
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
-        if w.timing_on_brokers:
+        if w.generation.broker_timing:
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
             implied.update({
                 "group.consumer.session.timeout.ms": w.session_timeout_ms,

@@ -215,12 +215,6 @@ class Workload(Strict):
         return family_of(self.generation, self.driver)
 
     @property
-    def timing_on_brokers(self) -> bool:
-        """KIP-848 moves the group's session and heartbeat timing from the members to the brokers
-        (``group.consumer.*``): the harness sets it there, and on an external cluster cannot."""
-        return self.generation.group_protocol == "consumer"
-
-    @property
     def effective_assignor(self) -> str:
         return self.assignor or self.generation.assignors[0]
 

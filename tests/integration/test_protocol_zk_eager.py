@@ -30,14 +30,11 @@ from kazoo.exceptions import NoNodeError
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster
 from harness.cluster.zookeeper import expire_session_as_client
 from oracle import load_history
-from tests.integration.conftest import (
-    REPO,
-    assert_healed,
-    small_scenario,
-    wait_for_event,
-)
-from workloads.consumer import ConsumerSpec
+from oracle.protocols import GENERATIONS
+from tests.integration.conftest import REPO, assert_healed, small_scenario, wait_for_event
+from workloads.driver import MemberSpec, protocol_fields
 from workloads.zk_eager.layout import GroupPaths
+from workloads.zk_settings import ZkEagerMemberSettings
 
 SESSION_MS = 6000
 
@@ -98,13 +95,15 @@ class Members:
         self.history = workdir / "history.jsonl"
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def spec(self, name: str) -> ConsumerSpec:
-        return ConsumerSpec(
+    def spec(self, name: str) -> MemberSpec:
+        return MemberSpec(
             member=name, incarnation=1, history=str(self.history), bootstrap_servers=self.cluster.bootstrap_servers,
-            group=self.group, topics=["events"], protocol="zk-eager", assignor="range", commit="sync",
-            processing_ms=0, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000, max_poll_interval_ms=300000,
-            zookeeper_connect=self.cluster.zookeeper_connect, zk_eager={"zookeeper_session_timeout_ms": SESSION_MS},
-            session_file=str(self.workdir / f"{name}.zk-session.json"))
+            group=self.group, topics=["events"], **protocol_fields(GENERATIONS["zk-eager"]), assignor="range",
+            commit="sync", processing_ms=0, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
+            max_poll_interval_ms=300000,
+            settings=ZkEagerMemberSettings(zookeeper_connect=self.cluster.zookeeper_connect,
+                                           session_file=str(self.workdir / f"{name}.zk-session.json"),
+                                           rebalance={"zookeeper_session_timeout_ms": SESSION_MS}))
 
     def start(self, name: str) -> None:
         path = self.workdir / f"{name}.json"

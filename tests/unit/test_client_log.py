@@ -20,9 +20,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from oracle.protocols import GENERATIONS
 from runtime.history import now
+from tests.recording import STAMPED, Recording
 from workloads.client_log import ClientLine, client_instant, parse_line
-from workloads.consumer import ConsumerSpec, GroupLogReader
+from workloads.consumer import GroupLogReader, LibrdkafkaSettings
+from workloads.driver import MemberSpec, protocol_fields
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,12 +119,19 @@ class RecordingMember:
 
     def __init__(self, assignor: str = "range", protocol: str = "classic-eager"):
         self.generation = self.member_id = None
-        self.spec = type("Spec", (), {"assignor": assignor, "protocol": protocol})()
-        self.events: list[tuple[str, float, dict]] = []
+        self.spec = type("Spec", (), {"assignor": assignor, "incremental": GENERATIONS[protocol].incremental})()
+        self.recording = Recording(lambda: (self.member_id, self.generation))
         self.joins = 0
 
-    def emit_client(self, line: ClientLine, name: str, **fields) -> None:
-        self.events.append((name, line.wall_ms, fields))
+    @property
+    def events(self) -> list[tuple[str, float, dict]]:
+        """(name, the instant librdkafka made its line, what the reader said)."""
+        return [(e["name"], e["ts"], {k: v for k, v in e.items() if k not in STAMPED | {"name"}})
+                for e in self.recording.written]
+
+    @property
+    def written(self) -> list[dict]:
+        return self.recording.written
 
     def join_sent(self) -> None:
         self.joins += 1
@@ -131,7 +141,7 @@ class RecordingMember:
 
 
 def read(lines: list[str], member: RecordingMember) -> RecordingMember:
-    reader = GroupLogReader(member)
+    reader = GroupLogReader(member, member.recording.events)
     for text in lines:
         reader(parse_line(text))
     return member
@@ -149,10 +159,10 @@ def test_a_classic_members_joins_are_read_with_the_instant_each_step_happened():
     assert by_name["group_join_failed"] == [(1795457930647.0, {"error": "Group member needs a valid member ID"})]
     member_id = "sampler-1-0bace38d-471c-412b-9741-051e3912cd55"
     assert by_name["group_joined"] == [
-        (1795457930648.0, {"generation": 1, "member_id": member_id, "leader_id": member_id, "is_leader": True,
-                           "protocol_name": "range"}),
-        (1795457936676.0, {"generation": 2, "member_id": member_id, "leader_id": member_id, "is_leader": True,
-                           "protocol_name": "range"})]
+        (1795457930648.0, {"leader_id": member_id, "is_leader": True, "protocol_name": "range"}),
+        (1795457936676.0, {"leader_id": member_id, "is_leader": True, "protocol_name": "range"})]
+    assert [(e["generation"], e["member_id"]) for e in m.written if e["name"] == "group_joined"] == [
+        (1, member_id), (2, member_id)]
     assert by_name["heartbeat_failed"] == [(1795457936671.0, {"error": "Broker: Group rebalance in progress"})]
     assert by_name["rebalance_started"] == [(1795457936671.0, {"reason": "rebalance in progress",
                                                                "rebalance_protocol": "EAGER"})]
@@ -166,8 +176,8 @@ def test_a_follower_is_not_the_leader():
               'Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, my MemberId '
               'sampler-sampler-2-8d523117-1397-404a-a3de-2d8136670980, member metadata count 0: (no error)'],
              RecordingMember())
-    [(name, _, fields)] = m.events
-    assert (name, fields["is_leader"], fields["member_id"]) == (
+    [event] = m.written
+    assert (event["name"], event["is_leader"], event["member_id"]) == (
         "group_joined", False, "sampler-sampler-2-8d523117-1397-404a-a3de-2d8136670980")
 
 
@@ -180,11 +190,11 @@ def test_warnings_and_errors_become_client_log_debug_lines_do_not():
 def test_a_kip848_members_epochs_are_its_generations():
     m = read(KIP848, RecordingMember(assignor="uniform"))
     assert m.names() == ["group_join_sent", "group_joined", "group_synced", "group_joined"]
-    [(_, sent_at, _), (_, joined_at, joined), _, (_, _, second)] = m.events
+    [(_, sent_at, _), (_, joined_at, joined), _, _] = m.events
     assert (sent_at, joined_at) == (1795457995720.0, 1795457995809.0)
-    assert joined == {"generation": 1, "member_id": "2wNDPtYLR9q0zmNHIH4CAg", "leader_id": None, "is_leader": False,
-                      "protocol_name": "uniform"}
-    assert second["generation"] == 2
+    assert joined == {"leader_id": None, "is_leader": False, "protocol_name": "uniform"}
+    assert [(e["generation"], e["member_id"]) for e in m.written if e["name"] == "group_joined"] == [
+        (1, "2wNDPtYLR9q0zmNHIH4CAg"), (2, "2wNDPtYLR9q0zmNHIH4CAg")]
 
 
 # A cooperative member (librdkafka's rd_kafka_cgrp_rejoin format): told by a heartbeat that the
@@ -227,8 +237,8 @@ def test_a_fenced_kip848_member_sends_a_new_join_and_retried_epoch_zero_heartbea
     assert m.names() == ["group_join_sent", "group_joined", "group_synced", "group_joined",
                          "group_join_sent", "group_joined"]
     # The rejoin's answer is a join even at the epoch the member had before it was fenced.
-    (_, rejoin_sent, _), (_, rejoined_at, rejoined) = m.events[-2:]
-    assert (rejoin_sent, rejoined_at, rejoined["generation"]) == (1795458010100.0, 1795458010200.0, 2)
+    (_, rejoin_sent, _), (_, rejoined_at, _) = m.events[-2:]
+    assert (rejoin_sent, rejoined_at, m.written[-1]["generation"]) == (1795458010100.0, 1795458010200.0, 2)
 
 
 # --------------------------------------------------------------------- fd 2 through the tap (own process)
@@ -294,12 +304,14 @@ def mock_cluster():
 def run_member(tmp_path, bootstrap: str, run_s: float | None, during=lambda: None, **overrides) -> tuple[list[dict], int]:
     """``python -m workloads.consumer`` as the harness starts it; once it has its partitions,
     ``during()``, then SIGTERM after ``run_s`` (None: it stops by itself)."""
+    protocol, hooks = overrides.pop("protocol", "classic-eager"), overrides.pop("test_hooks", None)
     fields = dict(member="consumer-1", incarnation=1, history=str(tmp_path / "history.jsonl"),
                   bootstrap_servers=bootstrap, group=f"g-{tmp_path.name}", topics=["events"],
-                  protocol="classic-eager", assignor="range", commit="sync", processing_ms=0,
-                  session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=30000)
+                  **protocol_fields(GENERATIONS[protocol]), assignor="range", commit="sync", processing_ms=0,
+                  session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=30000,
+                  settings=LibrdkafkaSettings(test_hooks=hooks))
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(asdict(ConsumerSpec(**{**fields, **overrides}))))
+    spec.write_text(json.dumps(asdict(MemberSpec(**{**fields, **overrides}))))
     with open(tmp_path / "member.log", "wb") as log:  # a file, as the harness gives it: a pipe nobody reads fills up
         proc = subprocess.Popen([sys.executable, "-m", "workloads.consumer", str(spec)], cwd=REPO,
                                 stdout=log, stderr=subprocess.STDOUT)

@@ -24,7 +24,9 @@ import re
 
 import pytest
 
-from workloads.client_log import ClientLine, parse_line
+from oracle.protocols import GENERATIONS
+from tests.recording import STAMPED, Recording
+from workloads.client_log import parse_line
 from workloads.consumer import GroupLogReader
 
 EAGER = [
@@ -217,18 +219,21 @@ SESSION_TIMED_OUT = ("Consumer group session timed out (in join-state steady) af
 
 class Member:
     """What GroupLogReader needs of a member: its group state, and where events go. Each event
-    is recorded with the generation and member id the member had when it was written (the
-    history stamps them on every event)."""
+    is recorded with the generation and member id it was written with (the history stamps the
+    member's on every event; group_joined names the ones it joined with)."""
 
     def __init__(self, assignor: str = "range", generation: int | None = None, member_id: str | None = None):
         self.generation, self.member_id = generation, member_id
         protocol = {"cooperative-sticky": "classic-cooperative", "uniform": "consumer"}.get(assignor, "classic-eager")
-        self.spec = type("Spec", (), {"assignor": assignor, "protocol": protocol})()
-        self.events: list[tuple] = []
+        self.spec = type("Spec", (), {"assignor": assignor, "incremental": GENERATIONS[protocol].incremental})()
+        self.recording = Recording(lambda: (self.member_id, self.generation))
         self.joins = 0
 
-    def emit_client(self, line: ClientLine, name: str, **fields) -> None:
-        self.events.append((name, line.wall_ms, self.generation, self.member_id, fields))
+    @property
+    def events(self) -> list[tuple]:
+        """(name, the instant librdkafka made its line, generation, member id, what the reader said)."""
+        return [(e["name"], e["ts"], e["generation"], e["member_id"],
+                 {k: v for k, v in e.items() if k not in STAMPED | {"name"}}) for e in self.recording.written]
 
     def join_sent(self) -> None:
         self.joins += 1
@@ -236,7 +241,7 @@ class Member:
 
 def read(lines: list[str], member: Member | None = None) -> Member:
     member = member or Member()
-    reader = GroupLogReader(member)
+    reader = GroupLogReader(member, member.recording.events)
     for text in lines:
         line = parse_line(text)
         assert line is not None, text
@@ -244,9 +249,9 @@ def read(lines: list[str], member: Member | None = None) -> Member:
     return member
 
 
-def joined(generation: int, member_id: str, leader_id: str | None, protocol: str) -> dict:
-    return {"generation": generation, "member_id": member_id, "leader_id": leader_id,
-            "is_leader": leader_id == member_id, "protocol_name": protocol}
+def joined(member_id: str, leader_id: str | None, protocol: str) -> dict:
+    """group_joined's fields beside its generation and member id."""
+    return {"leader_id": leader_id, "is_leader": leader_id == member_id, "protocol_name": protocol}
 
 
 # --------------------------------------------------------------------- whole stories
@@ -261,15 +266,15 @@ def test_an_eager_member_learns_each_generation_and_its_new_member_id_after_a_se
         ("group_join_sent", 1795474203201.0, None, None, {}),
         ("group_join_failed", 1795474203350.0, None, None, {"error": "Group member needs a valid member ID"}),
         ("group_join_sent", 1795474203350.0, None, None, {}),
-        ("group_joined", 1795474203466.0, 1, FIRST, joined(1, FIRST, FIRST, "range")),
+        ("group_joined", 1795474203466.0, 1, FIRST, joined(FIRST, FIRST, "range")),
         ("group_sync_failed", 1795474203553.0, 1, FIRST,
          {"error": "Broker: Group rebalance in progress (0 bytes of MemberState data)"}),
         ("group_join_sent", 1795474203553.0, 1, FIRST, {}),
-        ("group_joined", 1795474203558.0, 2, FIRST, joined(2, FIRST, FIRST, "range")),
+        ("group_joined", 1795474203558.0, 2, FIRST, joined(FIRST, FIRST, "range")),
         ("group_sync_failed", 1795474203687.0, 2, FIRST,
          {"error": "Broker: Group rebalance in progress (0 bytes of MemberState data)"}),
         ("group_join_sent", 1795474203687.0, 2, FIRST, {}),
-        ("group_joined", 1795474205548.0, 3, FIRST, joined(3, FIRST, FIRST, "range")),
+        ("group_joined", 1795474205548.0, 3, FIRST, joined(FIRST, FIRST, "range")),
         ("group_synced", 1795474205581.0, 3, FIRST, {}),
         ("client_log", 1795474225811.0, 3, FIRST,
          {"level": "WARNING", "message": SESSION_TIMED_OUT.format(ms=12188, broker=1)
@@ -281,7 +286,7 @@ def test_an_eager_member_learns_each_generation_and_its_new_member_id_after_a_se
         ("group_join_sent", 1795474225834.0, 3, FIRST, {}),
         ("group_join_failed", 1795474225841.0, 3, FIRST, {"error": "Group member needs a valid member ID"}),
         ("group_join_sent", 1795474225841.0, 3, FIRST, {}),
-        ("group_joined", 1795474226631.0, 5, SECOND, joined(5, SECOND, EAGER_LEADER, "range")),
+        ("group_joined", 1795474226631.0, 5, SECOND, joined(SECOND, EAGER_LEADER, "range")),
         ("group_synced", 1795474226640.0, 5, SECOND, {}),
         ("subscription_changed", 1795474254129.0, 5, SECOND, {"topics": {}}),  # the unsubscribe: no rebalance_started
     ]
@@ -301,14 +306,14 @@ def test_a_cooperative_member_rejoins_as_a_follower_and_says_its_rebalances_are_
         ("group_join_failed", 1795474290238.0, None, None, {"error": "Group member needs a valid member ID"}),
         ("rebalance_started", 1795474290238.0, None, None, {"reason": "JoinGroup error", "rebalance_protocol": "COOPERATIVE"}),
         ("group_join_sent", 1795474290238.0, None, None, {}),
-        ("group_joined", 1795474290786.0, 4, COOP_MEMBER, joined(4, COOP_MEMBER, COOP_LEADER, "cooperative-sticky")),
+        ("group_joined", 1795474290786.0, 4, COOP_MEMBER, joined(COOP_MEMBER, COOP_LEADER, "cooperative-sticky")),
         ("group_synced", 1795474290813.0, 4, COOP_MEMBER, {}),
         ("heartbeat_failed", 1795474291204.0, 4, COOP_MEMBER, {"error": "Broker: Group rebalance in progress"}),
         # A cooperative member told to rebalance rejoins at once: its "Rejoining" line is the only sign.
         ("rebalance_started", 1795474291204.0, 4, COOP_MEMBER,
          {"reason": "Group is rebalancing", "rebalance_protocol": "COOPERATIVE"}),
         ("group_join_sent", 1795474291315.0, 4, COOP_MEMBER, {}),
-        ("group_joined", 1795474291326.0, 5, COOP_MEMBER, joined(5, COOP_MEMBER, COOP_LEADER, "cooperative-sticky")),
+        ("group_joined", 1795474291326.0, 5, COOP_MEMBER, joined(COOP_MEMBER, COOP_LEADER, "cooperative-sticky")),
         ("group_synced", 1795474291349.0, 5, COOP_MEMBER, {}),
     ]
     assert (m.generation, m.member_id, m.joins) == (5, COOP_MEMBER, 3)
@@ -319,13 +324,13 @@ def test_a_kip848_member_takes_each_new_epoch_as_its_generation_through_fencing_
     sent = [wall_ms for name, wall_ms, *_ in m.events if name == "group_join_sent"]
     assert sent == [1795474353152.0, 1795474375213.0]  # its heartbeats at epoch 0: the first join, the rejoin
     assert [e for e in m.events if e[0] != "group_join_sent"] == [
-        ("group_joined", 1795474353330.0, 2, KIP848_MEMBER, joined(2, KIP848_MEMBER, None, "uniform")),
-        ("group_joined", 1795474354272.0, 3, KIP848_MEMBER, joined(3, KIP848_MEMBER, None, "uniform")),
+        ("group_joined", 1795474353330.0, 2, KIP848_MEMBER, joined(KIP848_MEMBER, None, "uniform")),
+        ("group_joined", 1795474354272.0, 3, KIP848_MEMBER, joined(KIP848_MEMBER, None, "uniform")),
         ("group_synced", 1795474354596.0, 3, KIP848_MEMBER, {}),  # "Target assignment acked"
         ("rebalance_started", 1795474375196.0, 3, KIP848_MEMBER,
          {"reason": "member fenced - rejoining", "rebalance_protocol": "COOPERATIVE"}),
         # Fenced, it keeps its member id (KIP-848: the member owns it) and comes back at a later epoch.
-        ("group_joined", 1795474375291.0, 5, KIP848_MEMBER, joined(5, KIP848_MEMBER, None, "uniform")),
+        ("group_joined", 1795474375291.0, 5, KIP848_MEMBER, joined(KIP848_MEMBER, None, "uniform")),
         ("group_synced", 1795474376262.0, 5, KIP848_MEMBER, {}),
     ]
     assert (m.generation, m.member_id) == (5, KIP848_MEMBER)

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from coordinator.group import variant
 from coordinator.protocol import (
     COORDINATOR_NOT_AVAILABLE,
     ILLEGAL_GENERATION,
@@ -22,10 +23,11 @@ from coordinator.protocol import (
     encode,
     error,
 )
-from workloads.consumer import ConsumerSpec
+from oracle.protocols import GENERATIONS
+from tests.recording import Recording
 from workloads.coordinated import (
-    VARIANTS,
     CoordinatedMember,
+    CoordinatedSettings,
     CoordinatorLink,
     CoordinatorUnavailable,
     GroupMembership,
@@ -33,6 +35,7 @@ from workloads.coordinated import (
     commit_signal,
     heartbeat_signal,
 )
+from workloads.driver import MemberSpec, protocol_fields
 
 TOPIC = "events"
 
@@ -142,12 +145,18 @@ class FakeFetcher:
         self.closed = True
 
 
-def spec(tmp_path, protocol: str, coordinators: dict[str, str], **overrides) -> ConsumerSpec:
+def spec(tmp_path, protocol: str, coordinators: dict[str, str], **overrides) -> MemberSpec:
     fields = dict(member="consumer-1", incarnation=1, history=str(tmp_path / "history.jsonl"),
-                  bootstrap_servers="127.0.0.1:1", group="g", topics=[TOPIC], protocol=protocol, assignor="range",
-                  commit="sync", processing_ms=0, session_timeout_ms=6000, heartbeat_interval_ms=1000,
-                  max_poll_interval_ms=300_000, coordinators=coordinators)
-    return ConsumerSpec(**{**fields, **overrides})
+                  bootstrap_servers="127.0.0.1:1", group="g", topics=[TOPIC], **protocol_fields(GENERATIONS[protocol]),
+                  assignor="range", commit="sync", processing_ms=0, session_timeout_ms=6000,
+                  heartbeat_interval_ms=1000, max_poll_interval_ms=300_000,
+                  settings=CoordinatedSettings(coordinators=coordinators))
+    return MemberSpec(**{**fields, **overrides})
+
+
+def design(protocol: str):
+    """The coordinator variant a generation names (coordinator.group.variant)."""
+    return variant(GENERATIONS[protocol].coordinator_variant)
 
 
 def history(tmp_path) -> list[dict]:
@@ -173,22 +182,8 @@ def coordinators():
         fake.close()
 
 
-class Recorder:
-    def __init__(self):
-        self.events: list[tuple[str, dict]] = []
-
-    def __call__(self, name: str, **fields) -> None:
-        self.events.append((name, fields))
-
-    def names(self) -> list[str]:
-        return [n for n, _ in self.events]
-
-    def of(self, name: str) -> list[dict]:
-        return [f for n, f in self.events if n == name]
-
-
-def link_to(fakes, emit, **lanes) -> CoordinatorLink:
-    return CoordinatorLink("g", {**{f.name: f.address for f in fakes}, **lanes}, emit, backoff_s=0.01,
+def link_to(fakes, events, **lanes) -> CoordinatorLink:
+    return CoordinatorLink("g", {**{f.name: f.address for f in fakes}, **lanes}, events, backoff_s=0.01,
                            find_timeout_s=0.5)
 
 
@@ -198,15 +193,15 @@ def link_to(fakes, emit, **lanes) -> CoordinatorLink:
 def test_discovery_skips_dead_instances_and_dials_the_leader_through_its_own_lane(coordinators):
     c2, c3 = coordinators("c2", "c3")
     c2.on("FindCoordinator", leader_is("c3"))
-    emit = Recorder()
-    link = link_to([c2, c3], emit, c1=unused_address())
+    recording = Recording()
+    link = link_to([c2, c3], recording.events, c1=unused_address())
     link.instances = dict(sorted(link.instances.items()))  # c1 (refusing connections) is asked first
 
     link.request("heartbeat", "Heartbeat", 1.0, member_id="m", generation_id=1)
 
     assert [r["group"] for r in c3.received("Heartbeat")] == ["g"]
     assert c2.received("Heartbeat") == []
-    assert emit.of("coordinator_found") == [{"instance": "c3", "address": c3.address, "answered_by": "c2"}]
+    assert recording.of("coordinator_found") == [{"instance": "c3", "address": c3.address, "answered_by": "c2"}]
 
 
 def test_not_coordinator_forgets_the_leader_and_the_next_request_finds_the_new_one(coordinators):
@@ -214,8 +209,8 @@ def test_not_coordinator_forgets_the_leader_and_the_next_request_finds_the_new_o
     c1.on("FindCoordinator", leader_is("c1"), leader_is("c2"))  # c1 is asked first, then last
     c2.on("FindCoordinator", leader_is("c2"))
     c1.on("OffsetCommit", refused(NOT_COORDINATOR))
-    emit = Recorder()
-    link = link_to([c1, c2], emit)
+    recording = Recording()
+    link = link_to([c1, c2], recording.events)
 
     with pytest.raises(CoordinatorUnavailable) as lost:
         link.request("group", "OffsetCommit", 1.0, member_id="m", generation_id=3, offsets=[])
@@ -224,16 +219,16 @@ def test_not_coordinator_forgets_the_leader_and_the_next_request_finds_the_new_o
 
     assert len(c2.received("OffsetCommit")) == 1
     assert len(c1.received("FindCoordinator")) == 1  # the instance just lost is asked last
-    assert emit.names() == ["coordinator_found", "coordinator_lost", "coordinator_found"]
-    assert emit.of("coordinator_lost")[0]["instance"] == "c1"
-    assert [e["instance"] for e in emit.of("coordinator_found")] == ["c1", "c2"]
+    assert recording.names() == ["coordinator_found", "coordinator_lost", "coordinator_found"]
+    assert recording.of("coordinator_lost")[0]["instance"] == "c1"
+    assert [e["instance"] for e in recording.of("coordinator_found")] == ["c1", "c2"]
 
 
 def test_no_elected_leader_means_no_request_sent(coordinators):
     c1, c2 = coordinators("c1", "c2")
     for c in (c1, c2):
         c.on("FindCoordinator", refused(COORDINATOR_NOT_AVAILABLE))
-    link = link_to([c1, c2], Recorder())
+    link = link_to([c1, c2], Recording().events)
 
     with pytest.raises(CoordinatorUnavailable) as e:
         link.request("heartbeat", "Heartbeat", 1.0, member_id="m", generation_id=1)
@@ -250,9 +245,9 @@ def joined(member_id: str, generation: int = 1, leader: str | None = None, **ext
             "protocol_name": "range", "members": [], **extra}
 
 
-def membership(tmp_path, fakes, protocol: str, emit, counts=None) -> GroupMembership:
+def membership(tmp_path, fakes, protocol: str, recording: Recording, counts=None) -> GroupMembership:
     s = spec(tmp_path, protocol, {f.name: f.address for f in fakes})
-    return GroupMembership(link_to(fakes, emit), VARIANTS[protocol], s, emit,
+    return GroupMembership(link_to(fakes, recording.events), design(protocol), s, recording.events,
                            lambda topics: counts or {}, threading.Event())
 
 
@@ -260,8 +255,8 @@ def test_v1_takes_the_assignment_from_the_join_response_without_syncgroup(tmp_pa
     [c1] = coordinators("c1")
     c1.on("FindCoordinator", leader_is("c1"))
     c1.on("JoinGroup", joined("m-1", 4, assignment=[{"topic": TOPIC, "partition": 2}, {"topic": TOPIC, "partition": 0}]))
-    emit = Recorder()
-    group = membership(tmp_path, [c1], "coordinator-v1", emit)
+    recording = Recording()
+    group = membership(tmp_path, [c1], "coordinator-v1", recording)
 
     assert group.join() == [(TOPIC, 0), (TOPIC, 2)]
 
@@ -269,7 +264,7 @@ def test_v1_takes_the_assignment_from_the_join_response_without_syncgroup(tmp_pa
     assert join["member_id"] == "" and join["rebalance_timeout_ms"] == join["session_timeout_ms"] == 6000
     assert join["protocols"] == [{"name": "range", "topics": [TOPIC]}]
     assert c1.received("SyncGroup") == []
-    assert emit.names() == ["group_join_sent", "coordinator_found", "group_joined", "group_synced"]
+    assert recording.names() == ["group_join_sent", "coordinator_found", "group_joined", "group_synced"]
     assert (group.member_id, group.generation) == ("m-1", 4)
 
 
@@ -279,15 +274,15 @@ def test_v2_leader_assigns_with_the_groups_assignor_and_syncgroup_carries_it(tmp
     members = [{"member_id": "b", "topics": [TOPIC]}, {"member_id": "a", "topics": [TOPIC]}]
     c1.on("JoinGroup", joined("a", 7, members=members))
     c1.on("SyncGroup", lambda r: {"assignment": r["assignments"]["a"]})
-    emit = Recorder()
-    group = membership(tmp_path, [c1], "coordinator-v2", emit, counts={TOPIC: 5})
+    recording = Recording()
+    group = membership(tmp_path, [c1], "coordinator-v2", recording, counts={TOPIC: 5})
 
     assert group.join() == [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)]  # seed 001: range gives 0,1,2 and 3,4
 
     [sync] = c1.received("SyncGroup")
     assert sync["generation_id"] == 7
     assert sync["assignments"]["b"] == [{"topic": TOPIC, "partition": 3}, {"topic": TOPIC, "partition": 4}]
-    [event] = emit.of("group_joined")
+    [event] = recording.of("group_joined")
     assert event["is_leader"] and sorted(event["members"]) == ["a", "b"]
 
 
@@ -296,7 +291,7 @@ def test_v3_follower_syncs_without_an_assignment_and_asks_for_its_own_rebalance_
     c1.on("FindCoordinator", leader_is("c1"))
     c1.on("JoinGroup", joined("b", 2, leader="a"))
     c1.on("SyncGroup", {"assignment": [{"topic": TOPIC, "partition": 3}]})
-    group = membership(tmp_path, [c1], "coordinator-v3", Recorder())
+    group = membership(tmp_path, [c1], "coordinator-v3", Recording())
 
     assert group.join() == [(TOPIC, 3)]
 
@@ -308,14 +303,14 @@ def test_join_refused_as_unknown_member_rejoins_as_a_new_one(tmp_path, coordinat
     [c1] = coordinators("c1")
     c1.on("FindCoordinator", leader_is("c1"))
     c1.on("JoinGroup", refused(UNKNOWN_MEMBER_ID), joined("m-2", 5, assignment=[]))
-    emit = Recorder()
-    group = membership(tmp_path, [c1], "coordinator-v1", emit)
+    recording = Recording()
+    group = membership(tmp_path, [c1], "coordinator-v1", recording)
     group.member_id = "m-1"
 
     assert group.join() == []
 
     assert [r["member_id"] for r in c1.received("JoinGroup")] == ["m-1", ""]
-    assert emit.of("group_join_failed")[0]["error"] == "UNKNOWN_MEMBER_ID"
+    assert recording.of("group_join_failed")[0]["error"] == "UNKNOWN_MEMBER_ID"
 
 
 def test_join_follows_the_coordinator_when_it_moves_keeping_the_member_id(tmp_path, coordinators):
@@ -325,14 +320,14 @@ def test_join_follows_the_coordinator_when_it_moves_keeping_the_member_id(tmp_pa
     c1.on("JoinGroup", refused(NOT_COORDINATOR))
     c2.on("JoinGroup", joined("m-1", 9, leader="other"))
     c2.on("SyncGroup", {"assignment": []})
-    emit = Recorder()
-    group = membership(tmp_path, [c1, c2], "coordinator-v2", emit)
+    recording = Recording()
+    group = membership(tmp_path, [c1, c2], "coordinator-v2", recording)
     group.member_id = "m-1"
 
     assert group.join() == []
 
     assert [r["member_id"] for r in c2.received("JoinGroup")] == ["m-1"]
-    assert emit.names().count("group_join_sent") == 2
+    assert recording.names().count("group_join_sent") == 2
 
 
 @pytest.mark.parametrize("protocol, code, expected", [
@@ -345,7 +340,7 @@ def test_join_follows_the_coordinator_when_it_moves_keeping_the_member_id(tmp_pa
     ("coordinator-v3", UNKNOWN_MEMBER_ID, Signal.EVICTED),
 ])
 def test_what_a_refused_heartbeat_means_per_variant(protocol, code, expected):
-    assert heartbeat_signal(VARIANTS[protocol], code) is expected
+    assert heartbeat_signal(design(protocol), code) is expected
 
 
 def test_a_commit_refused_for_its_generation_is_fenced_in_every_variant():
@@ -459,7 +454,7 @@ def test_a_commit_refused_with_a_stale_generation_keeps_the_progress_uncommitted
 def test_member_keeps_its_assignment_when_the_coordinator_moves(tmp_path, coordinators):
     c1, c2 = coordinators("c1", "c2")
     member = member_of(tmp_path, c1, "coordinator-v2")
-    member.link = member.group.link = link_to([c1, c2], member.emit)
+    member.link = member.group.link = link_to([c1, c2], member.events)
     c2.on("FindCoordinator", leader_is("c1"))
     member.poll_once()
     c1.on("Heartbeat", refused(NOT_COORDINATOR))

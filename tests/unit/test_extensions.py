@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -119,7 +120,7 @@ class Check:
         raise AssertionError("never judged here")
 
 
-def test_what_each_registry_takes():
+def test_what_each_registry_takes(monkeypatch):
     assert _not_a_check(Check, PLUGIN) is None
     assert "one name, said twice" in _not_a_check(type("C", (Check,), {"NAME": "other"}), PLUGIN)
     assert "no check(history, options)" in _not_a_check(type("C", (), {"NAME": "toy-commits", "OPTIONS": {}}), PLUGIN)
@@ -135,9 +136,17 @@ def test_what_each_registry_takes():
         def runs(cls, generation):
             return True
 
-    assert "no main(argv)" in _not_a_driver(Driver, PLUGIN)
-    assert _not_a_driver(type("D", (Driver,), {"main": classmethod(lambda cls, argv: 0)}), PLUGIN) is None
-    assert "no runs(generation)" in _not_a_driver(object, PLUGIN)
+        @classmethod
+        def main(cls, argv):
+            return 0
+
+    driver = replace(PLUGIN, group=DRIVERS, name="toy", value="toy_driver_module:Driver")
+    monkeypatch.setitem(sys.modules, "toy_driver_module", ModuleType("toy_driver_module"))
+    assert _not_a_driver(Driver, driver) == ("its module has no `main = Driver.main`, which "
+                                             "`python -m toy_driver_module` runs (workloads/driver.py)")
+    monkeypatch.setattr(sys.modules["toy_driver_module"], "main", Driver.main, raising=False)
+    assert _not_a_driver(Driver, driver) is None
+    assert "no runs(generation)" in _not_a_driver(object, driver)
 
 
 def test_a_check_a_run_recorded_from_a_plugin_says_where_it_came_from():

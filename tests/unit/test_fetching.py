@@ -8,6 +8,7 @@ import threading
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
+from tests.recording import Recording
 from workloads.fetching import ManualFetcher
 
 TOPIC = "events"
@@ -50,17 +51,9 @@ class Handle:
         return self.batches.pop(0) if self.batches else []
 
 
-class Recorder:
-    def __init__(self):
-        self.events: list[tuple[str, dict]] = []
-
-    def __call__(self, name, **fields):
-        self.events.append((name, fields))
-
-
-def fetcher() -> tuple[ManualFetcher, Handle, Recorder]:
-    handle, emit = Handle(), Recorder()
-    return ManualFetcher(handle, threading.Lock(), emit), handle, emit
+def fetcher() -> tuple[ManualFetcher, Handle, Recording]:
+    handle, recording = Handle(), Recording()
+    return ManualFetcher(handle, threading.Lock(), recording.events), handle, recording
 
 
 def offsets(records) -> list[tuple[int, int]]:
@@ -88,23 +81,23 @@ def test_a_batch_polled_under_an_older_assignment_is_dropped():
 
 def test_records_below_the_fetch_position_are_dropped_and_noted():
     """Seen on zk-eager: records from 0 for a partition assigned at 369, then 369 again."""
-    f, _, emit = fetcher()
+    f, _, recording = fetcher()
     f.fetch([TopicPartition(TOPIC, 0, 369), TopicPartition(TOPIC, 1, 10)])
     epoch = f.follow()
     records = f.take([Message(0, 0), Message(0, 1), Message(0, 2), Message(1, 10), Message(0, 369)], epoch)
     assert offsets(records) == [(1, 10), (0, 369)]
-    assert emit.events == [("client_log", {"level": "WARNING", "message": "dropped 3 records of events-0 (offsets "
+    assert recording.said == [("client_log", {"level": "WARNING", "message": "dropped 3 records of events-0 (offsets "
                                            "0..2) below its fetch position 369 (a stale fetch after assign)"})]
 
 
 def test_what_was_processed_is_never_taken_again_within_one_assignment():
-    f, _, emit = fetcher()
+    f, _, recording = fetcher()
     f.fetch([TopicPartition(TOPIC, 0, 5)])
     epoch = f.follow()
     assert offsets(f.take([Message(0, 5), Message(0, 6)], epoch)) == [(0, 5), (0, 6)]
     f.processed({(TOPIC, 0): 7})
     assert offsets(f.take([Message(0, 5), Message(0, 6), Message(0, 7)], epoch)) == [(0, 7)]
-    assert "offsets 5..6) below its fetch position 7" in emit.events[0][1]["message"]
+    assert "offsets 5..6) below its fetch position 7" in recording.said[0][1]["message"]
 
 
 def test_a_new_assignment_sets_new_positions():
@@ -118,19 +111,19 @@ def test_a_new_assignment_sets_new_positions():
 
 
 def test_from_the_beginning_sets_no_floor():
-    f, _, emit = fetcher()
+    f, _, recording = fetcher()
     f.fetch([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
     epoch = f.follow()
     assert offsets(f.take([Message(0, 0), Message(0, 1)], epoch)) == [(0, 0), (0, 1)]
-    assert emit.events == []
+    assert recording.said == []
 
 
 def test_records_of_a_partition_not_assigned_are_dropped_and_noted():
-    f, _, emit = fetcher()
+    f, _, recording = fetcher()
     f.fetch([TopicPartition(TOPIC, 0, 0)])
     epoch = f.follow()
     assert offsets(f.take([Message(3, 40), Message(0, 0)], epoch)) == [(0, 0)]
-    assert emit.events[0][1]["message"] == "dropped 1 records of events-3 (offsets 40..40) not in the assignment"
+    assert recording.said[0][1]["message"] == "dropped 1 records of events-3 (offsets 40..40) not in the assignment"
 
 
 def test_errors_in_a_batch_are_written_as_consumer_errors():
@@ -144,8 +137,8 @@ def test_errors_in_a_batch_are_written_as_consumer_errors():
         def fatal(self):
             return False
 
-    f, _, emit = fetcher()
+    f, _, recording = fetcher()
     f.fetch([TopicPartition(TOPIC, 0, 0)])
     epoch = f.follow()
     assert offsets(f.take([Message(0, 0, error=Error()), Message(0, 0)], epoch)) == [(0, 0)]
-    assert emit.events == [("consumer_error", {"error": "_TRANSPORT", "error_code": -195, "fatal": False})]
+    assert recording.said == [("consumer_error", {"error": "_TRANSPORT", "error_code": -195, "fatal": False})]

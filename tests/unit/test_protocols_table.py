@@ -3,6 +3,8 @@ agreeing with it — the drivers, the assignor layouts, validation, compare, the
 from __future__ import annotations
 
 import importlib
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from oracle.protocols import (
     Generation,
     where,
 )
+from workloads.driver import Driver, MemberSpec, driver_of, protocol_fields
 
 BASE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "compare-pause.yaml").read_text())
 EVERY = list(GENERATIONS.values())
@@ -44,6 +47,29 @@ def test_every_driver_module_imports_and_runs_as_a_program(generation: Generatio
     assert next(iter(generation.drivers)) == "librdkafka"  # the scenario's default driver runs every generation
     for module in generation.drivers.values():
         assert callable(getattr(importlib.import_module(module), "main", None)), module
+        driver = driver_of(module)  # a Driver, with the settings the harness fills in
+        assert issubclass(driver, Driver) and is_dataclass(driver.Settings), module
+
+
+def test_the_capabilities_say_what_the_generations_are():
+    assert where(static_membership=True) == ("classic-static",)
+    assert where(group_protocol="consumer") == where(broker_timing=True) == where(member_epochs=True) == ("consumer",)
+    assert {g.name: g.assignor_runs_on for g in EVERY if g.assignor_runs_on != "group-leader"} == {
+        "zk-eager": "each-member", "consumer": "broker", "coordinator-v1": "project-coordinator"}
+    for g in EVERY:
+        assert g.classic == (g.group_protocol == "classic")
+        assert (g.group_protocol is not None) == (g.group_home == "kafka"), g.name  # a Kafka client's group
+        assert (g.coordinator_variant is not None) == g.project_coordinator, g.name
+
+
+@pytest.mark.parametrize("generation", EVERY, ids=PROTOCOLS)
+def test_a_members_spec_carries_its_generations_capabilities(generation: Generation):
+    fields = protocol_fields(generation)
+    assert fields["protocol"] == generation.name
+    assert set(fields) == {f.name for f in dataclass_fields(MemberSpec)} & (
+        {"protocol"} | {f.name for f in dataclass_fields(Generation)})
+    for name, value in fields.items():
+        assert value == getattr(generation, "name" if name == "protocol" else name)
 
 
 def test_only_the_classic_generations_run_on_the_java_driver():
@@ -92,26 +118,26 @@ def test_compare_runs_every_generation_on_its_kafka_line(protocol: str):
 
 def test_kip848_timing_goes_to_the_brokers_by_the_generations_row():
     """The consumer group protocol (KIP-848) moves session and heartbeat timing to the brokers:
-    the harness sets it there. Decided by the row's group_protocol, not by a protocol's name."""
+    the harness sets it there. Decided by the row's broker_timing, not by a protocol's name."""
     base = {"name": "t", "duration_s": 30, "topics": [{"name": "events", "partitions": 4}]}
     timing = {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 2000}
     for protocol, generation in GENERATIONS.items():
         assert generation.classic == (generation.group_protocol == "classic"), protocol
         scenario = Scenario.model_validate({**base, "cluster": {"kafka": generation.kafka or "3.9"},
                                             "workload": {"protocol": protocol, **timing}})
-        assert scenario.workload.timing_on_brokers == (generation.group_protocol == "consumer"), protocol
         expected = {"group.consumer.session.timeout.ms": 10_000, "group.consumer.min.session.timeout.ms": 10_000,
                     "group.consumer.heartbeat.interval.ms": 2000, "group.consumer.min.heartbeat.interval.ms": 2000}
-        assert scenario.broker_config() == (expected if scenario.workload.timing_on_brokers else {}), protocol
+        assert scenario.broker_config() == (expected if generation.broker_timing else {}), protocol
 
 
 def test_the_coordinator_generations_name_known_designs():
     from coordinator.group import variant as design
-    from workloads.coordinated import VARIANTS
 
-    assert set(VARIANTS) == set(where(project_coordinator=True))
-    for protocol in VARIANTS:
-        design(protocol.removeprefix("coordinator-"))  # raises on an unknown design
+    for protocol in where(project_coordinator=True):
+        generation = GENERATIONS[protocol]
+        variant = design(generation.coordinator_variant)  # raises on an unknown design
+        # Two tables, one fact: who runs the assignor.
+        assert variant.coordinator_assigns == (generation.assignor_runs_on == "project-coordinator"), protocol
 
 
 def test_checks_resting_on_a_fact_do_not_apply_where_a_generation_lacks_it():

@@ -134,15 +134,18 @@ def test_rolling_restarts_of_their_brokers_and_kip848_timing_are_refused():
 
 def test_every_setting_the_clients_make_their_own_is_refused_in_client_config():
     from harness.scenario import HARNESS_CLIENT_SETTINGS
-    from workloads.consumer import ConsumerSpec
+    from oracle.protocols import GENERATIONS
+    from workloads.consumer import LibrdkafkaSettings, client_config
+    from workloads.driver import MemberSpec, protocol_fields
     from workloads.producer import ProducerSpec
 
     for protocol, assignor in (("classic-static", "range"), ("consumer", "uniform")):
-        spec = ConsumerSpec(member="consumer-1", incarnation=1, history="h", bootstrap_servers="b", group="g",
-                            topics=["t"], protocol=protocol, assignor=assignor, commit="sync", processing_ms=0,
-                            session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=300000,
-                            client_settings={"security.protocol": "SSL"})
-        for conf in (spec.client_config(), spec.fetcher_config("x")):
+        spec = MemberSpec(member="consumer-1", incarnation=1, history="h", bootstrap_servers="b", group="g",
+                          topics=["t"], **protocol_fields(GENERATIONS[protocol]), assignor=assignor, commit="sync",
+                          processing_ms=0, session_timeout_ms=6000, heartbeat_interval_ms=1000,
+                          max_poll_interval_ms=300000, client_settings={"security.protocol": "SSL"},
+                          settings=LibrdkafkaSettings())
+        for conf in (client_config(spec), spec.fetcher_config("x")):
             assert set(conf) - {"security.protocol"} <= HARNESS_CLIENT_SETTINGS
             assert conf["security.protocol"] == "SSL"
     conf = ProducerSpec(history="h", bootstrap_servers="b", topic="t", partitions=6, rate=200, linger_ms=50,

@@ -10,8 +10,8 @@ import pytest
 
 from harness.cluster import shared
 from harness.cluster.admin import TopicSpec
-from harness.cluster.spec import ClusterSpec, ProjectCoordinator
 from harness.cluster.shared import ClusterPool, health_problems, share_key, unshareable
+from harness.cluster.spec import ClusterSpec, ProjectCoordinator
 from harness.supervision.processes import Supervisor
 
 

@@ -5,25 +5,21 @@ from dataclasses import replace
 
 import pytest
 
-from harness.components import install, versions
+from harness.components import install
+from harness.components import versions
+from oracle.protocols import GENERATIONS
 from runtime.errors import SetupError
-from workloads.consumer import ConsumerSpec
-from workloads.verifiable import (
-    ASSIGNOR_CLASSES,
-    LOG_MARK,
-    MAIN_CLASS,
-    command,
-    unsupported,
-)
+from workloads.driver import MemberSpec, protocol_fields
+from workloads.verifiable import ASSIGNOR_CLASSES, LOG_MARK, MAIN_CLASS, JavaSettings, command, unsupported
 
 
 @pytest.fixture
-def spec(tmp_path) -> ConsumerSpec:
-    return ConsumerSpec(member="consumer-2", incarnation=3, history=str(tmp_path / "history.jsonl"),
-                        bootstrap_servers="127.0.0.1:9092", group="smoke", topics=["events"],
-                        protocol="classic-eager", assignor="range", commit="sync", processing_ms=1,
-                        session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=300000,
-                        control_file=str(tmp_path / "consumer-2.json"), kafka_line="3.9")
+def spec(tmp_path) -> MemberSpec:
+    return MemberSpec(member="consumer-2", incarnation=3, history=str(tmp_path / "history.jsonl"),
+                      bootstrap_servers="127.0.0.1:9092", group="smoke", topics=["events"],
+                      **protocol_fields(GENERATIONS["classic-eager"]), assignor="range", commit="sync", processing_ms=1,
+                      session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=300000,
+                      control_file=str(tmp_path / "consumer-2.json"), settings=JavaSettings(kafka_line="3.9"))
 
 
 def _option(argv: list[str], name: str) -> str:
@@ -65,7 +61,8 @@ def test_both_log_backends_get_a_config_that_writes_coordinator_lines_to_stdout(
     ("classic-cooperative", "cooperative-sticky", "sync", []),
 ])
 def test_protocol_assignor_and_commit_mode_map_to_options(spec, tmp_path, protocol, assignor, commit, expect):
-    argv = command(replace(spec, protocol=protocol, assignor=assignor, commit=commit), "cp", tmp_path)
+    argv = command(replace(spec, **protocol_fields(GENERATIONS[protocol]), assignor=assignor, commit=commit), "cp",
+                   tmp_path)
     assert _option(argv, "--assignment-strategy") == ASSIGNOR_CLASSES[assignor]
     tail = argv[argv.index("--verbose") + 1:]
     assert tail == expect

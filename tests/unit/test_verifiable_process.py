@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from harness.components.install import KafkaDist
+from oracle.protocols import GENERATIONS
 from workloads import verifiable
-from workloads.consumer import ConsumerSpec
+from workloads.driver import MemberSpec, protocol_fields
 
 FAKE_JVM = r"""
 import json, signal, sys, time
@@ -38,12 +39,13 @@ while True:
 
 
 @pytest.fixture
-def spec(tmp_path) -> ConsumerSpec:
-    return ConsumerSpec(member="consumer-1", incarnation=1, history=str(tmp_path / "history.jsonl"),
-                        bootstrap_servers="127.0.0.1:9", group="g", topics=["events"], protocol="classic-eager",
-                        assignor="range", commit="sync", processing_ms=2, session_timeout_ms=6000,
-                        heartbeat_interval_ms=1000, max_poll_interval_ms=300000,
-                        control_file=str(tmp_path / "consumer-1.json"))
+def spec(tmp_path) -> MemberSpec:
+    return MemberSpec(member="consumer-1", incarnation=1, history=str(tmp_path / "history.jsonl"),
+                      bootstrap_servers="127.0.0.1:9", group="g", topics=["events"],
+                      **protocol_fields(GENERATIONS["classic-eager"]), assignor="range", commit="sync",
+                      processing_ms=2, session_timeout_ms=6000, heartbeat_interval_ms=1000,
+                      max_poll_interval_ms=300000, control_file=str(tmp_path / "consumer-1.json"),
+                      settings=verifiable.JavaSettings())
 
 
 @pytest.fixture
@@ -52,11 +54,11 @@ def fake_jvm(monkeypatch, tmp_path):
     monkeypatch.setattr(verifiable, "command", lambda spec, classpath, config_dir: [sys.executable, "-c", FAKE_JVM])
 
 
-def history(spec: ConsumerSpec) -> list[dict]:
+def history(spec: MemberSpec) -> list[dict]:
     return [json.loads(line) for line in Path(spec.history).read_text().splitlines()]
 
 
-def wait_for(spec: ConsumerSpec, name: str, timeout: float = 10.0) -> dict:
+def wait_for(spec: MemberSpec, name: str, timeout: float = 10.0) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if Path(spec.history).exists():
@@ -68,8 +70,9 @@ def wait_for(spec: ConsumerSpec, name: str, timeout: float = 10.0) -> dict:
 
 
 def test_stop_terminates_the_jvm_which_revokes_and_says_shutdown_complete(spec, fake_jvm, capsys):
-    member, stop, result = verifiable.JavaMember(spec), threading.Event(), []
-    runner = threading.Thread(target=lambda: result.append(member.run(stop)))
+    stop, result = threading.Event(), []
+    member = verifiable.JavaMember(spec, stop)
+    runner = threading.Thread(target=lambda: result.append(member.run()))
     runner.start()
     assigned = wait_for(spec, "partitions_assigned")
     started = wait_for(spec, "consumer_started")
@@ -93,12 +96,12 @@ def test_a_jvm_that_dies_on_its_own_is_an_error(spec, monkeypatch, tmp_path):
     monkeypatch.setattr(verifiable, "kafka_tools", lambda line: KafkaDist(line, "0", tmp_path))
     exits_at_once = "print('{\"name\":\"startup_complete\"}')"
     monkeypatch.setattr(verifiable, "command", lambda *_: [sys.executable, "-c", exits_at_once])
-    assert verifiable.JavaMember(spec).run(threading.Event()) == 1
+    assert verifiable.JavaMember(spec, threading.Event()).run() == 1
     assert history(spec)[-1]["name"] == "consumer_stopped" and history(spec)[-1]["reason"] == "error"
 
 
 def test_what_the_tool_cannot_do_stops_the_member_at_once(spec):
-    assert verifiable.JavaMember(replace(spec, commit="before-processing")).run(threading.Event()) == 2
+    assert verifiable.JavaMember(replace(spec, commit="before-processing"), threading.Event()).run() == 2
     started, error, stopped = history(spec)
     assert started["name"] == "consumer_started" and started["jvm_pid"] is None
     assert error["name"] == "consumer_error" and error["error"] == "UNSUPPORTED" and error["fatal"]
@@ -108,16 +111,17 @@ def test_what_the_tool_cannot_do_stops_the_member_at_once(spec):
 
 def test_tools_not_installed_stop_the_member_and_say_so(spec, tmp_path, monkeypatch):
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path / "empty-home"))
-    assert verifiable.JavaMember(spec).run(threading.Event()) == 2
+    assert verifiable.JavaMember(spec, threading.Event()).run() == 2
     error = next(e for e in history(spec) if e["name"] == "consumer_error")
     assert error["error"] == "NOT_INSTALLED" and "Run `rebalance-lab setup`" in error["message"]
 
 
 def test_a_poll_stall_command_is_refused_in_the_history(spec, fake_jvm):
     Path(spec.control_file).write_text(json.dumps({"command": "poll-stall", "fault_id": "f1", "duration_s": 5}))
-    member, stop = verifiable.JavaMember(spec), threading.Event()
+    stop = threading.Event()
+    member = verifiable.JavaMember(spec, stop)
     member.command_pending.set()  # what SIGUSR1 does
-    runner = threading.Thread(target=member.run, args=(stop,))
+    runner = threading.Thread(target=member.run)
     runner.start()
     refused = wait_for(spec, "client_log")
     stop.set()

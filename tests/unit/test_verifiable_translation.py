@@ -13,13 +13,14 @@ from workloads.verifiable import LOG_MARK, Translator, kafka_error
 
 
 class Sink:
-    """Collects what the translator emits, with a fake monotonic clock."""
+    """The history writer under the translator's events: collects what they write."""
 
     def __init__(self):
         self.events: list[dict] = []
 
-    def __call__(self, name: str, **fields) -> None:
+    def emit(self, name: str, **fields) -> dict:
         self.events.append({"name": name, **fields})
+        return self.events[-1]
 
     def named(self, *names: str) -> list[dict]:
         return [e for e in self.events if e["name"] in names]

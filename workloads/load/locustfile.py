@@ -21,8 +21,8 @@ from pathlib import Path
 
 import gevent
 from locust import LoadTestShape, User, constant, events, task
-from locust.stats import CSV_STATS_INTERVAL_SEC
 from locust.runners import STATE_RUNNING, LocalRunner, MasterRunner, WorkerRunner
+from locust.stats import CSV_STATS_INTERVAL_SEC
 
 from workloads.load import RECORD_TYPE, REQUEST_TYPE, LoadSpec
 from workloads.load.feed import RebalanceFeed

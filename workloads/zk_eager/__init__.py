@@ -32,7 +32,8 @@ The generation in the history is the ``cversion`` of ``/consumers/<g>/ids``, rea
 the member list an assignment was computed from: consumers that saw the same
 membership agree on it, and every join or leave moves it on.
 
-Usage: ``python -m workloads.zk_eager SPEC.json`` (a ``workloads.consumer.ConsumerSpec``).
+Usage: ``python -m workloads.zk_eager SPEC.json`` (a ``workloads.driver.MemberSpec`` whose
+``settings`` are ``workloads.zk_settings.ZkEagerMemberSettings``).
 
 The parts: ``layout`` (where the group lives in ZooKeeper, how its znodes read and write),
 ``assignment`` (what a rebalance computes, and from what), ``member`` (the process).

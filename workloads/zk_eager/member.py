@@ -14,18 +14,27 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.retry import KazooRetry
 
-from oracle import vocabulary as ev
-from runtime.child import read_spec, stop_on_signals
-from runtime.history import HistoryWriter, now, tp
+from runtime.history import now
 from runtime.zookeeper import publish_session
 from workloads.client_log import warnings_logger
-from workloads.consumer import ConsumerSpec, process_records
+from workloads.consumer import process_records
+from workloads.driver import Driver, MemberSpec
 from workloads.fetching import ManualFetcher
-from workloads.poll_stall import TakesCommands, listen_for_commands
+from workloads.member_events import MemberEvents, member_writer
+from workloads.poll_stall import TakesCommands
 from workloads.zk_eager.assignment import Inputs, range_assignment
-from workloads.zk_eager.layout import (BROKER_IDS, BROKER_TOPICS, GroupPaths, partition_count, read_offset,
-                                       registration_data, subscribed_topics, thread_ids, write_offset)
-from workloads.zk_settings import ZkEagerSettings
+from workloads.zk_eager.layout import (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    GroupPaths,
+    partition_count,
+    read_offset,
+    registration_data,
+    subscribed_topics,
+    thread_ids,
+    write_offset,
+)
+from workloads.zk_settings import ZkEagerMemberSettings, ZkEagerSettings
 
 SHUTDOWN_ZK_DEADLINE_S = 5.0  # the last commit and release on SIGTERM, if ZooKeeper answers
 POLL_TIMEOUT_S = 0.2  # the consumer thread's poll; closing the fetchers waits for it, as 0.8 waited for a fetch
@@ -40,20 +49,22 @@ class SessionLost(Exception):
     """The ZooKeeper session expired during a rebalance: the new session rebalances from scratch."""
 
 
-class ZkEagerMember(TakesCommands):
+class ZkEagerMember(TakesCommands, Driver):
     """A poll stall (poll_stall.py) stops the consumer thread; the ZooKeeper session (kazoo's
     thread) and rebalances go on."""
 
-    def __init__(self, spec: ConsumerSpec, stop: threading.Event):
+    Settings = ZkEagerMemberSettings
+
+    def __init__(self, spec: MemberSpec[ZkEagerMemberSettings], stop: threading.Event):
         self.spec = spec
         self.stop = stop
-        self.settings = ZkEagerSettings.model_validate(spec.zk_eager or {})
+        self.zk_eager = ZkEagerSettings.model_validate(spec.settings.rebalance)  # workload.zk_eager
         self.paths = GroupPaths(spec.group)
         self.consumer_id = f"{spec.member}-{uuid.uuid4().hex[:8]}"
         [self.thread_id] = thread_ids(self.consumer_id)
-        self.history = HistoryWriter(spec.history, spec.member, member=spec.member, incarnation=spec.incarnation)
         self.member_id: str | None = None
         self.generation: int | None = None
+        self.events = MemberEvents(member_writer(spec), lambda: (self.member_id, self.generation))
         self.command_pending = threading.Event()
 
         # State shared by the consumer thread and the rebalancer, guarded by `lock`.
@@ -68,10 +79,11 @@ class ZkEagerMember(TakesCommands):
         self.registered = False
         self.last_inputs: Inputs | None = None
 
-        client_log = warnings_logger(f"zk-eager.{spec.member}", self.emit)  # both clients' warnings
+        client_log = warnings_logger(f"zk-eager.{spec.member}", self.events)  # both clients' warnings
         self.fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{self.consumer_id}"), logger=client_log)
-        self.fetching = ManualFetcher(self.fetcher, self.lock, self.emit)
-        self.zk = KazooClient(hosts=spec.zookeeper_connect, timeout=self.settings.zookeeper_session_timeout_ms / 1000,
+        self.fetching = ManualFetcher(self.fetcher, self.lock, self.events)
+        self.zk = KazooClient(hosts=spec.settings.zookeeper_connect,
+                              timeout=self.zk_eager.zookeeper_session_timeout_ms / 1000,
                               connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
                               logger=client_log)
         # ZkClient's retryUntilConnected: ZooKeeper calls wait out connection losses. The
@@ -80,9 +92,6 @@ class ZkEagerMember(TakesCommands):
                                           interrupt=stop.is_set)
         self.commit_retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=True,
                                        interrupt=stop.is_set)
-
-    def emit(self, name: str, **fields) -> None:
-        self.history.emit(name, **{"member_id": self.member_id, "generation": self.generation, **fields})
 
     def zk_call(self, retry: KazooRetry, func, *args, **kwargs):
         return retry.copy()(func, *args, **kwargs)  # a KazooRetry counts attempts: one per call
@@ -100,9 +109,10 @@ class ZkEagerMember(TakesCommands):
     def _publish_session(self) -> None:
         """Id and password of the live session, for a fault to expire it on the server
         (``harness.cluster.zookeeper.expire_session_as_client``)."""
-        if self.spec.session_file:
-            publish_session(self.zk.client_id, self.spec.session_file, consumer_id=self.consumer_id,
-                            zookeeper_connect=self.spec.zookeeper_connect)
+        s = self.spec.settings
+        if s.session_file:
+            publish_session(self.zk.client_id, s.session_file, consumer_id=self.consumer_id,
+                            zookeeper_connect=s.zookeeper_connect)
 
     def _register(self) -> None:
         """The ephemeral /consumers/<g>/ids/<consumer id>: the consumer is in the group."""
@@ -125,7 +135,7 @@ class ZkEagerMember(TakesCommands):
             self.session_lost.clear()
             self.registered = False
             if self.owned:
-                self.emit(ev.PARTITIONS_LOST, partitions=[tp(t, p) for t, p in self.owned], incremental=False)
+                self.events.partitions_lost(self.owned, incremental=False)
             self.owned = []
             self.uncommitted.clear()
             self.fetching.fetch([])
@@ -157,11 +167,11 @@ class ZkEagerMember(TakesCommands):
             except InterruptedError:
                 return  # stopping
             except (KazooException, SessionLost) as e:  # e.g. expired meanwhile: the next wake starts over
-                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"rebalancer: {type(e).__name__}: {e}")
+                self.events.client_log("WARNING", f"rebalancer: {type(e).__name__}: {e}")
                 self.wake.set()
                 self.stop.wait(0.2)
             except Exception as e:  # a bug must not silently end rebalancing (the seed's lost exception)
-                self.emit(ev.CONSUMER_ERROR, error=f"rebalancer: {type(e).__name__}: {e}", error_code=None, fatal=False)
+                self.events.consumer_error(error=f"rebalancer: {type(e).__name__}: {e}", error_code=None, fatal=False)
                 self.wake.set()
                 self.stop.wait(1.0)
 
@@ -186,8 +196,8 @@ class ZkEagerMember(TakesCommands):
     def _synced_rebalance(self, reason: str) -> None:
         """Up to rebalance_max_retries attempts, rebalance_backoff_ms apart; then give up
         until the next change (ConsumerRebalanceFailedException, caught by the watcher thread)."""
-        s = self.settings
-        self.emit(ev.REBALANCE_STARTED, reason=reason, rebalance_protocol="EAGER")
+        s = self.zk_eager
+        self.events.rebalance_started(reason, "EAGER")
         failure = ""
         for attempt in range(1, s.rebalance_max_retries + 1):
             try:
@@ -195,19 +205,19 @@ class ZkEagerMember(TakesCommands):
                 return
             except RebalanceAttemptFailed as e:
                 failure = str(e)
-                self.emit(ev.GROUP_SYNC_FAILED, error=failure, attempt=attempt)
+                self.events.group_sync_failed(failure, attempt=attempt)
             if self.session_lost.is_set():
                 return  # the new session rebalances anyway
             if attempt < s.rebalance_max_retries and self.stop.wait(s.rebalance_backoff_ms / 1000):
                 return
-        self.emit(ev.REBALANCE_FAILED, attempts=s.rebalance_max_retries, reason=failure, trigger=reason)
+        self.events.rebalance_failed(attempts=s.rebalance_max_retries, reason=failure, trigger=reason)
 
     def _attempt(self) -> None:
         """One rebalance attempt: release everything, compute, read offsets, claim."""
         inputs = self.last_inputs = self._read_inputs()
         if not inputs.brokers:
             return  # the original: no broker to fetch from, keep things as they are until /brokers/ids changes
-        self.emit(ev.GROUP_JOIN_SENT)
+        self.events.group_join_sent()
         self._close_fetchers()
         with self.lock:
             self.closing_fetchers.clear()
@@ -215,8 +225,8 @@ class ZkEagerMember(TakesCommands):
             if self.consumer_id not in inputs.consumers:
                 raise RebalanceAttemptFailed(f"{self.consumer_id} is not registered in {self.paths.ids}")
             self.generation = inputs.generation
-            self.emit(ev.GROUP_JOINED, generation=inputs.generation, member_id=self.consumer_id, leader_id=None,
-                      is_leader=False, protocol_name="range", members=list(inputs.consumers))
+            self.events.group_joined(generation=inputs.generation, member_id=self.consumer_id, leader_id=None,
+                                     is_leader=False, protocol_name="range", members=list(inputs.consumers))
             mine = self._my_partitions(inputs)
             # The original read the offsets before claiming: a previous owner that commits
             # and lets go in between makes this consumer start from an older offset.
@@ -226,8 +236,8 @@ class ZkEagerMember(TakesCommands):
             self.owned = mine
             self.fetching.fetch([TopicPartition(t, p, OFFSET_BEGINNING if offsets[key] is None else offsets[key])
                                  for key in mine for t, p in [key]])
-            self.emit(ev.GROUP_SYNCED, generation=inputs.generation)
-            self.emit(ev.PARTITIONS_ASSIGNED, partitions=[tp(t, p) for t, p in mine], incremental=False)
+            self.events.group_synced(generation=inputs.generation)
+            self.events.partitions_assigned(mine, incremental=False)
 
     def _close_fetchers(self) -> None:
         """closeFetchers: stop fetching and wait until the consumer thread stops — at its poll's
@@ -294,7 +304,7 @@ class ZkEagerMember(TakesCommands):
         self._commit(trigger, retry)
         self.fetching.fetch([])
         if self.owned:
-            self.emit(ev.PARTITIONS_REVOKED, partitions=[tp(t, p) for t, p in self.owned], incremental=False)
+            self.events.partitions_revoked(self.owned, incremental=False)
             self._delete_owners(self.owned, retry or self.rebalance_retry)
             self.owned = []
 
@@ -317,18 +327,18 @@ class ZkEagerMember(TakesCommands):
         for (t, p), offset in offsets:
             self.zk_call(retry or self.commit_retry, write_offset, self.zk, self.paths.offset(t, p), offset)
         self.uncommitted.clear()
-        self.emit(ev.OFFSETS_COMMITTED, offsets=[{**tp(t, p), "offset": o} for (t, p), o in offsets], success=True,
-                  error=None, error_code=None, trigger=trigger, started_mono_ms=round(started, 3))
+        self.events.offsets_committed(offsets, trigger=trigger, started_mono_ms=started)  # ZooKeeper refuses none
 
     # --- the consumer thread ------------------------------------------------------------
 
     def run(self) -> int:
         s = self.spec
-        self.emit(ev.CONSUMER_STARTED, pid=os.getpid(), group=s.group, protocol=s.protocol, assignor="range",
-                  group_instance_id=None, commit_mode=s.commit,
-                  session_timeout_ms=self.settings.zookeeper_session_timeout_ms, max_poll_interval_ms=None,
-                  consumer_id=self.consumer_id, rebalance_max_retries=self.settings.rebalance_max_retries,
-                  rebalance_backoff_ms=self.settings.rebalance_backoff_ms)
+        self.events.consumer_started(pid=os.getpid(), group=s.group, protocol=s.protocol, assignor="range",
+                                     group_instance_id=None, commit_mode=s.commit,
+                                     session_timeout_ms=self.zk_eager.zookeeper_session_timeout_ms,
+                                     max_poll_interval_ms=None, consumer_id=self.consumer_id,
+                                     rebalance_max_retries=self.zk_eager.rebalance_max_retries,
+                                     rebalance_backoff_ms=self.zk_eager.rebalance_backoff_ms)
         self.zk.add_listener(self._on_session)
         self.zk.start_async()  # the rebalancer registers once connected (the lane may be cut right now)
         rebalancer = threading.Thread(target=self.rebalancer, name="rebalancer", daemon=True)
@@ -349,7 +359,7 @@ class ZkEagerMember(TakesCommands):
             self.stop.set()
             rebalancer.join(timeout=10)
             self._shutdown()
-            self.emit(ev.CONSUMER_STOPPED, reason=reason)
+            self.events.consumer_stopped(reason)
         return 0
 
     def _process(self, batch, epoch: int) -> None:
@@ -358,7 +368,7 @@ class ZkEagerMember(TakesCommands):
             if records is None:
                 return  # fetched before a rebalance stopped fetching: the new owner reads it again
             # The rebalancer closing the fetchers (or SIGTERM) drops the rest of the batch.
-            process_records(records, self.spec.processing_ms, self.uncommitted, self.emit,
+            process_records(records, self.spec.processing_ms, self.uncommitted, self.events,
                             interrupted=self._fetchers_stopping)
             self.fetching.processed(self.uncommitted)
             if self.spec.commit != "auto":  # sync; before-processing has no meaning here
@@ -372,14 +382,11 @@ class ZkEagerMember(TakesCommands):
                 if self.zk.connected:
                     self._release("revoke", bounded)
             except Exception as e:  # ZooKeeper out of reach: the session expiry releases for us
-                self.emit(ev.CLIENT_LOG, level="WARNING", message=f"release on close: {type(e).__name__}: {e}")
+                self.events.client_log("WARNING", f"release on close: {type(e).__name__}: {e}")
         self.fetcher.close()
         self.zk.stop()
         self.zk.close()
 
 
-def main(argv: list[str]) -> int:
-    member = ZkEagerMember(read_spec(ConsumerSpec, argv), stop_on_signals())
-    listen_for_commands(member)
-    return member.run()
+main = ZkEagerMember.main
 

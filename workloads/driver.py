@@ -1,0 +1,155 @@
+"""What a member driver is to the harness: its spec, and the small contract it implements.
+
+A driver runs one member of the consumer group as its own OS process, with one client
+library (librdkafka, Kafka's Java client) or one design (the 0.8 consumer over ZooKeeper,
+the project's coordinator). The harness starts it as ``python -m <module> SPEC.json``,
+the module named by the generation's row (``oracle.protocols``, ``Generation.drivers``).
+
+The spec file is a ``MemberSpec``: what every member is told — who it is, its group and
+topics, the capabilities of its protocol generation, how it commits and processes — and,
+under ``settings``, what only its driver family reads (``Driver.Settings``). A driver reads
+a generation's capabilities from the spec, never its name: ``static_membership``, not
+"classic-static".
+
+Adding a client library is one class implementing ``Driver``:
+
+- ``Settings``: the dataclass of its family's settings (``MemberSpec.settings``), filled in
+  by the harness (``harness/clients.py``, ``Member.settings``);
+- ``__init__(spec, stop)`` and ``run() -> int``: the member, built from its spec with the
+  event that SIGTERM / SIGINT set, runs until that event is set (or it fails) and returns
+  the process's exit code; ``main`` wires the signals, the harness's commands and the spec
+  file together, so the module's entry point is ``main = TheDriver.main``;
+- ``events``: a ``workloads.member_events.MemberEvents`` — every history event the member
+  writes goes through it (a unit test holds the drivers to it);
+- ``command_pending``: set on SIGUSR1, a command from the harness (``workloads.poll_stall``:
+  a driver that can stall its poll loop mixes ``TakesCommands`` in, one that cannot says so);
+
+and one more entry in the ``drivers`` of the generations it runs — or, for a driver from
+outside the tree (an entry point in ``rebalance_lab.drivers``, docs/extending.md), ``runs``
+saying which generations those are.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+
+from oracle.protocols import AssignorHome, Generation, GroupProtocol
+from runtime.child import read_spec, stop_on_signals
+from workloads.poll_stall import listen_for_commands
+
+if TYPE_CHECKING:
+    from workloads.member_events import MemberEvents
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class MemberSpec(Generic[S]):
+    """What the harness tells one member incarnation (the spec file, as JSON)."""
+
+    # Who: the member slot, which life of it, the history it appends to.
+    member: str
+    incarnation: int
+    history: str
+    # Its group, and the capabilities of the protocol generation it runs (``protocol_fields``).
+    group: str
+    topics: list[str]  # names, or one regex starting with "^" (pattern subscription)
+    protocol: str  # the generation's name, as consumer_started reports it: never compared
+    group_protocol: GroupProtocol | None  # Kafka's group.protocol; None: the group lives elsewhere
+    static_membership: bool  # KIP-345: a group.instance.id
+    assignor_runs_on: AssignorHome  # who computes the assignment
+    broker_timing: bool  # KIP-848: session and heartbeat timing are the brokers'
+    incremental: bool  # the generation's rebalances are incremental (KIP-429, KIP-848)
+    coordinator_variant: str | None  # the project's coordinator: "v1", "v2", "v3"
+    assignor: str
+    # The cluster, as this member reaches it: its own lane, and cluster.client_config (security).
+    bootstrap_servers: str
+    # Consuming: commits, processing, the client's timing.
+    commit: str  # sync | auto | before-processing
+    processing_ms: float
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    settings: S  # the driver family's own part (``Driver.Settings``)
+    auto_commit_interval_ms: int = 1000
+    batch_size: int = 500
+    metadata_refresh_ms: int = 5000  # how soon the member's client notices new partitions and topics
+    control_file: str | None = None  # commands from the harness (poll stalls), announced by SIGUSR1
+    # Under the harness's own keys; secret values never in the file (runtime.secrets, read_spec).
+    client_settings: dict = field(default_factory=dict)
+
+    @property
+    def group_instance_id(self) -> str | None:
+        """KIP-345: the same for every incarnation of the slot, so a restarted member is the same member."""
+        return f"{self.group}-{self.member}" if self.static_membership else None
+
+    @property
+    def cooperative(self) -> bool:
+        """Rebalance callbacks carry deltas: an incremental generation, or cooperative-sticky on any."""
+        return self.incremental or self.assignor == "cooperative-sticky"
+
+    def fetcher_config(self, group_id: str) -> dict:
+        """librdkafka, fetching only, for members whose group lives elsewhere (zk-eager, the project's
+        coordinator) and the test hook's non-owner: a manual assignment, a group id of its own,
+        nothing committed to Kafka."""
+        return {**self.client_settings, "bootstrap.servers": self.bootstrap_servers, "group.id": group_id,
+                "client.id": self.member, "enable.auto.commit": False, "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": self.metadata_refresh_ms}
+
+
+def protocol_fields(generation: Generation) -> dict:
+    """A generation's row as a member's spec carries it: its name and the capabilities drivers read."""
+    return dict(protocol=generation.name, group_protocol=generation.group_protocol,
+                static_membership=generation.static_membership, assignor_runs_on=generation.assignor_runs_on,
+                broker_timing=generation.broker_timing, incremental=generation.incremental,
+                coordinator_variant=generation.coordinator_variant)
+
+
+def read_member_spec(argv: list[str], settings: type[S]) -> MemberSpec[S]:
+    """The spec file named on the command line, its ``settings`` as the driver's own type."""
+    spec = read_spec(MemberSpec, argv)
+    return replace(spec, settings=settings(**spec.settings))
+
+
+class Driver(ABC):
+    """One member of the group, run by one client library (see the module's docstring)."""
+
+    Settings: ClassVar[type]
+    spec: MemberSpec
+    events: MemberEvents
+    command_pending: threading.Event
+
+    @abstractmethod
+    def __init__(self, spec: MemberSpec, stop: threading.Event):
+        ...
+
+    @abstractmethod
+    def run(self) -> int:
+        """Be the member until ``stop`` is set; the process's exit code."""
+
+    @classmethod
+    def runs(cls, generation: Generation) -> bool:
+        """Whether it can be a member of ``generation``'s groups, read from the row's capabilities:
+        how a plugin's driver joins a generation's ``drivers``. The table lists its own drivers."""
+        return False
+
+    @classmethod
+    def main(cls, argv: list[str]) -> int:
+        """``python -m <module> SPEC.json``. The signals are taken first: a SIGTERM that comes
+        while the member starts stops it cleanly too."""
+        stop = stop_on_signals()
+        member = cls(read_member_spec(argv, cls.Settings), stop)
+        listen_for_commands(member)
+        return member.run()
+
+
+def driver_of(module: str) -> type[Driver]:
+    """The Driver a driver module runs: the class whose ``main`` is the module's."""
+    driver = getattr(importlib.import_module(module).main, "__self__", None)
+    if not (isinstance(driver, type) and issubclass(driver, Driver)):
+        raise TypeError(f"{module}.main is no Driver's main")
+    return driver
