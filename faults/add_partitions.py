@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import NO_EFFECTS, OWN_TOPICS_ONLY, Effects, Fault, FaultSpec, ScenarioFacts, Targets
 
 
 class AddPartitionsSpec(FaultSpec):
@@ -16,6 +16,10 @@ class AddPartitionsSpec(FaultSpec):
     kind: Literal["add-partitions"]
     topic: str
     partitions: Annotated[int, Field(ge=2, le=1000, description="the new total")]
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # a topic: the harness writes partitions_added
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         current = scenario.topics.get(self.topic)

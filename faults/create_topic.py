@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import OWN_TOPICS_ONLY, Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import NO_EFFECTS, OWN_TOPICS_ONLY, Effects, Fault, FaultSpec, ScenarioFacts, Targets
 from faults.topic_names import TopicName, topic_set_problems
 
 
@@ -20,6 +20,10 @@ class CreateTopicSpec(FaultSpec):
     kind: Literal["create-topic"]
     topic: TopicName
     partitions: Annotated[int, Field(ge=1, le=1000)]
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # a topic: the harness writes topic_created
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if self.topic in scenario.topics:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from faults.base import Targets, TimedFault, TimedSpec
+from faults.base import Effects, Targets, TimedFault, TimedSpec
 
 
 class PauseSpec(TimedSpec):
@@ -14,6 +14,10 @@ class PauseSpec(TimedSpec):
     acts_on_process = True
 
     kind: Literal["pause"]
+
+    @property
+    def effects(self) -> Effects:
+        return Effects(silences="heartbeats", silenced_as="paused", down="paused")
 
 
 class Pause(TimedFault[PauseSpec]):

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, DAY_S, Fault, FaultSpec, ScenarioFacts, StopSignal, Targets
+from faults.base import COORDINATOR, DAY_S, NO_EFFECTS, Effects, Fault, FaultSpec, ScenarioFacts, StopSignal, Targets
 
 
 class RollingRestartSpec(FaultSpec):
@@ -23,6 +23,10 @@ class RollingRestartSpec(FaultSpec):
     signal: StopSignal = "SIGTERM"
     down_s: Annotated[float, Field(ge=0, le=DAY_S)] = 2
     interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # no one target: each process it restarts writes its own exit and start
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if self.targets == "brokers" and scenario.external:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from faults.base import COORDINATOR, Fault, ScenarioFacts, Targets, TargetedSpec
+from faults.base import COORDINATOR, NO_EFFECTS, Effects, Fault, ScenarioFacts, Targets, TargetedSpec
 from faults.network import degrade, restore
 
 # How much longer than the session timeout the network way keeps the link cut.
@@ -29,6 +29,10 @@ class ZkSessionExpirySpec(TargetedSpec):
     kind: Literal["zk-session-expiry"]
     external_refusal = "expiring a broker's ZooKeeper session needs control of the cluster's brokers and ZooKeeper"
     method: Literal["server", "network"] = "server"
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # the broker leaves ZooKeeper and registers again by itself; no member is silenced
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if not scenario.zookeeper:
