@@ -16,10 +16,13 @@ Pure data, importing nothing: a consumer process loads it without loading the or
 # history — an event or field renamed, or meaning something else — so the older reader
 # refuses the history instead of judging it wrongly. New events and new fields need no new
 # version: readers pass over what they do not read.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # 2: every writer that can be started again (the observer, the producer, a coordinator instance,
 # as members always did) writes its `incarnation`, so a writer's `seq` going back to 1 without a
 # new incarnation is a broken history, not a restart (oracle/integrity.py: writer-sequence).
+# 3: every fault_started says what its fault does to its target (`effects`, below), and readers
+# decide by that alone: an older reader would decide by the kind's name, which a kind added since
+# does not tell it. Older histories get their faults' effects from oracle/legacy.py.
 
 # -- fields of every event ---------------------------------------------------------------
 NAME = "name"
