@@ -23,20 +23,23 @@ def _effects(silences: str | None = None, silenced_as: str | None = None, down: 
     return {ev.SILENCES: silences, ev.SILENCED_AS: silenced_as, ev.DOWN: down, ev.RESTART_AFTER_S: restart_after_s}
 
 
-NO_EFFECTS = _effects()
+def _nothing(params: dict) -> dict[str, Any]:
+    return _effects()
+
 
 # A format 1 or 2 fault kind -> its effects, from the fault's options (`params`).
 LEGACY_FAULT_EFFECTS: dict[str, Callable[[dict], dict[str, Any]]] = {
     "pause": lambda params: _effects(ev.HEARTBEATS, "paused", ev.PAUSED),
+    # a crash without restart_after_s (or with 0, or format 1's duration_s) was down for good
     "crash": lambda params: _effects(ev.HEARTBEATS, "crashed", ev.KILLED, params.get("restart_after_s") or None),
     "network": lambda params: _effects(ev.HEARTBEATS, "cut off"),
     "poll-stall": lambda params: _effects(ev.POLLS, "stuck in processing (poll stall)"),
-    "zk-session-expiry": lambda params: NO_EFFECTS,
-    "rolling-restart": lambda params: NO_EFFECTS,
-    "join-storm": lambda params: NO_EFFECTS,
-    "scale": lambda params: NO_EFFECTS,
-    "add-partitions": lambda params: NO_EFFECTS,
-    "create-topic": lambda params: NO_EFFECTS,
+    "zk-session-expiry": _nothing,
+    "rolling-restart": _nothing,
+    "join-storm": _nothing,
+    "scale": _nothing,
+    "add-partitions": _nothing,
+    "create-topic": _nothing,
 }
 
 
@@ -46,4 +49,4 @@ def with_effects(fault: dict) -> dict:
         return fault
     declared = LEGACY_FAULT_EFFECTS.get(fault.get("kind"))
     params = fault.get("params")
-    return {**fault, ev.EFFECTS: declared(params if type(params) is dict else {}) if declared else NO_EFFECTS}
+    return {**fault, ev.EFFECTS: declared(params if type(params) is dict else {}) if declared else _effects()}
