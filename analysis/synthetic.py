@@ -42,6 +42,17 @@ FAULTS = ("pause", "crash", "poll-stall", "network", "none")
 TOPIC = "events"
 
 
+def _effects(fault: str, params: dict) -> dict:
+    """What the simulated fault does to its victim, as fault_started says it (docs/history.md:
+    `effects`) and the real kind declares it (faults/: not for the analysis to import)."""
+    silences, said, down = {"pause": (ev.HEARTBEATS, "paused", ev.PAUSED),
+                            "crash": (ev.HEARTBEATS, "crashed", ev.KILLED),
+                            "network": (ev.HEARTBEATS, "cut off", None),
+                            "poll-stall": (ev.POLLS, "stuck in processing (poll stall)", None)}[fault]
+    return {ev.SILENCES: silences, ev.SILENCED_AS: said, ev.DOWN: down,
+            ev.RESTART_AFTER_S: params.get("restart_after_s")}
+
+
 @dataclass
 class SynthSpec:
     seed: int
@@ -97,6 +108,7 @@ class _Sim:
         self.generation = 0
         self.group = "synth"
         self.assignor = spec.assignor or GENERATIONS[spec.protocol].assignors[0]
+        self.fault_params: dict = {}  # the fault's options, as the schedule gives them
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, t: float, name: str, source: str, **fields) -> None:
@@ -292,14 +304,14 @@ class _Sim:
         length = (s.fault_duration_s if s.fault_duration_s is not None else rng.uniform(2.0, 3.0)
                   * s.session_timeout_ms / 1000) * 1000
         if s.fault != "none":
-            params = {"duration_s": round(length / 1000, 3)} if s.fault != "crash" else {
+            self.fault_params = {"duration_s": round(length / 1000, 3)} if s.fault != "crash" else {
                 "restart_after_s": round(length / 1000, 3), "signal": "SIGKILL"}
             faults.append({"fault_id": "f1", "kind": s.fault, "target": victim, "at_s": round(fault_at / 1000, 3),
-                           **params})
-        self.emit(0, ev.RUN_STARTED, "harness", run_id=f"synth-{s.seed}", scenario=s.name(), seed=s.seed,
-                  topics=[{"topic": TOPIC, "partitions": s.partitions}], topic_pattern=None, group=self.group,
-                  protocol=s.protocol, assignor=self.assignor, members=list(self.members), checks={},
-                  faults=faults, clock_offset_ms=round(self.wall0 - self.mono0, 3))
+                           **self.fault_params})
+        self.emit(0, ev.RUN_STARTED, "harness", format_version=ev.FORMAT_VERSION, run_id=f"synth-{s.seed}",
+                  scenario=s.name(), seed=s.seed, topics=[{"topic": TOPIC, "partitions": s.partitions}],
+                  topic_pattern=None, group=self.group, protocol=s.protocol, assignor=self.assignor,
+                  members=list(self.members), checks={}, faults=faults, clock_offset_ms=round(self.wall0 - self.mono0, 3))
         start = 3000.0
         self.emit(start - 10, ev.PHASE, "harness", phase="workload")
         self.emit(start, ev.PRODUCER_STARTED, "producer", pid=4000 + s.seed, topic=TOPIC, rate=s.rate)
@@ -391,9 +403,8 @@ class _Sim:
         s, m = self.s, self.members[victim]
         others = [n for n, x in self.members.items() if n != victim and x.alive]
         if what == "inject":
-            params = {"duration_s": round(length / 1000, 3)}
-            self.emit(t, ev.FAULT_STARTED, "fault", fault_id="f1", kind=s.fault, target=victim, params=params,
-                      details={})
+            self.emit(t, ev.FAULT_STARTED, "fault", fault_id="f1", kind=s.fault, target=victim,
+                      params=self.fault_params, effects=_effects(s.fault, self.fault_params), details={})
             if s.fault in ("pause", "network"):
                 # its last batch is processed but the commit never leaves: a successor re-delivers it
                 self.consume(t - 1, m, commit=False)

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import NO_EFFECTS, Effects, Fault, FaultSpec, ScenarioFacts, Targets
 from faults.capabilities import Capability
 
 
@@ -17,6 +17,10 @@ class AddPartitionsSpec(FaultSpec):
     kind: Literal["add-partitions"]
     topic: str
     partitions: Annotated[int, Field(ge=2, le=1000, description="the new total")]
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # a topic: the harness writes partitions_added
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         current = scenario.topics.get(self.topic)

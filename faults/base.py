@@ -4,7 +4,9 @@
   the kind's typed, defaulted options — and what makes it impossible in a given scenario
   (``problems``, checked against ``ScenarioFacts``, never the Scenario itself);
 - its random draw, for kinds ``random_faults`` may pick (``drawable``);
-- ``Fault``: what it does to a run — inject at ``at_s``, heal ``heal_after_s`` later.
+- ``Fault``: what it does to a run — inject at ``at_s``, heal ``heal_after_s`` later;
+- ``Effects``: what it does to its target, as data (``FaultSpec.effects``), written into its
+  ``fault_started`` so the oracle reads what a fault did, never which kind it was.
 
 Faults act through ``Targets``, which the run provides, so a fault never needs to know
 whether ``broker-2`` is a local JVM or a container, or how a member is told to stall.
@@ -23,6 +25,7 @@ from pydantic import Field, model_validator
 from faults.capabilities import EVERY_CAPABILITY, Capability, lacking
 from faults.strict import DAY_S, Strict
 from faults.trigger import Trigger
+from oracle import vocabulary as ev
 
 if TYPE_CHECKING:
     from faults.toxiproxy import ToxiproxyClient
@@ -65,6 +68,50 @@ class Drawing:
     brokers: int = 3  # how many: a lone broker has no other to be cut from
 
 
+@dataclass(frozen=True)
+class Effects:
+    """What a fault does to its ``target``, declared by its kind as Jepsen's nemesis packages
+    declare what a fault means. The scheduler writes it into every ``fault_started``
+    (``effects``: ``to_event``); the oracle's explanations, ownership and convergence read it
+    there, and the scenario's timeline here. Only what they need:
+
+    - ``silences``: which of a member's signals to its group stop. ``heartbeats``: nothing of
+      it reaches the coordinator (paused, crashed, cut off), which evicts it only when its
+      session.timeout.ms runs out. ``polls``: its heartbeat thread goes on but it does not
+      poll (KIP-62), and it leaves the group only when max.poll.interval.ms runs out.
+      ``silenced_as``: the words an explanation says it with ("paused", "crashed", …).
+    - ``down``: what becomes of the target's process. ``paused`` (SIGSTOP): it runs on when
+      the fault heals. ``killed``: it exits, by the fault's doing — a crash, however cleanly
+      it closed — and is started again ``restart_after_s`` after the fault began, or never
+      (None: down for good, and its partitions rightly idle until the group rebalances).
+
+    A fault on the group or the cluster as a whole (no ``target``) declares none: the members
+    it starts or stops and the topics it changes write their own events.
+    """
+
+    silences: Literal["heartbeats", "polls"] | None = None
+    silenced_as: str | None = None
+    down: Literal["paused", "killed"] | None = None
+    restart_after_s: float | None = None
+
+    def __post_init__(self):
+        if (self.silences is None) != (self.silenced_as is None):
+            raise ValueError("a fault that silences its target says how, and only such a fault")
+        if self.restart_after_s is not None and not self.kills:
+            raise ValueError("only a killed process is started again")
+
+    @property
+    def kills(self) -> bool:
+        return self.down == ev.KILLED
+
+    def to_event(self) -> dict:
+        """As ``fault_started`` carries it (docs/history.md)."""
+        return {ev.SILENCES: self.silences, ev.SILENCED_AS: self.silenced_as, ev.DOWN: self.down,
+                ev.RESTART_AFTER_S: self.restart_after_s}
+
+
+NO_EFFECTS = Effects()  # its target (if it has one) goes on as before
+
 class FaultSpec(Strict):
     """One entry under ``faults:``. A kind adds ``kind: Literal["its-name"]`` and its options."""
 
@@ -95,6 +142,18 @@ class FaultSpec(Strict):
     # It acts on its target's process (a signal, its poll loop, its ZooKeeper session), which must be
     # up when it starts; a network fault acts on the target's proxies, which are there either way.
     acts_on_process: ClassVar[bool] = False
+
+    @property
+    def effects(self) -> Effects:
+        """What it does to its target (``NO_EFFECTS``: nothing), from its options. Every kind says
+        so itself: one that does not is refused when it is defined, not taken to do nothing."""
+        raise NotImplementedError
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if "kind" in cls.model_fields and cls.effects is FaultSpec.effects:
+            raise TypeError(f"fault kind {cls.kind_name()!r} does not declare its effects (FaultSpec.effects)")
 
     @property
     def holds_target_s(self) -> float:
@@ -236,6 +295,10 @@ class Fault(Generic[S]):
     @property
     def at_s(self) -> float:
         return self.spec.at_s
+
+    @property
+    def effects(self) -> Effects:
+        return self.spec.effects
 
     @property
     def target(self) -> str | None:

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import DAY_S, STOP_SIGNALS, Drawing, Fault, StopSignal, TargetedSpec, Targets
+from faults.base import DAY_S, STOP_SIGNALS, Drawing, Effects, Fault, StopSignal, TargetedSpec, Targets
 from faults.capabilities import Capability
 
 
@@ -26,6 +26,12 @@ class CrashSpec(TargetedSpec):
 
     drawable = True
     length_key = "restart_after_s"
+
+    @property
+    def effects(self) -> Effects:
+        # SIGTERM too: the member closes cleanly, but its process is gone by the fault's doing
+        return Effects(silences="heartbeats", silenced_as="crashed", down="killed",
+                       restart_after_s=self.restart_after_s)
 
     @property
     def holds_target_s(self) -> float:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import NO_EFFECTS, Effects, Fault, FaultSpec, ScenarioFacts, Targets
 from faults.capabilities import Capability
 from faults.topic_names import TopicName, topic_set_problems
 
@@ -21,6 +21,10 @@ class CreateTopicSpec(FaultSpec):
     kind: Literal["create-topic"]
     topic: TopicName
     partitions: Annotated[int, Field(ge=1, le=1000)]
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # a topic: the harness writes topic_created
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if self.topic in scenario.topics:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import MAX_MEMBERS, Fault, FaultSpec, Targets
+from faults.base import MAX_MEMBERS, NO_EFFECTS, Effects, Fault, FaultSpec, Targets
 from faults.capabilities import Capability
 
 
@@ -18,6 +18,10 @@ class JoinStormSpec(FaultSpec):
 
     kind: Literal["join-storm"]
     consumers: Annotated[int, Field(ge=1, le=MAX_MEMBERS)]
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # the group: the members it starts write their own events
 
     def acts_on_members(self, members: Collection[str]) -> bool:
         return True

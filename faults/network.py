@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, Drawing, ScenarioFacts, Targets, TimedFault, TimedSpec
+from faults.base import COORDINATOR, Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
 from faults.capabilities import Capability
 
 
@@ -107,6 +107,12 @@ class NetworkSpec(TimedSpec):
     latency_ms: Annotated[int, Field(ge=0, le=600_000)] = 500
     jitter_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
     rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 64
+
+    @property
+    def effects(self) -> Effects:
+        # Whatever the link and the effect, as the oracle has always read a network fault: a blackhole
+        # or a refusal cuts the member off; latency, bandwidth and resets may, while they last.
+        return Effects(silences="heartbeats", silenced_as="cut off")
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         of_target = links(self.target, scenario)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from faults.base import Targets, TimedFault, TimedSpec
+from faults.base import Effects, Targets, TimedFault, TimedSpec
 from faults.capabilities import Capability
 
 
@@ -16,6 +16,10 @@ class PauseSpec(TimedSpec):
     needs = frozenset({Capability.RUN_PROCESSES})  # a broker, ZooKeeper or coordinator: CLUSTER_NODES (TargetedSpec)
 
     kind: Literal["pause"]
+
+    @property
+    def effects(self) -> Effects:
+        return Effects(silences="heartbeats", silenced_as="paused", down="paused")
 
 
 class Pause(TimedFault[PauseSpec]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from faults.base import Drawing, ScenarioFacts, Targets, TimedFault, TimedSpec
+from faults.base import Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
 from faults.capabilities import Capability
 from runtime.child import POLL_STALL, POLL_STALL_END
 
@@ -21,6 +21,10 @@ class PollStallSpec(TimedSpec):
     needs = frozenset({Capability.RUN_PROCESSES})
 
     kind: Literal["poll-stall"]
+
+    @property
+    def effects(self) -> Effects:
+        return Effects(silences="polls", silenced_as="stuck in processing (poll stall)")
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         java = [("kind", "the java driver (VerifiableConsumer) cannot stall its poll loop")] if scenario.driver == "java" else []

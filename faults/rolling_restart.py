@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, DAY_S, Fault, FaultSpec, ScenarioFacts, StopSignal, Targets
+from faults.base import COORDINATOR, DAY_S, NO_EFFECTS, Effects, Fault, FaultSpec, ScenarioFacts, StopSignal, Targets
 from faults.capabilities import Capability
 
 
@@ -30,6 +30,10 @@ class RollingRestartSpec(FaultSpec):
         # nodes only where the backend runs them.
         bounced = Capability.CLUSTER_NODES if self.targets == "brokers" else Capability.RUN_PROCESSES
         return {**super().needs_by_key(), "targets": frozenset({bounced})}
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # no one target: each process it restarts writes its own exit and start
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if isinstance(self.targets, str):

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import MAX_MEMBERS, Fault, FaultSpec, Targets
+from faults.base import MAX_MEMBERS, NO_EFFECTS, Effects, Fault, FaultSpec, Targets
 from faults.capabilities import Capability
 
 
@@ -19,6 +19,10 @@ class ScaleSpec(FaultSpec):
 
     kind: Literal["scale"]
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)]
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # the group: the members it starts or stops write their own events
 
     def acts_on_members(self, members: Collection[str]) -> bool:
         return True

@@ -127,8 +127,10 @@ class FaultScheduler:
             where = {"target": fault.resolved}
             if fault.resolved != fault.target:
                 where["requested_target"] = fault.target
+            # what it does to its target, as its kind declares it: the oracle never reads the kind's name
             self.emit(ev.FAULT_STARTED, ts=wall, mono_ms=mono, fault_id=fault.fault_id, kind=fault.kind, **where,
-                      params=fault.params, **({"details": details} if details else {}), **fired)
+                      params=fault.params, effects=fault.effects.to_event(),
+                      **({"details": details} if details else {}), **fired)
             self.report(f"fault {fault.fault_id} at {self._when(mono)}: {fault.kind} {fault.resolved or ''} "
                         f"{_describe(fault.params)}"
                         + (f" {_describe(details)}" if details else "")

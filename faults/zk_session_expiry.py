@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from faults.base import COORDINATOR, Fault, ScenarioFacts, TargetedSpec, Targets
+from faults.base import COORDINATOR, NO_EFFECTS, Effects, Fault, ScenarioFacts, TargetedSpec, Targets
 from faults.capabilities import Capability
 from faults.network import degrade, restore
 
@@ -36,6 +36,10 @@ class ZkSessionExpirySpec(TargetedSpec):
         if self.method == "network":  # the target's ZooKeeper link, cut through Toxiproxy
             needs["method"] = frozenset({Capability.NETWORK_LANES})
         return needs
+
+    @property
+    def effects(self) -> Effects:
+        return NO_EFFECTS  # the broker leaves ZooKeeper and registers again by itself; no member is silenced
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if not scenario.zookeeper:

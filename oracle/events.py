@@ -97,6 +97,28 @@ def _check_options(d: dict) -> str | None:
     return None
 
 
+# A fault's effects: each key's allowed values (docs/history.md, fault_started).
+_EFFECT_VALUES: dict[str, tuple[Any, ...]] = {ev.SILENCES: (ev.HEARTBEATS, ev.POLLS, None),
+                                              ev.DOWN: (ev.PAUSED, ev.KILLED, None)}
+
+
+def _fault_effects(d: dict) -> str | None:
+    effects = d.get(ev.EFFECTS)
+    if effects is None:
+        return None  # format 3 promises them (oracle/integrity.py: fault-effects); older ones never had them
+    for key, allowed in _EFFECT_VALUES.items():
+        if effects.get(key) not in allowed:
+            expected = ", ".join(map(shown, allowed[:-1])) + f" or {shown(allowed[-1])}"
+            return f"{ev.EFFECTS}.{key}: expected {expected}, got {shown(effects.get(key))}"
+    said = effects.get(ev.SILENCED_AS)
+    if effects.get(ev.SILENCES) is not None and type(said) is not str:
+        return f"{ev.EFFECTS}.{ev.SILENCED_AS}: expected a string (the fault silences its target), got {shown(said)}"
+    restart = effects.get(ev.RESTART_AFTER_S)
+    if restart is not None and (type(restart) not in (int, float) or not 0 <= restart <= _FLOAT_MAX):
+        return f"{ev.EFFECTS}.{ev.RESTART_AFTER_S}: expected a finite number of seconds or null, got {shown(restart)}"
+    return None
+
+
 TOPIC_PARTITION = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION)), (ev.TOPIC, ev.PARTITION))
 RANGE = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.MIN_OFFSET), OFFSET(ev.MAX_OFFSET)),
                (ev.TOPIC, ev.PARTITION, ev.MIN_OFFSET, ev.MAX_OFFSET), ordered=(ev.MIN_OFFSET, ev.MAX_OFFSET))
@@ -177,7 +199,7 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.TEST_HOOK_FIRED: _ENVELOPE_ONLY,
     ev.COORDINATOR_FOUND: _ENVELOPE_ONLY,
     ev.COORDINATOR_LOST: _ENVELOPE_ONLY,
-    ev.FAULT_STARTED: ((*_FAULT, OPT_OBJECT("params")), (), None),
+    ev.FAULT_STARTED: ((*_FAULT, OPT_OBJECT("params"), OPT_OBJECT(ev.EFFECTS)), (), _fault_effects),
     ev.FAULT_HEALED: ((*_FAULT, OPT_STR("how"), OPT_NUMBER("started_mono_ms")), (), None),
     ev.FAULT_FAILED: _ENVELOPE_ONLY,
     ev.FAULT_HEAL_FAILED: _ENVELOPE_ONLY,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import vocabulary as ev
-from .history import Event, History
+from .history import Event, History, effects_of
 from .rebalances import Rebalance, join_sent_by_generation, run_rebalances
 
 # The causes, by key: what readers (tables, tests, the analysis) match on.
@@ -52,9 +52,8 @@ REBALANCE_TIMEOUT_SLACK_MS = 2000.0
 # How far before the rebalance a fault on the member it names may have begun to be its onset:
 # the member's session (or poll interval) plus slack for the heartbeat that noticed it.
 ONSET_SLACK_MS = 5000.0
-# Faults that silence a member without it leaving: the coordinator notices only at a timeout.
-SILENCING_FAULTS = {"pause": "paused", "crash": "crashed", "network": "cut off",
-                    "poll-stall": "stuck in processing (poll stall)"}
+# What a member's own poll_stall_started says of it (a fault says it in its effects' `silenced_as`).
+STALLED = "stuck in processing (poll stall)"
 
 
 @dataclass(frozen=True)
@@ -149,16 +148,24 @@ class _Explainer:
         return (self.started.get(member) or {}).get(key)
 
     def fault_on(self, member: str, before_ms: float, within_ms: float) -> Event | None:
-        """The latest fault that silenced ``member`` and began in the ``within_ms`` before ``before_ms``."""
-        hits = [f for f in self.faults if f.get("target") == member and f.get("kind") in SILENCING_FAULTS
+        """The latest fault that silenced ``member`` and began in the ``within_ms`` before ``before_ms``:
+        the coordinator notices a silent member only at a timeout, not when it falls silent."""
+        hits = [f for f in self.faults if f.get("target") == member and effects_of(f).get(ev.SILENCES)
                 and before_ms - within_ms <= f["mono_ms"] <= before_ms]
         stalls = [s for s in self.stalls if s.get("member") == member and before_ms - within_ms <= s["mono_ms"] <= before_ms]
         return max(hits + stalls, key=lambda e: e["mono_ms"], default=None)
 
     def what_happened(self, fault: Event) -> str:
         if fault["name"] == ev.POLL_STALL_STARTED:
-            return SILENCING_FAULTS["poll-stall"] + (f" (fault {fault['fault_id']})" if fault.get("fault_id") else "")
-        return f"{SILENCING_FAULTS[fault['kind']]} (fault {fault.get('fault_id') or 'without an id'}, {fault['kind']})"
+            return STALLED + (f" (fault {fault['fault_id']})" if fault.get("fault_id") else "")
+        return (f"{effects_of(fault).get(ev.SILENCED_AS)} (fault {fault.get('fault_id') or 'without an id'}, "
+                f"{fault.get('kind')})")
+
+    @staticmethod
+    def stopped_polling(fault: Event | None) -> bool:
+        """The member kept heartbeating but did not poll: it leaves only at its max.poll.interval.ms."""
+        return fault is not None and (fault["name"] == ev.POLL_STALL_STARTED
+                                      or effects_of(fault).get(ev.SILENCES) == ev.POLLS)
 
     # --- the phases --------------------------------------------------------------------
 
@@ -186,7 +193,7 @@ class _Explainer:
         if member and ("leavegroup" in low or "left" in low):
             poll = self.setting(member, "max_poll_interval_ms")
             stall = self.fault_on(member, start, (poll or 0) + ONSET_SLACK_MS) if poll else None
-            if stall and stall["name"] == ev.POLL_STALL_STARTED or stall and stall.get("kind") == "poll-stall":
+            if self.stopped_polling(stall):
                 waited = start - stall["mono_ms"]
                 return Wait("trigger", "poll-timeout", waited, member,
                             f"{member} was {self.what_happened(stall)} and left the group only when its "

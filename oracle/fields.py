@@ -88,7 +88,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.COORDINATOR_FOUND: ("address", "answered_by"),
     ev.COORDINATOR_LOST: ("error", "error_code", "message"),
     # faults
-    ev.FAULT_STARTED: (*_FAULT, "requested_target", "params", "details", *_FIRED),
+    ev.FAULT_STARTED: (*_FAULT, "requested_target", "params", ev.EFFECTS, "details", *_FIRED),
     ev.FAULT_HEALED: (*_FAULT, "how", "started_mono_ms"),
     ev.FAULT_FAILED: (*_FAULT, "error", *_FIRED),
     ev.FAULT_HEAL_FAILED: (*_FAULT, "error"),

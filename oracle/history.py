@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 import orjson
 
+from . import legacy
 from . import vocabulary as ev
 from .events import compile_values, problem
 from .integrity import Audit, Broken, LoadReport, refusal
@@ -36,6 +37,11 @@ def sort_key(event: Event) -> tuple:
     if type(event) is CompactEvent:
         return event.sort_key  # worked out once: a long history is sorted twice
     return (event["mono_ms"], event.get("source", ""), event.get("seq", 0))
+
+
+def effects_of(fault: Event) -> dict[str, Any]:
+    """What a fault_started says its fault does to its target (docs/history.md); {}: nothing."""
+    return fault.get(ev.EFFECTS) or {}
 
 
 class HistoryError(ValueError):
@@ -505,6 +511,10 @@ class History:
         self._memo: dict[str, Any] = {}
 
         self.run: Event = self.first(ev.RUN_STARTED) or {}
+        version = self.run.get("format_version")
+        self.format_version: int = version if type(version) is int else 1
+        if self.format_version < legacy.FAULT_EFFECTS_SINCE and self._by_name.get(ev.FAULT_STARTED):
+            self._supply_fault_effects()
         self.protocol: str | None = self.run.get("protocol")
         self.assignor: str | None = self.run.get("assignor")
         self.group: str | None = self.run.get("group")
@@ -533,6 +543,13 @@ class History:
         self.commits: list[Commit] = self._index_commits()
         self.partitions: list[TopicPartition] = self._partitions()  # every partition of the group, by the end
         self._added_at = self._partitions_added()
+
+    def _supply_fault_effects(self) -> None:
+        """An older history's faults with the effects their kinds had (oracle/legacy.py), in place
+        of the events as read: every reader finds `effects` on every fault_started."""
+        supplied = {id(e): legacy.with_effects(e) for e in self._by_name[ev.FAULT_STARTED]}
+        self.events = [supplied.get(id(e), e) for e in self.events]
+        self._by_name[ev.FAULT_STARTED] = list(supplied.values())
 
     def first_assigned(self, tp: TopicPartition) -> float | None:
         """When a partition added mid-run was first given to a member (None: never, or not added)."""

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from . import vocabulary as ev
 from .fields import unknown_fields
+from .legacy import FAULT_EFFECTS_SINCE
 
 REFUSE = "refuse"
 SET_ASIDE = "set-aside"
@@ -65,6 +66,9 @@ PROMISES: dict[str, Promise] = {p.id: p for p in (
             "run (below its topic's partition count)", REFUSE,
             "ownership and convergence are judged over the topic's partitions: one that does not exist "
             "would be unowned forever"),
+    Promise("fault-effects", "every fault_started says what its fault does to its target (effects; format 3 "
+            "on)", REFUSE, "the explanations, ownership and convergence read what a fault did from it alone: "
+            "a fault that says nothing would be judged as one that did nothing"),
     Promise("produced", "every offset a member consumed or committed was produced: acknowledged to the producer "
             "by the time it stopped, or below a high watermark the observer saw later", SET_ASIDE,
             "the records that never existed are set aside and the rest judged: what the members did with "
@@ -165,6 +169,7 @@ class Audit:
         self.broken: list[Broken] = []
         self._writers: dict[tuple[Any, Any], _Writer] = {}
         self._restarts: list[tuple[str, int]] = []  # (writer, line): seq back to 1 without an incarnation
+        self._unsaid: list[tuple[str, int]] = []  # (fault id, line): a fault_started without its effects
         self._run_started: int | None = None
         self._finished_at: int | None = None  # the line of run_finished
         self._format = 1
@@ -230,6 +235,8 @@ class Audit:
             self._finished_at, self._finished_mono, self.report.run_finished = line, mono, True
         elif name in (ev.PARTITIONS_ADDED, ev.TOPIC_CREATED):
             self._counts[event["topic"]] = max(self._counts.get(event["topic"], 0), event["partitions"])
+        elif name == ev.FAULT_STARTED and event.get(ev.EFFECTS) is None:  # fine before format 3 (`finish`)
+            self._unsaid.append((f"{event.get('fault_id') or 'a fault'} ({event.get('kind')})", line))
 
         named = _PARTITION_LISTS.get(name)
         if named is not None:
@@ -273,6 +280,10 @@ class Audit:
                 self._break("writer-sequence", (line,), f"{writer}: seq 1 again without a new incarnation")
         else:
             self.report.restarted_writers = sorted({w for w, _ in self._restarts})
+        if self._format >= FAULT_EFFECTS_SINCE:
+            for fault, line in self._unsaid:
+                self._break("fault-effects", (line,), f"fault_started {fault} says nothing of what it does "
+                            "to its target: no effects")
         # Every writer stamps an instant no later than it writes; the harness writes run_started
         # before it starts anything, and run_finished once everything else has stopped.
         if self._started_mono is not None and self._earliest[0] < self._started_mono:

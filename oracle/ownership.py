@@ -16,7 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .history import Commit, Event, History, Instant, MemberSlot, TopicPartition
+from . import vocabulary as ev
+from .history import Commit, Event, History, Instant, MemberSlot, TopicPartition, effects_of
 from .protocols import GENERATIONS
 
 REVOKED = "revoked"
@@ -210,7 +211,7 @@ class _Derivation:
         self.open: dict[MemberSlot, dict[TopicPartition, Session]] = defaultdict(dict)
         self.current: dict[str, MemberSlot] = {}  # member name -> its live incarnation
         self.pids: dict[int, MemberSlot] = {}
-        self.doomed: set[str] = set()  # processes a crash fault is about to kill
+        self.doomed: set[str] = set()  # processes a fault is about to kill
         self.assignments: dict[int, dict[MemberSlot, frozenset[TopicPartition]]] = defaultdict(dict)
         self.incremental_revokes: dict[int, set[MemberSlot]] = defaultdict(set)
         self.joins: list[tuple[float, int, MemberSlot]] = []
@@ -266,7 +267,7 @@ class _Derivation:
             self.pids[e["pid"]] = slot
 
     def on_fault_started(self, e: Event) -> None:
-        if e.get("kind") == "crash":
+        if effects_of(e).get(ev.DOWN) == ev.KILLED:  # its exit is the fault's doing: a crash, however clean
             self.doomed.add(e.get("target"))
 
     def on_process_exited(self, e: Event) -> None:

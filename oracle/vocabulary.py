@@ -16,10 +16,13 @@ Pure data, importing nothing: a consumer process loads it without loading the or
 # history — an event or field renamed, or meaning something else — so the older reader
 # refuses the history instead of judging it wrongly. New events and new fields need no new
 # version: readers pass over what they do not read.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # 2: every writer that can be started again (the observer, the producer, a coordinator instance,
 # as members always did) writes its `incarnation`, so a writer's `seq` going back to 1 without a
 # new incarnation is a broken history, not a restart (oracle/integrity.py: writer-sequence).
+# 3: every fault_started says what its fault does to its target (`effects`, below), and readers
+# decide by that alone: an older reader would decide by the kind's name, which a kind added since
+# does not tell it. Older histories get their faults' effects from oracle/legacy.py.
 
 # -- fields of every event ---------------------------------------------------------------
 NAME = "name"
@@ -101,6 +104,17 @@ FAULT_STARTED = "fault_started"
 FAULT_HEALED = "fault_healed"
 FAULT_FAILED = "fault_failed"
 FAULT_HEAL_FAILED = "fault_heal_failed"
+# What a fault does to its target, as its kind declares it (faults/base.py: Effects): fault_started's
+# `effects`, so that no reader decides by a kind's name.
+EFFECTS = "effects"
+SILENCES = "silences"  # which of its target's signals to the group stop, if any:
+HEARTBEATS = "heartbeats"  # none reach the coordinator: evicted when session.timeout.ms runs out
+POLLS = "polls"  # it heartbeats but does not poll: it leaves when max.poll.interval.ms runs out (KIP-62)
+SILENCED_AS = "silenced_as"  # how an explanation says it: "paused", "crashed", "cut off", …
+DOWN = "down"  # what becomes of its target's process, if anything:
+PAUSED = "paused"  # stopped (SIGSTOP): it runs on when the fault heals
+KILLED = "killed"  # it exits, by the fault's doing
+RESTART_AFTER_S = "restart_after_s"  # a killed process is started again that long after; null: down for good
 
 # -- coordinator events (source: broker-N from its log, or coordinator-N) --------------------------
 COORDINATOR_PREPARING_REBALANCE = "coordinator_preparing_rebalance"

@@ -88,8 +88,8 @@ def timeline_problems(scenario: Scenario, members: tuple[str, ...]) -> list[str]
             elif target in members and known and int(target.rsplit("-", 1)[1]) not in running:
                 problems.append(f"faults.{i}.target: {target} is not running at workload+{f.at_s:g}s (the group's members "
                                 f"then: {', '.join(f'consumer-{n}' for n in running) or 'none'})")
-        if f.kind == "crash" and f.on is None and target != COORDINATOR:  # that one is resolved when injected
-            down[target] = (f.at_s, f.at_s + f.holds_target_s, i)
+        if f.effects.kills and f.on is None and target != COORDINATOR:  # that one is resolved when injected
+            down[target] = (f.at_s, f.at_s + (f.effects.restart_after_s or math.inf), i)
         if not f.acts_on_members(()):  # only scale and join storms change who the members are
             continue
         waiting = any(c <= f.at_s < r < math.inf for t, (c, r, _) in down.items() if t in members)

@@ -16,7 +16,7 @@ from bisect import bisect_left
 
 from .. import vocabulary as ev
 from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, duration
-from ..history import Event, History, Instant, TopicPartition, render_partitions
+from ..history import Event, History, Instant, TopicPartition, effects_of, render_partitions
 from ..ownership import ownership_of
 from ..rebalances import rebalances_of
 
@@ -86,8 +86,8 @@ def _stall_ms(history: History, stall_s: float | None) -> float:
 def _busy_intervals(history: History, horizon: float) -> list[tuple[float, float]]:
     """When a stall is excusable: a fault is active, or a rebalance is in progress.
 
-    A crash without a restart stays in effect until the rebalance that follows it ends:
-    until then, the dead member's partitions are rightly idle.
+    A fault that kills its target for good (no restart) stays in effect until the rebalance
+    that follows it ends: until then, the dead member's partitions are rightly idle.
     """
     rebalances = [r for r in rebalances_of(history) if r.start]
     busy, next_start = [], None  # the earliest start among the later rebalances
@@ -98,7 +98,8 @@ def _busy_intervals(history: History, horizon: float) -> list[tuple[float, float
     healed = {e.get("fault_id"): e["mono_ms"] for e in history.named(ev.FAULT_HEALED)}
     for f in history.named(ev.FAULT_STARTED):
         end = healed.get(f.get("fault_id"), horizon)
-        if f.get("kind") == "crash" and not (f.get("params") or {}).get("restart_after_s"):
+        effects = effects_of(f)
+        if effects.get(ev.DOWN) == ev.KILLED and effects.get(ev.RESTART_AFTER_S) is None:
             after = [r.end.mono_ms for r in rebalances if r.end and r.start.mono_ms >= f["mono_ms"]]
             end = min(after, default=horizon)
         busy.append((f["mono_ms"], end))

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faults import catalogue
 from oracle import vocabulary as ev
 from oracle.assignors import LAYOUTS
 from oracle.history import TopicPartition
@@ -232,8 +233,11 @@ class Group:
         fault_id = f"f{len(self.faults) + 1}"
         at_s = round((self.t - self._workload_t()) / 1000, 3)
         self.faults.append({"fault_id": fault_id, "at_s": at_s, "kind": kind, "target": target, **params})
+        # what the kind itself declares it does to its target, as the scheduler writes it
+        fault = catalogue.from_spec({"fault_id": fault_id, "kind": kind, "at_s": max(at_s, 0.0),
+                                     **({"target": target} if target else {}), **params})
         self.emit(ev.FAULT_STARTED, "fault", fault_id=fault_id, kind=kind, target=target, params=params,
-                  details=details or {})
+                  effects=fault.effects.to_event(), details=details or {})
         self.stats[f"fault:{kind}"] += 1
         return fault_id
 

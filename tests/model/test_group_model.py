@@ -282,6 +282,13 @@ def run_finished_not_last(events: list[Event]) -> str:
     return "broker-1"
 
 
+def fault_says_nothing(events: list[Event]) -> str:
+    """A fault_started says nothing of what its fault does to its target (no `effects`)."""
+    e = _mid([e for e in events if e["name"] == "fault_started"])
+    del e["effects"]
+    return f"fault seq {e['seq']}"
+
+
 # mutation -> (the promise of oracle/integrity.py it breaks, and nothing else; the mutation)
 BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
     "seq-from-1": ("writer-sequence", seq_not_from_1),
@@ -297,6 +304,7 @@ BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
     "run-started-first": ("run-bounds", run_started_not_first),
     "one-run-finished": ("run-bounds", run_finished_twice),
     "run-finished-last": ("run-bounds", run_finished_not_last),
+    "fault-effects": ("fault-effects", fault_says_nothing),
 }
 
 

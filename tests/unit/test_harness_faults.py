@@ -78,7 +78,9 @@ def test_pause_is_injected_then_healed_on_time():
     injected_at = started.pop("mono_ms") / 1000 - targets.t0
     assert 0.05 <= injected_at <= t_pause and started.pop("ts") > 0
     assert started == {"name": "fault_started", "fault_id": "f1", "kind": "pause", "target": "consumer-2",
-                       "params": {"duration_s": 0.1}}
+                       "params": {"duration_s": 0.1},
+                       "effects": {"silences": "heartbeats", "silenced_as": "paused", "down": "paused",
+                                   "restart_after_s": None}}
     assert events[1]["how"] == "scheduled" and s.active == {}
     # fault_healed says when healing began: a resumed member may write before the event is
     assert t_pause < events[1]["started_mono_ms"] / 1000 - targets.t0 <= t_resume

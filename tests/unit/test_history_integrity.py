@@ -24,6 +24,7 @@ from harness.cli import main
 from oracle import check_history, load_history
 from oracle.history import BrokenHistory, HistoryError
 from oracle.integrity import PROMISES, REFUSE, SET_ASIDE
+from oracle.legacy import with_effects
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "histories"
 HISTORIES = sorted(p.name.removesuffix(".jsonl.gz") for p in FIXTURES.glob("*.jsonl.gz"))
@@ -130,6 +131,14 @@ def assign_a_partition_that_does_not_exist(events):
                                                             "partition": 999}]
 
 
+def a_fault_says_nothing_of_its_effects(events):
+    events[of(events, "harness", "run_started")[0]]["format_version"] = 3  # faults say what they do
+    faults = of(events, "fault", "fault_started")
+    for i in faults:
+        events[i] = with_effects(events[i])
+    del events[middle(faults)]["effects"]
+
+
 REFUSED: dict[str, tuple[str, Callable[[list[dict]], None]]] = {
     "swap-two-lines": ("writer-sequence", swap_a_members_lines),
     "drop-a-line": ("writer-sequence", drop_a_members_line),
@@ -143,6 +152,7 @@ REFUSED: dict[str, tuple[str, Callable[[list[dict]], None]]] = {
     "commit-before-sent": ("record-fields", commit_answered_before_sent),
     "commit-ok-with-error": ("record-fields", successful_commit_with_error_code),
     "partition-999": ("partitions-exist", assign_a_partition_that_does_not_exist),
+    "fault-without-effects": ("fault-effects", a_fault_says_nothing_of_its_effects),
 }
 
 
