@@ -49,3 +49,12 @@ def test_toy_members_join_consume_commit_and_pass(tmp_path):
                         ("rebalance_lab.checks", "toy-commits", "rebalance-lab-toy", "0.1.0"),
                         ("rebalance_lab.drivers", "toy", "rebalance-lab-toy", "0.1.0")}
     assert json.loads((run_dir / "run.json").read_text())["plugins"] == run_started["plugins"]
+
+    # Judged again where the toy is not installed: its nap is read by its effects, not its kind;
+    # the toy check the run had is said not to be judged here.
+    fault = next(e for e in events if e["name"] == "fault_started")
+    assert fault["effects"]["down"] == "paused" and fault["effects"]["silenced_as"] == "napping"
+    again = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(run_dir)], cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr
+    assert "check 'toy-commits' from rebalance-lab-toy 0.1.0, not installed here: not judged" in again.stderr
