@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oracle import vocabulary as ev
+from oracle.legacy import LEGACY_FAULT_EFFECTS
 from oracle.protocols import GENERATIONS, INCREMENTAL_PROTOCOLS
 
 from .runs import HISTORY, VERDICT
@@ -44,13 +45,10 @@ TOPIC = "events"
 
 def _effects(fault: str, params: dict) -> dict:
     """What the simulated fault does to its victim, as fault_started says it (docs/history.md:
-    `effects`) and the real kind declares it (faults/: not for the analysis to import)."""
-    silences, said, down = {"pause": (ev.HEARTBEATS, "paused", ev.PAUSED),
-                            "crash": (ev.HEARTBEATS, "crashed", ev.KILLED),
-                            "network": (ev.HEARTBEATS, "cut off", None),
-                            "poll-stall": (ev.POLLS, "stuck in processing (poll stall)", None)}[fault]
-    return {ev.SILENCES: silences, ev.SILENCED_AS: said, ev.DOWN: down,
-            ev.RESTART_AFTER_S: params.get("restart_after_s")}
+    `effects`): the built-in kinds' own declarations, as the oracle's table of them has them
+    (faults/ is not for the analysis to import). The simulation follows the effects, never the
+    kind's name."""
+    return LEGACY_FAULT_EFFECTS[fault](params)
 
 
 @dataclass
@@ -109,6 +107,8 @@ class _Sim:
         self.group = "synth"
         self.assignor = spec.assignor or GENERATIONS[spec.protocol].assignors[0]
         self.fault_params: dict = {}  # the fault's options, as the schedule gives them
+        self.fault_effects: dict = {}  # what it does to its victim (fault_started's effects)
+        self.generation_row = GENERATIONS[spec.protocol]  # what the protocol generation can do
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, t: float, name: str, source: str, **fields) -> None:
@@ -146,7 +146,7 @@ class _Sim:
         if not offsets:
             return
         ok = m.generation == self.generation and all(p in m.owned for p in offsets)
-        error, code = ("UNKNOWN_MEMBER_ID", 25) if self.s.protocol == "consumer" else ("ILLEGAL_GENERATION", 22)
+        error, code = ("UNKNOWN_MEMBER_ID", 25) if self.generation_row.member_epochs else ("ILLEGAL_GENERATION", 22)
         self.memit(t, m, ev.OFFSETS_COMMITTED,
                    offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
                    success=ok, error=None if ok else error, error_code=None if ok else code,
@@ -175,7 +175,7 @@ class _Sim:
         old = self.generation
         self.coord(t, ev.COORDINATOR_PREPARING_REBALANCE, old_generation=old, reason=reason)
         t += self.rng.uniform(20, 300)
-        if self.s.protocol == "consumer":
+        if self.generation_row.member_epochs:  # KIP-848: each member reconciles on its own heartbeat
             return self._reconcile(t, members, target)
         eager = not self.s.incremental
         # what another member of the group holds when the rebalance begins (and must give up first)
@@ -304,8 +304,10 @@ class _Sim:
         length = (s.fault_duration_s if s.fault_duration_s is not None else rng.uniform(2.0, 3.0)
                   * s.session_timeout_ms / 1000) * 1000
         if s.fault != "none":
-            self.fault_params = {"duration_s": round(length / 1000, 3)} if s.fault != "crash" else {
+            kills = _effects(s.fault, {})[ev.DOWN] == ev.KILLED  # a killed member's fault lasts until its restart
+            self.fault_params = {"duration_s": round(length / 1000, 3)} if not kills else {
                 "restart_after_s": round(length / 1000, 3), "signal": "SIGKILL"}
+            self.fault_effects = _effects(s.fault, self.fault_params)
             faults.append({"fault_id": "f1", "kind": s.fault, "target": victim, "at_s": round(fault_at / 1000, 3),
                            **self.fault_params})
         self.emit(0, ev.RUN_STARTED, "harness", format_version=ev.FORMAT_VERSION, run_id=f"synth-{s.seed}",
@@ -396,7 +398,7 @@ class _Sim:
     def _started(self, t: float, m: _Member) -> None:
         self.memit(t, m, ev.CONSUMER_STARTED, pid=m.pid, group=self.group, protocol=self.s.protocol,
                    assignor=self.assignor,
-                   group_instance_id=m.name if self.s.protocol == "classic-static" else None, commit_mode="sync",
+                   group_instance_id=m.name if self.generation_row.static_membership else None, commit_mode="sync",
                    session_timeout_ms=self.s.session_timeout_ms, max_poll_interval_ms=self.s.max_poll_interval_ms)
 
     def fault(self, t: float, what: str, victim: str, length: float, pending: list) -> float:
@@ -404,8 +406,8 @@ class _Sim:
         others = [n for n, x in self.members.items() if n != victim and x.alive]
         if what == "inject":
             self.emit(t, ev.FAULT_STARTED, "fault", fault_id="f1", kind=s.fault, target=victim,
-                      params=self.fault_params, effects=_effects(s.fault, self.fault_params), details={})
-            if s.fault in ("pause", "network"):
+                      params=self.fault_params, effects=self.fault_effects, details={})
+            if self.fault_effects[ev.SILENCES] == ev.HEARTBEATS and self.fault_effects[ev.DOWN] != ev.KILLED:
                 # its last batch is processed but the commit never leaves: a successor re-delivers it
                 self.consume(t - 1, m, commit=False)
                 m.stopped = True
@@ -414,7 +416,7 @@ class _Sim:
                     evict = t + s.session_timeout_ms + self.rng.uniform(0, 300)
                     return self.rebalance(evict, others,
                                           f"removing member {m.member_id} on heartbeat expiration")
-            elif s.fault == "crash":
+            elif self.fault_effects[ev.DOWN] == ev.KILLED:
                 self.consume(t - 1, m, commit=False)
                 m.alive = False
                 self.emit(t + 3, ev.PROCESS_EXITED, "harness", process=victim, role="consumer", pid=m.pid,
@@ -423,7 +425,7 @@ class _Sim:
                 evict = t + s.session_timeout_ms + self.rng.uniform(0, 300)
                 m.owned = set()
                 return self.rebalance(evict, others, f"removing member {m.member_id} on heartbeat expiration")
-            elif s.fault == "poll-stall":
+            elif self.fault_effects[ev.SILENCES] == ev.POLLS:
                 self.memit(t + 1, m, ev.POLL_STALL_STARTED, fault_id="f1", duration_s=round(length / 1000, 3))
                 m.stopped = True
                 pending.append((t + length, "heal"))
@@ -440,7 +442,7 @@ class _Sim:
             return t
         # heal
         self.emit(t, ev.FAULT_HEALED, "fault", fault_id="f1", kind=s.fault, target=victim, how="scheduled")
-        if s.fault == "crash":
+        if self.fault_effects[ev.DOWN] == ev.KILLED:
             m.inc += 1
             m.pid += 1000
             m.alive, m.member_id, m.generation, m.owned = True, None, None, set()
@@ -449,7 +451,7 @@ class _Sim:
             self.memit(t + 1300, m, ev.GROUP_JOIN_SENT)
             return self.rebalance(t + 1310, sorted(self.members), f"Adding new member {victim}", joiner=victim)
         m.stopped = False
-        if s.fault == "poll-stall":
+        if self.fault_effects[ev.SILENCES] == ev.POLLS:
             self.memit(t, m, ev.POLL_STALL_ENDED, fault_id="f1")
             if m.owned:  # never left: no rebalance
                 return t
