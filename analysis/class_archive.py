@@ -28,8 +28,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from runtime.errors import SetupError
 from runtime.home import lab_home
@@ -163,7 +163,7 @@ def _train(target: Path) -> None:
                           cds_options=_option("-XX:ArchiveClassesAtExit", target))
     with tempfile.TemporaryDirectory(prefix="rebalance-lab-class-archive-") as tmp:
         runs = Path(tmp, "runs")
-        for seed, (protocol, fault) in enumerate(zip(PROTOCOLS, FAULTS), start=1):
+        for seed, (protocol, fault) in enumerate(zip(PROTOCOLS, FAULTS, strict=False), start=1):
             write_run(runs / f"synth-{seed}", SynthSpec(seed, protocol, fault))
         for _ in range(2):
             analyze([str(runs)], Path(tmp, "out"), spark=spark, run_reports="all")

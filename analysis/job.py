@@ -31,10 +31,11 @@ import json
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from runtime.errors import EXIT_BAD_INPUT, LabError
 from runtime.output_dirs import make_dirs
@@ -201,7 +202,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         collected["metrics"] = typed("metrics", _in_order(metric_rows(collected), ORDER["metrics"]))
         rows = spark.createDataFrame(as_tuples("metrics", collected["metrics"]), TABLES["metrics"])
         summaries = dict(zip(("by_group", "by_dimension"), pool.map(
-            lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension))))
+            lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension)), strict=False))
         timings["cross-run"] = time.monotonic() - t
 
         t = time.monotonic()
@@ -222,7 +223,7 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
             return table
 
         names = [*TABLES, *summaries]
-        collected.update(zip(names, pool.map(write, names)))
+        collected.update(zip(names, pool.map(write, names), strict=False))
         timings["write"] = time.monotonic() - t
 
         t = time.monotonic()

@@ -12,13 +12,14 @@ from __future__ import annotations
 import io
 import math
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 
 DPI = 96
 FAULT_COLOUR = "#d62728"
@@ -122,10 +123,10 @@ def lag_over_time(run: dict, lag: list[dict], faults: list[dict], rebalances: li
         series[r["partition_label"]].append((r["t_s"], r["lag"] or 0))
         totals[r["t_s"]] += r["lag"] or 0
     for tp in sorted(series, key=_partition_key):
-        xs, ys = zip(*sorted(series[tp]))
+        xs, ys = zip(*sorted(series[tp]), strict=False)
         ax.plot(xs, ys, lw=0.8, alpha=0.7, label=tp)
     if totals:
-        xs, ys = zip(*sorted(totals.items()))
+        xs, ys = zip(*sorted(totals.items()), strict=False)
         ax.plot(xs, ys, lw=1.8, color="black", label="total")
     _mark_faults_and_rebalances(ax, faults, rebalances, annotate=False)
     ax.set_xlabel("seconds since run start")

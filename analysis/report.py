@@ -7,8 +7,9 @@ import base64
 import html
 import json
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from . import plots
@@ -93,7 +94,7 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
     timeline = plots.ownership_timeline(run, data.get("ownership", []), faults, rebalances)
     lag = plots.lag_over_time(run, data.get("lag", []), faults, rebalances)
     durations = plots.rebalance_durations(run, rebalances)
-    for name, png in zip(PAGE_PLOTS, (timeline, lag, durations)):
+    for name, png in zip(PAGE_PLOTS, (timeline, lag, durations), strict=False):
         _write_png(directory, name, png)
 
     summary = [{"k": k, "v": run.get(k)} for k in RUN_FIELDS]

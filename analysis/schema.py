@@ -7,7 +7,8 @@ Spark's: they are computed there). docs/analysis.md says what each column means.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 TABLES = {
     "runs": "run_key string, run string, path string, scenario string, protocol string, assignor string, "

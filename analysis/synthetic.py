@@ -99,7 +99,7 @@ class _Sim:
         self.events: list[dict] = []
         self.mono0 = 1_000_000.0 + self.rng.uniform(0, 1e6)
         self.wall0 = 1_795_000_000_000.0 + spec.seed * 3_600_000.0
-        self.hw = {p: 0 for p in range(spec.partitions)}  # next offset the producer will get acked
+        self.hw = dict.fromkeys(range(spec.partitions), 0)  # next offset the producer will get acked
         self.committed: dict[int, int] = {}
         self.members = {f"consumer-{i}": _Member(f"consumer-{i}", 5000 + 10 * spec.seed + i)
                         for i in range(1, spec.consumers + 1)}

@@ -45,7 +45,7 @@ def make_runs(root: Path, count: int) -> list[Path]:
     """`count` run directories, protocol and fault kind rotating, one seed each."""
     mixes = itertools.cycle(itertools.product(PROTOCOLS, FAULTS))
     dirs = []
-    for seed, (protocol, fault) in zip(range(1, count + 1), mixes):
+    for seed, (protocol, fault) in zip(range(1, count + 1), mixes, strict=False):
         dirs.append(write_run(root / f"synth-{seed:04d}-{protocol}-{fault}", SynthSpec(seed, protocol, fault)))
     return dirs
 

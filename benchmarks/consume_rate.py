@@ -130,7 +130,7 @@ def member(spec: MemberSpec, last: dict[int, int], workdir: Path) -> float:
     spec_file.write_text(json.dumps(asdict(spec), indent=2))
     history = Path(spec.history)
     proc = subprocess.Popen([sys.executable, "-m", "workloads.consumer", str(spec_file)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=open(workdir / f"{spec.group}.stderr", "w"))
+                            stdout=subprocess.DEVNULL, stderr=open(workdir / f"{spec.group}.stderr", "w"))  # noqa: SIM115 (the child's)
     remaining, records, assigned, done, pos = dict(last), 0, None, None, 0
     try:
         deadline = time.monotonic() + 600

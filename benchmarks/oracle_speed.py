@@ -404,7 +404,7 @@ def main() -> int:
 
 def run_child(path: Path, oracle_root: Path, timeout: float) -> dict:
     """Judge in a fresh interpreter: wall time, and that process's peak RSS (wait4's rusage)."""
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # pipes could fill while we wait4
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (pipes could fill while we wait4)
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(oracle_root), str(path)], stdout=out, stderr=err)
     deadline = t0 + timeout

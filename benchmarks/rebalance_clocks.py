@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oracle import check_history, load_history  # noqa: E402
+from oracle import check_history, load_history
 
 
 def run_dirs(patterns: list[str]) -> list[Path]:

@@ -98,7 +98,7 @@ def main() -> None:
     print(f"\n{args.scenarios} scenarios of {args.duration:.0f} s workload; overhead = wall − (warm-up + workload + recovery)\n")
     print(f"{'variant':34} {'fresh: wall':>12} {'overhead':>9} {'shared: wall':>13} {'overhead':>9}")
     (fresh, fresh_wall, _, _), (shared, shared_wall, _, _) = results.values()
-    for (name, fw, fo, fs), (_, sw, so, ss) in zip(fresh, shared):
+    for (name, fw, fo, fs), (_, sw, so, ss) in zip(fresh, shared, strict=False):
         print(f"{name:34} {fw:11.1f}s {fo:8.1f}s{'' if fs == 'passed' else ' ' + fs:1} {sw:12.1f}s {so:8.1f}s"
               f"{'' if ss == 'passed' else ' ' + ss}")
     for label, (rows, wall, code, _) in results.items():

@@ -7,7 +7,7 @@ Members are sorted by member id; each topic goes only to the members subscribed 
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 Assignment = dict[str, list[tuple[str, int]]]  # member id -> [(topic, partition)]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import CancelledError, KazooException

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from oracle import vocabulary as ev
 
@@ -135,7 +135,7 @@ class Group:
              protocols: list[dict], now: float) -> Reply:
         if self.state == DEAD:  # unloaded: the group has moved to another coordinator, find it again
             return Reply.now(error(COORDINATOR_NOT_AVAILABLE, "the group is dead here"))
-        if not protocols or not protocols[0].get("name") in ASSIGNORS:
+        if not protocols or protocols[0].get("name") not in ASSIGNORS:
             return Reply.now(error(INVALID_REQUEST, f"protocols: one of {', '.join(ASSIGNORS)} expected"))
         if member_id and member_id not in self.members:
             return Reply.now(error(UNKNOWN_MEMBER_ID, f"{member_id} is not a member of generation {self.generation}"))

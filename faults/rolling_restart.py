@@ -7,7 +7,7 @@ import signal
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -20,7 +20,7 @@ class RollingRestartSpec(FaultSpec):
     consumers (with static membership when the protocol is classic-static)."""
 
     kind: Literal["rolling-restart"]
-    targets: Union[Literal["brokers", "consumers"], Annotated[list[str], Field(min_length=1, max_length=100)]]
+    targets: Literal["brokers", "consumers"] | Annotated[list[str], Field(min_length=1, max_length=100)]
     signal: StopSignal = "SIGTERM"
     down_s: Annotated[float, Field(ge=0, le=DAY_S)] = 2
     interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from faults.base import Fault, Targets
 from oracle import vocabulary as ev

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from faults.base import Fault
 from faults.schedule import FaultScheduler
@@ -66,7 +66,7 @@ class TriggerWatcher:
             if self.refresh:
                 try:
                     self.refresh()
-                except Exception:  # noqa: BLE001 — a log mid-rotation, a broker gone: the run reads them again
+                except Exception:
                     pass
             for line in self.tail.new_lines():
                 if any(n in line[:80] for n in self._names):

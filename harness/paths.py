@@ -1,7 +1,7 @@
 """Where the lab keeps downloads, process registrations and runs."""
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runtime.home import lab_home
@@ -32,12 +32,12 @@ STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 
 def longest_stamped_name(name: str) -> str:
     """The longest a run directory new_stamped_dir makes for ``name`` may be called (up to the 99th in a second)."""
-    return f"{datetime.now(timezone.utc).strftime(STAMP_FORMAT)}-{name}-99"
+    return f"{datetime.now(UTC).strftime(STAMP_FORMAT)}-{name}-99"
 
 
 def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
     """``parent/[<kind>-]<UTC time>-<name>``, created now; one made in the same second gets ``-2``, ``-3``, …"""
-    stamp = datetime.now(timezone.utc).strftime(STAMP_FORMAT)
+    stamp = datetime.now(UTC).strftime(STAMP_FORMAT)
     base = parent / f"{kind + '-' if kind else ''}{stamp}-{name}"
     refuse_output_dir(parent)
     path, n = base, 1

@@ -8,7 +8,7 @@ member's own metadata); a topic then goes only to the members subscribed to it.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from .history import TopicPartition
 

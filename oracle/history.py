@@ -13,11 +13,11 @@ import json
 import sys
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -322,7 +322,7 @@ class _Rows(NamedTuple):
 
     def dicts(self) -> list[dict]:
         keys = self.shape.keys
-        return [dict(zip(keys, row)) for row in self.rows]
+        return [dict(zip(keys, row, strict=False)) for row in self.rows]
 
 
 def _rows(objects: list) -> _Rows | None:
@@ -589,7 +589,7 @@ class History:
                     tp = self._tp(p["topic"], p["partition"])
                     if hw > ends.get(tp, 0):
                         ends[tp] = hw
-        producer = [e for e in self.named(ev.PRODUCER_STARTED, ev.PRODUCER_STOPPED)]
+        producer = list(self.named(ev.PRODUCER_STARTED, ev.PRODUCER_STOPPED))
         if producer and producer[-1]["name"] == ev.PRODUCER_STOPPED:
             return ends, float("inf")
         return ends, samples[-1]["mono_ms"] if samples else float("-inf")

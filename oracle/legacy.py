@@ -11,7 +11,8 @@ Pure, like the rest of the oracle.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import vocabulary as ev
 

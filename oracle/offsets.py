@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
+from collections.abc import Iterable
 from operator import itemgetter
-from typing import Iterable
 
 Range = tuple[int, int]  # inclusive: (120, 134) is 15 offsets
 

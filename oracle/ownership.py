@@ -13,8 +13,8 @@ import heapq
 import math
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from . import vocabulary as ev
 from .history import Commit, Event, History, Instant, MemberSlot, TopicPartition, effects_of

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Literal
 
 from . import extensions
 

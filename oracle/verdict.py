@@ -8,8 +8,9 @@ the verdict's status says what was judged — pass, fail, incomplete or error.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from . import extensions
 from . import vocabulary as ev

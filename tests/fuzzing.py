@@ -19,9 +19,10 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 import yaml
@@ -271,7 +272,7 @@ DATA_MUTATIONS: dict[str, Callable[[random.Random, dict], None]] = {
 SCENARIO_MUTATIONS: dict[str, Mutation] = {
     **BYTE_MUTATIONS,
     "yaml-value": yaml_value, "deep-nesting": deep_nesting, "alias-bomb": alias_bomb, "markup": markup_key,
-    **{name: (lambda change: lambda rng, data: _mutate_data(rng, data, change))(change)
+    **{name: (lambda change: lambda rng, data: _mutate_data(rng, data, change))(change)  # noqa: B023 (bound)
        for name, change in DATA_MUTATIONS.items()},
 }
 
@@ -581,7 +582,7 @@ def output_commands(scenario: Path, suite: Path, sweep: Path, run_dir: Path) -> 
     ]
 
 
-def try_output(args: list[str], option: str, path: str, label: str, sandbox: Path) -> "Outcome":
+def try_output(args: list[str], option: str, path: str, label: str, sandbox: Path) -> Outcome:
     """One command with one bad output path. A refusal (exit 2) must name the option and leave
     the sandbox as it was; a command that starts something must refuse."""
     before = _tree(sandbox)
@@ -700,7 +701,7 @@ def _accepts(param: click.Parameter, value: str) -> bool:
     return not isinstance(param.type, click.Path)  # a path: whether it is readable comes later
 
 
-def try_option(label: str, args: list[str], names: tuple[str, ...] = ()) -> "Outcome":
+def try_option(label: str, args: list[str], names: tuple[str, ...] = ()) -> Outcome:
     return _invoke("option", label, Path(" ".join(args)), args, names)
 
 

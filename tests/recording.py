@@ -2,7 +2,7 @@
 (workloads/member_events.py) into memory instead of a history file."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from workloads.member_events import Identity, MemberEvents
 

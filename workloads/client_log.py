@@ -23,9 +23,9 @@ import re
 import select
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from runtime.history import now
 from workloads.member_events import MemberEvents

@@ -106,7 +106,7 @@ class GroupLogReader:
     carries the instant librdkafka made its line; ``events`` are the member's, written from
     the tap (no catching up: this is it)."""
 
-    def __init__(self, member: "Member", events: MemberEvents):
+    def __init__(self, member: Member, events: MemberEvents):
         self.member = member
         self._events = events
         self.subscription: dict[str, int] = {}

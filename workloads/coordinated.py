@@ -41,8 +41,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 

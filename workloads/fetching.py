@@ -17,7 +17,7 @@ as are records of a partition it was not given.
 from __future__ import annotations
 
 import threading
-from typing import Mapping
+from collections.abc import Mapping
 
 from confluent_kafka import TopicPartition
 

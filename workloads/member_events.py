@@ -27,8 +27,9 @@ offsets processed per partition in), in the order the driver gives them.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oracle import vocabulary as ev
 from oracle.fields import ENVELOPE, FIELDS
@@ -81,7 +82,7 @@ class MemberEvents:
 
     writer: Writer
     identity: Callable[[], Identity] = _nobody
-    catch_up: Callable[[], ContextManager] | None = None
+    catch_up: Callable[[], contextlib.AbstractContextManager] | None = None
     stamp: tuple[float, float, str] | None = None  # (ts, mono_ms, clock) of another clock
 
     def at(self, ts: float, mono_ms: float, clock: str) -> MemberEvents:

@@ -53,10 +53,10 @@ import tempfile
 import threading
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 from runtime.errors import SetupError
 from runtime.history import now

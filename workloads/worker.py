@@ -16,7 +16,7 @@ import os
 import queue
 import threading
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 
 class Worker:
@@ -60,7 +60,7 @@ class Worker:
                         self._in_flight -= len(records)
                 finally:
                     self._handoff.task_done()
-        except BaseException as e:  # noqa: BLE001 — a dead worker with a live poll loop would look like a stall
+        except BaseException as e:
             try:
                 traceback.print_exc()
                 self._on_error(e)

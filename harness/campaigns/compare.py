@@ -12,9 +12,9 @@ of one Kafka line are then compared on the same warmed-up brokers.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
 from pydantic import ValidationError
@@ -79,7 +79,7 @@ class Candidate:
     def faults_end_s(self) -> float:
         """When the last fault is healed (timeline seconds), as its kind reckons it before it acts."""
         return max((f["at_s"] + catalogue.from_spec({"fault_id": i, **f}).heal_after_s
-                    for i, f in zip(self.fault_ids, self.faults)), default=0.0)
+                    for i, f in zip(self.fault_ids, self.faults, strict=False)), default=0.0)
 
 
 def length_of(fault: dict) -> float | None:
@@ -306,7 +306,7 @@ def _run_backend(history: Path) -> str | None:
     """The cluster backend the run had, from its run_started event (one of its first lines)."""
     try:
         with history.open(encoding="utf-8") as fh:
-            for line, _ in zip(fh, range(50)):
+            for line, _ in zip(fh, range(50), strict=False):
                 if f'"{ev.RUN_STARTED}"' in line:
                     return json.loads(line).get("backend")
     except (OSError, ValueError):

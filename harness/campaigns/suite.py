@@ -24,10 +24,11 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Callable, Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -283,7 +284,7 @@ class SuiteRun:
         self.report, self.on_variant = report, on_variant
         self.runs_dir = runs_dir
         self.results: list[VariantResult] = []
-        self.started = datetime.now(timezone.utc)
+        self.started = datetime.now(UTC)
         self.state = "running"
 
     def execute(self) -> int:
@@ -297,7 +298,7 @@ class SuiteRun:
             p = scenarios / f"{v.run_name}-s{v.scenario_data.get('seed', 0)}.yaml"
             p.write_text(yaml.safe_dump(redact_scenario_data(v.scenario_data), sort_keys=False))  # no secret value
             paths.append(p)
-        scenarios_of = [load_scenario_data(v.scenario_data, p) for v, p in zip(self.chosen, paths)]
+        scenarios_of = [load_scenario_data(v.scenario_data, p) for v, p in zip(self.chosen, paths, strict=False)]
         # Variants whose cluster spec matches share a cluster (harness.cluster.shared), started with
         # lanes enough for the widest of them; two specs are kept up (a matrix alternates protocols
         # whose broker settings differ).
@@ -319,7 +320,7 @@ class SuiteRun:
 
     def _run_variants(self, paths: list[Path], scenarios_of: list[Scenario], pool: ClusterPool | None) -> None:
         stop_reason = ""
-        for i, (v, p, scenario) in enumerate(zip(self.chosen, paths, scenarios_of)):
+        for i, (v, p, scenario) in enumerate(zip(self.chosen, paths, scenarios_of, strict=False)):
             if stop_reason:
                 self.results.append(VariantResult(v, SKIPPED, reason=stop_reason))
                 continue
@@ -348,7 +349,7 @@ class SuiteRun:
         return {
             "suite": self.suite.spec.name, "description": self.suite.spec.description,
             "suite_file": str(self.suite.path), "state": self.state,
-            "started": self.started.isoformat(), "finished": datetime.now(timezone.utc).isoformat(),
+            "started": self.started.isoformat(), "finished": datetime.now(UTC).isoformat(),
             "exit_code": self.exit_code if self.state != "running" else None,
             "chosen": [v.id for v in self.chosen],  # what this run set out to run (--only, --rerun-failed)
             "variants": [r.to_dict() for r in self.results],

@@ -10,9 +10,9 @@ From Python::
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from harness.cluster.admin import TopicSpec
 from harness.cluster.local import LocalCluster

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from faults.capabilities import Capability
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from harness.cluster.backend import (
     BACKENDS,

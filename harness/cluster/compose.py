@@ -19,9 +19,10 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
+from typing import TYPE_CHECKING, ClassVar
 
 from faults.capabilities import Capability
 from harness.cluster import kinds, zookeeper
@@ -286,7 +287,7 @@ class ComposeCluster:
         self.compose = DockerCompose(self.workdir, compose_file_name="compose.yaml", wait=True)
         try:
             self.compose.start()
-        except Exception as e:  # noqa: BLE001 - `docker compose up` failed: say what it printed
+        except Exception as e:
             raise ClusterError(f"`docker compose up --wait` failed for {self.topology.compose_file}: "
                                f"{_output_of(e)}") from None
         for service in self.services.values():
@@ -338,7 +339,7 @@ class ComposeCluster:
             for service in self.services.values():
                 try:
                     service.logs["stdout"].write_bytes(service.container.logs())
-                except Exception:  # noqa: BLE001 - a container already gone has nothing to keep
+                except Exception:
                     pass
         finally:
             self.compose.stop(down=True)

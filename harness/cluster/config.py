@@ -6,8 +6,8 @@ directory and the templates tested without starting anything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 # The brokers' log must carry the GroupCoordinator's INFO lines ("Preparing to
 # rebalance group", "Stabilized group …"): they are the independent clock the

@@ -11,8 +11,9 @@ read, so such a history has no broker-log clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from faults.capabilities import Capability
 from harness.cluster.admin import ClusterAdmin, TopicSpec

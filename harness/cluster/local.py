@@ -17,8 +17,9 @@ import os
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 from faults.capabilities import Capability
 from harness.cluster import config, kinds, zookeeper

@@ -30,8 +30,8 @@ the harness and the observer); member lane k reaches it through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 LOOPBACK = "127.0.0.1"
 

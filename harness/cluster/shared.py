@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from faults.catalogue import TOPIC_KINDS
 from harness.cluster.backend import ClusterBackend, open_cluster, started_backends
@@ -151,7 +151,7 @@ def health_problems(cluster: ClusterBackend) -> list[str]:
         try:
             problems += [f"proxy {p.name} " + ("disabled" if not p.enabled else f"keeps toxics {sorted(p.toxics)}")
                          for p in cluster.toxiproxy.proxies() if p.toxics or not p.enabled]
-        except Exception as e:  # noqa: BLE001 - Toxiproxy itself may be what broke
+        except Exception as e:
             problems.append(f"Toxiproxy does not answer: {e}")
     return problems or cluster.kafka_admin.health_problems(HEALTH_TIMEOUT_S)
 

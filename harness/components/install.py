@@ -20,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 from harness.components import versions
 from harness.paths import components_dir

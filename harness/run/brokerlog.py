@@ -10,9 +10,9 @@ without their prefix, which differs between the Scala coordinator (3.9,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
 from oracle import vocabulary as ev
 from runtime.tail import FileTail

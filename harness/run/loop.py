@@ -26,10 +26,10 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from coordinator.group import variant
 from faults import network
@@ -189,7 +189,7 @@ class Run:
             # As given, but never a secret value (runtime.secrets): "***" in its place.
             (self.run_dir / "scenario.yaml").write_text(redacted_scenario_text(self.scenario_path))
             (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
-            self._state("running", started=datetime.now(timezone.utc).isoformat())
+            self._state("running", started=datetime.now(UTC).isoformat())
             outcome, error, verdict, summary = "error", None, None, ""
             try:
                 try:

@@ -197,7 +197,7 @@ class Scenario(Strict):
         """The same scenario with every topic and the group named `prefix` + its name: a run on a
         shared (external) cluster touches only what it created, and deletes exactly that."""
         w = self.workload
-        name = lambda topic: topic and prefix + topic  # noqa: E731
+        name = lambda topic: topic and prefix + topic
         update = {
             "group": prefix + w.group, "topics": [name(t) for t in w.topics] if w.topics else w.topics,
             "topic_pattern": "^" + re.escape(prefix) + w.topic_pattern[1:] if w.topic_pattern else None,

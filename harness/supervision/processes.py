@@ -17,9 +17,9 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from harness.paths import registry_dir
 from harness.supervision.run_state import mark_killed, run_of

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runtime.secrets import redact
@@ -58,7 +58,7 @@ def phase_seconds(state: dict) -> dict[str, float]:
     if not isinstance(phases, dict):
         return {}
     began = sorted(phases.items(), key=lambda phase: float(phase[1]))  # stable: ties keep the harness's order
-    return {name: float(t_next) - float(t) for (name, t), (_, t_next) in zip(began, began[1:])}
+    return {name: float(t_next) - float(t) for (name, t), (_, t_next) in zip(began, began[1:], strict=False)}
 
 
 def mark_killed(run_dir: Path, by: str, stopped: list[dict]) -> bool:
@@ -80,7 +80,7 @@ def mark_killed(run_dir: Path, by: str, stopped: list[dict]) -> bool:
         write_json_atomically(run_dir / RUN_STATE, {
             **state, "state": "killed",
             # when its leftovers were stopped: the harness itself died some time before
-            "killed": {"stopped_at": datetime.now(timezone.utc).isoformat(), "by": by, "processes": stopped}})
+            "killed": {"stopped_at": datetime.now(UTC).isoformat(), "by": by, "processes": stopped}})
         return True
     finally:
         os.close(fd)  # releases the lock

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, `kill`, a closed terminal
 

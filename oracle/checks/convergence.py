@@ -47,7 +47,7 @@ def check(history: History, options: dict) -> CheckResult:
     changes = sorted({t for s in ownership.sessions for t in (s.start_ms, s.end_ms) if since < t < horizon})
     converged_at: float | None = None
     checkpoints = [since, *changes]
-    for t, owners in zip(checkpoints, ownership.owners_over(checkpoints)):
+    for t, owners in zip(checkpoints, ownership.owners_over(checkpoints), strict=False):
         # The last state must cover every partition, including any the group never noticed.
         partitions = history.partitions if t == checkpoints[-1] else history.partitions_at(t)
         problem = _problem(partitions, owners)
@@ -126,7 +126,7 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
         # The partition's consumptions are in time order already; those of one instant are
         # judged together (only the first can find t passed), so their order does not matter.
         consumed = history.consumptions_of(tp)
-        for at, hi in zip([*history.consumption_times(tp), horizon], [*(c.hi for c in consumed), None]):
+        for at, hi in zip([*history.consumption_times(tp), horizon], [*(c.hi for c in consumed), None], strict=False):
             if at > t:
                 while waiting < len(acked) and acked[waiting][1] <= high:
                     waiting += 1

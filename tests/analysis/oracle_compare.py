@@ -54,7 +54,7 @@ def differences(tables: dict[str, list[dict]], run: str, run_dir: Path) -> list[
     out = []
     if len(ours["rebalances"]) != len(theirs["rebalances"]):
         out.append(f"{run}: {len(ours['rebalances'])} rebalances, the oracle {len(theirs['rebalances'])}")
-    for a, b in zip(ours["rebalances"], theirs["rebalances"]):
+    for a, b in zip(ours["rebalances"], theirs["rebalances"], strict=False):
         for k in b:
             if a[k] != b[k]:
                 out.append(f"{run} generation {b['generation']} {k}: spark {a[k]!r}, oracle {b[k]!r}")

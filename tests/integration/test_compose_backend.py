@@ -43,7 +43,7 @@ def engine():
     was_running = engines.find_engine()
     try:
         found = engines.ensure_engine()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.fail(f"no Docker Engine: {e} (run `rebalance-lab setup --compose`)", pytrace=False)
     if absent := missing(found.docker_host, ["3.9", "4.1"]):
         pytest.fail(f"images not built: {', '.join(absent)} (run `rebalance-lab setup --compose`)", pytrace=False)

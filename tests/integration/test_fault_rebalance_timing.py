@@ -60,7 +60,7 @@ def test_a_join_storm_into_an_empty_group(module_run, delay_ms, expect_one):
     causes = {r["generation"]: (r["cause"], r["waited_for"]) for r in run.verdict["rebalances"]}
     if expect_one:
         first_joins = sorted({e["member"]: e["mono_ms"] for e in reversed(run.named("group_join_sent"))}.values())
-        gaps = [round(b - a) for a, b in zip(first_joins, first_joins[1:])]
+        gaps = [round(b - a) for a, b in zip(first_joins, first_joins[1:], strict=False)]
         assert generations == [1] and stabilized == [1], (generations, stabilized, f"first JoinGroups {gaps} ms apart")
         # Explained: the coordinator itself held the new group open, for no member in particular.
         assert causes[1] == ("initial-delay", None), run.verdict["rebalances"][0]["critical_path"]

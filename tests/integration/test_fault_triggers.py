@@ -85,7 +85,7 @@ def test_a_member_killed_while_its_revoke_callback_waits_for_its_worker(module_r
         started = [e["mono_ms"] for e in survivor if e["name"] == "revoke_started"]
         revoked = [e for e in survivor if e["name"] == "partitions_revoked"]
         assert started and len(revoked) == len(started) and all(
-            a < b["mono_ms"] for a, b in zip(started, revoked)), survivor
+            a < b["mono_ms"] for a, b in zip(started, revoked, strict=False)), survivor
         assert [e["reason"] for e in survivor if e["name"] == "consumer_stopped"] == ["end-of-run"]
         # librdkafka commits a revoked partition's stored offsets as it unassigns it, after the
         # callback, in the generation it was revoked in (an auto commit's send time is not

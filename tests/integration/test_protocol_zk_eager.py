@@ -163,7 +163,7 @@ def test_seed_example_in_zookeeper_and_a_real_session_expiry(seed_cluster, tmp_p
     the same layout. SIGTERM releases everything; the offsets stay."""
     producer = Producer({"bootstrap.servers": seed_cluster.bootstrap_servers})
     for p in range(5):
-        for i in range(20):
+        for _i in range(20):
             producer.produce("events", value=b"x", partition=p)
     assert producer.flush(30) == 0
     members = Members(seed_cluster, tmp_path, "zk-seed-direct")
@@ -208,7 +208,7 @@ def test_seed_example_in_zookeeper_and_a_real_session_expiry(seed_cluster, tmp_p
             zk.stop()
             zk.close()
     assert ids_left == [] and owners_left == {}  # registrations closed, owners released on SIGTERM
-    assert offsets == {p: b"20" for p in range(5)}  # persistent: where a new consumer starts
+    assert offsets == dict.fromkeys(range(5), b"20")  # persistent: where a new consumer starts
     stopped = [e for e in members.events() if e["name"] == "consumer_stopped"]
     assert sorted(e["member"] for e in stopped) == ["consumer-1", "consumer-2"]
 

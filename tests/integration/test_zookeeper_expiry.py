@@ -97,7 +97,7 @@ def test_broker_session_expired_on_the_server_and_broker_registers_again(cluster
     positions = [log.find(line) for line in chain]
     missing = [line for line in [expired, established, *chain] if line not in log]
     assert not missing, missing
-    assert positions == sorted(positions), list(zip(chain, positions))
+    assert positions == sorted(positions), list(zip(chain, positions, strict=False))
     assert log.find(established) < log.find(chain[-1])
 
     brokers = wait_for("metadata lists every broker", lambda: (

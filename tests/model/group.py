@@ -87,7 +87,7 @@ class Group:
         self.t = 0.0
         self.mono0 = 500_000.0 + self.rng.uniform(0, 1e5)
         self.wall0 = 1_795_000_000_000.0 + seed * 1000.0
-        self.hw = {p: 0 for p in range(partitions)}
+        self.hw = dict.fromkeys(range(partitions), 0)
         self.committed: dict[int, int] = {}
         self.generation = 0  # the group's generation (KIP-848: the group epoch)
         self.members = {f"consumer-{i}": Member(f"consumer-{i}", 20_000 + 100 * i) for i in range(1, slots + 1)}

@@ -138,7 +138,7 @@ class FakeFetcher:
         return self.batches.pop(0) if self.batches else []
 
     def list_topics(self, topic: str, timeout: float):
-        meta = SimpleNamespace(error=None, partitions={p: None for p in range(self.partitions)})
+        meta = SimpleNamespace(error=None, partitions=dict.fromkeys(range(self.partitions)))
         return SimpleNamespace(topics={topic: meta})
 
     def close(self) -> None:

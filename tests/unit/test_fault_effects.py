@@ -182,7 +182,7 @@ def test_a_kill_for_good_keeps_convergence_busy_until_the_group_rebalanced(histo
     """Killed without a restart: its partitions are rightly idle until the rebalance after it ends,
     whatever its kind is called; with a restart, until the fault heals (the restart)."""
     b = history_builder(topics={"events": 2})
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=100)
     b.at(5000).fault("crash", "consumer-2")
     b.at(5001).healed("crash", "consumer-2")  # nothing to undo: no restart

@@ -116,7 +116,7 @@ def test_coordinator_events_filters_by_group_and_tags_broker(tmp_path):
 
 def test_a_live_log_is_read_line_by_line_as_it_grows_and_anew_when_the_broker_begins_it_again(tmp_path):
     log = tmp_path / "server.log"
-    line = lambda g: TS + SCALA + f"Stabilized group g1 generation {g} (__consumer_offsets-2) with 1 members" + SCALA_LOGGER  # noqa: E731
+    line = lambda g: TS + SCALA + f"Stabilized group g1 generation {g} (__consumer_offsets-2) with 1 members" + SCALA_LOGGER
     tail = CoordinatorLog(log, "broker-1", "g1")
     assert list(tail.new_events()) == []  # not written yet
     log.write_text(line(1) + "\n" + line(2)[:30])  # the second line is half written

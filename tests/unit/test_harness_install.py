@@ -32,7 +32,7 @@ def test_python_pins_equal_pyproject_dependencies():
         m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([\w.]+)", dep)
         assert m, f"{dep!r} is not pinned with =="
         pins[m[1]] = m[2]
-    assert install.PYTHON_PINS == pins
+    assert pins == install.PYTHON_PINS
 
 
 def test_classpath_lists_the_jars_sorted(tmp_path):

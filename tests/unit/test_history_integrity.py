@@ -14,8 +14,8 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from click.testing import CliRunner

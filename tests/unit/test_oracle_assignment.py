@@ -245,7 +245,7 @@ def test_a_cooperative_member_leaving_does_not_make_its_generation_partial(histo
     """A leaving member's close revokes everything incrementally before its LeaveGroup: that is not
     KIP-429's first phase, so the generation it leaves from is still checked for coverage."""
     b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3]}, at=0)  # events-4 went to nobody
     c2.at(5000).revoked().stopped()
     result = run(b)
@@ -256,7 +256,7 @@ def test_a_cooperative_member_leaving_does_not_make_its_generation_partial(histo
 
 def test_a_first_phase_revoke_keeps_its_generation_partial(history_builder):
     b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, _c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4], "consumer-2": []}, at=0)
     b.rebalance(2, {"consumer-1": [0, 1, 2], "consumer-2": []}, at=1000)  # gives 3, 4 up, then rejoins
     b.rebalance(3, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=1100)

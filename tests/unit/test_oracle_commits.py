@@ -23,7 +23,7 @@ class TestFencedCommits:
 
     def test_ownership_is_judged_when_the_request_was_sent(self, history_builder):
         b = history_builder()
-        c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+        c1, _c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
         b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]}, at=0)
         b.rebalance(2, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=1000)
         c1.at(1030).committed(3, 10, sent_at=990)  # sent before the revoke, answered after

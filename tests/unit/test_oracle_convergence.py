@@ -12,7 +12,7 @@ def run(builder, **options):
 
 @pytest.fixture
 def recovered(pause_story):
-    pause_story.at(25000).lag({p: 0 for p in range(5)})
+    pause_story.at(25000).lag(dict.fromkeys(range(5), 0))
     pause_story.at(26000).done()
     pause_story["consumer-1"].stopped()  # teardown after done does not count
     pause_story["consumer-2"].stopped()
@@ -128,7 +128,7 @@ def test_a_load_profile_is_judged_from_its_last_change_and_the_members_it_stoppe
     """The group churned as the profile asked (group_resized); its last change stopped consumer-2,
     which says `end-of-run` like a member the teardown stops: the check goes on to `done`."""
     b = history_builder(topics={"events": 2})
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.phase("workload")
     b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=100)
     b.at(5000).emit("group_resized", "harness", members=1, started=[], stopped=["consumer-2"])

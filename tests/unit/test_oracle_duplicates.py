@@ -18,7 +18,7 @@ def handover(history_builder):
     """consumer-1 processed 0-19 of events-0 but had committed only 10 when the
     partition moved to consumer-2; the test says where consumer-2 resumes."""
     b = history_builder(topics={"events": 1})
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    c1, _c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0], "consumer-2": []}, at=0)
     b.at(50).acked(0, 0, 99)
     c1.at(100).consumed(0, 0, 9).committed(0, 10)

@@ -103,7 +103,7 @@ def test_a_new_incarnation_never_owned_what_its_predecessor_did(history_builder)
 def test_a_former_owner_processing_after_it_recorded_the_revoke_is_a_violation(history_builder):
     """Not a zombie: it had itself recorded giving the partition up before it went on."""
     b = history_builder()
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    c1, _c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1], "consumer-2": [2, 3, 4]}, at=0)
     b.rebalance(2, {"consumer-1": [0], "consumer-2": [1, 2, 3, 4]}, at=1000)
     c1.at(1500).consumed(1, 0, 4)

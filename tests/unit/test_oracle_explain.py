@@ -5,7 +5,7 @@ import pytest
 from oracle import History, check_history
 from oracle.explain import CAUSES, explain_rebalances
 
-ms = lambda x: pytest.approx(x, abs=0.05)  # noqa: E731
+ms = lambda x: pytest.approx(x, abs=0.05)
 
 
 def explained(b, generation):

@@ -22,9 +22,10 @@ import copy
 import gzip
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -258,7 +259,7 @@ def offset_gap(events: list[Event]) -> Target:
     records skipped within one ownership session."""
     once = consumed_once(events)
     for h, ranges in final_sessions(events):
-        for i, r in middle(ranges):
+        for _i, r in middle(ranges):
             if r["count"] >= 2 and once(r):
                 skip = r["count"] // 2
                 lo = r["min_offset"]

@@ -11,7 +11,7 @@ from oracle.ownership import (
     ownership_of,
 )
 
-E = lambda p: TopicPartition("events", p)  # noqa: E731
+E = lambda p: TopicPartition("events", p)
 
 
 def sessions(builder, partition):

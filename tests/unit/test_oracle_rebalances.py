@@ -10,7 +10,7 @@ from oracle.rebalances import (
     run_rebalances,
 )
 
-ms = lambda x: pytest.approx(x, abs=0.05)  # noqa: E731  (the builder spaces same-instant events by 1 µs)
+ms = lambda x: pytest.approx(x, abs=0.05)
 
 
 def test_first_generation_starts_at_the_first_join_and_times_its_phases(pause_story):
@@ -52,7 +52,7 @@ def test_a_lost_partition_triggers_the_rejoin(pause_story):
 
 def test_a_crashed_owner_leaves_partitions_unowned_until_the_next_assignment(history_builder):
     b = history_builder(topics={"events": 2})
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
     b.at(1000).fault("crash", "consumer-2")
     c2.exited(returncode=-9)
@@ -144,7 +144,7 @@ def test_a_join_the_coordinator_held_over_the_previous_generation_is_the_next_on
 
 def test_the_harness_taking_the_group_apart_is_no_rebalance_of_the_run(history_builder):
     b = history_builder()
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=0)
     b.at(5000).done()
     c2.at(5100).revoked().stopped()
@@ -158,7 +158,7 @@ def test_the_harness_taking_the_group_apart_is_no_rebalance_of_the_run(history_b
 
 def test_without_done_the_teardown_starts_at_heal_checked(history_builder):
     b = history_builder()
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=0)
     b.at(3000).emit("heal_checked", "harness", stopped_processes=[], proxies=0, proxies_with_toxics=[],
                     proxies_disabled=[])

@@ -55,13 +55,13 @@ def test_owners_over_a_rising_series_match_owners_at_each_instant():
                                     1, None, Instant(None, start), end))
         ownership = Ownership(sessions, {}, {})
         instants = sorted(float(rng.randint(-1, 75)) for _ in range(25))
-        for t, owners in zip(instants, ownership.owners_over(instants)):
+        for t, owners in zip(instants, ownership.owners_over(instants), strict=False):
             assert dict(owners) == dict(ownership.owners_at(t))
 
 
 def test_indexed_first_and_last_match_a_scan(history_builder):
     b = history_builder()
-    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=100)
     b.rebalance(2, {"consumer-1": [0, 1, 2, 3, 4]}, at=900)
     c2.at(950).stopped()

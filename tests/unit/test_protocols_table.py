@@ -39,7 +39,7 @@ def test_the_table_is_keyed_by_name_in_a_fixed_order():
                          "coordinator-v1", "coordinator-v2", "coordinator-v3")
     assert where(classic=True) == ("classic-eager", "classic-static", "classic-cooperative")
     assert where(project_coordinator=True) == ("coordinator-v1", "coordinator-v2", "coordinator-v3")
-    assert INCREMENTAL_PROTOCOLS == {"classic-cooperative", "consumer"}
+    assert {"classic-cooperative", "consumer"} == INCREMENTAL_PROTOCOLS
 
 
 @pytest.mark.parametrize("generation", EVERY, ids=PROTOCOLS)
@@ -88,7 +88,7 @@ def test_every_assignor_has_a_layout_or_is_declared_sticky(generation: Generatio
 def test_kip848_epochs_are_no_layout_and_incremental():
     for g in EVERY:
         assert not (g.member_epochs and g.layouts) and (not g.member_epochs or g.incremental), g.name
-    assert LAYOUT_PROTOCOLS == {g.name for g in EVERY if g.layouts}
+    assert {g.name for g in EVERY if g.layouts} == LAYOUT_PROTOCOLS
 
 
 @pytest.mark.parametrize("generation", [g for g in EVERY if g.kafka], ids=[g.name for g in EVERY if g.kafka])

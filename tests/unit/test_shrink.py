@@ -32,7 +32,7 @@ def fails_when(needed: set[str], flaky: float = 0.0, seed: int = 0, min_length: 
 
     def probe(c: Candidate, n: int, attempt: int) -> ProbeRun:
         calls.append((n, attempt))
-        lengths = {i: f.get("duration_s", 0) for i, f in zip(c.fault_ids, c.faults)}
+        lengths = {i: f.get("duration_s", 0) for i, f in zip(c.fault_ids, c.faults, strict=False)}
         bad = needed <= set(c.fault_ids) and all(lengths[i] >= min_length for i in needed) and rnd.random() >= flaky
         return ProbeRun(f"run-{n}-{attempt}", "completed", "fail" if bad else "pass", bad)
     probe.calls = calls

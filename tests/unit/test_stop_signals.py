@@ -15,11 +15,10 @@ pytestmark = pytest.mark.usefixtures("as_from_a_terminal")  # tests/conftest.py
 
 def test_a_signal_inside_deferred_acts_once_the_block_is_done():
     steps = []
-    with pytest.raises(KeyboardInterrupt):
-        with like_ctrl_c(), deferred():
-            os.kill(os.getpid(), signal.SIGTERM)
-            steps.append("after the signal")  # not cut short
-            steps.append("block done")
+    with pytest.raises(KeyboardInterrupt), like_ctrl_c(), deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        steps.append("after the signal")  # not cut short
+        steps.append("block done")
     assert steps == ["after the signal", "block done"]
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
@@ -35,10 +34,9 @@ def test_deferred_inside_a_runs_handler_hands_the_signal_to_it_after_the_block()
 
 
 def test_a_signal_deferred_past_an_error_still_acts():
-    with pytest.raises(KeyboardInterrupt) as raised:
-        with deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            raise OSError("disk full")
+    with pytest.raises(KeyboardInterrupt) as raised, deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        raise OSError("disk full")
     assert isinstance(raised.value.__context__, OSError)
 
 
@@ -52,11 +50,10 @@ def test_the_handlers_are_back_after_each_block():
 
 def test_nested_deferred_blocks_act_once_the_outer_one_is_done():
     steps = []
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), deferred():
         with deferred():
-            with deferred():
-                os.kill(os.getpid(), signal.SIGINT)
-            steps.append("inner done")  # the inner block handed it to the outer one, not to Ctrl-C
+            os.kill(os.getpid(), signal.SIGINT)
+        steps.append("inner done")  # the inner block handed it to the outer one, not to Ctrl-C
     assert steps == ["inner done"]
 
 
@@ -180,9 +177,8 @@ def test_a_signal_at_any_bytecode_of_entering_or_leaving_modes_leaves_nothing_be
         traced = _signal_at_check(k, signum, nest)
         with like_ctrl_c():  # the next one, in calm
             assert len(stop_signals._modes) == 1, k  # it is the outermost: nothing left from before
-            with pytest.raises(KeyboardInterrupt):
-                with deferred():
-                    os.kill(os.getpid(), signal.SIGTERM)
+            with pytest.raises(KeyboardInterrupt), deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
         assert (stop_signals._modes, stop_signals._found, getattr(stop_signals, "_owner", None)) == ([], {}, None), k
         assert {s: signal.getsignal(s) for s in before} == before, k
         if traced < k:

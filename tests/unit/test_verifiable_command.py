@@ -5,8 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from harness.components import install
-from harness.components import versions
+from harness.components import install, versions
 from oracle.protocols import GENERATIONS
 from runtime.errors import SetupError
 from workloads.driver import MemberSpec, protocol_fields

@@ -212,7 +212,7 @@ def test_warnings_become_client_log_and_a_fatal_error_names_its_exception(eager,
     feed(eager, """
 @@ WARN ConsumerCoordinator [Consumer clientId=c1, groupId=g] consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms
 @@ DEBUG ConsumerCoordinator [Consumer clientId=c1, groupId=g] Sending Heartbeat request with generation 4 and member id c1-48654a5d-f387-4d06-94af-a46224899ab9 to coordinator 127.0.0.1:11573 (id: 2147483646 rack: null)
-@@ ERROR VerifiableConsumer Error during processing, terminating consumer process: 
+@@ ERROR VerifiableConsumer Error during processing, terminating consumer process:
 org.apache.kafka.common.errors.FencedInstanceIdException: The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id.
 	at org.apache.kafka.clients.consumer.internals.ConsumerCoordinator$OffsetCommitResponseHandler.handle(ConsumerCoordinator.java:1360)
 """)

@@ -40,7 +40,7 @@ class TestRangeAssignment:
     def test_no_threads_assigns_nothing(self):
         assert range_assignment(range(3), []) == {}
 
-    @pytest.mark.parametrize("partitions", range(0, 13))
+    @pytest.mark.parametrize("partitions", range(13))
     @pytest.mark.parametrize("threads", range(1, 8))
     def test_every_partition_exactly_once_and_sizes_differ_by_at_most_one(self, partitions, threads):
         out = range_assignment(range(partitions), [f"t{i:02d}" for i in range(threads)])

@@ -40,6 +40,6 @@ The parts: ``layout`` (where the group lives in ZooKeeper, how its znodes read a
 """
 
 
-from workloads.zk_eager.member import main  # noqa: E402 - the driver's entry point, as every driver module has one
+from workloads.zk_eager.member import main
 
 __all__ = ["main"]

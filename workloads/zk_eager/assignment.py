@@ -3,8 +3,8 @@ threads — and what it computes it from (``Inputs``: any change means a new reb
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 def range_assignment(partitions: Sequence[int], threads: Sequence[str]) -> dict[str, list[int]]:

@@ -15,10 +15,10 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 from harness.components import versions
 from harness.components.install import run_to_its_end

@@ -18,10 +18,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 from harness.components import install, versions
 from runtime.errors import SetupError
