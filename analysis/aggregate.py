@@ -15,6 +15,7 @@ is the run's whole fault mix, so each group is a set of runs; `by_dimension` per
 dimension (protocol, assignor, kafka, fault_kind, scenario). Both give count, sum,
 mean, p50, p95, p99 (by nearest rank: `nearest_rank`) and max.
 """
+
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
@@ -25,8 +26,17 @@ from oracle.rebalances import COMPLETED
 DIMENSIONS = ("protocol", "assignor", "kafka", "fault_kind", "scenario")
 GROUP = ("protocol", "assignor", "kafka", "faults", "scenario")
 REBALANCE_METRICS = ("rebalance_ms", "stabilized_ms", "detect_ms", "join_ms", "sync_ms", "max_unowned_ms")
-RUN_METRICS = ("rebalances", "duplicates", "lost_records", "peak_lag", "final_lag", "produce_rps", "consume_rps",
-               "commits_failed", "stw_total_ms")
+RUN_METRICS = (
+    "rebalances",
+    "duplicates",
+    "lost_records",
+    "peak_lag",
+    "final_lag",
+    "produce_rps",
+    "consume_rps",
+    "commits_failed",
+    "stw_total_ms",
+)
 PERCENTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 RUN_KEYS = ["run_key", "run", "protocol", "assignor", "kafka", "scenario", "faults"]
 # metric -> the rebalances column it is read from (a rebalance's time is its duration)
@@ -49,8 +59,9 @@ def metric_rows(tables: dict[str, list[dict]]) -> list[dict]:
     def add(row: dict, metrics: dict[str, str], kinds: list[str]) -> None:
         for metric, column in metrics.items():
             if row.get(column) is not None:
-                out.append({**runs[row["run_key"]], "fault_kinds": kinds, "metric": metric,
-                            "value": float(row[column])})
+                out.append(
+                    {**runs[row["run_key"]], "fault_kinds": kinds, "metric": metric, "value": float(row[column])}
+                )
 
     for r in tables["rebalances"]:
         if r["status"] == COMPLETED:
@@ -66,12 +77,27 @@ def metric_rows(tables: dict[str, list[dict]]) -> list[dict]:
 
 
 def _summary(df: DataFrame, keys: list[str]) -> DataFrame:
-    return (df.groupBy(*keys, "metric")
-            .agg(F.count("value").alias("count"), F.sum("value").alias("sum"), F.avg("value").alias("mean"),
-                 *(nearest_rank("value", p).alias(name) for name, p in PERCENTILES), F.max("value").alias("max"),
-                 F.countDistinct("run_key").alias("runs"))
-            .select(*keys, "metric", "runs", "count", F.round("sum", 3).alias("sum"), F.round("mean", 3).alias("mean"),
-                    *(F.round(name, 3).alias(name) for name, _ in PERCENTILES), F.round("max", 3).alias("max")))
+    return (
+        df.groupBy(*keys, "metric")
+        .agg(
+            F.count("value").alias("count"),
+            F.sum("value").alias("sum"),
+            F.avg("value").alias("mean"),
+            *(nearest_rank("value", p).alias(name) for name, p in PERCENTILES),
+            F.max("value").alias("max"),
+            F.countDistinct("run_key").alias("runs"),
+        )
+        .select(
+            *keys,
+            "metric",
+            "runs",
+            "count",
+            F.round("sum", 3).alias("sum"),
+            F.round("mean", 3).alias("mean"),
+            *(F.round(name, 3).alias(name) for name, _ in PERCENTILES),
+            F.round("max", 3).alias("max"),
+        )
+    )
 
 
 def by_group(rows: DataFrame) -> DataFrame:
@@ -81,9 +107,16 @@ def by_group(rows: DataFrame) -> DataFrame:
 def by_dimension(rows: DataFrame) -> DataFrame:
     """A run injecting two kinds of fault counts once under each (only in the fault_kind dimension)."""
     pairs = F.concat(
-        F.array(*[F.struct(F.lit(d).alias("dimension"), F.col(d).cast("string").alias("group"))
-                  for d in DIMENSIONS if d != "fault_kind"]),
-        F.transform("fault_kinds", lambda k: F.struct(F.lit("fault_kind").alias("dimension"), k.alias("group"))))
+        F.array(
+            *[
+                F.struct(F.lit(d).alias("dimension"), F.col(d).cast("string").alias("group"))
+                for d in DIMENSIONS
+                if d != "fault_kind"
+            ]
+        ),
+        F.transform("fault_kinds", lambda k: F.struct(F.lit("fault_kind").alias("dimension"), k.alias("group"))),
+    )
     exploded = rows.select("run_key", "metric", "value", F.explode(pairs).alias("_d")).select(
-        "run_key", "metric", "value", "_d.dimension", "_d.group")
+        "run_key", "metric", "value", "_d.dimension", "_d.group"
+    )
     return _summary(exploded, ["dimension", "group"]).orderBy("dimension", "group", "metric")

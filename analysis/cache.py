@@ -8,6 +8,7 @@ code, computes them again. What belongs to this analysis rather than to the hist
 the run's label, its path as given, its Kafka line (scenario.yaml) — is set again on
 reading. The cache is a convenience: a file that cannot be read or written is a miss.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,8 +42,12 @@ def code_digest() -> str:
 
 def _well_formed(tables: object) -> dict[str, list[Row]] | None:
     """The kept tables, typed, if they are what `tables_of` returns (a hand-edited file may not be)."""
-    if not (isinstance(tables, dict) and set(tables) == set(PER_RUN) and isinstance(tables["runs"], list)
-            and len(tables["runs"]) == 1):
+    if not (
+        isinstance(tables, dict)
+        and set(tables) == set(PER_RUN)
+        and isinstance(tables["runs"], list)
+        and len(tables["runs"]) == 1
+    ):
         return None
     try:
         return {name: typed(name, rows) for name, rows in tables.items()}
@@ -65,7 +70,11 @@ class TableCache:
             kept = orjson.loads(self._path(run).read_bytes())
         except (OSError, ValueError):
             return None
-        if not isinstance(kept, dict) or kept.get("fingerprint") != run.fingerprint or kept.get("code") != code_digest():
+        if (
+            not isinstance(kept, dict)
+            or kept.get("fingerprint") != run.fingerprint
+            or kept.get("code") != code_digest()
+        ):
             return None
         tables = _well_formed(kept.get("tables"))
         return run.own(tables) if tables is not None else None

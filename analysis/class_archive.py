@@ -20,6 +20,7 @@ process group, killed with their JVM on Ctrl-C, and a killed JVM writes nothing)
 
     python3 -m analysis.class_archive train|check ARCHIVE
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -138,11 +139,14 @@ def build(report: Callable[[str], None], run_step: StepRunner) -> bool:
             code = run_step(f"class-archive-{step}", [sys.executable, "-m", __name__, step, str(staging)], log)
             if step == "train" and code != 0:
                 tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-                raise SetupError(f"the analysis JVM's class archive could not be built: {what} exited {code} "
-                                 f"(log: {log})\n{tail}")
+                raise SetupError(
+                    f"the analysis JVM's class archive could not be built: {what} exited {code} (log: {log})\n{tail}"
+                )
             if code != 0 or not staging.exists():
-                report(f"analysis JVM class archive: not built ({what} exited {code}, log: {log}); "
-                       "Spark sessions load their classes from the jars")
+                report(
+                    f"analysis JVM class archive: not built ({what} exited {code}, log: {log}); "
+                    "Spark sessions load their classes from the jars"
+                )
                 return False
         size = staging.stat().st_size
         _publish(staging, target)
@@ -159,8 +163,9 @@ def _train(target: Path) -> None:
     from .session import spark_session
     from .synthetic import FAULTS, PROTOCOLS, SynthSpec, write_run
 
-    spark = spark_session(app_name="rebalance-lab-class-archive",
-                          cds_options=_option("-XX:ArchiveClassesAtExit", target))
+    spark = spark_session(
+        app_name="rebalance-lab-class-archive", cds_options=_option("-XX:ArchiveClassesAtExit", target)
+    )
     with tempfile.TemporaryDirectory(prefix="rebalance-lab-class-archive-") as tmp:
         runs = Path(tmp, "runs")
         for seed, (protocol, fault) in enumerate(zip(PROTOCOLS, FAULTS, strict=False), start=1):
@@ -185,8 +190,9 @@ def _check(archive: Path) -> None:
     """A session whose JVM must map `archive` (-Xshare:on: it refuses to start otherwise) runs a query."""
     from .session import spark_session
 
-    spark = spark_session(app_name="rebalance-lab-class-archive",
-                          cds_options=f"{_option('-XX:SharedArchiveFile', archive)} -Xshare:on")
+    spark = spark_session(
+        app_name="rebalance-lab-class-archive", cds_options=f"{_option('-XX:SharedArchiveFile', archive)} -Xshare:on"
+    )
     if spark.range(3).count() != 3:
         sys.exit("the session mapping the archive counted wrong")
     _stop(spark)

@@ -4,6 +4,7 @@
 
 Also runnable on its own: `python3 -m analysis RUNS… [--out DIR] [--master URL]`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,15 +38,28 @@ def _num(v, digits: int = 0) -> str:
 def comparison_table(by_group: list[dict]) -> Table:
     from .report import GROUP_COLUMNS, comparison_rows
 
-    t = Table(title="Rebalances across runs (per protocol / assignor / Kafka / faults / scenario)",
-              title_justify="left", header_style="bold")
+    t = Table(
+        title="Rebalances across runs (per protocol / assignor / Kafka / faults / scenario)",
+        title_justify="left",
+        header_style="bold",
+    )
     for c in GROUP_COLUMNS:
         t.add_column(c, overflow="fold")
-    headers = [("runs", "runs", 0), ("rebalances", "rebal.", 0), ("rebalance_ms.count", "done", 0),
-               ("rebalance_ms.p50", "p50 ms", 0), ("rebalance_ms.p95", "p95 ms", 0), ("rebalance_ms.p99", "p99 ms", 0),
-               ("rebalance_ms.max", "max ms", 0), ("unowned_ms.p95", "STW p95", 0), ("unowned_ms.max", "STW max", 0),
-               ("fault_to_detection_ms.p50", "detect p50", 0), ("duplicates.sum", "dups", 0),
-               ("lost_records.sum", "lost", 0), ("peak_lag.max", "peak lag", 0)]
+    headers = [
+        ("runs", "runs", 0),
+        ("rebalances", "rebal.", 0),
+        ("rebalance_ms.count", "done", 0),
+        ("rebalance_ms.p50", "p50 ms", 0),
+        ("rebalance_ms.p95", "p95 ms", 0),
+        ("rebalance_ms.p99", "p99 ms", 0),
+        ("rebalance_ms.max", "max ms", 0),
+        ("unowned_ms.p95", "STW p95", 0),
+        ("unowned_ms.max", "STW max", 0),
+        ("fault_to_detection_ms.p50", "detect p50", 0),
+        ("duplicates.sum", "dups", 0),
+        ("lost_records.sum", "lost", 0),
+        ("peak_lag.max", "peak lag", 0),
+    ]
     for _, title, _ in headers:
         t.add_column(title, justify="right")
     for row in comparison_rows(by_group):
@@ -70,15 +84,32 @@ def _cause(e: Exception) -> str:
 
 @click.command("analyze")
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--out", "out", type=SafePath(file_okay=False, path_type=Path), default=Path("analysis-out"),
-              show_default=True, help="Where the Parquet, CSV, PNG and HTML go.")
-@click.option("--master", default=None, metavar="URL",
-              help="Spark master: local[2] (the default), local[*], spark://host:7077, …")
-@click.option("--cache", "cache_dir", type=SafePath(file_okay=False, path_type=Path), default=None,
-              help="Where each run's tables are kept between analyses. Default: OUT/cache.")
-@click.option("--run-reports", type=click.Choice(RUN_REPORTS), default="auto", show_default=True,
-              help=f"Which runs get an HTML page: auto = all up to {EVERY_RUN_PAGE_UP_TO} runs, above that the "
-                   "runs that show a problem (not completed, lost records, unexplained duplicates).")
+@click.option(
+    "--out",
+    "out",
+    type=SafePath(file_okay=False, path_type=Path),
+    default=Path("analysis-out"),
+    show_default=True,
+    help="Where the Parquet, CSV, PNG and HTML go.",
+)
+@click.option(
+    "--master", default=None, metavar="URL", help="Spark master: local[2] (the default), local[*], spark://host:7077, …"
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=SafePath(file_okay=False, path_type=Path),
+    default=None,
+    help="Where each run's tables are kept between analyses. Default: OUT/cache.",
+)
+@click.option(
+    "--run-reports",
+    type=click.Choice(RUN_REPORTS),
+    default="auto",
+    show_default=True,
+    help=f"Which runs get an HTML page: auto = all up to {EVERY_RUN_PAGE_UP_TO} runs, above that the "
+    "runs that show a problem (not completed, lost records, unexplained duplicates).",
+)
 def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Path | None, run_reports: str) -> None:
     """Analyse run directories (or globs of them) with Spark: per-run metrics, cross-run comparison
     (Parquet + CSV), plots and HTML reports. A damaged or unfinished run directory is reported and skipped.
@@ -105,8 +136,10 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
         err_console.print(f"[red]error:[/] {escape(str(e))}")
         sys.exit(e.exit_code)
     if (out / "__init__.py").exists():  # `analyze runs/* --out analysis` in the project's own checkout
-        err_console.print(f"[red]error:[/] --out {out}: a Python package ({out / '__init__.py'}), not a place for "
-                          "an analysis: choose another --out")
+        err_console.print(
+            f"[red]error:[/] --out {out}: a Python package ({out / '__init__.py'}), not a place for "
+            "an analysis: choose another --out"
+        )
         sys.exit(EXIT_BAD_INPUT)
     logging.getLogger("py4j").setLevel(logging.CRITICAL)  # a cancelled job's gateway chatter: not the user's news
     interrupted = threading.Event()
@@ -122,8 +155,16 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
                 raise KeyboardInterrupt
 
             signal.signal(signal.SIGINT, on_interrupt)
-            result = run_analysis(list(runs), out, master, spark=spark, cache_dir=cache_dir, run_reports=run_reports,
-                                  progress=lambda msg: status.update(msg), found=found)
+            result = run_analysis(
+                list(runs),
+                out,
+                master,
+                spark=spark,
+                cache_dir=cache_dir,
+                run_reports=run_reports,
+                progress=lambda msg: status.update(msg),
+                found=found,
+            )
     except KeyboardInterrupt:
         interrupted.set()
     except LabError as e:
@@ -139,8 +180,9 @@ def analyze(runs: tuple[str, ...], out: Path, master: str | None, cache_dir: Pat
     for s in result.skipped:
         err_console.print(f"[yellow]skipped[/] {s.path}: {s.reason}")
     console.print(comparison_table(result.by_group))
-    console.print(f"{len(result.runs)} runs analysed ({len(result.parsed)} read, {len(result.cached)} from the "
-                  f"cache), {len(result.skipped)} skipped; "
-                  + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items()))
+    console.print(
+        f"{len(result.runs)} runs analysed ({len(result.parsed)} read, {len(result.cached)} from the "
+        f"cache), {len(result.skipped)} skipped; " + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items())
+    )
     console.print(f"tables: {result.out / 'parquet'} and {result.out / 'csv'}")
     console.print(f"report: {result.report}")

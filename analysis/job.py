@@ -24,6 +24,7 @@ out their runs' tables (a few hundred rows a run, back to the driver), then the 
 summaries and the writes over those small tables. A run's tables are the oracle's reading
 of its history, so Spark's part per run is to spread the runs over the executors.
 """
+
 from __future__ import annotations
 
 import csv
@@ -116,8 +117,9 @@ def _collect(df, order: list[str]) -> list[dict]:
     return _in_order((r.asDict(recursive=True) for r in df.collect()), order)
 
 
-def _computed(spark, runs: list[RunDir], cache: TableCache) -> tuple[dict[str, dict[str, list[Row]]], list[Skipped],
-                                                                      list[RunDir]]:
+def _computed(
+    spark, runs: list[RunDir], cache: TableCache
+) -> tuple[dict[str, dict[str, list[Row]]], list[Skipped], list[RunDir]]:
     """run key -> its tables, for every run the cache did not have: one Spark job, its tasks each
     reading a share of the histories. -> (tables, damaged runs skipped, runs computed)."""
     from .session import ship_code
@@ -139,10 +141,18 @@ def _computed(spark, runs: list[RunDir], cache: TableCache) -> tuple[dict[str, d
     return tables, skipped, computed
 
 
-def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=None,
-            cache_dir: Path | None = None, run_reports: str = "auto", workers: int = 2,
-            progress: Callable[[str], None] = lambda msg: None,
-            found: tuple[list[RunDir], list[Skipped]] | None = None) -> AnalysisResult:
+def analyze(
+    patterns: list[str],
+    out: Path,
+    master: str | None = None,
+    *,
+    spark=None,
+    cache_dir: Path | None = None,
+    run_reports: str = "auto",
+    workers: int = 2,
+    progress: Callable[[str], None] = lambda msg: None,
+    found: tuple[list[RunDir], list[Skipped]] | None = None,
+) -> AnalysisResult:
     """Analyse run directories (paths or globs); see the module docstring for what is written.
     ``found``: find_runs(patterns) when the caller has it already."""
     from .aggregate import by_dimension, by_group, metric_rows
@@ -187,7 +197,8 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         if not good:
             raise NoRuns(skipped)
         collected: dict[str, list[dict]] = {
-            name: _in_order((row for r in good for row in per_run[r.key][name]), ORDER[name]) for name in PER_RUN}
+            name: _in_order((row for r in good for row in per_run[r.key][name]), ORDER[name]) for name in PER_RUN
+        }
         timings["per-run"] = time.monotonic() - t
         paged = runs_with_pages(collected["runs"], run_reports, failed_runs(good))
         if paged:
@@ -201,8 +212,13 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         progress("comparing runs")
         collected["metrics"] = typed("metrics", _in_order(metric_rows(collected), ORDER["metrics"]))
         rows = spark.createDataFrame(as_tuples("metrics", collected["metrics"]), TABLES["metrics"])
-        summaries = dict(zip(("by_group", "by_dimension"), pool.map(
-            lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension)), strict=False))
+        summaries = dict(
+            zip(
+                ("by_group", "by_dimension"),
+                pool.map(lambda summary: summary(rows).localCheckpoint(eager=True), (by_group, by_dimension)),
+                strict=False,
+            )
+        )
         timings["cross-run"] = time.monotonic() - t
 
         t = time.monotonic()
@@ -210,8 +226,11 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
 
         def write(name: str) -> list[dict]:
             order = ORDER[name]
-            df = summaries[name] if name in summaries else spark.createDataFrame(
-                as_tuples(name, collected[name]), TABLES[name])
+            df = (
+                summaries[name]
+                if name in summaries
+                else spark.createDataFrame(as_tuples(name, collected[name]), TABLES[name])
+            )
             target = out / "parquet" / name
             if target.exists():
                 shutil.rmtree(target)
@@ -229,20 +248,45 @@ def analyze(patterns: list[str], out: Path, master: str | None = None, *, spark=
         t = time.monotonic()
         progress("drawing reports")
         run_pages = pages.results()
-        report = analysis_report(out, collected["runs"], [s.to_dict() for s in skipped], collected["by_group"],
-                                 collected["by_dimension"], collected["metrics"], run_pages, timings)
+        report = analysis_report(
+            out,
+            collected["runs"],
+            [s.to_dict() for s in skipped],
+            collected["by_group"],
+            collected["by_dimension"],
+            collected["metrics"],
+            run_pages,
+            timings,
+        )
         timings["reports"] = time.monotonic() - t
     finally:
         pool.shutdown(cancel_futures=True)
         pages.close()
     parsed = [r.run for r in computed]
     cached = [r.run for r in good if r not in computed]
-    (out / "summary.json").write_text(json.dumps({
-        "runs": [{"run": r.run, "path": str(r.path), "run_key": r.key} for r in good],
-        "skipped": [s.to_dict() for s in skipped],
-        "parsed": parsed, "cached": cached,
-        "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "report": str(report),
-    }, indent=2))
-    return AnalysisResult(out, report, collected["runs"], skipped, collected["by_group"], collected["by_dimension"],
-                          run_pages, parsed, cached, timings, collected)
+    (out / "summary.json").write_text(
+        json.dumps(
+            {
+                "runs": [{"run": r.run, "path": str(r.path), "run_key": r.key} for r in good],
+                "skipped": [s.to_dict() for s in skipped],
+                "parsed": parsed,
+                "cached": cached,
+                "timings_s": {k: round(v, 3) for k, v in timings.items()},
+                "report": str(report),
+            },
+            indent=2,
+        )
+    )
+    return AnalysisResult(
+        out,
+        report,
+        collected["runs"],
+        skipped,
+        collected["by_group"],
+        collected["by_dimension"],
+        run_pages,
+        parsed,
+        cached,
+        timings,
+        collected,
+    )

@@ -1,5 +1,6 @@
 """The per-run HTML pages of an analysis: which runs get one, and drawing them in worker
 processes while Spark goes on. No Spark in here (the CLI reads RUN_REPORTS without it)."""
+
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
@@ -22,8 +23,12 @@ def shows_problem(run: dict, failed: frozenset[str] = frozenset()) -> bool:
     history's own figures, it did not complete, lost acknowledged records, or delivered a
     record twice where no rebalance explains it."""
     unexplained = (run.get("duplicates") or 0) - (run.get("duplicates_explained") or 0)
-    return (run.get("run_key") in failed or run.get("outcome") != "completed" or (run.get("lost_records") or 0) > 0
-            or unexplained > 0)
+    return (
+        run.get("run_key") in failed
+        or run.get("outcome") != "completed"
+        or (run.get("lost_records") or 0) > 0
+        or unexplained > 0
+    )
 
 
 def runs_with_pages(runs: list[dict], run_reports: str, failed: frozenset[str] = frozenset()) -> list[dict]:

@@ -7,6 +7,7 @@ a line at the start, the generation written above). Where two members owned a
 partition at once (a paused zombie and its successor) the row splits into lanes,
 so the overlap is visible rather than painted over.
 """
+
 from __future__ import annotations
 
 import io
@@ -64,14 +65,24 @@ def _lanes(sessions: list[dict], end: float) -> list[tuple[dict, int, int]]:
     return out
 
 
-def _mark_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict], label_y: float | None = None,
-                                annotate: bool = True) -> None:
+def _mark_faults_and_rebalances(
+    ax, faults: list[dict], rebalances: list[dict], label_y: float | None = None, annotate: bool = True
+) -> None:
     for f in faults:
         ax.axvspan(f["start_s"], f["end_s"], color=FAULT_COLOUR, alpha=0.10, lw=0)
         if annotate:
-            ax.annotate(f"{f['fault_id']} {f['kind']} {f.get('target') or ''}".strip(), xy=(f["start_s"], 1.0),
-                        xycoords=("data", "axes fraction"), xytext=(2, 2), textcoords="offset points",
-                        fontsize=7, color=FAULT_COLOUR, va="bottom", rotation=0, clip_on=False)
+            ax.annotate(
+                f"{f['fault_id']} {f['kind']} {f.get('target') or ''}".strip(),
+                xy=(f["start_s"], 1.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(2, 2),
+                textcoords="offset points",
+                fontsize=7,
+                color=FAULT_COLOUR,
+                va="bottom",
+                rotation=0,
+                clip_on=False,
+            )
     for r in rebalances:
         if r.get("start_s") is None:
             continue
@@ -79,14 +90,25 @@ def _mark_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict], 
             ax.axvspan(r["start_s"], r["end_s"], color=REBALANCE_COLOUR, alpha=0.18, lw=0)
         ax.axvline(r["start_s"], color=REBALANCE_COLOUR, lw=0.8, ls="-" if r["status"] == "completed" else ":")
         if annotate:
-            ax.annotate(f"g{r['generation']}", xy=(r["start_s"], 0.0), xycoords=("data", "axes fraction"),
-                        xytext=(1, -11), textcoords="offset points", fontsize=7, color=REBALANCE_COLOUR)
+            ax.annotate(
+                f"g{r['generation']}",
+                xy=(r["start_s"], 0.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(1, -11),
+                textcoords="offset points",
+                fontsize=7,
+                color=REBALANCE_COLOUR,
+            )
 
 
 def ownership_timeline(run: dict, sessions: list[dict], faults: list[dict], rebalances: list[dict]) -> bytes:
     partitions = sorted({s["partition_label"] for s in sessions}, key=_partition_key)
-    end = max([run.get("duration_s") or 0.0] + [s["end_s"] or 0.0 for s in sessions]
-              + [s["start_s"] for s in sessions] + [f["end_s"] for f in faults])
+    end = max(
+        [run.get("duration_s") or 0.0]
+        + [s["end_s"] or 0.0 for s in sessions]
+        + [s["start_s"] for s in sessions]
+        + [f["end_s"] for f in faults]
+    )
     colours = member_colours(s["member"] for s in sessions)
     height = max(2.2, 0.42 * len(partitions) + 1.4)
     fig, ax = plt.subplots(figsize=(12, height))
@@ -98,9 +120,13 @@ def ownership_timeline(run: dict, sessions: list[dict], faults: list[dict], reba
             stop = s["end_s"] if s["end_s"] is not None else end
             h = 0.8 / lanes
             y = row - 0.4 + lane * h
-            ax.broken_barh([(s["start_s"], max(stop - s["start_s"], end / 2000))], (y, h * 0.92),
-                           facecolors=colours[s["member"]], edgecolors="none",
-                           hatch="///" if lane else None)
+            ax.broken_barh(
+                [(s["start_s"], max(stop - s["start_s"], end / 2000))],
+                (y, h * 0.92),
+                facecolors=colours[s["member"]],
+                edgecolors="none",
+                hatch="///" if lane else None,
+            )
     _mark_faults_and_rebalances(ax, faults, rebalances)
     ax.set_yticks(range(len(partitions)), partitions)
     ax.set_ylim(len(partitions) - 0.5, -0.5)
@@ -108,8 +134,10 @@ def ownership_timeline(run: dict, sessions: list[dict], faults: list[dict], reba
     ax.set_xlabel("seconds since run start")
     ax.set_title(f"Ownership — {run['run']} ({run['protocol']}, {run['assignor']})", fontsize=10, pad=14)
     handles = [Patch(color=c, label=m) for m, c in colours.items()]
-    handles += [Patch(color=FAULT_COLOUR, alpha=0.15, label="fault window"),
-                Patch(color=REBALANCE_COLOUR, alpha=0.3, label="rebalance")]
+    handles += [
+        Patch(color=FAULT_COLOUR, alpha=0.15, label="fault window"),
+        Patch(color=REBALANCE_COLOUR, alpha=0.3, label="rebalance"),
+    ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
@@ -141,9 +169,13 @@ def lag_over_time(run: dict, lag: list[dict], faults: list[dict], rebalances: li
 def rebalance_durations(run: dict, rebalances: list[dict]) -> bytes:
     rows = [r for r in rebalances if r["status"] == "completed"]
     fig, ax = plt.subplots(figsize=(12, 3.0))
-    parts = (("duration_ms", "total", "#333333"), ("detect_ms", "detect", "#ff7f0e"),
-             ("join_ms", "join", "#2ca02c"), ("sync_ms", "sync", "#9467bd"),
-             ("max_unowned_ms", "max stop-the-world", "#d62728"))
+    parts = (
+        ("duration_ms", "total", "#333333"),
+        ("detect_ms", "detect", "#ff7f0e"),
+        ("join_ms", "join", "#2ca02c"),
+        ("sync_ms", "sync", "#9467bd"),
+        ("max_unowned_ms", "max stop-the-world", "#d62728"),
+    )
     width = 0.8 / len(parts)
     for i, (key, label, colour) in enumerate(parts):
         xs = [j + (i - len(parts) / 2 + 0.5) * width for j in range(len(rows))]
@@ -187,8 +219,13 @@ def by_protocol(rows: list[dict], x: str, y: str, title: str) -> bytes:
             lines[r["protocol"]][r[x]].append(r[y])
     for i, (protocol, points) in enumerate(sorted(lines.items())):
         xs = sorted(points)
-        ax.plot(xs, [sum(points[v]) / len(points[v]) for v in xs], marker="o", label=protocol,
-                color=PALETTE[i % len(PALETTE)])
+        ax.plot(
+            xs,
+            [sum(points[v]) / len(points[v]) for v in xs],
+            marker="o",
+            label=protocol,
+            color=PALETTE[i % len(PALETTE)],
+        )
     ax.set_title(title)
     ax.set_xlabel(x)
     ax.set_ylabel(y)

@@ -1,6 +1,7 @@
 """Self-contained HTML pages: one per run, one per analysis. Images are inlined as base64
 PNG (the PNG files are written next to the pages as well), so a page can be mailed
 or attached to a CI job on its own."""
+
 from __future__ import annotations
 
 import base64
@@ -68,8 +69,10 @@ def img(png: bytes, alt: str) -> str:
 
 
 def page(title: str, body: str) -> str:
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
-            f"<style>{CSS}</style></head><body>{body}</body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
+        f"<style>{CSS}</style></head><body>{body}</body></html>\n"
+    )
 
 
 def _write_png(directory: Path, name: str, png: bytes) -> None:
@@ -78,11 +81,40 @@ def _write_png(directory: Path, name: str, png: bytes) -> None:
 
 # ------------------------------------------------------------------------------ one run
 
-RUN_FIELDS = ("scenario", "protocol", "assignor", "kafka", "seed", "faults", "outcome", "done", "duration_s", "events",
-              "acked", "consumed", "deliveries", "duplicates", "duplicates_explained", "lost_records", "unconsumed",
-              "rebalances", "rebalances_completed", "teardown_rebalances", "rebalance_total_ms", "rebalance_max_ms",
-              "stw_total_ms", "stw_max_ms", "peak_lag", "final_lag", "produce_rps", "consume_rps", "commits_ok",
-              "commits_failed", "faults_injected", "faults_detected")
+RUN_FIELDS = (
+    "scenario",
+    "protocol",
+    "assignor",
+    "kafka",
+    "seed",
+    "faults",
+    "outcome",
+    "done",
+    "duration_s",
+    "events",
+    "acked",
+    "consumed",
+    "deliveries",
+    "duplicates",
+    "duplicates_explained",
+    "lost_records",
+    "unconsumed",
+    "rebalances",
+    "rebalances_completed",
+    "teardown_rebalances",
+    "rebalance_total_ms",
+    "rebalance_max_ms",
+    "stw_total_ms",
+    "stw_max_ms",
+    "peak_lag",
+    "final_lag",
+    "produce_rps",
+    "consume_rps",
+    "commits_ok",
+    "commits_failed",
+    "faults_injected",
+    "faults_detected",
+)
 
 
 def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_href: str | None = None) -> Path:
@@ -102,33 +134,69 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
     parts = [
         f"<h1>Run {esc(run['run'])}</h1>",
         f"<div class='meta'>{esc(run.get('path'))}"
-        + (f" · <a href='{esc(index_href)}'>analysis</a>" if index_href else "") + "</div>",
+        + (f" · <a href='{esc(index_href)}'>analysis</a>" if index_href else "")
+        + "</div>",
         "<h2>Ownership timeline</h2>",
         "<p class='meta'>Partitions as rows, time across; bars coloured by the owning member (a hatched lower lane: "
         "a second member owned the partition at the same time). Red: fault windows. Blue: rebalances "
         "(line at the start, shaded until the last member had its assignment; dotted: not completed).</p>",
         img(timeline, "ownership timeline"),
-        "<h2>Summary</h2>", table(summary, [("k", "metric"), ("v", "value")], left=("k", "v")),
+        "<h2>Summary</h2>",
+        table(summary, [("k", "metric"), ("v", "value")], left=("k", "v")),
         "<h2>Rebalances</h2>",
-        table(reb_rows, ["generation", "status", ("start_s", "start s"), ("stabilized_ms", "stabilized ms"),
-                         ("duration_ms", "assigned ms"),
-                         ("detect_ms", "detect"), ("join_ms", "join"), ("sync_ms", "sync"),
-                         ("coordinator_ms", "broker's view"), ("partitions_moved", "moved"),
-                         ("max_unowned_ms", "max unowned ms"), ("fault_kind", "fault"), "members", "trigger",
-                         ("explanation", "what it waited for")],
-              left=("status", "fault_kind", "members", "trigger", "explanation")),
+        table(
+            reb_rows,
+            [
+                "generation",
+                "status",
+                ("start_s", "start s"),
+                ("stabilized_ms", "stabilized ms"),
+                ("duration_ms", "assigned ms"),
+                ("detect_ms", "detect"),
+                ("join_ms", "join"),
+                ("sync_ms", "sync"),
+                ("coordinator_ms", "broker's view"),
+                ("partitions_moved", "moved"),
+                ("max_unowned_ms", "max unowned ms"),
+                ("fault_kind", "fault"),
+                "members",
+                "trigger",
+                ("explanation", "what it waited for"),
+            ],
+            left=("status", "fault_kind", "members", "trigger", "explanation"),
+        ),
         img(durations, "rebalance durations"),
-        "<h2>Lag</h2>", img(lag, "lag over time"),
+        "<h2>Lag</h2>",
+        img(lag, "lag over time"),
         "<h2>Faults</h2>",
-        table(faults, ["fault_id", "kind", "target", ("start_s", "start s"), ("end_s", "end s"), "healed_how",
-                       ("detection_ms", "start → detection ms"), ("detected_generation", "generation")],
-              left=("fault_id", "kind", "target", "healed_how")) if faults else "<p>No faults.</p>",
+        table(
+            faults,
+            [
+                "fault_id",
+                "kind",
+                "target",
+                ("start_s", "start s"),
+                ("end_s", "end s"),
+                "healed_how",
+                ("detection_ms", "start → detection ms"),
+                ("detected_generation", "generation"),
+            ],
+            left=("fault_id", "kind", "target", "healed_how"),
+        )
+        if faults
+        else "<p>No faults.</p>",
         "<h2>Commit failures</h2>",
         table(data.get("commit_failures", []), ["error_code", "error", "failed"], left=("error_code", "error"))
-        if data.get("commit_failures") else "<p>None.</p>",
+        if data.get("commit_failures")
+        else "<p>None.</p>",
         "<h2>Duplicates</h2>",
-        table(data.get("duplicates", []), ["partition_label", "duplicates", "explained", "unexplained"],
-              left=("partition_label",)) if data.get("duplicates") else "<p>None.</p>",
+        table(
+            data.get("duplicates", []),
+            ["partition_label", "duplicates", "explained", "unexplained"],
+            left=("partition_label",),
+        )
+        if data.get("duplicates")
+        else "<p>None.</p>",
     ]
     path = directory / PAGE
     path.write_text(page(f"run {run['run']}", "\n".join(parts)), encoding="utf-8")
@@ -137,9 +205,14 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
 
 # ------------------------------------------------------------------------------ the analysis
 
-TABLE_METRICS = (("rebalance_ms", ("count", "p50", "p95", "p99", "max")), ("unowned_ms", ("p95", "max")),
-                 ("fault_to_detection_ms", ("p50", "max")), ("duplicates", ("sum",)), ("lost_records", ("sum",)),
-                 ("peak_lag", ("max",)))
+TABLE_METRICS = (
+    ("rebalance_ms", ("count", "p50", "p95", "p99", "max")),
+    ("unowned_ms", ("p95", "max")),
+    ("fault_to_detection_ms", ("p50", "max")),
+    ("duplicates", ("sum",)),
+    ("lost_records", ("sum",)),
+    ("peak_lag", ("max",)),
+)
 GROUP_COLUMNS = ("protocol", "assignor", "kafka", "faults", "scenario")
 
 
@@ -160,25 +233,44 @@ def comparison_rows(by_group: list[dict]) -> list[dict]:
     return [groups[k] for k in sorted(groups, key=lambda k: tuple(map(str, k)))]
 
 
-COMPARISON_COLUMNS = ([(c, c) for c in GROUP_COLUMNS] + [("runs", "runs"), ("rebalances", "rebalances")]
-                      + [(f"rebalance_ms.{s}", f"rebalance ms {s}" if s != "count" else "completed")
-                         for s in ("count", "p50", "p95", "p99", "max")]
-                      + [("unowned_ms.p95", "stop-the-world ms p95"), ("unowned_ms.max", "stop-the-world ms max"),
-                         ("fault_to_detection_ms.p50", "fault→detection ms p50"),
-                         ("fault_to_detection_ms.max", "fault→detection ms max"),
-                         ("duplicates.sum", "duplicates"), ("lost_records.sum", "lost"), ("peak_lag.max", "peak lag")])
+COMPARISON_COLUMNS = (
+    [(c, c) for c in GROUP_COLUMNS]
+    + [("runs", "runs"), ("rebalances", "rebalances")]
+    + [
+        (f"rebalance_ms.{s}", f"rebalance ms {s}" if s != "count" else "completed")
+        for s in ("count", "p50", "p95", "p99", "max")
+    ]
+    + [
+        ("unowned_ms.p95", "stop-the-world ms p95"),
+        ("unowned_ms.max", "stop-the-world ms max"),
+        ("fault_to_detection_ms.p50", "fault→detection ms p50"),
+        ("fault_to_detection_ms.max", "fault→detection ms max"),
+        ("duplicates.sum", "duplicates"),
+        ("lost_records.sum", "lost"),
+        ("peak_lag.max", "peak lag"),
+    ]
+)
 
-DISTRIBUTIONS = (("rebalance_ms", "protocol", "Rebalance duration per protocol", "ms"),
-                 ("rebalance_ms", "fault_kind", "Rebalance duration per fault kind", "ms"),
-                 ("unowned_ms", "protocol", "Stop-the-world per partition, per protocol", "ms"),
-                 ("fault_to_detection_ms", "fault_kind", "Fault start → detection, per fault kind", "ms"),
-                 ("duplicates", "protocol", "Duplicates per run, per protocol", "records"),
-                 ("peak_lag", "protocol", "Peak lag per run, per protocol", "records"))
+DISTRIBUTIONS = (
+    ("rebalance_ms", "protocol", "Rebalance duration per protocol", "ms"),
+    ("rebalance_ms", "fault_kind", "Rebalance duration per fault kind", "ms"),
+    ("unowned_ms", "protocol", "Stop-the-world per partition, per protocol", "ms"),
+    ("fault_to_detection_ms", "fault_kind", "Fault start → detection, per fault kind", "ms"),
+    ("duplicates", "protocol", "Duplicates per run, per protocol", "records"),
+    ("peak_lag", "protocol", "Peak lag per run, per protocol", "records"),
+)
 
 
-def analysis_report(out: Path, runs: list[dict], skipped: list[dict], by_group: list[dict],
-                    by_dimension: list[dict], metric_values: list[dict], run_pages: dict[str, Path],
-                    timings: dict[str, float]) -> Path:
+def analysis_report(
+    out: Path,
+    runs: list[dict],
+    skipped: list[dict],
+    by_group: list[dict],
+    by_dimension: list[dict],
+    metric_values: list[dict],
+    run_pages: dict[str, Path],
+    timings: dict[str, float],
+) -> Path:
     plots_dir = out / "plots"
     plots_dir.mkdir(parents=True, exist_ok=True)
     figures = []
@@ -198,37 +290,74 @@ def analysis_report(out: Path, runs: list[dict], skipped: list[dict], by_group: 
     run_rows = []
     for r in sorted(runs, key=lambda r: r["run"]):
         page_path = run_pages.get(r["run"])
-        link = (Markup(f"<a href='{esc(quote(os.path.relpath(page_path, out)))}'>{esc(r['run'])}</a>")
-                if page_path else r["run"])
+        link = (
+            Markup(f"<a href='{esc(quote(os.path.relpath(page_path, out)))}'>{esc(r['run'])}</a>")
+            if page_path
+            else r["run"]
+        )
         run_rows.append({**r, "run": link})
     parts = [
         "<h1>Rebalance analysis</h1>",
         f"<div class='meta'>{len(runs)} runs analysed"
         + (f", <span class='bad'>{len(skipped)} skipped</span>" if skipped else "")
-        + " · " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()) + "</div>",
+        + " · "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+        + "</div>",
         "<h2>Comparison</h2>",
         table(comparison_rows(by_group), COMPARISON_COLUMNS, left=GROUP_COLUMNS),
-        "<h2>Distributions</h2>", *figures,
+        "<h2>Distributions</h2>",
+        *figures,
         "<h2>Runs</h2>",
-        *([f"<p class='meta'>Pages drawn for {len(run_pages)} of the {len(runs)} runs. <code>--run-reports</code>: "
-           f"auto draws every run's page up to {EVERY_RUN_PAGE_UP_TO} runs, above that the pages of the runs that "
-           "show a problem (not completed, lost records, unexplained duplicates); all draws every run's.</p>"]
-          if len(run_pages) < len(runs) else []),
-        table(run_rows, ["run", "scenario", "protocol", "assignor", "kafka", "faults", "outcome", "rebalances",
-                         "rebalance_total_ms", "rebalance_max_ms", "stw_max_ms", "duplicates", "lost_records",
-                         "peak_lag", "consume_rps", "commits_failed"],
-              left=("run", "scenario", "protocol", "assignor", "kafka", "faults", "outcome")),
+        *(
+            [
+                f"<p class='meta'>Pages drawn for {len(run_pages)} of the {len(runs)} runs. <code>--run-reports</code>: "
+                f"auto draws every run's page up to {EVERY_RUN_PAGE_UP_TO} runs, above that the pages of the runs that "
+                "show a problem (not completed, lost records, unexplained duplicates); all draws every run's.</p>"
+            ]
+            if len(run_pages) < len(runs)
+            else []
+        ),
+        table(
+            run_rows,
+            [
+                "run",
+                "scenario",
+                "protocol",
+                "assignor",
+                "kafka",
+                "faults",
+                "outcome",
+                "rebalances",
+                "rebalance_total_ms",
+                "rebalance_max_ms",
+                "stw_max_ms",
+                "duplicates",
+                "lost_records",
+                "peak_lag",
+                "consume_rps",
+                "commits_failed",
+            ],
+            left=("run", "scenario", "protocol", "assignor", "kafka", "faults", "outcome"),
+        ),
     ]
     if skipped:
         parts += ["<h2>Skipped run directories</h2>", table(skipped, ["path", "reason"], left=("path", "reason"))]
-    parts += ["<details><summary>Every metric per dimension</summary>",
-              table(by_dimension, ["dimension", "group", "metric", "runs", "count", "sum", "mean", "p50", "p95", "p99",
-                                   "max"], left=("dimension", "group", "metric")),
-              "</details>",
-              "<details><summary>Every metric per group</summary>",
-              table(by_group, [*GROUP_COLUMNS, "metric", "runs", "count", "sum", "mean", "p50", "p95", "p99", "max"],
-                    left=(*GROUP_COLUMNS, "metric")),
-              "</details>"]
+    parts += [
+        "<details><summary>Every metric per dimension</summary>",
+        table(
+            by_dimension,
+            ["dimension", "group", "metric", "runs", "count", "sum", "mean", "p50", "p95", "p99", "max"],
+            left=("dimension", "group", "metric"),
+        ),
+        "</details>",
+        "<details><summary>Every metric per group</summary>",
+        table(
+            by_group,
+            [*GROUP_COLUMNS, "metric", "runs", "count", "sum", "mean", "p50", "p95", "p99", "max"],
+            left=(*GROUP_COLUMNS, "metric"),
+        ),
+        "</details>",
+    ]
     path = out / "report.html"
     path.write_text(page("rebalance analysis", "\n".join(parts)), encoding="utf-8")
     return path

@@ -21,6 +21,7 @@ Each table is a list of dicts, typed by `analysis.schema.TABLES`. A
 history the oracle cannot read, or one this code fails on, costs that run only: it comes
 back as the reason, and the analysis names it among the skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,9 @@ def tables_of(run: RunRef) -> tuple[str, dict[str, list[Row]] | str]:
     try:
         return run.key, _RunTables(run, History(load_history(Path(run.path) / "history.jsonl"))).tables()
     except HistoryError as e:
-        return run.key, (f"damaged: history.jsonl line {e.line}: {e.reason}" if e.line
-                         else f"history.jsonl: {e.reason}")
+        return run.key, (
+            f"damaged: history.jsonl line {e.line}: {e.reason}" if e.line else f"history.jsonl: {e.reason}"
+        )
     except Exception as e:  # one run the code cannot read is skipped and named, not the whole analysis lost
         return run.key, f"not analysed: {type(e).__name__}: {e}"
 
@@ -90,8 +92,10 @@ class _RunTables:
             "ownership": self.ownership(),
             "faults": faults,
             "lag": self.lag(),
-            "commit_failures": [{**self.label, "error_code": code, "error": error, "failed": n}
-                                for (code, error), n in self.h.commit_failures().items()],
+            "commit_failures": [
+                {**self.label, "error_code": code, "error": error, "failed": n}
+                for (code, error), n in self.h.commit_failures().items()
+            ],
             "duplicates": self.duplicates(),
             "records": self.records(),
         }
@@ -110,18 +114,40 @@ class _RunTables:
             if e["name"] != ev.FAULT_STARTED:
                 continue
             fault_id = e.get("fault_id")
-            end = next((x for x in marks[i + 1:] if x["name"] != ev.FAULT_STARTED and fault_id is not None
-                        and x.get("fault_id") == fault_id), None)
+            end = next(
+                (
+                    x
+                    for x in marks[i + 1 :]
+                    if x["name"] != ev.FAULT_STARTED and fault_id is not None and x.get("fault_id") == fault_id
+                ),
+                None,
+            )
             start, stop = e["mono_ms"], end["mono_ms"] if end else h.end.mono_ms
-            noticed = min(((r.start.mono_ms, r.generation) for r in rebalances
-                           if r.start and start <= r.start.mono_ms <= stop + DETECTION_GRACE_MS), default=None)
-            rows.append({**self.label, "fault_id": fault_id, "kind": e.get("kind"), "target": e.get("target"),
-                         "params": _text(e.get("params")), "details": _text(e.get("details")),
-                         "start_mono": start, "end_mono": stop,
-                         "healed_how": (end.get("how") or "failed") if end else None,
-                         "detected_generation": noticed[1] if noticed else None,
-                         "detection_ms": _r(noticed[0] - start) if noticed else None,
-                         "start_s": self.secs(start), "end_s": self.secs(stop)})
+            noticed = min(
+                (
+                    (r.start.mono_ms, r.generation)
+                    for r in rebalances
+                    if r.start and start <= r.start.mono_ms <= stop + DETECTION_GRACE_MS
+                ),
+                default=None,
+            )
+            rows.append(
+                {
+                    **self.label,
+                    "fault_id": fault_id,
+                    "kind": e.get("kind"),
+                    "target": e.get("target"),
+                    "params": _text(e.get("params")),
+                    "details": _text(e.get("details")),
+                    "start_mono": start,
+                    "end_mono": stop,
+                    "healed_how": (end.get("how") or "failed") if end else None,
+                    "detected_generation": noticed[1] if noticed else None,
+                    "detection_ms": _r(noticed[0] - start) if noticed else None,
+                    "start_s": self.secs(start),
+                    "end_s": self.secs(stop),
+                }
+            )
         return rows
 
     def rebalances(self, rebalances: list, faults: list[Row]) -> list[Row]:
@@ -137,19 +163,55 @@ class _RunTables:
             start = r.start.mono_ms if r.start else None
             # the latest fault started by then and not over for longer than the grace (faults are in
             # history order: of two started at once, the later one)
-            fault = max(((f["start_mono"], i, f) for i, f in enumerate(faults) if start is not None
-                         and f["start_mono"] <= start <= f["end_mono"] + DETECTION_GRACE_MS),
-                        default=(None, None, None))[2]
-            rows.append({
-                **self.label, **{k: d[k] for k in (
-                    "generation", "status", "superseded_by", "members", "leader", "start_ts", "end_ts", "duration_ms",
-                    "assigned_ms", "stabilized_ms", "trigger", "coordinator_reason", "detect_ms", "join_ms", "sync_ms",
-                    "coordinator_ms", "coordinator_members", "start_vs_coordinator_ms", "stabilized_vs_coordinator_ms",
-                    "partitions_moved", "unowned_ms", "max_unowned_ms")},
-                "start_mono": start, "end_mono": r.end.mono_ms if r.end else None,
-                "fault_id": fault["fault_id"] if fault else None, "fault_kind": fault["kind"] if fault else NO_FAULT,
-                "start_s": self.secs(start), "end_s": self.secs(r.end.mono_ms if r.end else None),
-                "cause": x.get("cause"), "waited_for": x.get("waited_for"), "explanation": x.get("explanation")})
+            fault = max(
+                (
+                    (f["start_mono"], i, f)
+                    for i, f in enumerate(faults)
+                    if start is not None and f["start_mono"] <= start <= f["end_mono"] + DETECTION_GRACE_MS
+                ),
+                default=(None, None, None),
+            )[2]
+            rows.append(
+                {
+                    **self.label,
+                    **{
+                        k: d[k]
+                        for k in (
+                            "generation",
+                            "status",
+                            "superseded_by",
+                            "members",
+                            "leader",
+                            "start_ts",
+                            "end_ts",
+                            "duration_ms",
+                            "assigned_ms",
+                            "stabilized_ms",
+                            "trigger",
+                            "coordinator_reason",
+                            "detect_ms",
+                            "join_ms",
+                            "sync_ms",
+                            "coordinator_ms",
+                            "coordinator_members",
+                            "start_vs_coordinator_ms",
+                            "stabilized_vs_coordinator_ms",
+                            "partitions_moved",
+                            "unowned_ms",
+                            "max_unowned_ms",
+                        )
+                    },
+                    "start_mono": start,
+                    "end_mono": r.end.mono_ms if r.end else None,
+                    "fault_id": fault["fault_id"] if fault else None,
+                    "fault_kind": fault["kind"] if fault else NO_FAULT,
+                    "start_s": self.secs(start),
+                    "end_s": self.secs(r.end.mono_ms if r.end else None),
+                    "cause": x.get("cause"),
+                    "waited_for": x.get("waited_for"),
+                    "explanation": x.get("explanation"),
+                }
+            )
         return rows
 
     def stop_the_world(self, rebalances: list[Row]) -> list[Row]:
@@ -158,9 +220,19 @@ class _RunTables:
         rows, handed = [], handovers(self.h)
         for r in rebalances:
             for tp, h in handed.get(r["generation"], {}).items():
-                rows.append({**self.label, "generation": r["generation"], "topic": tp.topic, "partition": tp.partition,
-                             "partition_label": str(tp), "unowned_ms": _r(h.unowned_ms),
-                             "member": h.session.slot.member, "status": r["status"], "fault_kind": r["fault_kind"]})
+                rows.append(
+                    {
+                        **self.label,
+                        "generation": r["generation"],
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "partition_label": str(tp),
+                        "unowned_ms": _r(h.unowned_ms),
+                        "member": h.session.slot.member,
+                        "status": r["status"],
+                        "fault_kind": r["fault_kind"],
+                    }
+                )
         return rows
 
     # -- ownership, records, commits, lag ------------------------------------------------------
@@ -170,12 +242,26 @@ class _RunTables:
         for s in sorted(ownership_of(self.h).sessions, key=lambda s: s.start_ms):
             numbered[s.slot, s.tp] += 1
             end = s.end.mono_ms if s.end else None
-            rows.append({**self.label, "topic": s.tp.topic, "partition": s.tp.partition, "partition_label": str(s.tp),
-                         "member": s.slot.member, "inc": s.slot.incarnation, "slot": str(s.slot),
-                         "session_no": numbered[s.slot, s.tp], "generation": s.generation, "member_id": s.member_id,
-                         "start_mono": s.start.mono_ms, "end_mono": end, "start_ts": s.start.ts,
-                         "end_ts": s.end.ts if s.end else None, "start_s": self.secs(s.start.mono_ms),
-                         "end_s": self.secs(end)})
+            rows.append(
+                {
+                    **self.label,
+                    "topic": s.tp.topic,
+                    "partition": s.tp.partition,
+                    "partition_label": str(s.tp),
+                    "member": s.slot.member,
+                    "inc": s.slot.incarnation,
+                    "slot": str(s.slot),
+                    "session_no": numbered[s.slot, s.tp],
+                    "generation": s.generation,
+                    "member_id": s.member_id,
+                    "start_mono": s.start.mono_ms,
+                    "end_mono": end,
+                    "start_ts": s.start.ts,
+                    "end_ts": s.end.ts if s.end else None,
+                    "start_s": self.secs(s.start.mono_ms),
+                    "end_s": self.secs(end),
+                }
+            )
         return rows
 
     def records(self) -> list[Row]:
@@ -183,9 +269,16 @@ class _RunTables:
         rows = []
         for tp in sorted(set(h.acked) | set(h.consumed)):
             acked, consumed = h.acked.get(tp), h.consumed.get(tp)
-            rows.append({**self.label, "topic": tp.topic, "partition": tp.partition,
-                         "acked": len(acked) if acked else 0, "consumed": len(consumed) if consumed else 0,
-                         "unconsumed": len(acked - consumed) if acked and consumed else len(acked) if acked else 0})
+            rows.append(
+                {
+                    **self.label,
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "acked": len(acked) if acked else 0,
+                    "consumed": len(consumed) if consumed else 0,
+                    "unconsumed": len(acked - consumed) if acked and consumed else len(acked) if acked else 0,
+                }
+            )
         return rows
 
     def duplicates(self) -> list[Row]:
@@ -193,8 +286,18 @@ class _RunTables:
         for r in redeliveries_of(self.h).redeliveries:
             by_tp[r.tp][0] += r.count
             by_tp[r.tp][1] += r.count if r.explained else 0
-        return [{**self.label, "topic": tp.topic, "partition": tp.partition, "partition_label": str(tp),
-                 "duplicates": n, "explained": x, "unexplained": n - x} for tp, (n, x) in sorted(by_tp.items())]
+        return [
+            {
+                **self.label,
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "partition_label": str(tp),
+                "duplicates": n,
+                "explained": x,
+                "unexplained": n - x,
+            }
+            for tp, (n, x) in sorted(by_tp.items())
+        ]
 
     def lag(self) -> list[Row]:
         """The observer's samples of this run's group (a shared observer could describe others)."""
@@ -203,10 +306,21 @@ class _RunTables:
             if id(e) not in ours:
                 continue
             for x in e.get("partitions") or ():
-                rows.append({**self.label, "ord": ord_, "mono_ms": e["mono_ms"], "ts": e.get("ts"),
-                             "topic": x.get("topic"), "partition": x.get("partition"), "lag": x.get("lag"),
-                             "committed": x.get("committed"), "high_watermark": x.get("high_watermark"),
-                             "partition_label": f"{x.get('topic')}-{x.get('partition')}", "t_s": self.secs(e["mono_ms"])})
+                rows.append(
+                    {
+                        **self.label,
+                        "ord": ord_,
+                        "mono_ms": e["mono_ms"],
+                        "ts": e.get("ts"),
+                        "topic": x.get("topic"),
+                        "partition": x.get("partition"),
+                        "lag": x.get("lag"),
+                        "committed": x.get("committed"),
+                        "high_watermark": x.get("high_watermark"),
+                        "partition_label": f"{x.get('topic')}-{x.get('partition')}",
+                        "t_s": self.secs(e["mono_ms"]),
+                    }
+                )
         return rows
 
     # -- the run's row -----------------------------------------------------------------------------
@@ -229,32 +343,47 @@ class _RunTables:
         kinds = sorted({f["kind"] for f in t["faults"] if f["kind"] is not None})
         durations = [r["duration_ms"] for r in t["rebalances"] if r["duration_ms"] is not None]
         return {
-            **self.label, "path": self.run.path, "scenario": run.get("scenario") or "unknown",
-            "protocol": run.get("protocol") or "unknown", "assignor": run.get("assignor") or "unknown",
-            "kafka": self.run.kafka, "seed": run.get("seed"), "group": run.get("group"),
-            "faults": "+".join(kinds) or NO_FAULT, "fault_kinds": kinds or [NO_FAULT],
-            "outcome": stats["outcome"], "done": h.done is not None, "events": stats["events"],
+            **self.label,
+            "path": self.run.path,
+            "scenario": run.get("scenario") or "unknown",
+            "protocol": run.get("protocol") or "unknown",
+            "assignor": run.get("assignor") or "unknown",
+            "kafka": self.run.kafka,
+            "seed": run.get("seed"),
+            "group": run.get("group"),
+            "faults": "+".join(kinds) or NO_FAULT,
+            "fault_kinds": kinds or [NO_FAULT],
+            "outcome": stats["outcome"],
+            "done": h.done is not None,
+            "events": stats["events"],
             "duration_s": round((t_end - self.t0) / 1000.0, 3),
-            "acked": stats["acked"], "consumed": stats["consumed"], "deliveries": stats["deliveries"],
+            "acked": stats["acked"],
+            "consumed": stats["consumed"],
+            "deliveries": stats["deliveries"],
             "duplicates": sum(r["duplicates"] for r in t["duplicates"]),
             "duplicates_explained": sum(r["explained"] for r in t["duplicates"]),
-            "lost_records": unconsumed if h.done is not None else None, "unconsumed": unconsumed,
+            "lost_records": unconsumed if h.done is not None else None,
+            "unconsumed": unconsumed,
             "rebalances": len(t["rebalances"]),
             "rebalances_completed": sum(r["status"] == COMPLETED for r in t["rebalances"]),
             "teardown_rebalances": stats["teardown_rebalances"],
-            "rebalance_total_ms": round(float(sum(durations)), 3), "rebalance_max_ms": max(durations, default=None),
+            "rebalance_total_ms": round(float(sum(durations)), 3),
+            "rebalance_max_ms": max(durations, default=None),
             "stw_total_ms": round(float(sum(r["unowned_ms"] for r in t["stop_the_world"])), 3),
-            "stw_max_ms": max((r["max_unowned_ms"] for r in t["rebalances"] if r["max_unowned_ms"] is not None),
-                              default=None),
+            "stw_max_ms": max(
+                (r["max_unowned_ms"] for r in t["rebalances"] if r["max_unowned_ms"] is not None), default=None
+            ),
             "peak_lag": max(totals.values(), default=None),
             "final_lag": totals[max(totals)] if totals else None,
             # from the workload's end (the producer stopped) until the group was stable and the lag drained;
             # none when the harness gave up waiting for either
             "drain_s": _r((phase["done"] - phase["recovery"]) / 1000.0)
-            if "done" in phase and "recovery" in phase and not gave_up else None,
+            if "done" in phase and "recovery" in phase and not gave_up
+            else None,
             "produce_rps": _r(stats["acked"] / workload_s) if workload_s > 0 else None,
             "consume_rps": _r(stats["deliveries"] / consume_s) if consume_s > 0 else None,
-            "commits_ok": stats["commits"]["ok"], "commits_failed": sum(stats["commits"]["failed"].values()),
+            "commits_ok": stats["commits"]["ok"],
+            "commits_failed": sum(stats["commits"]["failed"].values()),
             "faults_injected": len(t["faults"]),
             "faults_detected": sum(f["detected_generation"] is not None for f in t["faults"]),
         }

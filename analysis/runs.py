@@ -6,6 +6,7 @@ one, no `verdict.json` or an INCOMPLETE one (the run never finished). A history 
 oracle cannot read is found damaged later, by the task that reads it
 (analysis.run_tables), and skipped the same way, by name and with the reason.
 """
+
 from __future__ import annotations
 
 import glob
@@ -162,6 +163,13 @@ def find_runs(patterns: list[str]) -> tuple[list[RunDir], list[Skipped]]:
         labels.add(label)
         st = path.joinpath(HISTORY).stat()
         # an edit that keeps the size and puts the mtime back still moves the ctime
-        runs.append(RunDir(path, run_key(path), label, _kafka_version(path),
-                           {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}))
+        runs.append(
+            RunDir(
+                path,
+                run_key(path),
+                label,
+                _kafka_version(path),
+                {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns},
+            )
+        )
     return runs, skipped

@@ -10,6 +10,7 @@ Executors read the histories in their Python workers, with the oracle's code: on
 cluster, the job sends that code along (`ship_code`); each executor's Python needs
 orjson, as the oracle does.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -104,8 +105,12 @@ def jvm_options() -> str:
     return os.environ.get(JAVA_OPTS_ENV, DEFAULT_JAVA_OPTS)
 
 
-def spark_session(master: str | None = None, app_name: str = "rebalance-lab-analyze",
-                  extra_conf: dict[str, str] | None = None, cds_options: str | None = None):
+def spark_session(
+    master: str | None = None,
+    app_name: str = "rebalance-lab-analyze",
+    extra_conf: dict[str, str] | None = None,
+    cds_options: str | None = None,
+):
     """The active session if there is one (tests share one), else a new one for `master`.
     The driver maps the class archive `rebalance-lab setup` built, if there is one (`cds_options`:
     other class-data-sharing options instead, analysis.class_archive)."""
@@ -121,12 +126,15 @@ def spark_session(master: str | None = None, app_name: str = "rebalance-lab-anal
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     java_opts = f"-Dlog4j.configurationFile=file:{_log4j_file()} {jvm_options()}"
     cds_options = archive_options() if cds_options is None else cds_options
-    builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
-               .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
-               .config("spark.driver.bindAddress", os.environ.get("SPARK_DRIVER_BIND", "127.0.0.1"))
-               # the archive is a file on this machine: the driver's, never a remote executor's
-               .config("spark.driver.extraJavaOptions", f"{java_opts} {cds_options}".strip())
-               .config("spark.executor.extraJavaOptions", java_opts))
+    builder = (
+        SparkSession.builder.master(master or DEFAULT_MASTER)
+        .appName(app_name)
+        .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
+        .config("spark.driver.bindAddress", os.environ.get("SPARK_DRIVER_BIND", "127.0.0.1"))
+        # the archive is a file on this machine: the driver's, never a remote executor's
+        .config("spark.driver.extraJavaOptions", f"{java_opts} {cds_options}".strip())
+        .config("spark.executor.extraJavaOptions", java_opts)
+    )
     for key, value in {**CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     try:

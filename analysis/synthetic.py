@@ -24,6 +24,7 @@ processed by the owner and some the owner processes again afterwards.
 The numbers are whatever the oracle says they are: tests compare Spark with the
 oracle on these histories, not with the simulation's intentions.
 """
+
 from __future__ import annotations
 
 import json
@@ -101,8 +102,9 @@ class _Sim:
         self.wall0 = 1_795_000_000_000.0 + spec.seed * 3_600_000.0
         self.hw = dict.fromkeys(range(spec.partitions), 0)  # next offset the producer will get acked
         self.committed: dict[int, int] = {}
-        self.members = {f"consumer-{i}": _Member(f"consumer-{i}", 5000 + 10 * spec.seed + i)
-                        for i in range(1, spec.consumers + 1)}
+        self.members = {
+            f"consumer-{i}": _Member(f"consumer-{i}", 5000 + 10 * spec.seed + i) for i in range(1, spec.consumers + 1)
+        }
         self.generation = 0
         self.group = "synth"
         self.assignor = spec.assignor or GENERATIONS[spec.protocol].assignors[0]
@@ -113,12 +115,14 @@ class _Sim:
     # -- events ---------------------------------------------------------------------------
     def emit(self, t: float, name: str, source: str, **fields) -> None:
         mono = round(self.mono0 + t, 3)
-        self.events.append({"name": name, "ts": round(self.wall0 + t, 3), "mono_ms": mono, "source": source,
-                            "seq": 0, **fields})  # numbered as written: `_as_written`
+        self.events.append(
+            {"name": name, "ts": round(self.wall0 + t, 3), "mono_ms": mono, "source": source, "seq": 0, **fields}
+        )  # numbered as written: `_as_written`
 
     def memit(self, t: float, m: _Member, name: str, **fields) -> None:
-        self.emit(t, name, m.name, member=m.name, incarnation=m.inc, member_id=m.member_id,
-                  generation=m.generation, **fields)
+        self.emit(
+            t, name, m.name, member=m.name, incarnation=m.inc, member_id=m.member_id, generation=m.generation, **fields
+        )
 
     def coord(self, t: float, name: str, **fields) -> None:
         self.emit(t, name, "broker-1", broker="broker-1", group=self.group, **fields)
@@ -135,7 +139,7 @@ class _Sim:
         if self.assignor == "range":
             n, extra = divmod(len(parts), len(names))
             for i, name in enumerate(names):
-                out[name] = set(parts[i * n + min(i, extra):(i + 1) * n + min(i + 1, extra)])
+                out[name] = set(parts[i * n + min(i, extra) : (i + 1) * n + min(i + 1, extra)])
         else:
             for i, p in enumerate(parts):
                 out[names[i % len(names)]].add(p)
@@ -147,10 +151,17 @@ class _Sim:
             return
         ok = m.generation == self.generation and all(p in m.owned for p in offsets)
         error, code = ("UNKNOWN_MEMBER_ID", 25) if self.generation_row.member_epochs else ("ILLEGAL_GENERATION", 22)
-        self.memit(t, m, ev.OFFSETS_COMMITTED,
-                   offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
-                   success=ok, error=None if ok else error, error_code=None if ok else code,
-                   trigger=trigger, started_mono_ms=round(self.mono0 + t - self.rng.uniform(2, 15), 3))
+        self.memit(
+            t,
+            m,
+            ev.OFFSETS_COMMITTED,
+            offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
+            success=ok,
+            error=None if ok else error,
+            error_code=None if ok else code,
+            trigger=trigger,
+            started_mono_ms=round(self.mono0 + t - self.rng.uniform(2, 15), 3),
+        )
         if ok:
             for p, o in offsets.items():
                 self.committed[p] = max(self.committed.get(p, 0), o)
@@ -165,8 +176,13 @@ class _Sim:
         for p in new:
             m.position[p] = self.committed.get(p, 0)
             m.uncommitted[p] = 0
-        self.memit(t, m, ev.PARTITIONS_ASSIGNED, partitions=self.tps(parts if not incremental else new),
-                   incremental=incremental)
+        self.memit(
+            t,
+            m,
+            ev.PARTITIONS_ASSIGNED,
+            partitions=self.tps(parts if not incremental else new),
+            incremental=incremental,
+        )
 
     def rebalance(self, t: float, names: list[str], reason: str, joiner: str | None = None) -> float:
         """Every live member in `names` rebalances into the next generation(s); returns when it ended."""
@@ -183,8 +199,13 @@ class _Sim:
         for m in members:
             if m.name != joiner and m.member_id is not None:
                 self.memit(t, m, ev.HEARTBEAT_FAILED, error="Broker: Group rebalance in progress")
-                self.memit(t + 0.2, m, ev.REBALANCE_STARTED, reason="group is rebalancing",
-                           rebalance_protocol="EAGER" if eager else "COOPERATIVE")
+                self.memit(
+                    t + 0.2,
+                    m,
+                    ev.REBALANCE_STARTED,
+                    reason="group is rebalancing",
+                    rebalance_protocol="EAGER" if eager else "COOPERATIVE",
+                )
             if eager and m.owned:
                 self.commit(t + 0.5, m, m.owned, "revoke")
                 self.memit(t + 1, m, ev.PARTITIONS_REVOKED, partitions=self.tps(m.owned), incremental=False)
@@ -195,8 +216,9 @@ class _Sim:
         self.generation = old + 1
         self._join(join_t, members)
         sync_t = join_t + self.rng.uniform(20, 200)
-        self.coord(sync_t - 5, ev.COORDINATOR_ASSIGNMENT_RECEIVED, generation=self.generation,
-                   leader_id=members[0].member_id)
+        self.coord(
+            sync_t - 5, ev.COORDINATOR_ASSIGNMENT_RECEIVED, generation=self.generation, leader_id=members[0].member_id
+        )
         end = sync_t
         for m in members:
             self.memit(sync_t, m, ev.GROUP_SYNCED)
@@ -215,8 +237,12 @@ class _Sim:
             return end
         # cooperative second phase: the revoked partitions are handed out in a new generation
         t = end + self.rng.uniform(50, 400)
-        self.coord(t, ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation,
-                   reason="Updating metadata for member (cooperative rebalance)")
+        self.coord(
+            t,
+            ev.COORDINATOR_PREPARING_REBALANCE,
+            old_generation=self.generation,
+            reason="Updating metadata for member (cooperative rebalance)",
+        )
         for m in members:
             self.memit(t + 1, m, ev.GROUP_JOIN_SENT)
         self.generation += 1
@@ -237,8 +263,9 @@ class _Sim:
                 m.member_id = f"{m.name}-{self.rng.getrandbits(48):012x}"
         for m in members:
             m.generation = self.generation
-            self.memit(t, m, ev.GROUP_JOINED, leader_id=leader.member_id, is_leader=m is leader,
-                       protocol_name=self.assignor)
+            self.memit(
+                t, m, ev.GROUP_JOINED, leader_id=leader.member_id, is_leader=m is leader, protocol_name=self.assignor
+            )
             t += self.rng.uniform(0.2, 3)
 
     def _reconcile(self, t: float, members: list[_Member], target: dict[str, set[int]]) -> float:
@@ -270,8 +297,15 @@ class _Sim:
         for p in range(self.s.partitions):
             n = max(0, int(self.rng.gauss(self.s.rate / self.s.partitions / 10, 2)))
             if n:
-                ranges.append({"topic": TOPIC, "partition": p, "min_offset": self.hw[p],
-                               "max_offset": self.hw[p] + n - 1, "count": n})
+                ranges.append(
+                    {
+                        "topic": TOPIC,
+                        "partition": p,
+                        "min_offset": self.hw[p],
+                        "max_offset": self.hw[p] + n - 1,
+                        "count": n,
+                    }
+                )
                 self.hw[p] += n
         if ranges:
             self.emit(t, ev.RECORDS_ACKED, "producer", ranges=ranges)
@@ -281,8 +315,9 @@ class _Sim:
         for p in sorted(m.owned):
             lo, hi = m.position[p], self.hw[p] - 1
             if hi >= lo:
-                ranges.append({"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi,
-                               "count": hi - lo + 1})
+                ranges.append(
+                    {"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}
+                )
                 m.position[p] = hi + 1
                 m.uncommitted[p] = 1
         if ranges:
@@ -291,9 +326,16 @@ class _Sim:
                 self.commit(t + self.rng.uniform(5, 40), m, [r["partition"] for r in ranges])
 
     def sample_lag(self, t: float) -> None:
-        parts = [{"topic": TOPIC, "partition": p, "committed": self.committed.get(p),
-                  "high_watermark": self.hw[p], "lag": self.hw[p] - self.committed.get(p, 0)}
-                 for p in range(self.s.partitions)]
+        parts = [
+            {
+                "topic": TOPIC,
+                "partition": p,
+                "committed": self.committed.get(p),
+                "high_watermark": self.hw[p],
+                "lag": self.hw[p] - self.committed.get(p, 0),
+            }
+            for p in range(self.s.partitions)
+        ]
         self.emit(t, ev.LAG_SAMPLED, "observer", group=self.group, partitions=parts)
 
     def run(self) -> list[dict]:
@@ -301,19 +343,46 @@ class _Sim:
         faults = []
         fault_at = (s.fault_at_s if s.fault_at_s is not None else rng.uniform(8, max(9, s.duration_s / 3))) * 1000
         victim = f"consumer-{rng.randint(1, s.consumers)}"
-        length = (s.fault_duration_s if s.fault_duration_s is not None else rng.uniform(2.0, 3.0)
-                  * s.session_timeout_ms / 1000) * 1000
+        length = (
+            s.fault_duration_s
+            if s.fault_duration_s is not None
+            else rng.uniform(2.0, 3.0) * s.session_timeout_ms / 1000
+        ) * 1000
         if s.fault != "none":
             kills = _effects(s.fault, {})[ev.DOWN] == ev.KILLED  # a killed member's fault lasts until its restart
-            self.fault_params = {"duration_s": round(length / 1000, 3)} if not kills else {
-                "restart_after_s": round(length / 1000, 3), "signal": "SIGKILL"}
+            self.fault_params = (
+                {"duration_s": round(length / 1000, 3)}
+                if not kills
+                else {"restart_after_s": round(length / 1000, 3), "signal": "SIGKILL"}
+            )
             self.fault_effects = _effects(s.fault, self.fault_params)
-            faults.append({"fault_id": "f1", "kind": s.fault, "target": victim, "at_s": round(fault_at / 1000, 3),
-                           **self.fault_params})
-        self.emit(0, ev.RUN_STARTED, "harness", format_version=ev.FORMAT_VERSION, run_id=f"synth-{s.seed}",
-                  scenario=s.name(), seed=s.seed, topics=[{"topic": TOPIC, "partitions": s.partitions}],
-                  topic_pattern=None, group=self.group, protocol=s.protocol, assignor=self.assignor,
-                  members=list(self.members), checks={}, faults=faults, clock_offset_ms=round(self.wall0 - self.mono0, 3))
+            faults.append(
+                {
+                    "fault_id": "f1",
+                    "kind": s.fault,
+                    "target": victim,
+                    "at_s": round(fault_at / 1000, 3),
+                    **self.fault_params,
+                }
+            )
+        self.emit(
+            0,
+            ev.RUN_STARTED,
+            "harness",
+            format_version=ev.FORMAT_VERSION,
+            run_id=f"synth-{s.seed}",
+            scenario=s.name(),
+            seed=s.seed,
+            topics=[{"topic": TOPIC, "partitions": s.partitions}],
+            topic_pattern=None,
+            group=self.group,
+            protocol=s.protocol,
+            assignor=self.assignor,
+            members=list(self.members),
+            checks={},
+            faults=faults,
+            clock_offset_ms=round(self.wall0 - self.mono0, 3),
+        )
         start = 3000.0
         self.emit(start - 10, ev.PHASE, "harness", phase="workload")
         self.emit(start, ev.PRODUCER_STARTED, "producer", pid=4000 + s.seed, topic=TOPIC, rate=s.rate)
@@ -355,8 +424,15 @@ class _Sim:
         self.sample_lag(t + 500)
         self.emit(t + 1000, ev.PHASE, "harness", phase="drain")
         self.emit(t + 1001, ev.PHASE, "harness", phase="done")
-        self.emit(t + 1002, ev.HEAL_CHECKED, "harness", stopped_processes=[], proxies=[], proxies_with_toxics=[],
-                  proxies_disabled=[])
+        self.emit(
+            t + 1002,
+            ev.HEAL_CHECKED,
+            "harness",
+            stopped_processes=[],
+            proxies=[],
+            proxies_with_toxics=[],
+            proxies_disabled=[],
+        )
         t += 1100
         live = [m for m in self.members.values() if m.alive]
         if s.staggered_stop:  # one at a time: the members left behind rebalance each time
@@ -385,28 +461,55 @@ class _Sim:
         owner's last records and the next ones, which the owner then processes again. False:
         nobody to do it this tick."""
         live = [m for m in self.members.values() if m.alive and not m.stopped]
-        candidates = [(p not in m.position, owner.name, p, m.name) for owner in live for p in sorted(owner.owned)
-                      for m in live if p not in m.owned and 0 < owner.position[p] < self.hw[p]]
+        candidates = [
+            (p not in m.position, owner.name, p, m.name)
+            for owner in live
+            for p in sorted(owner.owned)
+            for m in live
+            if p not in m.owned and 0 < owner.position[p] < self.hw[p]
+        ]
         if not candidates:
             return False
         _, owner, p, stray = min(candidates)
         lo, hi = max(0, self.members[owner].position[p] - 10), self.hw[p] - 1
-        self.memit(t + 0.5, self.members[stray], ev.RECORDS_CONSUMED, ranges=[
-            {"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}])
+        self.memit(
+            t + 0.5,
+            self.members[stray],
+            ev.RECORDS_CONSUMED,
+            ranges=[{"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}],
+        )
         return True
 
     def _started(self, t: float, m: _Member) -> None:
-        self.memit(t, m, ev.CONSUMER_STARTED, pid=m.pid, group=self.group, protocol=self.s.protocol,
-                   assignor=self.assignor,
-                   group_instance_id=m.name if self.generation_row.static_membership else None, commit_mode="sync",
-                   session_timeout_ms=self.s.session_timeout_ms, max_poll_interval_ms=self.s.max_poll_interval_ms)
+        self.memit(
+            t,
+            m,
+            ev.CONSUMER_STARTED,
+            pid=m.pid,
+            group=self.group,
+            protocol=self.s.protocol,
+            assignor=self.assignor,
+            group_instance_id=m.name if self.generation_row.static_membership else None,
+            commit_mode="sync",
+            session_timeout_ms=self.s.session_timeout_ms,
+            max_poll_interval_ms=self.s.max_poll_interval_ms,
+        )
 
     def fault(self, t: float, what: str, victim: str, length: float, pending: list) -> float:
         s, m = self.s, self.members[victim]
         others = [n for n, x in self.members.items() if n != victim and x.alive]
         if what == "inject":
-            self.emit(t, ev.FAULT_STARTED, "fault", fault_id="f1", kind=s.fault, target=victim,
-                      params=self.fault_params, effects=self.fault_effects, details={})
+            self.emit(
+                t,
+                ev.FAULT_STARTED,
+                "fault",
+                fault_id="f1",
+                kind=s.fault,
+                target=victim,
+                params=self.fault_params,
+                effects=self.fault_effects,
+                details={},
+            )
             if self.fault_effects[ev.SILENCES] == ev.HEARTBEATS and self.fault_effects[ev.DOWN] != ev.KILLED:
                 # its last batch is processed but the commit never leaves: a successor re-delivers it
                 self.consume(t - 1, m, commit=False)
@@ -414,13 +517,13 @@ class _Sim:
                 pending.append((t + length, "heal"))
                 if length > s.session_timeout_ms:
                     evict = t + s.session_timeout_ms + self.rng.uniform(0, 300)
-                    return self.rebalance(evict, others,
-                                          f"removing member {m.member_id} on heartbeat expiration")
+                    return self.rebalance(evict, others, f"removing member {m.member_id} on heartbeat expiration")
             elif self.fault_effects[ev.DOWN] == ev.KILLED:
                 self.consume(t - 1, m, commit=False)
                 m.alive = False
-                self.emit(t + 3, ev.PROCESS_EXITED, "harness", process=victim, role="consumer", pid=m.pid,
-                          returncode=-9)
+                self.emit(
+                    t + 3, ev.PROCESS_EXITED, "harness", process=victim, role="consumer", pid=m.pid, returncode=-9
+                )
                 pending.append((t + length, "heal"))
                 evict = t + s.session_timeout_ms + self.rng.uniform(0, 300)
                 m.owned = set()
@@ -431,11 +534,18 @@ class _Sim:
                 pending.append((t + length, "heal"))
                 if length > s.max_poll_interval_ms:
                     leave = t + s.max_poll_interval_ms
-                    self.memit(leave, m, ev.CONSUMER_ERROR, error="Application maximum poll interval exceeded",
-                               error_code="_MAX_POLL_EXCEEDED", fatal=False)
+                    self.memit(
+                        leave,
+                        m,
+                        ev.CONSUMER_ERROR,
+                        error="Application maximum poll interval exceeded",
+                        error_code="_MAX_POLL_EXCEEDED",
+                        fatal=False,
+                    )
                     if m.owned:
-                        self.memit(leave + 1, m, ev.PARTITIONS_LOST, partitions=self.tps(m.owned),
-                                   incremental=s.incremental)
+                        self.memit(
+                            leave + 1, m, ev.PARTITIONS_LOST, partitions=self.tps(m.owned), incremental=s.incremental
+                        )
                         m.owned = set()
                     self.coord(leave + 2, ev.COORDINATOR_MEMBER_REMOVED, member_id=m.member_id, reason="left")
                     return self.rebalance(leave + 3, others, f"Removing member {m.member_id} on LeaveGroup")
@@ -490,15 +600,21 @@ def write_run(directory: Path, spec: SynthSpec, verdict: bool = True) -> Path:
     events = synthetic_history(spec)
     rng = random.Random(spec.seed + 17)
     lines = [json.dumps(e) for e in events]
-    for i in range(0, len(lines) - 2, 7):  # neighbouring writers interleave (one writer's lines never; run_finished is last)
+    for i in range(
+        0, len(lines) - 2, 7
+    ):  # neighbouring writers interleave (one writer's lines never; run_finished is last)
         if rng.random() < 0.3 and (events[i]["source"], events[i].get("incarnation")) != (
-                events[i + 1]["source"], events[i + 1].get("incarnation")):
+            events[i + 1]["source"],
+            events[i + 1].get("incarnation"),
+        ):
             lines[i], lines[i + 1] = lines[i + 1], lines[i]
     (directory / HISTORY).write_text("\n".join(lines) + "\n", encoding="utf-8")
     kafka = spec.kafka or GENERATIONS[spec.protocol].kafka or "3.9"
     (directory / "scenario.yaml").write_text(
         f"name: {spec.name()}\nseed: {spec.seed}\nduration_s: {spec.duration_s}\ncluster:\n  kafka: '{kafka}'\n"
-        f"workload:\n  protocol: {spec.protocol}\n  consumers: {spec.consumers}\n", encoding="utf-8")
+        f"workload:\n  protocol: {spec.protocol}\n  consumers: {spec.consumers}\n",
+        encoding="utf-8",
+    )
     (directory / "run.json").write_text(json.dumps({"state": "completed", "scenario": spec.name(), "seed": spec.seed}))
     if verdict:
         from oracle import check_history

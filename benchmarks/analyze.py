@@ -20,6 +20,7 @@ Then, as a user runs it, `python3 -m analysis` of the largest size up to 100 in 
 process (its own JVM: class loading and JIT paid again), side by side with the class
 archive `rebalance-lab setup` built and without it (`--no-fresh` skips this).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,13 @@ def fresh_process(runs: Path, out: Path, master: str, home: str | None = None) -
     """`python3 -m analysis` in a process of its own; `home` replaces REBALANCE_LAB_HOME (where the archive is)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)} | ({"REBALANCE_LAB_HOME": home} if home else {})
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "analysis", str(runs), "--out", str(out), "--master", master],
-                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "analysis", str(runs), "--out", str(out), "--master", master],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.monotonic() - t0
 
 
@@ -70,8 +76,12 @@ def main() -> int:
     parser.add_argument("--sizes", default="10,30,100", help="comma-separated numbers of runs")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--keep", type=Path, default=None, help="write runs and results here and keep them")
-    parser.add_argument("--no-fresh", dest="fresh", action="store_false",
-                        help="skip the fresh processes, with and without the class archive")
+    parser.add_argument(
+        "--no-fresh",
+        dest="fresh",
+        action="store_false",
+        help="skip the fresh processes, with and without the class archive",
+    )
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",")})
 
@@ -100,8 +110,11 @@ def main() -> int:
             warm_s, _ = timed(subset, root / f"out-{n}", spark)
             every, _ = timed(subset, root / f"out-{n}-all-pages", spark, run_reports="all")
             growth = f"  ×{cold / previous[1]:.1f} time for ×{n / previous[0]:.1f} runs" if previous else ""
-            print(f"{n:>5} {cold:>9.1f} {warm_s:>9.1f} {every:>9.1f} {cold / n:>6.2f}   "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in phases.items() if k != "spark start") + growth)
+            print(
+                f"{n:>5} {cold:>9.1f} {warm_s:>9.1f} {every:>9.1f} {cold / n:>6.2f}   "
+                + ", ".join(f"{k} {v:.1f}" for k, v in phases.items() if k != "spark start")
+                + growth
+            )
             previous = (n, cold)
         spark.stop()  # the fresh processes get the cores to themselves
         small = [n for n in sizes if n <= 100]
@@ -112,10 +125,16 @@ def main() -> int:
             else:
                 with_archive = fresh_process(root / f"set-{n}", root / f"fresh-{n}", args.master)
                 (root / "home-without-archive").mkdir()
-                without = fresh_process(root / f"set-{n}", root / f"fresh-{n}-no-archive", args.master,
-                                        home=str(root / "home-without-archive"))
-                print(f"fresh process, {n} runs (`python3 -m analysis`, JVM start included): {with_archive:.1f} s "
-                      f"with the class archive, {without:.1f} s without (×{without / with_archive:.2f})")
+                without = fresh_process(
+                    root / f"set-{n}",
+                    root / f"fresh-{n}-no-archive",
+                    args.master,
+                    home=str(root / "home-without-archive"),
+                )
+                print(
+                    f"fresh process, {n} runs (`python3 -m analysis`, JVM start included): {with_archive:.1f} s "
+                    f"with the class archive, {without:.1f} s without (×{without / with_archive:.2f})"
+                )
     finally:
         spark.stop()
         if args.keep is None:

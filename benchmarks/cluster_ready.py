@@ -93,8 +93,10 @@ def main() -> int:
         for backend in backends:
             ready = [r for r, _ in runs[backend]]
             down = [d for _, d in runs[backend]]
-            print(f"{label:<28} {backend:<8} {statistics.median(ready):>17.1f} {min(ready):>6.1f} {max(ready):>6.1f} "
-                  f"{statistics.median(down):>13.1f}")
+            print(
+                f"{label:<28} {backend:<8} {statistics.median(ready):>17.1f} {min(ready):>6.1f} {max(ready):>6.1f} "
+                f"{statistics.median(down):>13.1f}"
+            )
         if len(backends) == 2:
             a, b = (statistics.median(r for r, _ in runs[x]) for x in backends)
             print(f"{'':<28} {backends[1]}/{backends[0]} ready: {b / a:.2f}x")
@@ -102,12 +104,17 @@ def main() -> int:
     if not args.no_smoke:
         with tempfile.TemporaryDirectory(prefix="rl-bench-runs-") as runs:
             t0 = time.monotonic()
-            proc = subprocess.run([sys.executable, "-m", "harness", "run", str(REPO / "scenarios" / "smoke.yaml"),
-                                   "--runs-dir", runs], capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "harness", "run", str(REPO / "scenarios" / "smoke.yaml"), "--runs-dir", runs],
+                capture_output=True,
+                text=True,
+            )
             took = time.monotonic() - t0
             phases = json.loads(next(Path(runs).glob("*/run.json")).read_text())["phases"]
-        print(f"smoke run: {took:.1f} s wall, exit {proc.returncode} (workload phase 45 s); "
-              f"phase starts (s): {', '.join(f'{k} {v:.1f}' for k, v in phases.items())}")
+        print(
+            f"smoke run: {took:.1f} s wall, exit {proc.returncode} (workload phase 45 s); "
+            f"phase starts (s): {', '.join(f'{k} {v:.1f}' for k, v in phases.items())}"
+        )
     return 0
 
 

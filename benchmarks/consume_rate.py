@@ -29,6 +29,7 @@ a round trip no instrumentation can save, so member-sync/ceiling is printed for 
 only. On a busy machine single rounds vary by tens of percent: use --rounds 3 or more and
 compare means.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,21 +68,41 @@ CONTESTANTS = (
 
 def member_spec(bootstrap: str, group: str, commit: str, history: Path, workdir: Path) -> MemberSpec:
     return MemberSpec(
-        member="consumer-1", incarnation=1, history=str(history), bootstrap_servers=bootstrap, group=group,
-        topics=[TOPIC], **protocol_fields(GENERATIONS["classic-eager"]), assignor="range", commit=commit,
-        processing_ms=0, session_timeout_ms=10_000, heartbeat_interval_ms=1_000, max_poll_interval_ms=300_000,
-        control_file=str(workdir / "control.json"), settings=LibrdkafkaSettings())
+        member="consumer-1",
+        incarnation=1,
+        history=str(history),
+        bootstrap_servers=bootstrap,
+        group=group,
+        topics=[TOPIC],
+        **protocol_fields(GENERATIONS["classic-eager"]),
+        assignor="range",
+        commit=commit,
+        processing_ms=0,
+        session_timeout_ms=10_000,
+        heartbeat_interval_ms=1_000,
+        max_poll_interval_ms=300_000,
+        control_file=str(workdir / "control.json"),
+        settings=LibrdkafkaSettings(),
+    )
 
 
 def fill(bootstrap: str, partitions: int, records: int) -> dict[int, int]:
     """N records of 16 bytes, round-robin over the partitions; the last offset of each."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000,
-                         "queue.buffering.max.messages": 1_000_000, "acks": "all"})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "acks": "all",
+        }
+    )
     last: dict[int, int] = {}
 
     def delivered(err, msg):
         if err is None:
             last[msg.partition()] = max(last.get(msg.partition(), -1), msg.offset())
+
     payload = b"x" * 16
     for i in range(records):
         while True:
@@ -99,8 +120,11 @@ def fill(bootstrap: str, partitions: int, records: int) -> dict[int, int]:
 def bare(spec: MemberSpec, last: dict[int, int], commits: str) -> float:
     """Records/s of a plain poll loop on the member's client settings. `commits`: "none" (the
     ceiling), "auto" (librdkafka's defaults) or "sync" (a synchronous commit after each batch)."""
-    conf = {k: v for k, v in client_config(spec).items()
-            if k not in ("debug", "enable.auto.commit", "enable.auto.offset.store")}
+    conf = {
+        k: v
+        for k, v in client_config(spec).items()
+        if k not in ("debug", "enable.auto.commit", "enable.auto.offset.store")
+    }
     if commits != "auto":
         conf["enable.auto.commit"] = False
     consumer = Consumer(conf)
@@ -118,8 +142,7 @@ def bare(spec: MemberSpec, last: dict[int, int], commits: str) -> float:
                 del remaining[msg.partition()]
         done = time.monotonic()  # as the member's records_consumed: the batch's commit comes after
         if commits == "sync" and ends:
-            consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in sorted(ends.items())],
-                            asynchronous=False)
+            consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in sorted(ends.items())], asynchronous=False)
     consumer.close()
     return count / (done - assigned[0])
 
@@ -129,8 +152,12 @@ def member(spec: MemberSpec, last: dict[int, int], workdir: Path) -> float:
     spec_file = workdir / f"{spec.group}.json"
     spec_file.write_text(json.dumps(asdict(spec), indent=2))
     history = Path(spec.history)
-    proc = subprocess.Popen([sys.executable, "-m", "workloads.consumer", str(spec_file)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=open(workdir / f"{spec.group}.stderr", "w"))  # noqa: SIM115 (the child's)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workloads.consumer", str(spec_file)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=open(workdir / f"{spec.group}.stderr", "w"),  # noqa: SIM115 (the child's)
+    )
     remaining, records, assigned, done, pos = dict(last), 0, None, None, 0
     try:
         deadline = time.monotonic() + 600
@@ -176,20 +203,32 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="rl-bench-rate-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        spec = ClusterSpec(kafka="3.9", brokers=1, broker_config={"group.initial.rebalance.delay.ms": 0},
-                           topics=[TopicSpec(TOPIC, args.partitions)])
+        spec = ClusterSpec(
+            kafka="3.9",
+            brokers=1,
+            broker_config={"group.initial.rebalance.delay.ms": 0},
+            topics=[TopicSpec(TOPIC, args.partitions)],
+        )
         with local_cluster(spec, work / "cluster") as cluster:
             t0 = time.monotonic()
             last = fill(cluster.bootstrap_servers, args.partitions, args.records)
-            print(f"{args.records:,} records of 16 bytes on {args.partitions} partitions, filled in "
-                  f"{time.monotonic() - t0:.1f} s; load {os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"{args.records:,} records of 16 bytes on {args.partitions} partitions, filled in "
+                f"{time.monotonic() - t0:.1f} s; load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
             rates: dict[str, list[float]] = {kind: [] for kind, *_ in CONTESTANTS}
             for i in range(1, args.rounds + 1):
                 for kind, consumer, commits, label in CONTESTANTS:
                     history = work / f"history-{kind}-{i}.jsonl"
                     # A bare consumer takes only client settings from the spec, not its commit policy.
-                    spec = member_spec(cluster.bootstrap_servers, f"rate-{kind}-{i}",
-                                       "sync" if commits == "none" else commits, history, work)
+                    spec = member_spec(
+                        cluster.bootstrap_servers,
+                        f"rate-{kind}-{i}",
+                        "sync" if commits == "none" else commits,
+                        history,
+                        work,
+                    )
                     rate = bare(spec, last, commits) if consumer == "bare" else member(spec, last, work)
                     rates[kind].append(rate)
                     print(f"round {i} {kind:<11} {label:<42} {rate:>10,.0f} records/s", flush=True)
@@ -197,8 +236,10 @@ def main() -> int:
     print("mean records/s: " + ", ".join(f"{kind} {rate:,.0f}" for kind, rate in mean.items()))
     for member_kind, bare_kind in (("member-auto", "bare-auto"), ("member-sync", "bare-sync")):
         ratio = mean[member_kind] / mean[bare_kind]
-        print(f"{member_kind}/{bare_kind} = {ratio:.3f}x  (like for like; goal >= 0.9x: "
-              f"{'met' if ratio >= 0.9 else 'NOT met'})")
+        print(
+            f"{member_kind}/{bare_kind} = {ratio:.3f}x  (like for like; goal >= 0.9x: "
+            f"{'met' if ratio >= 0.9 else 'NOT met'})"
+        )
     for kind in ("bare-auto", "member-auto", "bare-sync", "member-sync"):
         print(f"{kind}/ceiling = {mean[kind] / mean['ceiling']:.2f}x  (reference: what the commit policy costs)")
     return 0

@@ -25,6 +25,7 @@ shows up as a failed input, not a stuck or killed campaign.
 Prints inputs tried, exit codes by family, failures (tracebacks, hangs, unnamed files: must
 be 0), the slowest input and the peak RSS. Exit status 1 if anything failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,8 +73,10 @@ def _alarm(signum, frame):
 def _refused_early(path: Path, work: Path) -> str | None:
     """`run` and `compare` refuse a bad scenario before creating any directory."""
     runs = work / "runs-never"
-    for args in (["run", str(path), "--runs-dir", str(runs)],
-                 ["compare", str(path), "--protocols", "classic-eager", "--runs-dir", str(runs)]):
+    for args in (
+        ["run", str(path), "--runs-dir", str(runs)],
+        ["compare", str(path), "--protocols", "classic-eager", "--runs-dir", str(runs)],
+    ):
         result = CliRunner().invoke(cli, args)
         if result.exit_code != 2 or (result.exception and not isinstance(result.exception, SystemExit)):
             return f"{args[0]}: exit {result.exit_code} {result.exception!r}"
@@ -100,7 +103,9 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     scenarios = [p.read_bytes() for p in sorted((REPO / "scenarios").glob("*.yaml"))]
-    histories = [gzip.decompress(p.read_bytes()) for p in sorted((REPO / "tests/fixtures/histories").glob("*.jsonl.gz"))]
+    histories = [
+        gzip.decompress(p.read_bytes()) for p in sorted((REPO / "tests/fixtures/histories").glob("*.jsonl.gz"))
+    ]
     if not histories:
         print("no histories under tests/fixtures/histories", file=sys.stderr)
         return 2
@@ -168,9 +173,11 @@ def main() -> int:
     for kind in FAMILIES:
         mine = [o for o in outcomes if o.kind == kind]
         codes = collections.Counter(o.exit_code for o in mine)
-        print(f"  {kind}: {len(mine)} inputs, {sum(o.seconds for o in mine):.0f} s; exit codes "
-              + ", ".join(f"{code}: {n}" for code, n in sorted(codes.items(), key=str))
-              + f"; tracebacks {sum(1 for o in mine if o.exception or 'Traceback' in o.output)}")
+        print(
+            f"  {kind}: {len(mine)} inputs, {sum(o.seconds for o in mine):.0f} s; exit codes "
+            + ", ".join(f"{code}: {n}" for code, n in sorted(codes.items(), key=str))
+            + f"; tracebacks {sum(1 for o in mine if o.exception or 'Traceback' in o.output)}"
+        )
     tracebacks = sum(1 for o in outcomes if o.exception or "Traceback" in o.output)
     print(f"tracebacks: {tracebacks}")
     print(f"failures: {len(failures)}")

@@ -84,12 +84,15 @@ def _sample(pid: int) -> Sample | None:
 
 def scenario(members: int, rate: float, duration_s: float, protocol: str, kafka: str) -> dict:
     return {
-        "name": f"member-cost-{members}x-{rate:g}", "seed": 1, "duration_s": duration_s,
+        "name": f"member-cost-{members}x-{rate:g}",
+        "seed": 1,
+        "duration_s": duration_s,
         "cluster": {"kafka": kafka, "brokers": 1},
         "topics": [{"name": "events", "partitions": 2 * members}],
-        "workload": {"group": "member-cost", "consumers": members, "protocol": protocol,
-                     "producer": {"rate": rate}},
-        "faults": [], "recovery": {"timeout_s": 60}}
+        "workload": {"group": "member-cost", "consumers": members, "protocol": protocol, "producer": {"rate": rate}},
+        "faults": [],
+        "recovery": {"timeout_s": 60},
+    }
 
 
 def measure(members: int, rate: float, duration_s: float, protocol: str, kafka: str, runs: Path) -> dict:
@@ -105,13 +108,23 @@ def measure(members: int, rate: float, duration_s: float, protocol: str, kafka: 
         sampler.thread.join()
     start, end = run.timings.get("workload"), run.timings.get("recovery")
     if start is None or end is None:
-        raise SystemExit(f"the run did not get through its workload: {result.error or result.outcome} ({result.run_dir})")
+        raise SystemExit(
+            f"the run did not get through its workload: {result.error or result.outcome} ({result.run_dir})"
+        )
     per_member = sampler.window(start + 2, end)  # the first seconds of the workload are still the join
     cpu = [c for c, _ in per_member]
     rss = [r for _, r in per_member]
-    return {"rate": rate, "members": len(per_member), "verdict": (result.verdict or {}).get("status", result.outcome),
-            "cpu_mean": statistics.fmean(cpu), "cpu_max": max(cpu), "rss_mean": statistics.fmean(rss),
-            "rss_max": max(rss), "workload_s": end - start, "run_dir": result.run_dir}
+    return {
+        "rate": rate,
+        "members": len(per_member),
+        "verdict": (result.verdict or {}).get("status", result.outcome),
+        "cpu_mean": statistics.fmean(cpu),
+        "cpu_max": max(cpu),
+        "rss_mean": statistics.fmean(rss),
+        "rss_max": max(rss),
+        "workload_s": end - start,
+        "run_dir": result.run_dir,
+    }
 
 
 def main() -> int:
@@ -125,14 +138,18 @@ def main() -> int:
     args = parser.parse_args()
     runs = args.runs_dir or Path(tempfile.mkdtemp(prefix="member-cost-"))
     print(f"{args.members} members, {args.protocol}, Kafka {args.kafka}, {args.duration:g} s per rate; runs in {runs}")
-    print(f"{'rate/s':>8} {'members':>7} {'CPU % mean':>10} {'CPU % max':>9} {'RSS MB mean':>11} {'RSS MB max':>10}"
-          f" {'group CPU %':>11} {'group RSS MB':>12} {'100 members: CPU cores, GB':>27}  verdict")
+    print(
+        f"{'rate/s':>8} {'members':>7} {'CPU % mean':>10} {'CPU % max':>9} {'RSS MB mean':>11} {'RSS MB max':>10}"
+        f" {'group CPU %':>11} {'group RSS MB':>12} {'100 members: CPU cores, GB':>27}  verdict"
+    )
     for rate in (float(r) for r in args.rates.split(",")):
         m = measure(args.members, rate, args.duration, args.protocol, args.kafka, runs)
         n = m["members"]
         cores_100, gb_100 = 100 * m["cpu_mean"] / 100, 100 * m["rss_mean"] / 1024  # 100 members; 100 % = a core
-        print(f"{rate:>8g} {n:>7} {m['cpu_mean']:>10.1f} {m['cpu_max']:>9.1f} {m['rss_mean']:>11.1f} {m['rss_max']:>10.1f}"
-              f" {m['cpu_mean'] * n:>11.1f} {m['rss_mean'] * n:>12.0f} {cores_100:>14.2f}, {gb_100:>10.2f}  {m['verdict']}")
+        print(
+            f"{rate:>8g} {n:>7} {m['cpu_mean']:>10.1f} {m['cpu_max']:>9.1f} {m['rss_mean']:>11.1f} {m['rss_max']:>10.1f}"
+            f" {m['cpu_mean'] * n:>11.1f} {m['rss_mean'] * n:>12.0f} {cores_100:>14.2f}, {gb_100:>10.2f}  {m['verdict']}"
+        )
     print("(100 members: the per-member mean × 100 — at that rate spread over 100 members each would do less work)")
     return 0
 

@@ -29,6 +29,7 @@ duplicates) and no violation; the table says if it did not.
 `--oracle-root DIR` judges with the `oracle` package found in DIR (e.g. a copy of an
 older version) instead of this checkout's, to compare before and after.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,14 +98,28 @@ class LongRun:
         t = max(t, self.last_t.get(writer, t))
         self.seq[writer] = self.seq.get(writer, 0) + 1
         self.last_t[writer] = t
-        event = {"name": name, "ts": round(self.wall0 + t, 3), "mono_ms": round(self.mono0 + t, 3),
-                 "source": source, "seq": self.seq[writer], **fields}
+        event = {
+            "name": name,
+            "ts": round(self.wall0 + t, 3),
+            "mono_ms": round(self.mono0 + t, 3),
+            "source": source,
+            "seq": self.seq[writer],
+            **fields,
+        }
         self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
         self.lines += 1
 
     def memit(self, t: float, m: _Member, name: str, **fields) -> None:
-        self.emit(t, name, m.name, member=m.name, incarnation=m.incarnation, member_id=m.member_id,
-                  generation=m.generation, **fields)
+        self.emit(
+            t,
+            name,
+            m.name,
+            member=m.name,
+            incarnation=m.incarnation,
+            member_id=m.member_id,
+            generation=m.generation,
+            **fields,
+        )
 
     def coord(self, t: float, name: str, **fields) -> None:
         self.emit(t, name, "broker-1", broker=1, group=GROUP, **fields)
@@ -124,8 +139,11 @@ class LongRun:
             self.log_end[p] += max(1, int(self.rng.gauss(PER_PARTITION_PER_TICK, 2)))
 
     def ack(self, t: float) -> None:
-        ranges = [self.range_(p, self.acked[p], self.log_end[p] - 1)
-                  for p in range(PARTITIONS) if self.log_end[p] > self.acked[p]]
+        ranges = [
+            self.range_(p, self.acked[p], self.log_end[p] - 1)
+            for p in range(PARTITIONS)
+            if self.log_end[p] > self.acked[p]
+        ]
         self.acked = list(self.log_end)
         if ranges:
             self.emit(t, "records_acked", "producer", ranges=ranges)
@@ -149,32 +167,63 @@ class LongRun:
         if not offsets:
             return
         ok = m.generation == self.generation and not m.paused and set(offsets) <= set(m.owned)
-        self.memit(sent + self.rng.uniform(1, 6), m, "offsets_committed",
-                   offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
-                   success=ok, error=None if ok else "ILLEGAL_GENERATION", error_code=None if ok else 22,
-                   trigger=trigger, started_mono_ms=round(self.mono0 + sent, 3))
+        self.memit(
+            sent + self.rng.uniform(1, 6),
+            m,
+            "offsets_committed",
+            offsets=[{"topic": TOPIC, "partition": p, "offset": o} for p, o in sorted(offsets.items())],
+            success=ok,
+            error=None if ok else "ILLEGAL_GENERATION",
+            error_code=None if ok else 22,
+            trigger=trigger,
+            started_mono_ms=round(self.mono0 + sent, 3),
+        )
         if ok:
             for p, o in offsets.items():
                 self.committed[p] = max(self.committed.get(p, 0), o)
         m.uncommitted.clear()
 
     def sample_lag(self, t: float) -> None:
-        parts = [{"topic": TOPIC, "partition": p, "committed": self.committed.get(p),
-                  "high_watermark": self.acked[p], "lag": self.acked[p] - self.committed.get(p, 0)}
-                 for p in range(PARTITIONS)]
+        parts = [
+            {
+                "topic": TOPIC,
+                "partition": p,
+                "committed": self.committed.get(p),
+                "high_watermark": self.acked[p],
+                "lag": self.acked[p] - self.committed.get(p, 0),
+            }
+            for p in range(PARTITIONS)
+        ]
         self.emit(t, "lag_sampled", "observer", group=GROUP, partitions=parts)
 
     def describe_group(self, t: float) -> None:
         live = [m for m in self.members.values() if m.alive and m.generation == self.generation]
-        self.emit(t, "group_described", "observer", group=GROUP, state="STABLE", coordinator=1,
-                  members={f"{m.name}/{m.member_id}": [[TOPIC, p] for p in m.owned] for m in live},
-                  covers_all=sorted(p for m in live for p in m.owned) == list(range(PARTITIONS)))
+        self.emit(
+            t,
+            "group_described",
+            "observer",
+            group=GROUP,
+            state="STABLE",
+            coordinator=1,
+            members={f"{m.name}/{m.member_id}": [[TOPIC, p] for p in m.owned] for m in live},
+            covers_all=sorted(p for m in live for p in m.owned) == list(range(PARTITIONS)),
+        )
 
     def start_member(self, t: float, m: _Member) -> None:
         self.emit(t, "process_started", "harness", process=m.name, role="consumer", pid=m.pid)
-        self.memit(t + self.rng.uniform(30, 80), m, "consumer_started", pid=m.pid, group=GROUP,
-                   protocol="classic-eager", assignor="range", group_instance_id=None, commit_mode="sync",
-                   session_timeout_ms=SESSION_TIMEOUT_MS, max_poll_interval_ms=300_000)
+        self.memit(
+            t + self.rng.uniform(30, 80),
+            m,
+            "consumer_started",
+            pid=m.pid,
+            group=GROUP,
+            protocol="classic-eager",
+            assignor="range",
+            group_instance_id=None,
+            commit_mode="sync",
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            max_poll_interval_ms=300_000,
+        )
 
     # -- rebalances ------------------------------------------------------------------------
 
@@ -202,8 +251,7 @@ class LongRun:
         leader = ordered[0]
         for m in members:
             m.generation = self.generation
-            self.memit(t, m, "group_joined", leader_id=leader.member_id, is_leader=m is leader,
-                       protocol_name="range")
+            self.memit(t, m, "group_joined", leader_id=leader.member_id, is_leader=m is leader, protocol_name="range")
             t += self.rng.uniform(0.2, 2)
         t += self.rng.uniform(5, 40)
         self.coord(t - 1, "coordinator_assignment_received", generation=self.generation, leader_id=leader.member_id)
@@ -224,8 +272,11 @@ class LongRun:
         self.faults += 1
         fid, victim = f"f{self.faults}", self.members[f"consumer-{(self.faults - 1) % MEMBERS + 1}"]
         kind = "pause" if self.faults % 2 else "crash"
-        params = ({"duration_s": FAULT_MS / 1000} if kind == "pause"
-                  else {"restart_after_s": FAULT_MS / 1000, "signal": "SIGKILL"})
+        params = (
+            {"duration_s": FAULT_MS / 1000}
+            if kind == "pause"
+            else {"restart_after_s": FAULT_MS / 1000, "signal": "SIGKILL"}
+        )
         self.produce(t)
         self.consume(t - 1, victim, commit=False)  # its last batch is processed, its commit never leaves
         self.emit(t, "fault_started", "fault", fault_id=fid, kind=kind, target=victim.name, params=params, details={})
@@ -233,8 +284,9 @@ class LongRun:
             victim.paused = True
         else:
             victim.alive = False
-            self.emit(t + 2, "process_exited", "harness", process=victim.name, role="consumer", pid=victim.pid,
-                      returncode=-9)
+            self.emit(
+                t + 2, "process_exited", "harness", process=victim.name, role="consumer", pid=victim.pid, returncode=-9
+            )
         evicted = t + SESSION_TIMEOUT_MS + self.rng.uniform(0, 300)
         self.ticks(t + TICK_MS, evicted)  # the others go on meanwhile
         self.coord(evicted, "coordinator_member_removed", member_id=victim.member_id, reason="failed")
@@ -255,8 +307,9 @@ class LongRun:
             victim.owned, victim.member_id, victim.generation = [], None, None
             self.start_member(end + 2, victim)
             self.memit(end + 300, victim, "group_join_sent")
-        return self.rebalance(end + 330, f"Adding new member {victim.name} with group instance id None",
-                              joiners=(victim,))
+        return self.rebalance(
+            end + 330, f"Adding new member {victim.name} with group instance id None", joiners=(victim,)
+        )
 
     def ticks(self, start: float, end: float) -> None:
         """Every tick after start whose work is done before end."""
@@ -276,13 +329,32 @@ class LongRun:
                 self.consume(t + self.rng.uniform(1, 60), m)
 
     def run(self) -> None:
-        self.emit(0, "run_started", "harness", run_id="bench-oracle", scenario="bench-oracle", seed=1,
-                  topics=[{"topic": TOPIC, "partitions": PARTITIONS}], topic_pattern=None, group=GROUP,
-                  protocol="classic-eager", assignor="range", members=list(self.members), checks={}, faults=[],
-                  clock_offset_ms=self.wall0 - self.mono0)
+        self.emit(
+            0,
+            "run_started",
+            "harness",
+            run_id="bench-oracle",
+            scenario="bench-oracle",
+            seed=1,
+            topics=[{"topic": TOPIC, "partitions": PARTITIONS}],
+            topic_pattern=None,
+            group=GROUP,
+            protocol="classic-eager",
+            assignor="range",
+            members=list(self.members),
+            checks={},
+            faults=[],
+            clock_offset_ms=self.wall0 - self.mono0,
+        )
         self.emit(10, "phase", "harness", phase="warmup", members=list(self.members))
-        self.emit(20, "producer_started", "producer", pid=6999, topic=TOPIC, rate=PARTITIONS * 1000 / TICK_MS
-                  * PER_PARTITION_PER_TICK)
+        self.emit(
+            20,
+            "producer_started",
+            "producer",
+            pid=6999,
+            topic=TOPIC,
+            rate=PARTITIONS * 1000 / TICK_MS * PER_PARTITION_PER_TICK,
+        )
         for i, m in enumerate(self.members.values()):
             self.start_member(30 + i, m)
             self.memit(500 + i, m, "group_join_sent")
@@ -364,10 +436,14 @@ def main() -> int:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         print(f"oracle: {args.oracle_root}/oracle; histories in {root}")
-        print(f"machine load average {os.getloadavg()[0]:.1f}; seconds are wall-clock (load_history, "
-              f"check_history, the whole child), CPU s the child's own")
-        print(f"{'records':>11} {'lines':>10} {'MB':>7} {'load s':>7} {'check s':>8} {'total s':>8} {'CPU s':>6} "
-              f"{'peak RSS MB':>12} {'time ratio':>11}  verdict  (time ratio: to the size above)")
+        print(
+            f"machine load average {os.getloadavg()[0]:.1f}; seconds are wall-clock (load_history, "
+            f"check_history, the whole child), CPU s the child's own"
+        )
+        print(
+            f"{'records':>11} {'lines':>10} {'MB':>7} {'load s':>7} {'check s':>8} {'total s':>8} {'CPU s':>6} "
+            f"{'peak RSS MB':>12} {'time ratio':>11}  verdict  (time ratio: to the size above)"
+        )
         previous: tuple[int, float, float] | None = None  # records, seconds, CPU seconds
         first: tuple[int, float, float] | None = None  # the smallest size judged, for the overall ratio
         for size in sizes:
@@ -382,23 +458,31 @@ def main() -> int:
             head = f"{info['consumed']:>11,} {info['lines']:>10,} {mb:>7.1f}"
             if row.get("error"):
                 took = f"> {args.timeout:.0f}" if row["error"].startswith("stopped") else "-"
-                print(f"{head} {'':>7} {'':>8} {took:>8} {'':>6} {row['rss_mb'] or '':>12} "
-                      f"{'':>11}  {row['error']}", flush=True)
+                print(
+                    f"{head} {'':>7} {'':>8} {took:>8} {'':>6} {row['rss_mb'] or '':>12} {'':>11}  {row['error']}",
+                    flush=True,
+                )
                 previous = None
                 continue
             ratio = ""
             if previous:
                 ratio = f"{row['seconds'] / previous[1]:.2f} ({info['consumed'] / previous[0]:.1f}x)"
-            verdict = ("PASS" if row["ok"] else "FAIL " + ",".join(sorted(set(row["violations"])))) \
-                + f", {row['findings']} findings"
-            print(f"{head} {row['load_s']:>7.1f} {row['check_s']:>8.1f} {row['seconds']:>8.1f} {row['cpu']:>6.1f} "
-                  f"{row['rss_mb']:>12,.0f} {ratio:>11}  {verdict}", flush=True)
+            verdict = (
+                "PASS" if row["ok"] else "FAIL " + ",".join(sorted(set(row["violations"])))
+            ) + f", {row['findings']} findings"
+            print(
+                f"{head} {row['load_s']:>7.1f} {row['check_s']:>8.1f} {row['seconds']:>8.1f} {row['cpu']:>6.1f} "
+                f"{row['rss_mb']:>12,.0f} {ratio:>11}  {verdict}",
+                flush=True,
+            )
             previous = (info["consumed"], row["seconds"], row["cpu"])
             first = first or previous
         if first and previous and previous is not first:  # CPU too: on a busy machine wall-clock is noisy
-            print(f"time ratio {first[0]:,} -> {previous[0]:,} records ({previous[0] / first[0]:.1f}x the records): "
-                  f"{previous[1] / first[1]:.2f}x the time, {previous[2] / first[2]:.2f}x the CPU "
-                  f"(linear: at most {1.1 * previous[0] / first[0]:.1f})")
+            print(
+                f"time ratio {first[0]:,} -> {previous[0]:,} records ({previous[0] / first[0]:.1f}x the records): "
+                f"{previous[1] / first[1]:.2f}x the time, {previous[2] / first[2]:.2f}x the CPU "
+                f"(linear: at most {1.1 * previous[0] / first[0]:.1f})"
+            )
     return 0
 
 
@@ -424,8 +508,10 @@ def run_child(path: Path, oracle_root: Path, timeout: float) -> dict:
     out, err = out.read().decode(), err.read().decode()
     rss_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
     if proc.returncode != 0:
-        return {"error": f"exit {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}",
-                "rss_mb": round(rss_mb)}
+        return {
+            "error": f"exit {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}",
+            "rss_mb": round(rss_mb),
+        }
     return {"seconds": seconds, "cpu": cpu, "rss_mb": rss_mb, **json.loads(out)}
 
 

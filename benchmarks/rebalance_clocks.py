@@ -18,6 +18,7 @@ whose coordinator logged both ends, prints the distribution of
 
 Reads histories only (the oracle), like `rebalance-lab check`.
 """
+
 from __future__ import annotations
 
 import glob
@@ -62,9 +63,11 @@ def describe(label: str, values: list[float]) -> str:
     if not values:
         return f"{label:<42} n=0"
     a = [abs(v) for v in values]
-    return (f"{label:<42} n={len(values):<4} median {statistics.median(values):8.1f}  "
-            f"|Δ| p50 {percentile(a, 50):7.1f}  p95 {percentile(a, 95):7.1f}  max {max(a):8.1f} ms   "
-            f"within 50 ms: {sum(x <= 50 for x in a) / len(a):6.1%}")
+    return (
+        f"{label:<42} n={len(values):<4} median {statistics.median(values):8.1f}  "
+        f"|Δ| p50 {percentile(a, 50):7.1f}  p95 {percentile(a, 95):7.1f}  max {max(a):8.1f} ms   "
+        f"within 50 ms: {sum(x <= 50 for x in a) / len(a):6.1%}"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -98,8 +101,10 @@ def main(argv: list[str]) -> int:
             if z is not None:
                 figures.setdefault((family, "stabilized"), []).append(z)
                 worst.append((abs(z), f"{d.name} generation {r['generation']}: stabilized Δ {z:+.1f} ms"))
-    print(f"{len(dirs)} run directories; teardown rebalances left out: {teardown}; "
-          f"completed rebalances without a coordinator clock: {unmatched}")
+    print(
+        f"{len(dirs)} run directories; teardown rebalances left out: {teardown}; "
+        f"completed rebalances without a coordinator clock: {unmatched}"
+    )
     for family in sorted({f for f, _ in figures}):
         print(family)
         for what in ("start, member-triggered", "start, coordinator-triggered (detection)", "stabilized"):

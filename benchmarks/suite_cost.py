@@ -48,9 +48,18 @@ BY_COMMAND = (
     ("zookeeper (in a container)", lambda argv: any(a.endswith(".QuorumPeerMain") for a in argv)),
     ("toxiproxy (in a container)", lambda argv: Path(argv[0]).name.startswith("toxiproxy")),
     ("spark", lambda argv: "org.apache.spark.deploy.SparkSubmit" in argv or "pyspark.daemon" in argv),
-    ("engine", lambda argv: Path(argv[0]).name.startswith(("dockerd", "containerd", "docker-proxy", "runc", "docker-init"))),
-    ("pytest", lambda argv: "pytest" in argv[:3] or "import sys;exec(eval(sys.stdin.readline()))" in argv),  # xdist workers
-    ("harness", lambda argv: Path(argv[0]).name == "rebalance-lab" or argv[1:3] in (["-m", "harness"], ["-m", "analysis"])),
+    (
+        "engine",
+        lambda argv: Path(argv[0]).name.startswith(("dockerd", "containerd", "docker-proxy", "runc", "docker-init")),
+    ),
+    (
+        "pytest",
+        lambda argv: "pytest" in argv[:3] or "import sys;exec(eval(sys.stdin.readline()))" in argv,
+    ),  # xdist workers
+    (
+        "harness",
+        lambda argv: Path(argv[0]).name == "rebalance-lab" or argv[1:3] in (["-m", "harness"], ["-m", "analysis"]),
+    ),
     ("load", lambda argv: any(Path(a).name == "locust" for a in argv[:3])),
     ("other java", lambda argv: Path(argv[0]).name == "java"),
     ("other python", lambda argv: Path(argv[0]).name.startswith("python")),
@@ -92,8 +101,11 @@ class CpuSampler(threading.Thread):
 
     def _read(self, first: bool = False) -> None:
         roles = {str(p.pid): p.role for p in registered(forget_dead=False)}  # a measuring tool never writes
-        stats = {pid: stat for pid in filter(str.isdigit, os.listdir("/proc"))
-                 if pid != self.own and (stat := proc_stat(pid)) and not int(stat[6]) & PF_KTHREAD}
+        stats = {
+            pid: stat
+            for pid in filter(str.isdigit, os.listdir("/proc"))
+            if pid != self.own and (stat := proc_stat(pid)) and not int(stat[6]) & PF_KTHREAD
+        }
         keys = {pid: (pid, stat[19]) for pid, stat in stats.items()}
         for pid, stat in sorted(stats.items(), key=lambda item: int(item[1][19])):  # parents first
             key = keys[pid]
@@ -128,8 +140,10 @@ class CpuSampler(threading.Thread):
                 spent[entry["kind"]] += used
                 started[entry["kind"]] += key not in self.before
             tree += used if entry["in_tree"] else 0.0
-        return {"by_kind": {kind: {"cpu_s": round(s, 1), "processes": started[kind]} for kind, s in spent.most_common()},
-                "tree_seen_s": tree}
+        return {
+            "by_kind": {kind: {"cpu_s": round(s, 1), "processes": started[kind]} for kind, s in spent.most_common()},
+            "tree_seen_s": tree,
+        }
 
 
 def lanes(junit: Path) -> dict:
@@ -137,16 +151,25 @@ def lanes(junit: Path) -> dict:
     per_module: collections.Counter = collections.Counter()
     for case in ET.parse(junit).getroot().iter("testcase"):
         parts = case.get("classname", "").split(".")[1:]  # tests.integration.test_pause[.TestClass]
-        module = "/".join(parts[:next((i + 1 for i, p in enumerate(parts) if p.startswith("test_")), len(parts))])
+        module = "/".join(parts[: next((i + 1 for i, p in enumerate(parts) if p.startswith("test_")), len(parts))])
         per_module[module] += float(case.get("time") or 0)
     heavy = sum(t for m, t in per_module.items() if m in HEAVY_MODULES)
-    return {"test_s": round(sum(per_module.values()), 1), "three_broker_modules_s": round(heavy, 1),
-            "modules_s": {m: round(t, 1) for m, t in per_module.most_common()}}
+    return {
+        "test_s": round(sum(per_module.values()), 1),
+        "three_broker_modules_s": round(heavy, 1),
+        "modules_s": {m: round(t, 1) for m, t in per_module.most_common()},
+    }
 
 
 # A run's phases (harness.supervision.run_state.phase_seconds), as the figures name them.
-PHASES = {"start": "cluster start", "cluster_ready": "topics and clients", "warmup": "warm-up",
-          "workload": "workload", "recovery": "recovery", "drain": "drain"}
+PHASES = {
+    "start": "cluster start",
+    "cluster_ready": "topics and clients",
+    "warmup": "warm-up",
+    "workload": "workload",
+    "recovery": "recovery",
+    "drain": "drain",
+}
 
 
 def run_phases(root: Path) -> dict:
@@ -166,8 +189,11 @@ def run_phases(root: Path) -> dict:
         shared += bool(run.get("shared_cluster"))
         for name, s in seconds.items():
             spent[PHASES.get(name, name)] += s
-    return {"runs": runs, "on_a_shared_cluster": shared,
-            "phases_s": {k: round(v, 1) for k, v in spent.most_common() if round(v, 1) > 0}}
+    return {
+        "runs": runs,
+        "on_a_shared_cluster": shared,
+        "phases_s": {k: round(v, 1) for k, v in spent.most_common() if round(v, 1) > 0},
+    }
 
 
 def _basetemp(pytest_args: list[str], out: Path) -> tuple[list[str], Path]:
@@ -199,8 +225,11 @@ def _pytest(argv: list[str], sampler: CpuSampler) -> tuple[int, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, help="where suite-cost.json, junit.xml and the basetemp go "
-                                                 "(default: a new temporary directory)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where suite-cost.json, junit.xml and the basetemp go (default: a new temporary directory)",
+    )
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between two readings of /proc")
     parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments (default: the whole suite)")
     args = parser.parse_args()
@@ -222,9 +251,15 @@ def main() -> int:
     if unseen >= 0.05:
         by_kind["not seen by a reading"] = {"cpu_s": round(unseen, 1), "processes": 0}
     cpu = sum(k["cpu_s"] for k in by_kind.values())
-    figures = {"pytest_exit_code": code, "wall_s": round(wall, 1), "cores": cores,
-               "machine_busy_percent": round(100 * (busy1 - busy0) / max(1, total1 - total0), 1),
-               "cpu_s": round(cpu, 1), "cpu_floor_s": round(cpu / cores, 1), "cpu_by_kind": by_kind}
+    figures = {
+        "pytest_exit_code": code,
+        "wall_s": round(wall, 1),
+        "cores": cores,
+        "machine_busy_percent": round(100 * (busy1 - busy0) / max(1, total1 - total0), 1),
+        "cpu_s": round(cpu, 1),
+        "cpu_floor_s": round(cpu / cores, 1),
+        "cpu_by_kind": by_kind,
+    }
     try:
         figures |= lanes(out / "junit.xml")
     except (OSError, ET.ParseError) as e:
@@ -232,21 +267,31 @@ def main() -> int:
     figures["real_runs"] = run_phases(basetemp) if basetemp.is_dir() else None
     (out / "suite-cost.json").write_text(json.dumps(figures, indent=2) + "\n")
 
-    print(f"\nwall {wall / 60:.1f} min, pytest exit {code}; the machine's {cores} cores {figures['machine_busy_percent']} % busy")
-    print(f"the suite's CPU {cpu:,.0f} s: at least {cpu / cores / 60:.1f} min of these {cores} cores, however it is spread")
+    print(
+        f"\nwall {wall / 60:.1f} min, pytest exit {code}; the machine's {cores} cores {figures['machine_busy_percent']} % busy"
+    )
+    print(
+        f"the suite's CPU {cpu:,.0f} s: at least {cpu / cores / 60:.1f} min of these {cores} cores, however it is spread"
+    )
     for kind, k in by_kind.items():
-        print(f"  {k['cpu_s']:8,.0f} s {100 * k['cpu_s'] / max(cpu, 1):5.1f} %  {kind}"
-              + (f" ({k['processes']} started)" if k["processes"] else ""))
+        print(
+            f"  {k['cpu_s']:8,.0f} s {100 * k['cpu_s'] / max(cpu, 1):5.1f} %  {kind}"
+            + (f" ({k['processes']} started)" if k["processes"] else "")
+        )
     if "test_s" in figures:
-        print(f"test time {figures['test_s']:,.0f} s (setup, call and teardown, summed), "
-              f"{figures['test_s'] / wall:.2f} tests at a time on average; the three-broker modules, "
-              f"which take turns on one worker: {figures['three_broker_modules_s']:,.0f} s")
+        print(
+            f"test time {figures['test_s']:,.0f} s (setup, call and teardown, summed), "
+            f"{figures['test_s'] / wall:.2f} tests at a time on average; the three-broker modules, "
+            f"which take turns on one worker: {figures['three_broker_modules_s']:,.0f} s"
+        )
         for module, seconds in list(figures["modules_s"].items())[:12]:
             print(f"  {seconds:7,.0f} s  {module}")
     if figures["real_runs"]:
         r = figures["real_runs"]
-        print(f"{r['runs']} real runs ({r['on_a_shared_cluster']} on a shared cluster), seconds per phase, summed: "
-              + ", ".join(f"{name} {s:,.0f}" for name, s in r["phases_s"].items()))
+        print(
+            f"{r['runs']} real runs ({r['on_a_shared_cluster']} on a shared cluster), seconds per phase, summed: "
+            + ", ".join(f"{name} {s:,.0f}" for name, s in r["phases_s"].items())
+        )
     print(f"figures: {out / 'suite-cost.json'}")
     return code
 

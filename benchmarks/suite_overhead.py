@@ -48,12 +48,22 @@ FAULTS = [  # one per scenario, at 4 s into the workload
 def scenario(i: int, duration_s: float) -> dict:
     faults = FAULTS[i % len(FAULTS)]
     return {
-        "name": f"overhead-{i + 1:02d}-{faults[0]['kind'] if faults else 'none'}", "seed": i + 1,
-        "duration_s": duration_s, "cluster": {"kafka": "3.9", "brokers": 3},
+        "name": f"overhead-{i + 1:02d}-{faults[0]['kind'] if faults else 'none'}",
+        "seed": i + 1,
+        "duration_s": duration_s,
+        "cluster": {"kafka": "3.9", "brokers": 3},
         "topics": [{"name": "events", "partitions": 6, "replication_factor": 3}],
-        "workload": {"group": "overhead", "protocol": "classic-cooperative", "assignor": "cooperative-sticky",
-                     "consumers": 3, "commit": "sync", "processing_ms": 1, "session_timeout_ms": 6000,
-                     "heartbeat_interval_ms": 1000, "producer": {"rate": 200}},
+        "workload": {
+            "group": "overhead",
+            "protocol": "classic-cooperative",
+            "assignor": "cooperative-sticky",
+            "consumers": 3,
+            "commit": "sync",
+            "processing_ms": 1,
+            "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 1000,
+            "producer": {"rate": 200},
+        },
         "faults": faults,
         "recovery": {"timeout_s": 90, "stable_for_s": 2},
     }
@@ -73,7 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", type=int, default=10)
     parser.add_argument("--duration", type=float, default=15.0, help="each scenario's workload, seconds")
-    parser.add_argument("--runs-dir", type=Path, default=None, help="keep the runs here (default: a temporary directory)")
+    parser.add_argument(
+        "--runs-dir", type=Path, default=None, help="keep the runs here (default: a temporary directory)"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="rl-overhead-") as tmp:
@@ -89,27 +101,41 @@ def main() -> None:
         results = {}
         for label, share in (("fresh cluster per scenario", False), ("shared cluster", True)):
             t0 = time.monotonic()
-            run = SuiteRun(suite, suite.variants, runs, share_clusters=share,
-                           report=lambda m: print(f"  {m}", flush=True) if "stopping a shared" in m else None)
+            run = SuiteRun(
+                suite,
+                suite.variants,
+                runs,
+                share_clusters=share,
+                report=lambda m: print(f"  {m}", flush=True) if "stopping a shared" in m else None,
+            )
             code = run.execute()
             results[label] = (overheads(run.dir), time.monotonic() - t0, code, run.dir)
             time.sleep(1)  # distinct suite directory stamps
 
-    print(f"\n{args.scenarios} scenarios of {args.duration:.0f} s workload; overhead = wall − (warm-up + workload + recovery)\n")
+    print(
+        f"\n{args.scenarios} scenarios of {args.duration:.0f} s workload; overhead = wall − (warm-up + workload + recovery)\n"
+    )
     print(f"{'variant':34} {'fresh: wall':>12} {'overhead':>9} {'shared: wall':>13} {'overhead':>9}")
     (fresh, fresh_wall, _, _), (shared, shared_wall, _, _) = results.values()
     for (name, fw, fo, fs), (_, sw, so, ss) in zip(fresh, shared, strict=False):
-        print(f"{name:34} {fw:11.1f}s {fo:8.1f}s{'' if fs == 'passed' else ' ' + fs:1} {sw:12.1f}s {so:8.1f}s"
-              f"{'' if ss == 'passed' else ' ' + ss}")
+        print(
+            f"{name:34} {fw:11.1f}s {fo:8.1f}s{'' if fs == 'passed' else ' ' + fs:1} {sw:12.1f}s {so:8.1f}s"
+            f"{'' if ss == 'passed' else ' ' + ss}"
+        )
     for label, (rows, wall, code, _) in results.items():
         o = [r[2] for r in rows]
-        print(f"{label:28} suite wall {wall:6.1f} s (exit {code}); overhead per scenario: "
-              f"mean {statistics.mean(o):4.1f} s, median {statistics.median(o):4.1f} s, max {max(o):4.1f} s")
+        print(
+            f"{label:28} suite wall {wall:6.1f} s (exit {code}); overhead per scenario: "
+            f"mean {statistics.mean(o):4.1f} s, median {statistics.median(o):4.1f} s, max {max(o):4.1f} s"
+        )
+
     def mean(rows):
         return statistics.mean(r[2] for r in rows)
 
-    print(f"sharing cuts the mean overhead {mean(fresh) / mean(shared):.1f}x and the suite's wall time "
-          f"{fresh_wall / shared_wall:.2f}x (goal: ≤ 5 s per scenario shared)")
+    print(
+        f"sharing cuts the mean overhead {mean(fresh) / mean(shared):.1f}x and the suite's wall time "
+        f"{fresh_wall / shared_wall:.2f}x (goal: ≤ 5 s per scenario shared)"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ kind of event: members' own events (read from the history as they are written, e
 and the brokers' log lines (read into the history as often while a trigger waits on them),
 with count, p50, p95 and max. Goal: p95 ≤ 50 ms.
 """
+
 from __future__ import annotations
 
 import glob
@@ -31,8 +32,13 @@ def main(args: list[str]) -> int:
             if '"fault_started"' in line and '"trigger"' in line:
                 e = json.loads(line)
                 source = e["trigger"]["source"]
-                kind = ("broker log" if source.startswith("broker-") else
-                        "coordinator" if source.startswith("coordinator") else "member / harness")
+                kind = (
+                    "broker log"
+                    if source.startswith("broker-")
+                    else "coordinator"
+                    if source.startswith("coordinator")
+                    else "member / harness"
+                )
                 by_source[kind].append(e["trigger_latency_ms"])
     if not by_source:
         print(f"no triggered faults in {len(dirs)} run directories")
@@ -40,10 +46,14 @@ def main(args: list[str]) -> int:
     print(f"{len(dirs)} runs")
     print(f"{'fired by':<18} {'faults':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for kind, values in sorted(by_source.items()):
-        print(f"{kind:<18} {len(values):>6} {percentile(values, .5):>8.1f} {percentile(values, .95):>8.1f} "
-              f"{max(values):>8.1f}")
+        print(
+            f"{kind:<18} {len(values):>6} {percentile(values, 0.5):>8.1f} {percentile(values, 0.95):>8.1f} "
+            f"{max(values):>8.1f}"
+        )
     every = [v for values in by_source.values() for v in values]
-    print(f"{'all':<18} {len(every):>6} {percentile(every, .5):>8.1f} {percentile(every, .95):>8.1f} {max(every):>8.1f}")
+    print(
+        f"{'all':<18} {len(every):>6} {percentile(every, 0.5):>8.1f} {percentile(every, 0.95):>8.1f} {max(every):>8.1f}"
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """One coordinator instance: ``python -m coordinator SPEC.json`` (a ``CoordinatorSpec``)."""
+
 from __future__ import annotations
 
 import os
@@ -49,30 +50,43 @@ def claim_incarnation(beside: str) -> int:
 def main(argv: list[str]) -> int:
     spec = read_spec(CoordinatorSpec, argv)
     stop = stop_on_signals()
-    history = HistoryWriter(spec.history, spec.name, instance=spec.name,
-                            incarnation=claim_incarnation(spec.session_file))
-    zk = KazooClient(hosts=spec.zookeeper_connect, timeout=spec.zookeeper_session_timeout_ms / 1000,
-                     connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
-                     logger=QUIET_ZK_LOG)
+    history = HistoryWriter(
+        spec.history, spec.name, instance=spec.name, incarnation=claim_incarnation(spec.session_file)
+    )
+    zk = KazooClient(
+        hosts=spec.zookeeper_connect,
+        timeout=spec.zookeeper_session_timeout_ms / 1000,
+        connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
+        logger=QUIET_ZK_LOG,
+    )
 
     def on_state(state: str) -> None:
         history.emit(ev.COORDINATOR_ZOOKEEPER_STATE, state=state)
         if state == KazooState.CONNECTED:
-            threading.Thread(target=lambda: publish_session(zk.client_id, spec.session_file,
-                                                            zookeeper_connect=spec.zookeeper_connect),
-                             daemon=True).start()
+            threading.Thread(
+                target=lambda: publish_session(
+                    zk.client_id, spec.session_file, zookeeper_connect=spec.zookeeper_connect
+                ),
+                daemon=True,
+            ).start()
 
     zk.add_listener(on_state)
-    coordinator = Coordinator(Instance(spec.name, spec.host, spec.port),
-                              variant(spec.variant, spec.initial_rebalance_delay_ms), zk, history,
-                              session_timeout_s=spec.zookeeper_session_timeout_ms / 1000,
-                              watch_topics=spec.variant == "v1")
+    coordinator = Coordinator(
+        Instance(spec.name, spec.host, spec.port),
+        variant(spec.variant, spec.initial_rebalance_delay_ms),
+        zk,
+        history,
+        session_timeout_s=spec.zookeeper_session_timeout_ms / 1000,
+        watch_topics=spec.variant == "v1",
+    )
     server = CoordinatorServer(coordinator)  # listening before anything else: the harness waits for the port
     history.emit(ev.COORDINATOR_STARTED, pid=os.getpid(), variant=spec.variant, address=f"{spec.host}:{spec.port}")
     zk.start_async()
-    threads = [threading.Thread(target=coordinator.leadership.run, name="election", daemon=True),
-               threading.Thread(target=coordinator.ticker, name="ticker", daemon=True),
-               threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="server", daemon=True)]
+    threads = [
+        threading.Thread(target=coordinator.leadership.run, name="election", daemon=True),
+        threading.Thread(target=coordinator.ticker, name="ticker", daemon=True),
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="server", daemon=True),
+    ]
     for t in threads:
         t.start()
     while not stop.wait(0.5):

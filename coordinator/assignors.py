@@ -5,6 +5,7 @@ it checks these.
 
 Members are sorted by member id; each topic goes only to the members subscribed to it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping

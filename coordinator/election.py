@@ -8,6 +8,7 @@ and — because a paused process learns of either only after it resumes — also
 once ZooKeeper has not answered this instance for longer than a lease well inside
 the session timeout. Then the instance lets the lock go and contends again.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,15 @@ PING_FRACTION = 0.1  # how often the lease is renewed, as a fraction of the sess
 
 
 class Leadership:
-    def __init__(self, zk: KazooClient, path: str, identity: dict, session_timeout_s: float,
-                 on_elected: Callable[[], None], on_resigned: Callable[[str], None]):
+    def __init__(
+        self,
+        zk: KazooClient,
+        path: str,
+        identity: dict,
+        session_timeout_s: float,
+        on_elected: Callable[[], None],
+        on_resigned: Callable[[str], None],
+    ):
         self.zk = zk
         self.path = path
         self.identity = identity
@@ -106,11 +114,13 @@ class Leadership:
 
     def _release(self, lock) -> None:
         """Let go of the lock node if it still exists (after LOST it is already gone)."""
+
         def release():
             try:
                 lock.release()
             except KazooException:
                 pass
+
         threading.Thread(target=release, daemon=True).start()  # may wait for a reconnect; never block the contest
 
     def stop(self) -> None:

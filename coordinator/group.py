@@ -9,6 +9,7 @@ Requests that wait for the rebalance (JoinGroup, SyncGroup) get a ``Reply`` that
 request's thread waits on outside the lock; the group fills it in when the
 rebalance gets that far.
 """
+
 from __future__ import annotations
 
 import threading
@@ -103,9 +104,14 @@ class Member:
     awaiting_sync: Reply | None = None
 
     def metadata(self) -> dict:
-        return {"client_id": self.client_id, "session_timeout_ms": self.session_timeout_ms,
-                "rebalance_timeout_ms": self.rebalance_timeout_ms, "protocol": self.protocol, "topics": self.topics,
-                "assignment": [list(tp) for tp in self.assignment]}
+        return {
+            "client_id": self.client_id,
+            "session_timeout_ms": self.session_timeout_ms,
+            "rebalance_timeout_ms": self.rebalance_timeout_ms,
+            "protocol": self.protocol,
+            "topics": self.topics,
+            "assignment": [list(tp) for tp in self.assignment],
+        }
 
 
 def _tps(tps) -> list[dict]:
@@ -113,8 +119,15 @@ def _tps(tps) -> list[dict]:
 
 
 class Group:
-    def __init__(self, group_id: str, variant: Variant, *, emit: Callable[..., None],
-                 persist: Callable[[dict], None], partitions_of: Callable[[list[str]], Mapping[str, int]]):
+    def __init__(
+        self,
+        group_id: str,
+        variant: Variant,
+        *,
+        emit: Callable[..., None],
+        persist: Callable[[dict], None],
+        partitions_of: Callable[[list[str]], Mapping[str, int]],
+    ):
         self.group_id = group_id
         self.variant = variant
         self.emit = emit
@@ -131,8 +144,15 @@ class Group:
 
     # ------------------------------------------------------------------ requests
 
-    def join(self, member_id: str, client_id: str, session_timeout_ms: int, rebalance_timeout_ms: int,
-             protocols: list[dict], now: float) -> Reply:
+    def join(
+        self,
+        member_id: str,
+        client_id: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocols: list[dict],
+        now: float,
+    ) -> Reply:
         if self.state == DEAD:  # unloaded: the group has moved to another coordinator, find it again
             return Reply.now(error(COORDINATOR_NOT_AVAILABLE, "the group is dead here"))
         if not protocols or protocols[0].get("name") not in ASSIGNORS:
@@ -143,8 +163,14 @@ class Group:
         if new:
             member_id = f"{client_id}-{uuid.uuid4()}"
         rebalance_timeout_ms = self.variant.rebalance_timeout_ms(session_timeout_ms, rebalance_timeout_ms)
-        member = self.members.get(member_id) or Member(member_id, client_id, session_timeout_ms, rebalance_timeout_ms,
-                                                        protocols[0]["name"], list(protocols[0].get("topics") or []))
+        member = self.members.get(member_id) or Member(
+            member_id,
+            client_id,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            protocols[0]["name"],
+            list(protocols[0].get("topics") or []),
+        )
         member.session_timeout_ms, member.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
         member.protocol, member.topics = protocols[0]["name"], list(protocols[0].get("topics") or [])
         self.members[member_id] = member
@@ -221,10 +247,16 @@ class Group:
         return error(0)
 
     def describe(self) -> dict:
-        return {"state": self.state, "generation_id": self.generation, "protocol_name": self.protocol,
-                "leader_id": self.leader_id,
-                "members": [{"member_id": m.member_id, "client_id": m.client_id, "assignment": _tps(m.assignment)}
-                            for m in self.members.values()]}
+        return {
+            "state": self.state,
+            "generation_id": self.generation,
+            "protocol_name": self.protocol,
+            "leader_id": self.leader_id,
+            "members": [
+                {"member_id": m.member_id, "client_id": m.client_id, "assignment": _tps(m.assignment)}
+                for m in self.members.values()
+            ],
+        }
 
     # ------------------------------------------------------------------ time
 
@@ -233,8 +265,9 @@ class Group:
         for member in list(self.members.values()):
             # A member waiting in JoinGroup or SyncGroup is alive by definition (Kafka's shouldKeepAlive).
             if member.awaiting_join is None and member.awaiting_sync is None and now >= member.heartbeat_deadline:
-                self._remove(member.member_id, f"session timeout ({member.session_timeout_ms} ms without a heartbeat)",
-                             now)
+                self._remove(
+                    member.member_id, f"session timeout ({member.session_timeout_ms} ms without a heartbeat)", now
+                )
         self.try_complete_join(now)
 
     def metadata_changed(self, reason: str, now: float) -> None:
@@ -246,8 +279,9 @@ class Group:
 
     def _transition(self, to: str, now: float, reason: str = "") -> None:
         if to != self.state:
-            self.emit(ev.COORDINATOR_STATE_CHANGED, **{"from": self.state}, to=to, generation=self.generation,
-                      reason=reason)
+            self.emit(
+                ev.COORDINATOR_STATE_CHANGED, **{"from": self.state}, to=to, generation=self.generation, reason=reason
+            )
             self.state = to
 
     def _prepare_rebalance(self, reason: str, now: float) -> None:
@@ -305,8 +339,14 @@ class Group:
             # v1 has no leader member: the coordinator assigns (the group's first member is kept
             # internally only to pick the assignor its members asked for).
             leader = None if self.variant.coordinator_assigns else self.leader_id
-            response = {**error(0), "generation_id": self.generation, "member_id": mid, "leader_id": leader,
-                        "protocol_name": self.protocol, "members": []}
+            response = {
+                **error(0),
+                "generation_id": self.generation,
+                "member_id": mid,
+                "leader_id": leader,
+                "protocol_name": self.protocol,
+                "members": [],
+            }
             if mid == self.leader_id and not self.variant.coordinator_assigns:
                 response["members"] = [{"member_id": o.member_id, "topics": o.topics} for o in self.members.values()]
             if self.variant.coordinator_assigns:
@@ -346,9 +386,15 @@ class Group:
     # ------------------------------------------------------------------ persistence
 
     def snapshot(self) -> dict:
-        return {"group": self.group_id, "variant": self.variant.name, "state": self.state,
-                "generation": self.generation, "protocol": self.protocol, "leader_id": self.leader_id,
-                "members": {mid: m.metadata() for mid, m in self.members.items()}}
+        return {
+            "group": self.group_id,
+            "variant": self.variant.name,
+            "state": self.state,
+            "generation": self.generation,
+            "protocol": self.protocol,
+            "leader_id": self.leader_id,
+            "members": {mid: m.metadata() for mid, m in self.members.items()},
+        }
 
     def _save(self, now: float) -> bool:
         """Write the group; a deposed leader answers every waiting member NOT_COORDINATOR."""
@@ -382,9 +428,16 @@ class Group:
         group.generation, group.protocol = snapshot["generation"], snapshot["protocol"]
         group.leader_id = snapshot["leader_id"]
         for mid, m in snapshot["members"].items():
-            group.members[mid] = Member(mid, m["client_id"], m["session_timeout_ms"], m["rebalance_timeout_ms"],
-                                        m["protocol"], m["topics"], [tuple(tp) for tp in m["assignment"]],
-                                        heartbeat_deadline=now + m["session_timeout_ms"])
+            group.members[mid] = Member(
+                mid,
+                m["client_id"],
+                m["session_timeout_ms"],
+                m["rebalance_timeout_ms"],
+                m["protocol"],
+                m["topics"],
+                [tuple(tp) for tp in m["assignment"]],
+                heartbeat_deadline=now + m["session_timeout_ms"],
+            )
         group.offsets = dict(offsets)
         group.state = snapshot["state"] if snapshot["state"] in (STABLE, EMPTY) else STABLE
         if snapshot["state"] not in (STABLE, EMPTY):

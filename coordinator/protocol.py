@@ -4,6 +4,7 @@ Shared by the server and the members' client, so both ends agree on framing and
 error codes. The codes are Kafka's, so histories read the same whichever
 coordinator a member talked to.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,18 @@ ERROR_NAMES = {
     INVALID_REQUEST: "INVALID_REQUEST",
 }
 
-APIS = frozenset({"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup",
-                  "OffsetCommit", "OffsetFetch", "DescribeGroup"})
+APIS = frozenset(
+    {
+        "FindCoordinator",
+        "JoinGroup",
+        "SyncGroup",
+        "Heartbeat",
+        "LeaveGroup",
+        "OffsetCommit",
+        "OffsetFetch",
+        "DescribeGroup",
+    }
+)
 MAX_LINE_BYTES = 1 << 20
 
 

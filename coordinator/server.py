@@ -5,6 +5,7 @@ groups are only in memory while it does, reloaded from ZooKeeper at each
 takeover. One lock guards them; requests that wait for a rebalance (JoinGroup,
 SyncGroup) wait outside it.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,15 @@ class Instance:
 
 
 class Coordinator:
-    def __init__(self, instance: Instance, variant: Variant, zk: KazooClient, history: HistoryWriter,
-                 session_timeout_s: float, watch_topics: bool):
+    def __init__(
+        self,
+        instance: Instance,
+        variant: Variant,
+        zk: KazooClient,
+        history: HistoryWriter,
+        session_timeout_s: float,
+        watch_topics: bool,
+    ):
         self.instance = instance
         self.variant = variant
         self.zk = zk
@@ -54,8 +62,9 @@ class Coordinator:
         self.watched: set[str] = set()
         self.groups: dict[str, Group] = {}
         self.lock = threading.RLock()
-        self.leadership = Leadership(zk, f"{self.store.root}/election", instance.identity(), session_timeout_s,
-                                     self._elected, self._resigned)
+        self.leadership = Leadership(
+            zk, f"{self.store.root}/election", instance.identity(), session_timeout_s, self._elected, self._resigned
+        )
         self.stopping = threading.Event()
 
     # --------------------------------------------------------------- leadership
@@ -64,10 +73,13 @@ class Coordinator:
         with self.lock:
             epoch = self.store.take_over(self.instance.name)
             now = _now_ms()
-            self.groups = {name: Group.restore(snapshot, offsets, now, **self._group_kwargs(name))
-                           for name, (snapshot, offsets) in self.store.load().items()}
-            self.history.emit(ev.COORDINATOR_ELECTED, instance=self.instance.name, epoch=epoch,
-                              groups=sorted(self.groups))
+            self.groups = {
+                name: Group.restore(snapshot, offsets, now, **self._group_kwargs(name))
+                for name, (snapshot, offsets) in self.store.load().items()
+            }
+            self.history.emit(
+                ev.COORDINATOR_ELECTED, instance=self.instance.name, epoch=epoch, groups=sorted(self.groups)
+            )
 
     def _resigned(self, reason: str) -> None:
         # Called from kazoo's thread too: no ZooKeeper calls, and never wait for the lock
@@ -84,8 +96,13 @@ class Coordinator:
     def _group_kwargs(self, name: str) -> dict:
         def emit(event: str, **fields) -> None:
             self.history.emit(event, group=name, coordinator=self.instance.name, **fields)
-        return {"variant": self.variant, "emit": emit, "persist": self._persist,
-                "partitions_of": self._partitions_of(name)}
+
+        return {
+            "variant": self.variant,
+            "emit": emit,
+            "persist": self._persist,
+            "partitions_of": self._partitions_of(name),
+        }
 
     def _persist(self, snapshot: dict) -> None:
         try:
@@ -101,6 +118,7 @@ class Coordinator:
                     self.watched.add(topic)
                     self.zk.DataWatch(f"/brokers/topics/{topic}", self._topic_changed(topic))
             return self.store.partition_counts(topics)
+
         return partitions_of
 
     def _topic_changed(self, topic: str):
@@ -113,6 +131,7 @@ class Coordinator:
                         if any(topic in m.topics for m in group.members.values()):
                             group.metadata_changed(f"topic {topic} changed in ZooKeeper", _now_ms())
             seen.append(True)
+
         return changed
 
     # --------------------------------------------------------------- requests
@@ -139,8 +158,12 @@ class Coordinator:
         leader = self.leadership.leader()
         if leader is None:
             return p.error(p.COORDINATOR_NOT_AVAILABLE, "no coordinator elected")
-        return {**p.error(p.NONE), "leader": leader["name"], "address": leader["address"],
-                "instance": self.instance.name}
+        return {
+            **p.error(p.NONE),
+            "leader": leader["name"],
+            "address": leader["address"],
+            "instance": self.instance.name,
+        }
 
     def _group(self, group_id: str) -> Group:
         if group_id not in self.groups:
@@ -154,8 +177,14 @@ class Coordinator:
     def _JoinGroup(self, group_id: str, r: dict) -> dict:
         with self.lock:
             group = self._group(group_id)
-            reply = group.join(r.get("member_id") or "", r.get("client_id") or "member", int(r["session_timeout_ms"]),
-                               int(r.get("rebalance_timeout_ms") or r["session_timeout_ms"]), r["protocols"], _now_ms())
+            reply = group.join(
+                r.get("member_id") or "",
+                r.get("client_id") or "member",
+                int(r["session_timeout_ms"]),
+                int(r.get("rebalance_timeout_ms") or r["session_timeout_ms"]),
+                r["protocols"],
+                _now_ms(),
+            )
             deadline_s = max(0.0, (group.join_deadline - _now_ms()) / 1000)
         return self._wait(reply, deadline_s + REPLY_MARGIN_S)
 
@@ -175,8 +204,9 @@ class Coordinator:
             return self._group(group_id).leave(r["member_id"], _now_ms())
 
     def _OffsetCommit(self, group_id: str, r: dict) -> dict:
-        offsets = [{"topic": o["topic"], "partition": int(o["partition"]), "offset": int(o["offset"])}
-                   for o in r["offsets"]]
+        offsets = [
+            {"topic": o["topic"], "partition": int(o["partition"]), "offset": int(o["offset"])} for o in r["offsets"]
+        ]
         with self.lock:
             group = self._group(group_id)
             response = group.commit(r["member_id"], int(r["generation_id"]), offsets, _now_ms())
@@ -193,9 +223,17 @@ class Coordinator:
     def _OffsetFetch(self, group_id: str, r: dict) -> dict:
         with self.lock:
             offsets = self._group(group_id).offsets
-            return {**p.error(p.NONE), "offsets": [
-                {"topic": x["topic"], "partition": int(x["partition"]),
-                 "offset": offsets.get((x["topic"], int(x["partition"])), -1)} for x in r["partitions"]]}
+            return {
+                **p.error(p.NONE),
+                "offsets": [
+                    {
+                        "topic": x["topic"],
+                        "partition": int(x["partition"]),
+                        "offset": offsets.get((x["topic"], int(x["partition"])), -1),
+                    }
+                    for x in r["partitions"]
+                ],
+            }
 
     def _DescribeGroup(self, group_id: str, r: dict) -> dict:
         with self.lock:

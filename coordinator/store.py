@@ -5,6 +5,7 @@ also checks the epoch node still has the version this leader gave it. A leader
 that was paused, expired or cut off — and does not know it yet — cannot write:
 its transaction fails and it answers NOT_COORDINATOR (``NotLeader``).
 """
+
 from __future__ import annotations
 
 import json
@@ -76,9 +77,14 @@ class GroupStore:
         self._write({path: json.dumps(snapshot, sort_keys=True).encode()})
 
     def save_offsets(self, group: str, member_id: str, generation: int, offsets: list[dict]) -> None:
-        self._write({self.offset_path(group, o["topic"], int(o["partition"])):
-                     json.dumps({"offset": int(o["offset"]), "member_id": member_id, "generation": generation}).encode()
-                     for o in offsets})
+        self._write(
+            {
+                self.offset_path(group, o["topic"], int(o["partition"])): json.dumps(
+                    {"offset": int(o["offset"]), "member_id": member_id, "generation": generation}
+                ).encode()
+                for o in offsets
+            }
+        )
 
     def _write(self, values: dict[str, bytes]) -> None:
         """One transaction: the epoch check, then set (or create) every node."""

@@ -106,11 +106,16 @@ class Effects:
 
     def to_event(self) -> dict:
         """As ``fault_started`` carries it (docs/history.md)."""
-        return {ev.SILENCES: self.silences, ev.SILENCED_AS: self.silenced_as, ev.DOWN: self.down,
-                ev.RESTART_AFTER_S: self.restart_after_s}
+        return {
+            ev.SILENCES: self.silences,
+            ev.SILENCED_AS: self.silenced_as,
+            ev.DOWN: self.down,
+            ev.RESTART_AFTER_S: self.restart_after_s,
+        }
 
 
 NO_EFFECTS = Effects()  # its target (if it has one) goes on as before
+
 
 class FaultSpec(Strict):
     """One entry under ``faults:``. A kind adds ``kind: Literal["its-name"]`` and its options."""
@@ -170,8 +175,11 @@ class FaultSpec(Strict):
 
     def refusals(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for each thing this entry needs that the scenario's backend cannot do."""
-        return [(key, capability.refusal(scenario.backend)) for key, needs in self.needs_by_key().items()
-                for capability in lacking(needs, scenario.capabilities)]
+        return [
+            (key, capability.refusal(scenario.backend))
+            for key, needs in self.needs_by_key().items()
+            for capability in lacking(needs, scenario.capabilities)
+        ]
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""
@@ -219,8 +227,13 @@ class TargetedSpec(FaultSpec):
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         if self.target not in scenario.targets and Capability.CLUSTER_NODES not in scenario.capabilities:
-            return [("target", f"{Capability.CLUSTER_NODES.refusal(scenario.backend)}; faults act only on the "
-                               f"processes the run starts ({', '.join(scenario.targets)}), not {self.target!r}")]
+            return [
+                (
+                    "target",
+                    f"{Capability.CLUSTER_NODES.refusal(scenario.backend)}; faults act only on the "
+                    f"processes the run starts ({', '.join(scenario.targets)}), not {self.target!r}",
+                )
+            ]
         if self.target not in scenario.targets:
             return [("target", f"no process {self.target!r} in this scenario (targets: {', '.join(scenario.targets)})")]
         return self.target_problems(scenario)

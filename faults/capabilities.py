@@ -17,25 +17,28 @@ class Capability(enum.Enum):
 
     # Signals to, and restarts of, what the run starts itself: members (poll stalls, join storms
     # and scaling included) and the producer. Every backend: they are processes of this machine.
-    RUN_PROCESSES = ("pause, stop or restart the processes the run starts (members, the producer)",
-                     "it starts none")
+    RUN_PROCESSES = ("pause, stop or restart the processes the run starts (members, the producer)", "it starts none")
     # The same to the cluster's own nodes: brokers (a rolling bounce too), ZooKeeper nodes, the
     # KRaft controller, the project's coordinator instances. A pause is SIGSTOP or a frozen
     # container's cgroup: either stops every thread, so one capability covers both.
-    CLUSTER_NODES = ("pause, stop or restart the cluster's brokers, ZooKeeper or coordinator",
-                     "it does not run them")
+    CLUSTER_NODES = ("pause, stop or restart the cluster's brokers, ZooKeeper or coordinator", "it does not run them")
     # Toxiproxy between every client lane and the brokers, and between brokers and ZooKeeper.
-    NETWORK_LANES = ("cut or degrade network links",
-                     "its clients and brokers do not talk through the harness's own Toxiproxy")
+    NETWORK_LANES = (
+        "cut or degrade network links",
+        "its clients and brokers do not talk through the harness's own Toxiproxy",
+    )
     # Ending a broker's or coordinator instance's ZooKeeper session on the server.
-    ZOOKEEPER_SESSIONS = ("expire ZooKeeper sessions",
-                          "that needs control of the cluster's brokers and ZooKeeper")
+    ZOOKEEPER_SESSIONS = ("expire ZooKeeper sessions", "that needs control of the cluster's brokers and ZooKeeper")
     # Creating or growing topics while the run goes, beyond those the run starts with.
-    TOPIC_CHANGES = ("create or grow topics during the run",
-                     "the harness only creates the run's own topics there, and deletes them at the end")
+    TOPIC_CHANGES = (
+        "create or grow topics during the run",
+        "the harness only creates the run's own topics there, and deletes them at the end",
+    )
     # The brokers' GroupCoordinator log, read while the run goes: a trigger on the group's state.
-    BROKER_LOGS = ("read the brokers' logs, where a trigger sees the group's states",
-                   "they are not the harness's to read")
+    BROKER_LOGS = (
+        "read the brokers' logs, where a trigger sees the group's states",
+        "they are not the harness's to read",
+    )
 
     def __init__(self, does: str, missing_because: str):
         self.does = does

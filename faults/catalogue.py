@@ -19,18 +19,21 @@ from faults.scale import Scale
 from faults.zk_session_expiry import ZkSessionExpiry
 from oracle import extensions
 
-BUILT_IN: dict[str, type[Fault]] = {fault.Spec.kind_name(): fault for fault in (
-    Pause,
-    Crash,
-    Network,
-    ZkSessionExpiry,
-    PollStall,
-    RollingRestart,
-    JoinStorm,
-    Scale,
-    AddPartitions,
-    CreateTopic,
-)}
+BUILT_IN: dict[str, type[Fault]] = {
+    fault.Spec.kind_name(): fault
+    for fault in (
+        Pause,
+        Crash,
+        Network,
+        ZkSessionExpiry,
+        PollStall,
+        RollingRestart,
+        JoinStorm,
+        Scale,
+        AddPartitions,
+        CreateTopic,
+    )
+}
 
 KINDS: dict[str, type[Fault]]
 SPECS: dict[str, type[FaultSpec]]
@@ -54,9 +57,12 @@ def _registry() -> dict[str, type[Fault]]:
     if "KINDS" not in globals():
         kinds = {**BUILT_IN, **extensions.load(extensions.FAULT_KINDS, BUILT_IN, _not_a_fault_kind)}
         specs = {kind: fault.Spec for kind, fault in kinds.items()}
-        globals().update(KINDS=kinds, SPECS=specs,
-                         TOPIC_KINDS=frozenset(kind for kind, spec in specs.items() if spec.names_topics),
-                         DRAWABLE=tuple(kind for kind, spec in specs.items() if spec.drawable))
+        globals().update(
+            KINDS=kinds,
+            SPECS=specs,
+            TOPIC_KINDS=frozenset(kind for kind, spec in specs.items() if spec.names_topics),
+            DRAWABLE=tuple(kind for kind, spec in specs.items() if spec.drawable),
+        )
     return globals()["KINDS"]
 
 

@@ -30,8 +30,9 @@ class CrashSpec(TargetedSpec):
     @property
     def effects(self) -> Effects:
         # SIGTERM too: the member closes cleanly, but its process is gone by the fault's doing
-        return Effects(silences="heartbeats", silenced_as="crashed", down="killed",
-                       restart_after_s=self.restart_after_s)
+        return Effects(
+            silences="heartbeats", silenced_as="crashed", down="killed", restart_after_s=self.restart_after_s
+        )
 
     @property
     def holds_target_s(self) -> float:

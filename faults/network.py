@@ -75,10 +75,13 @@ def _process_kind(target: str, scenario: ScenarioFacts) -> str | None:
 def links(target: str, scenario: ScenarioFacts) -> list[str]:
     """Every link of ``target`` a network fault may name (none: not a process with links)."""
     kind = _process_kind(target, scenario)
-    named = {"broker-": scenario.brokers, "coordinator-": scenario.coordinator_instances,
-             "zookeeper": ("zookeeper",) if scenario.zookeeper else (),
-             # the only broker has no other to be cut from
-             "brokers": ("brokers",) if kind != "broker-" or len(scenario.brokers) > 1 else ()}
+    named = {
+        "broker-": scenario.brokers,
+        "coordinator-": scenario.coordinator_instances,
+        "zookeeper": ("zookeeper",) if scenario.zookeeper else (),
+        # the only broker has no other to be cut from
+        "brokers": ("brokers",) if kind != "broker-" or len(scenario.brokers) > 1 else (),
+    }
     return [name for link in LINKS.get(kind, {}) for name in named.get(link, (link,))]
 
 

@@ -27,11 +27,19 @@ class PollStallSpec(TimedSpec):
         return Effects(silences="polls", silenced_as="stuck in processing (poll stall)")
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
-        java = [("kind", "the java driver (VerifiableConsumer) cannot stall its poll loop")] if scenario.driver == "java" else []
+        java = (
+            [("kind", "the java driver (VerifiableConsumer) cannot stall its poll loop")]
+            if scenario.driver == "java"
+            else []
+        )
         return java + super().problems(scenario)
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
-        return [] if self.target in scenario.members else [("target", f"a poll stall needs a consumer, not {self.target!r}")]
+        return (
+            []
+            if self.target in scenario.members
+            else [("target", f"a poll stall needs a consumer, not {self.target!r}")]
+        )
 
     draw_targets = "consumer targets"
 
@@ -44,8 +52,9 @@ class PollStall(TimedFault[PollStallSpec]):
     Spec = PollStallSpec
 
     def inject(self, targets: Targets) -> None:
-        targets.command(self.resolved, {"command": POLL_STALL, "fault_id": self.fault_id,
-                                        "duration_s": self.spec.duration_s})
+        targets.command(
+            self.resolved, {"command": POLL_STALL, "fault_id": self.fault_id, "duration_s": self.spec.duration_s}
+        )
 
     def heal(self, targets: Targets) -> None:
         # The stall ends by itself; an early heal (end of run) ends it now.

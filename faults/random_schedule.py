@@ -20,8 +20,16 @@ RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long 
 RESOLUTION_S = 0.001  # drawn times and lengths are rounded to the millisecond (schedules stay readable)
 
 
-def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zookeeper: bool = True,
-         brokers: int = 3, written: Sequence[FaultSpec] = ()) -> list[dict]:
+def draw(
+    spec: dict,
+    *,
+    seed: int,
+    duration_s: float,
+    consumers: list[str],
+    zookeeper: bool = True,
+    brokers: int = 3,
+    written: Sequence[FaultSpec] = (),
+) -> list[dict]:
     """The drawn faults; ``written``: the scenario's own timed faults, whose targets are busy
     as theirs are (a scenario without written faults draws what it always drew)."""
     rng = random.Random(seed)
@@ -40,8 +48,12 @@ def draw(spec: dict, *, seed: int, duration_s: float, consumers: list[str], zook
         at_s = round(rng.uniform(start, end), 3)
         length = round(rng.uniform(shortest, longest), 3)
         window = (at_s, at_s + length + RECOVERY_MARGIN_S)
-        pool = [t for t in targets if SPECS[kind].drawable_for(t, drawing)
-                and not any(a < window[1] and window[0] < b for a, b in busy.get(t, ()))]
+        pool = [
+            t
+            for t in targets
+            if SPECS[kind].drawable_for(t, drawing)
+            and not any(a < window[1] and window[0] < b for a, b in busy.get(t, ()))
+        ]
         if not pool:
             continue  # every candidate is already faulted then: overlapping faults, but not on one process
         target = rng.choice(pool)

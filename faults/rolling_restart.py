@@ -42,7 +42,9 @@ class RollingRestartSpec(FaultSpec):
         return [("targets", f"no process {', '.join(map(repr, unknown))} in this scenario")] if unknown else []
 
     def acts_on_members(self, members: Collection[str]) -> bool:
-        return self.targets == "consumers" or (not isinstance(self.targets, str) and bool(set(self.targets) & set(members)))
+        return self.targets == "consumers" or (
+            not isinstance(self.targets, str) and bool(set(self.targets) & set(members))
+        )
 
 
 @dataclass
@@ -71,7 +73,9 @@ class RollingRestart(Fault[RollingRestartSpec]):
     def inject(self, targets: Targets) -> dict:
         which = self.spec.targets
         self._names = targets.group_names(which) if isinstance(which, str) else list(which)
-        self._thread = threading.Thread(target=self._round, args=(targets,), name=f"{self.fault_id}-rolling", daemon=True)
+        self._thread = threading.Thread(
+            target=self._round, args=(targets,), name=f"{self.fault_id}-rolling", daemon=True
+        )
         self._thread.start()
         return {"order": self._names}
 

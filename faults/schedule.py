@@ -27,8 +27,14 @@ JOIN_S = 30.0  # how long heal_all waits for the timeline's thread (a broker's s
 
 
 class FaultScheduler:
-    def __init__(self, faults: list[Fault], targets: Targets, emit: Emit, report: Callable[[str], None] = lambda _m: None,
-                 run_started_mono_ms: float | None = None):
+    def __init__(
+        self,
+        faults: list[Fault],
+        targets: Targets,
+        emit: Emit,
+        report: Callable[[str], None] = lambda _m: None,
+        run_started_mono_ms: float | None = None,
+    ):
         self.faults = faults
         self.run_started_mono_ms = run_started_mono_ms  # the history's t0: its messages' t+ counts from it
         self.targets = targets
@@ -65,8 +71,11 @@ class FaultScheduler:
     def fire(self, fault: Fault, firing: int, trigger: dict) -> None:
         """A trigger matched: inject a fresh copy of ``fault`` (its n-th firing) after its delay."""
         on = fault.spec.on
-        copy = type(fault)(fault_id=fault.fault_id if firing == 1 else f"{fault.fault_id}.{firing}", spec=fault.spec,
-                           params=fault.params)
+        copy = type(fault)(
+            fault_id=fault.fault_id if firing == 1 else f"{fault.fault_id}.{firing}",
+            spec=fault.spec,
+            params=fault.params,
+        )
         with self._changed:
             self._fired.add(copy.fault_id)
         self._push(time.monotonic() - self._t0 + on.delay_s, "inject", copy, trigger)
@@ -118,8 +127,14 @@ class FaultScheduler:
                 fault.resolved = self.targets.resolve(fault.target) if fault.target else None
                 details = fault.inject(self.targets)
             except Exception as e:  # a fault that cannot be done is recorded, not fatal
-                self.emit(ev.FAULT_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.target, error=str(e),
-                          **fired)
+                self.emit(
+                    ev.FAULT_FAILED,
+                    fault_id=fault.fault_id,
+                    kind=fault.kind,
+                    target=fault.target,
+                    error=str(e),
+                    **fired,
+                )
                 self.report(f"fault {fault.fault_id} ({fault.kind} {fault.target or ''}) could not be injected: {e}")
                 self._forget(fault)
                 return False
@@ -128,13 +143,24 @@ class FaultScheduler:
             if fault.resolved != fault.target:
                 where["requested_target"] = fault.target
             # what it does to its target, as its kind declares it: the oracle never reads the kind's name
-            self.emit(ev.FAULT_STARTED, ts=wall, mono_ms=mono, fault_id=fault.fault_id, kind=fault.kind, **where,
-                      params=fault.params, effects=fault.effects.to_event(),
-                      **({"details": details} if details else {}), **fired)
-            self.report(f"fault {fault.fault_id} at {self._when(mono)}: {fault.kind} {fault.resolved or ''} "
-                        f"{_describe(fault.params)}"
-                        + (f" {_describe(details)}" if details else "")
-                        + (f" (on {trigger['name']}, {fired['trigger_latency_ms']:.0f} ms after it)" if trigger else ""))
+            self.emit(
+                ev.FAULT_STARTED,
+                ts=wall,
+                mono_ms=mono,
+                fault_id=fault.fault_id,
+                kind=fault.kind,
+                **where,
+                params=fault.params,
+                effects=fault.effects.to_event(),
+                **({"details": details} if details else {}),
+                **fired,
+            )
+            self.report(
+                f"fault {fault.fault_id} at {self._when(mono)}: {fault.kind} {fault.resolved or ''} "
+                f"{_describe(fault.params)}"
+                + (f" {_describe(details)}" if details else "")
+                + (f" (on {trigger['name']}, {fired['trigger_latency_ms']:.0f} ms after it)" if trigger else "")
+            )
             return True
 
     def _when(self, mono_ms: float) -> str:
@@ -156,11 +182,19 @@ class FaultScheduler:
             began = now()[1]  # what the heal sets going (a SIGCONT) may be in the history before this event
             try:
                 fault.heal(self.targets)
-                self.emit(ev.FAULT_HEALED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, how=how,
-                          started_mono_ms=round(began, 3))
+                self.emit(
+                    ev.FAULT_HEALED,
+                    fault_id=fault.fault_id,
+                    kind=fault.kind,
+                    target=fault.resolved,
+                    how=how,
+                    started_mono_ms=round(began, 3),
+                )
                 self.report(f"fault {fault.fault_id} at {self._when(began)}: healed ({how})")
             except Exception as e:
-                self.emit(ev.FAULT_HEAL_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, error=str(e))
+                self.emit(
+                    ev.FAULT_HEAL_FAILED, fault_id=fault.fault_id, kind=fault.kind, target=fault.resolved, error=str(e)
+                )
                 self.report(f"fault {fault.fault_id} could not be healed: {e}")
 
     def is_active(self, fault_id: str) -> bool:
@@ -181,8 +215,10 @@ class FaultScheduler:
         if self._lock.acquire(timeout=OVERRUN_S):
             self._lock.release()
         else:
-            self.report(f"an injection still under way after {JOIN_S + OVERRUN_S:.0f} s: its fault is not healed, "
-                        "and healing the others waits for it")
+            self.report(
+                f"an injection still under way after {JOIN_S + OVERRUN_S:.0f} s: its fault is not healed, "
+                "and healing the others waits for it"
+            )
         for fault in list(self.active.values()):
             self._heal(fault, how)
 

@@ -45,8 +45,9 @@ class ToxiproxyClient:
         try:
             validate_response(response)  # raises ProxyExists / NotFound / InvalidToxic
         except Exception as e:
-            raise ToxiproxyError(f"Toxiproxy API {method} {path}: {type(e).__name__}: "
-                                 f"{response.text.strip()}") from None
+            raise ToxiproxyError(
+                f"Toxiproxy API {method} {path}: {type(e).__name__}: {response.text.strip()}"
+            ) from None
         if response.status_code >= 400:
             raise ToxiproxyError(f"Toxiproxy API {method} {path}: HTTP {response.status_code}: {response.text.strip()}")
         return response.json() if response.content else None
@@ -57,8 +58,10 @@ class ToxiproxyClient:
         self._call("POST", "/proxies", json={"name": name, "listen": listen, "upstream": upstream, "enabled": True})
 
     def proxies(self) -> list[Proxy]:
-        return [Proxy(p["name"], p["listen"], p["upstream"], p["enabled"], tuple(t["name"] for t in p["toxics"]))
-                for p in (self._call("GET", "/proxies") or {}).values()]
+        return [
+            Proxy(p["name"], p["listen"], p["upstream"], p["enabled"], tuple(t["name"] for t in p["toxics"]))
+            for p in (self._call("GET", "/proxies") or {}).values()
+        ]
 
     def set_enabled(self, name: str, enabled: bool) -> None:
         self._call("POST", f"/proxies/{name}", json={"enabled": enabled})
@@ -70,9 +73,11 @@ class ToxiproxyClient:
     # --- toxics ---------------------------------------------------------------------------
 
     def add_toxic(self, proxy: str, name: str, kind: str, stream: str, **attributes) -> None:
-        self._call("POST", f"/proxies/{proxy}/toxics",
-                   json={"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes})
+        self._call(
+            "POST",
+            f"/proxies/{proxy}/toxics",
+            json={"name": name, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes},
+        )
 
     def remove_toxic(self, proxy: str, name: str) -> None:
         self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")
-

@@ -15,6 +15,7 @@ on its ``nth`` match since arming, ``delay_s`` later, and again on later matches
 ``count`` times. The run records in each ``fault_started`` the event that fired it and the
 latency from that event to the injection (``trigger`` and ``trigger_latency_ms``).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -39,8 +40,13 @@ STATE_EVENTS: dict[str, tuple[str, ...]] = {
 }
 GroupState = Literal[tuple(STATE_EVENTS)]  # type: ignore[valid-type]
 # Every event a trigger may name: what the run's processes write while it goes.
-TRIGGER_EVENTS = frozenset(ev.CONSUMER_EVENTS + ev.COORDINATOR_EVENTS + ev.OBSERVER_EVENTS + ev.PRODUCER_EVENTS
-                           + (ev.PROCESS_STARTED, ev.PROCESS_EXITED, ev.PHASE, ev.FAULT_STARTED, ev.FAULT_HEALED))
+TRIGGER_EVENTS = frozenset(
+    ev.CONSUMER_EVENTS
+    + ev.COORDINATOR_EVENTS
+    + ev.OBSERVER_EVENTS
+    + ev.PRODUCER_EVENTS
+    + (ev.PROCESS_STARTED, ev.PROCESS_EXITED, ev.PHASE, ev.FAULT_STARTED, ev.FAULT_HEALED)
+)
 MAX_FIRINGS = 100
 
 
@@ -59,8 +65,10 @@ class Trigger(Strict):
         if len(given) != 1:
             raise ValueError(f"needs exactly one of event, state, lag_above (given: {', '.join(given) or 'none'})")
         if self.event is not None and self.event not in TRIGGER_EVENTS:
-            raise ValueError(f"event: {self.event!r} is not an event the run writes while it goes "
-                             f"(e.g. partitions_revoked, rebalance_started, group_join_sent, coordinator_stabilized)")
+            raise ValueError(
+                f"event: {self.event!r} is not an event the run writes while it goes "
+                f"(e.g. partitions_revoked, rebalance_started, group_join_sent, coordinator_stabilized)"
+            )
         if self.member is not None and self.event is None:
             raise ValueError("member: only with event (a state or the lag is the whole group's)")
         return self
@@ -95,7 +103,16 @@ class Trigger(Strict):
         return lag > self.lag_above
 
     def describe(self) -> str:
-        what = (f"{self.event}" + (f" of {self.member}" if self.member else "") if self.event
-                else f"the group entering {self.state}" if self.state else f"lag above {self.lag_above}")
-        return (f"{what}" + (f" (match {self.nth})" if self.nth > 1 else "")
-                + (f" +{self.delay_s:g} s" if self.delay_s else "") + (f", up to {self.count} times" if self.count > 1 else ""))
+        what = (
+            f"{self.event}" + (f" of {self.member}" if self.member else "")
+            if self.event
+            else f"the group entering {self.state}"
+            if self.state
+            else f"lag above {self.lag_above}"
+        )
+        return (
+            f"{what}"
+            + (f" (match {self.nth})" if self.nth > 1 else "")
+            + (f" +{self.delay_s:g} s" if self.delay_s else "")
+            + (f", up to {self.count} times" if self.count > 1 else "")
+        )

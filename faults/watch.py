@@ -7,6 +7,7 @@ parsing, so a history of thousands of records a second costs little. The brokers
 lines reach the history only when the run reads them (harness.run.brokerlog): while a trigger
 waits on them, ``refresh`` is called on every round, so they are read as often.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,15 @@ class _Armed:
 
 
 class TriggerWatcher:
-    def __init__(self, history: Path, scheduler: FaultScheduler, faults: list[Fault], group: str | None,
-                 refresh: Callable[[], None] | None = None, every_s: float = EVERY_S):
+    def __init__(
+        self,
+        history: Path,
+        scheduler: FaultScheduler,
+        faults: list[Fault],
+        group: str | None,
+        refresh: Callable[[], None] | None = None,
+        every_s: float = EVERY_S,
+    ):
         self.tail = FileTail(history)
         self.scheduler, self.group, self.every_s = scheduler, group, every_s
         self.faults = [f for f in faults if f.spec.on is not None]
@@ -88,5 +96,12 @@ class TriggerWatcher:
             if a.matches < on.nth or (a.firings and self.scheduler.is_active(previous)):
                 continue  # not yet its turn, or its last firing still acts
             a.firings += 1
-            self.scheduler.fire(a.fault, a.firings, {k: event.get(k) for k in (
-                "name", "source", "seq", "mono_ms", "member", "incarnation", "generation") if event.get(k) is not None})
+            self.scheduler.fire(
+                a.fault,
+                a.firings,
+                {
+                    k: event.get(k)
+                    for k in ("name", "source", "seq", "mono_ms", "member", "incarnation", "generation")
+                    if event.get(k) is not None
+                },
+            )

@@ -45,8 +45,9 @@ class ZkSessionExpirySpec(TargetedSpec):
         if not scenario.zookeeper:
             return [("kind", f"Kafka {scenario.kafka} runs in KRaft mode: brokers have no ZooKeeper session")]
         if self.target not in (*scenario.brokers, *scenario.coordinator_instances, COORDINATOR):
-            return [("target", f"ZooKeeper sessions expire for brokers and coordinator instances here, "
-                               f"not {self.target!r}")]
+            return [
+                ("target", f"ZooKeeper sessions expire for brokers and coordinator instances here, not {self.target!r}")
+            ]
         return []
 
 

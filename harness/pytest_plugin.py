@@ -49,15 +49,29 @@ PYTEST_SCENARIOS = "pytest-scenarios"  # under the runs directory: each scenario
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rebalance-lab", "chaos scenarios against a real Kafka cluster (rebalance-lab)")
     group.addoption("--chaos-protocol", choices=PROTOCOLS, default=None, help="Run every scenario with this protocol.")
-    group.addoption("--chaos-kafka", choices=list(versions.KAFKA_RELEASES), default=None,
-                    help="Run every scenario on this Kafka line.")
+    group.addoption(
+        "--chaos-kafka",
+        choices=list(versions.KAFKA_RELEASES),
+        default=None,
+        help="Run every scenario on this Kafka line.",
+    )
     group.addoption("--chaos-seed", type=int, default=None, help="Run every scenario with this seed.")
-    group.addoption("--chaos-backend", choices=list(BACKENDS), default=None, help="Cluster backend (default: the scenario's).")
+    group.addoption(
+        "--chaos-backend", choices=list(BACKENDS), default=None, help="Cluster backend (default: the scenario's)."
+    )
     group.addoption("--chaos-runs-dir", default=None, help="Where runs are kept (default: ./runs).")
-    group.addoption("--chaos-fresh-clusters", action="store_true", default=False,
-                    help="A cluster of its own for every scenario run (default: runs whose cluster spec matches share one).")
-    parser.addini("chaos_scenarios", "collect scenario YAML files found without being named on the command line",
-                  type="bool", default=False)
+    group.addoption(
+        "--chaos-fresh-clusters",
+        action="store_true",
+        default=False,
+        help="A cluster of its own for every scenario run (default: runs whose cluster spec matches share one).",
+    )
+    parser.addini(
+        "chaos_scenarios",
+        "collect scenario YAML files found without being named on the command line",
+        type="bool",
+        default=False,
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,7 +119,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if not (named or config.getini("chaos_scenarios")):
         return None  # a project's own YAML under testpaths is not a scenario to run
     try:  # the first scenario module imported loads the plugins' fault kinds, checks and drivers
-        if _named_exactly(file_path, config) or (not _lab_output(file_path, config) and _looks_like_scenario(file_path)):
+        if _named_exactly(file_path, config) or (
+            not _lab_output(file_path, config) and _looks_like_scenario(file_path)
+        ):
             return ScenarioFile.from_parent(parent, path=file_path)
     except ExtensionError as e:  # a plugin that cannot be used: said as the collection's error, no traceback
         raise pytest.Collector.CollectError(str(e)) from None
@@ -121,8 +137,11 @@ def _lab_output(path: Path, config: pytest.Config) -> bool:
 
     runs_dir = _runs_dir(config)
     for directory in path.resolve().parents:
-        if directory == runs_dir or directory.name == PYTEST_SCENARIOS or any(
-                (directory / mark).exists() for mark in (RUN_STATE, SUITE_JSON, CAPACITY_JSON)):
+        if (
+            directory == runs_dir
+            or directory.name == PYTEST_SCENARIOS
+            or any((directory / mark).exists() for mark in (RUN_STATE, SUITE_JSON, CAPACITY_JSON))
+        ):
             return True
         if directory == config.rootpath:
             return False
@@ -222,8 +241,12 @@ class ChaosResult:
         from oracle.verdict import headline
 
         v = self.verdict
-        lines = [f"{v['status'].upper()}: " + headline(len(v["violations"]), len(v["findings"]),
-                                                       v.get("skipped_checks") or {}, v.get("errored_checks") or {})]
+        lines = [
+            f"{v['status'].upper()}: "
+            + headline(
+                len(v["violations"]), len(v["findings"]), v.get("skipped_checks") or {}, v.get("errored_checks") or {}
+            )
+        ]
         lines += [f"  {anomaly_line(a)}" for a in v["violations"]]
         lines.append(f"run directory: {self.run_dir}")
         return "\n".join(lines)
@@ -253,7 +276,10 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         load_scenario(scenario)  # names the file's own problems
         base, source = read_scenario_data(scenario), str(scenario)
     # protocol / kafka / seed / backend as `compare` and `suite` apply them (with what a protocol forces)
-    axes = {axis: overrides.pop(axis, config.getoption(f"chaos_{axis}")) for axis in ("protocol", "kafka", "seed", "backend")}
+    axes = {
+        axis: overrides.pop(axis, config.getoption(f"chaos_{axis}"))
+        for axis in ("protocol", "kafka", "seed", "backend")
+    }
     try:
         data, _ = variant(base, Axes(**axes))
     except Impossible as e:  # e.g. --chaos-kafka 3.9 for a `consumer` (KIP-848) scenario
@@ -321,8 +347,9 @@ def lab_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         pytest.fail(f"lab_cluster starts a cluster; --chaos-backend {backend} has none to start", pytrace=False)
     installed_for(None, kafka)
     workdir = tmp_path_factory.mktemp("lab-cluster")
-    cluster = open_cluster(backend, ClusterSpec(kafka=kafka, brokers=3), workdir,
-                           Supervisor(owner=f"pytest:{workdir}"), lambda _m: None)
+    cluster = open_cluster(
+        backend, ClusterSpec(kafka=kafka, brokers=3), workdir, Supervisor(owner=f"pytest:{workdir}"), lambda _m: None
+    )
     try:
         cluster.start()
         yield cluster

@@ -7,12 +7,18 @@
 It reads the history format of docs/history.md and nothing else: it never
 talks to Kafka, so any history can be checked again later.
 """
+
 from importlib import import_module
 
 # Loaded on first use: every process of a run imports the history's vocabulary
 # (oracle.vocabulary), and only the harness and `check` need the checks.
-_HOME = {"CHECK_NAMES": ".checks", "History": ".history", "load_history": ".history",
-         "Verdict": ".verdict", "check_history": ".verdict"}
+_HOME = {
+    "CHECK_NAMES": ".checks",
+    "History": ".history",
+    "load_history": ".history",
+    "Verdict": ".verdict",
+    "check_history": ".verdict",
+}
 
 __all__ = ["CHECK_NAMES", "History", "Verdict", "check_history", "load_history"]
 

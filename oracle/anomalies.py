@@ -6,6 +6,7 @@ duplicate explained by uncommitted progress). Both carry the same evidence:
 partition, offsets, members, generation and the instants involved, so a
 reader can go from the message straight to the lines of the history.
 """
+
 from __future__ import annotations
 
 import traceback
@@ -60,16 +61,22 @@ class CheckResult:
         return "skipped" if self.skipped else "failed" if self.violations else "passed"
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"status": self.status, "violations": len(self.violations),
-             "findings": len(self.findings), "detail": self.detail}
+        d = {
+            "status": self.status,
+            "violations": len(self.violations),
+            "findings": len(self.findings),
+            "detail": self.detail,
+        }
         if self.skipped or self.error:
             d["reason"] = self.error or self.skipped
         return d
 
 
 # Why the checks that judge the end of a run cannot judge one that never reached it.
-NOT_FINISHED = ("no `phase: done` event: the run ended before recovery and drain finished, "
-                "so records may still have been in flight and the group still settling")
+NOT_FINISHED = (
+    "no `phase: done` event: the run ended before recovery and drain finished, "
+    "so records may still have been in flight and the group still settling"
+)
 
 
 def duration(ms: float) -> str:

@@ -5,6 +5,7 @@ group.instance.id when every member is static, else by member id. Each member
 may subscribe to different topics (a pattern subscription matched against each
 member's own metadata); a topic then goes only to the members subscribed to it.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -20,8 +21,9 @@ def _subscribed(subscriptions: Subscriptions, member: Hashable, topic: str) -> b
     return subscriptions is None or topic in subscriptions[member]
 
 
-def range_layout(partitions: Sequence[TopicPartition], members: Sequence[Hashable],
-                 subscriptions: Subscriptions = None) -> Layout:
+def range_layout(
+    partitions: Sequence[TopicPartition], members: Sequence[Hashable], subscriptions: Subscriptions = None
+) -> Layout:
     """Per topic, over its C subscribers: N = P // C, M = P % C; subscriber i gets
     [i*N + min(i, M), (i+1)*N + min(i+1, M))."""
     by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
@@ -34,12 +36,13 @@ def range_layout(partitions: Sequence[TopicPartition], members: Sequence[Hashabl
             continue
         n, m = divmod(len(tps), len(subscribers))
         for i, member in enumerate(subscribers):
-            layout[member].update(tps[i * n + min(i, m):(i + 1) * n + min(i + 1, m)])
+            layout[member].update(tps[i * n + min(i, m) : (i + 1) * n + min(i + 1, m)])
     return {member: frozenset(tps) for member, tps in layout.items()}
 
 
-def roundrobin_layout(partitions: Sequence[TopicPartition], members: Sequence[Hashable],
-                      subscriptions: Subscriptions = None) -> Layout:
+def roundrobin_layout(
+    partitions: Sequence[TopicPartition], members: Sequence[Hashable], subscriptions: Subscriptions = None
+) -> Layout:
     """All partitions, sorted by topic then partition, dealt to the members in turn,
     skipping members not subscribed to the partition's topic."""
     layout: dict[Hashable, set[TopicPartition]] = {m: set() for m in members}

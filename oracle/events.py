@@ -11,6 +11,7 @@ It runs over every line of million-line histories: a table of allowed types and
 bounds per field, compiled into one plain-Python test per event (`compile_record`).
 Only a line that fails is looked at again, by `explain`, for the words to say why.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,12 @@ class Record(NamedTuple):
     ordered: tuple[str, str] | None = None
 
 
-def _f(types: tuple[type, ...], expected: str, bounds: tuple[float, float] | None = None,
-       items: Record | Field | None = None) -> Callable[[str], Field]:
+def _f(
+    types: tuple[type, ...],
+    expected: str,
+    bounds: tuple[float, float] | None = None,
+    items: Record | Field | None = None,
+) -> Callable[[str], Field]:
     return lambda key: Field(key, types, expected, bounds, items)
 
 
@@ -99,8 +104,10 @@ def _check_options(d: dict) -> str | None:
 
 
 # A fault's effects: each key's allowed values (docs/history.md, fault_started).
-_EFFECT_VALUES: dict[str, tuple[Any, ...]] = {ev.SILENCES: (ev.HEARTBEATS, ev.POLLS, None),
-                                              ev.DOWN: (ev.PAUSED, ev.KILLED, None)}
+_EFFECT_VALUES: dict[str, tuple[Any, ...]] = {
+    ev.SILENCES: (ev.HEARTBEATS, ev.POLLS, None),
+    ev.DOWN: (ev.PAUSED, ev.KILLED, None),
+}
 
 
 def _fault_effects(d: dict) -> str | None:
@@ -121,27 +128,49 @@ def _fault_effects(d: dict) -> str | None:
 
 
 TOPIC_PARTITION = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION)), (ev.TOPIC, ev.PARTITION))
-RANGE = Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.MIN_OFFSET), OFFSET(ev.MAX_OFFSET)),
-               (ev.TOPIC, ev.PARTITION, ev.MIN_OFFSET, ev.MAX_OFFSET), ordered=(ev.MIN_OFFSET, ev.MAX_OFFSET))
+RANGE = Record(
+    (STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.MIN_OFFSET), OFFSET(ev.MAX_OFFSET)),
+    (ev.TOPIC, ev.PARTITION, ev.MIN_OFFSET, ev.MAX_OFFSET),
+    ordered=(ev.MIN_OFFSET, ev.MAX_OFFSET),
+)
 RANGES = list_of(RANGE, "offset ranges")
 PARTITIONS = list_of(TOPIC_PARTITION, "partitions")
-OFFSETS = list_of(Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.OFFSET)),
-                         (ev.TOPIC, ev.PARTITION, ev.OFFSET)), "committed offsets")
-LAG = list_of(Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OPT_OFFSET("committed"), OPT_OFFSET("high_watermark"),
-                      OPT_INT("lag")), (ev.TOPIC, ev.PARTITION)), "partition lags")
+OFFSETS = list_of(
+    Record((STR(ev.TOPIC), PARTITION(ev.PARTITION), OFFSET(ev.OFFSET)), (ev.TOPIC, ev.PARTITION, ev.OFFSET)),
+    "committed offsets",
+)
+LAG = list_of(
+    Record(
+        (STR(ev.TOPIC), PARTITION(ev.PARTITION), OPT_OFFSET("committed"), OPT_OFFSET("high_watermark"), OPT_INT("lag")),
+        (ev.TOPIC, ev.PARTITION),
+    ),
+    "partition lags",
+)
 TOPICS = list_of(Record((STR(ev.TOPIC), PARTITION_COUNT("partitions")), (ev.TOPIC, "partitions")), "topics")
 MEMBER_IDS = list_of(STR("member id"), "member ids")
 MEMBER_NAMES = list_of(STR("member"), "member names")
 # run_started's plugins (oracle/extensions.py): which distribution a check the run named came from.
-PLUGINS = list_of(Record((STR("group"), STR("name"), OPT_STR("value"), OPT_STR("distribution"), OPT_STR("version")),
-                         ("group", "name")), "plugins")
+PLUGINS = list_of(
+    Record(
+        (STR("group"), STR("name"), OPT_STR("value"), OPT_STR("distribution"), OPT_STR("version")), ("group", "name")
+    ),
+    "plugins",
+)
 # A version newer than this reader's is refused first, in words of its own (`newer_format`).
 VERSION = _f((int, _NONE), "a format version ≥ 1, or null", (1, ev.FORMAT_VERSION))
 
 # Fields of every event (docs/history.md), and of every consumer event.
-ENVELOPE = (STR(ev.NAME), NUMBER(ev.MONO_MS), STR(ev.SOURCE), OPT_NUMBER(ev.TS),
-            INT(ev.SEQ),  # part of the sort key: never null
-            OPT_STR(ev.MEMBER), INCARNATION(ev.INCARNATION), OPT_STR(ev.MEMBER_ID), OPT_INT(ev.GENERATION))
+ENVELOPE = (
+    STR(ev.NAME),
+    NUMBER(ev.MONO_MS),
+    STR(ev.SOURCE),
+    OPT_NUMBER(ev.TS),
+    INT(ev.SEQ),  # part of the sort key: never null
+    OPT_STR(ev.MEMBER),
+    INCARNATION(ev.INCARNATION),
+    OPT_STR(ev.MEMBER_ID),
+    OPT_INT(ev.GENERATION),
+)
 ENVELOPE_REQUIRED = (ev.NAME, ev.MONO_MS, ev.SOURCE)
 
 _GROUP = (OPT_STR("group"),)
@@ -152,16 +181,36 @@ _ENVELOPE_ONLY = ((), (), None)
 # Event name -> (its fields the oracle reads, the ones it cannot do without, a check across fields).
 # Every event of the format is here; of one the oracle does not read, only the envelope is checked.
 EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str | None] | None]] = {
-    ev.RUN_STARTED: ((OPT_STR("run_id"), OPT_STR("scenario"), OPT_INT("seed"), TOPICS("topics"),
-                      OPT_STR("topic_pattern"), *_GROUP, OPT_STR("protocol"), OPT_STR("assignor"),
-                      OPT_OBJECT("group_settings"), PLUGINS("plugins"), VERSION("format_version")), (), _check_options),
+    ev.RUN_STARTED: (
+        (
+            OPT_STR("run_id"),
+            OPT_STR("scenario"),
+            OPT_INT("seed"),
+            TOPICS("topics"),
+            OPT_STR("topic_pattern"),
+            *_GROUP,
+            OPT_STR("protocol"),
+            OPT_STR("assignor"),
+            OPT_OBJECT("group_settings"),
+            PLUGINS("plugins"),
+            VERSION("format_version"),
+        ),
+        (),
+        _check_options,
+    ),
     ev.PHASE: ((OPT_STR("phase"), OPT_STR("reason")), (), None),
     ev.PROCESS_STARTED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid")), (), None),
     ev.PROCESS_EXITED: ((OPT_STR("process"), OPT_STR("role"), OPT_INT("pid"), OPT_INT("returncode")), (), None),
-    ev.PARTITIONS_ADDED: ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
-                          ("topic", "partitions"), None),
-    ev.TOPIC_CREATED: ((STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
-                       ("topic", "partitions"), None),
+    ev.PARTITIONS_ADDED: (
+        (STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
+        ("topic", "partitions"),
+        None,
+    ),
+    ev.TOPIC_CREATED: (
+        (STR("topic"), PARTITION_COUNT("partitions"), OPT_BOOL("subscribed")),
+        ("topic", "partitions"),
+        None,
+    ),
     ev.HEAL_CHECKED: _ENVELOPE_ONLY,
     ev.RUN_FINISHED: ((OPT_STR("outcome"), OPT_STR("error")), (), None),
     ev.GROUP_RESIZED: ((OPT_INT("members"), MEMBER_NAMES("started"), MEMBER_NAMES("stopped")), (), None),
@@ -171,13 +220,27 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.PRODUCER_STOPPED: _ENVELOPE_ONLY,
     ev.RECORDS_ACKED: ((RANGES(ev.RANGES),), (), None),
     ev.PRODUCE_FAILED: _ENVELOPE_ONLY,
-    ev.CONSUMER_STARTED: ((*_GROUP, OPT_INT("pid"), OPT_STR("protocol"), OPT_STR("assignor"),
-                           OPT_STR("group_instance_id"), OPT_STR("commit_mode"), OPT_NUMBER("session_timeout_ms"),
-                           OPT_NUMBER("max_poll_interval_ms")), (), None),
+    ev.CONSUMER_STARTED: (
+        (
+            *_GROUP,
+            OPT_INT("pid"),
+            OPT_STR("protocol"),
+            OPT_STR("assignor"),
+            OPT_STR("group_instance_id"),
+            OPT_STR("commit_mode"),
+            OPT_NUMBER("session_timeout_ms"),
+            OPT_NUMBER("max_poll_interval_ms"),
+        ),
+        (),
+        None,
+    ),
     ev.SUBSCRIPTION_CHANGED: ((), ("topics",), _topic_counts),
     ev.GROUP_JOIN_SENT: _ENVELOPE_ONLY,
-    ev.GROUP_JOINED: ((OPT_STR("leader_id"), OPT_BOOL("is_leader"), OPT_STR("protocol_name"),
-                       MEMBER_IDS("members")), (ev.GENERATION,), None),
+    ev.GROUP_JOINED: (
+        (OPT_STR("leader_id"), OPT_BOOL("is_leader"), OPT_STR("protocol_name"), MEMBER_IDS("members")),
+        (ev.GENERATION,),
+        None,
+    ),
     ev.GROUP_JOIN_FAILED: _ENVELOPE_ONLY,
     ev.GROUP_SYNCED: _ENVELOPE_ONLY,
     ev.GROUP_SYNC_FAILED: _ENVELOPE_ONLY,
@@ -188,8 +251,18 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.PARTITIONS_REVOKED: (_PARTITIONS, (), None),
     ev.PARTITIONS_LOST: (_PARTITIONS, (), None),
     ev.RECORDS_CONSUMED: ((RANGES(ev.RANGES),), (), None),
-    ev.OFFSETS_COMMITTED: ((OFFSETS(ev.OFFSETS), OPT_BOOL("success"), OPT_STR("error"), OPT_INT("error_code"),
-                            OPT_STR("trigger"), OPT_NUMBER("started_mono_ms")), (), None),
+    ev.OFFSETS_COMMITTED: (
+        (
+            OFFSETS(ev.OFFSETS),
+            OPT_BOOL("success"),
+            OPT_STR("error"),
+            OPT_INT("error_code"),
+            OPT_STR("trigger"),
+            OPT_NUMBER("started_mono_ms"),
+        ),
+        (),
+        None,
+    ),
     ev.CONSUMER_ERROR: _ENVELOPE_ONLY,
     ev.POLL_STALL_STARTED: _ENVELOPE_ONLY,
     ev.POLL_STALL_ENDED: _ENVELOPE_ONLY,
@@ -225,9 +298,11 @@ def newer_format(event: dict) -> str | None:
     Said before any field is looked at: a newer format may have changed them."""
     version = event.get("format_version") if event.get(ev.NAME) == ev.RUN_STARTED else None
     if type(version) is int and version > ev.FORMAT_VERSION:
-        return (f"written by a newer rebalance-lab: format version {version}, "
-                f"this reader knows up to {ev.FORMAT_VERSION}")
+        return (
+            f"written by a newer rebalance-lab: format version {version}, this reader knows up to {ev.FORMAT_VERSION}"
+        )
     return None
+
 
 def compile_record(shape: Record) -> Callable[[Any], bool]:
     """The record's yes/no test as straight-line Python: every line of a history goes through one,
@@ -241,10 +316,12 @@ def compile_record(shape: Record) -> Callable[[Any], bool]:
         for i, f in enumerate(record.fields):
             types = f"{fn}_types{i}"
             env[types] = f.types
-            body += [f"    v = get({f.key!r}, ABSENT)",
-                     "    if v is not ABSENT:",
-                     "        t = type(v)",
-                     "        if " + " and ".join(f"t is not {types}[{j}]" for j in range(len(f.types))) + ": return False"]
+            body += [
+                f"    v = get({f.key!r}, ABSENT)",
+                "    if v is not ABSENT:",
+                "        t = type(v)",
+                "        if " + " and ".join(f"t is not {types}[{j}]" for j in range(len(f.types))) + ": return False",
+            ]
             if f.bounds is not None:
                 nullable = "v is not None and " if _NONE in f.types else ""
                 body.append(f"        if {nullable}not {f.bounds[0]!r} <= v <= {f.bounds[1]!r}: return False")
@@ -283,10 +360,13 @@ def compile_values(name: str, keys: tuple[str, ...], rows_type: type) -> Callabl
         x = f"v{at[f.key]}"
         if type(f.items) is Record and list in f.types:
             env[f"rows{n}"] = _rows_test(f.items)
-            body += [f"    if type({x}) is rows_type:", f"        if not rows{n}({x}): return False",
-                     f"    elif type({x}) is list:",
-                     f"        if {x}: return False  # objects of several shapes: the dict is tested",
-                     f"    elif {_type_is_not(x, f.types, env)}: return False"]
+            body += [
+                f"    if type({x}) is rows_type:",
+                f"        if not rows{n}({x}): return False",
+                f"    elif type({x}) is list:",
+                f"        if {x}: return False  # objects of several shapes: the dict is tested",
+                f"    elif {_type_is_not(x, f.types, env)}: return False",
+            ]
             continue
         if f.items is not None:
             body.append(f"    if type({x}) is list and {x}: return False")
@@ -306,14 +386,18 @@ def _rows_test(record: Record) -> Callable[[Any], bool]:
         if fits is None:
             fits = compiled[keys] = compile_rows(record, keys)
         return fits(rows.rows)
+
     return test
 
 
 def compile_rows(record: Record, keys: tuple[str, ...]) -> Callable[[tuple], bool]:
     """`all(map(fits, objects))` for objects held as tuples of their values in the order of `keys`."""
     at = {k: i for i, k in enumerate(keys)}
-    if record.check is not None or any(k not in at for k in record.required) or any(
-            f.items is not None for f in record.fields if f.key in at):
+    if (
+        record.check is not None
+        or any(k not in at for k in record.required)
+        or any(f.items is not None for f in record.fields if f.key in at)
+    ):
         return lambda rows: False
     env: dict[str, Any] = {}
     body = ["def fits_rows(rows):", f"    for {''.join(f'r{i}, ' for i in range(len(keys)))}in rows:"]
@@ -343,7 +427,8 @@ def _type_is_not(x: str, types: tuple[type, ...], env: dict[str, Any]) -> str:
     if len(types) == 1:
         return f"type({x}) is not {types[0].__name__}_type"
     return f"(t := type({x})) is not {types[0].__name__}_type and " + " and ".join(
-        f"t is not {t.__name__}_type" for t in types[1:])
+        f"t is not {t.__name__}_type" for t in types[1:]
+    )
 
 
 def explain(value: Any, shape: Record) -> tuple[str, str] | None:
@@ -359,8 +444,9 @@ def explain(value: Any, shape: Record) -> tuple[str, str] | None:
             if field.key in shape.required:
                 return f".{field.key}", "missing"
             continue
-        if type(v) not in field.types or (field.bounds is not None and v is not None
-                                            and not field.bounds[0] <= v <= field.bounds[1]):
+        if type(v) not in field.types or (
+            field.bounds is not None and v is not None and not field.bounds[0] <= v <= field.bounds[1]
+        ):
             return f".{field.key}", f"expected {field.expected}, got {shown(v)}"
         if field.items is not None and type(v) is list:
             for i, x in enumerate(v):
@@ -402,7 +488,9 @@ def problem(event: Any) -> str | None:
     if newer:
         return newer
     path, reason = explain(event, _RECORDS.get(name, _ANY_EVENT) if type(name) is str else _ANY_EVENT) or (
-        "", "not an event")
+        "",
+        "not an event",
+    )
     return f"{name if type(name) is str else 'event'}{path}: {reason}"
 
 

@@ -17,6 +17,7 @@ Each wait names a member (or none: the coordinator itself), a stable ``cause`` k
 (CAUSES) and its length; the longest is the critical one, and ``sentence`` says it in
 one line. Reads the history only, like every check.
 """
+
 from __future__ import annotations
 
 import re
@@ -65,8 +66,13 @@ class Wait:
     detail: str  # the words for the sentence
 
     def to_dict(self) -> dict[str, Any]:
-        return {"phase": self.phase, "cause": self.cause, "ms": None if self.ms is None else round(self.ms, 3),
-                "member": self.member, "detail": self.detail}
+        return {
+            "phase": self.phase,
+            "cause": self.cause,
+            "ms": None if self.ms is None else round(self.ms, 3),
+            "member": self.member,
+            "detail": self.detail,
+        }
 
 
 @dataclass
@@ -91,8 +97,12 @@ class Explanation:
 
     def to_dict(self) -> dict[str, Any]:
         critical = self.critical
-        return {"explanation": self.sentence, "critical_path": [w.to_dict() for w in self.waits],
-                "waited_for": critical.member if critical else None, "cause": critical.cause if critical else None}
+        return {
+            "explanation": self.sentence,
+            "critical_path": [w.to_dict() for w in self.waits],
+            "waited_for": critical.member if critical else None,
+            "cause": critical.cause if critical else None,
+        }
 
 
 def explain_rebalances(history: History) -> dict[int, Explanation]:
@@ -109,17 +119,24 @@ class _Explainer:
         self.h = history
         self.rebalances = run_rebalances(history)
         self.started = {e.get("member"): e for e in history.named(ev.CONSUMER_STARTED)}  # the latest incarnation's
-        self.names = sorted({e["member"] for e in history.named(ev.CONSUMER_STARTED) if e.get("member")},
-                            key=len, reverse=True)
+        self.names = sorted(
+            {e["member"] for e in history.named(ev.CONSUMER_STARTED) if e.get("member")}, key=len, reverse=True
+        )
         self.faults = history.named(ev.FAULT_STARTED)
         self.stalls = history.named(ev.POLL_STALL_STARTED)
-        self.assignment_received = {e.get("generation"): e for e in
-                                    history.of_our_group(ev.COORDINATOR_ASSIGNMENT_RECEIVED)}
+        self.assignment_received = {
+            e.get("generation"): e for e in history.of_our_group(ev.COORDINATOR_ASSIGNMENT_RECEIVED)
+        }
         # Who coordinated the group over time: the observer's view of the brokers, and the project
         # coordinator's leader as the members found it.
         self.coordinators = [
-            [(e["mono_ms"], e["coordinator"]) for e in history.named(ev.GROUP_DESCRIBED) if e.get("coordinator") is not None],
-            [(e["mono_ms"], e["instance"]) for e in history.named(ev.COORDINATOR_FOUND) if e.get("instance")]]
+            [
+                (e["mono_ms"], e["coordinator"])
+                for e in history.named(ev.GROUP_DESCRIBED)
+                if e.get("coordinator") is not None
+            ],
+            [(e["mono_ms"], e["instance"]) for e in history.named(ev.COORDINATOR_FOUND) if e.get("instance")],
+        ]
         self.initial_delay_ms = (history.run.get("group_settings") or {}).get("initial_rebalance_delay_ms")
 
     def all(self) -> dict[int, Explanation]:
@@ -150,22 +167,32 @@ class _Explainer:
     def fault_on(self, member: str, before_ms: float, within_ms: float) -> Event | None:
         """The latest fault that silenced ``member`` and began in the ``within_ms`` before ``before_ms``:
         the coordinator notices a silent member only at a timeout, not when it falls silent."""
-        hits = [f for f in self.faults if f.get("target") == member and effects_of(f).get(ev.SILENCES)
-                and before_ms - within_ms <= f["mono_ms"] <= before_ms]
-        stalls = [s for s in self.stalls if s.get("member") == member and before_ms - within_ms <= s["mono_ms"] <= before_ms]
+        hits = [
+            f
+            for f in self.faults
+            if f.get("target") == member
+            and effects_of(f).get(ev.SILENCES)
+            and before_ms - within_ms <= f["mono_ms"] <= before_ms
+        ]
+        stalls = [
+            s for s in self.stalls if s.get("member") == member and before_ms - within_ms <= s["mono_ms"] <= before_ms
+        ]
         return max(hits + stalls, key=lambda e: e["mono_ms"], default=None)
 
     def what_happened(self, fault: Event) -> str:
         if fault["name"] == ev.POLL_STALL_STARTED:
             return STALLED + (f" (fault {fault['fault_id']})" if fault.get("fault_id") else "")
-        return (f"{effects_of(fault).get(ev.SILENCED_AS)} (fault {fault.get('fault_id') or 'without an id'}, "
-                f"{fault.get('kind')})")
+        return (
+            f"{effects_of(fault).get(ev.SILENCED_AS)} (fault {fault.get('fault_id') or 'without an id'}, "
+            f"{fault.get('kind')})"
+        )
 
     @staticmethod
     def stopped_polling(fault: Event | None) -> bool:
         """The member kept heartbeating but did not poll: it leaves only at its max.poll.interval.ms."""
-        return fault is not None and (fault["name"] == ev.POLL_STALL_STARTED
-                                      or effects_of(fault).get(ev.SILENCES) == ev.POLLS)
+        return fault is not None and (
+            fault["name"] == ev.POLL_STALL_STARTED or effects_of(fault).get(ev.SILENCES) == ev.POLLS
+        )
 
     # --- the phases --------------------------------------------------------------------
 
@@ -185,19 +212,34 @@ class _Explainer:
             setting = f" (session.timeout.ms {session})" if session else ""
             if fault:
                 waited = start - fault["mono_ms"]
-                return Wait("trigger", "session-timeout", waited, member,
-                            f"{member} was {self.what_happened(fault)} and the coordinator evicted it only when "
-                            f"its session timed out{setting}, {_s(waited)} later")
-            return Wait("trigger", "session-timeout", session, member,
-                        f"{member} went silent and the coordinator evicted it when its session timed out{setting}")
+                return Wait(
+                    "trigger",
+                    "session-timeout",
+                    waited,
+                    member,
+                    f"{member} was {self.what_happened(fault)} and the coordinator evicted it only when "
+                    f"its session timed out{setting}, {_s(waited)} later",
+                )
+            return Wait(
+                "trigger",
+                "session-timeout",
+                session,
+                member,
+                f"{member} went silent and the coordinator evicted it when its session timed out{setting}",
+            )
         if member and ("leavegroup" in low or "left" in low):
             poll = self.setting(member, "max_poll_interval_ms")
             stall = self.fault_on(member, start, (poll or 0) + ONSET_SLACK_MS) if poll else None
             if self.stopped_polling(stall):
                 waited = start - stall["mono_ms"]
-                return Wait("trigger", "poll-timeout", waited, member,
-                            f"{member} was {self.what_happened(stall)} and left the group only when its "
-                            f"max.poll.interval.ms ({poll}) ran out, {_s(waited)} later")
+                return Wait(
+                    "trigger",
+                    "poll-timeout",
+                    waited,
+                    member,
+                    f"{member} was {self.what_happened(stall)} and left the group only when its "
+                    f"max.poll.interval.ms ({poll}) ran out, {_s(waited)} later",
+                )
             return Wait("trigger", "left", 0.0, member, f"{member} left the group")
         if member and ("adding" in low and "member" in low):
             return Wait("trigger", "joined", 0.0, member, f"{member} joined the group")
@@ -221,9 +263,14 @@ class _Explainer:
             if was is not None and moved:
                 lost = [e["mono_ms"] for e in self.h.named(ev.COORDINATOR_LOST) if lo < e["mono_ms"] <= moved[0]]
                 waited = moved[0] - (lost[0] if lost else r.start.mono_ms)
-                return Wait("trigger", "coordinator-moved", max(0.0, waited), None,
-                            f"the group's coordinator moved ({was} -> {moved[1]})"
-                            + (f", found again {_s(waited)} after it was lost" if lost else ""))
+                return Wait(
+                    "trigger",
+                    "coordinator-moved",
+                    max(0.0, waited),
+                    None,
+                    f"the group's coordinator moved ({was} -> {moved[1]})"
+                    + (f", found again {_s(waited)} after it was lost" if lost else ""),
+                )
         return None
 
     def join(self, r: Rebalance, previous: Rebalance | None, trigger: Wait | None) -> Wait | None:
@@ -243,24 +290,45 @@ class _Explainer:
             if poll and held >= poll - REBALANCE_TIMEOUT_SLACK_MS:
                 fault = self.fault_on(member, r.stabilized.mono_ms, held + ONSET_SLACK_MS)
                 why = f", {self.what_happened(fault)}" if fault else ""
-                return Wait("join", "rebalance-timeout", held, member,
-                            f"the join phase waited {_s(held)} for {member}{why}, which never rejoined: the "
-                            f"coordinator dropped it when its rebalance timeout (max.poll.interval.ms {poll}) ran out")
+                return Wait(
+                    "join",
+                    "rebalance-timeout",
+                    held,
+                    member,
+                    f"the join phase waited {_s(held)} for {member}{why}, which never rejoined: the "
+                    f"coordinator dropped it when its rebalance timeout (max.poll.interval.ms {poll}) ran out",
+                )
         last_member, last = max(sent.items(), key=lambda kv: kv[1]["mono_ms"])
         after_last = r.stabilized.mono_ms - last["mono_ms"]
         new_group = previous is None or not previous.members
         if new_group and after_last >= NOTABLE_MS and (self.initial_delay_ms or 0) > 0:
-            return Wait("join", "initial-delay", held, None,
-                        f"the coordinator held the new group's join phase open {_s(held)} for its initial "
-                        f"rebalance delay (group.initial.rebalance.delay.ms {self.initial_delay_ms}, extended "
-                        f"while members kept joining); the last, {last_member}, joined {_s(last['mono_ms'] - first)} in")
+            return Wait(
+                "join",
+                "initial-delay",
+                held,
+                None,
+                f"the coordinator held the new group's join phase open {_s(held)} for its initial "
+                f"rebalance delay (group.initial.rebalance.delay.ms {self.initial_delay_ms}, extended "
+                f"while members kept joining); the last, {last_member}, joined {_s(last['mono_ms'] - first)} in",
+            )
         waited = last["mono_ms"] - first
         fault = self.fault_on(last_member, last["mono_ms"], waited + ONSET_SLACK_MS)
-        why = f", {self.what_happened(fault)}," if fault else (
-            self.in_revoke(last_member, first, last["mono_ms"]) or self.heard_late(last_member, first, last["mono_ms"]))
-        return Wait("join", "late-join", held, last_member,
-                    f"the join phase took {_s(held)}: {last_member}{why} sent its JoinGroup last, {_s(waited)} "
-                    f"after the first member")
+        why = (
+            f", {self.what_happened(fault)},"
+            if fault
+            else (
+                self.in_revoke(last_member, first, last["mono_ms"])
+                or self.heard_late(last_member, first, last["mono_ms"])
+            )
+        )
+        return Wait(
+            "join",
+            "late-join",
+            held,
+            last_member,
+            f"the join phase took {_s(held)}: {last_member}{why} sent its JoinGroup last, {_s(waited)} "
+            f"after the first member",
+        )
 
     def in_revoke(self, member: str, lo: float, hi: float) -> str:
         """A member whose revoke callback waits for its processing thread (processing: worker)
@@ -268,19 +336,30 @@ class _Explainer:
         ends = self.h.where(ev.PARTITIONS_REVOKED, member=member)
         for start in self.h.where(ev.REVOKE_STARTED, member=member):
             # Its own callback's end: the same incarnation (one killed inside never ended it).
-            end = next((e for e in ends if e["mono_ms"] >= start["mono_ms"]
-                        and e.get(ev.INCARNATION) == start.get(ev.INCARNATION)), None)
+            end = next(
+                (
+                    e
+                    for e in ends
+                    if e["mono_ms"] >= start["mono_ms"] and e.get(ev.INCARNATION) == start.get(ev.INCARNATION)
+                ),
+                None,
+            )
             took = end["mono_ms"] - start["mono_ms"] if end else 0.0
             if end and lo <= end["mono_ms"] <= hi and took >= NOTABLE_MS:
-                return (f", which spent {_s(took)} in its revoke callback while its processing thread finished "
-                        f"the {start.get('in_flight')} records it held,")
+                return (
+                    f", which spent {_s(took)} in its revoke callback while its processing thread finished "
+                    f"the {start.get('in_flight')} records it held,"
+                )
         return ""
 
     def heard_late(self, member: str, lo: float, hi: float) -> str:
         """A member already in the group hears of a rebalance in the answer to its next heartbeat."""
         heard = [e for e in self.h.where(ev.REBALANCE_STARTED, member=member) if lo <= e["mono_ms"] <= hi]
-        return ", which heard of it at its next heartbeat," if any(
-            "rebalance in progress" in str(e.get("reason", "")).lower() for e in heard) else ""
+        return (
+            ", which heard of it at its next heartbeat,"
+            if any("rebalance in progress" in str(e.get("reason", "")).lower() for e in heard)
+            else ""
+        )
 
     def join_sent(self, r: Rebalance) -> dict[str, Event]:
         """Each member's first JoinGroup for this generation (its retries are the same join)."""
@@ -291,12 +370,24 @@ class _Explainer:
             return None
         received = self.assignment_received.get(r.generation)
         if r.leader and received:
-            ms = max(0.0, received["mono_ms"] - r.stabilized.mono_ms)  # the leader may sync before the last join is seen
-            return Wait("sync", "leader-assignment", ms, r.leader.split("#")[0],
-                        f"the leader {r.leader} sent its assignment {_s(ms)} after the join phase ended")
+            ms = max(
+                0.0, received["mono_ms"] - r.stabilized.mono_ms
+            )  # the leader may sync before the last join is seen
+            return Wait(
+                "sync",
+                "leader-assignment",
+                ms,
+                r.leader.split("#")[0],
+                f"the leader {r.leader} sent its assignment {_s(ms)} after the join phase ended",
+            )
         synced = self.h.where(ev.GROUP_SYNCED, generation=r.generation)
         if not synced:
             return None
         last = max(synced, key=lambda e: e["mono_ms"])
-        return Wait("sync", "slowest-sync", r.sync_ms, last.get("member"),
-                    f"{last.get('member')} got its assignment last, {_s(r.sync_ms)} after joining")
+        return Wait(
+            "sync",
+            "slowest-sync",
+            r.sync_ms,
+            last.get("member"),
+            f"{last.get('member')} got its assignment last, {_s(r.sync_ms)} after joining",
+        )

@@ -17,6 +17,7 @@ other than its group's kind of object. The harness reports it as bad input (exit
 
 Imports nothing of the project: the oracle is the bottom layer, and its checks are plugins too.
 """
+
 from __future__ import annotations
 
 import functools
@@ -72,8 +73,11 @@ def discover(path: list[str] | None = None) -> tuple[Plugin, ...]:
         if _normalized(name) in seen:
             continue
         seen.add(_normalized(name))
-        found += [Plugin(ep.group, ep.name, ep.value, name, dist.version or "(no version)")
-                  for ep in dist.entry_points if ep.group in GROUPS]
+        found += [
+            Plugin(ep.group, ep.name, ep.value, name, dist.version or "(no version)")
+            for ep in dist.entry_points
+            if ep.group in GROUPS
+        ]
     return tuple(sorted(found, key=lambda p: (p.group, p.name, _normalized(p.distribution))))
 
 
@@ -89,8 +93,12 @@ def recorded() -> list[dict[str, str]]:
     return [p.to_dict() for p in installed()]
 
 
-def load(group: str, built_in: Collection[str], accept: Callable[[object, Plugin], str | None],
-         plugins: Collection[Plugin] | None = None) -> dict[str, object]:
+def load(
+    group: str,
+    built_in: Collection[str],
+    accept: Callable[[object, Plugin], str | None],
+    plugins: Collection[Plugin] | None = None,
+) -> dict[str, object]:
     """Name -> the object each plugin of ``group`` points to, imported; its registry calls this
     once. ``accept`` says why an object is not one of the group's (None: it is). ``plugins``:
     those to load (default: the installed ones of ``group``)."""
@@ -101,11 +109,15 @@ def load(group: str, built_in: Collection[str], accept: Callable[[object, Plugin
         by_name.setdefault(p.name, []).append(p)
     for name, claims in by_name.items():  # before anything is imported: the clash is the news
         if name in built_in:
-            raise ExtensionError(f"{what} {name!r} is built in to rebalance-lab, and a plugin claims it too: "
-                                 f"{claims[0]}; a plugin's {what} needs a name of its own")
+            raise ExtensionError(
+                f"{what} {name!r} is built in to rebalance-lab, and a plugin claims it too: "
+                f"{claims[0]}; a plugin's {what} needs a name of its own"
+            )
         if len(claims) > 1:
-            raise ExtensionError(f"{what} {name!r} is claimed by {len(claims)} plugins: "
-                                 f"{' and '.join(map(str, claims))}; uninstall one, or rename its entry point")
+            raise ExtensionError(
+                f"{what} {name!r} is claimed by {len(claims)} plugins: "
+                f"{' and '.join(map(str, claims))}; uninstall one, or rename its entry point"
+            )
     import importlib.metadata
 
     loaded = {}
@@ -125,6 +137,8 @@ def not_installed(group: str, name: str, recorded_plugins: object) -> str | None
     ``plugins``): which distribution it came from. None if the run did not record it so."""
     for p in recorded_plugins if isinstance(recorded_plugins, list) else ():
         if isinstance(p, dict) and p.get("group") == group and p.get("name") == name:
-            return (f"{GROUPS[group]} {name!r} comes from a plugin not installed here: {p.get('distribution')} "
-                    f"{p.get('version')} (entry point {group}: {name} = {p.get('value')}); install it to judge this history")
+            return (
+                f"{GROUPS[group]} {name!r} comes from a plugin not installed here: {p.get('distribution')} "
+                f"{p.get('version')} (entry point {group}: {name} = {p.get('value')}); install it to judge this history"
+            )
     return None

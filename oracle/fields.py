@@ -17,16 +17,27 @@ history.
 
 Pure data and one function; it imports only the vocabulary.
 """
+
 from __future__ import annotations
 
 from . import vocabulary as ev
 
-ENVELOPE: frozenset[str] = frozenset({
-    ev.NAME, ev.TS, ev.MONO_MS, ev.SOURCE, ev.SEQ, ev.CLOCK,
-    ev.MEMBER, ev.INCARNATION, ev.MEMBER_ID, ev.GENERATION,  # a member's events (HistoryWriter's context, the driver)
-    ev.DRIVER,  # the java driver's events
-    ev.INSTANCE,  # the project's coordinator's events: its instance
-})
+ENVELOPE: frozenset[str] = frozenset(
+    {
+        ev.NAME,
+        ev.TS,
+        ev.MONO_MS,
+        ev.SOURCE,
+        ev.SEQ,
+        ev.CLOCK,
+        ev.MEMBER,
+        ev.INCARNATION,
+        ev.MEMBER_ID,
+        ev.GENERATION,  # a member's events (HistoryWriter's context, the driver)
+        ev.DRIVER,  # the java driver's events
+        ev.INSTANCE,  # the project's coordinator's events: its instance
+    }
+)
 
 _FAULT = ("fault_id", "kind", "target")
 _FIRED = ("trigger", "trigger_latency_ms")  # a fault fired `on:` a trigger
@@ -37,9 +48,24 @@ _INSTANCE = ("coordinator", "group")  # the same events written by the project's
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     # harness
-    ev.RUN_STARTED: ("format_version", "run_id", "scenario", "seed", "topics", "topic_pattern", "group", "protocol",
-                     "assignor", "members", "checks", "faults", "clock_offset_ms", "backend", "group_settings",
-                     "plugins"),
+    ev.RUN_STARTED: (
+        "format_version",
+        "run_id",
+        "scenario",
+        "seed",
+        "topics",
+        "topic_pattern",
+        "group",
+        "protocol",
+        "assignor",
+        "members",
+        "checks",
+        "faults",
+        "clock_offset_ms",
+        "backend",
+        "group_settings",
+        "plugins",
+    ),
     ev.PHASE: ("phase", "members", "reason"),
     ev.PROCESS_STARTED: ("process", "role", "pid"),
     ev.PROCESS_EXITED: ("process", "role", "pid", "returncode"),
@@ -57,11 +83,23 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.RECORDS_ACKED: (ev.RANGES, "latency_ms"),
     ev.PRODUCE_FAILED: (ev.TOPIC, ev.PARTITION, "error", ev.COUNT),
     # consumers (every driver: librdkafka, zk-eager, the coordinator's, java)
-    ev.CONSUMER_STARTED: ("pid", "group", "protocol", "assignor", "group_instance_id", "commit_mode",
-                          "session_timeout_ms", "max_poll_interval_ms",
-                          "processing",  # librdkafka
-                          "consumer_id", "rebalance_max_retries", "rebalance_backoff_ms",  # zk-eager
-                          "jvm_pid", "kafka_client", "processing_ms_ignored"),  # java
+    ev.CONSUMER_STARTED: (
+        "pid",
+        "group",
+        "protocol",
+        "assignor",
+        "group_instance_id",
+        "commit_mode",
+        "session_timeout_ms",
+        "max_poll_interval_ms",
+        "processing",  # librdkafka
+        "consumer_id",
+        "rebalance_max_retries",
+        "rebalance_backoff_ms",  # zk-eager
+        "jvm_pid",
+        "kafka_client",
+        "processing_ms_ignored",
+    ),  # java
     ev.SUBSCRIPTION_CHANGED: ("topics",),
     ev.GROUP_JOIN_SENT: (),
     ev.GROUP_JOINED: ("leader_id", "is_leader", "protocol_name", "members"),
@@ -75,8 +113,15 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.PARTITIONS_REVOKED: _PARTITIONS,
     ev.PARTITIONS_LOST: _PARTITIONS,
     ev.RECORDS_CONSUMED: (ev.RANGES, "e2e_ms"),
-    ev.OFFSETS_COMMITTED: (ev.OFFSETS, "success", "error", "error_code", "trigger", "started_mono_ms",
-                           "error_message"),  # java
+    ev.OFFSETS_COMMITTED: (
+        ev.OFFSETS,
+        "success",
+        "error",
+        "error_code",
+        "trigger",
+        "started_mono_ms",
+        "error_message",
+    ),  # java
     ev.CONSUMER_ERROR: ("error", "error_code", "fatal", "message"),
     ev.POLL_STALL_STARTED: ("fault_id", "duration_s"),
     ev.POLL_STALL_ENDED: ("fault_id",),

@@ -6,6 +6,7 @@ offsets, which commits happened, what the producer got acknowledged. Derived
 views (ownership sessions, rebalances) are memoised on it so every check sees
 the same interpretation of the same events.
 """
+
 from __future__ import annotations
 
 import gc
@@ -153,7 +154,9 @@ def load_history(path: str | Path, compact_events: bool = False) -> Loaded:
     except OSError as e:
         raise HistoryError(path, None, e.strerror or str(e)) from None
     if not events:
-        raise HistoryError(path, None, "no events: nothing to judge" + (f" (line {torn.line}: {torn.reason})" if torn else ""))
+        raise HistoryError(
+            path, None, "no events: nothing to judge" + (f" (line {torn.line}: {torn.reason})" if torn else "")
+        )
     if not any(e["name"] == ev.RUN_STARTED or e.get(ev.MEMBER) for e in events):
         # what a check judges is said by run_started (topics, group) or by members' events (a
         # converted VerifiableConsumer log): without either, every check would pass on nothing
@@ -280,8 +283,10 @@ class _Shape:
         # As a row of a list: its values in this order, its strings kept once (KeyError: another key).
         # Written out, as `(intern(o["topic"]), o["partition"], …)`: millions of ranges go through it,
         # so the interning is inline too (a call per range cost a tenth of loading).
-        fields = ", ".join(f"(v{i} if type(v{i} := o[{k!r}]) is not str else intern(v{i}))" if i in self.names
-                           else f"o[{k!r}]" for i, k in enumerate(keys))
+        fields = ", ".join(
+            f"(v{i} if type(v{i} := o[{k!r}]) is not str else intern(v{i}))" if i in self.names else f"o[{k!r}]"
+            for i, k in enumerate(keys)
+        )
         self.row = eval(f"lambda o: ({fields},)", {"intern": sys.intern})
 
     @classmethod
@@ -445,8 +450,11 @@ def _compactor(keys: tuple[str, ...], nested: str) -> Callable[[dict], CompactEv
             i = shape.index[nested]
             body.append(f"    if type(v{i}) is list and v{i}: v{i} = rows(v{i}) or v{i}")
         at = shape.index.get
-        key = (f"v{at('mono_ms')}", f"v{at('source')}" if "source" in keys else '""',
-               f"v{at('seq')}" if "seq" in keys else "0")
+        key = (
+            f"v{at('mono_ms')}",
+            f"v{at('source')}" if "source" in keys else '""',
+            f"v{at('seq')}" if "seq" in keys else "0",
+        )
         body.append(f"    return new_event(shape, ({', '.join(names)},), ({', '.join(key)}))")
         env = {"intern": sys.intern, "rows": _rows, "shape": shape, "new_event": CompactEvent}
         exec("\n".join(body), env)
@@ -539,7 +547,8 @@ class History:
         self.consumptions: list[Consumption] = []
         self._consumptions_by_tp: dict[TopicPartition, list[Consumption]] = defaultdict(list)
         self.consumed: dict[TopicPartition, OffsetSet] = {
-            tp: OffsetSet(rs) for tp, rs in self._index_consumptions().items()}
+            tp: OffsetSet(rs) for tp, rs in self._index_consumptions().items()
+        }
         self.commits: list[Commit] = self._index_commits()
         self.partitions: list[TopicPartition] = self._partitions()  # every partition of the group, by the end
         self._added_at = self._partitions_added()
@@ -564,7 +573,9 @@ class History:
 
     def _partitions_added(self) -> dict[TopicPartition, float]:
         """Partition -> when the group first assigned it, for partitions added mid-run."""
-        declared = {TopicPartition(t["topic"], p) for t in self.run.get("topics") or () for p in range(int(t["partitions"]))}
+        declared = {
+            TopicPartition(t["topic"], p) for t in self.run.get("topics") or () for p in range(int(t["partitions"]))
+        }
         if not declared:
             return {}
         first_assigned: dict[TopicPartition, float] = {}
@@ -632,17 +643,37 @@ class History:
             slot = None
             for topic, partition, offset in _fields(e, ev.OFFSETS, (ev.TOPIC, ev.PARTITION, ev.OFFSET)):
                 if slot is None:
-                    member, source, incarnation, ts, mono_ms, generation, success, error, code, trigger, sent_ms = _pick(
-                        e, _HEAD + (ev.GENERATION, "success", "error", "error_code", "trigger", "started_mono_ms"))
-                    slot, at, success = self._slot_of(e, member, source, incarnation), new(Instant, (ts, mono_ms)), bool(success)
+                    member, source, incarnation, ts, mono_ms, generation, success, error, code, trigger, sent_ms = (
+                        _pick(
+                            e, _HEAD + (ev.GENERATION, "success", "error", "error_code", "trigger", "started_mono_ms")
+                        )
+                    )
+                    slot, at, success = (
+                        self._slot_of(e, member, source, incarnation),
+                        new(Instant, (ts, mono_ms)),
+                        bool(success),
+                    )
                     # librdkafka's auto commits come without the instant their request left (null):
                     # the answer is the latest it can have left.
                     sent_ms = mono_ms if sent_ms is None else sent_ms
                     if "member" in e:
                         writers.add(slot)
                 key = (topic, partition)
-                commit = new(Commit, (slot, tps.get(key) or self._tp(*key), int(offset), success, error,
-                                      code, trigger, generation, sent_ms, at))
+                commit = new(
+                    Commit,
+                    (
+                        slot,
+                        tps.get(key) or self._tp(*key),
+                        int(offset),
+                        success,
+                        error,
+                        code,
+                        trigger,
+                        generation,
+                        sent_ms,
+                        at,
+                    ),
+                )
                 end = produced.get(commit.tp)
                 past = end is not None and commit.offset > end and mono_ms <= until
                 (self.never_produced_commits if past else commits).append(commit)
@@ -684,8 +715,9 @@ class History:
         """The events of these names, in time order (one list, computed once: do not change it)."""
         if len(names) == 1:
             return self._by_name.get(names[0], [])
-        return self.memo(("named", names), lambda: sorted(
-            (e for n in names for e in self._by_name.get(n, [])), key=sort_key))
+        return self.memo(
+            ("named", names), lambda: sorted((e for n in names for e in self._by_name.get(n, [])), key=sort_key)
+        )
 
     def first(self, name: str, **where: Any) -> Event | None:
         found = self.where(name, **where)
@@ -729,8 +761,10 @@ class History:
 
     @property
     def incremental(self) -> bool:
-        return self.protocol in INCREMENTAL_PROTOCOLS or self.memo("incremental", lambda: any(
-            e.get("incremental") for e in self.named(ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED)))
+        return self.protocol in INCREMENTAL_PROTOCOLS or self.memo(
+            "incremental",
+            lambda: any(e.get("incremental") for e in self.named(ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED)),
+        )
 
     def known_offsets(self, tp: TopicPartition) -> OffsetSet:
         """Offsets we know exist in the log: acknowledged or seen by a consumer.
@@ -748,7 +782,7 @@ class History:
         """One partition's consumed ranges processed from `from_ms` to `to_ms` (both included),
         in time order: a window looked up, not the whole partition scanned."""
         times = self.consumption_times(tp)
-        return self.consumptions_of(tp)[bisect_left(times, from_ms):bisect_right(times, to_ms)]
+        return self.consumptions_of(tp)[bisect_left(times, from_ms) : bisect_right(times, to_ms)]
 
     def consumption_times(self, tp: TopicPartition) -> list[float]:
         """When each of `consumptions_of(tp)` was processed (rising: they are in time order)."""
@@ -760,11 +794,13 @@ class History:
     def committed_at(self, tp: TopicPartition, mono_ms: float) -> Commit | None:
         """The group's committed offset for a partition at an instant: the last
         successful commit answered by then (what a new owner would fetch)."""
+
         def index() -> dict[TopicPartition, tuple[list[float], list[Commit]]]:
             by_tp: dict[TopicPartition, list[Commit]] = defaultdict(list)
             for c in sorted((c for c in self.commits if c.success), key=attrgetter("at.mono_ms")):
                 by_tp[c.tp].append(c)
             return {tp: ([c.at.mono_ms for c in cs], cs) for tp, cs in by_tp.items()}
+
         times, commits = self.memo("commits_answered", index).get(tp, ([], []))
         i = bisect_right(times, mono_ms)
         return commits[i - 1] if i else None
@@ -783,6 +819,7 @@ class History:
 
     def _commit_tally(self) -> tuple[int, dict[tuple[str, str], int]]:
         """One pass over the commits, shared by fenced-commits and the stats (millions of entries)."""
+
         def tally() -> tuple[int, dict[tuple[str, str], int]]:
             ok, failed = 0, defaultdict(int)
             for c in self.commits:
@@ -791,6 +828,7 @@ class History:
                 else:
                     failed["none" if c.error_code is None else str(c.error_code), c.error or "unknown"] += 1
             return ok, dict(sorted(failed.items()))
+
         return self.memo("commit_tally", tally)
 
     def members(self) -> list[MemberSlot]:
@@ -826,8 +864,9 @@ class History:
         return self._memo[key]
 
     def _partitions(self) -> list[TopicPartition]:
-        declared = [TopicPartition(t["topic"], p)
-                    for t in self.run.get("topics") or () for p in range(int(t["partitions"]))]
+        declared = [
+            TopicPartition(t["topic"], p) for t in self.run.get("topics") or () for p in range(int(t["partitions"]))
+        ]
         if declared:
             counts = {t["topic"]: int(t["partitions"]) for t in self.run.get("topics") or ()}
             for e in self.named(ev.PARTITIONS_ADDED, ev.TOPIC_CREATED):

@@ -23,6 +23,7 @@ None of those changes what a check says.
 order it wrote them (one ``write()`` each, under its lock), which is what its ``seq`` and
 clock are promised against. Pure, like the rest of the oracle.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,37 +44,74 @@ class Promise(NamedTuple):
     why: str  # why that treatment
 
 
-PROMISES: dict[str, Promise] = {p.id: p for p in (
-    Promise("event-lines", "every line is one JSON event whose fields the oracle reads have their types "
-            "(oracle/events.py)", REFUSE, "a line that cannot be read could be any event"),
-    Promise("writer-sequence", "each writer (source and incarnation) numbers its events 1, 2, 3, … in the order "
-            "of its lines", REFUSE, "a missing, repeated or reordered event of one writer leaves the rest "
-            "of its story unknown"),
-    Promise("writer-clock", "a writer's mono_ms never goes back from one of its events to the next, beyond "
-            "its clock's resolution", REFUSE, "every check orders events by mono_ms: a clock that went back "
-            "reorders what happened and blames the member for it"),
-    Promise("run-bounds", "run_started is the harness's first event and run_finished its last, each at most "
+PROMISES: dict[str, Promise] = {
+    p.id: p
+    for p in (
+        Promise(
+            "event-lines",
+            "every line is one JSON event whose fields the oracle reads have their types (oracle/events.py)",
+            REFUSE,
+            "a line that cannot be read could be any event",
+        ),
+        Promise(
+            "writer-sequence",
+            "each writer (source and incarnation) numbers its events 1, 2, 3, … in the order of its lines",
+            REFUSE,
+            "a missing, repeated or reordered event of one writer leaves the rest of its story unknown",
+        ),
+        Promise(
+            "writer-clock",
+            "a writer's mono_ms never goes back from one of its events to the next, beyond its clock's resolution",
+            REFUSE,
+            "every check orders events by mono_ms: a clock that went back "
+            "reorders what happened and blames the member for it",
+        ),
+        Promise(
+            "run-bounds",
+            "run_started is the harness's first event and run_finished its last, each at most "
             "once; no event is stamped before run_started or after run_finished, and no line follows "
-            "run_finished", REFUSE,
-            "the run's options and its end are read from them: two of either is two runs in one file"),
-    Promise("generation-order", "a member's generation (or KIP-848 member epoch) never goes back within one "
-            "incarnation", REFUSE, "ownership sessions are keyed by generation: one that goes back makes "
-            "sessions overlap that never did"),
-    Promise("record-fields", "the fields of one record agree: a range's count is max_offset - min_offset + 1; "
-            "a commit was sent no later than answered; a successful commit carries no error", REFUSE,
-            "a record that contradicts itself cannot say which of its fields is wrong"),
-    Promise("partitions-exist", "every partition an event names of the run's topics exists by the end of the "
-            "run (below its topic's partition count)", REFUSE,
+            "run_finished",
+            REFUSE,
+            "the run's options and its end are read from them: two of either is two runs in one file",
+        ),
+        Promise(
+            "generation-order",
+            "a member's generation (or KIP-848 member epoch) never goes back within one incarnation",
+            REFUSE,
+            "ownership sessions are keyed by generation: one that goes back makes sessions overlap that never did",
+        ),
+        Promise(
+            "record-fields",
+            "the fields of one record agree: a range's count is max_offset - min_offset + 1; "
+            "a commit was sent no later than answered; a successful commit carries no error",
+            REFUSE,
+            "a record that contradicts itself cannot say which of its fields is wrong",
+        ),
+        Promise(
+            "partitions-exist",
+            "every partition an event names of the run's topics exists by the end of the "
+            "run (below its topic's partition count)",
+            REFUSE,
             "ownership and convergence are judged over the topic's partitions: one that does not exist "
-            "would be unowned forever"),
-    Promise("fault-effects", "every fault_started says what its fault does to its target (effects; format 3 "
-            "on)", REFUSE, "the explanations, ownership and convergence read what a fault did from it alone: "
-            "a fault that says nothing would be judged as one that did nothing"),
-    Promise("produced", "every offset a member consumed or committed was produced: acknowledged to the producer "
-            "by the time it stopped, or below a high watermark the observer saw later", SET_ASIDE,
+            "would be unowned forever",
+        ),
+        Promise(
+            "fault-effects",
+            "every fault_started says what its fault does to its target (effects; format 3 on)",
+            REFUSE,
+            "the explanations, ownership and convergence read what a fault did from it alone: "
+            "a fault that says nothing would be judged as one that did nothing",
+        ),
+        Promise(
+            "produced",
+            "every offset a member consumed or committed was produced: acknowledged to the producer "
+            "by the time it stopped, or below a high watermark the observer saw later",
+            SET_ASIDE,
             "the records that never existed are set aside and the rest judged: what the members did with "
-            "real records is still known"),
-)}
+            "real records is still known",
+        ),
+    )
+}
 
 # How far back a writer's mono_ms may step within one clock domain (docs/history.md, "Clock
 # domains"). Stamps made at writing, under the writer's lock, never go back; a client's and
@@ -83,10 +121,16 @@ PROMISES: dict[str, Promise] = {p.id: p for p in (
 CLOCK_RESOLUTION_MS: dict[str | None, float] = {None: 0.0, "client": 0.0, "jvm": 50.0, "broker-log": 50.0}
 
 # Event name -> its fields that name partitions: lists of {topic, partition}.
-_PARTITION_LISTS = {ev.PARTITIONS_ASSIGNED: "partitions", ev.PARTITIONS_REVOKED: "partitions",
-                    ev.PARTITIONS_LOST: "partitions", ev.REVOKE_STARTED: "partitions",
-                    ev.RECORDS_CONSUMED: ev.RANGES, ev.RECORDS_ACKED: ev.RANGES, ev.OFFSETS_COMMITTED: ev.OFFSETS,
-                    ev.LAG_SAMPLED: "partitions"}
+_PARTITION_LISTS = {
+    ev.PARTITIONS_ASSIGNED: "partitions",
+    ev.PARTITIONS_REVOKED: "partitions",
+    ev.PARTITIONS_LOST: "partitions",
+    ev.REVOKE_STARTED: "partitions",
+    ev.RECORDS_CONSUMED: ev.RANGES,
+    ev.RECORDS_ACKED: ev.RANGES,
+    ev.OFFSETS_COMMITTED: ev.OFFSETS,
+    ev.LAG_SAMPLED: "partitions",
+}
 _RANGED = frozenset({ev.RECORDS_CONSUMED, ev.RECORDS_ACKED})
 MAX_SHOWN = 8  # broken promises named in a refusal; the rest are counted
 
@@ -116,9 +160,16 @@ class LoadReport:
     restarted_writers: list[str] = field(default_factory=list)  # format 1: a writer's seq began at 1 again
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lines": self.lines, "events": self.events, "torn": [list(t) for t in self.torn],
-                "recovered": self.recovered, "duplicates": self.duplicates, "run_finished": self.run_finished,
-                "unknown_fields": dict(sorted(self.unknown_fields.items())), "restarted_writers": self.restarted_writers}
+        return {
+            "lines": self.lines,
+            "events": self.events,
+            "torn": [list(t) for t in self.torn],
+            "recovered": self.recovered,
+            "duplicates": self.duplicates,
+            "run_finished": self.run_finished,
+            "unknown_fields": dict(sorted(self.unknown_fields.items())),
+            "restarted_writers": self.restarted_writers,
+        }
 
     @classmethod
     def of(cls, d: dict[str, Any]) -> LoadReport:
@@ -129,19 +180,27 @@ class LoadReport:
         """One line per thing worth a reader's attention; none for a clean history."""
         notes = []
         if self.torn:
-            notes.append(f"{len(self.torn)} torn line(s) dropped (a writer died mid-write): line "
-                         + ", ".join(f"{n} ({b} bytes)" for n, b in self.torn[:MAX_SHOWN]))
+            notes.append(
+                f"{len(self.torn)} torn line(s) dropped (a writer died mid-write): line "
+                + ", ".join(f"{n} ({b} bytes)" for n, b in self.torn[:MAX_SHOWN])
+            )
         if self.recovered:
-            notes.append(f"{len(self.recovered)} event(s) read from behind a torn write on the same line: line "
-                         + ", ".join(map(str, self.recovered[:MAX_SHOWN])))
+            notes.append(
+                f"{len(self.recovered)} event(s) read from behind a torn write on the same line: line "
+                + ", ".join(map(str, self.recovered[:MAX_SHOWN]))
+            )
         if self.duplicates:
-            notes.append(f"{len(self.duplicates)} exact duplicate line(s) dropped: line "
-                         + ", ".join(map(str, self.duplicates[:MAX_SHOWN])))
+            notes.append(
+                f"{len(self.duplicates)} exact duplicate line(s) dropped: line "
+                + ", ".join(map(str, self.duplicates[:MAX_SHOWN]))
+            )
         if not self.run_finished:
             notes.append("no run_finished: the harness that wrote it did not get to its end")
         if self.unknown_fields:
-            notes.append("fields this oracle does not know (passed over): " + ", ".join(
-                f"{k} ×{n}" for k, n in sorted(self.unknown_fields.items())[:MAX_SHOWN]))
+            notes.append(
+                "fields this oracle does not know (passed over): "
+                + ", ".join(f"{k} ×{n}" for k, n in sorted(self.unknown_fields.items())[:MAX_SHOWN])
+            )
         if self.restarted_writers:
             notes.append("writers restarted without an incarnation (format 1): " + ", ".join(self.restarted_writers))
         return notes
@@ -197,14 +256,21 @@ class Audit:
                     self._restarts.append((str(source), line))
                     w.mono, w.generation = float("-inf"), None
                 else:
-                    self._break("writer-sequence", (w.line, line) if w.line else (line,),
-                                f"{_writer(key)}: seq {seq} after seq {w.seq}" if w.seq else
-                                f"{_writer(key)}: its first event has seq {seq}, not 1")
+                    self._break(
+                        "writer-sequence",
+                        (w.line, line) if w.line else (line,),
+                        f"{_writer(key)}: seq {seq} after seq {w.seq}"
+                        if w.seq
+                        else f"{_writer(key)}: its first event has seq {seq}, not 1",
+                    )
             w.seq = seq
         mono = event[ev.MONO_MS]
         if mono < w.mono - CLOCK_RESOLUTION_MS.get(event.get(ev.CLOCK), 0.0):
-            self._break("writer-clock", (w.line, line), f"{_writer(key)}: mono_ms {mono} after {w.mono} "
-                        f"({w.mono - mono:.3f} ms back)")
+            self._break(
+                "writer-clock",
+                (w.line, line),
+                f"{_writer(key)}: mono_ms {mono} after {w.mono} ({w.mono - mono:.3f} ms back)",
+            )
         w.mono, w.line, w.raw = mono, line, raw
         self.report.events += 1
         if mono < self._earliest[0]:
@@ -217,16 +283,20 @@ class Audit:
         generation = event.get(ev.GENERATION)
         if generation is not None and event.get(ev.MEMBER) is not None and name in _MEMBER_EVENTS:
             if w.generation is not None and generation < w.generation:
-                self._break("generation-order", (w.generation_line, line),
-                            f"{_writer(key)}: generation {generation} after {w.generation}")
+                self._break(
+                    "generation-order",
+                    (w.generation_line, line),
+                    f"{_writer(key)}: generation {generation} after {w.generation}",
+                )
             w.generation, w.generation_line = generation, line
 
         if name == ev.RUN_STARTED:
             if self._run_started is not None:
                 self._break("run-bounds", (self._run_started, line), "a second run_started")
             elif source != "harness" or seq not in (None, 1):
-                self._break("run-bounds", (line,), f"run_started from {source} as its event {seq}, "
-                            "not the harness's first")
+                self._break(
+                    "run-bounds", (line,), f"run_started from {source} as its event {seq}, not the harness's first"
+                )
             self._run_started, self._started_mono = line, mono
             self._format = event.get("format_version") or 1
             for t in event.get("topics") or ():
@@ -261,15 +331,19 @@ class Audit:
             if ranged:
                 count = item.get(ev.COUNT)
                 if count is not None and count != item[ev.MAX_OFFSET] - item[ev.MIN_OFFSET] + 1:
-                    self._break("record-fields", (line,), f"{name}: {topic}-{partition} "
-                                f"{item[ev.MIN_OFFSET]}..{item[ev.MAX_OFFSET]} says count {count}")
+                    self._break(
+                        "record-fields",
+                        (line,),
+                        f"{name}: {topic}-{partition} {item[ev.MIN_OFFSET]}..{item[ev.MAX_OFFSET]} says count {count}",
+                    )
 
     def _commit(self, event: dict, line: int) -> None:
         sent = event.get("started_mono_ms")
         tolerance = CLOCK_RESOLUTION_MS.get(event.get(ev.CLOCK), 0.0)
         if sent is not None and sent > event[ev.MONO_MS] + tolerance:
-            self._break("record-fields", (line,), f"offsets_committed sent at {sent}, after its answer at "
-                        f"{event[ev.MONO_MS]}")
+            self._break(
+                "record-fields", (line,), f"offsets_committed sent at {sent}, after its answer at {event[ev.MONO_MS]}"
+            )
         if event.get("success") and event.get("error_code") is not None:
             self._break("record-fields", (line,), f"offsets_committed succeeded with error_code {event['error_code']}")
 
@@ -282,21 +356,33 @@ class Audit:
             self.report.restarted_writers = sorted({w for w, _ in self._restarts})
         if self._format >= FAULT_EFFECTS_SINCE:
             for fault, line in self._unsaid:
-                self._break("fault-effects", (line,), f"fault_started {fault} says nothing of what it does "
-                            "to its target: no effects")
+                self._break(
+                    "fault-effects",
+                    (line,),
+                    f"fault_started {fault} says nothing of what it does to its target: no effects",
+                )
         # Every writer stamps an instant no later than it writes; the harness writes run_started
         # before it starts anything, and run_finished once everything else has stopped.
         if self._started_mono is not None and self._earliest[0] < self._started_mono:
-            self._break("run-bounds", (self._earliest[1], self._run_started),
-                        f"an event stamped {self._started_mono - self._earliest[0]:.3f} ms before run_started")
+            self._break(
+                "run-bounds",
+                (self._earliest[1], self._run_started),
+                f"an event stamped {self._started_mono - self._earliest[0]:.3f} ms before run_started",
+            )
         if self._finished_mono is not None and self._latest[0] > self._finished_mono:
-            self._break("run-bounds", (self._finished_at, self._latest[1]),
-                        f"an event stamped {self._latest[0] - self._finished_mono:.3f} ms after run_finished")
+            self._break(
+                "run-bounds",
+                (self._finished_at, self._latest[1]),
+                f"an event stamped {self._latest[0] - self._finished_mono:.3f} ms after run_finished",
+            )
         for topic, (partition, line) in self._highest.items():
             count = self._counts.get(topic)
             if count is not None and partition >= count:
-                self._break("partitions-exist", (line,), f"{topic}-{partition} named, and {topic} has "
-                            f"{count} partition(s) by the end of the run")
+                self._break(
+                    "partitions-exist",
+                    (line,),
+                    f"{topic}-{partition} named, and {topic} has {count} partition(s) by the end of the run",
+                )
         return sorted(self.broken, key=lambda b: b.lines[-1])
 
     def _break(self, promise: str, lines: tuple[int, ...], message: str) -> None:
@@ -304,11 +390,28 @@ class Audit:
 
 
 # The events a member writes as itself (its `generation` is its own, not a coordinator's).
-_MEMBER_EVENTS = frozenset(name for name in (
-    ev.CONSUMER_STARTED, ev.SUBSCRIPTION_CHANGED, ev.GROUP_JOIN_SENT, ev.GROUP_JOINED, ev.GROUP_JOIN_FAILED,
-    ev.GROUP_SYNCED, ev.GROUP_SYNC_FAILED, ev.HEARTBEAT_FAILED, ev.REBALANCE_STARTED, ev.PARTITIONS_ASSIGNED,
-    ev.REVOKE_STARTED, ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST, ev.RECORDS_CONSUMED, ev.OFFSETS_COMMITTED,
-    ev.CONSUMER_ERROR, ev.CONSUMER_STOPPED))
+_MEMBER_EVENTS = frozenset(
+    name
+    for name in (
+        ev.CONSUMER_STARTED,
+        ev.SUBSCRIPTION_CHANGED,
+        ev.GROUP_JOIN_SENT,
+        ev.GROUP_JOINED,
+        ev.GROUP_JOIN_FAILED,
+        ev.GROUP_SYNCED,
+        ev.GROUP_SYNC_FAILED,
+        ev.HEARTBEAT_FAILED,
+        ev.REBALANCE_STARTED,
+        ev.PARTITIONS_ASSIGNED,
+        ev.REVOKE_STARTED,
+        ev.PARTITIONS_REVOKED,
+        ev.PARTITIONS_LOST,
+        ev.RECORDS_CONSUMED,
+        ev.OFFSETS_COMMITTED,
+        ev.CONSUMER_ERROR,
+        ev.CONSUMER_STOPPED,
+    )
+)
 
 
 def _writer(key: tuple[Any, Any]) -> str:

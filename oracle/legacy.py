@@ -9,6 +9,7 @@ oracle could tell.
 
 Pure, like the rest of the oracle.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -19,8 +20,12 @@ from . import vocabulary as ev
 FAULT_EFFECTS_SINCE = 3  # the first format whose fault_started carry their effects
 
 
-def _effects(silences: str | None = None, silenced_as: str | None = None, down: str | None = None,
-             restart_after_s: float | None = None) -> dict[str, Any]:
+def _effects(
+    silences: str | None = None,
+    silenced_as: str | None = None,
+    down: str | None = None,
+    restart_after_s: float | None = None,
+) -> dict[str, Any]:
     return {ev.SILENCES: silences, ev.SILENCED_AS: silenced_as, ev.DOWN: down, ev.RESTART_AFTER_S: restart_after_s}
 
 

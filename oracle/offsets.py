@@ -4,6 +4,7 @@ Offsets in a history come in ranges (a poll batch, an ack batch), and every
 question the oracle asks — what was lost, what was skipped, what came twice —
 is set algebra over them. Storing ranges keeps a million-record run cheap.
 """
+
 from __future__ import annotations
 
 import heapq

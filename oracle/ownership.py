@@ -7,6 +7,7 @@ the process exiting, or the slot being restarted. Eager callbacks carry the
 whole assignment, cooperative (incremental) ones carry deltas; both reduce to
 the same sessions, so no check has to care which protocol ran.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -95,8 +96,9 @@ class Ownership:
         self._starts = {key: [s.start_ms for s in sessions] for key, sessions in self._by_owner.items()}
         # owning() runs for every consumption and commit of the run: each (slot, partition)'s
         # starts, ends and sessions side by side, so a lookup is a bisect and a comparison.
-        self._spans = {key: (self._starts[key], [s.end_ms for s in sessions], sessions)
-                       for key, sessions in self._by_owner.items()}
+        self._spans = {
+            key: (self._starts[key], [s.end_ms for s in sessions], sessions) for key, sessions in self._by_owner.items()
+        }
 
     def of_partition(self, tp: TopicPartition) -> list[Session]:
         """Sessions of one partition, oldest first."""
@@ -151,22 +153,33 @@ class Ownership:
         if ended is None or ended.ended_by != REVOKED:
             return None
         if commit.generation is None:
-            return ended if commit.trigger == "revoke" and commit.sent_ms - ended.end_ms <= REVOKE_COMMIT_GRACE_MS else None
-        if commit.generation != self._revoked_in(ended) or self._moved_on(commit.slot, commit.generation, commit.sent_ms):
+            return (
+                ended
+                if commit.trigger == "revoke" and commit.sent_ms - ended.end_ms <= REVOKE_COMMIT_GRACE_MS
+                else None
+            )
+        if commit.generation != self._revoked_in(ended) or self._moved_on(
+            commit.slot, commit.generation, commit.sent_ms
+        ):
             return None
         return ended
 
     def _revoked_in(self, session: Session) -> int | None:
         """The generation a revoked session was given up in: the last it was owned in, or a newer
         one the member had joined by then (a KIP-848 member revokes for the epoch it was told of)."""
-        joined = [g for t, g, slot in self.joins[:bisect_right(self.joins, (session.end_ms, math.inf))]
-                  if slot == session.slot]
+        joined = [
+            g
+            for t, g, slot in self.joins[: bisect_right(self.joins, (session.end_ms, math.inf))]
+            if slot == session.slot
+        ]
         return max(session.generations[-1:] + joined[-1:], default=session.generation)
 
     def _moved_on(self, slot: MemberSlot, generation: int, mono_ms: float) -> bool:
         """A generation newer than ``generation`` was joined by ``mono_ms``: by anyone (classic), by ``slot`` (KIP-848)."""
-        return any(g > generation and (not self.member_epochs or s == slot)
-                   for _t, g, s in self.joins[:bisect_right(self.joins, (mono_ms, math.inf))])
+        return any(
+            g > generation and (not self.member_epochs or s == slot)
+            for _t, g, s in self.joins[: bisect_right(self.joins, (mono_ms, math.inf))]
+        )
 
     def owners_at(self, mono_ms: float) -> dict[TopicPartition, list[Session]]:
         """Sessions open at an instant (half-open: an ending session no longer counts)."""
@@ -231,8 +244,9 @@ class _Derivation:
                 handler(e)
         for slot in list(self.epoch_pending):  # an epoch learnt and kept to the end (no callback followed)
             self.enter_epoch(slot)
-        return Ownership(self.sessions, dict(self.assignments), dict(self.incremental_revokes), self.joins,
-                         self.member_epochs)
+        return Ownership(
+            self.sessions, dict(self.assignments), dict(self.incremental_revokes), self.joins, self.member_epochs
+        )
 
     def slot(self, e: Event) -> MemberSlot:
         slot = MemberSlot.of(e)
@@ -320,8 +334,14 @@ class _Derivation:
                 if generation is not None and generation not in owned[tp].generations:
                     owned[tp].generations.append(generation)
                 continue
-            session = Session(slot, tp, generation, e.get("member_id"), Instant.of(e),
-                              generations=[generation] if generation is not None else [])
+            session = Session(
+                slot,
+                tp,
+                generation,
+                e.get("member_id"),
+                Instant.of(e),
+                generations=[generation] if generation is not None else [],
+            )
             owned[tp] = session
             self.sessions.append(session)
         if generation is not None:

@@ -19,6 +19,7 @@ class says it ``runs``; those plugins are loaded the first time a row's drivers 
 Pure data: nothing of the project is imported, so the oracle — the bottom layer —
 can read it, and so can everything above it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -89,8 +90,12 @@ class _Drivers(Mapping[str, str]):
 
     def _drivers(self) -> Mapping[str, str]:
         if self._all is None:
-            self._all = MappingProxyType({**self.built_in, **{
-                p.name: p.module for p, driver in _plugin_drivers() if _runs(p, driver, self.generation)}})
+            self._all = MappingProxyType(
+                {
+                    **self.built_in,
+                    **{p.name: p.module for p, driver in _plugin_drivers() if _runs(p, driver, self.generation)},
+                }
+            )
         return self._all
 
     def __getitem__(self, driver: str) -> str:
@@ -103,39 +108,86 @@ class _Drivers(Mapping[str, str]):
         return len(self._drivers())
 
     def __repr__(self) -> str:
-        return repr(dict(self.built_in)) + ("" if self._all is None else f" + plugins {list(self._all)[len(self.built_in):]}")
+        return repr(dict(self.built_in)) + (
+            "" if self._all is None else f" + plugins {list(self._all)[len(self.built_in) :]}"
+        )
 
 
 _CLASSIC_DRIVERS = MappingProxyType({"librdkafka": "workloads.consumer", "java": "workloads.verifiable"})
 _CLASSIC = dict(drivers=_CLASSIC_DRIVERS, group_protocol="classic")
-_COORDINATOR = dict(about="the project's coordinator", drivers=MappingProxyType({"librdkafka": "workloads.coordinated"}),
-                    assignors=("range", "roundrobin"), kafka="3.9",
-                    kafka_why="the project's coordinator keeps its groups in ZooKeeper",
-                    group_home="project-coordinator", layouts=True)
+_COORDINATOR = dict(
+    about="the project's coordinator",
+    drivers=MappingProxyType({"librdkafka": "workloads.coordinated"}),
+    assignors=("range", "roundrobin"),
+    kafka="3.9",
+    kafka_why="the project's coordinator keeps its groups in ZooKeeper",
+    group_home="project-coordinator",
+    layouts=True,
+)
 
-GENERATIONS: Mapping[str, Generation] = MappingProxyType({g.name: g for g in (
-    # The 0.8 high-level consumer: its own range assignment over sorted consumer threads, in ZooKeeper.
-    Generation("zk-eager", "the ZooKeeper-era consumer", MappingProxyType({"librdkafka": "workloads.zk_eager"}),
-               ("range",), kafka="3.9", kafka_why="zk-eager rebalances through ZooKeeper",
-               assignor_runs_on="each-member", fenced_commits=False, group_home="zookeeper", layouts=True),
-    Generation("classic-eager", "the classic eager protocol", assignors=("range", "roundrobin"), layouts=True,
-               **_CLASSIC),
-    Generation("classic-static", "the classic protocol with static membership (KIP-345)",
-               assignors=("range", "roundrobin", "cooperative-sticky"), static_membership=True, layouts=True,
-               **_CLASSIC),
-    Generation("classic-cooperative", "the classic cooperative protocol (KIP-429)", assignors=("cooperative-sticky",),
-               incremental=True, **_CLASSIC),
-    # KIP-848: the assignors are the brokers' remote assignors.
-    Generation("consumer", "the consumer protocol (KIP-848)", MappingProxyType({"librdkafka": "workloads.consumer"}),
-               ("uniform", "range"), kafka="4.1", kafka_why="the consumer protocol (KIP-848) needs Kafka 4.x",
-               group_protocol="consumer", assignor_runs_on="broker", broker_timing=True, incremental=True,
-               member_epochs=True),
-    # The project's coordinator, seeds 001-004's designs: v1 assigns in JoinGroup, v2 lets the
-    # leader assign (SyncGroup), v3 adds KIP-62's rebalance timeout and KIP-134's initial delay.
-    Generation("coordinator-v1", coordinator_variant="v1", assignor_runs_on="project-coordinator", **_COORDINATOR),
-    Generation("coordinator-v2", coordinator_variant="v2", **_COORDINATOR),
-    Generation("coordinator-v3", coordinator_variant="v3", **_COORDINATOR),
-)})
+GENERATIONS: Mapping[str, Generation] = MappingProxyType(
+    {
+        g.name: g
+        for g in (
+            # The 0.8 high-level consumer: its own range assignment over sorted consumer threads, in ZooKeeper.
+            Generation(
+                "zk-eager",
+                "the ZooKeeper-era consumer",
+                MappingProxyType({"librdkafka": "workloads.zk_eager"}),
+                ("range",),
+                kafka="3.9",
+                kafka_why="zk-eager rebalances through ZooKeeper",
+                assignor_runs_on="each-member",
+                fenced_commits=False,
+                group_home="zookeeper",
+                layouts=True,
+            ),
+            Generation(
+                "classic-eager",
+                "the classic eager protocol",
+                assignors=("range", "roundrobin"),
+                layouts=True,
+                **_CLASSIC,
+            ),
+            Generation(
+                "classic-static",
+                "the classic protocol with static membership (KIP-345)",
+                assignors=("range", "roundrobin", "cooperative-sticky"),
+                static_membership=True,
+                layouts=True,
+                **_CLASSIC,
+            ),
+            Generation(
+                "classic-cooperative",
+                "the classic cooperative protocol (KIP-429)",
+                assignors=("cooperative-sticky",),
+                incremental=True,
+                **_CLASSIC,
+            ),
+            # KIP-848: the assignors are the brokers' remote assignors.
+            Generation(
+                "consumer",
+                "the consumer protocol (KIP-848)",
+                MappingProxyType({"librdkafka": "workloads.consumer"}),
+                ("uniform", "range"),
+                kafka="4.1",
+                kafka_why="the consumer protocol (KIP-848) needs Kafka 4.x",
+                group_protocol="consumer",
+                assignor_runs_on="broker",
+                broker_timing=True,
+                incremental=True,
+                member_epochs=True,
+            ),
+            # The project's coordinator, seeds 001-004's designs: v1 assigns in JoinGroup, v2 lets the
+            # leader assign (SyncGroup), v3 adds KIP-62's rebalance timeout and KIP-134's initial delay.
+            Generation(
+                "coordinator-v1", coordinator_variant="v1", assignor_runs_on="project-coordinator", **_COORDINATOR
+            ),
+            Generation("coordinator-v2", coordinator_variant="v2", **_COORDINATOR),
+            Generation("coordinator-v3", coordinator_variant="v3", **_COORDINATOR),
+        )
+    }
+)
 
 PROTOCOLS: tuple[str, ...] = tuple(GENERATIONS)
 # Every assignor some generation uses, in the table's order.
@@ -154,8 +206,10 @@ def _not_a_driver(obj: object, plugin: extensions.Plugin) -> str | None:
         return "it has no runs(generation) -> bool, saying which generations' members it can be"
     main = getattr(sys.modules.get(plugin.module), "main", None)  # its module: imported by loading it
     if getattr(main, "__self__", None) is not obj:
-        return (f"its module has no `main = {getattr(obj, '__name__', obj)}.main`, which "
-                f"`python -m {plugin.module}` runs (workloads/driver.py)")
+        return (
+            f"its module has no `main = {getattr(obj, '__name__', obj)}.main`, which "
+            f"`python -m {plugin.module}` runs (workloads/driver.py)"
+        )
     return None
 
 
@@ -171,8 +225,9 @@ def _runs(plugin: extensions.Plugin, driver, generation: Generation) -> bool:
     try:
         return bool(driver.runs(generation))
     except Exception as e:  # the plugin's bug, said as its own
-        raise extensions.ExtensionError(f"plugin {plugin}: runs({generation.name!r}) raised "
-                                        f"{type(e).__name__}: {e}") from None
+        raise extensions.ExtensionError(
+            f"plugin {plugin}: runs({generation.name!r}) raised {type(e).__name__}: {e}"
+        ) from None
 
 
 def driver_plugin(driver: str) -> extensions.Plugin | None:

@@ -23,6 +23,7 @@ A rebalance that began once the run was over (`phase: done`, or the harness's
 teardown) is the harness's own doing — its members leaving — and is marked
 `teardown`: it is kept out of every verdict and statistic.
 """
+
 from __future__ import annotations
 
 import math
@@ -132,6 +133,7 @@ def teardown_from(history: History) -> float:
 def join_sent_by_generation(history: History) -> dict[int, dict[MemberSlot, list[Event]]]:
     """A JoinGroup belongs to the generation the member joins next, with its retries
     (MEMBER_ID_REQUIRED, a rebalance that began meanwhile): every one of them, in order."""
+
     def compute() -> dict[int, dict[MemberSlot, list[Event]]]:
         pending: dict[MemberSlot, list[Event]] = defaultdict(list)
         out: dict[int, dict[MemberSlot, list[Event]]] = defaultdict(dict)
@@ -142,6 +144,7 @@ def join_sent_by_generation(history: History) -> dict[int, dict[MemberSlot, list
             elif slot in pending and e.get("generation") is not None:
                 out[e["generation"]].setdefault(slot, pending.pop(slot))
         return out
+
     return history.memo("join_sent", compute)
 
 
@@ -199,12 +202,14 @@ class _Measurement:
         self.assigned = _first_per_slot(history.named(ev.PARTITIONS_ASSIGNED))
         self.join_sent = join_sent_by_generation(history)
         self.preparing = _first_per_generation(
-            history.of_our_group(ev.COORDINATOR_PREPARING_REBALANCE), "old_generation")
+            history.of_our_group(ev.COORDINATOR_PREPARING_REBALANCE), "old_generation"
+        )
         # The broker's end of a rebalance: "Stabilized group" (classic), or for KIP-848 groups
         # the target assignment it computed (members reconcile towards it afterwards).
         self.stabilized = _first_per_generation(
-            history.of_our_group(ev.COORDINATOR_STABILIZED)
-            + history.of_our_group(ev.COORDINATOR_TARGET_ASSIGNMENT), "generation")
+            history.of_our_group(ev.COORDINATOR_STABILIZED) + history.of_our_group(ev.COORDINATOR_TARGET_ASSIGNMENT),
+            "generation",
+        )
         self.teardown_from = teardown_from(history)
         releases = history.named(ev.PARTITIONS_REVOKED, ev.PARTITIONS_LOST)  # in time order
         self.releases = ([e["mono_ms"] for e in releases], releases)
@@ -227,8 +232,9 @@ class _Measurement:
     def owners(self, generation: int) -> dict[TopicPartition, str]:
         return {tp: slot.member for slot, tps in self.ownership.assignments.get(generation, {}).items() for tp in tps}
 
-    def measure(self, generation: int, later: int | None, boundary: float,
-                before: dict[TopicPartition, str]) -> Rebalance:
+    def measure(
+        self, generation: int, later: int | None, boundary: float, before: dict[TopicPartition, str]
+    ) -> Rebalance:
         joined, synced = self.joined[generation], self.synced.get(generation, {})
         members = sorted(joined)
         assigned = {s: e for s, e in self.assigned.get(generation, {}).items() if s in joined}
@@ -265,8 +271,9 @@ class _Measurement:
         if completed:
             r.end = Instant.of(max(assigned.values(), key=lambda e: e["mono_ms"]))
             after = self.owners(generation)
-            r.moves = [f"{tp}: {before.get(tp, '-')} -> {after[tp]}"
-                       for tp in sorted(after) if before.get(tp) != after[tp]]
+            r.moves = [
+                f"{tp}: {before.get(tp, '-')} -> {after[tp]}" for tp in sorted(after) if before.get(tp) != after[tp]
+            ]
         r.unowned_ms = self.stop_the_world(generation)
         return r
 
@@ -283,7 +290,7 @@ class _Measurement:
         MEMBER_ID_REQUIRED meanwhile) signals this one with the retry that follows it."""
         first_joined = min(e["mono_ms"] for e in self.joined[r.generation].values())
         times, releases = self.releases
-        signs = releases[bisect_right(times, boundary):bisect_right(times, first_joined)]
+        signs = releases[bisect_right(times, boundary) : bisect_right(times, first_joined)]
         prepared = self.preparing.get(r.generation - 1)
         if signs or joins:  # a JoinGroup the coordinator held until the previous generation settled is this one's
             r.member_start = Instant.of(_answered_by(signs + joins, prepared))
@@ -293,8 +300,9 @@ class _Measurement:
             return
         first = min(signs, key=lambda e: e["mono_ms"])
         r.start = Instant.of(first)
-        r.trigger = (f"coordinator: {first.get('reason')}" if first is prepared
-                     else f"{first['name']} by {MemberSlot.of(first)}")
+        r.trigger = (
+            f"coordinator: {first.get('reason')}" if first is prepared else f"{first['name']} by {MemberSlot.of(first)}"
+        )
 
     def stop_the_world(self, generation: int) -> dict[str, float]:
         """Per partition handed out in this generation: how long nobody owned it."""
@@ -311,6 +319,7 @@ def handovers(history: History) -> dict[int, dict[TopicPartition, Handover]]:
     """generation -> partition -> its hand-over in that generation (the last one, should it change
     hands twice): from the latest end of any earlier session of the partition (none still open)
     to the new session's start. One pass."""
+
     def compute() -> dict[int, dict[TopicPartition, Handover]]:
         ownership = ownership_of(history)
         out: dict[int, dict[TopicPartition, Handover]] = defaultdict(dict)
@@ -322,4 +331,5 @@ def handovers(history: History) -> dict[int, dict[TopicPartition, Handover]]:
                     out[s.generation][tp] = Handover(tp, gap, s)
                 released = max(released, s.end_ms)
         return out
+
     return history.memo("handovers", compute)

@@ -6,6 +6,7 @@ passing run's numbers are as interesting as a failing run's anomalies. A check
 (or a measurement) that raises is reported as its error and the others still run:
 the verdict's status says what was judged — pass, fail, incomplete or error.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -75,8 +76,10 @@ class Verdict:
     @property
     def errored_checks(self) -> dict[str, str]:
         """Check (or "<name> measurement") -> the exception it raised."""
-        return {**{name: r.error for name, r in self.checks.items() if r.error},
-                **{f"{name} measurement": r.error for name, r in self.measurements.items()}}
+        return {
+            **{name: r.error for name, r in self.checks.items() if r.error},
+            **{f"{name} measurement": r.error for name, r in self.measurements.items()},
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,8 +102,10 @@ class Verdict:
 
     def render(self) -> str:
         """A terminal-sized explanation: what failed and why, then what was noticed."""
-        lines = [f"{self.status.upper()}: " + headline(len(self.violations), len(self.findings),
-                                                      self.skipped_checks, self.errored_checks)]
+        lines = [
+            f"{self.status.upper()}: "
+            + headline(len(self.violations), len(self.findings), self.skipped_checks, self.errored_checks)
+        ]
         for name, r in self.checks.items():
             why = r.error or r.skipped
             lines.append(f"  {name:<22} {r.status}" + (f" ({why})" if why else ""))
@@ -117,8 +122,10 @@ class Verdict:
         for r in self.rebalances:
             took = f"{r.duration_ms:.0f} ms" if r.duration_ms is not None else r.status
             x = self.explanations.get(r.generation)
-            lines.append(f"rebalance to generation {r.generation}: {took}, trigger {r.trigger}"
-                         + (f"\n  {x.sentence}" if x else ""))
+            lines.append(
+                f"rebalance to generation {r.generation}: {took}, trigger {r.trigger}"
+                + (f"\n  {x.sentence}" if x else "")
+            )
         return "\n".join(lines)
 
 
@@ -159,10 +166,15 @@ def _count(v: Any) -> bool:
 OPTION_RULES: dict[tuple[str, str], tuple[Callable[[Any], bool], str]] = {
     ("commit-monotonicity", "allow_reset"): (lambda v: type(v) is bool, "true or false"),
     ("convergence", "within_s"): (_seconds, "a number of seconds, 0 to 10⁹"),
-    ("convergence", "stall_s"): (lambda v: v is None or _seconds(v), "a number of seconds, 0 to 10⁹, or null (the default)"),
+    ("convergence", "stall_s"): (
+        lambda v: v is None or _seconds(v),
+        "a number of seconds, 0 to 10⁹, or null (the default)",
+    ),
     ("duplicates", "max"): (lambda v: v is None or _count(v), "a whole number ≥ 0, or null (no limit)"),
-    ("exclusive-ownership", "split_brain"): (lambda v: v in SPLIT_BRAIN_MODES,
-                                             f"one of {', '.join(map(repr, SPLIT_BRAIN_MODES))}"),
+    ("exclusive-ownership", "split_brain"): (
+        lambda v: v in SPLIT_BRAIN_MODES,
+        f"one of {', '.join(map(repr, SPLIT_BRAIN_MODES))}",
+    ),
 }
 
 
@@ -174,7 +186,9 @@ def _option_rule(check: str, option: str, default: Any) -> tuple[Callable[[Any],
         return (lambda v: type(v) is bool), "true or false"
     if type(default) is str:
         return (lambda v: type(v) is str), "a string"
-    return (lambda v: (v is None and default is None) or _seconds(v)), "a number, 0 to 10⁹" + (", or null" if default is None else "")
+    return (lambda v: (v is None and default is None) or _seconds(v)), "a number, 0 to 10⁹" + (
+        ", or null" if default is None else ""
+    )
 
 
 def resolve_checks(checks: dict[str, dict | None] | None, plugins: object = None) -> dict[str, dict]:
@@ -191,15 +205,20 @@ def resolve_checks(checks: dict[str, dict | None] | None, plugins: object = None
     resolved = {}
     for name, options in selected.items():
         if name not in CHECKS:
-            raise CheckOptionError(str(name), extensions.not_installed(extensions.CHECKS, name, plugins)
-                                   or f"unknown check {name!r}; known checks: {', '.join(CHECK_NAMES)}")
+            raise CheckOptionError(
+                str(name),
+                extensions.not_installed(extensions.CHECKS, name, plugins)
+                or f"unknown check {name!r}; known checks: {', '.join(CHECK_NAMES)}",
+            )
         if options is not None and not isinstance(options, dict):
             raise CheckOptionError(name, f"options are a mapping of option -> value (or nothing), not {shown(options)}")
         defaults = CHECKS[name].OPTIONS
         unknown = set(options or {}) - set(defaults)
         if unknown:
-            raise CheckOptionError(name, f"has no option {', '.join(sorted(map(repr, unknown)))}; "
-                                         f"it accepts: {', '.join(defaults) or 'none'}")
+            raise CheckOptionError(
+                name,
+                f"has no option {', '.join(sorted(map(repr, unknown)))}; it accepts: {', '.join(defaults) or 'none'}",
+            )
         for option, value in (options or {}).items():
             accepts, expected = _option_rule(name, option, defaults[option])
             if not accepts(value):
@@ -215,8 +234,10 @@ def check_history(events: Iterable[Event] | History, checks: dict[str, dict | No
         history = events if isinstance(events, History) else History(events)
         # the history's own promises first, whatever the scenario selected (oracle/integrity.py)
         results = {history_integrity.NAME: _guarded(history_integrity.check, history, {})}
-        results.update((name, _guarded(CHECKS[name].check, history, options))
-                       for name, options in resolve_checks(checks, history.run.get("plugins")).items())
+        results.update(
+            (name, _guarded(CHECKS[name].check, history, options))
+            for name, options in resolve_checks(checks, history.run.get("plugins")).items()
+        )
         failed: dict[str, CheckResult] = {}
         rebalances = _measured(failed, "rebalances", run_rebalances, history, [])  # teardown ones are no statistic
         duplicates = _measured(failed, "duplicates", redeliveries_of, history, DuplicateReport([]))
@@ -232,8 +253,9 @@ def _guarded(check: Callable[[History, dict], CheckResult], history: History, op
         return CheckResult.raised(e)
 
 
-def _measured(failed: dict[str, CheckResult], name: str, measure: Callable[[History], T], history: History,
-              empty: T) -> T:
+def _measured(
+    failed: dict[str, CheckResult], name: str, measure: Callable[[History], T], history: History, empty: T
+) -> T:
     try:
         return measure(history)
     except Exception as e:
@@ -260,14 +282,22 @@ def run_stats(history: History) -> dict[str, Any]:
         "teardown_rebalances": sum(r.teardown for r in rebalances_of(history)),
         "partitions_added": _added_partitions_owned(history),
         # t+ (every message's times) counts from the run's start; the faults' at_s from the workload's
-        "workload_started_t_s": None if history.workload_started is None
+        "workload_started_t_s": None
+        if history.workload_started is None
         else round((history.workload_started - history.t0) / 1000, 3),
         "faults": _faults_done(history),
         # chaos the scenario asked for that did not happen (or was not undone): no check's to judge,
         # but a PASS without it is not the run the scenario describes
-        "faults_failed": [{"fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
-                           "step": "inject" if e["name"] == ev.FAULT_FAILED else "heal", "error": e.get("error")}
-                          for e in history.named(ev.FAULT_FAILED, ev.FAULT_HEAL_FAILED)],
+        "faults_failed": [
+            {
+                "fault_id": e.get("fault_id"),
+                "kind": e.get("kind"),
+                "target": e.get("target"),
+                "step": "inject" if e["name"] == ev.FAULT_FAILED else "heal",
+                "error": e.get("error"),
+            }
+            for e in history.named(ev.FAULT_FAILED, ev.FAULT_HEAL_FAILED)
+        ],
     }
 
 
@@ -279,13 +309,20 @@ def _faults_done(history: History) -> list[dict]:
     out = []
     for e in history.named(ev.FAULT_STARTED):
         spec, heal = scheduled.get(e.get("fault_id")) or {}, healed.get(e.get("fault_id"))
-        out.append({"fault_id": e.get("fault_id"), "kind": e.get("kind"), "target": e.get("target"),
-                    "at_s": spec.get("at_s") if spec.get("on") is None else None,
-                    "started_t_s": round((e["mono_ms"] - history.t0) / 1000, 3),
-                    # when the heal began, as the run's live line says (a broker's restart takes seconds)
-                    "healed_t_s": round((heal.get("started_mono_ms", heal["mono_ms"]) - history.t0) / 1000, 3)
-                    if heal else None,
-                    "healed_how": heal.get("how") if heal else None})
+        out.append(
+            {
+                "fault_id": e.get("fault_id"),
+                "kind": e.get("kind"),
+                "target": e.get("target"),
+                "at_s": spec.get("at_s") if spec.get("on") is None else None,
+                "started_t_s": round((e["mono_ms"] - history.t0) / 1000, 3),
+                # when the heal began, as the run's live line says (a broker's restart takes seconds)
+                "healed_t_s": round((heal.get("started_mono_ms", heal["mono_ms"]) - history.t0) / 1000, 3)
+                if heal
+                else None,
+                "healed_how": heal.get("how") if heal else None,
+            }
+        )
     return out
 
 
@@ -294,18 +331,26 @@ def fault_lines(stats: dict) -> list[str]:
     'f1 pause consumer-2: scheduled at workload+8s (at_s 8), started t+13.614s, healed t+25.621s (scheduled)'."""
     lines = []
     for f in stats.get("faults") or ():
-        when = "fired by its trigger" if f["at_s"] is None else f"scheduled at workload+{f['at_s']:g}s (at_s {f['at_s']:g})"
-        healed = (f"healed t+{f['healed_t_s']:.3f}s ({f['healed_how']})" if f["healed_t_s"] is not None
-                  else "never healed")
-        lines.append(f"{f['fault_id']} {f['kind']} {f['target'] or ''}: {when}, started t+{f['started_t_s']:.3f}s, {healed}")
+        when = (
+            "fired by its trigger"
+            if f["at_s"] is None
+            else f"scheduled at workload+{f['at_s']:g}s (at_s {f['at_s']:g})"
+        )
+        healed = (
+            f"healed t+{f['healed_t_s']:.3f}s ({f['healed_how']})" if f["healed_t_s"] is not None else "never healed"
+        )
+        lines.append(
+            f"{f['fault_id']} {f['kind']} {f['target'] or ''}: {when}, started t+{f['started_t_s']:.3f}s, {healed}"
+        )
     return lines
 
 
 def clocks_line(stats: dict) -> str:
     """What the times in a verdict count from."""
     start = stats.get("workload_started_t_s")
-    return ("times: t+ counts from the run's start; workload+ (the faults' at_s) from the workload's start"
-            + (f", which was t+{start:.3f}s" if start is not None else " (none recorded)"))
+    return "times: t+ counts from the run's start; workload+ (the faults' at_s) from the workload's start" + (
+        f", which was t+{start:.3f}s" if start is not None else " (none recorded)"
+    )
 
 
 def _added_partitions_owned(history: History) -> list[dict]:
@@ -321,7 +366,12 @@ def _added_partitions_owned(history: History) -> list[dict]:
             continue
         added = [TopicPartition(e["topic"], p) for p in range(before, int(e["partitions"]))]
         assigned = [history.first_assigned(tp) for tp in added]
-        out.append({"topic": e["topic"], "partitions": int(e["partitions"]), "added": len(added),
-                    "owned_after_ms": round(max(assigned) - e["mono_ms"], 3)
-                    if added and None not in assigned else None})
+        out.append(
+            {
+                "topic": e["topic"],
+                "partitions": int(e["partitions"]),
+                "added": len(added),
+                "owned_after_ms": round(max(assigned) - e["mono_ms"], 3) if added and None not in assigned else None,
+            }
+        )
     return out

@@ -73,8 +73,10 @@ def redact_text(text: str) -> str:
 def redact(obj):
     """A JSON-like value with secret settings masked by key and registered values masked in every string."""
     if isinstance(obj, dict):
-        return {k: MASK if isinstance(k, str) and is_secret(k, v) and not isinstance(v, (dict, list)) else redact(v)
-                for k, v in obj.items()}
+        return {
+            k: MASK if isinstance(k, str) and is_secret(k, v) and not isinstance(v, (dict, list)) else redact(v)
+            for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)):
         return [redact(v) for v in obj]
     if isinstance(obj, str):
@@ -163,8 +165,8 @@ def _unescape(text: str) -> str:
         c = text[i]
         if c == "\\" and i + 1 < len(text):
             n = text[i + 1]
-            if n == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", text[i + 2:i + 6]):
-                out.append(chr(int(text[i + 2:i + 6], 16)))
+            if n == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", text[i + 2 : i + 6]):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
                 i += 6
                 continue
             out.append(_ESCAPES.get(n, n))

@@ -1,4 +1,5 @@
 """Reading a file another process is appending to: the whole lines written since the last read."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -24,6 +24,7 @@ neighbour's cluster may hold. Hence:
 - each worker's clusters take ports from their own slice (harness.cluster.ports.free_port),
   so two clusters starting at once never pick the same port.
 """
+
 import os
 import signal
 
@@ -33,11 +34,23 @@ import pytest
 # test_external_target, test_external_secrets and test_teardown all start the standalone cluster
 # (`cluster up`, one per lab home): in one unit, they never meet (a trial with two such units had one
 # take the other's down; a third module outside the unit found the cluster up).
-HEAVY_MODULES = frozenset(f"integration/{m}" for m in (
-    "test_compose_backend", "test_driver_verifiable", "test_fault_cluster", "test_fault_network", "test_external_target",
-    "test_external_secrets",
-    "test_fault_zookeeper_scenario", "test_shared_cluster", "test_shipped_scenarios", "test_suite_and_plugin",
-    "test_teardown", "test_zookeeper_expiry"))
+HEAVY_MODULES = frozenset(
+    f"integration/{m}"
+    for m in (
+        "test_compose_backend",
+        "test_driver_verifiable",
+        "test_fault_cluster",
+        "test_fault_network",
+        "test_external_target",
+        "test_external_secrets",
+        "test_fault_zookeeper_scenario",
+        "test_shared_cluster",
+        "test_shipped_scenarios",
+        "test_suite_and_plugin",
+        "test_teardown",
+        "test_zookeeper_expiry",
+    )
+)
 
 # Scenario files kept as test data, not chaos items for rebalance-lab's pytest plugin (`pytest tests/`).
 collect_ignore_glob = ["fixtures/*", "integration/scenarios/*"]
@@ -50,10 +63,20 @@ if _worker and _count:
 
 # After the three-broker modules, the others from the longest (CI, quiet, 2026-11-27, test time with setup:
 # project_coordinator 390 s, compare 336 s, then 194 down to 106 s); every other module under 100 s.
-LONGEST_FIRST = ("integration/test_project_coordinator", "integration/test_compare", "integration/test_capacity",
-                 "integration/test_shrink", "analysis/test_real_runs", "integration/test_protocol_zk_eager",
-                 "integration/test_fault_rebalance_timing", "integration/test_fault_churn", "analysis/test_histories",
-                 "integration/test_protocols", "integration/test_fault_triggers", "integration/test_load")
+LONGEST_FIRST = (
+    "integration/test_project_coordinator",
+    "integration/test_compare",
+    "integration/test_capacity",
+    "integration/test_shrink",
+    "analysis/test_real_runs",
+    "integration/test_protocol_zk_eager",
+    "integration/test_fault_rebalance_timing",
+    "integration/test_fault_churn",
+    "analysis/test_histories",
+    "integration/test_protocols",
+    "integration/test_fault_triggers",
+    "integration/test_load",
+)
 
 
 def signals_at_default() -> None:

@@ -6,6 +6,7 @@ topics it records each action as ``(seconds since creation, method, name, *argum
 ``calls``; questions (``resolve``, ``is_running``, ``group_names``, ``proxies``, …) are
 answered from a small model of the run: brokers, members, and who is stopped.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,8 +29,14 @@ class FakeToxiproxy:
 
 
 class FakeTargets:
-    def __init__(self, broken: tuple[str, ...] = (), brokers: int = 3, consumers: int = 3,
-                 coordinator: str = "broker-1", zookeeper_session_timeout_s: float = 6.0):
+    def __init__(
+        self,
+        broken: tuple[str, ...] = (),
+        brokers: int = 3,
+        consumers: int = 3,
+        coordinator: str = "broker-1",
+        zookeeper_session_timeout_s: float = 6.0,
+    ):
         self.t0 = time.monotonic()
         self.calls: list[tuple] = []
         self.broken = broken  # names whose every action raises, as a process that is not there

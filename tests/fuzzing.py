@@ -12,6 +12,7 @@ Three families go past files: degenerate random draws (DRAW_MUTATIONS), output p
 command cannot write (output_outcomes) and every command's options (option_outcomes). They
 run under nothing_starts: whatever would start a cluster, a run or Spark raises instead.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,18 +36,72 @@ Mutation = Callable[[random.Random, bytes], bytes]
 # --------------------------------------------------------------------------- hostile values
 
 HOSTILE_SCALARS: list[Any] = [
-    None, "", "many", "[/bold]", "[red]x", "2020-99-99", "x" * 3000, -1, 0, 1, 2**31, 2**63, 10**30, 10**400,
-    -(10**30), 0.5, 1e308, float("inf"), float("nan"), True, False,
+    None,
+    "",
+    "many",
+    "[/bold]",
+    "[red]x",
+    "2020-99-99",
+    "x" * 3000,
+    -1,
+    0,
+    1,
+    2**31,
+    2**63,
+    10**30,
+    10**400,
+    -(10**30),
+    0.5,
+    1e308,
+    float("inf"),
+    float("nan"),
+    True,
+    False,
 ]
 HOSTILE_VALUES: list[Any] = HOSTILE_SCALARS + [[], {}, [[]], {"a": {"b": [1]}}, ["x", 1, None], {"[/bold]": 1}]
 YAML_HOSTILE = [
-    "!!int x", "!!float nan", "!!timestamp 2020-99-99", "!!python/object/apply:os.system ['true']", "!!binary zz",
-    "!!set {a, b}", "!foo bar", "! x", "2020-99-99", "2020-01-01 10:00:00", ".inf", "-.inf", ".nan", "1" + "0" * 5000,
-    "1.0e+999", "0x7fffffffffffffffffff", "0o777", "'[/bold]'", "[/bold]", "~", "yes", "[[[[", "{a: [", "*undefined",
-    "&a [*a]", "'\\x00'", "\"\\ud800\"", "|\n  multi\n  line",
+    "!!int x",
+    "!!float nan",
+    "!!timestamp 2020-99-99",
+    "!!python/object/apply:os.system ['true']",
+    "!!binary zz",
+    "!!set {a, b}",
+    "!foo bar",
+    "! x",
+    "2020-99-99",
+    "2020-01-01 10:00:00",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "1" + "0" * 5000,
+    "1.0e+999",
+    "0x7fffffffffffffffffff",
+    "0o777",
+    "'[/bold]'",
+    "[/bold]",
+    "~",
+    "yes",
+    "[[[[",
+    "{a: [",
+    "*undefined",
+    "&a [*a]",
+    "'\\x00'",
+    '"\\ud800"',
+    "|\n  multi\n  line",
 ]
-REGEXES = ["^a{4294967296}", "^a{99999999999}", "^" + "(" * 2000 + "a" + ")" * 2000, "^[", "^(?P<x", "^\\", "^a{2,1}",
-           "^(a+)+$", "^" + "[a-z]" * 5000, "no-caret", "^(?<!x*)a"]
+REGEXES = [
+    "^a{4294967296}",
+    "^a{99999999999}",
+    "^" + "(" * 2000 + "a" + ")" * 2000,
+    "^[",
+    "^(?P<x",
+    "^\\",
+    "^a{2,1}",
+    "^(a+)+$",
+    "^" + "[a-z]" * 5000,
+    "no-caret",
+    "^(?<!x*)a",
+]
 DEEP_OPEN = {"[": "]", "{a: ": "}"}
 
 
@@ -71,7 +126,7 @@ def flip_bytes(rng: random.Random, data: bytes) -> bytes:
 
 
 def truncate(rng: random.Random, data: bytes) -> bytes:
-    return data[:rng.randrange(len(data) + 1)]
+    return data[: rng.randrange(len(data) + 1)]
 
 
 def non_utf8(rng: random.Random, data: bytes) -> bytes:
@@ -115,8 +170,15 @@ def empty(rng: random.Random, data: bytes) -> bytes:
 
 
 BYTE_MUTATIONS: dict[str, Mutation] = {
-    "flip-bytes": flip_bytes, "truncate": truncate, "non-utf8": non_utf8, "bom": bom, "control-chars": control_chars,
-    "delete-lines": delete_lines, "duplicate-line": duplicate_line, "swap-lines": swap_lines, "empty": empty,
+    "flip-bytes": flip_bytes,
+    "truncate": truncate,
+    "non-utf8": non_utf8,
+    "bom": bom,
+    "control-chars": control_chars,
+    "delete-lines": delete_lines,
+    "duplicate-line": duplicate_line,
+    "swap-lines": swap_lines,
+    "empty": empty,
 }
 
 # --------------------------------------------------------------------------- scenario mutations
@@ -184,8 +246,20 @@ def alias_bomb(rng: random.Random, data: bytes) -> bytes:
 
 
 def markup_key(rng: random.Random, data: bytes) -> bytes:
-    return data + b"\n" + rng.choice([b"'[/bold]': 1", b"workload: {'[/red]': x}", b"name: '[bold]x'",
-                                      b"checks: {'[/bold]': {}}", b"'[link=x]': y"]) + b"\n"
+    return (
+        data
+        + b"\n"
+        + rng.choice(
+            [
+                b"'[/bold]': 1",
+                b"workload: {'[/red]': x}",
+                b"name: '[bold]x'",
+                b"checks: {'[/bold]': {}}",
+                b"'[link=x]': y",
+            ]
+        )
+        + b"\n"
+    )
 
 
 def _mutate_data(rng: random.Random, data: bytes, change: Callable[[random.Random, dict], None]) -> bytes:
@@ -219,11 +293,33 @@ def _add_unknown(rng: random.Random, parsed: dict) -> None:
 def _random_faults(rng: random.Random, parsed: dict) -> None:
     spec = dict(parsed.get("random_faults") or {"count": 3})
     key = rng.choice(["count", "kinds", "targets", "start_s", "end_s", "duration_s"])
-    spec[key] = rng.choice([
-        [], ["pause"], ["network"], ["poll-stall"], ["crash", "crash"], ["nope"], ["producer"], ["broker-1"],
-        ["zookeeper-1", "controller-1", "coordinator"], ["coordinator-1"], [5, 1], [0, 0], [1, 1e308], [-1, 2],
-        [1, 2, 3], 0, 1, 1000, 10**9, -5, 1e308, None, "x",
-    ])
+    spec[key] = rng.choice(
+        [
+            [],
+            ["pause"],
+            ["network"],
+            ["poll-stall"],
+            ["crash", "crash"],
+            ["nope"],
+            ["producer"],
+            ["broker-1"],
+            ["zookeeper-1", "controller-1", "coordinator"],
+            ["coordinator-1"],
+            [5, 1],
+            [0, 0],
+            [1, 1e308],
+            [-1, 2],
+            [1, 2, 3],
+            0,
+            1,
+            1000,
+            10**9,
+            -5,
+            1e308,
+            None,
+            "x",
+        ]
+    )
     parsed["random_faults"] = spec
 
 
@@ -234,9 +330,22 @@ def _checks(rng: random.Random, parsed: dict) -> None:
 
 
 def _broker_config(rng: random.Random, parsed: dict) -> None:
-    key = rng.choice(["listeners", "advertised.listeners", "zookeeper.connect", "log.dirs", "broker.id", "node.id",
-                      "process.roles", "inter.broker.listener.name", "zookeeper.session.timeout.ms", "a b",
-                      "num.io.threads", "x=y"])
+    key = rng.choice(
+        [
+            "listeners",
+            "advertised.listeners",
+            "zookeeper.connect",
+            "log.dirs",
+            "broker.id",
+            "node.id",
+            "process.roles",
+            "inter.broker.listener.name",
+            "zookeeper.session.timeout.ms",
+            "a b",
+            "num.io.threads",
+            "x=y",
+        ]
+    )
     value = rng.choice(["PLAINTEXT://:9092", "1\nlisteners=PLAINTEXT://:1", "x\\", 4, "abc", 10**12, True])
     parsed.setdefault("cluster", {}).setdefault("broker_config", {})[key] = value
 
@@ -264,16 +373,26 @@ def _sizes(rng: random.Random, parsed: dict) -> None:
 
 
 DATA_MUTATIONS: dict[str, Callable[[random.Random, dict], None]] = {
-    "wrong-type": _set_random, "missing-key": _delete_random, "unknown-key": _add_unknown,
-    "random-faults": _random_faults, "check-options": _checks, "broker-config": _broker_config,
-    "topic-pattern": _topic_pattern, "huge-values": _sizes,
+    "wrong-type": _set_random,
+    "missing-key": _delete_random,
+    "unknown-key": _add_unknown,
+    "random-faults": _random_faults,
+    "check-options": _checks,
+    "broker-config": _broker_config,
+    "topic-pattern": _topic_pattern,
+    "huge-values": _sizes,
 }
 
 SCENARIO_MUTATIONS: dict[str, Mutation] = {
     **BYTE_MUTATIONS,
-    "yaml-value": yaml_value, "deep-nesting": deep_nesting, "alias-bomb": alias_bomb, "markup": markup_key,
-    **{name: (lambda change: lambda rng, data: _mutate_data(rng, data, change))(change)  # noqa: B023 (bound)
-       for name, change in DATA_MUTATIONS.items()},
+    "yaml-value": yaml_value,
+    "deep-nesting": deep_nesting,
+    "alias-bomb": alias_bomb,
+    "markup": markup_key,
+    **{
+        name: (lambda change: lambda rng, data: _mutate_data(rng, data, change))(change)  # noqa: B023 (bound)
+        for name, change in DATA_MUTATIONS.items()
+    },
 }
 
 # --------------------------------------------------------------------------- history mutations
@@ -317,15 +436,23 @@ def _event_missing_key(rng: random.Random, event: Any) -> Any:
 
 def not_an_object(rng: random.Random, data: bytes) -> bytes:
     lines = _lines(data)
-    lines.insert(rng.randrange(len(lines) + 1), rng.choice([b"[1, 2]", b'"event"', b"1", b"null", b"true", b"{}",
-                                                            b'{"name": null}', b'{"name": "x"}', b"[{}]"]))
+    lines.insert(
+        rng.randrange(len(lines) + 1),
+        rng.choice(
+            [b"[1, 2]", b'"event"', b"1", b"null", b"true", b"{}", b'{"name": null}', b'{"name": "x"}', b"[{}]"]
+        ),
+    )
     return b"\n".join(lines)
 
 
 def deep_line(rng: random.Random, data: bytes) -> bytes:
     depth = rng.choice([50, 1000, 100_000])
-    line = rng.choice([b"[" * depth + b"]" * depth,
-                       b'{"name": "phase", "mono_ms": 1, "source": "h", "x": ' + b"[" * depth + b"]" * depth + b"}"])
+    line = rng.choice(
+        [
+            b"[" * depth + b"]" * depth,
+            b'{"name": "phase", "mono_ms": 1, "source": "h", "x": ' + b"[" * depth + b"]" * depth + b"}",
+        ]
+    )
     lines = _lines(data)
     lines.insert(rng.randrange(len(lines) + 1), line)
     return b"\n".join(lines)
@@ -334,15 +461,26 @@ def deep_line(rng: random.Random, data: bytes) -> bytes:
 def huge_number(rng: random.Random, data: bytes) -> bytes:
     lines = _lines(data)
     i = rng.randrange(len(lines))
-    token = rng.choice([b"1" + b"0" * 5000, b"1e999", b"-1e999", b"NaN", b"Infinity", b"-Infinity",
-                        b"9" * 30, b"1.5", b"-1", b"0"])
-    for old in (b'"mono_ms":', b'"partition":', b'"min_offset":', b'"max_offset":', b'"offset":', b'"generation":',
-                b'"partitions":', b'"seq":', b'"incarnation":', b'"pid":'):
+    token = rng.choice(
+        [b"1" + b"0" * 5000, b"1e999", b"-1e999", b"NaN", b"Infinity", b"-Infinity", b"9" * 30, b"1.5", b"-1", b"0"]
+    )
+    for old in (
+        b'"mono_ms":',
+        b'"partition":',
+        b'"min_offset":',
+        b'"max_offset":',
+        b'"offset":',
+        b'"generation":',
+        b'"partitions":',
+        b'"seq":',
+        b'"incarnation":',
+        b'"pid":',
+    ):
         at = lines[i].find(old)
         if at >= 0:
             end = at + len(old)
             stop = end
-            while stop < len(lines[i]) and lines[i][stop:stop + 1] not in b",}]":
+            while stop < len(lines[i]) and lines[i][stop : stop + 1] not in b",}]":
                 stop += 1
             lines[i] = lines[i][:end] + token + lines[i][stop:]
             break
@@ -365,14 +503,27 @@ def _set_in_run_started(data: bytes, key: str, value: Any) -> bytes:
 
 
 def huge_partition_count(rng: random.Random, data: bytes) -> bytes:
-    return _set_in_run_started(data, "topics", [{"topic": "events",
-                                                 "partitions": rng.choice([10**9, 10**6, -1, 2**31])}])
+    return _set_in_run_started(
+        data, "topics", [{"topic": "events", "partitions": rng.choice([10**9, 10**6, -1, 2**31])}]
+    )
 
 
 def run_started_checks(rng: random.Random, data: bytes) -> bytes:
-    return _set_in_run_started(data, "checks", rng.choice([
-        {"duplicates": {"max": "many"}}, {"convergence": {"within_s": -1}}, {"nope": {}}, [1], "all",
-        {"duplicates": [1]}, {"exclusive-ownership": {"split_brain": "panic"}}]))
+    return _set_in_run_started(
+        data,
+        "checks",
+        rng.choice(
+            [
+                {"duplicates": {"max": "many"}},
+                {"convergence": {"within_s": -1}},
+                {"nope": {}},
+                [1],
+                "all",
+                {"duplicates": [1]},
+                {"exclusive-ownership": {"split_brain": "panic"}},
+            ]
+        ),
+    )
 
 
 def drop_event(rng: random.Random, data: bytes) -> bytes:
@@ -386,10 +537,15 @@ def long_line(rng: random.Random, data: bytes) -> bytes:
 
 HISTORY_MUTATIONS: dict[str, Mutation] = {
     **BYTE_MUTATIONS,
-    "not-an-object": not_an_object, "deep-line": deep_line, "huge-number": huge_number, "markup": markup_names,
+    "not-an-object": not_an_object,
+    "deep-line": deep_line,
+    "huge-number": huge_number,
+    "markup": markup_names,
     "wrong-type": lambda rng, data: _change_event(rng, data, _event_wrong_type),
     "missing-key": lambda rng, data: _change_event(rng, data, _event_missing_key),
-    "huge-partition-count": huge_partition_count, "check-options": run_started_checks, "drop-event": drop_event,
+    "huge-partition-count": huge_partition_count,
+    "check-options": run_started_checks,
+    "drop-event": drop_event,
 }
 RARE_HISTORY_MUTATIONS: dict[str, Mutation] = {"long-line": long_line}  # 17 MiB each: the campaign only
 
@@ -451,14 +607,60 @@ def try_history(run_dir: Path, mutation: str = "") -> Outcome:
 
 # Raw YAML tokens, so the file says what a user would type: NaN-like spellings, underflow,
 # overflow, exact boundaries (a window that ends at duration_s, a length of one millisecond).
-DRAW_TOKENS = ["0", "-0.0", "1.0e-9", "1e-9", "0.0004", "0.0005", "0.001", "0.5", "1", "5", "70", "85", "89.9995",
-               "90", "86400", "86400.001", "1e999", "-1e999", ".nan", ".NaN", "NaN", ".inf", "-.inf", "1_000", "0x10",
-               "~", "''", "true", "[1]"]
+DRAW_TOKENS = [
+    "0",
+    "-0.0",
+    "1.0e-9",
+    "1e-9",
+    "0.0004",
+    "0.0005",
+    "0.001",
+    "0.5",
+    "1",
+    "5",
+    "70",
+    "85",
+    "89.9995",
+    "90",
+    "86400",
+    "86400.001",
+    "1e999",
+    "-1e999",
+    ".nan",
+    ".NaN",
+    "NaN",
+    ".inf",
+    "-.inf",
+    "1_000",
+    "0x10",
+    "~",
+    "''",
+    "true",
+    "[1]",
+]
 DRAW_COUNTS = ["0", "1", "1000", "1001", "-1", "1.5", ".nan", "1e-9", "true", "~", "'3'"]
-DRAW_TARGETS = ["[]", "[consumer-1, consumer-1]", "[consumer-9]", "['']", "[~]", "[broker-1]", "[zookeeper-1]",
-                "[producer]", "consumer-1", "[consumer-1, broker-1, zookeeper-1]"]
-DRAW_KINDS = ["[]", "[pause, pause, pause]", "[crash]", "[network]", "[poll-stall]", "[zk-session-expiry]", "[nope]",
-              "pause"]
+DRAW_TARGETS = [
+    "[]",
+    "[consumer-1, consumer-1]",
+    "[consumer-9]",
+    "['']",
+    "[~]",
+    "[broker-1]",
+    "[zookeeper-1]",
+    "[producer]",
+    "consumer-1",
+    "[consumer-1, broker-1, zookeeper-1]",
+]
+DRAW_KINDS = [
+    "[]",
+    "[pause, pause, pause]",
+    "[crash]",
+    "[network]",
+    "[poll-stall]",
+    "[zk-session-expiry]",
+    "[nope]",
+    "pause",
+]
 
 
 # Boundaries a valid scenario may sit on: half the draws use only these, so they reach the draw itself.
@@ -484,8 +686,12 @@ def degenerate_draws(rng: random.Random, data: bytes) -> bytes:
     if rng.random() < 0.3:  # a short run: the default end_s (duration_s - 5) leaves no window
         parsed["duration_s"] = rng.choice([1e-3, 5, 5.0001, 6, 10])
     block = {"count": rng.choice(["1", "6", "1000"] * 3 + DRAW_COUNTS), "duration_s": _pair(rng)}
-    for key, pick in (("start_s", _token), ("end_s", _token), ("targets", lambda r: r.choice(DRAW_TARGETS)),
-                      ("kinds", lambda r: r.choice(DRAW_KINDS))):
+    for key, pick in (
+        ("start_s", _token),
+        ("end_s", _token),
+        ("targets", lambda r: r.choice(DRAW_TARGETS)),
+        ("kinds", lambda r: r.choice(DRAW_KINDS)),
+    ):
         if rng.random() < 0.5:
             block[key] = pick(rng)
     text = "random_faults: {" + ", ".join(f"{k}: {v}" for k, v in block.items()) + "}\n"
@@ -506,10 +712,13 @@ class WouldStart(Exception):
 # What starts (or stops) something real, patched while the fuzz runs: reaching one is a failure
 # of the input's refusal, reported as such, never a cluster started on a shared machine.
 STARTERS = [
-    ("harness.run.loop", "Run.execute"), ("harness.cluster.backend", "open_cluster"),
-    ("harness.campaigns.suite", "SuiteRun.execute"), ("harness.campaigns.capacity", "CapacityRun.run_points"),
+    ("harness.run.loop", "Run.execute"),
+    ("harness.cluster.backend", "open_cluster"),
+    ("harness.campaigns.suite", "SuiteRun.execute"),
+    ("harness.campaigns.capacity", "CapacityRun.run_points"),
     ("analysis.session", "spark_session"),
-    ("harness.components.install", "setup_all"), ("harness.supervision.processes", "cleanup_leftovers"),
+    ("harness.components.install", "setup_all"),
+    ("harness.supervision.processes", "cleanup_leftovers"),
     ("harness.cluster.cleanup", "clean_up"),
 ]
 
@@ -553,11 +762,18 @@ def output_paths(sandbox: Path) -> dict[str, str]:
     (sandbox / "read-only").mkdir(exist_ok=True)
     (sandbox / "read-only").chmod(0o555)
     return {
-        "under-a-file": str(sandbox / "afile" / "out"), "a-file": str(sandbox / "afile"),
-        "under-proc": "/proc/rl-out", "under-proc-pid": "/proc/self/rl-out", "under-sys": "/sys/rl-out",
-        "under-dev-null": "/dev/null/out", "read-only": str(sandbox / "read-only" / "out"),
-        "non-empty": str(sandbox / "full"), "nul": str(sandbox / "a\0b"), "long-name": str(sandbox / ("n" * 300)),
-        "long-path": str(sandbox.joinpath(*["d" * 200] * 25)), "empty-string": "",
+        "under-a-file": str(sandbox / "afile" / "out"),
+        "a-file": str(sandbox / "afile"),
+        "under-proc": "/proc/rl-out",
+        "under-proc-pid": "/proc/self/rl-out",
+        "under-sys": "/sys/rl-out",
+        "under-dev-null": "/dev/null/out",
+        "read-only": str(sandbox / "read-only" / "out"),
+        "non-empty": str(sandbox / "full"),
+        "nul": str(sandbox / "a\0b"),
+        "long-name": str(sandbox / ("n" * 300)),
+        "long-path": str(sandbox.joinpath(*["d" * 200] * 25)),
+        "empty-string": "",
     }
 
 
@@ -612,7 +828,9 @@ def check_write_cases(run_dir: Path) -> list[tuple[str, Path]]:
 # --------------------------------------------------------------------------- each command's options
 
 
-def commands(group: click.Group | None = None, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+def commands(
+    group: click.Group | None = None, prefix: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], click.Command]]:
     """Every command of `rebalance-lab --help`, subcommands included, by its words."""
     group = group or main
     out = []
@@ -638,9 +856,17 @@ def bad_paths(sandbox: Path) -> dict[str, Path]:
     (sandbox / "empty-file").write_bytes(b"")
     (sandbox / "a-dir").mkdir(exist_ok=True)
     (sandbox / "binary").write_bytes(bytes(range(256)) * 8)
-    return {"missing": sandbox / "missing.yaml", "a-dir": sandbox / "a-dir", "empty-file": sandbox / "empty-file",
-            "binary": sandbox / "binary", "dev-null": Path("/dev/null"), "proc-file": Path("/proc/self/status"),
-            "nul": Path(str(sandbox / "a\0b")), "long-name": sandbox / ("n" * 300), "empty-string": Path("")}
+    return {
+        "missing": sandbox / "missing.yaml",
+        "a-dir": sandbox / "a-dir",
+        "empty-file": sandbox / "empty-file",
+        "binary": sandbox / "binary",
+        "dev-null": Path("/dev/null"),
+        "proc-file": Path("/proc/self/status"),
+        "nul": Path(str(sandbox / "a\0b")),
+        "long-name": sandbox / ("n" * 300),
+        "empty-string": Path(""),
+    }
 
 
 # Commands that act on the machine (install, stop every leftover process, start or stop the
@@ -650,11 +876,13 @@ ACTS_ALONE = {("setup",), ("cleanup",), ("cluster", "down"), ("cluster", "up")}
 JUDGED_BY_STARTING = {"master"}
 
 
-def option_cases(words: tuple[str, ...], command: click.Command, valid: dict[str, list[str]],
-                 paths: dict[str, Path]) -> list[tuple[str, list[str], tuple[str, ...]]]:
+def option_cases(
+    words: tuple[str, ...], command: click.Command, valid: dict[str, list[str]], paths: dict[str, Path]
+) -> list[tuple[str, list[str], tuple[str, ...]]]:
     """(label, arguments, what a refusal names) for one command: --help, then each parameter given
     bad values while the others keep good ones (``valid``: good tokens by parameter name)."""
     cases = [("help", [*words, "--help"], ())]
+
     def with_value(param: click.Parameter, value: str) -> list[str]:
         """The command's good arguments and options, ``param`` given ``value`` instead."""
         out = []
@@ -685,7 +913,9 @@ def option_cases(words: tuple[str, ...], command: click.Command, valid: dict[str
             values = FREE_TEXT
         for value in values:
             # A refusal names the option or argument, or the value itself (a path, shown as given)
-            names = (*getattr(param, "opts", ()), param.human_readable_name, repr(value)[1:-1]) + ((value,) if value else ())
+            names = (*getattr(param, "opts", ()), param.human_readable_name, repr(value)[1:-1]) + (
+                (value,) if value else ()
+            )
             if _accepts(param, value):  # in range after all (--confirm 0): another input may be what is refused
                 names = ("rror",)
             label = param.name if isinstance(param, click.Argument) else param.opts[-1]
@@ -714,8 +944,11 @@ def command_fixtures(repo: Path, work: Path, history: bytes) -> dict[str, list[s
     if not (run_dir / "verdict.json").exists():  # a finished run, as analyze wants one
         CliRunner().invoke(main, ["check", str(run_dir), "--write"])
     return {
-        "scenario_file": [str(repo / "scenarios/smoke.yaml")], "suite_file": [str(repo / "suites/release.yaml")],
-        "sweep_file": [str(repo / "profiles/capacity-small.yaml")], "run_dir": [str(run_dir)], "runs": [str(run_dir)],
+        "scenario_file": [str(repo / "scenarios/smoke.yaml")],
+        "suite_file": [str(repo / "suites/release.yaml")],
+        "sweep_file": [str(repo / "profiles/capacity-small.yaml")],
+        "run_dir": [str(run_dir)],
+        "runs": [str(run_dir)],
         "protocols": ["--protocols", "classic-eager"],
     }
 
@@ -739,8 +972,12 @@ def output_outcomes(repo: Path, work: Path, history: bytes):
     sandbox = work / "out-sandbox"
     sandbox.mkdir(parents=True, exist_ok=True)
     root = os.geteuid() == 0
-    cases = output_commands(Path(fixtures["scenario_file"][0]), Path(fixtures["suite_file"][0]),
-                            Path(fixtures["sweep_file"][0]), Path(fixtures["run_dir"][0]))
+    cases = output_commands(
+        Path(fixtures["scenario_file"][0]),
+        Path(fixtures["suite_file"][0]),
+        Path(fixtures["sweep_file"][0]),
+        Path(fixtures["run_dir"][0]),
+    )
     try:
         with nothing_starts():
             for args, option, starts in cases:
@@ -751,8 +988,13 @@ def output_outcomes(repo: Path, work: Path, history: bytes):
                         continue  # they judge other things before writing (a failing run; no cluster up here)
                     yield try_output(args, option, path, f"{args[0]} {option} {label}", sandbox)
             for name, run_dir in check_write_cases(Path(fixtures["run_dir"][0])):
-                yield _invoke("output", f"check --write, {name} a directory", run_dir, ["check", str(run_dir), "--write"],
-                              (str(run_dir),))
+                yield _invoke(
+                    "output",
+                    f"check --write, {name} a directory",
+                    run_dir,
+                    ["check", str(run_dir), "--write"],
+                    (str(run_dir),),
+                )
     finally:
         (sandbox / "read-only").chmod(0o755)  # or the temporary directory cannot be removed
 

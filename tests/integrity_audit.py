@@ -1,4 +1,5 @@
 """The suite's own real runs, read back: did each history keep its promises? (tests/conftest.py)"""
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,8 @@ def audit_runs(root: Path) -> list[str]:
         integrity = (verdict.get("checks") or {}).get("history-integrity") or {}
         unknown = (integrity.get("detail") or {}).get("unknown_fields")
         if integrity.get("status") not in (None, "passed") or unknown:
-            faults.append(f"  {state_file.parent}: history-integrity {integrity.get('status')}"
-                          + (f", unknown fields {unknown}" if unknown else ""))
+            faults.append(
+                f"  {state_file.parent}: history-integrity {integrity.get('status')}"
+                + (f", unknown fields {unknown}" if unknown else "")
+            )
     return faults

@@ -1,6 +1,7 @@
 """The JUnit schema CI systems read (Surefire / Jenkins' junit-10.xsd), for validating what
 `suite` and the pytest plugin write. pytest validates its own --junitxml output against the
 same file and ships it in its sdist: fetched from PyPI once (pinned), kept in the lab's cache."""
+
 from __future__ import annotations
 
 import subprocess
@@ -20,8 +21,23 @@ def junit_xsd() -> Path:
     if xsd.exists():
         return xsd
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                        PYTEST_SDIST, "-d", tmp], check=True, timeout=300)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                PYTEST_SDIST,
+                "-d",
+                tmp,
+            ],
+            check=True,
+            timeout=300,
+        )
         (sdist,) = Path(tmp).glob("pytest-*.tar.gz")
         with tarfile.open(sdist) as tar:
             member = next(m for m in tar.getmembers() if m.name.endswith(MEMBER))

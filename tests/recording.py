@@ -1,5 +1,6 @@
 """A member's events as unit tests see them: written through a real ``MemberEvents``
 (workloads/member_events.py) into memory instead of a history file."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -19,8 +20,12 @@ class Recording:
         self.events = MemberEvents(self, identity or (lambda: (None, None)))
 
     def emit(self, name: str, *, ts: float | None = None, mono_ms: float | None = None, **fields) -> dict:
-        event = {"name": name, **({"ts": ts} if ts is not None else {}),
-                 **({"mono_ms": mono_ms} if mono_ms is not None else {}), **fields}
+        event = {
+            "name": name,
+            **({"ts": ts} if ts is not None else {}),
+            **({"mono_ms": mono_ms} if mono_ms is not None else {}),
+            **fields,
+        }
         self.written.append(event)
         return event
 

@@ -7,6 +7,7 @@ behaviour unchanged across a refactoring). Judges each history as `check` does, 
 `compare` exits 1 naming each run whose verdict (status, every check's outcome, every
 violation) differs from the recording, 0 when all are identical.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,12 @@ def judge(history: Path) -> dict:
 
 
 def histories(roots: list[str]) -> list[Path]:
-    return sorted(p for root in roots for p in Path(root).rglob("history.jsonl")
-                  if RUN_DIR.match(p.parent.name) and (p.parent / "verdict.json").exists())
+    return sorted(
+        p
+        for root in roots
+        for p in Path(root).rglob("history.jsonl")
+        if RUN_DIR.match(p.parent.name) and (p.parent / "verdict.json").exists()
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -62,7 +62,7 @@ def parse_line(text: str) -> ClientLine | None:
         return None
     message = m["msg"]
     if t := _THREAD.match(message):
-        message = message[t.end():]
+        message = message[t.end() :]
     return ClientLine(int(m["level"]), int(m["s"]) * 1000.0 + int(m["ms"]), m["fac"], m["client"], message)
 
 

@@ -85,16 +85,20 @@ def client_config(spec: MemberSpec) -> dict:
 # --------------------------------------------------------------------- cgrp log reader
 
 _JOIN_SENT = re.compile(r'Joining group "(?P<group>[^"]*)"')
-_JOINED = re.compile(r"JoinGroup response: GenerationId (?P<gen>-?\d+), Protocol (?P<proto>\S*), "
-                     r"LeaderId (?P<leader>\S*)(?P<me> \(me\))?, my MemberId (?P<member>\S*), .*: (?P<err>.*)$")
+_JOINED = re.compile(
+    r"JoinGroup response: GenerationId (?P<gen>-?\d+), Protocol (?P<proto>\S*), "
+    r"LeaderId (?P<leader>\S*)(?P<me> \(me\))?, my MemberId (?P<member>\S*), .*: (?P<err>.*)$"
+)
 _SYNCED = re.compile(r"SyncGroup response: (?P<result>.*)$")
 _HB_ERROR = re.compile(r"heartbeat error response in state .*\): (?P<err>.*)$")
 _REBALANCING = re.compile(r"(?:is rebalancing|initiating rebalance) \((?P<kind>\w+)\) .*: (?P<reason>[^:]*)$")
 # librdkafka's rejoin: a cooperative member told by a heartbeat that the group rebalances, or
 # seeing its topics' metadata change, rejoins at once and logs only this (no "is rebalancing").
-_REJOINING = re.compile(r'Rejoining group(?: with \d+ owned partition\(s\)| without an assignment): (?P<reason>.*)$')
+_REJOINING = re.compile(r"Rejoining group(?: with \d+ owned partition\(s\)| without an assignment): (?P<reason>.*)$")
 # KIP-848 (group.protocol=consumer): no JoinGroup/SyncGroup; the member epoch comes with heartbeats.
-_EPOCH = re.compile(r'ConsumerGroupHeartbeat response received for member id "(?P<member>[^"]*)" with epoch (?P<epoch>-?\d+)')
+_EPOCH = re.compile(
+    r'ConsumerGroupHeartbeat response received for member id "(?P<member>[^"]*)" with epoch (?P<epoch>-?\d+)'
+)
 _EPOCH_ZERO_SENT = re.compile(r"ConsumerGroupHeartbeat of member id .*generation id 0,")
 # The effective subscription (what JoinGroup carries): a header line, then one line per topic.
 _SUBSCRIPTION = re.compile(r"effective subscription list changed from \d+ to (?P<count>\d+) topic\(s\)")
@@ -135,8 +139,13 @@ class GroupLogReader:
         elif "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
             if int(j["gen"]) >= 0 and j["err"] == "(no error)":
                 m.generation, m.member_id = int(j["gen"]), j["member"]
-                self.events.group_joined(generation=m.generation, member_id=m.member_id, leader_id=j["leader"],
-                                         is_leader=bool(j["me"]), protocol_name=j["proto"])
+                self.events.group_joined(
+                    generation=m.generation,
+                    member_id=m.member_id,
+                    leader_id=j["leader"],
+                    is_leader=bool(j["me"]),
+                    protocol_name=j["proto"],
+                )
             else:
                 self.events.group_join_failed(j["err"])
         elif "Joining group" in msg and _JOIN_SENT.search(msg):
@@ -179,8 +188,13 @@ class GroupLogReader:
         if (e := _EPOCH.search(msg)) and int(e["epoch"]) > 0:
             if int(e["epoch"]) != m.generation or self.epoch_zero_sent:
                 m.generation, m.member_id, self.epoch_zero_sent = int(e["epoch"]), e["member"], False
-                self.events.group_joined(generation=m.generation, member_id=m.member_id, leader_id=None,
-                                         is_leader=False, protocol_name=m.spec.assignor)
+                self.events.group_joined(
+                    generation=m.generation,
+                    member_id=m.member_id,
+                    leader_id=None,
+                    is_leader=False,
+                    protocol_name=m.spec.assignor,
+                )
         elif _EPOCH_ZERO_SENT.search(msg) and not self.epoch_zero_sent:
             # The first join, or a rejoin after the member was fenced: its epoch starts from 0 again.
             # (Retried epoch-0 heartbeats are the same join.)
@@ -309,17 +323,29 @@ class Member(TakesCommands, Driver):
         return err is None
 
     def _emit_commit(self, offsets, trigger, err: KafkaError | None, started: float | None) -> None:
-        self.events.offsets_committed(offsets, trigger=trigger, started_mono_ms=started,
-                                      error=err.name() if err else None, error_code=err.code() if err else None)
+        self.events.offsets_committed(
+            offsets,
+            trigger=trigger,
+            started_mono_ms=started,
+            error=err.name() if err else None,
+            error_code=err.code() if err else None,
+        )
 
     # --- the poll loop ------------------------------------------------------------------
 
     def run(self) -> int:
         s, stop = self.spec, self.stop
-        self.events.consumer_started(pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
-                                     group_instance_id=s.group_instance_id, commit_mode=s.commit,
-                                     processing=s.settings.processing, session_timeout_ms=s.session_timeout_ms,
-                                     max_poll_interval_ms=s.max_poll_interval_ms)
+        self.events.consumer_started(
+            pid=os.getpid(),
+            group=s.group,
+            protocol=s.protocol,
+            assignor=s.assignor,
+            group_instance_id=s.group_instance_id,
+            commit_mode=s.commit,
+            processing=s.settings.processing,
+            session_timeout_ms=s.session_timeout_ms,
+            max_poll_interval_ms=s.max_poll_interval_ms,
+        )
         for hook, params in sorted((s.settings.test_hooks or {}).items()):
             self.events.test_hook_armed(hook, params)
         self.consumer.subscribe(s.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
@@ -461,8 +487,9 @@ def records_of(batch, events: MemberEvents) -> list:
     return records
 
 
-def process_records(records, processing_ms: float, uncommitted: dict[tuple[str, int], int], events: MemberEvents,
-                    interrupted=None) -> None:
+def process_records(
+    records, processing_ms: float, uncommitted: dict[tuple[str, int], int], events: MemberEvents, interrupted=None
+) -> None:
     """Process records one by one (``processing_ms`` each), writing ``records_consumed`` at
     least every EMIT_EVERY_MS while processing takes time (without it a batch takes well under
     a millisecond: one line) and noting the next offset per partition in ``uncommitted`` as it
@@ -488,8 +515,12 @@ def process_records(records, processing_ms: float, uncommitted: dict[tuple[str, 
         _consumed(processed, created, uncommitted, events)
 
 
-def _consumed(processed: dict[tuple[str, int], list[int]], created: list[int], uncommitted: dict[tuple[str, int], int],
-              events: MemberEvents) -> None:
+def _consumed(
+    processed: dict[tuple[str, int], list[int]],
+    created: list[int],
+    uncommitted: dict[tuple[str, int], int],
+    events: MemberEvents,
+) -> None:
     done_ms = time.time() * 1000.0  # the producer stamped CreateTime with this host's wall clock too
     events.records_consumed(processed, e2e_ms=latency_histogram(done_ms - c for c in created))
     # Only what the history has may be committed: a member that fails to write it commits nothing of it.

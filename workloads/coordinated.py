@@ -101,8 +101,11 @@ class Signal(enum.Enum):
     EVICTED = "evicted"  # it is no longer a member: partitions lost, rejoin as a new member
 
 
-_GENERATION_ERRORS = {REBALANCE_IN_PROGRESS: Signal.REBALANCE, ILLEGAL_GENERATION: Signal.FENCED,
-                      UNKNOWN_MEMBER_ID: Signal.EVICTED}
+_GENERATION_ERRORS = {
+    REBALANCE_IN_PROGRESS: Signal.REBALANCE,
+    ILLEGAL_GENERATION: Signal.FENCED,
+    UNKNOWN_MEMBER_ID: Signal.EVICTED,
+}
 
 
 def commit_signal(code: int) -> Signal | None:
@@ -143,8 +146,14 @@ class CoordinatorLink:
     answers with the leader's *name*, which is looked up here, never dialled as announced.
     """
 
-    def __init__(self, group: str, instances: Mapping[str, str], events: MemberEvents,
-                 backoff_s: float = REDISCOVER_BACKOFF_S, find_timeout_s: float = FIND_TIMEOUT_S):
+    def __init__(
+        self,
+        group: str,
+        instances: Mapping[str, str],
+        events: MemberEvents,
+        backoff_s: float = REDISCOVER_BACKOFF_S,
+        find_timeout_s: float = FIND_TIMEOUT_S,
+    ):
         self.group = group
         self.instances = {name: Address.parse(address) for name, address in instances.items()}
         self.events = events
@@ -191,12 +200,17 @@ class CoordinatorLink:
                     continue  # not elected yet, or out of reach: the next one may know
                 if answer.get("leader") in self.instances:
                     self._leader = answer["leader"]
-                    self.events.coordinator_found(instance=self._leader, address=str(self.instances[self._leader]),
-                                                  answered_by=name)
+                    self.events.coordinator_found(
+                        instance=self._leader, address=str(self.instances[self._leader]), answered_by=name
+                    )
                     return self._leader
             self._quiet_until = time.monotonic() + self.backoff_s
-            raise CoordinatorUnavailable("COORDINATOR_NOT_AVAILABLE", COORDINATOR_NOT_AVAILABLE,
-                                         f"none of {', '.join(self.instances)} knows a coordinator", sent=False)
+            raise CoordinatorUnavailable(
+                "COORDINATOR_NOT_AVAILABLE",
+                COORDINATOR_NOT_AVAILABLE,
+                f"none of {', '.join(self.instances)} knows a coordinator",
+                sent=False,
+            )
 
     def _finder(self, name: str) -> Connection:
         if name not in self._finders:
@@ -224,8 +238,15 @@ class GroupMembership:
     and the requests that carry it. Knows nothing of fetching or processing; the driver decides
     what a refusal means for its partitions (``heartbeat_signal``, ``commit_signal``)."""
 
-    def __init__(self, link: CoordinatorLink, variant: Variant, spec: MemberSpec, events: MemberEvents,
-                 partition_counts: Callable[[list[str]], dict[str, int]], stop: threading.Event):
+    def __init__(
+        self,
+        link: CoordinatorLink,
+        variant: Variant,
+        spec: MemberSpec,
+        events: MemberEvents,
+        partition_counts: Callable[[list[str]], dict[str, int]],
+        stop: threading.Event,
+    ):
         self.link = link
         self.variant = variant
         self.spec = spec
@@ -256,10 +277,14 @@ class GroupMembership:
                 self.events.group_join_sent()
                 try:
                     try:
-                        joined = self._long_poll("JoinGroup", member_id=self.member_id, client_id=self.spec.member,
-                                                 session_timeout_ms=self.spec.session_timeout_ms,
-                                                 rebalance_timeout_ms=rebalance_timeout_ms(self.variant, self.spec),
-                                                 protocols=[{"name": self.spec.assignor, "topics": self.spec.topics}])
+                        joined = self._long_poll(
+                            "JoinGroup",
+                            member_id=self.member_id,
+                            client_id=self.spec.member,
+                            session_timeout_ms=self.spec.session_timeout_ms,
+                            rebalance_timeout_ms=rebalance_timeout_ms(self.variant, self.spec),
+                            protocols=[{"name": self.spec.assignor, "topics": self.spec.topics}],
+                        )
                     except CoordinatorError as e:
                         self._join_refused(self.events.group_join_failed, e)
                         continue
@@ -284,8 +309,14 @@ class GroupMembership:
         self.leader_id, self.protocol_name = response.get("leader_id"), response["protocol_name"]
         # The leader knows the whole generation: it is complete once each of them has its assignment.
         members = {"members": [m["member_id"] for m in response["members"]]} if response.get("members") else {}
-        self.events.group_joined(generation=self.generation, member_id=self.member_id, leader_id=self.leader_id,
-                                 is_leader=self.is_leader, protocol_name=self.protocol_name, **members)
+        self.events.group_joined(
+            generation=self.generation,
+            member_id=self.member_id,
+            leader_id=self.leader_id,
+            is_leader=self.is_leader,
+            protocol_name=self.protocol_name,
+            **members,
+        )
 
     def _sync(self, joined: dict) -> list[dict]:
         """SyncGroup; the leader brings the assignment it computed over the generation's members."""
@@ -296,8 +327,9 @@ class GroupMembership:
             assignment = ASSIGNORS[self.protocol_name](subscriptions, counts)
             self.assigned_counts = counts
             fields["assignments"] = {member: [tp(t, p) for t, p in tps] for member, tps in assignment.items()}
-        return self._long_poll("SyncGroup", member_id=self.member_id, generation_id=self.generation,
-                               **fields)["assignment"]
+        return self._long_poll("SyncGroup", member_id=self.member_id, generation_id=self.generation, **fields)[
+            "assignment"
+        ]
 
     def _join_refused(self, failed: Callable[..., dict], e: CoordinatorError) -> None:
         """JoinGroup or SyncGroup refused: ``failed`` writes which (group_join_failed, group_sync_failed)."""
@@ -332,18 +364,25 @@ class GroupMembership:
     # --- while a member --------------------------------------------------------------------
 
     def heartbeat(self, timeout_s: float) -> None:
-        self.link.request(HEARTBEAT_CHANNEL, "Heartbeat", timeout_s, member_id=self.member_id,
-                          generation_id=self.generation)
+        self.link.request(
+            HEARTBEAT_CHANNEL, "Heartbeat", timeout_s, member_id=self.member_id, generation_id=self.generation
+        )
 
     def commit(self, offsets: list[tuple[tuple[str, int], int]]) -> None:
-        self.link.request(GROUP_CHANNEL, "OffsetCommit", REQUEST_TIMEOUT_S, member_id=self.member_id,
-                          generation_id=self.generation,
-                          offsets=[{**tp(t, p), "offset": o} for (t, p), o in offsets])
+        self.link.request(
+            GROUP_CHANNEL,
+            "OffsetCommit",
+            REQUEST_TIMEOUT_S,
+            member_id=self.member_id,
+            generation_id=self.generation,
+            offsets=[{**tp(t, p), "offset": o} for (t, p), o in offsets],
+        )
 
     def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The group's committed offsets; -1 where none was committed yet."""
-        response = self.link.request(GROUP_CHANNEL, "OffsetFetch", REQUEST_TIMEOUT_S,
-                                     partitions=[tp(t, p) for t, p in partitions])
+        response = self.link.request(
+            GROUP_CHANNEL, "OffsetFetch", REQUEST_TIMEOUT_S, partitions=[tp(t, p) for t, p in partitions]
+        )
         return {(o["topic"], int(o["partition"])): int(o["offset"]) for o in response["offsets"]}
 
     def leave(self, channel: str, timeout_s: float = REQUEST_TIMEOUT_S) -> None:
@@ -387,8 +426,10 @@ class CoordinatedMember(TakesCommands, Driver):
         self.closing = False
 
         if fetcher is None:
-            fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{spec.member}.{spec.incarnation}"),
-                               logger=warnings_logger(f"coordinated.{spec.member}", self.events))
+            fetcher = Consumer(
+                spec.fetcher_config(f"{spec.group}.fetcher.{spec.member}.{spec.incarnation}"),
+                logger=warnings_logger(f"coordinated.{spec.member}", self.events),
+            )
         self.fetcher = fetcher
         # assign()/unassign() only from the poll loop; the rebalance decides what, under `lock`.
         self.fetching = ManualFetcher(fetcher, self.lock, self.events)
@@ -401,10 +442,16 @@ class CoordinatedMember(TakesCommands, Driver):
 
     def run(self) -> int:
         s = self.spec
-        self.events.consumer_started(pid=os.getpid(), group=s.group, protocol=s.protocol, assignor=s.assignor,
-                                     group_instance_id=None, commit_mode=s.commit,
-                                     session_timeout_ms=s.session_timeout_ms,
-                                     max_poll_interval_ms=s.max_poll_interval_ms)
+        self.events.consumer_started(
+            pid=os.getpid(),
+            group=s.group,
+            protocol=s.protocol,
+            assignor=s.assignor,
+            group_instance_id=None,
+            commit_mode=s.commit,
+            session_timeout_ms=s.session_timeout_ms,
+            max_poll_interval_ms=s.max_poll_interval_ms,
+        )
         unsupported = self._unsupported()
         if unsupported:
             self.events.consumer_error(error="UNSUPPORTED", error_code=None, fatal=True, message=unsupported)
@@ -469,8 +516,9 @@ class CoordinatedMember(TakesCommands, Driver):
                 if epoch != self.fetching.epoch:
                     return  # the refusal said the partitions are lost: not ours to process
             # SIGTERM drops the rest of the batch: the next owner reads it again from the commit.
-            process_records(records, self.spec.processing_ms, self.uncommitted, self.events,
-                            interrupted=self.stop.is_set)
+            process_records(
+                records, self.spec.processing_ms, self.uncommitted, self.events, interrupted=self.stop.is_set
+            )
             self.fetching.processed(self.uncommitted)
             if self.spec.commit == "sync":
                 self._commit_processed("after-processing")
@@ -523,10 +571,12 @@ class CoordinatedMember(TakesCommands, Driver):
             self._emit_commit(entries, trigger, started)
             return True
 
-    def _emit_commit(self, entries, trigger: str, started: float, error: str | None = None,
-                     error_code: int | None = None) -> None:
-        self.events.offsets_committed(entries, trigger=trigger, started_mono_ms=started, error=error,
-                                      error_code=error_code)
+    def _emit_commit(
+        self, entries, trigger: str, started: float, error: str | None = None, error_code: int | None = None
+    ) -> None:
+        self.events.offsets_committed(
+            entries, trigger=trigger, started_mono_ms=started, error=error, error_code=error_code
+        )
 
     # --- rebalancing (poll loop) -----------------------------------------------------------
 
@@ -583,8 +633,9 @@ class CoordinatedMember(TakesCommands, Driver):
             except CoordinatorUnavailable:
                 continue  # found again after a backoff
             except CoordinatorError as e:
-                self.events.consumer_error(error=e.name, error_code=e.code, fatal=False,
-                                           message=f"OffsetFetch: {e}"[:300])
+                self.events.consumer_error(
+                    error=e.name, error_code=e.code, fatal=False, message=f"OffsetFetch: {e}"[:300]
+                )
                 self.stop.wait(REDISCOVER_BACKOFF_S)
                 continue
             return [TopicPartition(t, p, _position(committed.get((t, p), -1))) for t, p in partitions]
@@ -659,9 +710,12 @@ class CoordinatedMember(TakesCommands, Driver):
         """The heartbeat thread leaves at once (no heartbeat goes out meanwhile: it is this
         thread), then declares the partitions lost once the batch in hand, if any, is done."""
         generation = self.group.generation
-        self.events.consumer_error(error="_MAX_POLL_EXCEEDED", error_code=None, fatal=False,
-                                   message=f"max.poll.interval.ms ({self.spec.max_poll_interval_ms} ms) exceeded: "
-                                           "leaving the group")
+        self.events.consumer_error(
+            error="_MAX_POLL_EXCEEDED",
+            error_code=None,
+            fatal=False,
+            message=f"max.poll.interval.ms ({self.spec.max_poll_interval_ms} ms) exceeded: leaving the group",
+        )
         try:
             self.group.leave(HEARTBEAT_CHANNEL)
         except (CoordinatorError, CoordinatorUnavailable) as e:

@@ -96,17 +96,29 @@ class MemberSpec(Generic[S]):
         """librdkafka, fetching only, for members whose group lives elsewhere (zk-eager, the project's
         coordinator) and the test hook's non-owner: a manual assignment, a group id of its own,
         nothing committed to Kafka."""
-        return {**self.client_settings, "bootstrap.servers": self.bootstrap_servers, "group.id": group_id,
-                "client.id": self.member, "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": self.metadata_refresh_ms}
+        return {
+            **self.client_settings,
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": group_id,
+            "client.id": self.member,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": self.metadata_refresh_ms,
+        }
 
 
 def protocol_fields(generation: Generation) -> dict:
     """A generation's row as a member's spec carries it: its name and the capabilities drivers read."""
-    return dict(protocol=generation.name, group_protocol=generation.group_protocol,
-                static_membership=generation.static_membership, assignor_runs_on=generation.assignor_runs_on,
-                broker_timing=generation.broker_timing, incremental=generation.incremental,
-                coordinator_variant=generation.coordinator_variant)
+    return dict(
+        protocol=generation.name,
+        group_protocol=generation.group_protocol,
+        static_membership=generation.static_membership,
+        assignor_runs_on=generation.assignor_runs_on,
+        broker_timing=generation.broker_timing,
+        incremental=generation.incremental,
+        coordinator_variant=generation.coordinator_variant,
+    )
 
 
 def read_member_spec(argv: list[str], settings: type[S]) -> MemberSpec[S]:
@@ -124,8 +136,7 @@ class Driver(ABC):
     command_pending: threading.Event
 
     @abstractmethod
-    def __init__(self, spec: MemberSpec, stop: threading.Event):
-        ...
+    def __init__(self, spec: MemberSpec, stop: threading.Event): ...
 
     @abstractmethod
     def run(self) -> int:

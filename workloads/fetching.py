@@ -76,10 +76,16 @@ class ManualFetcher:
                 stale.setdefault(key, []).append(msg.offset())
         for (topic, partition), offsets in sorted(stale.items()):
             position = self.positions.get((topic, partition))
-            where = (f"below its fetch position {position} (a stale fetch after assign)" if position is not None
-                     else "not in the assignment")
-            self.events.client_log("WARNING", f"dropped {len(offsets)} records of {topic}-{partition} (offsets "
-                                              f"{min(offsets)}..{max(offsets)}) {where}")
+            where = (
+                f"below its fetch position {position} (a stale fetch after assign)"
+                if position is not None
+                else "not in the assignment"
+            )
+            self.events.client_log(
+                "WARNING",
+                f"dropped {len(offsets)} records of {topic}-{partition} (offsets "
+                f"{min(offsets)}..{max(offsets)}) {where}",
+            )
         return fresh
 
     def processed(self, next_offsets: Mapping[tuple[str, int], int]) -> None:

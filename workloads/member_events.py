@@ -106,20 +106,46 @@ class MemberEvents:
 
     # --- the member's life -------------------------------------------------------------------
 
-    def consumer_started(self, *, pid: int, group: str, protocol: str, assignor: str, group_instance_id: str | None,
-                         commit_mode: str, session_timeout_ms: int, max_poll_interval_ms: int | None,
-                         processing: str = ABSENT, jvm_pid: int | None = ABSENT, consumer_id: str = ABSENT,
-                         rebalance_max_retries: int = ABSENT, rebalance_backoff_ms: int = ABSENT,
-                         kafka_client: str = ABSENT, processing_ms_ignored: float | None = ABSENT) -> dict:
+    def consumer_started(
+        self,
+        *,
+        pid: int,
+        group: str,
+        protocol: str,
+        assignor: str,
+        group_instance_id: str | None,
+        commit_mode: str,
+        session_timeout_ms: int,
+        max_poll_interval_ms: int | None,
+        processing: str = ABSENT,
+        jvm_pid: int | None = ABSENT,
+        consumer_id: str = ABSENT,
+        rebalance_max_retries: int = ABSENT,
+        rebalance_backoff_ms: int = ABSENT,
+        kafka_client: str = ABSENT,
+        processing_ms_ignored: float | None = ABSENT,
+    ) -> dict:
         """Driver-specific fields: ``processing`` (librdkafka); ``consumer_id``,
         ``rebalance_max_retries``, ``rebalance_backoff_ms`` (zk-eager); ``jvm_pid``,
         ``kafka_client``, ``processing_ms_ignored`` (java)."""
-        return self._write(ev.CONSUMER_STARTED, pid=pid, jvm_pid=jvm_pid, group=group, protocol=protocol,
-                           assignor=assignor, group_instance_id=group_instance_id, commit_mode=commit_mode,
-                           processing=processing, session_timeout_ms=session_timeout_ms,
-                           max_poll_interval_ms=max_poll_interval_ms, consumer_id=consumer_id,
-                           rebalance_max_retries=rebalance_max_retries, rebalance_backoff_ms=rebalance_backoff_ms,
-                           kafka_client=kafka_client, processing_ms_ignored=processing_ms_ignored)
+        return self._write(
+            ev.CONSUMER_STARTED,
+            pid=pid,
+            jvm_pid=jvm_pid,
+            group=group,
+            protocol=protocol,
+            assignor=assignor,
+            group_instance_id=group_instance_id,
+            commit_mode=commit_mode,
+            processing=processing,
+            session_timeout_ms=session_timeout_ms,
+            max_poll_interval_ms=max_poll_interval_ms,
+            consumer_id=consumer_id,
+            rebalance_max_retries=rebalance_max_retries,
+            rebalance_backoff_ms=rebalance_backoff_ms,
+            kafka_client=kafka_client,
+            processing_ms_ignored=processing_ms_ignored,
+        )
 
     def consumer_stopped(self, reason: str) -> dict:
         return self._write(ev.CONSUMER_STOPPED, reason=reason)
@@ -138,10 +164,25 @@ class MemberEvents:
     def group_join_sent(self) -> dict:
         return self._write(ev.GROUP_JOIN_SENT)
 
-    def group_joined(self, *, generation: int, member_id: str, leader_id: str | None, is_leader: bool | None,
-                     protocol_name: str, members: list[str] = ABSENT) -> dict:
-        return self._write(ev.GROUP_JOINED, generation=generation, member_id=member_id, leader_id=leader_id,
-                           is_leader=is_leader, protocol_name=protocol_name, members=members)
+    def group_joined(
+        self,
+        *,
+        generation: int,
+        member_id: str,
+        leader_id: str | None,
+        is_leader: bool | None,
+        protocol_name: str,
+        members: list[str] = ABSENT,
+    ) -> dict:
+        return self._write(
+            ev.GROUP_JOINED,
+            generation=generation,
+            member_id=member_id,
+            leader_id=leader_id,
+            is_leader=is_leader,
+            protocol_name=protocol_name,
+            members=members,
+        )
 
     def group_join_failed(self, error: str, *, error_code: int | None = ABSENT, message: str = ABSENT) -> dict:
         return self._write(ev.GROUP_JOIN_FAILED, error=error, error_code=error_code, message=message)
@@ -150,8 +191,9 @@ class MemberEvents:
         """``generation``: the one the answer names, where the driver reads one (else the member's)."""
         return self._write(ev.GROUP_SYNCED, generation=generation)
 
-    def group_sync_failed(self, error: str, *, error_code: int | None = ABSENT, message: str = ABSENT,
-                          attempt: int = ABSENT) -> dict:
+    def group_sync_failed(
+        self, error: str, *, error_code: int | None = ABSENT, message: str = ABSENT, attempt: int = ABSENT
+    ) -> dict:
         return self._write(ev.GROUP_SYNC_FAILED, error=error, error_code=error_code, message=message, attempt=attempt)
 
     def heartbeat_failed(self, error: str, *, error_code: int | None = ABSENT) -> dict:
@@ -187,20 +229,35 @@ class MemberEvents:
 
     # --- records and offsets ---------------------------------------------------------------------
 
-    def records_consumed(self, processed: Mapping[TopicPartition, list[int]], *,
-                         e2e_ms: list[list[float]] = ABSENT) -> dict:
+    def records_consumed(
+        self, processed: Mapping[TopicPartition, list[int]], *, e2e_ms: list[list[float]] = ABSENT
+    ) -> dict:
         """``processed``: the offsets whose processing completed, per partition (written as ranges)."""
         return self._write(ev.RECORDS_CONSUMED, ranges=offset_ranges(processed), e2e_ms=e2e_ms)
 
-    def offsets_committed(self, offsets: Iterable[tuple[TopicPartition, int]], *, trigger: str,
-                          started_mono_ms: float | None, error: str | None = None, error_code: int | None = None,
-                          error_message: str | None = ABSENT) -> dict:
+    def offsets_committed(
+        self,
+        offsets: Iterable[tuple[TopicPartition, int]],
+        *,
+        trigger: str,
+        started_mono_ms: float | None,
+        error: str | None = None,
+        error_code: int | None = None,
+        error_message: str | None = ABSENT,
+    ) -> dict:
         """One commit's answer: ``offsets`` the next to read per partition; it succeeded iff it
         has no ``error``; ``started_mono_ms`` when the request was made (None: not seen)."""
         started = round(started_mono_ms, 3) if started_mono_ms is not None else None
-        return self._write(ev.OFFSETS_COMMITTED, offsets=[{**tp(*key), ev.OFFSET: offset} for key, offset in offsets],
-                           success=error is None, error=error, error_code=error_code, error_message=error_message,
-                           trigger=trigger, started_mono_ms=started)
+        return self._write(
+            ev.OFFSETS_COMMITTED,
+            offsets=[{**tp(*key), ev.OFFSET: offset} for key, offset in offsets],
+            success=error is None,
+            error=error,
+            error_code=error_code,
+            error_message=error_message,
+            trigger=trigger,
+            started_mono_ms=started,
+        )
 
     # --- the harness's commands and test hooks -----------------------------------------------------
 

@@ -61,8 +61,12 @@ class GroupObserver:
 
         self.spec = spec
         self.partitions: list[tuple[str, int]] = []
-        self.settings = {**spec.client_settings, "bootstrap.servers": spec.bootstrap_servers, "logger": QUIET_CLIENT_LOG,
-                         "socket.connection.setup.timeout.ms": 3000}
+        self.settings = {
+            **spec.client_settings,
+            "bootstrap.servers": spec.bootstrap_servers,
+            "logger": QUIET_CLIENT_LOG,
+            "socket.connection.setup.timeout.ms": 3000,
+        }
         self.admin = AdminClient(self.settings)
         self._offsets = None  # the consumer handle committed() reads through, made at its first call
 
@@ -71,8 +75,11 @@ class GroupObserver:
         topics = self.admin.list_topics(timeout=REQUEST_TIMEOUT_S).topics
         pattern = re.compile(self.spec.topic_pattern) if self.spec.topic_pattern else None
         self.partitions = sorted(
-            (name, p) for name, md in topics.items()
-            if (pattern.match(name) if pattern else name in self.spec.topics) for p in md.partitions)
+            (name, p)
+            for name, md in topics.items()
+            if (pattern.match(name) if pattern else name in self.spec.topics)
+            for p in md.partitions
+        )
 
     def lag(self) -> list[dict]:
         """Committed offset, high watermark and lag of every partition."""
@@ -90,8 +97,15 @@ class GroupObserver:
                 raise LookupError(f"no high watermark for {tp.topic}-{tp.partition} (leader unavailable)")
             c = committed.get((tp.topic, tp.partition))
             c = c if c is not None and c >= 0 else None
-            rows.append({"topic": tp.topic, "partition": tp.partition, "committed": c, "high_watermark": hw,
-                         "lag": hw - (c or 0)})
+            rows.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "committed": c,
+                    "high_watermark": hw,
+                    "lag": hw - (c or 0),
+                }
+            )
         return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
     def committed(self, tps) -> dict[tuple[str, int], int | None]:
@@ -110,11 +124,19 @@ class GroupObserver:
             self.refresh_partitions()
         fut = self.admin.describe_consumer_groups([self.spec.group], request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
         d = fut.result(REQUEST_TIMEOUT_S)
-        members = {m.client_id + "/" + m.member_id: sorted(
-            [tp.topic, tp.partition] for tp in (m.assignment.topic_partitions or [])) for m in d.members}
+        members = {
+            m.client_id + "/" + m.member_id: sorted(
+                [tp.topic, tp.partition] for tp in (m.assignment.topic_partitions or [])
+            )
+            for m in d.members
+        }
         assigned = {tuple(tp) for tps in members.values() for tp in tps}
-        return {"state": d.state.name, "coordinator": d.coordinator.id if d.coordinator else None,
-                "members": members, "covers_all": assigned >= set(self.partitions)}
+        return {
+            "state": d.state.name,
+            "coordinator": d.coordinator.id if d.coordinator else None,
+            "members": members,
+            "covers_all": assigned >= set(self.partitions),
+        }
 
 
 class ZooKeeperGroupObserver(GroupObserver):
@@ -176,8 +198,12 @@ class ZooKeeperGroupObserver(GroupObserver):
         for (t, p), thread in sorted(owners.items()):
             members.setdefault(key(thread.rsplit("-", 1)[0]), []).append([t, p])
         settled = bool(self.partitions) and owners == expected
-        return {"state": "STABLE" if settled else "REBALANCING", "coordinator": None, "members": members,
-                "covers_all": set(owners) >= set(self.partitions)}
+        return {
+            "state": "STABLE" if settled else "REBALANCING",
+            "coordinator": None,
+            "members": members,
+            "covers_all": set(owners) >= set(self.partitions),
+        }
 
 
 class ProjectCoordinatorObserver(GroupObserver):
@@ -207,11 +233,18 @@ class ProjectCoordinatorObserver(GroupObserver):
             self.refresh_partitions()
         leader = self._ask("FindCoordinator")["leader"]
         d = self._ask("DescribeGroup")
-        members = {f"{m['client_id']}/{m['member_id']}": sorted([a["topic"], a["partition"]] for a in m["assignment"])
-                   for m in d["members"]}
+        members = {
+            f"{m['client_id']}/{m['member_id']}": sorted([a["topic"], a["partition"]] for a in m["assignment"])
+            for m in d["members"]
+        }
         assigned = {tuple(tp) for tps in members.values() for tp in tps}
-        return {"state": d["state"].upper() if d["state"] == "Stable" else d["state"], "coordinator": leader,
-                "generation": d["generation_id"], "members": members, "covers_all": assigned >= set(self.partitions)}
+        return {
+            "state": d["state"].upper() if d["state"] == "Stable" else d["state"],
+            "coordinator": leader,
+            "generation": d["generation_id"],
+            "members": members,
+            "covers_all": assigned >= set(self.partitions),
+        }
 
 
 def observer_for(spec: ObserverSpec) -> GroupObserver:

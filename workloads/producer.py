@@ -71,8 +71,9 @@ class RecordingProducer:
 
     def _flush_history(self) -> None:
         if self.acked:
-            self.history.emit(ev.RECORDS_ACKED, ranges=offset_ranges(self.acked),
-                              latency_ms=latency_histogram(self.latencies_ms))
+            self.history.emit(
+                ev.RECORDS_ACKED, ranges=offset_ranges(self.acked), latency_ms=latency_histogram(self.latencies_ms)
+            )
             self.acked, self.latencies_ms = defaultdict(list), []
         for (topic, partition, error), count in self.failed.items():
             self.history.emit(ev.PRODUCE_FAILED, topic=topic, partition=partition, error=error, count=count)
@@ -80,7 +81,9 @@ class RecordingProducer:
 
     def run(self, stop: threading.Event) -> int:
         spec = self.spec
-        self.history.emit(ev.PRODUCER_STARTED, pid=os.getpid(), topic=spec.topic, rate=spec.rate, linger_ms=spec.linger_ms)
+        self.history.emit(
+            ev.PRODUCER_STARTED, pid=os.getpid(), topic=spec.topic, rate=spec.rate, linger_ms=spec.linger_ms
+        )
         payload = b"x" * spec.value_bytes
         sent = 0
         start = last_flush = time.monotonic()
@@ -88,8 +91,13 @@ class RecordingProducer:
             due = int((time.monotonic() - start) * spec.rate)
             while sent < due:
                 try:
-                    self.producer.produce(spec.topic, value=payload, key=str(sent).encode(),
-                                          partition=sent % spec.partitions, on_delivery=self._on_delivery)
+                    self.producer.produce(
+                        spec.topic,
+                        value=payload,
+                        key=str(sent).encode(),
+                        partition=sent % spec.partitions,
+                        on_delivery=self._on_delivery,
+                    )
                     sent += 1
                 except BufferError:  # local queue full (brokers unreachable): let it drain
                     break

@@ -119,8 +119,10 @@ KAFKA_ERRORS = {
     "The coordinator is not aware of this member.": ("UNKNOWN_MEMBER_ID", 25),
     "The group is rebalancing, so a rejoin is needed.": ("REBALANCE_IN_PROGRESS", 27),
     "Group authorization failed.": ("GROUP_AUTHORIZATION_FAILED", 30),
-    "The group member needs to have a valid member id before actually entering a consumer group.":
-        ("MEMBER_ID_REQUIRED", 79),
+    "The group member needs to have a valid member id before actually entering a consumer group.": (
+        "MEMBER_ID_REQUIRED",
+        79,
+    ),
     "The broker rejected this static consumer since another consumer with the same group.instance.id "
     "has registered with a different member.id.": ("FENCED_INSTANCE_ID", 82),
 }
@@ -182,25 +184,43 @@ def kafka_tools(spec: MemberSpec[JavaSettings]) -> str:
     """The classpath of Kafka's tools (VerifiableConsumer) for this member's Kafka line, as the
     harness found them installed (``JavaSettings.kafka_tools``)."""
     if not spec.settings.kafka_tools:
-        raise SetupError(f"Kafka tools for Kafka {spec.settings.kafka_line} (VerifiableConsumer, the java driver) "
-                         "are not installed. Run `rebalance-lab setup`.")
+        raise SetupError(
+            f"Kafka tools for Kafka {spec.settings.kafka_line} (VerifiableConsumer, the java driver) "
+            "are not installed. Run `rebalance-lab setup`."
+        )
     return spec.settings.kafka_tools
 
 
 def command(spec: MemberSpec[JavaSettings], classpath: str, config_dir: Path) -> list[str]:
     """The JVM's command line; writes its config files into ``config_dir``."""
     stem = config_dir / f"{spec.member}-{spec.incarnation}"
-    files = {"consumer.properties": consumer_properties(spec), "log4j.properties": LOG4J1,
-             "log4j2.properties": LOG4J2}
+    files = {"consumer.properties": consumer_properties(spec), "log4j.properties": LOG4J1, "log4j2.properties": LOG4J2}
     for suffix, text in files.items():
         Path(f"{stem}.{suffix}").write_text(text)
-    argv = ["java", *spec.settings.jvm_options, f"-Dlog4j.configuration=file:{stem}.log4j.properties",
-            f"-Dlog4j2.configurationFile={stem}.log4j2.properties", "-cp", classpath, MAIN_CLASS,
-            "--bootstrap-server", spec.bootstrap_servers, "--group-id", spec.group, "--topic", spec.topics[0],
-            "--session-timeout", str(spec.session_timeout_ms), "--reset-policy", "earliest",
-            "--assignment-strategy", ASSIGNOR_CLASSES[spec.assignor],
-            "--consumer.config", f"{stem}.consumer.properties",
-            "--verbose"]  # one record_data line per record: exact offset ranges, gaps included
+    argv = [
+        "java",
+        *spec.settings.jvm_options,
+        f"-Dlog4j.configuration=file:{stem}.log4j.properties",
+        f"-Dlog4j2.configurationFile={stem}.log4j2.properties",
+        "-cp",
+        classpath,
+        MAIN_CLASS,
+        "--bootstrap-server",
+        spec.bootstrap_servers,
+        "--group-id",
+        spec.group,
+        "--topic",
+        spec.topics[0],
+        "--session-timeout",
+        str(spec.session_timeout_ms),
+        "--reset-policy",
+        "earliest",
+        "--assignment-strategy",
+        ASSIGNOR_CLASSES[spec.assignor],
+        "--consumer.config",
+        f"{stem}.consumer.properties",
+        "--verbose",
+    ]  # one record_data line per record: exact offset ranges, gaps included
     if spec.group_instance_id:
         argv += ["--group-instance-id", spec.group_instance_id]
     if spec.commit == "auto":
@@ -211,18 +231,26 @@ def command(spec: MemberSpec[JavaSettings], classpath: str, config_dir: Path) ->
 # --------------------------------------------------------------------- the JVM's lines
 
 _CONTEXT = re.compile(r"^\[Consumer [^\]]*\] ")
-_GENERATION = re.compile(r"Generation\{generationId=(?P<gen>-?\d+), memberId='(?P<member>[^']*)', "
-                         r"protocol='(?P<proto>[^']*)'\}")
+_GENERATION = re.compile(
+    r"Generation\{generationId=(?P<gen>-?\d+), memberId='(?P<member>[^']*)', "
+    r"protocol='(?P<proto>[^']*)'\}"
+)
 _LEADER = re.compile(r"leader='(?P<leader>[^']*)'")
 _HEARTBEAT_FAILED = re.compile(r"^Attempt to heartbeat with (?!stale ).* failed due to (?P<err>\w+), resetting")
-_COMMIT_FAILED = re.compile(r"^(?:OffsetCommit failed with Generation\{[^}]*\}: |"
-                            r"Offset commit failed on partition \S+ at offset \d+: )(?P<msg>.*)$")
-_AUTO_COMMIT = re.compile(r"^(?P<what>Sending asynchronous|Completed asynchronous|Asynchronous|Sending synchronous|"
-                          r"Synchronous|Auto-commit)(?: auto-commit)? of offsets (?P<map>\{.*?\})"
-                          r"(?P<tail>(?: failed| timed out| was interrupted).*)?$")
+_COMMIT_FAILED = re.compile(
+    r"^(?:OffsetCommit failed with Generation\{[^}]*\}: |"
+    r"Offset commit failed on partition \S+ at offset \d+: )(?P<msg>.*)$"
+)
+_AUTO_COMMIT = re.compile(
+    r"^(?P<what>Sending asynchronous|Completed asynchronous|Asynchronous|Sending synchronous|"
+    r"Synchronous|Auto-commit)(?: auto-commit)? of offsets (?P<map>\{.*?\})"
+    r"(?P<tail>(?: failed| timed out| was interrupted).*)?$"
+)
 _MAP_ENTRY = re.compile(r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)=OffsetAndMetadata\{offset=(?P<offset>\d+)")
-_COMMITTED = re.compile(r"^Committed offset (?P<offset>\d+) for partition "
-                        r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
+_COMMITTED = re.compile(
+    r"^Committed offset (?P<offset>\d+) for partition "
+    r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$"
+)
 _RECORD = re.compile(r'"topic":"(?P<topic>(?:[^"\\]|\\.)*)","partition":(?P<partition>\d+),"offset":(?P<offset>\d+)\}$')
 _LEAVING = "consumer pro-actively leaving the group"
 
@@ -251,8 +279,9 @@ class Translator:
     the log lines before it (a loss, a commit's broker error, its start time).
     """
 
-    def __init__(self, writer: Writer, cooperative: bool, echo: Callable[[str], None] = lambda _l: None,
-                 jvm_clock: bool = False):
+    def __init__(
+        self, writer: Writer, cooperative: bool, echo: Callable[[str], None] = lambda _l: None, jvm_clock: bool = False
+    ):
         self._events = MemberEvents(writer, lambda: (self.member_id, self.generation))
         self.echo = echo  # where unparsed JVM output goes (the member's log file)
         self.jvm_clock = jvm_clock  # stamp events with the JVM's time of writing (else: when read)
@@ -294,7 +323,7 @@ class Translator:
                 self.jvm_wall_ms = float(event["timestamp"])
             self.json_event(event, text)
         elif text.startswith(LOG_MARK):
-            text = text[len(LOG_MARK):]
+            text = text[len(LOG_MARK) :]
             if m := _LOG_DATE.match(text):
                 text = m["rest"]
                 if self.jvm_clock:
@@ -335,8 +364,10 @@ class Translator:
             if key not in offsets and part["count"] == part["maxOffset"] - part["minOffset"] + 1:
                 offsets[key] = list(range(part["minOffset"], part["maxOffset"] + 1))  # run without --verbose
             elif len(offsets.get(key, ())) != part["count"]:
-                self.events.client_log("WARN", f"records_consumed summary {part} does not match "
-                                               f"{len(offsets.get(key, ()))} record_data lines")
+                self.events.client_log(
+                    "WARN",
+                    f"records_consumed summary {part} does not match {len(offsets.get(key, ()))} record_data lines",
+                )
         self.commit_started = self.mono()  # VerifiableConsumer commits right after printing this
         if offsets:
             self.events.records_consumed(offsets)
@@ -345,16 +376,24 @@ class Translator:
         offsets = {(o["topic"], o["partition"]): o["offset"] for o in event["offsets"]}
         if event["success"] and not offsets:
             return  # an empty poll's empty commit
-        self._emit_commit(offsets, None if event["success"] else event.get("error") or "?", "after-processing",
-                          self.commit_started)
+        self._emit_commit(
+            offsets, None if event["success"] else event.get("error") or "?", "after-processing", self.commit_started
+        )
 
-    def _emit_commit(self, offsets: dict[tuple[str, int], int], error: str | None, trigger: str,
-                     started: float | None) -> None:
+    def _emit_commit(
+        self, offsets: dict[tuple[str, int], int], error: str | None, trigger: str, started: float | None
+    ) -> None:
         name, code = self._commit_error(error) if error else (None, None)
         if not error:
             self.commit_error = None
-        self.events.offsets_committed(sorted(offsets.items()), trigger=trigger, started_mono_ms=started, error=name,
-                                      error_code=code, error_message=error)
+        self.events.offsets_committed(
+            sorted(offsets.items()),
+            trigger=trigger,
+            started_mono_ms=started,
+            error=name,
+            error_code=code,
+            error_message=error,
+        )
 
     def _commit_error(self, message: str) -> tuple[str, int | None]:
         """Name a failed commit: a failure raised before any request is sent names its
@@ -380,8 +419,13 @@ class Translator:
         elif m.startswith("Successfully joined group with generation") and (g := _GENERATION.search(m)):
             self.generation, self.member_id = int(g["gen"]), g["member"]
             leader, self.leader_id = self.leader_id, None
-            self.events.group_joined(generation=self.generation, member_id=self.member_id, leader_id=leader,
-                                     is_leader=leader == self.member_id if leader else None, protocol_name=g["proto"])
+            self.events.group_joined(
+                generation=self.generation,
+                member_id=self.member_id,
+                leader_id=leader,
+                is_leader=leader == self.member_id if leader else None,
+                protocol_name=g["proto"],
+            )
         elif m.startswith("JoinGroup failed"):
             self.events.group_join_failed(kafka_error(m)[0] or m[:300])
         elif m.startswith("Successfully synced group in generation") and (g := _GENERATION.search(m)):
@@ -424,8 +468,9 @@ class Translator:
             self.fatal_pending = False
             exception, _, message = text.strip().partition(": ")
             name = exception.rsplit(".", 1)[-1]
-            self.events.consumer_error(error=name, error_code=kafka_error(message)[1], fatal=True,
-                                       message=message[:500])
+            self.events.consumer_error(
+                error=name, error_code=kafka_error(message)[1], fatal=True, message=message[:500]
+            )
         self.echo(text)
 
     # --- auto-commit (enable.auto.commit: VerifiableConsumer prints no event for it) ---
@@ -442,8 +487,9 @@ class Translator:
             self.auto_sent[text].append(mono)
         elif what in ("Completed asynchronous", "Asynchronous"):
             sent_at = self.auto_sent[text]
-            self._emit_commit(offsets, error if what == "Asynchronous" else None, "auto",
-                              sent_at.popleft() if sent_at else None)
+            self._emit_commit(
+                offsets, error if what == "Asynchronous" else None, "auto", sent_at.popleft() if sent_at else None
+            )
         elif what == "Sending synchronous":
             self.sync_auto = (offsets, dict(offsets), mono)
         elif self.sync_auto:  # the synchronous one failed, timed out or was interrupted
@@ -505,13 +551,26 @@ class JavaMember(Driver):
         config_dir = Path(s.control_file).parent if s.control_file else Path(tempfile.mkdtemp(prefix="rl-java-"))
         jvm = None
         if not reasons:
-            jvm = subprocess.Popen(command(s, classpath, config_dir), stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        t.events.consumer_started(pid=os.getpid(), jvm_pid=jvm.pid if jvm else None, group=s.group,
-                                  protocol=s.protocol, assignor=s.assignor, group_instance_id=s.group_instance_id,
-                                  commit_mode=s.commit, session_timeout_ms=s.session_timeout_ms,
-                                  max_poll_interval_ms=s.max_poll_interval_ms, kafka_client=s.settings.kafka_line,
-                                  processing_ms_ignored=s.processing_ms or None)
+            jvm = subprocess.Popen(
+                command(s, classpath, config_dir),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
+        t.events.consumer_started(
+            pid=os.getpid(),
+            jvm_pid=jvm.pid if jvm else None,
+            group=s.group,
+            protocol=s.protocol,
+            assignor=s.assignor,
+            group_instance_id=s.group_instance_id,
+            commit_mode=s.commit,
+            session_timeout_ms=s.session_timeout_ms,
+            max_poll_interval_ms=s.max_poll_interval_ms,
+            kafka_client=s.settings.kafka_line,
+            processing_ms_ignored=s.processing_ms or None,
+        )
         if jvm is None:
             t.events.consumer_error(error=error, error_code=None, fatal=True, message="; ".join(reasons))
             t.events.consumer_stopped("error")
@@ -542,8 +601,9 @@ class JavaMember(Driver):
         self.command_pending.clear()
         command = read_command(self.spec.control_file)
         command_text = json.dumps(command) if command else "?"
-        self.events.client_log("WARN", f"java driver: VerifiableConsumer cannot stall its poll loop; "
-                                       f"ignored {command_text}")
+        self.events.client_log(
+            "WARN", f"java driver: VerifiableConsumer cannot stall its poll loop; ignored {command_text}"
+        )
 
 
 main = JavaMember.main

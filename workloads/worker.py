@@ -10,6 +10,7 @@ good — the revoke window a synchronous poll loop does not have.
 The hand-off holds one batch: a second waits in ``submit`` until the worker takes the
 first, so the poll loop is never more than two batches ahead of the processing.
 """
+
 from __future__ import annotations
 
 import os

@@ -76,8 +76,15 @@ class PointProfile(Strict):
         if self.hold_s:
             stages.append({"kind": "hold", "for_s": self.hold_s})
         if self.churn and self.churn_s:
-            stages.append({"kind": "sawtooth", "low": max(members - self.churn, 0), "high": members,
-                           "period_s": self.churn_period_s, "for_s": self.churn_s})
+            stages.append(
+                {
+                    "kind": "sawtooth",
+                    "low": max(members - self.churn, 0),
+                    "high": members,
+                    "period_s": self.churn_period_s,
+                    "for_s": self.churn_s,
+                }
+            )
         return stages
 
 
@@ -145,16 +152,27 @@ def load_sweep(path: str | Path) -> Sweep:
     problems: list[tuple[str, str]] = []
     points = []
     for protocol, members, partitions, rate in itertools.product(
-            axes.protocol, axes.members, axes.partitions or [validated.topics[0].partitions],
-            axes.rate or [validated.workload.producer.rate]):
+        axes.protocol,
+        axes.members,
+        axes.partitions or [validated.topics[0].partitions],
+        axes.rate or [validated.workload.producer.rate],
+    ):
         load = LoadProfile(stages=spec.profile.stages(members))
-        point = dict(base, name=f"{spec.name}-{point_id(protocol, members, partitions, rate)}", seed=spec.seed,
-                     duration_s=load.length_s(1), faults=[], load=load.model_dump())
+        point = dict(
+            base,
+            name=f"{spec.name}-{point_id(protocol, members, partitions, rate)}",
+            seed=spec.seed,
+            duration_s=load.length_s(1),
+            faults=[],
+            load=load.model_dump(),
+        )
         point.pop("random_faults", None)
         point["topics"] = [dict(base["topics"][0], partitions=partitions), *base["topics"][1:]]
         workload = point["workload"] = dict(base.get("workload") or {}, consumers=1)
         workload["producer"] = dict(workload.get("producer") or {}, rate=rate)
-        if isinstance(workload.get("librdkafka"), dict):  # a test hook names a member and a partition: points change both
+        if isinstance(
+            workload.get("librdkafka"), dict
+        ):  # a test hook names a member and a partition: points change both
             workload["librdkafka"] = {k: v for k, v in workload["librdkafka"].items() if k != "test_hooks"}
         try:
             point, _ = variant(point, Axes(protocol=protocol))
@@ -174,20 +192,28 @@ def load_sweep(path: str | Path) -> Sweep:
 class CapacityRun:
     """Runs the sweep's points (resuming) into runs_dir/capacity-<name>/, then the table."""
 
-    def __init__(self, sweep: Sweep, runs_dir: Path, fresh: bool = False, report: Callable[[str], None] = lambda _m: None):
+    def __init__(
+        self, sweep: Sweep, runs_dir: Path, fresh: bool = False, report: Callable[[str], None] = lambda _m: None
+    ):
         self.sweep, self.report, self.fresh = sweep, report, fresh
         self.dir = runs_dir / f"capacity-{sweep.spec.name}"
         self.state: dict[str, dict] = {}
         if (self.dir / CAPACITY_JSON).exists() and not fresh:
             try:
                 points = json.loads((self.dir / CAPACITY_JSON).read_text())["points"]
-                if not all(isinstance(p, dict) and isinstance(p.get("id"), str)
-                           and isinstance(p.get("run_dir"), (str, type(None))) for p in points):
+                if not all(
+                    isinstance(p, dict)
+                    and isinstance(p.get("id"), str)
+                    and isinstance(p.get("run_dir"), (str, type(None)))
+                    for p in points
+                ):
                     raise ValueError("each point is {id, run_dir, …}")
                 self.state = {p["id"]: p for p in points}
             except (OSError, ValueError, KeyError, TypeError) as e:
-                raise SetupError(f"{self.dir / CAPACITY_JSON}: not a sweep's state ({type(e).__name__}: {e}); "
-                                 "--fresh runs every point again") from None
+                raise SetupError(
+                    f"{self.dir / CAPACITY_JSON}: not a sweep's state ({type(e).__name__}: {e}); "
+                    "--fresh runs every point again"
+                ) from None
 
     def done(self, point: Point) -> bool:
         """A point whose run of this scenario was judged whole: its verdict is there and is not
@@ -204,8 +230,16 @@ class CapacityRun:
     def run_points(self, on_point: Callable[[int, Point, bool], None] = lambda _i, _p, _s: None) -> list[dict]:
         make_dirs(self.dir / "scenarios")
         todo = [p for p in self.sweep.points if not self.done(p)]
-        pool = ClusterPool(self.dir / "clusters", f"capacity:{self.dir.resolve()}", self.report,
-                           lanes=max(len(p.scenario.member_slots()) for p in todo)) if todo else None
+        pool = (
+            ClusterPool(
+                self.dir / "clusters",
+                f"capacity:{self.dir.resolve()}",
+                self.report,
+                lanes=max(len(p.scenario.member_slots()) for p in todo),
+            )
+            if todo
+            else None
+        )
         try:
             with runs_in_a_row(pool):
                 self._run(pool, on_point)
@@ -221,27 +255,41 @@ class CapacityRun:
                 continue
             path = self.dir / "scenarios" / f"{point.id}.yaml"
             path.write_text(yaml.safe_dump(point.data, sort_keys=False))
-            result = Run(point.scenario, path, self.dir, lambda m, p=point: self.report(f"{p.id}: {m}"),
-                         pool=pool).execute()
-            self.state[point.id] = {"id": point.id, **point.params(), "scenario": point.fingerprint,
-                                    "run_dir": str(result.run_dir),
-                                    "outcome": result.outcome, "error": result.error,
-                                    "verdict": (result.verdict or {}).get("status"),
-                                    "figures": verdict_figures(result.verdict or {})}
+            result = Run(
+                point.scenario, path, self.dir, lambda m, p=point: self.report(f"{p.id}: {m}"), pool=pool
+            ).execute()
+            self.state[point.id] = {
+                "id": point.id,
+                **point.params(),
+                "scenario": point.fingerprint,
+                "run_dir": str(result.run_dir),
+                "outcome": result.outcome,
+                "error": result.error,
+                "verdict": (result.verdict or {}).get("status"),
+                "figures": verdict_figures(result.verdict or {}),
+            }
             self._write()
             if result.stopped:
                 raise KeyboardInterrupt
 
     def _write(self) -> None:
         make_dirs(self.dir)
-        write_json_atomically(self.dir / CAPACITY_JSON, {
-            "sweep": self.sweep.spec.name, "sweep_file": str(self.sweep.path),
-            "points": [self.state[p.id] for p in self.sweep.points if p.id in self.state]})
+        write_json_atomically(
+            self.dir / CAPACITY_JSON,
+            {
+                "sweep": self.sweep.spec.name,
+                "sweep_file": str(self.sweep.path),
+                "points": [self.state[p.id] for p in self.sweep.points if p.id in self.state],
+            },
+        )
 
     def table(self, master: str | None = None, progress: Callable[[str], None] = lambda _m: None):
         """The capacity table over the points that ran to a verdict (analysis/capacity.py)."""
         from analysis.capacity import capacity_report
 
-        points = [{**self.state[p.id], "run": Path(self.state[p.id]["run_dir"]).name}
-                  for p in self.sweep.points if self.done(p)]
+        points = [
+            {**self.state[p.id], "run": Path(self.state[p.id]["run_dir"]).name}
+            for p in self.sweep.points
+            if self.done(p)
+        ]
         return capacity_report(points, self.dir / "analysis", master, title=self.sweep.spec.name, progress=progress)

@@ -42,17 +42,29 @@ class Entry:
     def row(self) -> dict:
         v = self.result.verdict or {}
         return {
-            "protocol": self.protocol, "kafka": self.kafka, "seed": self.seed, "outcome": self.result.outcome,
+            "protocol": self.protocol,
+            "kafka": self.kafka,
+            "seed": self.seed,
+            "outcome": self.result.outcome,
             # a run without a verdict (interrupted, broken) has no status: it did not pass either
-            "status": v.get("status"), "ok": v.get("status") == "pass", **verdict_figures(v),
+            "status": v.get("status"),
+            "ok": v.get("status") == "pass",
+            **verdict_figures(v),
             "not_applicable": self.skipped_checks,
             "run_dir": str(self.result.run_dir),
         }
 
 
-def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Path,
-            report: Callable[[str], None], backend: str | None = None,
-            share_clusters: bool = True, client_config: Path | None = None) -> tuple[Path, list[Entry], bool]:
+def compare(
+    scenario_file: Path,
+    protocols: list[str],
+    seeds: int,
+    runs_dir: Path,
+    report: Callable[[str], None],
+    backend: str | None = None,
+    share_clusters: bool = True,
+    client_config: Path | None = None,
+) -> tuple[Path, list[Entry], bool]:
     load_scenario(scenario_file, client_config, backend)  # the base itself must be valid
     base = read_scenario_data(scenario_file)
     if backend:  # every variant on it (written into each variant's scenario file)
@@ -68,12 +80,18 @@ def compare(scenario_file: Path, protocols: list[str], seeds: int, runs_dir: Pat
             path = out / f"{data['name']}-s{data['seed']}.yaml"
             # The file holds no secret value (runtime.secrets); the run is made from the data itself.
             path.write_text(yaml.safe_dump(redact_scenario_data(data), sort_keys=False))
-            plans.append((protocol, data["seed"], load_scenario_data(data, path, client_config), path,
-                          skipped))  # validate all first
+            plans.append(
+                (protocol, data["seed"], load_scenario_data(data, path, client_config), path, skipped)
+            )  # validate all first
     entries: list[Entry] = []
     interrupted = False
-    pool = ClusterPool(out / "clusters", f"compare:{out.resolve()}", report,
-                       lanes=max(len(p[2].member_slots()) for p in plans)) if share_clusters else None
+    pool = (
+        ClusterPool(
+            out / "clusters", f"compare:{out.resolve()}", report, lanes=max(len(p[2].member_slots()) for p in plans)
+        )
+        if share_clusters
+        else None
+    )
     try:
         with runs_in_a_row(pool):
             for protocol, seed, scenario, path, skipped in plans:

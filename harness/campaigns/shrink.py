@@ -78,8 +78,13 @@ class Candidate:
 
     def faults_end_s(self) -> float:
         """When the last fault is healed (timeline seconds), as its kind reckons it before it acts."""
-        return max((f["at_s"] + catalogue.from_spec({"fault_id": i, **f}).heal_after_s
-                    for i, f in zip(self.fault_ids, self.faults, strict=False)), default=0.0)
+        return max(
+            (
+                f["at_s"] + catalogue.from_spec({"fault_id": i, **f}).heal_after_s
+                for i, f in zip(self.fault_ids, self.faults, strict=False)
+            ),
+            default=0.0,
+        )
 
 
 def length_of(fault: dict) -> float | None:
@@ -112,8 +117,14 @@ class Probe:
 
     def row(self) -> dict:
         c = self.candidate
-        return {"probe": self.n, "step": self.step, "faults": list(c.fault_ids), "duration_s": c.duration_s,
-                "reproduced": self.reproduced, "runs": [asdict(r) for r in self.runs]}
+        return {
+            "probe": self.n,
+            "step": self.step,
+            "faults": list(c.fault_ids),
+            "duration_s": c.duration_s,
+            "reproduced": self.reproduced,
+            "runs": [asdict(r) for r in self.runs],
+        }
 
 
 RunProbe = Callable[[Candidate, int, int], ProbeRun]  # (candidate, probe number, attempt) -> one run
@@ -141,8 +152,15 @@ class BudgetSpent(Exception):
 class Shrinker:
     """Delta debugging over a failing scenario's faults, then its durations and times."""
 
-    def __init__(self, original: Candidate, run_probe: RunProbe, budget: Budget, repeats: int, report: Report,
-                 on_probe: Callable[[Probe], None] = lambda _p: None):
+    def __init__(
+        self,
+        original: Candidate,
+        run_probe: RunProbe,
+        budget: Budget,
+        repeats: int,
+        report: Report,
+        on_probe: Callable[[Probe], None] = lambda _p: None,
+    ):
         self.best = original
         self.run_probe = run_probe
         self.budget = budget
@@ -184,8 +202,10 @@ class Shrinker:
             if run.outcome != "invalid":
                 self.budget.runs += 1
             probe.runs.append(run)
-            self.report(f"probe {probe.n} run {attempt}: " + ("fails the check: reproduced" if run.reproduced else
-                                                               run.note or f"{run.outcome}, {run.status}"))
+            self.report(
+                f"probe {probe.n} run {attempt}: "
+                + ("fails the check: reproduced" if run.reproduced else run.note or f"{run.outcome}, {run.status}")
+            )
             if run.reproduced or run.outcome == "invalid" or run.stopped:
                 break
         self.on_probe(probe)
@@ -202,7 +222,7 @@ class Shrinker:
             while i < len(self.best.faults):
                 c = self.best
                 kept = [j for j in range(len(c.faults)) if not i <= j < i + chunk]
-                dropped = ", ".join(c.fault_ids[i:i + chunk])
+                dropped = ", ".join(c.fault_ids[i : i + chunk])
                 if not self._try(replace_faults(c, kept), f"drop {dropped}"):
                     i += chunk  # else the list shrank under i: the next chunk is at i now
             chunk //= 2
@@ -218,8 +238,10 @@ class Shrinker:
                 half = round(length / 2, 3)
                 faults = list(c.faults)
                 faults[j] = {**faults[j], catalogue.SPECS[faults[j]["kind"]].length_key: half}
-                if not self._try(Candidate(c.fault_ids, tuple(faults), c.duration_s),
-                                 f"{fid} lasts {half:g} s instead of {length:g} s"):
+                if not self._try(
+                    Candidate(c.fault_ids, tuple(faults), c.duration_s),
+                    f"{fid} lasts {half:g} s instead of {length:g} s",
+                ):
                     break
 
     def _move_earlier(self) -> None:
@@ -229,8 +251,10 @@ class Shrinker:
                 return
             c = self.best
             moved = tuple({**f, "at_s": round(f["at_s"] - shift, 3)} for f in c.faults)
-            if self._try(Candidate(c.fault_ids, moved, round(c.duration_s - shift, 3)),
-                         f"every fault {shift:g} s earlier (and the run as much shorter)"):
+            if self._try(
+                Candidate(c.fault_ids, moved, round(c.duration_s - shift, 3)),
+                f"every fault {shift:g} s earlier (and the run as much shorter)",
+            ):
                 return
 
     def _cut_tail(self) -> None:
@@ -242,8 +266,10 @@ class Shrinker:
             tail = c.duration_s - end
             if tail / 2 < MIN_TAIL_S:
                 return
-            if not self._try(Candidate(c.fault_ids, c.faults, round(end + tail / 2, 3)),
-                             f"the run ends {tail / 2:g} s after the last fault instead of {tail:g} s"):
+            if not self._try(
+                Candidate(c.fault_ids, c.faults, round(end + tail / 2, 3)),
+                f"the run ends {tail / 2:g} s after the last fault instead of {tail:g} s",
+            ):
                 return
 
 
@@ -277,8 +303,16 @@ class FailingRun:
                 raise ScenarioError(verdict_path, [("checks", "no check failed in this run: nothing to shrink")])
             check = failed[0]
         elif check not in failed:
-            raise ScenarioError(verdict_path, [(f"checks.{check}", "did not fail in this run" + (
-                f" (failed: {', '.join(failed)})" if failed else ": no check failed"))])
+            raise ScenarioError(
+                verdict_path,
+                [
+                    (
+                        f"checks.{check}",
+                        "did not fail in this run"
+                        + (f" (failed: {', '.join(failed)})" if failed else ": no check failed"),
+                    )
+                ],
+            )
         scenario_path = run_dir / "scenario.yaml"
         base = read_scenario_data(scenario_path)
         backend = backend or _run_backend(run_dir / "history.jsonl")  # `run --backend` is not in the file
@@ -338,24 +372,46 @@ class ShrinkResult:
     error: str | None = None  # broken: why the runs broke
 
 
-def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, repeats: int = 3,
-           max_runs: int = 40, max_minutes: float = 60, confirm: int = 5, share_clusters: bool = True,
-           backend: str | None = None) -> ShrinkResult:
+def shrink(
+    run_dir: Path,
+    check: str | None,
+    runs_dir: Path,
+    report: Report,
+    repeats: int = 3,
+    max_runs: int = 40,
+    max_minutes: float = 60,
+    confirm: int = 5,
+    share_clusters: bool = True,
+    backend: str | None = None,
+) -> ShrinkResult:
     failing = FailingRun.read(run_dir, check, backend)
     installed_for(load_candidate(failing.original, failing.base))  # before a directory that looks like a shrink
     out = new_stamped_dir(runs_dir, str(failing.base.get("name", "scenario")), kind="shrink")
     (out / "probes").mkdir()
     report(f"shrink: {run_dir} failed {failing.check}; {failing.original.describe()}")
     probes: list[Probe] = []
-    state = {"source_run": str(run_dir), "check": failing.check, "state": "running", "repeats": repeats,
-             "budget": {"runs": max_runs, "minutes": max_minutes}}
+    state = {
+        "source_run": str(run_dir),
+        "check": failing.check,
+        "state": "running",
+        "repeats": repeats,
+        "budget": {"runs": max_runs, "minutes": max_minutes},
+    }
 
     def save(**extra) -> None:
         state.update(extra)
         write_json_atomically(out / SHRINK_JSON, {**state, "probes": [p.row() for p in probes]})
 
-    pool = ClusterPool(out / "clusters", f"shrink:{out.resolve()}", report,
-                       lanes=len(load_candidate(failing.original, failing.base).member_slots())) if share_clusters else None
+    pool = (
+        ClusterPool(
+            out / "clusters",
+            f"shrink:{out.resolve()}",
+            report,
+            lanes=len(load_candidate(failing.original, failing.base).member_slots()),
+        )
+        if share_clusters
+        else None
+    )
 
     def run_once(candidate: Candidate, n: int, attempt: int) -> ProbeRun:
         path = out / "probes" / (f"p{n:02d}.yaml" if n else "minimal.yaml")
@@ -366,13 +422,21 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
             return ProbeRun(None, "invalid", None, False, note=f"not a valid scenario: {e}")
         result = Run(scenario, path, out / "runs", report, pool=pool).execute()
         failed = failed_checks(result.verdict or {})
-        return ProbeRun(str(result.run_dir), result.outcome, (result.verdict or {}).get("status"),
-                        failing.check in failed, failed, note=result.error or "", stopped=result.stopped)
+        return ProbeRun(
+            str(result.run_dir),
+            result.outcome,
+            (result.verdict or {}).get("status"),
+            failing.check in failed,
+            failed,
+            note=result.error or "",
+            stopped=result.stopped,
+        )
 
     save()
     budget = Budget(max_runs, max_minutes)
-    shrinker = Shrinker(failing.original, run_once, budget, repeats, report,
-                        on_probe=lambda p: (probes.append(p), save()))
+    shrinker = Shrinker(
+        failing.original, run_once, budget, repeats, report, on_probe=lambda p: (probes.append(p), save())
+    )
     minimal = confirmed = None
     try:
         with runs_in_a_row(pool):
@@ -393,14 +457,23 @@ def shrink(run_dir: Path, check: str | None, runs_dir: Path, report: Report, rep
         save(state="interrupted", smallest_so_far=_candidate_row(shrinker.best))
         return ShrinkResult(out, "interrupted", minimal, None)
     first = shrinker.probes[0].runs if shrinker.probes else []
-    broken = next((r.note or r.outcome for r in first if r.outcome == "error"), None) \
-        if minimal is None and first and all(r.outcome == "error" for r in first) else None
-    result = ShrinkResult(out, "done" if minimal else "broken" if broken else "not-reproduced", minimal, confirmed,
-                          broken)
+    broken = (
+        next((r.note or r.outcome for r in first if r.outcome == "error"), None)
+        if minimal is None and first and all(r.outcome == "error" for r in first)
+        else None
+    )
+    result = ShrinkResult(
+        out, "done" if minimal else "broken" if broken else "not-reproduced", minimal, confirmed, broken
+    )
     (out / "report.md").write_text(_report_md(failing, probes, result, shrinker.stopped, budget))
-    save(state=result.state, stopped=shrinker.stopped, runs=budget.runs, error=broken,
-         minimal=_candidate_row(minimal) if minimal else None,
-         reproduced=({"runs": confirmed[1], "failed": confirmed[0]} if confirmed else None))
+    save(
+        state=result.state,
+        stopped=shrinker.stopped,
+        runs=budget.runs,
+        error=broken,
+        minimal=_candidate_row(minimal) if minimal else None,
+        reproduced=({"runs": confirmed[1], "failed": confirmed[0]} if confirmed else None),
+    )
     return result
 
 
@@ -410,31 +483,44 @@ def _candidate_row(c: Candidate) -> dict:
 
 def _minimal_yaml(failing: FailingRun, minimal: Candidate, confirmed: tuple[int, int] | None) -> str:
     rate = f"; it failed it in {confirmed[0]} of {confirmed[1]} runs" if confirmed else ""
-    head = (f"# Shrunk by `rebalance-lab shrink` from {failing.run_dir}: the smallest scenario found that still\n"
-            f"# fails {failing.check}{rate}. Faults kept (the original's ids): {', '.join(minimal.fault_ids) or 'none'}.\n")
+    head = (
+        f"# Shrunk by `rebalance-lab shrink` from {failing.run_dir}: the smallest scenario found that still\n"
+        f"# fails {failing.check}{rate}. Faults kept (the original's ids): {', '.join(minimal.fault_ids) or 'none'}.\n"
+    )
     return head + yaml.safe_dump(minimal.scenario(failing.base), sort_keys=False)
 
 
-def _report_md(failing: FailingRun, probes: list[Probe], result: ShrinkResult, stopped: str | None,
-               budget: Budget) -> str:
+def _report_md(
+    failing: FailingRun, probes: list[Probe], result: ShrinkResult, stopped: str | None, budget: Budget
+) -> str:
     o, m = failing.original, result.minimal
-    lines = [f"# Shrinking {failing.run_dir.name}", "",
-             f"Check: **{failing.check}**. Original: {o.describe()}.", ""]
+    lines = [f"# Shrinking {failing.run_dir.name}", "", f"Check: **{failing.check}**. Original: {o.describe()}.", ""]
     if result.state == "broken":
         lines += [f"The failing run's schedule could not be run again: {result.error}.", ""]
     elif m is None:
         ran = len(probes[0].runs) if probes else 0
-        lines += [(f"The failing run's schedule did not fail {failing.check} again in {ran} run(s): "
-                   "nothing to shrink (the failure may depend on timing the schedule does not fix)."), ""]
+        lines += [
+            (
+                f"The failing run's schedule did not fail {failing.check} again in {ran} run(s): "
+                "nothing to shrink (the failure may depend on timing the schedule does not fix)."
+            ),
+            "",
+        ]
     else:
         lines += [f"Minimal: {m.describe()} — `minimal.yaml`."]
         if result.confirmed:
-            lines += [f"It failed {failing.check} in **{result.confirmed[0]} of {result.confirmed[1]}** confirmation runs."]
+            lines += [
+                f"It failed {failing.check} in **{result.confirmed[0]} of {result.confirmed[1]}** confirmation runs."
+            ]
         lines += [""]
     if stopped:
         lines += [f"The search stopped early: {stopped}; the minimal scenario is the smallest found by then.", ""]
-    lines += [f"{budget.runs} runs in {(time.monotonic() - budget.started) / 60:.1f} min.", "",
-              "| probe | change | candidate | runs | reproduced |", "|---|---|---|---|---|"]
+    lines += [
+        f"{budget.runs} runs in {(time.monotonic() - budget.started) / 60:.1f} min.",
+        "",
+        "| probe | change | candidate | runs | reproduced |",
+        "|---|---|---|---|---|",
+    ]
     for p in probes:
         runs = ", ".join("fail" if r.reproduced else (r.status or r.outcome) for r in p.runs)
         lines.append(f"| {p.n} | {p.step} | {p.candidate.describe()} | {runs} | {'yes' if p.reproduced else 'no'} |")

@@ -141,11 +141,17 @@ class VariantResult:
     def to_dict(self) -> dict:
         v, verdict = self.variant, (self.result.verdict if self.result else None) or {}
         return {
-            "id": v.id, "scenario": v.scenario, "protocol": verdict.get("stats", {}).get("protocol") or v.axes.protocol,
-            "kafka": v.scenario_data.get("cluster", {}).get("kafka"), "seed": v.scenario_data.get("seed"),
+            "id": v.id,
+            "scenario": v.scenario,
+            "protocol": verdict.get("stats", {}).get("protocol") or v.axes.protocol,
+            "kafka": v.scenario_data.get("cluster", {}).get("kafka"),
+            "seed": v.scenario_data.get("seed"),
             "backend": v.scenario_data.get("cluster", {}).get("backend", "local"),
-            "state": self.state, "reason": self.reason, "seconds": round(self.seconds, 1),
-            "outcome": self.result.outcome if self.result else None, "status": verdict.get("status"),
+            "state": self.state,
+            "reason": self.reason,
+            "seconds": round(self.seconds, 1),
+            "outcome": self.result.outcome if self.result else None,
+            "status": verdict.get("status"),
             # the how-manieth run on a shared cluster this was (1: it started it), None: a cluster of its own
             "shared_cluster": (read_state(self.result.run_dir) or {}).get("shared_cluster") if self.result else None,
             "exit_code": self.result.exit_code if self.result else None,
@@ -187,13 +193,17 @@ def load_suite(path: str | Path) -> Suite:
         bases[name] = read_scenario_data(file)
     if problems:
         raise ScenarioError(path, problems)
-    problems = [(f"exclude.{i}.scenario", f"no scenario of this suite is named {x.scenario!r} (known: {', '.join(bases)})")
-                for i, x in enumerate(spec.exclude) if x.scenario is not None and x.scenario not in bases]
+    problems = [
+        (f"exclude.{i}.scenario", f"no scenario of this suite is named {x.scenario!r} (known: {', '.join(bases)})")
+        for i, x in enumerate(spec.exclude)
+        if x.scenario is not None and x.scenario not in bases
+    ]
 
     m = spec.matrix
     variants, used = [], set()
     for (name, base), protocol, kafka, seed, backend in itertools.product(
-            bases.items(), m.protocol or [None], m.kafka or [None], m.seed or [None], m.backend or [None]):
+        bases.items(), m.protocol or [None], m.kafka or [None], m.seed or [None], m.backend or [None]
+    ):
         axes = Axes(protocol, kafka, seed, backend)
         excluded = [i for i, x in enumerate(spec.exclude) if x.matches(name, axes)]
         used.update(excluded)
@@ -217,9 +227,16 @@ def load_suite(path: str | Path) -> Suite:
     for i, x in enumerate(spec.exclude):
         if i in used or (x.scenario is not None and x.scenario not in bases):
             continue
-        if off := sorted(x.model_fields_set - {"scenario", *axes_given}):  # it matches a variant's axes, not its scenario's own values
-            problems += [(f"exclude.{i}.{key}", f"{key} is not an axis of this suite's matrix "
-                                                f"(axes: {', '.join(axes_given) or 'none'})") for key in off]
+        if off := sorted(
+            x.model_fields_set - {"scenario", *axes_given}
+        ):  # it matches a variant's axes, not its scenario's own values
+            problems += [
+                (
+                    f"exclude.{i}.{key}",
+                    f"{key} is not an axis of this suite's matrix (axes: {', '.join(axes_given) or 'none'})",
+                )
+                for key in off
+            ]
         else:
             problems.append((f"exclude.{i}", "matches no variant of the matrix"))
     if problems:
@@ -237,7 +254,9 @@ def select(suite: Suite, only: tuple[str, ...], rerun_failed_of: dict | None) ->
         literal = [re.sub(r"[\[\]]", lambda m: f"[{m.group()}]", p) for p in only]
         chosen = [v for v in chosen if any(fnmatch.fnmatchcase(v.id, p) for p in literal)]
         if not chosen:
-            raise BadSuiteArgument(f"--only {' '.join(only)}: no variant matches (ids look like {suite.variants[0].id!r})")
+            raise BadSuiteArgument(
+                f"--only {' '.join(only)}: no variant matches (ids look like {suite.variants[0].id!r})"
+            )
     if rerun_failed_of is not None:
         # what that run set out to run and did not pass: failed, broke, skipped, or never ran (a
         # killed suite's file lists only the variants it finished)
@@ -256,12 +275,20 @@ def last_suite_json(runs_dir: Path, name: str) -> dict:
             raise BadSuiteArgument(f"--rerun-failed: {path}: not a suite.json ({e})") from None
         if isinstance(data, dict) and data.get("suite") not in (None, name):
             continue  # suite "pre-release" for suite "release"
-        if not (isinstance(data, dict) and data.get("suite") == name and isinstance(data.get("variants"), list)
-                and all(isinstance(r, dict) and isinstance(r.get("id"), str) and isinstance(r.get("state"), str)
-                        for r in data["variants"])
-                and isinstance(data.get("chosen") or [], list)):
-            raise BadSuiteArgument(f"--rerun-failed: {path}: not a suite.json (expected suite: {name!r}, "
-                                   "variants: [{id, state}, …], chosen: [id, …])")
+        if not (
+            isinstance(data, dict)
+            and data.get("suite") == name
+            and isinstance(data.get("variants"), list)
+            and all(
+                isinstance(r, dict) and isinstance(r.get("id"), str) and isinstance(r.get("state"), str)
+                for r in data["variants"]
+            )
+            and isinstance(data.get("chosen") or [], list)
+        ):
+            raise BadSuiteArgument(
+                f"--rerun-failed: {path}: not a suite.json (expected suite: {name!r}, "
+                "variants: [{id, state}, …], chosen: [id, …])"
+            )
         return data
     raise BadSuiteArgument(f"--rerun-failed: no earlier run of suite {name!r} in {runs_dir}")
 
@@ -276,9 +303,16 @@ Report = Callable[[str], None]
 class SuiteRun:
     """Runs the chosen variants in order into runs_dir/suite-<stamp>-<name>/."""
 
-    def __init__(self, suite: Suite, chosen: list[Variant], runs_dir: Path, fail_fast: bool = False,
-                 report: Report = lambda _m: None, on_variant: Callable[[int, Variant], None] = lambda _i, _v: None,
-                 share_clusters: bool = True):
+    def __init__(
+        self,
+        suite: Suite,
+        chosen: list[Variant],
+        runs_dir: Path,
+        fail_fast: bool = False,
+        report: Report = lambda _m: None,
+        on_variant: Callable[[int, Variant], None] = lambda _i, _v: None,
+        share_clusters: bool = True,
+    ):
         self.suite, self.chosen, self.fail_fast = suite, chosen, fail_fast
         self.share_clusters = share_clusters
         self.report, self.on_variant = report, on_variant
@@ -302,8 +336,16 @@ class SuiteRun:
         # Variants whose cluster spec matches share a cluster (harness.cluster.shared), started with
         # lanes enough for the widest of them; two specs are kept up (a matrix alternates protocols
         # whose broker settings differ).
-        pool = ClusterPool(self.dir / "clusters", f"suite:{self.dir.resolve()}", self.report,
-                           lanes=max(len(s.member_slots()) for s in scenarios_of)) if self.share_clusters else None
+        pool = (
+            ClusterPool(
+                self.dir / "clusters",
+                f"suite:{self.dir.resolve()}",
+                self.report,
+                lanes=max(len(s.member_slots()) for s in scenarios_of),
+            )
+            if self.share_clusters
+            else None
+        )
         try:
             with runs_in_a_row(pool):  # the reports are still written after a stop
                 self._run_variants(paths, scenarios_of, pool)
@@ -312,8 +354,10 @@ class SuiteRun:
         finally:
             if self.state == "running":
                 self.state = "completed" if len(self.results) == len(self.chosen) else "interrupted"
-            self.results += [VariantResult(v, SKIPPED, reason="not run: the suite was interrupted")
-                             for v in self.chosen[len(self.results):]]
+            self.results += [
+                VariantResult(v, SKIPPED, reason="not run: the suite was interrupted")
+                for v in self.chosen[len(self.results) :]
+            ]
             self._write_json()
             write_reports(self.to_dict(), self.dir)
         return self.exit_code
@@ -347,9 +391,12 @@ class SuiteRun:
 
     def to_dict(self) -> dict:
         return {
-            "suite": self.suite.spec.name, "description": self.suite.spec.description,
-            "suite_file": str(self.suite.path), "state": self.state,
-            "started": self.started.isoformat(), "finished": datetime.now(UTC).isoformat(),
+            "suite": self.suite.spec.name,
+            "description": self.suite.spec.description,
+            "suite_file": str(self.suite.path),
+            "state": self.state,
+            "started": self.started.isoformat(),
+            "finished": datetime.now(UTC).isoformat(),
             "exit_code": self.exit_code if self.state != "running" else None,
             "chosen": [v.id for v in self.chosen],  # what this run set out to run (--only, --rerun-failed)
             "variants": [r.to_dict() for r in self.results],

@@ -33,7 +33,18 @@ def main() -> None:
     """Chaos testing of Kafka consumer-group rebalancing against real ZooKeeper and Kafka."""
 
 
-for command in (setup.setup, cluster.cluster, runs.run, campaigns.compare_command, campaigns.suite_command,
-                campaigns.capacity_command, campaigns.shrink_command, runs.schedule, runs.check, setup.cleanup,
-                setup.compose, analyze):
+for command in (
+    setup.setup,
+    cluster.cluster,
+    runs.run,
+    campaigns.compare_command,
+    campaigns.suite_command,
+    campaigns.capacity_command,
+    campaigns.shrink_command,
+    runs.schedule,
+    runs.check,
+    setup.cleanup,
+    setup.compose,
+    analyze,
+):
     main.add_command(command)

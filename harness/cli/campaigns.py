@@ -35,28 +35,51 @@ from runtime.output_dirs import SafePath
 @click.command("compare")
 @click.argument("scenario_file", type=SafePath(path_type=Path))
 @click.option("--protocols", required=True, help="Comma-separated: " + ", ".join(PROTOCOLS))
-@click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …).")
+@click.option(
+    "--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …)."
+)
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
-              help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
+@click.option(
+    "--backend",
+    type=click.Choice(list(BACKENDS)),
+    default=None,
+    help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).",
+)
 @fresh_clusters_option
 @client_config_option
-def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: Path | None, backend: str | None,
-                    fresh_clusters: bool, client_config: Path | None) -> None:
+def compare_command(
+    scenario_file: Path,
+    protocols: str,
+    seeds: int,
+    runs_dir: Path | None,
+    backend: str | None,
+    fresh_clusters: bool,
+    client_config: Path | None,
+) -> None:
     """Run one scenario under several protocol generations and print them side by side.
     Exit code 0 when every run passed the checks that apply to its protocol."""
     from harness.campaigns.compare import compare
     from harness.reports.run import print_comparison
+
     wanted = [p.strip() for p in protocols.split(",") if p.strip()]
     unknown = [p for p in wanted if p not in PROTOCOLS]
     if unknown or not wanted:
-        raise click.BadParameter(f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}",
-                                 param_hint="--protocols")
+        raise click.BadParameter(
+            f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}", param_hint="--protocols"
+        )
     runs_dir = runs_dir or default_runs_dir()
     try:
         refuse_output_dir(runs_dir, "--runs-dir")
-        out, entries, interrupted = compare(scenario_file, wanted, seeds, runs_dir, console.log, backend,
-                                            share_clusters=not fresh_clusters, client_config=client_config)
+        out, entries, interrupted = compare(
+            scenario_file,
+            wanted,
+            seeds,
+            runs_dir,
+            console.log,
+            backend,
+            share_clusters=not fresh_clusters,
+            client_config=client_config,
+        )
     except LabError as e:
         fail(e)
     rows = [e.row() for e in entries]
@@ -69,14 +92,29 @@ def compare_command(scenario_file: Path, protocols: str, seeds: int, runs_dir: P
 @click.command("suite")
 @click.argument("suite_file", type=SafePath(path_type=Path))
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
-@click.option("--only", multiple=True, metavar="PATTERN",
-              help="Run only variants whose id matches (shell-style, repeatable): 'smoke*', '*consumer*'.")
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="PATTERN",
+    help="Run only variants whose id matches (shell-style, repeatable): 'smoke*', '*consumer*'.",
+)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first variant that does not pass (the rest: skipped).")
-@click.option("--rerun-failed", is_flag=True, help="Run only the variants that did not pass in this suite's last run (failed, broke, or never ran).")
+@click.option(
+    "--rerun-failed",
+    is_flag=True,
+    help="Run only the variants that did not pass in this suite's last run (failed, broke, or never ran).",
+)
 @click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
 @fresh_clusters_option
-def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...], fail_fast: bool,
-                  rerun_failed: bool, list_only: bool, fresh_clusters: bool) -> None:
+def suite_command(
+    suite_file: Path,
+    runs_dir: Path | None,
+    only: tuple[str, ...],
+    fail_fast: bool,
+    rerun_failed: bool,
+    list_only: bool,
+    fresh_clusters: bool,
+) -> None:
     """Run a chaos suite: scenarios × protocols × Kafka lines × seeds × backends.
 
     Writes suite.json, junit.xml (one testcase per variant) and index.html next to the
@@ -102,15 +140,27 @@ def suite_command(suite_file: Path, runs_dir: Path | None, only: tuple[str, ...]
         make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
     except LabError as e:
         fail(e)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
-                  TimeElapsedColumn(), console=console) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         task = progress.add_task(f"suite {suite.spec.name}", total=len(chosen))
 
         def on_variant(i: int, variant) -> None:
             progress.update(task, completed=i, description=escape(f"suite {suite.spec.name}: {variant.id}"))
 
-        run = SuiteRun(suite, chosen, runs_dir, fail_fast, lambda m: progress.console.log(escape(m)), on_variant,
-                       share_clusters=not fresh_clusters)
+        run = SuiteRun(
+            suite,
+            chosen,
+            runs_dir,
+            fail_fast,
+            lambda m: progress.console.log(escape(m)),
+            on_variant,
+            share_clusters=not fresh_clusters,
+        )
         try:
             code = run.execute()
         except LabError as e:  # the suite's directory could not be made
@@ -143,13 +193,21 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
     except LabError as e:
         fail(e)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}"),
-                  TimeElapsedColumn(), console=console) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         task = progress.add_task(f"capacity {sweep.spec.name}", total=len(sweep.points))
 
         def on_point(i: int, point, skipped: bool) -> None:
-            progress.update(task, completed=i, description=escape(
-                f"capacity {sweep.spec.name}: {point.id}" + (" (ran before)" if skipped else "")))
+            progress.update(
+                task,
+                completed=i,
+                description=escape(f"capacity {sweep.spec.name}: {point.id}" + (" (ran before)" if skipped else "")),
+            )
 
         try:
             ran = run.run_points(on_point)
@@ -181,18 +239,41 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
 @click.command("shrink")
 @click.argument("run_dir", type=SafePath(exists=True, file_okay=False, path_type=Path))
 @click.option("--check", default=None, help="The check that must keep failing (default: the run's first failed check).")
-@click.option("--repeats", type=click.IntRange(1, 20), default=3, show_default=True,
-              help="Runs per candidate at most: it reproduces when one of them fails the check.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="Runs per candidate at most: it reproduces when one of them fails the check.",
+)
 @click.option("--max-runs", type=click.IntRange(1, 10_000), default=40, show_default=True, help="Budget: runs.")
 @click.option("--max-minutes", type=FiniteFloatRange(min=1), default=60, show_default=True, help="Budget: minutes.")
-@click.option("--confirm", type=click.IntRange(0, 100), default=5, show_default=True,
-              help="Runs of the minimal scenario at the end, for how often it reproduces.")
+@click.option(
+    "--confirm",
+    type=click.IntRange(0, 100),
+    default=5,
+    show_default=True,
+    help="Runs of the minimal scenario at the end, for how often it reproduces.",
+)
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
-              help="Run the probes with this cluster backend (default: the one the failing run had).")
+@click.option(
+    "--backend",
+    type=click.Choice(list(BACKENDS)),
+    default=None,
+    help="Run the probes with this cluster backend (default: the one the failing run had).",
+)
 @fresh_clusters_option
-def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int, max_minutes: float, confirm: int,
-                   runs_dir: Path | None, backend: str | None, fresh_clusters: bool) -> None:
+def shrink_command(
+    run_dir: Path,
+    check: str | None,
+    repeats: int,
+    max_runs: int,
+    max_minutes: float,
+    confirm: int,
+    runs_dir: Path | None,
+    backend: str | None,
+    fresh_clusters: bool,
+) -> None:
     """Search, with real runs, for the smallest scenario that still fails RUN_DIR's check:
     drop faults, shorten them, move them earlier, end the run sooner.
 
@@ -205,8 +286,18 @@ def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int
     runs_dir = runs_dir or default_runs_dir()
     try:
         refuse_output_dir(runs_dir, "--runs-dir")
-        result = shrink(run_dir, check, runs_dir, console.log, repeats=repeats, max_runs=max_runs,
-                        max_minutes=max_minutes, confirm=confirm, share_clusters=not fresh_clusters, backend=backend)
+        result = shrink(
+            run_dir,
+            check,
+            runs_dir,
+            console.log,
+            repeats=repeats,
+            max_runs=max_runs,
+            max_minutes=max_minutes,
+            confirm=confirm,
+            share_clusters=not fresh_clusters,
+            backend=backend,
+        )
     except LabError as e:
         fail(e)
     if result.state == "interrupted":
@@ -221,5 +312,3 @@ def shrink_command(run_dir: Path, check: str | None, repeats: int, max_runs: int
     rate = f", failed in {result.confirmed[0]} of {result.confirmed[1]} runs" if result.confirmed else ""
     console.print(escape(f"minimal: {result.minimal.describe()}{rate} — {result.out / 'minimal.yaml'}"))
     sys.exit(EXIT_OK)
-
-

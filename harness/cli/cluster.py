@@ -32,7 +32,6 @@ from runtime.output_dirs import SafePath
 CLUSTER_WORKDIR_MARK = ".rebalance-lab-cluster"
 
 
-
 @click.group()
 def cluster() -> None:
     """Start, inspect and stop a standalone local cluster."""
@@ -51,8 +50,9 @@ def _topics(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, int]]:
         try:
             topic = Topic(name=name, partitions=partitions or 1)
         except ValidationError as e:
-            raise click.BadParameter(f"{value!r}: " + "; ".join(
-                f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
+            raise click.BadParameter(
+                f"{value!r}: " + "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+            ) from None
         topics.append((topic.name, topic.partitions))
     for i, reason in topic_set_problems([name for name, _ in topics]):
         raise click.BadParameter(f"{values[i]!r}: {reason}")
@@ -70,14 +70,18 @@ def _sasl_plain(_ctx, _param, value: str | None):
         return None
     user, _, variable = value.partition(":")
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", user) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
-        raise click.BadParameter("USER:VARIABLE: a user name ([A-Za-z0-9._-]) and the name of the environment "
-                                 "variable that holds its password (the password itself is never an argument)")
+        raise click.BadParameter(
+            "USER:VARIABLE: a user name ([A-Za-z0-9._-]) and the name of the environment "
+            "variable that holds its password (the password itself is never an argument)"
+        )
     password = os.environ.get(variable)
     if not password:
         raise click.BadParameter(f"the environment variable {variable} (the password of {user}) is not set or empty")
     if re.search(r'["\\\r\n]', password):
-        raise click.BadParameter(f"the password in {variable} has a quote, a backslash or a line break, which a JAAS "
-                                 "configuration cannot hold as written")
+        raise click.BadParameter(
+            f"the password in {variable} has a quote, a backslash or a line break, which a JAAS "
+            "configuration cannot hold as written"
+        )
     return SaslPlainUser(user, password)
 
 
@@ -86,15 +90,34 @@ def _sasl_plain(_ctx, _param, value: str | None):
 @click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
-@click.option("--topic", "topics", multiple=True, metavar="NAME[:PARTITIONS]", callback=_topics,
-              help="Topic to create (repeatable).")
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="NAME[:PARTITIONS]",
+    callback=_topics,
+    help="Topic to create (repeatable).",
+)
 @click.option("--workdir", type=SafePath(path_type=Path), default=None, help="Default: <lab home>/cluster")
-@click.option("--sasl-plain", "sasl_plain", default=None, metavar="USER:VARIABLE", callback=_sasl_plain,
-              help="Every broker also listens with SASL_PLAINTEXT (mechanism PLAIN) on 127.0.0.1 for USER, whose "
-                   "password is read from the environment variable VARIABLE (never from the command line, never "
-                   "printed). Local backend.")
-def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, topics: list[tuple[str, int]],
-               workdir: Path | None, sasl_plain) -> None:
+@click.option(
+    "--sasl-plain",
+    "sasl_plain",
+    default=None,
+    metavar="USER:VARIABLE",
+    callback=_sasl_plain,
+    help="Every broker also listens with SASL_PLAINTEXT (mechanism PLAIN) on 127.0.0.1 for USER, whose "
+    "password is read from the environment variable VARIABLE (never from the command line, never "
+    "printed). Local backend.",
+)
+def cluster_up(
+    backend: str,
+    kafka: str,
+    brokers: int,
+    zookeeper_nodes: str,
+    topics: list[tuple[str, int]],
+    workdir: Path | None,
+    sasl_plain,
+) -> None:
     """Start ZooKeeper (or a KRaft controller), brokers and Toxiproxy; leave them running."""
     from pydantic import ValidationError
 
@@ -124,8 +147,13 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     except LabError as e:
         fail(e)
     owner = f"cluster:{workdir}"
-    spec = ClusterSpec(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes),
-                       topics=[TopicSpec(name, partitions) for name, partitions in topics], sasl_plain=sasl_plain)
+    spec = ClusterSpec(
+        kafka=kafka,
+        brokers=brokers,
+        zookeeper_nodes=int(zookeeper_nodes),
+        topics=[TopicSpec(name, partitions) for name, partitions in topics],
+        sasl_plain=sasl_plain,
+    )
     c = None
     try:
         with console.status("starting cluster …"):
@@ -147,8 +175,10 @@ def cluster_up(backend: str, kafka: str, brokers: int, zookeeper_nodes: str, top
     if c.zookeeper_connect:
         console.print(f"zookeeper.connect={c.zookeeper_connect}")
     if sasl_plain:  # the user, never its password
-        console.print(f"sasl.bootstrap.servers={c.sasl_bootstrap_servers} (SASL_PLAINTEXT, PLAIN, user {sasl_plain.user})",
-                      markup=False)
+        console.print(
+            f"sasl.bootstrap.servers={c.sasl_bootstrap_servers} (SASL_PLAINTEXT, PLAIN, user {sasl_plain.user})",
+            markup=False,
+        )
 
 
 def _empty_cluster_workdir(workdir: Path, ours: bool) -> None:
@@ -158,8 +188,10 @@ def _empty_cluster_workdir(workdir: Path, ours: bool) -> None:
     try:
         if workdir.exists() and any(workdir.iterdir()):
             if not (ours or (workdir / CLUSTER_WORKDIR_MARK).exists()):
-                raise SetupError(f"--workdir {workdir}: holds files rebalance-lab did not write; "
-                                 "give a new or empty directory (or the one an earlier `cluster up` used)")
+                raise SetupError(
+                    f"--workdir {workdir}: holds files rebalance-lab did not write; "
+                    "give a new or empty directory (or the one an earlier `cluster up` used)"
+                )
             shutil.rmtree(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / CLUSTER_WORKDIR_MARK).write_text("a standalone cluster's workdir: `cluster up` empties it\n")
@@ -214,18 +246,26 @@ def cluster_status() -> None:
     alive = {p.name: p for p in registered() if p.owner == state["owner"]}
     for name in state.get("processes", {}):
         p = alive.get(name)
-        shown = ("[red]gone[/]" if p is None or p.state is None else "[yellow]stopped[/]" if p.stopped
-                 else "[red]exited[/] (not yet reaped)" if p.state == "Z" else "[green]running[/]")
+        shown = (
+            "[red]gone[/]"
+            if p is None or p.state is None
+            else "[yellow]stopped[/]"
+            if p.stopped
+            else "[red]exited[/] (not yet reaped)"
+            if p.state == "Z"
+            else "[green]running[/]"
+        )
         console.print(f"{name:<14} {shown}" + (f" pid {p.pid}" if p else ""))
     try:
-        md = AdminClient({"bootstrap.servers": state["bootstrap_servers"], "logger": QUIET_CLIENT_LOG}).list_topics(timeout=5)
-        console.print(f"metadata: brokers {sorted(md.brokers)}, topics {sorted(t for t in md.topics if not t.startswith('__'))}")
+        md = AdminClient({"bootstrap.servers": state["bootstrap_servers"], "logger": QUIET_CLIENT_LOG}).list_topics(
+            timeout=5
+        )
+        console.print(
+            f"metadata: brokers {sorted(md.brokers)}, topics {sorted(t for t in md.topics if not t.startswith('__'))}"
+        )
     except Exception as e:
         console.print(f"metadata: unavailable ({e})")
     console.print(f"bootstrap.servers={state['bootstrap_servers']}")
 
 
 # ----------------------------------------------------------------------------- run / check
-
-
-

@@ -46,14 +46,19 @@ def error(message: str, exit_code: int = EXIT_BAD_INPUT) -> None:
     sys.exit(exit_code)
 
 
-
 client_config_option = click.option(
-    "--client-config", type=SafePath(path_type=Path), default=None, metavar="FILE",
+    "--client-config",
+    type=SafePath(path_type=Path),
+    default=None,
+    metavar="FILE",
     help="Client settings for an external cluster, Java properties format as Kafka's tools take them "
-         "(key=value, # comments; ${NAME} read from the environment), over the scenario's cluster.client_config. "
-         "Secret values are never written (docs/inputs.md).")
+    "(key=value, # comments; ${NAME} read from the environment), over the scenario's cluster.client_config. "
+    "Secret values are never written (docs/inputs.md).",
+)
 
 
 fresh_clusters_option = click.option(
-    "--fresh-clusters", is_flag=True,
-    help="A cluster of its own for every run (default: consecutive runs whose cluster spec matches share one).")
+    "--fresh-clusters",
+    is_flag=True,
+    help="A cluster of its own for every run (default: consecutive runs whose cluster spec matches share one).",
+)

@@ -27,8 +27,12 @@ from runtime.secrets import redact_text
 @click.command()
 @click.argument("scenario_file", type=SafePath(path_type=Path))
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default=None,
-              help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).")
+@click.option(
+    "--backend",
+    type=click.Choice(list(BACKENDS)),
+    default=None,
+    help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).",
+)
 @client_config_option
 def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_config: Path | None) -> None:
     """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
@@ -52,8 +56,14 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
         runs_dir = make_dirs(runs_dir or default_runs_dir(), "--runs-dir")  # validated: it is ours to make
     except LabError as e:
         fail(e)
-    with Progress(TextColumn("{task.description:<10}"), BarColumn(), TextColumn("{task.fields[note]}"),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
+    with Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
         tasks: dict[str, int] = {}
 
         def on_progress(phase: str, done: float, total: float) -> None:
@@ -74,11 +84,15 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
         if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
             err_console.print(escape(f"warning: {result.error}"))
     else:
-        err_console.print(escape(redact_text(f"run {result.outcome}{': ' + result.error if result.error else ''} — "
-                                             f"no verdict; see {result.run_dir}")))
+        err_console.print(
+            escape(
+                redact_text(
+                    f"run {result.outcome}{': ' + result.error if result.error else ''} — "
+                    f"no verdict; see {result.run_dir}"
+                )
+            )
+        )
     sys.exit(result.exit_code)
-
-
 
 
 @click.command()
@@ -100,8 +114,12 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
     faults = scenario.schedule()
     click.echo(json.dumps(faults, indent=2, sort_keys=True))
     if scenario.random_faults and (drawn := len(faults) - len(scenario.faults)) < scenario.random_faults.count:
-        err_console.print(escape(f"random_faults: {drawn} of {scenario.random_faults.count} drawn; the other draws found "
-                                 "every target they may hit busy then (one fault per process at a time)"))
+        err_console.print(
+            escape(
+                f"random_faults: {drawn} of {scenario.random_faults.count} drawn; the other draws found "
+                "every target they may hit busy then (one fault per process at a time)"
+            )
+        )
 
 
 @click.command()
@@ -143,10 +161,19 @@ def check(run_dir: Path, write: bool) -> None:
         error(f"{history}: run_started.checks.{e.check}: {e.reason}")
     if not checks:  # every check installed judges it: say which of the run's are not, if any
         for plugin in missing_checks(started.get("plugins")):
-            err_console.print(escape(f"note: the run also had check {plugin['name']!r} from {plugin['distribution']} "
-                                     f"{plugin['version']}, not installed here: not judged"))
+            err_console.print(
+                escape(
+                    f"note: the run also had check {plugin['name']!r} from {plugin['distribution']} "
+                    f"{plugin['version']}, not installed here: not judged"
+                )
+            )
     verdict = check_history(events, checks).to_dict()
-    verdict = {"run_id": started.get("run_id"), "scenario": started.get("scenario"), "seed": started.get("seed"), **verdict}
+    verdict = {
+        "run_id": started.get("run_id"),
+        "scenario": started.get("scenario"),
+        "seed": started.get("seed"),
+        **verdict,
+    }
     print_verdict(console, verdict, run_dir)
     note = run_state_note(read_state(run_dir))
     if note:
@@ -161,5 +188,3 @@ def check(run_dir: Path, write: bool) -> None:
             error(f"--write: {e.filename or run_dir}: cannot write it: {e.strerror or e}")
     gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
-
-

@@ -20,11 +20,19 @@ from runtime.output_dirs import SafePath
 
 
 @click.command()
-@click.option("--kafka", "lines", multiple=True, type=click.Choice(list(versions.KAFKA_RELEASES)),
-              help="Kafka line(s) to install (default: all).")
-@click.option("--compose", is_flag=True,
-              help="Also what the compose backend needs: a Docker Engine (Debian's docker.io, when none answers), "
-                   "debootstrap, and its images, built here.")
+@click.option(
+    "--kafka",
+    "lines",
+    multiple=True,
+    type=click.Choice(list(versions.KAFKA_RELEASES)),
+    help="Kafka line(s) to install (default: all).",
+)
+@click.option(
+    "--compose",
+    is_flag=True,
+    help="Also what the compose backend needs: a Docker Engine (Debian's docker.io, when none answers), "
+    "debootstrap, and its images, built here.",
+)
 def setup(lines: tuple[str, ...], compose: bool) -> None:
     """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
     from harness.components.install import setup_all
@@ -32,9 +40,11 @@ def setup(lines: tuple[str, ...], compose: bool) -> None:
 
     try:
         with like_ctrl_c(), console.status("setting up …") as status:
+
             def report(msg: str) -> None:
                 status.update(msg)
                 console.print(msg, markup=False)
+
             changed = setup_all(report, list(lines) or None)
             if compose:
                 from harness.components.containers.setup import setup_compose
@@ -43,8 +53,10 @@ def setup(lines: tuple[str, ...], compose: bool) -> None:
     except LabError as e:
         fail(e)
     except KeyboardInterrupt:  # the tool it was running is stopped by now, and nothing it began is marked installed
-        console.print("setup: interrupted; what it was installing is not marked installed, and the next setup "
-                      "starts it again.", markup=False)
+        console.print(
+            "setup: interrupted; what it was installing is not marked installed, and the next setup starts it again.",
+            markup=False,
+        )
         sys.exit(EXIT_INTERRUPTED)
     console.print("setup: everything was already installed; nothing to do." if not changed else "setup: done.")
 
@@ -82,10 +94,16 @@ def compose() -> None:
 
 @compose.command("render")
 @click.argument("scenario_file", type=SafePath(path_type=Path))
-@click.option("-o", "--output", "output", type=SafePath(path_type=Path), required=True,
-              help="Directory to write the project into: created, or an empty one. A directory that holds "
-                   "anything, an earlier render included, is refused (remove it first): a project may still "
-                   "run from it.")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=SafePath(path_type=Path),
+    required=True,
+    help="Directory to write the project into: created, or an empty one. A directory that holds "
+    "anything, an earlier render included, is refused (remove it first): a project may still "
+    "run from it.",
+)
 def compose_render(scenario_file: Path, output: Path) -> None:
     """Write the scenario's cluster as a complete Compose project: compose.yaml, every service's
     configuration and PORTS.md. Start it with `docker compose up -d --wait` in that directory
@@ -101,8 +119,9 @@ def compose_render(scenario_file: Path, output: Path) -> None:
         make_dirs(output, "--output")
         if any(output.iterdir()):  # never mix two projects' files, nor pull a running one's from under it
             raise SetupError(f"--output {output}: not empty; give a new or empty directory")
-        topology = render(cluster_spec(scenario), output, images, f"rl-{scenario.name}".lower(),
-                          owner=f"render:{output.resolve()}")
+        topology = render(
+            cluster_spec(scenario), output, images, f"rl-{scenario.name}".lower(), owner=f"render:{output.resolve()}"
+        )
     except LabError as e:
         fail(e)
     except OSError as e:  # made, but not writable after all (a read-only mount)

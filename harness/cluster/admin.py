@@ -21,7 +21,9 @@ class TopicSpec:
 
 
 class ClusterAdmin:
-    def __init__(self, bootstrap_servers: str, broker_ids: list[int], logs_hint: str, client_settings: dict | None = None):
+    def __init__(
+        self, bootstrap_servers: str, broker_ids: list[int], logs_hint: str, client_settings: dict | None = None
+    ):
         self.bootstrap_servers = bootstrap_servers
         self.broker_ids = set(broker_ids)  # empty: whichever brokers the cluster has (an external one)
         self.logs_hint = logs_hint  # where to look when the cluster does not come up
@@ -33,9 +35,15 @@ class ClusterAdmin:
         from confluent_kafka.admin import AdminClient
 
         # Connection errors while brokers start or crash are expected; keep them off the terminal.
-        return AdminClient({**self.client_settings, "bootstrap.servers": bootstrap_servers or self.bootstrap_servers,
-                            "socket.connection.setup.timeout.ms": 3000, "logger": QUIET_CLIENT_LOG,
-                            "error_cb": self._on_error})
+        return AdminClient(
+            {
+                **self.client_settings,
+                "bootstrap.servers": bootstrap_servers or self.bootstrap_servers,
+                "socket.connection.setup.timeout.ms": 3000,
+                "logger": QUIET_CLIENT_LOG,
+                "error_cb": self._on_error,
+            }
+        )
 
     def _on_error(self, error) -> None:
         from confluent_kafka import KafkaError
@@ -48,8 +56,10 @@ class ClusterAdmin:
         if admin is not None:
             admin.poll(0)  # serves error_cb
         if self.auth_error is not None:
-            raise AuthenticationFailed(f"{self.logs_hint} refused the client settings' credentials: "
-                                       f"{redact_text(self.auth_error)} (check cluster.client_config / --client-config)")
+            raise AuthenticationFailed(
+                f"{self.logs_hint} refused the client settings' credentials: "
+                f"{redact_text(self.auth_error)} (check cluster.client_config / --client-config)"
+            )
 
     def wait_ready(self, timeout: float, check_alive: Callable[[], None] = lambda: None) -> None:
         """Ready: every broker registered and listed in metadata, and a controller known."""
@@ -72,8 +82,10 @@ class ClusterAdmin:
                     self.auth_error = e.args[0].str()
             self.check_authenticated(admin)
             time.sleep(0.25)
-        raise ClusterError(f"brokers not ready after {timeout:.0f}s: metadata lists {sorted(seen)} "
-                           f"of {sorted(self.broker_ids)}; logs in {self.logs_hint}")
+        raise ClusterError(
+            f"brokers not ready after {timeout:.0f}s: metadata lists {sorted(seen)} "
+            f"of {sorted(self.broker_ids)}; logs in {self.logs_hint}"
+        )
 
     def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None:
         """Create topics and wait until every partition has a leader."""
@@ -89,11 +101,19 @@ class ClusterAdmin:
             # ("Failed while waiting for controller") and keep waiting on it: a retriable
             # error is tried again, with a fresh client, until the deadline.
             admin = self.client()  # referenced until its futures are read ("handle destroyed" otherwise)
-            futures = admin.create_topics([
-                NewTopic(t.name, t.partitions, t.replication_factor or min(3, len(self.broker_ids) or self.brokers_seen),
-                         config=dict(t.config))
-                for t in pending
-            ], operation_timeout=30, request_timeout=max(5.0, min(15.0, deadline - time.monotonic())))
+            futures = admin.create_topics(
+                [
+                    NewTopic(
+                        t.name,
+                        t.partitions,
+                        t.replication_factor or min(3, len(self.broker_ids) or self.brokers_seen),
+                        config=dict(t.config),
+                    )
+                    for t in pending
+                ],
+                operation_timeout=30,
+                request_timeout=max(5.0, min(15.0, deadline - time.monotonic())),
+            )
             by_name = {t.name: t for t in pending}
             retry = []
             for name, fut in futures.items():
@@ -149,19 +169,26 @@ class ClusterAdmin:
         while True:
             admin = self.client()
             try:
-                admin.delete_consumer_groups([group], request_timeout=max(1.0, deadline - time.monotonic()))[group].result()
+                admin.delete_consumer_groups([group], request_timeout=max(1.0, deadline - time.monotonic()))[
+                    group
+                ].result()
                 return []
             except KafkaException as e:
                 error = e.args[0]
                 if error.name() == "GROUP_ID_NOT_FOUND":
                     return []
-                if time.monotonic() >= deadline or error.name() not in ("NON_EMPTY_GROUP", "COORDINATOR_NOT_AVAILABLE",
-                                                                      "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"):
+                if time.monotonic() >= deadline or error.name() not in (
+                    "NON_EMPTY_GROUP",
+                    "COORDINATOR_NOT_AVAILABLE",
+                    "NOT_COORDINATOR",
+                    "COORDINATOR_LOAD_IN_PROGRESS",
+                ):
                     return [f"group {group}: {error.str()}"]
             time.sleep(0.5)
 
-    def wait_every_broker_knows(self, broker_addresses: dict[str, str], topics: list[TopicSpec],
-                                deadline: float) -> None:
+    def wait_every_broker_knows(
+        self, broker_addresses: dict[str, str], topics: list[TopicSpec], deadline: float
+    ) -> None:
         """Each broker's own metadata cache (ZooKeeper mode: filled by the controller's
         UpdateMetadata, which may lag) lists every broker, the controller and every
         partition's leader — whichever broker a client asks first gives the whole picture."""
@@ -181,8 +208,10 @@ class ClusterAdmin:
             if waiting:
                 time.sleep(0.25)
         if waiting:
-            raise ClusterError(f"{', '.join(sorted(waiting))}: metadata still incomplete at the start deadline; "
-                               f"logs in {self.logs_hint}")
+            raise ClusterError(
+                f"{', '.join(sorted(waiting))}: metadata still incomplete at the start deadline; "
+                f"logs in {self.logs_hint}"
+            )
 
     def health_problems(self, timeout: float) -> list[str]:
         """What keeps the cluster from being as good as new, waited out for up to ``timeout``:
@@ -195,13 +224,23 @@ class ClusterAdmin:
         while True:
             try:
                 md = admin.list_topics(timeout=5)
-                problems = [f"brokers {sorted(self.broker_ids - set(md.brokers))} missing from metadata"] \
-                    if not set(md.brokers) >= self.broker_ids else []
+                problems = (
+                    [f"brokers {sorted(self.broker_ids - set(md.brokers))} missing from metadata"]
+                    if not set(md.brokers) >= self.broker_ids
+                    else []
+                )
                 problems += ["no controller"] if md.controller_id < 0 else []
                 for topic in md.topics.values():
-                    problems += [f"{topic.topic}-{p.id}: " + ("no leader" if p.leader < 0 else
-                                                             f"in-sync replicas {sorted(p.isrs)} of {sorted(p.replicas)}")
-                                 for p in topic.partitions.values() if p.leader < 0 or set(p.isrs) != set(p.replicas)]
+                    problems += [
+                        f"{topic.topic}-{p.id}: "
+                        + (
+                            "no leader"
+                            if p.leader < 0
+                            else f"in-sync replicas {sorted(p.isrs)} of {sorted(p.replicas)}"
+                        )
+                        for p in topic.partitions.values()
+                        if p.leader < 0 or set(p.isrs) != set(p.replicas)
+                    ]
             except KafkaException as e:
                 problems = [f"metadata request failed: {e.args[0].str()}"]
             if not problems or time.monotonic() >= deadline:
@@ -220,5 +259,9 @@ class ClusterAdmin:
 
 def led(md, topics: list[TopicSpec]) -> bool:
     """The metadata has every topic with all its partitions, each with a leader."""
-    return all(t.name in md.topics and len(md.topics[t.name].partitions) == t.partitions
-               and all(p.leader >= 0 for p in md.topics[t.name].partitions.values()) for t in topics)
+    return all(
+        t.name in md.topics
+        and len(md.topics[t.name].partitions) == t.partitions
+        and all(p.leader >= 0 for p in md.topics[t.name].partitions.values())
+        for t in topics
+    )

@@ -121,7 +121,12 @@ def started_backends() -> tuple[str, ...]:
     return tuple(name for name in BACKENDS if backend_class(name).starts_cluster)
 
 
-def open_cluster(backend: str, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,
-                 report: Callable[[str], None] = lambda _m: None) -> ClusterBackend:
+def open_cluster(
+    backend: str,
+    spec: ClusterSpec,
+    workdir: Path,
+    supervisor: Supervisor,
+    report: Callable[[str], None] = lambda _m: None,
+) -> ClusterBackend:
     """The cluster a scenario's ``cluster.backend`` names, not started yet."""
     return backend_class(backend)(spec, workdir, supervisor, report)

@@ -53,12 +53,16 @@ def clean_up_after_dead_harnesses(by: str, report: Report, owner_pid: int | None
 
 
 def tally(cleaned: list[Cleaned], names: bool = True) -> str:
-    """"3 processes: zookeeper-1, broker-1, toxiproxy; 1 compose projects: rl-…", or "nothing"."""
+    """ "3 processes: zookeeper-1, broker-1, toxiproxy; 1 compose projects: rl-…", or "nothing"."""
     counted: dict[str, list[str]] = {}
     for thing in cleaned:
         counted.setdefault(thing.counted_as, []).append(thing.name)
-    return "; ".join(f"{len(things)} {what}" + (f": {', '.join(things)}" if names else "")
-                     for what, things in counted.items()) or "nothing"
+    return (
+        "; ".join(
+            f"{len(things)} {what}" + (f": {', '.join(things)}" if names else "") for what, things in counted.items()
+        )
+        or "nothing"
+    )
 
 
 def main(argv: list[str]) -> int:

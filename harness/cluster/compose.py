@@ -188,9 +188,16 @@ class ComposeCluster:
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
     starts_cluster: ClassVar[bool] = True
     # As the local backend: a paused node is a frozen container, its logs are bind-mounted here.
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({
-        Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
-        Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {
+            Capability.RUN_PROCESSES,
+            Capability.CLUSTER_NODES,
+            Capability.NETWORK_LANES,
+            Capability.ZOOKEEPER_SESSIONS,
+            Capability.TOPIC_CHANGES,
+            Capability.BROKER_LOGS,
+        }
+    )
     sasl_plain_listeners: ClassVar[bool] = False  # its topology has no SASL listener
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
@@ -250,10 +257,14 @@ class ComposeCluster:
 
     def describe(self) -> dict:
         return {
-            "backend": self.name, "kafka": self.spec.kafka, "project": self.topology.project,
-            "compose_file": str(self.topology.compose_file), "docker_host": self.engine.docker_host,
+            "backend": self.name,
+            "kafka": self.spec.kafka,
+            "project": self.topology.project,
+            "compose_file": str(self.topology.compose_file),
+            "docker_host": self.engine.docker_host,
             "mode": "zookeeper" if self.topology.zookeeper_mode else "kraft",
-            "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
+            "bootstrap_servers": self.bootstrap_servers,
+            "zookeeper_connect": self.zookeeper_connect,
             "toxiproxy_api": f"http://127.0.0.1:{self.topology.toxiproxy_api_port}",
             "brokers": {n: {"id": b.broker_id, "port": b.port} for n, b in self.brokers.items()},
             "containers": {n: s._id for n, s in self.services.items()},
@@ -276,9 +287,16 @@ class ComposeCluster:
         project = project_name(self.supervisor.owner)
         self._register(project)  # from here on `cleanup` knows a live harness uses the engine (image builds too)
         images = ensure_images([self.spec.kafka], self.report, self.engine.docker_host)
-        self.topology = render(self.spec, self.workdir, images, project, self.supervisor.owner,
-                               Path(self.spec.coordinator.history).parent
-                               if self.spec.coordinator and self.spec.coordinator.history else None)
+        self.topology = render(
+            self.spec,
+            self.workdir,
+            images,
+            project,
+            self.supervisor.owner,
+            Path(self.spec.coordinator.history).parent
+            if self.spec.coordinator and self.spec.coordinator.history
+            else None,
+        )
         self._make_services()
         import docker
         from testcontainers.compose import DockerCompose
@@ -288,23 +306,28 @@ class ComposeCluster:
         try:
             self.compose.start()
         except Exception as e:
-            raise ClusterError(f"`docker compose up --wait` failed for {self.topology.compose_file}: "
-                               f"{_output_of(e)}") from None
+            raise ClusterError(
+                f"`docker compose up --wait` failed for {self.topology.compose_file}: {_output_of(e)}"
+            ) from None
         for service in self.services.values():
             service.started()
-        self.kafka_admin = ClusterAdmin(self.bootstrap_servers, list(self.topology.broker_ids.values()),
-                                        str(self.workdir / "logs"))
+        self.kafka_admin = ClusterAdmin(
+            self.bootstrap_servers, list(self.topology.broker_ids.values()), str(self.workdir / "logs")
+        )
         self.kafka_admin.wait_ready(deadline - time.monotonic(), self._check_alive)
         self.kafka_admin.create_topics(self.spec.topics, deadline - time.monotonic())
-        self.kafka_admin.wait_every_broker_knows({n: b.address for n, b in self.brokers.items()}, self.spec.topics,
-                                                 deadline)
+        self.kafka_admin.wait_every_broker_knows(
+            {n: b.address for n, b in self.brokers.items()}, self.spec.topics, deadline
+        )
         if self.spec.coordinator:
             while self.coordinator_leader() is None:
                 if time.monotonic() > deadline:
                     raise ClusterError("the project's coordinator elected no leader in time")
                 time.sleep(0.1)
-        self.report(f"cluster ready in {time.monotonic() - t0:.1f}s (compose project {project}): Kafka "
-                    f"{self.spec.kafka}, {self.spec.brokers} brokers at {self.bootstrap_servers}")
+        self.report(
+            f"cluster ready in {time.monotonic() - t0:.1f}s (compose project {project}): Kafka "
+            f"{self.spec.kafka}, {self.spec.brokers} brokers at {self.bootstrap_servers}"
+        )
 
     def _make_services(self) -> None:
         t, n = self.topology, self.topology.network
@@ -374,12 +397,17 @@ class ComposeCluster:
         `cluster up` cluster — unless a running harness has a project on it."""
         removed, failed = _remove_projects(scope)
         for entry in removed:
-            report(f"removed compose project {entry['project']} (its containers and network), "
-                   f"left behind by {entry['owner']}")
+            report(
+                f"removed compose project {entry['project']} (its containers and network), "
+                f"left behind by {entry['owner']}"
+            )
         cleanup = Cleanup([Cleaned("compose projects", e["project"], run_of(e["owner"])) for e in removed])
         if failed:
-            cleanup.problems.append("could not remove compose project " + "; ".join(failed)
-                                    + " (start the engine it ran on, then run `rebalance-lab cleanup` again)")
+            cleanup.problems.append(
+                "could not remove compose project "
+                + "; ".join(failed)
+                + " (start the engine it ran on, then run `rebalance-lab cleanup` again)"
+            )
         if scope.detached and scope.owner is None:
             from harness.components.containers.engine import own_socket, stop_engine
 
@@ -396,10 +424,17 @@ class ComposeCluster:
             ensure_watchdog()
         self._registration = compose_registry() / f"{project}.json"
         self._registration.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomically(self._registration, {  # a cleaner never reads it half-written
-            "project": project, "directory": str(self.workdir), "docker_host": self.engine.docker_host,
-            "owner": self.supervisor.owner, "owner_pid": os.getpid(), "owner_start_time": proc_start_time(os.getpid()),
-        })
+        write_json_atomically(
+            self._registration,
+            {  # a cleaner never reads it half-written
+                "project": project,
+                "directory": str(self.workdir),
+                "docker_host": self.engine.docker_host,
+                "owner": self.supervisor.owner,
+                "owner_pid": os.getpid(),
+                "owner_start_time": proc_start_time(os.getpid()),
+            },
+        )
 
     def _unregister(self) -> None:
         if self._registration:

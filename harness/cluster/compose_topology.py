@@ -56,8 +56,9 @@ class Topology:
         return self.directory / "compose.yaml"
 
 
-def render(spec: ClusterSpec, directory: Path, images: Images, project: str, owner: str,
-           history_dir: Path | None = None) -> Topology:
+def render(
+    spec: ClusterSpec, directory: Path, images: Images, project: str, owner: str, history_dir: Path | None = None
+) -> Topology:
     """Write the Compose project for ``spec`` into ``directory``."""
     directory = directory.resolve()
     for sub in ("config", "logs", "data"):
@@ -73,12 +74,24 @@ def render(spec: ClusterSpec, directory: Path, images: Images, project: str, own
     fill = _Filler(directory, labels)
     services: dict[str, dict] = {}
 
-    (directory / "config" / "toxiproxy-proxies.json").write_text(json.dumps(
-        [{"name": r.proxy, "listen": r.listen, "upstream": r.upstream, "enabled": True}
-         for r in network.routes.values()], indent=2))
-    services.update(fill("toxiproxy", image=images.toxiproxy, binary=images.toxiproxy_binary,
-                         api_port=topology.toxiproxy_api_port,
-                         ports=_published([topology.toxiproxy_api_port, *network.published_ports("toxiproxy")])))
+    (directory / "config" / "toxiproxy-proxies.json").write_text(
+        json.dumps(
+            [
+                {"name": r.proxy, "listen": r.listen, "upstream": r.upstream, "enabled": True}
+                for r in network.routes.values()
+            ],
+            indent=2,
+        )
+    )
+    services.update(
+        fill(
+            "toxiproxy",
+            image=images.toxiproxy,
+            binary=images.toxiproxy_binary,
+            api_port=topology.toxiproxy_api_port,
+            ports=_published([topology.toxiproxy_api_port, *network.published_ports("toxiproxy")]),
+        )
+    )
     quorum: list[str]
     if zookeeper_mode:
         (directory / "config" / "jolokia-access.xml").write_text(zookeeper.jolokia_policy(remote_hosts=()))
@@ -87,79 +100,147 @@ def render(spec: ClusterSpec, directory: Path, images: Images, project: str, own
             topology.jolokia_ports[name] = free_port()
             data = DATA / name
             (directory / "config" / f"{name}.cfg").write_text(
-                config.zookeeper_cfg(data, zk_ports[name], peers, host_of=HOSTS.of, node=name))
-            agent = zookeeper.jolokia_javaagent(images.jolokia_agent, topology.jolokia_ports[name],
-                                                Path(CONFIG / "jolokia-access.xml"), host="0.0.0.0")
+                config.zookeeper_cfg(data, zk_ports[name], peers, host_of=HOSTS.of, node=name)
+            )
+            agent = zookeeper.jolokia_javaagent(
+                images.jolokia_agent, topology.jolokia_ports[name], Path(CONFIG / "jolokia-access.xml"), host="0.0.0.0"
+            )
             prepare = f"mkdir -p {data} && echo {i} > {data}/myid" if len(zk_nodes) > 1 else ""
-            services.update(fill("zookeeper", name=name, image=images.kafka, client_port=zk_ports[name],
-                                 command=_jvm(fill, name, images, zookeeper_mode,
-                                              "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                                              CONFIG / f"{name}.cfg", [agent], prepare),
-                                 ports=_published([zk_ports[name], topology.jolokia_ports[name]])))
+            services.update(
+                fill(
+                    "zookeeper",
+                    name=name,
+                    image=images.kafka,
+                    client_port=zk_ports[name],
+                    command=_jvm(
+                        fill,
+                        name,
+                        images,
+                        zookeeper_mode,
+                        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                        CONFIG / f"{name}.cfg",
+                        [agent],
+                        prepare,
+                    ),
+                    ports=_published([zk_ports[name], topology.jolokia_ports[name]]),
+                )
+            )
         quorum = zk_nodes
     else:
         topology.controller_port = free_port()
         voters = f"{KRAFT_CONTROLLER_ID}@{HOSTS.of('controller-1')}:{topology.controller_port}"
         cluster_id = _kraft_cluster_id()
-        (directory / "config" / "controller-1.properties").write_text(config.properties(
-            config.kraft_controller_properties(KRAFT_CONTROLLER_ID, topology.controller_port, DATA / "controller-1",
-                                               voters, host=HOSTS.of("controller-1"))))
-        services.update(fill("controller", name="controller-1", image=images.kafka, port=topology.controller_port,
-                             command=_jvm(fill, "controller-1", images, zookeeper_mode, "kafka.Kafka",
-                                          CONFIG / "controller-1.properties", [],
-                                          _format_storage(images, cluster_id, "controller-1"))))
+        (directory / "config" / "controller-1.properties").write_text(
+            config.properties(
+                config.kraft_controller_properties(
+                    KRAFT_CONTROLLER_ID,
+                    topology.controller_port,
+                    DATA / "controller-1",
+                    voters,
+                    host=HOSTS.of("controller-1"),
+                )
+            )
+        )
+        services.update(
+            fill(
+                "controller",
+                name="controller-1",
+                image=images.kafka,
+                port=topology.controller_port,
+                command=_jvm(
+                    fill,
+                    "controller-1",
+                    images,
+                    zookeeper_mode,
+                    "kafka.Kafka",
+                    CONFIG / "controller-1.properties",
+                    [],
+                    _format_storage(images, cluster_id, "controller-1"),
+                ),
+            )
+        )
         quorum = ["controller-1"]
 
     for name, i in broker_ids.items():
         listeners = network.listener_properties(i)
         if zookeeper_mode:
-            props = config.zk_broker_properties(i, listeners, DATA / name, spec.brokers, network.zookeeper_connect(i),
-                                                spec.broker_config)
+            props = config.zk_broker_properties(
+                i, listeners, DATA / name, spec.brokers, network.zookeeper_connect(i), spec.broker_config
+            )
         else:
-            props = config.kraft_broker_properties(i, listeners, DATA / name, spec.brokers, voters,
-                                                   spec.broker_config)
+            props = config.kraft_broker_properties(i, listeners, DATA / name, spec.brokers, voters, spec.broker_config)
         (directory / "config" / f"{name}.properties").write_text(config.properties(props))
         prepare = "" if zookeeper_mode else _format_storage(images, cluster_id, name)
-        services.update(fill("broker", name=name, image=images.kafka, port=network.direct[i],
-                             command=_jvm(fill, name, images, zookeeper_mode, "kafka.Kafka",
-                                          CONFIG / f"{name}.properties", [], prepare),
-                             ports=_published(network.published_ports(name)),
-                             depends_on=_healthy(["toxiproxy", *quorum])))
+        services.update(
+            fill(
+                "broker",
+                name=name,
+                image=images.kafka,
+                port=network.direct[i],
+                command=_jvm(
+                    fill, name, images, zookeeper_mode, "kafka.Kafka", CONFIG / f"{name}.properties", [], prepare
+                ),
+                ports=_published(network.published_ports(name)),
+                depends_on=_healthy(["toxiproxy", *quorum]),
+            )
+        )
 
     c = spec.coordinator
     for name in coordinators:
         history = Path(c.history) if c.history else directory / "logs" / "coordinator-history.jsonl"
-        (directory / "config" / f"{name}.json").write_text(json.dumps({
-            "name": name, "host": HOSTS.of(name), "port": network.coordinator_ports[name],
-            "zookeeper_connect": network.coordinator_zookeeper_connect(name), "variant": c.variant,
-            "history": str(history), "session_file": str(DATA / f"{name}.zk-session.json"),
-            "zookeeper_session_timeout_ms": c.zookeeper_session_timeout_ms,
-            "initial_rebalance_delay_ms": c.initial_rebalance_delay_ms}, indent=2))
-        services.update(fill("coordinator", name=name, image=images.coordinator, port=network.coordinator_ports[name],
-                             history_dir=str(history_dir or history.parent),
-                             ports=_published(network.published_ports(name)),
-                             depends_on=_healthy(["toxiproxy", *quorum])))
+        (directory / "config" / f"{name}.json").write_text(
+            json.dumps(
+                {
+                    "name": name,
+                    "host": HOSTS.of(name),
+                    "port": network.coordinator_ports[name],
+                    "zookeeper_connect": network.coordinator_zookeeper_connect(name),
+                    "variant": c.variant,
+                    "history": str(history),
+                    "session_file": str(DATA / f"{name}.zk-session.json"),
+                    "zookeeper_session_timeout_ms": c.zookeeper_session_timeout_ms,
+                    "initial_rebalance_delay_ms": c.initial_rebalance_delay_ms,
+                },
+                indent=2,
+            )
+        )
+        services.update(
+            fill(
+                "coordinator",
+                name=name,
+                image=images.coordinator,
+                port=network.coordinator_ports[name],
+                history_dir=str(history_dir or history.parent),
+                ports=_published(network.published_ports(name)),
+                depends_on=_healthy(["toxiproxy", *quorum]),
+            )
+        )
 
-    project_file = {"name": project, "services": services,
-                    "networks": {"lab": {"driver": "bridge", "labels": labels}}}
+    project_file = {"name": project, "services": services, "networks": {"lab": {"driver": "bridge", "labels": labels}}}
     topology.compose_file.write_text(
         "# Written by rebalance-lab from compose/services/*.yaml; start it with `docker compose up -d --wait`.\n"
-        + yaml.safe_dump(project_file, sort_keys=False, width=200))
+        + yaml.safe_dump(project_file, sort_keys=False, width=200)
+    )
     (directory / "PORTS.md").write_text(ports_readme(topology))
     return topology
 
 
 def ports_readme(t: Topology) -> str:
     n = t.network
-    rows = [("bootstrap (direct, never faulted)", n.direct_bootstrap()), ("Toxiproxy API", f"127.0.0.1:{t.toxiproxy_api_port}")]
+    rows = [
+        ("bootstrap (direct, never faulted)", n.direct_bootstrap()),
+        ("Toxiproxy API", f"127.0.0.1:{t.toxiproxy_api_port}"),
+    ]
     rows += [(f"ZooKeeper {z}", f"127.0.0.1:{p}") for z, p in n.zookeeper_ports.items()]
     rows += [(f"Jolokia of {z}", f"http://127.0.0.1:{p}/jolokia/") for z, p in t.jolokia_ports.items()]
     rows += [(f"coordinator {c}", f"127.0.0.1:{p}") for c, p in n.coordinator_ports.items()]
     rows += [(f"member lane {k} bootstrap (through its proxies)", n.lane_bootstrap(k)) for k in range(1, n.lanes + 1)]
-    return (f"# {t.project}: Kafka {t.kafka} in Docker Compose\n\n"
-            "Start: `docker compose up -d --wait` (images from `rebalance-lab setup --compose`); "
-            "stop: `docker compose down`.\nEverything below listens on 127.0.0.1 only.\n\n"
-            "| what | address |\n|---|---|\n" + "".join(f"| {what} | {addr} |\n" for what, addr in rows))
+    return (
+        f"# {t.project}: Kafka {t.kafka} in Docker Compose\n\n"
+        "Start: `docker compose up -d --wait` (images from `rebalance-lab setup --compose`); "
+        "stop: `docker compose down`.\nEverything below listens on 127.0.0.1 only.\n\n"
+        "| what | address |\n|---|---|\n" + "".join(f"| {what} | {addr} |\n" for what, addr in rows)
+    )
 
 
 class _Filler:
@@ -170,10 +251,16 @@ class _Filler:
 
     def __call__(self, kind: str, **values) -> dict:
         text = (FRAGMENTS / f"{kind}.yaml").read_text()
-        values = {"workdir": str(self.directory), "labels": json.dumps(self.labels), "ports": "[]",
-                  "depends_on": "{}", **values}
-        return yaml.safe_load(string.Template(text).substitute(
-            {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}))
+        values = {
+            "workdir": str(self.directory),
+            "labels": json.dumps(self.labels),
+            "ports": "[]",
+            "depends_on": "{}",
+            **values,
+        }
+        return yaml.safe_load(
+            string.Template(text).substitute({k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()})
+        )
 
     def log_config(self, name: str, zookeeper_mode: bool) -> str:
         """Write the node's log4j file (its server log lands in the run's logs/); the JVM option naming it."""
@@ -182,10 +269,19 @@ class _Filler:
         return option
 
 
-def _jvm(fill: _Filler, name: str, images: Images, zookeeper_mode: bool, main_class: str, config_file,
-         agents: list[str], prepare: str) -> str:
-    argv = config.kafka_jvm_argv(main_class, config_file, images.kafka_classpath, LOGS,
-                                 fill.log_config(name, zookeeper_mode), agents)
+def _jvm(
+    fill: _Filler,
+    name: str,
+    images: Images,
+    zookeeper_mode: bool,
+    main_class: str,
+    config_file,
+    agents: list[str],
+    prepare: str,
+) -> str:
+    argv = config.kafka_jvm_argv(
+        main_class, config_file, images.kafka_classpath, LOGS, fill.log_config(name, zookeeper_mode), agents
+    )
     if not prepare:
         return json.dumps(argv)
     # A first step in the container's shell, then the JVM as its main process (signals reach it).
@@ -195,8 +291,10 @@ def _jvm(fill: _Filler, name: str, images: Images, zookeeper_mode: bool, main_cl
 
 def _format_storage(images: Images, cluster_id: str, name: str) -> str:
     """KRaft storage formatted on the first start; --ignore-formatted keeps it on a restart."""
-    return (f"java -Xmx256m -XX:TieredStopAtLevel=1 -cp '{images.kafka_classpath}' kafka.tools.StorageTool format "
-            f"-t {cluster_id} -c {CONFIG / (name + '.properties')} --ignore-formatted > /dev/null")
+    return (
+        f"java -Xmx256m -XX:TieredStopAtLevel=1 -cp '{images.kafka_classpath}' kafka.tools.StorageTool format "
+        f"-t {cluster_id} -c {CONFIG / (name + '.properties')} --ignore-formatted > /dev/null"
+    )
 
 
 def _published(ports: list[int]) -> list[str]:

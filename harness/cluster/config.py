@@ -17,9 +17,13 @@ LOG_PATTERN = "[%d{yyyy-MM-dd'T'HH:mm:ss.SSSZ}] %p %m (%c)%n"
 
 JVM_OPTS = [
     # Small heaps and the serial collector: four JVMs share two cores here.
-    "-Xms64m", "-Xmx384m", "-XX:+UseSerialGC",
+    "-Xms64m",
+    "-Xmx384m",
+    "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",  # C1 only: starts faster, plenty for test loads
-    "-XX:-UsePerfData", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
+    "-XX:-UsePerfData",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
 ]
 
 
@@ -76,15 +80,31 @@ def log_settings(log4j1: bool, log_config: Path, log_file: Path) -> tuple[str, s
     return log4j2_xml(log_file), f"-Dlog4j2.configurationFile={log_config}"
 
 
-def kafka_jvm_argv(main_class: str, config_file: Path, classpath: str, logs_dir: Path, log_option: str,
-                   agents: list[str] = ()) -> list[str]:
+def kafka_jvm_argv(
+    main_class: str, config_file: Path, classpath: str, logs_dir: Path, log_option: str, agents: list[str] = ()
+) -> list[str]:
     """The command line of a JVM of the Kafka distribution (a broker, a controller, a ZooKeeper node)."""
-    return ["java", *agents, *JVM_OPTS, log_option, f"-Dkafka.logs.dir={logs_dir}", "-cp", classpath, main_class,
-            str(config_file)]
+    return [
+        "java",
+        *agents,
+        *JVM_OPTS,
+        log_option,
+        f"-Dkafka.logs.dir={logs_dir}",
+        "-cp",
+        classpath,
+        main_class,
+        str(config_file),
+    ]
 
 
-def zookeeper_cfg(data_dir: Path, client_port: int, peers: list[tuple[int, int, int]], tick_ms: int = 500,
-                  host_of: Callable[[str], str] = lambda _node: "127.0.0.1", node: str = "") -> str:
+def zookeeper_cfg(
+    data_dir: Path,
+    client_port: int,
+    peers: list[tuple[int, int, int]],
+    tick_ms: int = 500,
+    host_of: Callable[[str], str] = lambda _node: "127.0.0.1",
+    node: str = "",
+) -> str:
     """``peers``: (id, quorum port, election port) for every node; a single node runs standalone.
     ``host_of``: a node's address by name (network.Hosts.of): loopback, or a container's service name."""
     lines = [
@@ -137,29 +157,34 @@ def broker_common(id_key: str, node_id: int, log_dir: Path, brokers: int, listen
 
 def zk_broker_properties(node_id, listeners, log_dir, brokers, zk_connect, overrides) -> dict:
     props = broker_common("broker.id", node_id, log_dir, brokers, listeners)
-    props.update({
-        "zookeeper.connect": zk_connect,
-        "zookeeper.session.timeout.ms": BROKER_ZK_SESSION_TIMEOUT_MS,
-        "zookeeper.connection.timeout.ms": 18000,
-    })
+    props.update(
+        {
+            "zookeeper.connect": zk_connect,
+            "zookeeper.session.timeout.ms": BROKER_ZK_SESSION_TIMEOUT_MS,
+            "zookeeper.connection.timeout.ms": 18000,
+        }
+    )
     props.update(overrides)
     return props
 
 
 def kraft_broker_properties(node_id, listeners, log_dir, brokers, controller_voters, overrides) -> dict:
     props = broker_common("node.id", node_id, log_dir, brokers, listeners)
-    props.update({
-        "process.roles": "broker",
-        "controller.quorum.voters": controller_voters,
-        "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": listeners["listener.security.protocol.map"] + ",CONTROLLER:PLAINTEXT",
-    })
+    props.update(
+        {
+            "process.roles": "broker",
+            "controller.quorum.voters": controller_voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": listeners["listener.security.protocol.map"] + ",CONTROLLER:PLAINTEXT",
+        }
+    )
     props.update(overrides)
     return props
 
 
-def kraft_controller_properties(node_id: int, port: int, log_dir: Path, controller_voters: str,
-                                host: str = "127.0.0.1") -> dict:
+def kraft_controller_properties(
+    node_id: int, port: int, log_dir: Path, controller_voters: str, host: str = "127.0.0.1"
+) -> dict:
     return {
         "process.roles": "controller",
         "node.id": node_id,

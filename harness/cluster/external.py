@@ -34,16 +34,21 @@ class ExternalCluster:
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.RUN_PROCESSES})  # its clients only
     sasl_plain_listeners: ClassVar[bool] = False  # its security is its own: cluster.client_config
 
-    def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor,
-                 report: Callable[[str], None] = lambda _m: None):
+    def __init__(
+        self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Callable[[str], None] = lambda _m: None
+    ):
         if spec.external is None:
             raise ClusterError("backend external needs cluster.bootstrap_servers")
         self.spec, self.workdir, self.report = spec, workdir, report
         self.target: ExternalTarget = spec.external
         self.services: dict = {}
         self.network = None
-        self.kafka_admin = ClusterAdmin(self.target.bootstrap_servers, [], f"the external cluster at "
-                                  f"{self.target.bootstrap_servers}", self.target.client_config)
+        self.kafka_admin = ClusterAdmin(
+            self.target.bootstrap_servers,
+            [],
+            f"the external cluster at {self.target.bootstrap_servers}",
+            self.target.client_config,
+        )
         self.created: list[str] = []  # topics this run created, deleted by stop()
         self.started = False
 
@@ -57,7 +62,11 @@ class ExternalCluster:
         """Delete what the run made: its group (its members have left), then its topics."""
         if not self.started:
             return
-        problems = self.kafka_admin.delete_group(self.target.group, self.target.group_empty_timeout_s) if self.target.group else []
+        problems = (
+            self.kafka_admin.delete_group(self.target.group, self.target.group_empty_timeout_s)
+            if self.target.group
+            else []
+        )
         problems += self.kafka_admin.delete_topics(self.created)
         if problems:
             raise ClusterError("could not clean up the external cluster: " + "; ".join(problems))
@@ -90,8 +99,14 @@ class ExternalCluster:
         return None
 
     def describe(self) -> dict:
-        return {"backend": self.name, "kafka": self.spec.kafka, "bootstrap_servers": self.bootstrap_servers,
-                "zookeeper_connect": self.zookeeper_connect, "topics": list(self.created), "group": self.target.group}
+        return {
+            "backend": self.name,
+            "kafka": self.spec.kafka,
+            "bootstrap_servers": self.bootstrap_servers,
+            "zookeeper_connect": self.zookeeper_connect,
+            "topics": list(self.created),
+            "group": self.target.group,
+        }
 
     def broker_names(self) -> list[str]:
         return []  # not ours: no broker is a fault target, no broker log is read

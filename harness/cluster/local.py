@@ -59,9 +59,16 @@ class LocalCluster:
     name: ClassVar[str] = "local"
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
     starts_cluster: ClassVar[bool] = True
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({
-        Capability.RUN_PROCESSES, Capability.CLUSTER_NODES, Capability.NETWORK_LANES, Capability.ZOOKEEPER_SESSIONS,
-        Capability.TOPIC_CHANGES, Capability.BROKER_LOGS})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {
+            Capability.RUN_PROCESSES,
+            Capability.CLUSTER_NODES,
+            Capability.NETWORK_LANES,
+            Capability.ZOOKEEPER_SESSIONS,
+            Capability.TOPIC_CHANGES,
+            Capability.BROKER_LOGS,
+        }
+    )
     sasl_plain_listeners: ClassVar[bool] = True
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
@@ -143,8 +150,15 @@ class LocalCluster:
             "processes": {n: s.pid for n, s in self.services.items() if s.process},
             "logs": {n: {k: str(v) for k, v in s.logs.items()} for n, s in self.services.items()},
             "workdir": str(self.workdir),
-            **({"sasl_bootstrap_servers": self.sasl_bootstrap_servers, "sasl_mechanism": "PLAIN",
-                "sasl_user": self.spec.sasl_plain.user} if self.spec.sasl_plain else {}),
+            **(
+                {
+                    "sasl_bootstrap_servers": self.sasl_bootstrap_servers,
+                    "sasl_mechanism": "PLAIN",
+                    "sasl_user": self.spec.sasl_plain.user,
+                }
+                if self.spec.sasl_plain
+                else {}
+            ),
         }
 
     # ----------------------------------------------------------------- lifecycle
@@ -155,36 +169,53 @@ class LocalCluster:
         t0 = time.monotonic()
         deadline = t0 + ready_timeout
         # Toxiproxy first: brokers reach each other and ZooKeeper through its proxies.
-        self.toxiproxy_server = self._add(ToxiproxyServer("toxiproxy", self.supervisor, self.workdir / "logs",
-                                                          toxiproxy_binary(), free_port()))
+        self.toxiproxy_server = self._add(
+            ToxiproxyServer("toxiproxy", self.supervisor, self.workdir / "logs", toxiproxy_binary(), free_port())
+        )
         self.toxiproxy_server.start()
         self.toxiproxy_server.wait_ready(deadline)
         if self.dist.zookeeper_mode:
             self._start_zookeeper()
         else:
             self.controller_port = free_port()
-        self.network = NetworkPlan(list(self.broker_ids.values()), self.spec.lanes, self.zk_ports, free_port,
-                                   self.coordinator_names())
+        self.network = NetworkPlan(
+            list(self.broker_ids.values()), self.spec.lanes, self.zk_ports, free_port, self.coordinator_names()
+        )
         for route in self.network.routes.values():
             self.toxiproxy.create(route.proxy, route.listen, route.upstream)
         self._write_broker_configs()
         if not self.dist.zookeeper_mode:
             self._prepare_kraft()
         for name, i in self.broker_ids.items():
-            self._add(Broker(name, self.supervisor, self.workdir, self.dist,
-                             self.workdir / "config" / f"{name}.properties", i, self.network.direct[i],
-                             self.zookeeper_connect, self.spec.broker_zookeeper_session_timeout_ms)).start()
-        self.kafka_admin = ClusterAdmin(self.bootstrap_servers, list(self.broker_ids.values()), str(self.workdir / "logs"))
+            self._add(
+                Broker(
+                    name,
+                    self.supervisor,
+                    self.workdir,
+                    self.dist,
+                    self.workdir / "config" / f"{name}.properties",
+                    i,
+                    self.network.direct[i],
+                    self.zookeeper_connect,
+                    self.spec.broker_zookeeper_session_timeout_ms,
+                )
+            ).start()
+        self.kafka_admin = ClusterAdmin(
+            self.bootstrap_servers, list(self.broker_ids.values()), str(self.workdir / "logs")
+        )
         for node in self.zookeeper_nodes.values():
             node.wait_ready(deadline)
         self.kafka_admin.wait_ready(deadline - time.monotonic(), self._check_alive)
         self.kafka_admin.create_topics(self.spec.topics, deadline - time.monotonic())
-        self.kafka_admin.wait_every_broker_knows({n: b.address for n, b in self.brokers.items()}, self.spec.topics,
-                                           deadline)
+        self.kafka_admin.wait_every_broker_knows(
+            {n: b.address for n, b in self.brokers.items()}, self.spec.topics, deadline
+        )
         if self.spec.coordinator:
             self._start_coordinators(deadline)
-        self.report(f"cluster ready in {time.monotonic() - t0:.1f}s: Kafka {self.dist.version} "
-                    f"({'ZooKeeper' if self.dist.zookeeper_mode else 'KRaft'}), {self.spec.brokers} brokers at {self.bootstrap_servers}")
+        self.report(
+            f"cluster ready in {time.monotonic() - t0:.1f}s: Kafka {self.dist.version} "
+            f"({'ZooKeeper' if self.dist.zookeeper_mode else 'KRaft'}), {self.spec.brokers} brokers at {self.bootstrap_servers}"
+        )
 
     def stop(self) -> None:
         stop_in_order(self.services.values())
@@ -203,11 +234,14 @@ class LocalCluster:
         if scope.owner is not None:
             stopped = processes.stop_owned(scope.owner, role_tiers(cls.service_kinds))
         else:
-            stopped = processes.cleanup_leftovers(include_detached=scope.detached, by=scope.by,
-                                                  owner_pid=scope.owner_pid)
+            stopped = processes.cleanup_leftovers(
+                include_detached=scope.detached, by=scope.by, owner_pid=scope.owner_pid
+            )
         for p in stopped:
-            report(f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}), "
-                   f"left behind by {p.owner}")
+            report(
+                f"stopped {p.name} (pid {p.pid}, {p.role}{', was paused' if p.stopped else ''}), "
+                f"left behind by {p.owner}"
+            )
         return Cleanup([Cleaned("processes", p.name, p.run_dir) for p in stopped])
 
     def _add(self, service: LocalProcess) -> LocalProcess:
@@ -234,8 +268,17 @@ class LocalCluster:
                 (data / "myid").write_text(f"{i}\n")
             cfg = self.workdir / "config" / f"{name}.cfg"
             cfg.write_text(config.zookeeper_cfg(data, client_port, peers))
-            node = ZooKeeperNode(name, self.supervisor, self.workdir, self.dist, cfg, client_port,
-                                 self.jolokia_agent, free_port(), jolokia_policy)
+            node = ZooKeeperNode(
+                name,
+                self.supervisor,
+                self.workdir,
+                self.dist,
+                cfg,
+                client_port,
+                self.jolokia_agent,
+                free_port(),
+                jolokia_policy,
+            )
             self.zookeeper_nodes[name] = self._add(node)
             node.start()
 
@@ -266,12 +309,16 @@ class LocalCluster:
         c = self.spec.coordinator
         for name in self.coordinator_names():
             session_file = self.workdir / "data" / f"{name}.zk-session.json"
-            spec = {"name": name, "port": self.network.coordinator_ports[name],
-                    "zookeeper_connect": self.network.coordinator_zookeeper_connect(name), "variant": c.variant,
-                    "history": c.history or str(self.workdir / "logs" / "coordinator-history.jsonl"),
-                    "session_file": str(session_file),
-                    "zookeeper_session_timeout_ms": c.zookeeper_session_timeout_ms,
-                    "initial_rebalance_delay_ms": c.initial_rebalance_delay_ms}
+            spec = {
+                "name": name,
+                "port": self.network.coordinator_ports[name],
+                "zookeeper_connect": self.network.coordinator_zookeeper_connect(name),
+                "variant": c.variant,
+                "history": c.history or str(self.workdir / "logs" / "coordinator-history.jsonl"),
+                "session_file": str(session_file),
+                "zookeeper_session_timeout_ms": c.zookeeper_session_timeout_ms,
+                "initial_rebalance_delay_ms": c.initial_rebalance_delay_ms,
+            }
             path = self.workdir / "config" / f"{name}.json"
             path.write_text(json.dumps(spec, indent=2))
             self._add(CoordinatorInstance(name, self.supervisor, self.workdir / "logs", path, session_file)).start()
@@ -294,15 +341,42 @@ class LocalCluster:
         """Format every node's storage (a JVM start each, in parallel), then start the controller."""
         cluster_id = _kraft_cluster_id()
         controller = self.workdir / "config" / "controller-1.properties"
-        controller.write_text(config.properties(config.kraft_controller_properties(
-            KRAFT_CONTROLLER_ID, self.controller_port, self.workdir / "data" / "controller-1", self._kraft_voters)))
+        controller.write_text(
+            config.properties(
+                config.kraft_controller_properties(
+                    KRAFT_CONTROLLER_ID,
+                    self.controller_port,
+                    self.workdir / "data" / "controller-1",
+                    self._kraft_voters,
+                )
+            )
+        )
         formats = []
         for name in ["controller-1", *self.broker_ids]:
             path = self.workdir / "config" / f"{name}.properties"
-            formats.append((name, subprocess.Popen(
-                ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", self.dist.classpath(),
-                 "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(path)],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+            formats.append(
+                (
+                    name,
+                    subprocess.Popen(
+                        [
+                            "java",
+                            "-Xmx256m",
+                            "-XX:TieredStopAtLevel=1",
+                            "-cp",
+                            self.dist.classpath(),
+                            "kafka.tools.StorageTool",
+                            "format",
+                            "-t",
+                            cluster_id,
+                            "-c",
+                            str(path),
+                        ],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    ),
+                )
+            )
         for name, proc in formats:
             out, _ = proc.communicate(timeout=120)
             if proc.returncode != 0:
@@ -318,25 +392,31 @@ class LocalCluster:
                 listeners = self._with_sasl_listener(name, listeners)
             data = self.workdir / "data" / name
             if self.dist.zookeeper_mode:
-                props = config.zk_broker_properties(i, listeners, data, self.spec.brokers,
-                                                    self.network.zookeeper_connect(i), self.spec.broker_config)
+                props = config.zk_broker_properties(
+                    i, listeners, data, self.spec.brokers, self.network.zookeeper_connect(i), self.spec.broker_config
+                )
             else:
-                props = config.kraft_broker_properties(i, listeners, data, self.spec.brokers, self._kraft_voters,
-                                                       self.spec.broker_config)
+                props = config.kraft_broker_properties(
+                    i, listeners, data, self.spec.brokers, self._kraft_voters, self.spec.broker_config
+                )
             if self.spec.sasl_plain:
-                props.update({"sasl.enabled.mechanisms": "PLAIN",
-                              f"listener.name.{SASL_LISTENER.lower()}.plain.sasl.jaas.config":
-                                  self.spec.sasl_plain.jaas_config()})
+                props.update(
+                    {
+                        "sasl.enabled.mechanisms": "PLAIN",
+                        f"listener.name.{SASL_LISTENER.lower()}.plain.sasl.jaas.config": self.spec.sasl_plain.jaas_config(),
+                    }
+                )
             _write_private(self.workdir / "config" / f"{name}.properties", config.properties(props))
 
     def _with_sasl_listener(self, name: str, listeners: dict) -> dict:
         """A broker's listeners plus a SASL_PLAINTEXT one on 127.0.0.1 (no proxy: no network fault reaches it)."""
         port = self.sasl_ports.setdefault(name, free_port())
-        return {**listeners,
-                "listeners": f"{listeners['listeners']},{SASL_LISTENER}://127.0.0.1:{port}",
-                "advertised.listeners": f"{listeners['advertised.listeners']},{SASL_LISTENER}://127.0.0.1:{port}",
-                "listener.security.protocol.map":
-                    f"{listeners['listener.security.protocol.map']},{SASL_LISTENER}:SASL_PLAINTEXT"}
+        return {
+            **listeners,
+            "listeners": f"{listeners['listeners']},{SASL_LISTENER}://127.0.0.1:{port}",
+            "advertised.listeners": f"{listeners['advertised.listeners']},{SASL_LISTENER}://127.0.0.1:{port}",
+            "listener.security.protocol.map": f"{listeners['listener.security.protocol.map']},{SASL_LISTENER}:SASL_PLAINTEXT",
+        }
 
     # ----------------------------------------------------------------- topics
 

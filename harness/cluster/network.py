@@ -162,7 +162,9 @@ class NetworkPlan:
         return ",".join(f"127.0.0.1:{self.routes[f'lane-{lane}.broker-{b}'].listen_port}" for b in self.brokers)
 
     def lane_zookeeper_connect(self, lane: int) -> str | None:
-        return ",".join(f"127.0.0.1:{self.routes[f'lane-{lane}.{z}'].listen_port}" for z in self.zookeeper_ports) or None
+        return (
+            ",".join(f"127.0.0.1:{self.routes[f'lane-{lane}.{z}'].listen_port}" for z in self.zookeeper_ports) or None
+        )
 
     def lane_zookeeper_proxies(self, lane: int) -> list[str]:
         return [f"lane-{lane}.{z}" for z in self.zookeeper_ports]

@@ -48,15 +48,26 @@ class KafkaJvm(LocalProcess):
         log_config = self.workdir / "config" / f"{self.name}.log4j"
         text, option = config.log_settings(self.dist.zookeeper_mode, log_config, self.logs["server"])
         log_config.write_text(text)
-        return config.kafka_jvm_argv(self.main_class, self.config_file, self.dist.classpath(), self.logs_dir, option,
-                                     self.jvm_agents())
+        return config.kafka_jvm_argv(
+            self.main_class, self.config_file, self.dist.classpath(), self.logs_dir, option, self.jvm_agents()
+        )
 
 
 class ZooKeeperNode(ZooKeeperKind, KafkaJvm):
     main_class = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
-    def __init__(self, name: str, supervisor: Supervisor, workdir: Path, dist: KafkaDist, config_file: Path,
-                 client_port: int, jolokia_agent: Path, jolokia_port: int, jolokia_policy: Path):
+    def __init__(
+        self,
+        name: str,
+        supervisor: Supervisor,
+        workdir: Path,
+        dist: KafkaDist,
+        config_file: Path,
+        client_port: int,
+        jolokia_agent: Path,
+        jolokia_port: int,
+        jolokia_policy: Path,
+    ):
         super().__init__(name, supervisor, workdir, dist, config_file)
         self.client_port = client_port
         self._jolokia = (jolokia_agent, jolokia_port, jolokia_policy)
@@ -78,8 +89,9 @@ class ZooKeeperNode(ZooKeeperKind, KafkaJvm):
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise ClusterError(f"{self.name} did not start serving on 127.0.0.1:{self.client_port}; "
-                                   f"see {self.logs['server']}")
+                raise ClusterError(
+                    f"{self.name} did not start serving on 127.0.0.1:{self.client_port}; see {self.logs['server']}"
+                )
             time.sleep(0.2)
 
 
@@ -90,9 +102,18 @@ class KRaftController(KRaftControllerKind, KafkaJvm):
 class Broker(BrokerKind, KafkaJvm):
     main_class = "kafka.Kafka"
 
-    def __init__(self, name: str, supervisor: Supervisor, workdir: Path, dist: KafkaDist, config_file: Path,
-                 broker_id: int, port: int, zookeeper_connect: str | None = None,
-                 zookeeper_session_timeout_ms: int | None = None):
+    def __init__(
+        self,
+        name: str,
+        supervisor: Supervisor,
+        workdir: Path,
+        dist: KafkaDist,
+        config_file: Path,
+        broker_id: int,
+        port: int,
+        zookeeper_connect: str | None = None,
+        zookeeper_session_timeout_ms: int | None = None,
+    ):
         super().__init__(name, supervisor, workdir, dist, config_file)
         self.broker_id, self.port = broker_id, port  # port: its direct (CLIENT) listener
         self.zookeeper_connect, self.zookeeper_session_timeout_ms = zookeeper_connect, zookeeper_session_timeout_ms

@@ -149,8 +149,11 @@ def health_problems(cluster: ClusterBackend) -> list[str]:
     problems += [f"{name} is stopped" for name, s in cluster.services.items() if s.running() and s.paused()]
     if cluster.toxiproxy:
         try:
-            problems += [f"proxy {p.name} " + ("disabled" if not p.enabled else f"keeps toxics {sorted(p.toxics)}")
-                         for p in cluster.toxiproxy.proxies() if p.toxics or not p.enabled]
+            problems += [
+                f"proxy {p.name} " + ("disabled" if not p.enabled else f"keeps toxics {sorted(p.toxics)}")
+                for p in cluster.toxiproxy.proxies()
+                if p.toxics or not p.enabled
+            ]
         except Exception as e:
             problems.append(f"Toxiproxy does not answer: {e}")
     return problems or cluster.kafka_admin.health_problems(HEALTH_TIMEOUT_S)
@@ -160,8 +163,9 @@ class SharedCluster:
     """A pooled cluster as one run sees it (a ClusterBackend): the same services and
     addresses; start() creates the run's topics on it, stop() gives it back to the pool."""
 
-    def __init__(self, pool: ClusterPool, pooled: PooledCluster, spec: ClusterSpec, run_supervisor: Supervisor,
-                 report: Report):
+    def __init__(
+        self, pool: ClusterPool, pooled: PooledCluster, spec: ClusterSpec, run_supervisor: Supervisor, report: Report
+    ):
         self.pool, self.pooled, self.spec, self.report = pool, pooled, spec, report
         self.run_supervisor = run_supervisor
         self.reused = pooled.runs > 1  # a run before this one had it
@@ -177,11 +181,14 @@ class SharedCluster:
         self.pooled.supervisor.on_exit = self.run_supervisor.on_exit
         deadline = t0 + 60
         cluster.kafka_admin.create_topics(self.spec.topics, deadline - time.monotonic())
-        cluster.kafka_admin.wait_every_broker_knows({n: b.address for n, b in cluster.brokers.items()},
-                                                    self.spec.topics, deadline)
-        self.report(f"{'reusing' if self.reused else 'started'} a shared cluster "
-                    f"({self.pooled.runs} run{'s' if self.pooled.runs > 1 else ''} on it): topics ready in "
-                    f"{time.monotonic() - t0:.1f}s")
+        cluster.kafka_admin.wait_every_broker_knows(
+            {n: b.address for n, b in cluster.brokers.items()}, self.spec.topics, deadline
+        )
+        self.report(
+            f"{'reusing' if self.reused else 'started'} a shared cluster "
+            f"({self.pooled.runs} run{'s' if self.pooled.runs > 1 else ''} on it): topics ready in "
+            f"{time.monotonic() - t0:.1f}s"
+        )
 
     def stop(self, interrupted: bool = False) -> None:
         """Not stopped: handed back (checked healthy, else replaced); the run's clients are gone by now."""

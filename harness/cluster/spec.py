@@ -23,8 +23,10 @@ class SaslPlainUser:
     password: str = field(repr=False)
 
     def jaas_config(self) -> str:
-        return (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{self.user}" '
-                f'password="{self.password}" user_{self.user}="{self.password}";')
+        return (
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{self.user}" '
+            f'password="{self.password}" user_{self.user}="{self.password}";'
+        )
 
 
 @dataclass

@@ -33,6 +33,7 @@ JOLOKIA_TIMEOUT_S = 5.0
 
 # --------------------------------------------------------------------------- Jolokia
 
+
 # Jolokia runs inside the ZooKeeper JVM, where any JMX operation could be called
 # (heap dumps, diagnostic commands, …). Allow exactly what the harness needs: find
 # the connection MBeans and terminate a session, from 127.0.0.1 only. (In a container
@@ -57,8 +58,10 @@ JOLOKIA_POLICY = jolokia_policy()
 def jolokia_javaagent(jar: Path | str, port: int, policy: Path, host: str = "127.0.0.1") -> str:
     """The JVM option that starts Jolokia's HTTP agent on ``host``:``port``, restricted
     by the policy file (``jolokia_policy``) at ``policy``. No multicast discovery."""
-    return (f"-javaagent:{jar}=host={host},port={port},discoveryEnabled=false,"
-            f"policyLocation={policy.as_uri() if policy.is_absolute() else policy.resolve().as_uri()}")
+    return (
+        f"-javaagent:{jar}=host={host},port={port},discoveryEnabled=false,"
+        f"policyLocation={policy.as_uri() if policy.is_absolute() else policy.resolve().as_uri()}"
+    )
 
 
 class JolokiaError(ClusterError):
@@ -68,8 +71,10 @@ class JolokiaError(ClusterError):
         self.status = body.get("status")
         self.error_type = body.get("error_type")
         target = request.get("mbean", "")
-        super().__init__(f"Jolokia at {url}: {request['type']} {target} {request.get('operation', '')}".rstrip()
-                         + f" failed ({self.status} {self.error_type}): {body.get('error')}")
+        super().__init__(
+            f"Jolokia at {url}: {request['type']} {target} {request.get('operation', '')}".rstrip()
+            + f" failed ({self.status} {self.error_type}): {body.get('error')}"
+        )
 
 
 def jolokia(url: str, request: dict):
@@ -87,8 +92,9 @@ def jolokia(url: str, request: dict):
     try:
         body = resp.json()
     except ValueError:
-        raise ClusterError(f"Jolokia at {url} answered {request['type']!r} with something that is not JSON: "
-                           f"{resp.text[:200]!r}") from None
+        raise ClusterError(
+            f"Jolokia at {url} answered {request['type']!r} with something that is not JSON: {resp.text[:200]!r}"
+        ) from None
     if body.get("status") != 200:
         raise JolokiaError(url, request, body)
     return body.get("value")
@@ -132,8 +138,13 @@ def connection_mbeans(names: list[str], session_id: int) -> list[str]:
     connections can briefly have two.
     """
     wanted = session_hex(session_id)
-    return [n for n in names if n.startswith(f"{ZOOKEEPER_DOMAIN}:")
-            and (path := zookeeper_path(n))[-3:-2] == ["Connections"] and path[-1] == wanted]
+    return [
+        n
+        for n in names
+        if n.startswith(f"{ZOOKEEPER_DOMAIN}:")
+        and (path := zookeeper_path(n))[-3:-2] == ["Connections"]
+        and path[-1] == wanted
+    ]
 
 
 def find_connections(url: str, session_id: int) -> list[str]:
@@ -193,8 +204,9 @@ def expire_session_as_client(hosts: str, session_id: int, password: bytes, timeo
     try:
         if twin.client_id[0] != session_id:
             # The server had already expired it and handed out a new one.
-            raise ClusterError(f"session {session_hex(session_id)} no longer exists; got "
-                               f"{session_hex(twin.client_id[0])} instead")
+            raise ClusterError(
+                f"session {session_hex(session_id)} no longer exists; got {session_hex(twin.client_id[0])} instead"
+            )
     finally:
         twin.stop()
         twin.close()
@@ -214,7 +226,9 @@ def wait_registration_gone(hosts: str, broker_id: int, session_timeout_ms: int) 
         zk.close()
 
 
-def expire_broker_session(name: str, broker_ids: dict[str, int], hosts: str | None, jolokia_urls: dict[str, str]) -> dict:
+def expire_broker_session(
+    name: str, broker_ids: dict[str, int], hosts: str | None, jolokia_urls: dict[str, str]
+) -> dict:
     """Expire broker ``name``'s ZooKeeper session on the server, as a real expiry would: its
     /brokers/ids/<id> goes at once, the broker learns "session expired" and registers again.
 
@@ -235,8 +249,10 @@ def expire_broker_session(name: str, broker_ids: dict[str, int], hosts: str | No
                 return {"session_id": session_hex(session_id), "zookeeper": node}
         except ClusterError as e:  # a paused or stopped node must not hide the one holding it
             failures.append(f"{node}: {e}")
-    raise ClusterError(f"no ZooKeeper node has a connection of {name}'s session {session_hex(session_id)} "
-                       f"(owner of {path}); the broker may be reconnecting" + "".join(f"\n{f}" for f in failures))
+    raise ClusterError(
+        f"no ZooKeeper node has a connection of {name}'s session {session_hex(session_id)} "
+        f"(owner of {path}); the broker may be reconnecting" + "".join(f"\n{f}" for f in failures)
+    )
 
 
 def expire_published_session(name: str, session_file: Path, hosts: str | None) -> dict:

@@ -33,6 +33,7 @@ from runtime.errors import SetupError
 
 Report = Callable[[str], None]
 
+
 def _python_pins() -> dict[str, str]:
     """The Python distributions the harness imports at run time, with their pins, as
     pyproject.toml's dependencies write them (the one place they are written); from the
@@ -105,20 +106,23 @@ def _explain_failure(what: str, registry: str, output: str) -> SetupError:
     return SetupError(f"{what} failed.\n{tail}")
 
 
-def _run_step(name: str, argv: list[str], log: Path, timeout: float | None = None, env: dict | None = None,
-              cwd: str | None = None) -> int:
+def _run_step(
+    name: str, argv: list[str], log: Path, timeout: float | None = None, env: dict | None = None, cwd: str | None = None
+) -> int:
     """One step of setup to completion, its output in `log`: in its own process group, registered
     (`cleanup` finds it if setup dies), the whole group killed on any way out — a Ctrl-C, SIGTERM
     (the `setup` command takes it like Ctrl-C), an error, the timeout."""
     try:
-        return Supervisor(owner="setup").run(name, "setup", argv, log, timeout=timeout, env=env,
-                                             cwd=Path(cwd) if cwd else None)
+        return Supervisor(owner="setup").run(
+            name, "setup", argv, log, timeout=timeout, env=env, cwd=Path(cwd) if cwd else None
+        )
     except subprocess.TimeoutExpired:
         raise SetupError(f"{name} took more than {timeout / 60:.0f} minutes (log: {log})") from None
 
 
-def run_to_its_end(argv: list[str], env: dict | None = None, grace_s: float = 120.0,
-                   report: Report = lambda _msg: None) -> subprocess.CompletedProcess:
+def run_to_its_end(
+    argv: list[str], env: dict | None = None, grace_s: float = 120.0, report: Report = lambda _msg: None
+) -> subprocess.CompletedProcess:
     """A step that must clean up after itself rather than be killed (dpkg's package database,
     debootstrap's mounts in the rootfs it builds): run as subprocess.run(capture_output=True,
     text=True) would, but on a Ctrl-C or SIGTERM to setup (or an error) it gets SIGTERM and
@@ -170,8 +174,9 @@ def _mvn(what: str, *args: str, cwd: str) -> None:
     """Run Maven in batch mode, quietly; a failure is explained (unreachable Central or not)."""
     mvn = _tool("mvn", "Install Apache Maven (Debian: `apt-get install maven`).")
     _check_java()
-    code, output = _run_tool("mvn-" + re.sub(r"[^a-z0-9.]+", "-", what.lower()).strip("-"), [mvn, "-B", "-q", *args],
-                             cwd=cwd)
+    code, output = _run_tool(
+        "mvn-" + re.sub(r"[^a-z0-9.]+", "-", what.lower()).strip("-"), [mvn, "-B", "-q", *args], cwd=cwd
+    )
     if code != 0:
         raise _explain_failure(what, "Maven Central", output)
 
@@ -241,8 +246,13 @@ def _resolve_classpath(what: str, pom: str, target: Path, marker: dict, report: 
     with tempfile.TemporaryDirectory(prefix="rl-kafka-") as tmp:
         Path(tmp, "pom.xml").write_text(pom)
         staging = Path(tmp, "lib")
-        _mvn(f"resolving {what}",
-             "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime", cwd=tmp)
+        _mvn(
+            f"resolving {what}",
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+            "-DincludeScope=runtime",
+            cwd=tmp,
+        )
         _replace_dir(target, staging, "lib")
     _write_marker(target, marker)
     jars = len(list((target / "lib").glob("*.jar")))
@@ -252,8 +262,9 @@ def _resolve_classpath(what: str, pom: str, target: Path, marker: dict, report: 
 
 def install_kafka(line: str, report: Report) -> bool:
     """Resolve one Kafka release with its runtime classpath. Returns False if already there."""
-    return _resolve_classpath(f"Kafka {versions.KAFKA_RELEASES[line]}", _kafka_pom(line), _kafka_dir(line),
-                              _kafka_marker(line), report)
+    return _resolve_classpath(
+        f"Kafka {versions.KAFKA_RELEASES[line]}", _kafka_pom(line), _kafka_dir(line), _kafka_marker(line), report
+    )
 
 
 def _known_line(line: str) -> None:
@@ -279,14 +290,20 @@ def _kafka_tools_dir(line: str) -> Path:
 
 
 def _kafka_tools_marker(line: str) -> dict:
-    return {"kafka-tools": ":".join((*versions.KAFKA_TOOLS_ARTIFACT, versions.KAFKA_RELEASES[line])),
-            "extra": _kafka_marker(line)["extra"]}
+    return {
+        "kafka-tools": ":".join((*versions.KAFKA_TOOLS_ARTIFACT, versions.KAFKA_RELEASES[line])),
+        "extra": _kafka_marker(line)["extra"],
+    }
 
 
 def install_kafka_tools(line: str, report: Report) -> bool:
-    return _resolve_classpath(f"Kafka tools {versions.KAFKA_RELEASES[line]}",
-                              _kafka_pom(line, versions.KAFKA_TOOLS_ARTIFACT), _kafka_tools_dir(line),
-                              _kafka_tools_marker(line), report)
+    return _resolve_classpath(
+        f"Kafka tools {versions.KAFKA_RELEASES[line]}",
+        _kafka_pom(line, versions.KAFKA_TOOLS_ARTIFACT),
+        _kafka_tools_dir(line),
+        _kafka_tools_marker(line),
+        report,
+    )
 
 
 def kafka_tools(line: str) -> KafkaDist:
@@ -294,8 +311,10 @@ def kafka_tools(line: str) -> KafkaDist:
     _known_line(line)
     target = _kafka_tools_dir(line)
     if _read_marker(target) != _kafka_tools_marker(line):
-        raise SetupError(f"Kafka tools {versions.KAFKA_RELEASES[line]} (VerifiableConsumer, the java driver) "
-                         "are not installed. Run `rebalance-lab setup`.")
+        raise SetupError(
+            f"Kafka tools {versions.KAFKA_RELEASES[line]} (VerifiableConsumer, the java driver) "
+            "are not installed. Run `rebalance-lab setup`."
+        )
     return KafkaDist(line, versions.KAFKA_RELEASES[line], target / "lib")
 
 
@@ -331,8 +350,13 @@ def install_jolokia(report: Report) -> bool:
         staging = Path(tmp, "lib")
         # dependency:copy needs no POM; an empty working directory keeps any project
         # around the caller's directory out of it.
-        _mvn(f"fetching {_jolokia_coordinates()}", "dependency:copy", f"-Dartifact={_jolokia_coordinates()}",
-             f"-DoutputDirectory={staging}", cwd=tmp)
+        _mvn(
+            f"fetching {_jolokia_coordinates()}",
+            "dependency:copy",
+            f"-Dartifact={_jolokia_coordinates()}",
+            f"-DoutputDirectory={staging}",
+            cwd=tmp,
+        )
         _replace_dir(_jolokia_dir(), staging, "lib")
     _write_marker(_jolokia_dir(), {"jolokia": _jolokia_coordinates()})
     report(f"Jolokia agent {version}: installed")
@@ -362,8 +386,11 @@ def install_toxiproxy(report: Report) -> bool:
     go = _check_go()
     report(f"Toxiproxy {versions.TOXIPROXY_VERSION}: building with go install …")
     target.mkdir(parents=True, exist_ok=True)
-    code, output = _run_tool("go-install", [go, "install", f"{versions.TOXIPROXY_MODULE}@{versions.TOXIPROXY_VERSION}"],
-                             env={"GOBIN": str(target)})
+    code, output = _run_tool(
+        "go-install",
+        [go, "install", f"{versions.TOXIPROXY_MODULE}@{versions.TOXIPROXY_VERSION}"],
+        env={"GOBIN": str(target)},
+    )
     if code != 0:
         raise _explain_failure("building Toxiproxy", "the Go module proxy", output)
     _write_marker(target, marker)

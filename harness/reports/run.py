@@ -20,8 +20,12 @@ _COLOUR = {"pass": "green", "fail": "red", "error": "red", "incomplete": "yellow
 
 def _headline(verdict: dict) -> str:
     """'0 violations, 3 findings — no-loss, convergence skipped (…)' (after the status word)."""
-    return headline(len(verdict["violations"]), len(verdict["findings"]),
-                    verdict.get("skipped_checks") or {}, verdict.get("errored_checks") or {})
+    return headline(
+        len(verdict["violations"]),
+        len(verdict["findings"]),
+        verdict.get("skipped_checks") or {},
+        verdict.get("errored_checks") or {},
+    )
 
 
 def _ms(value) -> str:
@@ -32,24 +36,47 @@ def _ms(value) -> str:
 
 def _rebalance_rows(verdict: dict) -> list[tuple[str, ...]]:
     return [
-        (str(r["generation"]), r["status"], _ms(r.get("stabilized_ms")), _ms(r.get("coordinator_ms")),
-         _ms(r["duration_ms"]), _ms(r.get("join_ms")), _ms(r.get("sync_ms")), _ms(r.get("max_unowned_ms")),
-         str(r.get("partitions_moved", "")), r.get("trigger") or "")
+        (
+            str(r["generation"]),
+            r["status"],
+            _ms(r.get("stabilized_ms")),
+            _ms(r.get("coordinator_ms")),
+            _ms(r["duration_ms"]),
+            _ms(r.get("join_ms")),
+            _ms(r.get("sync_ms")),
+            _ms(r.get("max_unowned_ms")),
+            str(r.get("partitions_moved", "")),
+            r.get("trigger") or "",
+        )
         for r in verdict["rebalances"]
     ]
 
 
 # Like with like: "stabilized" (the last JoinGroup answer) beside the coordinator's own Preparing → Stabilized;
 # "assigned" (the last member has its partitions: the group works again) is the rebalance's duration.
-_REBALANCE_HEADERS = ("gen", "status", "stabilized", "broker's view", "assigned", "join", "sync", "max unowned",
-                      "moved", "trigger")
+_REBALANCE_HEADERS = (
+    "gen",
+    "status",
+    "stabilized",
+    "broker's view",
+    "assigned",
+    "join",
+    "sync",
+    "max unowned",
+    "moved",
+    "trigger",
+)
 
 
 def _explanations(verdict: dict, slow_only: bool) -> list[str]:
     """Each rebalance's critical path in a sentence (oracle/explain.py); ``slow_only``: those
     that waited a second or more somewhere, for the terminal."""
-    return [f"{_ms(r['duration_ms'])} — {r['explanation']}" for r in verdict["rebalances"] if r.get("explanation")
-            and (not slow_only or any((w.get("ms") or 0) >= NOTABLE_MS for w in r.get("critical_path") or ()))]
+    return [
+        f"{_ms(r['duration_ms'])} — {r['explanation']}"
+        for r in verdict["rebalances"]
+        if r.get("explanation")
+        and (not slow_only or any((w.get("ms") or 0) >= NOTABLE_MS for w in r.get("critical_path") or ()))
+    ]
 
 
 def anomaly_line(a: dict) -> str:
@@ -61,12 +88,15 @@ def verdict_figures(verdict: dict) -> dict:
     """A run's figures, as compare, suite.json and JUnit carry them: its completed rebalances
     (count, total / mean / p95 / max, the longest stop-the-world), duplicates and what failed.
     An empty dict (no verdict) gives the figures of nothing."""
-    completed = [r for r in verdict.get("rebalances", []) if r["status"] == "completed" and r["duration_ms"] is not None]
+    completed = [
+        r for r in verdict.get("rebalances", []) if r["status"] == "completed" and r["duration_ms"] is not None
+    ]
     durations = sorted(r["duration_ms"] for r in completed)
     unowned = [r.get("max_unowned_ms") or 0 for r in completed]
     return {
         "rebalances": len(completed),
-        "rebalance_total_ms": round(sum(durations), 1), "rebalance_max_ms": round(max(durations, default=0), 1),
+        "rebalance_total_ms": round(sum(durations), 1),
+        "rebalance_max_ms": round(max(durations, default=0), 1),
         "rebalance_mean_ms": round(sum(durations) / len(durations), 1) if durations else None,
         # nearest rank: a figure some rebalance of the run really took
         "rebalance_p95_ms": round(durations[math.ceil(0.95 * len(durations)) - 1], 1) if durations else None,
@@ -80,8 +110,10 @@ def verdict_figures(verdict: dict) -> dict:
 
 def _checks_and_measurements(verdict: dict) -> list[tuple[str, dict]]:
     """The checks, then any always-on measurement that raised (rebalances, duplicates, stats)."""
-    return [*verdict["checks"].items(),
-            *((f"{name} measurement", m) for name, m in (verdict.get("measurements") or {}).items())]
+    return [
+        *verdict["checks"].items(),
+        *((f"{name} measurement", m) for name, m in (verdict.get("measurements") or {}).items()),
+    ]
 
 
 def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) -> None:
@@ -99,8 +131,9 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
         checks.add_column(h, overflow="fold")
     for name, c in _checks_and_measurements(verdict):
         colour = {"passed": "green", "failed": "red", "error": "red"}.get(c["status"], "yellow")
-        checks.add_row(name, f"[{colour}]{c['status']}[/]", str(c["violations"]), str(c["findings"]),
-                       escape(c.get("reason", "")))
+        checks.add_row(
+            name, f"[{colour}]{c['status']}[/]", str(c["violations"]), str(c["findings"]), escape(c.get("reason", ""))
+        )
     console.print(checks)
 
     console.print(escape(f"duplicates: {duplicates_summary(verdict['duplicates'])}"), highlight=False)
@@ -113,15 +146,19 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
             console.print("[red]error[/] " + escape(f"[{name}] {c['reason']}{_raised_at(c)}"), highlight=False)
     for heading, colour in (("violations", "red"), ("findings", "yellow")):
         for a in verdict[heading]:
-            console.print(f"[{colour}]{heading[:-1]}[/] " + escape(anomaly_line(a)),
-                          highlight=False)
+            console.print(f"[{colour}]{heading[:-1]}[/] " + escape(anomaly_line(a)), highlight=False)
     for line in faults_failed_lines(verdict):
         console.print("[yellow]fault[/] " + escape(line), highlight=False)
     for line in history_notes(verdict):
         console.print("[yellow]history[/] " + escape(line), highlight=False)
     status = verdict["status"]
-    console.print(f"[{_COLOUR[status]}]{status.upper()}[/]: " + escape(_headline(verdict))
-                  + (f" — {escape(str(run_dir))}" if run_dir else ""), highlight=False, soft_wrap=True)  # one greppable line
+    console.print(
+        f"[{_COLOUR[status]}]{status.upper()}[/]: "
+        + escape(_headline(verdict))
+        + (f" — {escape(str(run_dir))}" if run_dir else ""),
+        highlight=False,
+        soft_wrap=True,
+    )  # one greppable line
 
 
 def history_notes(verdict: dict) -> list[str]:
@@ -132,9 +169,11 @@ def history_notes(verdict: dict) -> list[str]:
 
 def faults_failed_lines(verdict: dict) -> list[str]:
     """A line per fault the run could not inject or heal (the verdict's stats say which)."""
-    return [f"{f['fault_id']} ({f['kind']} {f['target']}) could not be "
-            f"{'injected' if f['step'] == 'inject' else 'healed'}: {f['error']}"
-            for f in verdict.get("stats", {}).get("faults_failed", ())]
+    return [
+        f"{f['fault_id']} ({f['kind']} {f['target']}) could not be "
+        f"{'injected' if f['step'] == 'inject' else 'healed'}: {f['error']}"
+        for f in verdict.get("stats", {}).get("faults_failed", ())
+    ]
 
 
 def _raised_at(result: dict) -> str:
@@ -148,8 +187,10 @@ def run_state_note(state: dict | None) -> str | None:
         return None
     if state.get("state") == "killed":
         killed = state.get("killed") or {}
-        return (f"run.json: killed — its harness died without tearing down; {killed.get('by', '?')} stopped "
-                f"{len(killed.get('processes', []))} of its processes at {killed.get('stopped_at', '?')}")
+        return (
+            f"run.json: killed — its harness died without tearing down; {killed.get('by', '?')} stopped "
+            f"{len(killed.get('processes', []))} of its processes at {killed.get('stopped_at', '?')}"
+        )
     if state.get("state") == "running":
         return "run.json: running — its harness is still at work, or died and `rebalance-lab cleanup` has not run yet"
     return f"run.json: {state.get('state')}" + (f" ({state['error']})" if state.get("error") else "")
@@ -165,20 +206,31 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
         "",
         f"**{verdict['status'].upper()}**: {_headline(verdict)}",
         "",
-        f"Run `{run_dir.name}`, seed {verdict.get('seed')}, protocol {s.get('protocol')}. " + (
+        f"Run `{run_dir.name}`, seed {verdict.get('seed')}, protocol {s.get('protocol')}. "
+        + (
             f"{s['acked']} records acknowledged, {s['consumed']} consumed ({s['deliveries']} deliveries); "
             f"commits: {s['commits']['ok']} accepted, {sum(s['commits']['failed'].values())} rejected "
-            f"{s['commits']['failed'] or ''}." if "acked" in s else "(no statistics: their measurement raised)"),
+            f"{s['commits']['failed'] or ''}."
+            if "acked" in s
+            else "(no statistics: their measurement raised)"
+        ),
         "",
         "## Checks",
         "",
         "| check | status | violations | findings |",
         "|---|---|---|---|",
     ]
-    lines += [f"| {n} | {c['status']}{' — ' + c['reason'] if c.get('reason') else ''} | {c['violations']} | {c['findings']} |"
-              for n, c in _checks_and_measurements(verdict)]
-    lines += ["", "## Rebalances", "", "| " + " | ".join(_REBALANCE_HEADERS) + " |",
-              "|" + "---|" * len(_REBALANCE_HEADERS)]
+    lines += [
+        f"| {n} | {c['status']}{' — ' + c['reason'] if c.get('reason') else ''} | {c['violations']} | {c['findings']} |"
+        for n, c in _checks_and_measurements(verdict)
+    ]
+    lines += [
+        "",
+        "## Rebalances",
+        "",
+        "| " + " | ".join(_REBALANCE_HEADERS) + " |",
+        "|" + "---|" * len(_REBALANCE_HEADERS),
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in _rebalance_rows(verdict)]
     if why := _explanations(verdict, slow_only=False):
         lines += ["", "What each rebalance waited for:", ""] + [f"- {line}" for line in why]
@@ -187,8 +239,10 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
     d = verdict["duplicates"]
     lines += ["", "## Duplicates", "", f"{duplicates_summary(d)}."]
     if d["ranges"]:
-        lines += [""] + [f"- {r['partition']} offsets {r['offsets']}: first {r['first']}, again {r['second']}, "
-                         f"{r['reason']}" for r in d["ranges"][:DUPLICATE_RANGES]]
+        lines += [""] + [
+            f"- {r['partition']} offsets {r['offsets']}: first {r['first']}, again {r['second']}, {r['reason']}"
+            for r in d["ranges"][:DUPLICATE_RANGES]
+        ]
         if len(d["ranges"]) > DUPLICATE_RANGES:
             lines.append(f"- … and {len(d['ranges']) - DUPLICATE_RANGES} more ranges in `verdict.json`")
     if s.get("faults") is not None:
@@ -200,18 +254,31 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
         if verdict[heading]:
             lines += ["", f"## {heading.capitalize()}", ""]
             lines += [f"- **{a['check']} / {a['kind']}**: {a['message']}" for a in verdict[heading]]
-    lines += ["", "Files: `history.jsonl` (events), `verdict.json` (this verdict as data), `cluster/logs/` (broker logs).",
-              "",
-              # Spark takes ~10 s to start: the report is drawn on demand, not by every run.
-              f"Report (ownership timeline, lag, rebalance phases): `rebalance-lab analyze {run_dir} --out "
-              f"{run_dir / 'analysis'}` writes [analysis/runs/{run_dir.name}/report.html]"
-              f"(analysis/runs/{run_dir.name}/report.html).", ""]
+    lines += [
+        "",
+        "Files: `history.jsonl` (events), `verdict.json` (this verdict as data), `cluster/logs/` (broker logs).",
+        "",
+        # Spark takes ~10 s to start: the report is drawn on demand, not by every run.
+        f"Report (ownership timeline, lag, rebalance phases): `rebalance-lab analyze {run_dir} --out "
+        f"{run_dir / 'analysis'}` writes [analysis/runs/{run_dir.name}/report.html]"
+        f"(analysis/runs/{run_dir.name}/report.html).",
+        "",
+    ]
     return "\n".join(lines)
 
 
-_COMPARISON = [("protocol", "protocol"), ("kafka", "kafka"), ("seed", "seed"), ("rebalances", "rebalances"),
-               ("total", "rebalance_total_ms"), ("mean", "rebalance_mean_ms"), ("max", "rebalance_max_ms"),
-               ("stop-the-world", "stop_the_world_max_ms"), ("duplicates", "duplicates"), ("violations", "violations")]
+_COMPARISON = [
+    ("protocol", "protocol"),
+    ("kafka", "kafka"),
+    ("seed", "seed"),
+    ("rebalances", "rebalances"),
+    ("total", "rebalance_total_ms"),
+    ("mean", "rebalance_mean_ms"),
+    ("max", "rebalance_max_ms"),
+    ("stop-the-world", "stop_the_world_max_ms"),
+    ("duplicates", "duplicates"),
+    ("violations", "violations"),
+]
 
 
 def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
@@ -231,8 +298,10 @@ def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
             result += f" (n/a: {', '.join(r['not_applicable'])})"
         table.add_row(*cells, result)
     console.print(table)
-    console.print(f"stop-the-world: the longest time one partition had no consuming owner during a rebalance. "
-                  f"Runs and compare.json in {out}")
+    console.print(
+        f"stop-the-world: the longest time one partition had no consuming owner during a rebalance. "
+        f"Runs and compare.json in {out}"
+    )
 
 
 _SUITE_COLOURS = {"passed": "green", "failed": "red", "broken": "red", "skipped": "yellow"}
@@ -245,9 +314,19 @@ def print_suite(console: Console, suite: dict, out: Path) -> None:
         table.add_column(h, overflow="fold")
     for v in suite["variants"]:
         f = v.get("figures") or {}
-        why = ", ".join(f["violated_checks"]) if v["state"] == "failed" else (v["reason"] if v["state"] != "passed" else "")
-        table.add_row(escape(v["id"]), f"[{_SUITE_COLOURS[v['state']]}]{v['state'].upper()}[/]", f"{v['seconds']:.0f} s",
-                      str(f.get("rebalances", "—")), _ms(f.get("rebalance_p95_ms")), _ms(f.get("stop_the_world_max_ms")),
-                      escape(why))
+        why = (
+            ", ".join(f["violated_checks"])
+            if v["state"] == "failed"
+            else (v["reason"] if v["state"] != "passed" else "")
+        )
+        table.add_row(
+            escape(v["id"]),
+            f"[{_SUITE_COLOURS[v['state']]}]{v['state'].upper()}[/]",
+            f"{v['seconds']:.0f} s",
+            str(f.get("rebalances", "—")),
+            _ms(f.get("rebalance_p95_ms")),
+            _ms(f.get("stop_the_world_max_ms")),
+            escape(why),
+        )
     console.print(table)
     console.print(escape(f"{suite['state']}: suite.json, junit.xml, index.html in {out}"), soft_wrap=True)

@@ -29,8 +29,14 @@ JUNIT_XML = "junit.xml"
 INDEX_HTML = "index.html"
 
 # suite.json figure -> how the page heads it; the same keys are the JUnit properties
-_FIGURES = [("rebalances", "rebalances"), ("rebalance_p95_ms", "p95"), ("rebalance_max_ms", "max"),
-            ("stop_the_world_max_ms", "stop-the-world"), ("duplicates", "duplicates"), ("violations", "violations")]
+_FIGURES = [
+    ("rebalances", "rebalances"),
+    ("rebalance_p95_ms", "p95"),
+    ("rebalance_max_ms", "max"),
+    ("stop_the_world_max_ms", "stop-the-world"),
+    ("duplicates", "duplicates"),
+    ("violations", "violations"),
+]
 
 
 def write_reports(suite: dict, out: Path) -> None:
@@ -47,14 +53,27 @@ def junit_xml(suite: dict) -> bytes:
     by_scenario: dict[str, list[dict]] = defaultdict(list)
     for v in suite["variants"]:
         by_scenario[v["scenario"]].append(v)
-    root = ET.Element("testsuites", name=suite["suite"], tests=str(len(suite["variants"])),
-                      failures=str(_count(suite["variants"], FAILED)), errors=str(_count(suite["variants"], BROKEN)),
-                      time=_seconds(sum(v["seconds"] for v in suite["variants"])))
+    root = ET.Element(
+        "testsuites",
+        name=suite["suite"],
+        tests=str(len(suite["variants"])),
+        failures=str(_count(suite["variants"], FAILED)),
+        errors=str(_count(suite["variants"], BROKEN)),
+        time=_seconds(sum(v["seconds"] for v in suite["variants"])),
+    )
     for scenario, variants in by_scenario.items():
-        ts = ET.SubElement(root, "testsuite", name=f"{suite['suite']}.{scenario}", tests=str(len(variants)),
-                           failures=str(_count(variants, FAILED)), errors=str(_count(variants, BROKEN)),
-                           skipped=str(_count(variants, SKIPPED)), time=_seconds(sum(v["seconds"] for v in variants)),
-                           timestamp=suite["started"][:19], hostname=socket.gethostname())
+        ts = ET.SubElement(
+            root,
+            "testsuite",
+            name=f"{suite['suite']}.{scenario}",
+            tests=str(len(variants)),
+            failures=str(_count(variants, FAILED)),
+            errors=str(_count(variants, BROKEN)),
+            skipped=str(_count(variants, SKIPPED)),
+            time=_seconds(sum(v["seconds"] for v in variants)),
+            timestamp=suite["started"][:19],
+            hostname=socket.gethostname(),
+        )
         props = ET.SubElement(ts, "properties")
         for v in variants:
             for key, value in _properties(v):
@@ -81,12 +100,14 @@ def _properties(v: dict) -> list[tuple[str, str]]:
 
 
 def _testcase(parent: ET.Element, suite: str, v: dict) -> None:
-    case = ET.SubElement(parent, "testcase", name=v["id"], classname=f"{suite}.{v['scenario']}",
-                         time=_seconds(v["seconds"]))
+    case = ET.SubElement(
+        parent, "testcase", name=v["id"], classname=f"{suite}.{v['scenario']}", time=_seconds(v["seconds"])
+    )
     if v["state"] == FAILED:
         checks = sorted({x["check"] for x in v["violations"]})
-        failure = ET.SubElement(case, "failure", type="violation",
-                                message=f"{len(v['violations'])} violation(s): {', '.join(checks)}")
+        failure = ET.SubElement(
+            case, "failure", type="violation", message=f"{len(v['violations'])} violation(s): {', '.join(checks)}"
+        )
         failure.text = "\n".join(map(anomaly_line, v["violations"]))
     elif v["state"] == BROKEN:
         kind = v["status"] or v["outcome"] or "error"  # error / incomplete verdicts, or a run that broke
@@ -110,9 +131,11 @@ def html_page(suite: dict, out: Path) -> str:
     rows = []
     for v in suite["variants"]:
         figures = v.get("figures") or {}
-        cells = [f"<td><code>{html.escape(v['id'])}</code></td>",
-                 f"<td style='color:{_COLOURS[v['state']]};font-weight:bold'>{v['state'].upper()}</td>",
-                 f"<td>{v['seconds']:.0f} s</td>"]
+        cells = [
+            f"<td><code>{html.escape(v['id'])}</code></td>",
+            f"<td style='color:{_COLOURS[v['state']]};font-weight:bold'>{v['state'].upper()}</td>",
+            f"<td>{v['seconds']:.0f} s</td>",
+        ]
         cells += [f"<td>{_shown(figures.get(key), key)}</td>" for key, _ in _FIGURES]
         notes = [anomaly_line(x) for x in v["violations"][:5]]
         if len(v["violations"]) > 5:
@@ -123,15 +146,20 @@ def html_page(suite: dict, out: Path) -> str:
         links = []
         if v.get("run_dir"):
             rel = os.path.relpath(v["run_dir"], out)
-            links = [f"<a href='{html.escape(rel)}/{name}'>{name}</a>" for name in ("summary.md", "verdict.json", "history.jsonl")
-                     if (Path(v["run_dir"]) / name).exists()]
+            links = [
+                f"<a href='{html.escape(rel)}/{name}'>{name}</a>"
+                for name in ("summary.md", "verdict.json", "history.jsonl")
+                if (Path(v["run_dir"]) / name).exists()
+            ]
             report = Path(v["run_dir"]) / "analysis" / "runs" / Path(v["run_dir"]).name / "report.html"
             if report.exists():
                 links.append(f"<a href='{html.escape(os.path.relpath(report, out))}'>report</a>")
         cells.append("<td>" + " ".join(links) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     counts = ", ".join(f"{_count(suite['variants'], s)} {s}" for s in (PASSED, FAILED, BROKEN, SKIPPED))
-    heads = "".join(f"<th>{h}</th>" for h in ("variant", "result", "time", *(h for _, h in _FIGURES), "violations / notes", "run"))
+    heads = "".join(
+        f"<th>{h}</th>" for h in ("variant", "result", "time", *(h for _, h in _FIGURES), "violations / notes", "run")
+    )
     title = html.escape(f"suite {suite['suite']}")
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
@@ -139,8 +167,8 @@ def html_page(suite: dict, out: Path) -> str:
 td,th{{border:1px solid #d0d7de;padding:4px 8px;vertical-align:top;text-align:left}} th{{background:#f6f8fa}}</style>
 </head><body>
 <h1>{title}</h1>
-<p>{html.escape(suite.get('description') or '')}</p>
-<p>{html.escape(suite['state'])}, started {html.escape(suite['started'])}: {counts}; exit code {suite.get('exit_code')}.
+<p>{html.escape(suite.get("description") or "")}</p>
+<p>{html.escape(suite["state"])}, started {html.escape(suite["started"])}: {counts}; exit code {suite.get("exit_code")}.
 Files: <a href="suite.json">suite.json</a>, <a href="junit.xml">junit.xml</a>.
 Rebalance times are from the start of a rebalance to the last member's assignment (p95: nearest rank over the run's
 completed rebalances); stop-the-world is the longest time one partition had no consuming owner.</p>

@@ -21,40 +21,75 @@ from runtime.tail import FileTail
 _LINE = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4})\] (?P<level>\w+) (?P<msg>.*)$")
 
 _PATTERNS = [
-    (ev.COORDINATOR_PREPARING_REBALANCE, re.compile(
-        r"Preparing to rebalance group (?P<group>\S+) in state \w+ with old generation (?P<old_generation>-?\d+)"
-        # The reason runs to the ")" that closes it, before the logger name; it may hold
-        # parentheses itself (4.x: "explicit `LeaveGroup` request for (m1, m2) members.").
-        r".*?\(reason: (?P<reason>.*?)\)\.?(?: \([\w.$]+\))?$")),
-    (ev.COORDINATOR_STABILIZED, re.compile(
-        r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+) .*?with (?P<members>\d+) members")),
-    (ev.COORDINATOR_ASSIGNMENT_RECEIVED, re.compile(
-        r"Assignment received from leader (?P<leader_id>\S+) for group (?P<group>\S+) for generation (?P<generation>\d+)")),
-    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
-        r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? (?:in group (?P<group>\S+) )?has failed")),
-    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
-        r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? has left group (?P<group>\S+) through explicit")),
+    (
+        ev.COORDINATOR_PREPARING_REBALANCE,
+        re.compile(
+            r"Preparing to rebalance group (?P<group>\S+) in state \w+ with old generation (?P<old_generation>-?\d+)"
+            # The reason runs to the ")" that closes it, before the logger name; it may hold
+            # parentheses itself (4.x: "explicit `LeaveGroup` request for (m1, m2) members.").
+            r".*?\(reason: (?P<reason>.*?)\)\.?(?: \([\w.$]+\))?$"
+        ),
+    ),
+    (
+        ev.COORDINATOR_STABILIZED,
+        re.compile(r"Stabilized group (?P<group>\S+) generation (?P<generation>\d+) .*?with (?P<members>\d+) members"),
+    ),
+    (
+        ev.COORDINATOR_ASSIGNMENT_RECEIVED,
+        re.compile(
+            r"Assignment received from leader (?P<leader_id>\S+) for group (?P<group>\S+) for generation (?P<generation>\d+)"
+        ),
+    ),
+    (
+        ev.COORDINATOR_MEMBER_REMOVED,
+        re.compile(
+            r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? (?:in group (?P<group>\S+) )?has failed"
+        ),
+    ),
+    (
+        ev.COORDINATOR_MEMBER_REMOVED,
+        re.compile(
+            r"Member (?:MemberMetadata\(memberId=)?(?P<member_id>[^,\s)]+).*? has left group (?P<group>\S+) through explicit"
+        ),
+    ),
     # 4.x: "[Group G] Member M has left group through explicit `LeaveGroup` request; …",
     # also "Dynamic Member M" and "Static Member M with instance id I".
-    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
-        r"\[Group (?P<group>\S+?)\] (?:Dynamic |Static )?Member (?P<member_id>\S+)(?: with instance id \S+)? "
-        r"has left group through explicit")),
-    (ev.COORDINATOR_GROUP_EMPTY, re.compile(
-        r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty")),
+    (
+        ev.COORDINATOR_MEMBER_REMOVED,
+        re.compile(
+            r"\[Group (?P<group>\S+?)\] (?:Dynamic |Static )?Member (?P<member_id>\S+)(?: with instance id \S+)? "
+            r"has left group through explicit"
+        ),
+    ),
+    (ev.COORDINATOR_GROUP_EMPTY, re.compile(r"Group (?P<group>\S+) with generation (?P<generation>\d+) is now empty")),
     # KIP-848 groups (4.x, group.protocol=consumer): no join/sync phases. The group epoch is
     # bumped (the rebalance begins) and the broker computes the target assignment; members
     # then reconcile towards it on their own heartbeats.
-    (ev.COORDINATOR_PREPARING_REBALANCE, re.compile(
-        r"\[GroupId (?P<group>\S+?)\] Bumped group epoch to (?P<generation>\d+)")),
-    (ev.COORDINATOR_TARGET_ASSIGNMENT, re.compile(
-        r"\[GroupId (?P<group>\S+?)\] Computed a new target assignment for epoch (?P<generation>\d+) "
-        r"with '(?P<assignor>[^']+)' assignor")),
-    (ev.COORDINATOR_MEMBER_JOINED, re.compile(
-        r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) joins the consumer group")),
-    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
-        r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) fenced from the group because (?P<cause>[^.]*)")),
-    (ev.COORDINATOR_MEMBER_REMOVED, re.compile(
-        r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) left the consumer group")),
+    (
+        ev.COORDINATOR_PREPARING_REBALANCE,
+        re.compile(r"\[GroupId (?P<group>\S+?)\] Bumped group epoch to (?P<generation>\d+)"),
+    ),
+    (
+        ev.COORDINATOR_TARGET_ASSIGNMENT,
+        re.compile(
+            r"\[GroupId (?P<group>\S+?)\] Computed a new target assignment for epoch (?P<generation>\d+) "
+            r"with '(?P<assignor>[^']+)' assignor"
+        ),
+    ),
+    (
+        ev.COORDINATOR_MEMBER_JOINED,
+        re.compile(r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) joins the consumer group"),
+    ),
+    (
+        ev.COORDINATOR_MEMBER_REMOVED,
+        re.compile(
+            r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) fenced from the group because (?P<cause>[^.]*)"
+        ),
+    ),
+    (
+        ev.COORDINATOR_MEMBER_REMOVED,
+        re.compile(r"\[GroupId (?P<group>\S+?)\] Member (?P<member_id>\S+) left the consumer group"),
+    ),
 ]
 
 _INTS = {"old_generation", "generation", "members"}
@@ -69,8 +104,11 @@ def parse_line(line: str) -> tuple[float, str, dict] | None:
         if hit := pattern.search(m["msg"]):
             fields = {k: (int(v) if k in _INTS else v) for k, v in hit.groupdict().items() if v is not None}
             if name == ev.COORDINATOR_PREPARING_REBALANCE and "generation" in fields:  # KIP-848 epoch bump
-                fields = {"group": fields["group"], "old_generation": fields["generation"] - 1,
-                          "reason": "group epoch bumped"}
+                fields = {
+                    "group": fields["group"],
+                    "old_generation": fields["generation"] - 1,
+                    "reason": "group epoch bumped",
+                }
             elif name == ev.COORDINATOR_PREPARING_REBALANCE:
                 fields["reason"] = fields["reason"].split("; client reason: ")[0]
             if name == ev.COORDINATOR_MEMBER_REMOVED:

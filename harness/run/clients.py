@@ -94,10 +94,17 @@ class Producer(Client):
     def spec(self) -> ProducerSpec:
         s = self.workload.scenario
         topic = next(t for t in s.topics if t.name == s.produced_topic)
-        return ProducerSpec(history=self.workload.history, bootstrap_servers=self.workload.cluster.bootstrap_servers,
-                            topic=topic.name, partitions=topic.partitions, rate=s.workload.producer.rate,
-                            value_bytes=s.workload.producer.value_bytes, linger_ms=s.workload.producer.linger_ms,
-                            client_settings=dict(s.cluster.client_config), incarnation=self.incarnation)
+        return ProducerSpec(
+            history=self.workload.history,
+            bootstrap_servers=self.workload.cluster.bootstrap_servers,
+            topic=topic.name,
+            partitions=topic.partitions,
+            rate=s.workload.producer.rate,
+            value_bytes=s.workload.producer.value_bytes,
+            linger_ms=s.workload.producer.linger_ms,
+            client_settings=dict(s.cluster.client_config),
+            incarnation=self.incarnation,
+        )
 
 
 class Member(Client):
@@ -121,15 +128,25 @@ class Member(Client):
         s, cluster, lane = self.workload.scenario, self.workload.cluster, self.lane
         w = s.workload
         return MemberSpec(
-            member=self.name, incarnation=self.incarnation, history=self.workload.history,
-            bootstrap_servers=cluster.lane_bootstrap_servers(lane), group=w.group,
+            member=self.name,
+            incarnation=self.incarnation,
+            history=self.workload.history,
+            bootstrap_servers=cluster.lane_bootstrap_servers(lane),
+            group=w.group,
             topics=[w.topic_pattern] if w.topic_pattern else s.consumed_topics,
-            **protocol_fields(w.generation), assignor=w.effective_assignor, commit=w.commit,
-            processing_ms=w.processing_ms, session_timeout_ms=w.session_timeout_ms,
-            heartbeat_interval_ms=w.heartbeat_interval_ms, max_poll_interval_ms=w.max_poll_interval_ms,
-            auto_commit_interval_ms=w.auto_commit_interval_ms, control_file=str(self.control_file),
-            metadata_refresh_ms=w.metadata_refresh_ms, client_settings=dict(s.cluster.client_config),
-            settings=self.settings())
+            **protocol_fields(w.generation),
+            assignor=w.effective_assignor,
+            commit=w.commit,
+            processing_ms=w.processing_ms,
+            session_timeout_ms=w.session_timeout_ms,
+            heartbeat_interval_ms=w.heartbeat_interval_ms,
+            max_poll_interval_ms=w.max_poll_interval_ms,
+            auto_commit_interval_ms=w.auto_commit_interval_ms,
+            control_file=str(self.control_file),
+            metadata_refresh_ms=w.metadata_refresh_ms,
+            client_settings=dict(s.cluster.client_config),
+            settings=self.settings(),
+        )
 
     def settings(self):
         """The driver family's own part of the spec (``Settings`` of the driver it runs)."""
@@ -139,14 +156,19 @@ class Member(Client):
         if kind is JavaSettings:
             return JavaSettings(kafka_line=s.cluster.kafka, kafka_tools=self.workload.kafka_tools, jvm_options=JVM_OPTS)
         if kind is ZkEagerMemberSettings:
-            return ZkEagerMemberSettings(zookeeper_connect=cluster.network.lane_zookeeper_connect(self.lane),
-                                         session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
-                                         rebalance=w.zk_eager.model_dump())
+            return ZkEagerMemberSettings(
+                zookeeper_connect=cluster.network.lane_zookeeper_connect(self.lane),
+                session_file=str(self.run_dir / "control" / f"{self.name}.zk-session.json"),
+                rebalance=w.zk_eager.model_dump(),
+            )
         if kind is CoordinatedSettings:
             return CoordinatedSettings(coordinators=cluster.network.lane_coordinators(self.lane))
         if kind is LibrdkafkaSettings:
-            return LibrdkafkaSettings(processing=w.librdkafka.processing, revoke_hold_ms=w.librdkafka.revoke_hold_ms,
-                                      test_hooks=self.workload.test_hooks_of(self.name))
+            return LibrdkafkaSettings(
+                processing=w.librdkafka.processing,
+                revoke_hold_ms=w.librdkafka.revoke_hold_ms,
+                test_hooks=self.workload.test_hooks_of(self.name),
+            )
         if driver_plugin(w.driver):  # a plugin's driver has no workload section (yet): its settings' defaults
             return kind()
         raise NotImplementedError(f"{self.module}: the harness does not fill in {kind.__name__}")
@@ -206,22 +228,52 @@ class LoadDriver(Client):
 
     def spec(self) -> LoadSpec:
         s = self.workload.scenario
-        return LoadSpec(history=self.workload.history, control_file=str(self.control_file),
-                        profile=s.load.model_dump(), initial_members=s.workload.consumers, protocol=s.workload.protocol)
+        return LoadSpec(
+            history=self.workload.history,
+            control_file=str(self.control_file),
+            profile=s.load.model_dump(),
+            initial_members=s.workload.consumers,
+            protocol=s.workload.protocol,
+        )
 
     def locust(self, *options: str) -> list[str]:
         locustfile = importlib.util.find_spec("workloads.load.locustfile").origin  # found, not imported: gevent
-        return [sys.executable, "-m", "locust", "-f", locustfile, "--lab-spec", str(self.spec_file), *options,
-                "--loglevel", "INFO"]
+        return [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            locustfile,
+            "--lab-spec",
+            str(self.spec_file),
+            *options,
+            "--loglevel",
+            "INFO",
+        ]
 
     def command(self) -> list[str]:
         load = self.workload.scenario.load
-        web = (["--autostart", "--web-host", "127.0.0.1", "--web-port", str(load.web_port)]
-               if load.web_port else ["--headless"])
-        master = (["--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(self.master_port),
-                   "--expect-workers", str(load.workers)] if load.workers else [])
-        return self.locust(*master, *web, "--csv", str(self.csv_prefix), "--csv-full-history",
-                           "--exit-code-on-error", "0")
+        web = (
+            ["--autostart", "--web-host", "127.0.0.1", "--web-port", str(load.web_port)]
+            if load.web_port
+            else ["--headless"]
+        )
+        master = (
+            [
+                "--master",
+                "--master-bind-host",
+                "127.0.0.1",
+                "--master-bind-port",
+                str(self.master_port),
+                "--expect-workers",
+                str(load.workers),
+            ]
+            if load.workers
+            else []
+        )
+        return self.locust(
+            *master, *web, "--csv", str(self.csv_prefix), "--csv-full-history", "--exit-code-on-error", "0"
+        )
 
     def members_wanted(self) -> int | None:
         """The member count Locust last wrote, or None before it wrote one."""
@@ -256,7 +308,9 @@ class LoadWorker(Client):
         return self.master.spec()
 
     def command(self) -> list[str]:
-        return self.master.locust("--worker", "--master-host", "127.0.0.1", "--master-port", str(self.master.master_port))
+        return self.master.locust(
+            "--worker", "--master-host", "127.0.0.1", "--master-port", str(self.master.master_port)
+        )
 
 
 class WorkloadProcesses:
@@ -304,8 +358,10 @@ class WorkloadProcesses:
         mine = {}
         if hooks and hooks.consume_unassigned and hooks.consume_unassigned.member == name:
             hook = hooks.consume_unassigned
-            mine["consume_unassigned"] = {"topic": hook.topic or self.scenario.produced_topic,
-                                          "partition": hook.partition}
+            mine["consume_unassigned"] = {
+                "topic": hook.topic or self.scenario.produced_topic,
+                "partition": hook.partition,
+            }
         if hooks and hooks.sigterm_after_join and hooks.sigterm_after_join.member == name:
             mine["sigterm_after_join"] = {"join": hooks.sigterm_after_join.join}
         return mine or None
@@ -343,8 +399,9 @@ class WorkloadProcesses:
         """Locust: one process, or a master and ``load.workers`` workers."""
         self.load.start()
         for i in range(1, self.scenario.load.workers + 1):
-            worker = self.services[f"load-worker-{i}"] = LoadWorker(f"load-worker-{i}", self.supervisor, self.run_dir,
-                                                                    self.load)
+            worker = self.services[f"load-worker-{i}"] = LoadWorker(
+                f"load-worker-{i}", self.supervisor, self.run_dir, self.load
+            )
             worker.start()
 
     def follow(self, count: int) -> tuple[list[str], list[str]]:
@@ -366,7 +423,7 @@ class WorkloadProcesses:
         # A slot is free once its last process has exited and been reaped (its process_exited written).
         busy = {m.lane for m in members if m.running() or (m.process and m.process.registration.exists())}
         free = [lane for lane in range(1, len(self.scenario.member_slots()) + 1) if lane not in busy]
-        started = [f"consumer-{lane}" for lane in free[:max(count - len(staying), 0)]]
+        started = [f"consumer-{lane}" for lane in free[: max(count - len(staying), 0)]]
         for name in started:
             self.member(name).start()
         return started, stopped

@@ -134,8 +134,15 @@ class RunResult:
 
 
 class Run:
-    def __init__(self, scenario: Scenario, scenario_path: Path, runs_dir: Path, report: Report,
-                 progress: Callable[[str, float, float], None] | None = None, pool: ClusterPool | None = None):
+    def __init__(
+        self,
+        scenario: Scenario,
+        scenario_path: Path,
+        runs_dir: Path,
+        report: Report,
+        progress: Callable[[str, float, float], None] | None = None,
+        pool: ClusterPool | None = None,
+    ):
         self.scenario = scenario
         self.scenario_path = scenario_path
         self.report = lambda message: report(redact_text(message))  # no secret value on the console
@@ -143,8 +150,12 @@ class Run:
         self.run_dir = new_stamped_dir(runs_dir, scenario.run_name)
         self.schedule = scenario.schedule()
         # A pool lends this run a cluster other runs use too, unless the run cannot share one.
-        self.pool = pool if pool and not unshareable(scenario.cluster.backend, cluster_spec(scenario),
-                                                      {f["kind"] for f in self.schedule}) else None
+        self.pool = (
+            pool
+            if pool
+            and not unshareable(scenario.cluster.backend, cluster_spec(scenario), {f["kind"] for f in self.schedule})
+            else None
+        )
         if scenario.cluster.external or self.pool:  # a shared cluster: the run's topics and group carry its id
             self.scenario = scenario = scenario.isolated(scenario.isolation_prefix(self.run_dir.name))
         self.history_path = self.run_dir / "history.jsonl"
@@ -177,9 +188,17 @@ class Run:
         self.report(f"phase: {phase}" + (f" ({fields['reason']})" if fields.get("reason") else ""))
 
     def _state(self, state: str, **extra) -> None:
-        write_json_atomically(self.run_dir / RUN_STATE, {
-            "state": state, "scenario": self.scenario.name, "seed": self.scenario.seed,
-            "run_dir": str(self.run_dir), "plugins": extensions.recorded(), **extra})
+        write_json_atomically(
+            self.run_dir / RUN_STATE,
+            {
+                "state": state,
+                "scenario": self.scenario.name,
+                "seed": self.scenario.seed,
+                "run_dir": str(self.run_dir),
+                "plugins": extensions.recorded(),
+                **extra,
+            },
+        )
 
     # --------------------------------------------------------------- the run
 
@@ -216,14 +235,24 @@ class Run:
             except Exception as e:  # a check that raises is in the verdict already: this is a bug around the oracle
                 outcome, error, verdict = "error", self._harness_bug(e, "judging"), None
             finally:
-                self._state(outcome, error=error, **({"verdict": verdict["status"]} if verdict else {}),
-                            **({"shared_cluster": self.cluster.pooled.runs} if self.pool and self.cluster else {}),
-                            phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()})
+                self._state(
+                    outcome,
+                    error=error,
+                    **({"verdict": verdict["status"]} if verdict else {}),
+                    **({"shared_cluster": self.cluster.pooled.runs} if self.pool and self.cluster else {}),
+                    phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()},
+                )
                 if verdict:
                     (self.run_dir / "summary.md").write_text(summary)
                     write_json_atomically(self.run_dir / "verdict.json", verdict)  # last: the run is judged
-        return RunResult(self.run_dir, outcome, verdict, error, stop_requested=outcome != "interrupted" and bool(stop.caught),
-                         bad_input=self.bad_input and verdict is None)
+        return RunResult(
+            self.run_dir,
+            outcome,
+            verdict,
+            error,
+            stop_requested=outcome != "interrupted" and bool(stop.caught),
+            bad_input=self.bad_input and verdict is None,
+        )
 
     def _run(self) -> tuple[str, str | None]:
         """The run's phases, then its teardown whatever happened in them: (outcome, error)."""
@@ -272,19 +301,36 @@ class Run:
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()
-        self.history.emit(ev.RUN_STARTED, format_version=ev.FORMAT_VERSION, run_id=self.run_dir.name,
-                          scenario=s.name, seed=s.seed,
-                          topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics if s.subscribes(t.name)],
-                          topic_pattern=s.workload.topic_pattern, group=s.workload.group, protocol=s.workload.protocol,
-                          assignor=s.workload.effective_assignor, members=members, checks=s.checks or {},
-                          backend=s.cluster.backend, group_settings=group_settings(s),
-                          plugins=extensions.recorded(), faults=self.schedule, clock_offset_ms=round(wall - mono, 3))
+        self.history.emit(
+            ev.RUN_STARTED,
+            format_version=ev.FORMAT_VERSION,
+            run_id=self.run_dir.name,
+            scenario=s.name,
+            seed=s.seed,
+            topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics if s.subscribes(t.name)],
+            topic_pattern=s.workload.topic_pattern,
+            group=s.workload.group,
+            protocol=s.workload.protocol,
+            assignor=s.workload.effective_assignor,
+            members=members,
+            checks=s.checks or {},
+            backend=s.cluster.backend,
+            group_settings=group_settings(s),
+            plugins=extensions.recorded(),
+            faults=self.schedule,
+            clock_offset_ms=round(wall - mono, 3),
+        )
         if self.pool:
             self.cluster = self.pool.lease(s.cluster.backend, cluster_spec(s), self.supervisor, self.report)
             (self.run_dir / "cluster").symlink_to(self.cluster.workdir.resolve())  # its logs, as if the run's own
         else:
-            self.cluster = open_cluster(s.cluster.backend, cluster_spec(s, self.history_path), self.run_dir / "cluster",
-                                        self.supervisor, self.report)
+            self.cluster = open_cluster(
+                s.cluster.backend,
+                cluster_spec(s, self.history_path),
+                self.run_dir / "cluster",
+                self.supervisor,
+                self.report,
+            )
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
@@ -294,10 +340,12 @@ class Run:
         observer = self.observer.status
         targets = RunTargets(self.cluster, workload, self.observer, self.history)
         faults = [from_spec(f) for f in self.schedule]
-        self.scheduler = FaultScheduler(faults, targets, HistoryWriter(self.history_path, "fault").emit, self.report,
-                                        run_started_mono_ms=mono)
-        self.triggers = TriggerWatcher(self.history_path, self.scheduler, faults, s.workload.group,
-                                       refresh=self._record_coordinator_events)
+        self.scheduler = FaultScheduler(
+            faults, targets, HistoryWriter(self.history_path, "fault").emit, self.report, run_started_mono_ms=mono
+        )
+        self.triggers = TriggerWatcher(
+            self.history_path, self.scheduler, faults, s.workload.group, refresh=self._record_coordinator_events
+        )
 
         workload.start_all()
         self._warm_up(observer)
@@ -342,16 +390,21 @@ class Run:
 
     def _observer(self) -> Observer:
         s = self.scenario
-        spec = ObserverSpec(history=str(self.history_path), status_file=str(self.run_dir / "observer.status.json"),
-                            bootstrap_servers=self.cluster.bootstrap_servers, group=s.workload.group,
-                            topics=[] if s.workload.topic_pattern else s.consumed_topics,
-                            topic_pattern=s.workload.topic_pattern,
-                            # a group kept in ZooKeeper (zk-eager's): the observer reads it there.
-                            zookeeper_connect=self.cluster.zookeeper_connect
-                            if s.workload.generation.group_home == "zookeeper" else None,
-                            # the project's coordinator keeps the group: the observer asks it, directly.
-                            coordinators=self.cluster.coordinator_addresses() or None,
-                            client_settings=dict(s.cluster.client_config))
+        spec = ObserverSpec(
+            history=str(self.history_path),
+            status_file=str(self.run_dir / "observer.status.json"),
+            bootstrap_servers=self.cluster.bootstrap_servers,
+            group=s.workload.group,
+            topics=[] if s.workload.topic_pattern else s.consumed_topics,
+            topic_pattern=s.workload.topic_pattern,
+            # a group kept in ZooKeeper (zk-eager's): the observer reads it there.
+            zookeeper_connect=self.cluster.zookeeper_connect
+            if s.workload.generation.group_home == "zookeeper"
+            else None,
+            # the project's coordinator keeps the group: the observer asks it, directly.
+            coordinators=self.cluster.coordinator_addresses() or None,
+            client_settings=dict(s.cluster.client_config),
+        )
         return Observer("observer", self.supervisor, self.run_dir, spec)
 
     def _wait(self, phase: str, seconds: float, done: Callable[[], bool]) -> bool:
@@ -396,8 +449,9 @@ class Run:
         if self.cluster:
             self._check_healed()
         # The clients first (their LeaveGroups reach a live cluster), then the cluster, tier by tier.
-        stop_in_order([*(self.workload.services.values() if self.workload else ()),
-                       *([self.observer] if self.observer else [])])
+        stop_in_order(
+            [*(self.workload.services.values() if self.workload else ()), *([self.observer] if self.observer else [])]
+        )
         try:
             if self.cluster and self.pool:  # a shared cluster: handed back, or stopped if the run was cut short
                 self.cluster.stop(interrupted)
@@ -417,8 +471,11 @@ class Run:
         for name in stopped:
             self.supervisor.resume(name)
         # A shared cluster's services are not the run's processes (the pool's supervisor has them).
-        borrowed = sorted(n for n, svc in self.cluster.services.items()
-                          if n not in self.supervisor.processes and svc.running() and svc.paused())
+        borrowed = sorted(
+            n
+            for n, svc in self.cluster.services.items()
+            if n not in self.supervisor.processes and svc.running() and svc.paused()
+        )
         for name in borrowed:
             self.cluster.services[name].resume()
         stopped = sorted(stopped + borrowed)
@@ -430,9 +487,13 @@ class Run:
                     network.reset(self.cluster.toxiproxy)
             except Exception as e:  # Toxiproxy itself may be what a fault broke
                 self.report(f"could not check Toxiproxy: {e}")
-        self.history.emit(ev.HEAL_CHECKED, stopped_processes=stopped,
-                          proxies=len(proxies), proxies_with_toxics=sorted(p.name for p in proxies if p.toxics),
-                          proxies_disabled=sorted(p.name for p in proxies if not p.enabled))
+        self.history.emit(
+            ev.HEAL_CHECKED,
+            stopped_processes=stopped,
+            proxies=len(proxies),
+            proxies_with_toxics=sorted(p.name for p in proxies if p.toxics),
+            proxies_disabled=sorted(p.name for p in proxies if not p.enabled),
+        )
 
     def _record_coordinator_events(self) -> None:
         """Append the brokers' new GroupCoordinator lines as coordinator events (docs/history.md),
@@ -452,20 +513,32 @@ class Run:
                 writer.emit(name, ts=ts, mono_ms=ts - offset, clock=BROKER_LOG_CLOCK, **fields)
 
     def _judge(self) -> dict:
-        verdict = check_history(load_history(self.history_path, compact_events=True), self.scenario.checks or {}).to_dict()
+        verdict = check_history(
+            load_history(self.history_path, compact_events=True), self.scenario.checks or {}
+        ).to_dict()
         return {"run_id": self.run_dir.name, "scenario": self.scenario.name, "seed": self.scenario.seed, **verdict}
 
 
 def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
     """What the scenario asks of the cluster (``history``: where the project's coordinator writes its events)."""
     return ClusterSpec(
-        kafka=s.cluster.kafka, brokers=s.cluster.brokers, zookeeper_nodes=s.cluster.zookeeper_nodes,
+        kafka=s.cluster.kafka,
+        brokers=s.cluster.brokers,
+        zookeeper_nodes=s.cluster.zookeeper_nodes,
         broker_config=s.broker_config(),
         topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
         lanes=len(s.member_slots()),
         coordinator=_project_coordinator(s, history),
-        external=ExternalTarget(s.cluster.bootstrap_servers, s.cluster.zookeeper_connect, dict(s.cluster.client_config),
-                                s.workload.group, s.workload.session_timeout_ms / 1000 + 30) if s.cluster.external else None)
+        external=ExternalTarget(
+            s.cluster.bootstrap_servers,
+            s.cluster.zookeeper_connect,
+            dict(s.cluster.client_config),
+            s.workload.group,
+            s.workload.session_timeout_ms / 1000 + 30,
+        )
+        if s.cluster.external
+        else None,
+    )
 
 
 def group_settings(s: Scenario) -> dict:
@@ -477,18 +550,24 @@ def group_settings(s: Scenario) -> dict:
         return {"initial_rebalance_delay_ms": delay.initial_rebalance_delay_ms}
     if s.cluster.external or not w.generation.classic:  # someone else's brokers; KIP-848 has no such delay
         return {"initial_rebalance_delay_ms": None}
-    return {"initial_rebalance_delay_ms": int(s.broker_config().get("group.initial.rebalance.delay.ms",
-                                                                    INITIAL_REBALANCE_DELAY_MS))}
+    return {
+        "initial_rebalance_delay_ms": int(
+            s.broker_config().get("group.initial.rebalance.delay.ms", INITIAL_REBALANCE_DELAY_MS)
+        )
+    }
 
 
 def _project_coordinator(s: Scenario, history: Path | None) -> ProjectCoordinator | None:
     w = s.workload
     if not w.generation.project_coordinator:
         return None
-    return ProjectCoordinator(variant=w.generation.coordinator_variant, instances=w.coordinator.instances,
-                              initial_rebalance_delay_ms=w.coordinator.initial_rebalance_delay_ms,
-                              zookeeper_session_timeout_ms=w.coordinator.zookeeper_session_timeout_ms,
-                              history=str(history) if history else None)
+    return ProjectCoordinator(
+        variant=w.generation.coordinator_variant,
+        instances=w.coordinator.instances,
+        initial_rebalance_delay_ms=w.coordinator.initial_rebalance_delay_ms,
+        zookeeper_session_timeout_ms=w.coordinator.zookeeper_session_timeout_ms,
+        history=str(history) if history else None,
+    )
 
 
 def _stable_for(stable: Callable[[], bool], seconds: float) -> Callable[[], bool]:

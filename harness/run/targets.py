@@ -17,8 +17,9 @@ from runtime.history import HistoryWriter
 
 
 class RunTargets:
-    def __init__(self, cluster: ClusterBackend, workload: WorkloadProcesses, observer: Observer,
-                 history: HistoryWriter):
+    def __init__(
+        self, cluster: ClusterBackend, workload: WorkloadProcesses, observer: Observer, history: HistoryWriter
+    ):
         self.cluster, self.workload, self.observer, self.history = cluster, workload, observer, history
         self.subscribes = workload.scenario.subscribes
         self.pauses: dict[str, int] = {}  # pause faults acting on a service now: it runs again when none is left

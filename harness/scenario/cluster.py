@@ -50,21 +50,55 @@ class Topic(Strict):
 # advertised at that lane's proxy, so a network fault cuts exactly one member's traffic),
 # node ids, log directories, its ZooKeeper or KRaft quorum. Overridden, the proxies would
 # be bypassed (a "partition" that cuts nothing) or the brokers pointed at another cluster.
-HARNESS_BROKER_SETTINGS = frozenset({
-    "listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
-    "control.plane.listener.name", "controller.listener.names", "zookeeper.connect", "log.dirs", "log.dir",
-    "node.id", "broker.id", "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
-})
+HARNESS_BROKER_SETTINGS = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
+        "control.plane.listener.name",
+        "controller.listener.names",
+        "zookeeper.connect",
+        "log.dirs",
+        "log.dir",
+        "node.id",
+        "broker.id",
+        "process.roles",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+    }
+)
 
 
 # Client settings that are the harness's own (the scenario's workload decides them, or the
 # history depends on them); tests/unit/test_scenario_external.py holds it to the clients' configs.
-HARNESS_CLIENT_SETTINGS = frozenset({
-    "bootstrap.servers", "group.id", "client.id", "group.instance.id", "group.protocol", "group.remote.assignor",
-    "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
-    "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store", "auto.commit.interval.ms",
-    "topic.metadata.refresh.interval.ms", "debug", "logger", "log_level", "acks", "enable.idempotence", "linger.ms",
-    "delivery.timeout.ms", "socket.connection.setup.timeout.ms"})
+HARNESS_CLIENT_SETTINGS = frozenset(
+    {
+        "bootstrap.servers",
+        "group.id",
+        "client.id",
+        "group.instance.id",
+        "group.protocol",
+        "group.remote.assignor",
+        "partition.assignment.strategy",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "max.poll.interval.ms",
+        "auto.offset.reset",
+        "enable.auto.commit",
+        "enable.auto.offset.store",
+        "auto.commit.interval.ms",
+        "topic.metadata.refresh.interval.ms",
+        "debug",
+        "logger",
+        "log_level",
+        "acks",
+        "enable.idempotence",
+        "linger.ms",
+        "delivery.timeout.ms",
+        "socket.connection.setup.timeout.ms",
+    }
+)
 
 
 class Cluster(Strict):
@@ -84,26 +118,42 @@ class Cluster(Strict):
         problems = config_problems(self.broker_config, "broker_config")
         problems += config_problems(self.client_config, "client_config")
         if self.external:
-            problems += [f"{key}: an external cluster is not started by the harness" for key in
-                         ("brokers", "zookeeper_nodes", "broker_config") if key in self.model_fields_set]
+            problems += [
+                f"{key}: an external cluster is not started by the harness"
+                for key in ("brokers", "zookeeper_nodes", "broker_config")
+                if key in self.model_fields_set
+            ]
             if not self.bootstrap_servers:
                 problems.append("bootstrap_servers: an external cluster needs its bootstrap servers (host:port,…)")
-            problems += [f"client_config.{key}: the harness sets this for each client" for key in self.client_config
-                         if key in HARNESS_CLIENT_SETTINGS]
+            problems += [
+                f"client_config.{key}: the harness sets this for each client"
+                for key in self.client_config
+                if key in HARNESS_CLIENT_SETTINGS
+            ]
         else:
-            problems += [f"{key}: only for backend: external (the harness runs this cluster itself)" for key in
-                         ("bootstrap_servers", "zookeeper_connect", "client_config") if key in self.model_fields_set]
+            problems += [
+                f"{key}: only for backend: external (the harness runs this cluster itself)"
+                for key in ("bootstrap_servers", "zookeeper_connect", "client_config")
+                if key in self.model_fields_set
+            ]
             if self.zookeeper_nodes != 1 and not self.zookeeper_mode:
-                problems.append(f"zookeeper_nodes: Kafka {self.kafka} runs without ZooKeeper (KRaft); lines with "
-                                f"ZooKeeper: {', '.join(versions.KAFKA_LINES_WITH_ZOOKEEPER)}")
-        problems += [f"broker_config.{key}: the harness sets this for every broker (listeners, ids, log "
-                     f"directories and the quorum are its own: network faults act through those listeners)"
-                     for key in self.broker_config if key in HARNESS_BROKER_SETTINGS]
+                problems.append(
+                    f"zookeeper_nodes: Kafka {self.kafka} runs without ZooKeeper (KRaft); lines with "
+                    f"ZooKeeper: {', '.join(versions.KAFKA_LINES_WITH_ZOOKEEPER)}"
+                )
+        problems += [
+            f"broker_config.{key}: the harness sets this for every broker (listeners, ids, log "
+            f"directories and the quorum are its own: network faults act through those listeners)"
+            for key in self.broker_config
+            if key in HARNESS_BROKER_SETTINGS
+        ]
         timeout = self.broker_config.get("zookeeper.session.timeout.ms")
         whole = type(timeout) is int or (type(timeout) is str and timeout.isascii() and timeout.isdigit())
         if timeout is not None and not (whole and 1000 <= int(timeout) <= 600_000):
-            problems.append("broker_config.zookeeper.session.timeout.ms: the harness times ZooKeeper faults by it: "
-                            "a whole number of milliseconds, 1000..600000")
+            problems.append(
+                "broker_config.zookeeper.session.timeout.ms: the harness times ZooKeeper faults by it: "
+                "a whole number of milliseconds, 1000..600000"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

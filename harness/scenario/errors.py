@@ -23,8 +23,12 @@ _PATHED = re.compile(r"^(?P<key>[^\s:]+): (?P<reason>.*)$")  # a key is what the
 def _loc(loc: tuple) -> str:
     parts = [str(p) for p in loc if not str(p).startswith("function-after")]
     # A tagged union puts the tag in the location (faults.0.pause.duration_s): drop it.
-    parts = [p for i, p in enumerate(parts) if not (i == 2 and parts[0] == "faults" and p in FAULT_KINDS)
-             and not (i == 3 and parts[:2] == ["load", "stages"] and p in STAGE_KINDS)]
+    parts = [
+        p
+        for i, p in enumerate(parts)
+        if not (i == 2 and parts[0] == "faults" and p in FAULT_KINDS)
+        and not (i == 3 and parts[:2] == ["load", "stages"] and p in STAGE_KINDS)
+    ]
     return ".".join(parts)
 
 
@@ -38,8 +42,7 @@ def _unknown_key(loc: str) -> str:
     parent, _, key = loc.rpartition(".")
     section = MOVED_TO_SECTIONS.get(key) if parent == "workload" else None
     if section:
-        return (f"moved: write it as workload.{section}.{key} (a setting only {section} members have, "
-                f"in their section)")
+        return f"moved: write it as workload.{section}.{key} (a setting only {section} members have, in their section)"
     return "unknown key"
 
 

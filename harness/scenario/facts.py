@@ -23,12 +23,26 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
     capabilities = backend_class(backend).capabilities
     if Capability.CLUSTER_NODES not in capabilities:  # the run's own processes, and nothing of the cluster
         return ScenarioFacts(
-            targets=(*scenario.member_slots(), "producer"), members=tuple(scenario.member_slots()), brokers=(),
-            coordinator_instances=(), kafka=scenario.cluster.kafka, zookeeper=False, driver=scenario.workload.driver,
-            topics={t.name: t.partitions for t in scenario.topics}, backend=backend, capabilities=capabilities)
+            targets=(*scenario.member_slots(), "producer"),
+            members=tuple(scenario.member_slots()),
+            brokers=(),
+            coordinator_instances=(),
+            kafka=scenario.cluster.kafka,
+            zookeeper=False,
+            driver=scenario.workload.driver,
+            topics={t.name: t.partitions for t in scenario.topics},
+            backend=backend,
+            capabilities=capabilities,
+        )
     return ScenarioFacts(
-        targets=tuple(scenario.fault_targets()), members=tuple(scenario.member_slots()),
+        targets=tuple(scenario.fault_targets()),
+        members=tuple(scenario.member_slots()),
         brokers=tuple(f"broker-{i}" for i in range(1, scenario.cluster.brokers + 1)),
-        coordinator_instances=tuple(scenario.coordinator_instances()), kafka=scenario.cluster.kafka,
-        zookeeper=scenario.cluster.zookeeper_mode, driver=scenario.workload.driver,
-        topics={t.name: t.partitions for t in scenario.topics}, backend=backend, capabilities=capabilities)
+        coordinator_instances=tuple(scenario.coordinator_instances()),
+        kafka=scenario.cluster.kafka,
+        zookeeper=scenario.cluster.zookeeper_mode,
+        driver=scenario.workload.driver,
+        topics={t.name: t.partitions for t in scenario.topics},
+        backend=backend,
+        capabilities=capabilities,
+    )

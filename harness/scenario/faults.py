@@ -82,12 +82,16 @@ def timeline_problems(scenario: Scenario, members: tuple[str, ...]) -> list[str]
         crashed, restarted, j = down.get(target, (math.inf, math.inf, -1))
         if f.on is None and f.acts_on_process:
             if crashed <= f.at_s <= restarted:  # a restart at the same instant comes after it
-                problems.append(f"faults.{i}.target: {target} is down at workload+{f.at_s:g}s: faults.{j} crashed it at "
-                                f"workload+{crashed:g}s" + (f" and restarts it at workload+{restarted:g}s" if restarted < math.inf
-                                                   else ", for good"))
+                problems.append(
+                    f"faults.{i}.target: {target} is down at workload+{f.at_s:g}s: faults.{j} crashed it at "
+                    f"workload+{crashed:g}s"
+                    + (f" and restarts it at workload+{restarted:g}s" if restarted < math.inf else ", for good")
+                )
             elif target in members and known and int(target.rsplit("-", 1)[1]) not in running:
-                problems.append(f"faults.{i}.target: {target} is not running at workload+{f.at_s:g}s (the group's members "
-                                f"then: {', '.join(f'consumer-{n}' for n in running) or 'none'})")
+                problems.append(
+                    f"faults.{i}.target: {target} is not running at workload+{f.at_s:g}s (the group's members "
+                    f"then: {', '.join(f'consumer-{n}' for n in running) or 'none'})"
+                )
         if f.effects.kills and f.on is None and target != COORDINATOR:  # that one is resolved when injected
             down[target] = (f.at_s, f.at_s + (f.effects.restart_after_s or math.inf), i)
         if not f.acts_on_members(()):  # only scale and join storms change who the members are
@@ -112,12 +116,16 @@ def random_problems(scenario: Scenario, facts: ScenarioFacts) -> list[str]:
     end = r.end_s if r.end_s is not None else scenario.duration_s - 5
     out = []
     if not r.start_s < end <= scenario.duration_s:
-        out.append(f"end_s: the window {r.start_s}s..{end}s must be non-empty and within duration_s ({scenario.duration_s}s)")
+        out.append(
+            f"end_s: the window {r.start_s}s..{end}s must be non-empty and within duration_s ({scenario.duration_s}s)"
+        )
     if r.duration_s[0] > r.duration_s[1]:
         out.append(f"duration_s: [{r.duration_s[0]}, {r.duration_s[1]}] is not a [min, max] range")
     elif r.duration_s[0] < random_schedule.RESOLUTION_S:  # a length drawn below it rounds to 0: no fault at all
-        out.append(f"duration_s: [{r.duration_s[0]:g}, {r.duration_s[1]:g}]: a drawn length is rounded to the "
-                   f"millisecond; the shortest must be at least {random_schedule.RESOLUTION_S:g}s")
+        out.append(
+            f"duration_s: [{r.duration_s[0]:g}, {r.duration_s[1]:g}]: a drawn length is rounded to the "
+            f"millisecond; the shortest must be at least {random_schedule.RESOLUTION_S:g}s"
+        )
     unknown = [t for t in r.targets or [] if t not in facts.targets or t == COORDINATOR]
     if unknown:
         out.append(f"targets: no process {', '.join(map(repr, unknown))} in this scenario")
@@ -130,17 +138,22 @@ def random_problems(scenario: Scenario, facts: ScenarioFacts) -> list[str]:
     # Whatever the seed, every fault the draw can give a target must be one the run can inject.
     for target in dict.fromkeys(t for t in r.targets or [] if t not in unknown):
         for probe in _random_shapes(r, target, drawing):
-            out += [f"targets: a drawn {probe.kind} fault on {target}: {reason}"
-                    for key, reason in entry_problems(scenario, probe, facts) if key != "at_s"]
+            out += [
+                f"targets: a drawn {probe.kind} fault on {target}: {reason}"
+                for key, reason in entry_problems(scenario, probe, facts)
+                if key != "at_s"
+            ]
     return list(dict.fromkeys(out))
 
 
 def _random_shapes(r: RandomFaults, target: str, drawing: Drawing) -> list[FaultSpec]:
     """One fault of each shape faults.random_schedule.draw can give ``target``."""
-    return [FAULT.validate_python({"kind": kind, "target": target, "at_s": 0.0, **options})
-            for kind in dict.fromkeys(r.kinds)
-            if catalogue.SPECS[kind].drawable_for(target, drawing)
-            for options in catalogue.SPECS[kind].draw_shapes(target, drawing)]
+    return [
+        FAULT.validate_python({"kind": kind, "target": target, "at_s": 0.0, **options})
+        for kind in dict.fromkeys(r.kinds)
+        if catalogue.SPECS[kind].drawable_for(target, drawing)
+        for options in catalogue.SPECS[kind].draw_shapes(target, drawing)
+    ]
 
 
 def schedule(scenario: Scenario) -> list[dict]:
@@ -148,10 +161,15 @@ def schedule(scenario: Scenario) -> list[dict]:
     faults = [f.model_dump() for f in scenario.faults]
     if scenario.random_faults:
         # Through the model: drawn faults carry every field, defaults included, as written ones do.
-        drawn = random_schedule.draw(scenario.random_faults.model_dump(), seed=scenario.seed,
-                                     duration_s=scenario.duration_s, consumers=scenario.workload.member_names(),
-                                     zookeeper=scenario.cluster.zookeeper_mode and not scenario.cluster.external,
-                                     brokers=scenario.cluster.brokers, written=scenario.faults)
+        drawn = random_schedule.draw(
+            scenario.random_faults.model_dump(),
+            seed=scenario.seed,
+            duration_s=scenario.duration_s,
+            consumers=scenario.workload.member_names(),
+            zookeeper=scenario.cluster.zookeeper_mode and not scenario.cluster.external,
+            brokers=scenario.cluster.brokers,
+            written=scenario.faults,
+        )
         faults += [FAULT.validate_python(f).model_dump() for f in drawn]
     faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order
     return [{"fault_id": f"f{i}", **f} for i, f in enumerate(faults, 1)]

@@ -53,8 +53,9 @@ class _ScenarioLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         if event.tag is not None:
             tag = event.tag.replace("tag:yaml.org,2002:", "!!")
-            raise _Refused(None, None, f"YAML tags ({tag}) are not accepted in a scenario: write the plain value",
-                           event.start_mark)
+            raise _Refused(
+                None, None, f"YAML tags ({tag}) are not accepted in a scenario: write the plain value", event.start_mark
+            )
         if self._depth >= MAX_DEPTH:
             raise _Refused(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
         before = self._values
@@ -79,7 +80,8 @@ class _ScenarioLoader(yaml.SafeLoader):
         except (ValueError, OverflowError) as e:
             value = node.value if isinstance(node.value, str) else node.tag
             raise yaml.constructor.ConstructorError(  # (Python's advice on its digit limit is not for users)
-                None, None, f"cannot read {value[:40]!r}: {str(e).split('; use')[0]}", node.start_mark) from None
+                None, None, f"cannot read {value[:40]!r}: {str(e).split('; use')[0]}", node.start_mark
+            ) from None
 
 
 def _where(data: bytes, offset: int) -> str:
@@ -87,7 +89,9 @@ def _where(data: bytes, offset: int) -> str:
     return f"line {line}, column {offset - line_start + 1}"
 
 
-def read_scenario_data(path: str | Path, what: str = "a scenario is a mapping of keys such as name, duration_s, topics") -> dict:
+def read_scenario_data(
+    path: str | Path, what: str = "a scenario is a mapping of keys such as name, duration_s, topics"
+) -> dict:
     """The scenario file (or a suite file: `what` it should be) as plain data, before validation:
     UTF-8 YAML within the limits above."""
     path = Path(path)
@@ -113,7 +117,11 @@ def read_scenario_data(path: str | Path, what: str = "a scenario is a mapping of
         reason = e.problem if isinstance(e, _Refused) else f"not valid YAML: {e.problem or e}"
         raise ScenarioError(path, [(where, reason)]) from None
     except yaml.YAMLError as e:  # the reader: a control character, say
-        where = _where(text.encode(), len(text[:e.position].encode())) if isinstance(e, yaml.reader.ReaderError) else "(yaml)"
+        where = (
+            _where(text.encode(), len(text[: e.position].encode()))
+            if isinstance(e, yaml.reader.ReaderError)
+            else "(yaml)"
+        )
         raise ScenarioError(path, [(where, f"not valid YAML: {getattr(e, 'reason', None) or e}")]) from None
     if not isinstance(parsed, dict):
         raise ScenarioError(path, [("(top level)", what)])
@@ -165,13 +173,18 @@ def redact_scenario_data(data: dict) -> dict:
     cluster = data.get("cluster")
     if not isinstance(cluster, dict) or not isinstance(cluster.get("client_config"), dict):
         return data
-    config = {k: secrets.MASK if isinstance(k, str) and secrets.is_secret(k, v)
-              and secrets.ENV_REF.sub("", str(v)).strip() else v for k, v in cluster["client_config"].items()}
+    config = {
+        k: secrets.MASK
+        if isinstance(k, str) and secrets.is_secret(k, v) and secrets.ENV_REF.sub("", str(v)).strip()
+        else v
+        for k, v in cluster["client_config"].items()
+    }
     return {**data, "cluster": {**cluster, "client_config": config}}
 
 
-def load_scenario_data(data: dict, path: str | Path, client_config: str | Path | None = None,
-                       backend: str | None = None) -> Scenario:
+def load_scenario_data(
+    data: dict, path: str | Path, client_config: str | Path | None = None, backend: str | None = None
+) -> Scenario:
     """As load_scenario, from the file's data (read_scenario_data); problems are ``path``'s."""
     data = resolve_client_config(data, path)
     if backend or client_config is not None:
@@ -182,8 +195,16 @@ def load_scenario_data(data: dict, path: str | Path, client_config: str | Path |
             if client_config is not None:
                 extra = client_config_file(client_config)
                 if cluster.get("backend", "local") in started_backends():
-                    raise ScenarioError(client_config, [("(file)", f"client settings are for a cluster the harness does "
-                                                         f"not run (backend: external); {path} runs its own")])
+                    raise ScenarioError(
+                        client_config,
+                        [
+                            (
+                                "(file)",
+                                f"client settings are for a cluster the harness does "
+                                f"not run (backend: external); {path} runs its own",
+                            )
+                        ],
+                    )
                 base = cluster.get("client_config") if isinstance(cluster.get("client_config"), dict) else {}
                 cluster["client_config"] = {**base, **extra}
             data = {**data, "cluster": cluster}
@@ -216,10 +237,13 @@ def redacted_scenario_text(path: str | Path) -> str:
         root = None
     cluster = _mapping_value(root, "cluster")
     config = _mapping_value(cluster, "client_config")
-    for key, value in (config.value if isinstance(config, yaml.MappingNode) else []):
-        if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode) \
-                and secrets.is_secret(str(key.value), value.value) \
-                and secrets.ENV_REF.sub("", str(value.value)).strip():  # only ${NAME} references: kept
+    for key, value in config.value if isinstance(config, yaml.MappingNode) else []:
+        if (
+            isinstance(key, yaml.ScalarNode)
+            and isinstance(value, yaml.ScalarNode)
+            and secrets.is_secret(str(key.value), value.value)
+            and secrets.ENV_REF.sub("", str(value.value)).strip()
+        ):  # only ${NAME} references: kept
             spans.append((value.start_mark.index, value.end_mark.index))
     for start, end in sorted(spans, reverse=True):
         text = text[:start] + f'"{secrets.MASK}"' + text[end:]

@@ -36,7 +36,9 @@ class Recovery(Strict):
     stable_for_s: Annotated[float, Field(ge=0, le=3600)] = 3
 
 
-Seed = Annotated[int, Field(ge=0, le=2**63 - 1, strict=True)]  # also a suite's, a sweep's, `schedule --seed`; `true` is none
+Seed = Annotated[
+    int, Field(ge=0, le=2**63 - 1, strict=True)
+]  # also a suite's, a sweep's, `schedule --seed`; `true` is none
 
 
 def seed_problem(seed: object) -> str | None:
@@ -77,8 +79,10 @@ class Scenario(Strict):
         problems += check_problems(self.checks)
         for t in self.topics if not self.cluster.external else ():  # how many brokers it has is not ours to know
             if (t.replication_factor or 0) > self.cluster.brokers:
-                problems.append(f"topics.{t.name}.replication_factor: {t.replication_factor} exceeds the "
-                                f"{self.cluster.brokers} brokers")
+                problems.append(
+                    f"topics.{t.name}.replication_factor: {t.replication_factor} exceeds the "
+                    f"{self.cluster.brokers} brokers"
+                )
         if problems:
             raise ValueError("\n".join(problems))  # one per line: a reason may itself contain "; "
         return self
@@ -90,14 +94,18 @@ class Scenario(Strict):
         longest = TOPIC_NAME_MAX - len(self.isolation_prefix(longest_stamped_name(self.run_name)))
         for i, name in enumerate(topic_names):
             if len(name) > longest:
-                problems.append(f"topics.{i}.name: {len(name)} characters; on a shared or external cluster a run "
-                                f"names it rl-<run directory>-{{name}}, which Kafka allows only up to {longest}")
+                problems.append(
+                    f"topics.{i}.name: {len(name)} characters; on a shared or external cluster a run "
+                    f"names it rl-<run directory>-{{name}}, which Kafka allows only up to {longest}"
+                )
         problems += [f"topics.{i}.name: {reason}" for i, reason in topic_set_problems(topic_names)]
         for i, name in enumerate(self.workload.topics or []):
             if name not in topic_names:
                 problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")
         if self.workload.producer.topic and self.workload.producer.topic not in topic_names:
-            problems.append(f"workload.producer.topic: topic {self.workload.producer.topic!r} is not declared under topics")
+            problems.append(
+                f"workload.producer.topic: topic {self.workload.producer.topic!r} is not declared under topics"
+            )
         return problems
 
     def _generation_problems(self) -> list[str]:
@@ -105,27 +113,43 @@ class Scenario(Strict):
         problems = []
         generation, kafka = self.workload.generation, self.cluster.kafka
         # A generation's Kafka line says which kind of cluster it needs: with ZooKeeper, or without.
-        if generation.kafka and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode:
-            problems.append(f"workload.protocol: {generation.kafka_why}; " + (
-                f"cluster.kafka is {kafka}" if self.cluster.zookeeper_mode
-                else f"Kafka {kafka} runs without one (use {generation.kafka})"))
+        if (
+            generation.kafka
+            and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode
+        ):
+            problems.append(
+                f"workload.protocol: {generation.kafka_why}; "
+                + (
+                    f"cluster.kafka is {kafka}"
+                    if self.cluster.zookeeper_mode
+                    else f"Kafka {kafka} runs without one (use {generation.kafka})"
+                )
+            )
         if self.cluster.external:
             if generation.group_home != "kafka":
-                problems.append(f"workload.protocol: {generation.kafka_why}, which the harness runs itself: "
-                                f"not on an external cluster")
+                problems.append(
+                    f"workload.protocol: {generation.kafka_why}, which the harness runs itself: "
+                    f"not on an external cluster"
+                )
             if self.workload.driver != "librdkafka":
-                problems.append("workload.driver: on an external cluster members use the librdkafka driver "
-                                "(it is the one given cluster.client_config: the java driver reads its settings from a "
-                                "file, which would hold the secret ones)")
+                problems.append(
+                    "workload.driver: on an external cluster members use the librdkafka driver "
+                    "(it is the one given cluster.client_config: the java driver reads its settings from a "
+                    "file, which would hold the secret ones)"
+                )
             # What the harness would set on brokers it runs for the group's timing (broker_config()).
             timing = {"session_timeout_ms", "heartbeat_interval_ms"} & self.workload.model_fields_set
             if self.workload.generation.broker_timing and timing:
-                problems += [f"workload.{key}: KIP-848 groups take their timing from the brokers "
-                             f"(group.consumer.*), which on an external cluster are not the scenario's"
-                             for key in sorted(timing)]
+                problems += [
+                    f"workload.{key}: KIP-848 groups take their timing from the brokers "
+                    f"(group.consumer.*), which on an external cluster are not the scenario's"
+                    for key in sorted(timing)
+                ]
             elif self.workload.session_timeout_ms < 6000:
-                problems.append("workload.session_timeout_ms: below 6000 the brokers must allow it "
-                                "(group.min.session.timeout.ms), which on an external cluster is not the scenario's")
+                problems.append(
+                    "workload.session_timeout_ms: below 6000 the brokers must allow it "
+                    "(group.min.session.timeout.ms), which on an external cluster is not the scenario's"
+                )
         return problems
 
     def _driver_problems(self) -> list[str]:
@@ -143,13 +167,20 @@ class Scenario(Strict):
         """A profile that fits the run and the group's bound; no fault that would fight it over members."""
         start, load, problems = self.workload.consumers, self.load, []
         if load.peak(start) > MAX_MEMBERS:
-            problems.append(f"load.stages: the profile reaches {load.peak(start)} members; a group has at most {MAX_MEMBERS}")
+            problems.append(
+                f"load.stages: the profile reaches {load.peak(start)} members; a group has at most {MAX_MEMBERS}"
+            )
         if load.length_s(start) > self.duration_s:
-            problems.append(f"load.stages: the profile lasts {load.length_s(start):g}s, longer than duration_s "
-                            f"({self.duration_s:g}s)")
+            problems.append(
+                f"load.stages: the profile lasts {load.length_s(start):g}s, longer than duration_s "
+                f"({self.duration_s:g}s)"
+            )
         why = "the load profile decides the group's members; faults may act on the cluster and the producer only"
-        problems += [f"faults.{i}.kind: {f.kind} on members: {why}" for i, f in enumerate(self.faults)
-                     if f.acts_on_members(members)]
+        problems += [
+            f"faults.{i}.kind: {f.kind} on members: {why}"
+            for i, f in enumerate(self.faults)
+            if f.acts_on_members(members)
+        ]
         if self.random_faults and (not self.random_faults.targets or set(self.random_faults.targets) & set(members)):
             problems.append(f"random_faults.targets: members (the default): {why}")
         return problems
@@ -160,8 +191,9 @@ class Scenario(Strict):
         for key in ("consume_unassigned", "sigterm_after_join"):
             hook = getattr(hooks, key, None) if hooks else None
             if hook and hook.member not in members:
-                problems.append(f"{where}.{key}.member: {hook.member} is not a member this run starts "
-                                f"({', '.join(members)})")
+                problems.append(
+                    f"{where}.{key}.member: {hook.member} is not a member this run starts ({', '.join(members)})"
+                )
         reader = hooks.consume_unassigned if hooks else None
         if reader:
             topic = reader.topic or self.produced_topic
@@ -169,8 +201,10 @@ class Scenario(Strict):
             if topic not in declared:
                 problems.append(f"{where}.consume_unassigned.topic: topic {topic!r} is not declared under topics")
             elif reader.partition >= declared[topic]:
-                problems.append(f"{where}.consume_unassigned.partition: {topic} has {declared[topic]} "
-                                f"partitions (0..{declared[topic] - 1})")
+                problems.append(
+                    f"{where}.consume_unassigned.partition: {topic} has {declared[topic]} "
+                    f"partitions (0..{declared[topic] - 1})"
+                )
         return problems
 
     def with_backend(self, backend: str) -> Scenario:
@@ -199,18 +233,22 @@ class Scenario(Strict):
         w = self.workload
         name = lambda topic: topic and prefix + topic
         update = {
-            "group": prefix + w.group, "topics": [name(t) for t in w.topics] if w.topics else w.topics,
+            "group": prefix + w.group,
+            "topics": [name(t) for t in w.topics] if w.topics else w.topics,
             "topic_pattern": "^" + re.escape(prefix) + w.topic_pattern[1:] if w.topic_pattern else None,
-            "producer": w.producer.model_copy(update={"topic": name(w.producer.topic)})}
+            "producer": w.producer.model_copy(update={"topic": name(w.producer.topic)}),
+        }
         hooks = w.librdkafka.test_hooks
         if hooks and hooks.consume_unassigned and hooks.consume_unassigned.topic:
             # Only then: a copy's update counts as written, and another family's section is refused.
             reader = hooks.consume_unassigned.model_copy(update={"topic": name(hooks.consume_unassigned.topic)})
             update["librdkafka"] = w.librdkafka.model_copy(
-                update={"test_hooks": hooks.model_copy(update={"consume_unassigned": reader})})
+                update={"test_hooks": hooks.model_copy(update={"consume_unassigned": reader})}
+            )
         workload = w.model_copy(update=update)
-        return self.model_copy(update={"topics": [t.model_copy(update={"name": name(t.name)}) for t in self.topics],
-                                       "workload": workload})
+        return self.model_copy(
+            update={"topics": [t.model_copy(update={"name": name(t.name)}) for t in self.topics], "workload": workload}
+        )
 
     def member_slots(self) -> list[str]:
         """Every member name the run may start: the workload's, plus join storms and scale-ups.
@@ -266,10 +304,12 @@ class Scenario(Strict):
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
         if w.generation.broker_timing:
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
-            implied.update({
-                "group.consumer.session.timeout.ms": w.session_timeout_ms,
-                "group.consumer.min.session.timeout.ms": min(45_000, w.session_timeout_ms),
-                "group.consumer.heartbeat.interval.ms": w.heartbeat_interval_ms,
-                "group.consumer.min.heartbeat.interval.ms": min(5_000, w.heartbeat_interval_ms),
-            })
+            implied.update(
+                {
+                    "group.consumer.session.timeout.ms": w.session_timeout_ms,
+                    "group.consumer.min.session.timeout.ms": min(45_000, w.session_timeout_ms),
+                    "group.consumer.heartbeat.interval.ms": w.heartbeat_interval_ms,
+                    "group.consumer.min.heartbeat.interval.ms": min(5_000, w.heartbeat_interval_ms),
+                }
+            )
         return {**implied, **self.cluster.broker_config}

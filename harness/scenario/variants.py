@@ -46,8 +46,12 @@ class Axes:
 
     def label(self) -> str:
         """'classic-eager, kafka 3.9, seed 2' — only the axes that are set."""
-        parts = [self.protocol, self.kafka and f"kafka {self.kafka}",
-                 None if self.seed is None else f"seed {self.seed}", self.backend]
+        parts = [
+            self.protocol,
+            self.kafka and f"kafka {self.kafka}",
+            None if self.seed is None else f"seed {self.seed}",
+            self.backend,
+        ]
         return ", ".join(p for p in parts if p)
 
     def run_name(self, scenario: str) -> str:

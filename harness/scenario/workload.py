@@ -48,6 +48,7 @@ class Producer(Strict):
 
 # ---------------------------------------------------------------- the driver families' sections
 
+
 class ConsumeUnassignedHook(Strict):
     """Test-only: ``member`` also reads ``partition`` through a second handle as long as the group
     has never assigned it to that member — a non-owner consuming (workloads/consumer.py)."""
@@ -108,12 +109,17 @@ class DriverFamily:
         return tuple(g.name for g in GENERATIONS.values() if self.module in g.drivers.values())
 
 
-FAMILIES: Mapping[str, DriverFamily] = MappingProxyType({f.section: f for f in (
-    DriverFamily("librdkafka", "workloads.consumer", "librdkafka's group client"),
-    DriverFamily("java", "workloads.verifiable", "Kafka's Java VerifiableConsumer, driver: java"),
-    DriverFamily("coordinator", "workloads.coordinated", "the project's coordinator and its members"),
-    DriverFamily("zk_eager", "workloads.zk_eager", "the ZooKeeper-era consumer"),
-)})
+FAMILIES: Mapping[str, DriverFamily] = MappingProxyType(
+    {
+        f.section: f
+        for f in (
+            DriverFamily("librdkafka", "workloads.consumer", "librdkafka's group client"),
+            DriverFamily("java", "workloads.verifiable", "Kafka's Java VerifiableConsumer, driver: java"),
+            DriverFamily("coordinator", "workloads.coordinated", "the project's coordinator and its members"),
+            DriverFamily("zk_eager", "workloads.zk_eager", "the ZooKeeper-era consumer"),
+        )
+    }
+)
 
 
 def family_of(generation: Generation, driver: str) -> DriverFamily | None:
@@ -129,6 +135,7 @@ MOVED_TO_SECTIONS = MappingProxyType(dict.fromkeys(("revoke_hold_ms", "processin
 
 # ---------------------------------------------------------------- the section
 
+
 class Workload(Strict):
     group: Annotated[str, Field(min_length=1, max_length=255)] = "rebalance-lab"
     protocol: Literal[PROTOCOLS] = "classic-eager"  # type: ignore[valid-type]  # oracle/protocols.py
@@ -137,7 +144,9 @@ class Workload(Strict):
     driver: Literal[DRIVER_NAMES] = "librdkafka"  # type: ignore[valid-type]
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 3
     topics: Annotated[list[str] | None, Field(max_length=100)] = None  # default: every topic of the scenario
-    topic_pattern: Annotated[str | None, Field(max_length=1000)] = None  # a regex subscription instead, e.g. "^events.*"
+    topic_pattern: Annotated[str | None, Field(max_length=1000)] = (
+        None  # a regex subscription instead, e.g. "^events.*"
+    )
     commit: Literal["sync", "auto", "before-processing"] = "sync"
     auto_commit_interval_ms: Annotated[int, Field(ge=100, le=DAY_MS)] = 1000
     processing_ms: Annotated[float, Field(ge=0, le=60_000, description="per record")] = 0
@@ -163,12 +172,16 @@ class Workload(Strict):
     def _coherent(self):
         allowed = self.generation.assignors
         if self.assignor is not None and self.assignor not in allowed:
-            raise ValueError(f"assignor: {self.assignor!r} does not go with protocol {self.protocol!r} "
-                             f"(allowed: {', '.join(allowed)})")
+            raise ValueError(
+                f"assignor: {self.assignor!r} does not go with protocol {self.protocol!r} "
+                f"(allowed: {', '.join(allowed)})"
+            )
         if self.driver not in self.generation.drivers:
             runs = [g.name for g in GENERATIONS.values() if self.driver in g.drivers]
-            raise ValueError(f"driver: the {self.driver} driver runs {', '.join(runs) or 'no protocol generation'}, "
-                             f"not {self.protocol!r}")
+            raise ValueError(
+                f"driver: the {self.driver} driver runs {', '.join(runs) or 'no protocol generation'}, "
+                f"not {self.protocol!r}"
+            )
         if self.topic_pattern is not None:
             if self.generation.project_coordinator:
                 raise ValueError(f"topic_pattern: {self.protocol} members subscribe to topics by name")
@@ -192,14 +205,19 @@ class Workload(Strict):
             return self
         # A plugin's driver (no family of ours) takes no section: its members run on the common keys.
         takes = f"workload.{family.section}" if family else "no section (a plugin's driver)"
-        for other in (FAMILIES[key] for key in FAMILIES if key in self.model_fields_set
-                      and key != (family and family.section)):
-            problems.append(f"{other.section}: settings for {', '.join(other.protocols)} ({other.about}); this "
-                            f"workload's members (protocol: {self.protocol}, driver: {self.driver}) take {takes}")
+        for other in (
+            FAMILIES[key] for key in FAMILIES if key in self.model_fields_set and key != (family and family.section)
+        ):
+            problems.append(
+                f"{other.section}: settings for {', '.join(other.protocols)} ({other.about}); this "
+                f"workload's members (protocol: {self.protocol}, driver: {self.driver}) take {takes}"
+            )
         hooks = self.librdkafka.test_hooks
         if hooks and hooks.sigterm_after_join and not self.generation.classic:
-            problems.append(f"librdkafka.test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
-                            f"through librdkafka (classic protocols only)")
+            problems.append(
+                f"librdkafka.test_hooks.sigterm_after_join: {self.protocol} members send no JoinGroup "
+                f"through librdkafka (classic protocols only)"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

@@ -122,8 +122,16 @@ class Supervisor:
         self.on_exit = on_exit
         self.processes: dict[str, ManagedProcess] = {}
 
-    def start(self, name: str, role: str, argv: list[str], log_path: Path, env: dict | None = None,
-              cwd: Path | None = None, **meta) -> ManagedProcess:
+    def start(
+        self,
+        name: str,
+        role: str,
+        argv: list[str],
+        log_path: Path,
+        env: dict | None = None,
+        cwd: Path | None = None,
+        **meta,
+    ) -> ManagedProcess:
         if name in self.processes and self.processes[name].running():
             raise RuntimeError(f"{name} is already running")
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,8 +142,13 @@ class Supervisor:
         with deferred():
             with open(log_path, "ab") as log:
                 popen = subprocess.Popen(
-                    argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+                    argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env={**os.environ, **(env or {})},
+                    cwd=cwd,
+                    start_new_session=True,
                 )
             registration = registry / f"{popen.pid}.json"
             try:
@@ -144,11 +157,21 @@ class Supervisor:
                 # Written whole, then renamed: `registered()` in another process forgets a file it
                 # cannot parse, and a half-written one would take a live process off the registry.
                 written = registration.with_suffix(".tmp")
-                written.write_text(json.dumps({
-                    "pid": popen.pid, "start_time": start_time, "name": name, "role": role,
-                    "owner": self.owner, "owner_pid": os.getpid(), "owner_start_time": proc_start_time(os.getpid()),
-                    "argv": argv[:3], "log": str(log_path),
-                }))
+                written.write_text(
+                    json.dumps(
+                        {
+                            "pid": popen.pid,
+                            "start_time": start_time,
+                            "name": name,
+                            "role": role,
+                            "owner": self.owner,
+                            "owner_pid": os.getpid(),
+                            "owner_start_time": proc_start_time(os.getpid()),
+                            "argv": argv[:3],
+                            "log": str(log_path),
+                        }
+                    )
+                )
                 os.replace(written, registration)
                 proc = ManagedProcess(name, role, argv, log_path, popen, start_time, registration, meta=meta)
                 # Copy on write: the fault scheduler's thread starts members while the run's thread walks
@@ -163,8 +186,16 @@ class Supervisor:
             self.on_start(proc)
         return proc
 
-    def run(self, name: str, role: str, argv: list[str], log_path: Path, timeout: float | None = None,
-            env: dict | None = None, cwd: Path | None = None) -> int:
+    def run(
+        self,
+        name: str,
+        role: str,
+        argv: list[str],
+        log_path: Path,
+        timeout: float | None = None,
+        env: dict | None = None,
+        cwd: Path | None = None,
+    ) -> int:
         """Start ``argv`` and wait for it to exit (``timeout``: subprocess.TimeoutExpired); returns its
         exit code. Its whole group goes on any way out — a Ctrl-C, an error, the timeout, or a leader
         that left children behind (the JVM ``mvn`` started, ``go``'s compilers)."""
@@ -322,8 +353,18 @@ def registered(include_live_owners: bool = True, forget_dead: bool = True) -> li
             continue
         if owned and not include_live_owners:
             continue
-        found.append(Leftover(entry["pid"], entry["name"], entry["role"], entry.get("owner", "?"),
-                              process_state(entry["pid"]), path, owned, entry.get("owner_pid")))
+        found.append(
+            Leftover(
+                entry["pid"],
+                entry["name"],
+                entry["role"],
+                entry.get("owner", "?"),
+                process_state(entry["pid"]),
+                path,
+                owned,
+                entry.get("owner_pid"),
+            )
+        )
     return found
 
 
@@ -332,8 +373,12 @@ def registered(include_live_owners: bool = True, forget_dead: bool = True) -> li
 DETACHED_OWNERS = ("cluster:", "engine:")
 
 
-def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool = False,
-                      by: str = "rebalance-lab cleanup", owner_pid: int | None = None) -> list[Leftover]:
+def cleanup_leftovers(
+    include_detached: bool = True,
+    include_live_owners: bool = False,
+    by: str = "rebalance-lab cleanup",
+    owner_pid: int | None = None,
+) -> list[Leftover]:
     """Stop registered processes whose harness is gone (or all of them, if asked), and mark
     the runs of dead harnesses ``killed`` (``by`` says who cleaned up, in their run.json);
     ``owner_pid``: only what that harness process started (its watchdog's share).
@@ -342,7 +387,8 @@ def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool =
     cleanup at the start of a run leaves it alone, ``rebalance-lab cleanup`` does not.
     """
     victims = [
-        p for p in registered(include_live_owners=include_live_owners)
+        p
+        for p in registered(include_live_owners=include_live_owners)
         if (include_detached or not p.owner.startswith(DETACHED_OWNERS)) and owner_pid in (None, p.owner_pid)
     ]
     for p in victims:
@@ -350,13 +396,17 @@ def cleanup_leftovers(include_detached: bool = True, include_live_owners: bool =
         _signal_group(p.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     for p in victims:
-        while Path(f"/proc/{p.pid}").exists() and process_state(p.pid) not in (None, "Z") and time.monotonic() < deadline:
+        while (
+            Path(f"/proc/{p.pid}").exists() and process_state(p.pid) not in (None, "Z") and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         p.registration.unlink(missing_ok=True)
     runs: dict[Path, list[dict]] = {}
     for p in victims:
         if p.run_dir and not p.owner_alive:  # a live harness writes its own run's final state
-            runs.setdefault(p.run_dir, []).append({"process": p.name, "role": p.role, "pid": p.pid, "paused": p.stopped})
+            runs.setdefault(p.run_dir, []).append(
+                {"process": p.name, "role": p.role, "pid": p.pid, "paused": p.stopped}
+            )
     for run_dir, stopped in runs.items():
         mark_killed(run_dir, by, stopped)
     return victims

@@ -77,10 +77,15 @@ def mark_killed(run_dir: Path, by: str, stopped: list[dict]) -> bool:
         state = read_state(run_dir)
         if state is None or state.get("state") != "running":
             return False
-        write_json_atomically(run_dir / RUN_STATE, {
-            **state, "state": "killed",
-            # when its leftovers were stopped: the harness itself died some time before
-            "killed": {"stopped_at": datetime.now(UTC).isoformat(), "by": by, "processes": stopped}})
+        write_json_atomically(
+            run_dir / RUN_STATE,
+            {
+                **state,
+                "state": "killed",
+                # when its leftovers were stopped: the harness itself died some time before
+                "killed": {"stopped_at": datetime.now(UTC).isoformat(), "by": by, "processes": stopped},
+            },
+        )
         return True
     finally:
         os.close(fd)  # releases the lock

@@ -15,6 +15,7 @@ the wrong one (and skipped a teardown). Only the outermost mode puts the switchb
 in and takes it out again. A signal found ignored stays ignored (a background job's
 Ctrl-C, nohup's SIGHUP), for the harness and for what it starts.
 """
+
 from __future__ import annotations
 
 import signal

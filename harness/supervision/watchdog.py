@@ -19,6 +19,7 @@ What it did goes to ``watchdog.log`` in the lab home.
 The clean-up is the cluster layer's (harness/cluster/cleanup.py, which asks each backend):
 started here by module name, so that this layer, below the backends, imports none of them.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,14 @@ def ensure_watchdog() -> None:
     log = _log_path()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        subprocess.Popen([sys.executable, "-m", WATCHDOG_MODULE, str(os.getpid())], stdin=subprocess.DEVNULL,
-                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        subprocess.Popen(
+            [sys.executable, "-m", WATCHDOG_MODULE, str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
 
 
 def wait_until_gone(pid: int) -> None:

@@ -9,6 +9,7 @@ A check of one's own is a module (or any object) with the same three names, regi
 under the entry point group ``rebalance_lab.checks`` by its name (oracle/extensions.py,
 docs/extending.md). CHECKS holds the built-in ones, then the plugins', loaded on first use.
 """
+
 from __future__ import annotations
 
 from types import ModuleType
@@ -28,16 +29,19 @@ from . import (
     no_loss,
 )
 
-BUILT_IN: dict[str, ModuleType] = {m.NAME: m for m in (
-    exclusive_ownership,
-    fenced_commits,
-    commit_monotonicity,
-    no_loss,
-    contiguity,
-    duplicates,
-    convergence,
-    assignment_validity,
-)}
+BUILT_IN: dict[str, ModuleType] = {
+    m.NAME: m
+    for m in (
+        exclusive_ownership,
+        fenced_commits,
+        commit_monotonicity,
+        no_loss,
+        contiguity,
+        duplicates,
+        convergence,
+        assignment_validity,
+    )
+}
 
 CHECKS: dict[str, Any]  # name -> the check (a module of ours, a plugin's module or object)
 CHECK_NAMES: tuple[str, ...]
@@ -45,7 +49,9 @@ CHECK_NAMES: tuple[str, ...]
 
 def _not_a_check(obj: object, plugin: extensions.Plugin) -> str | None:
     if getattr(obj, "NAME", None) != plugin.name:
-        return f"its NAME is {getattr(obj, 'NAME', None)!r}, its entry point's name {plugin.name!r}: one name, said twice"
+        return (
+            f"its NAME is {getattr(obj, 'NAME', None)!r}, its entry point's name {plugin.name!r}: one name, said twice"
+        )
     if not isinstance(getattr(obj, "OPTIONS", None), dict):
         return "it has no OPTIONS dict (each option it accepts, with its default; {} for none)"
     if not callable(getattr(obj, "check", None)):
@@ -74,8 +80,15 @@ def __getattr__(name: str):
 
 def missing_checks(recorded: object) -> list[dict]:
     """The checks a run's plugins added (run_started's ``plugins``) that are not installed here."""
-    return [p for p in recorded if isinstance(p, dict) and p.get("group") == extensions.CHECKS
-            and p.get("name") not in _registry()] if isinstance(recorded, list) else []
+    return (
+        [
+            p
+            for p in recorded
+            if isinstance(p, dict) and p.get("group") == extensions.CHECKS and p.get("name") not in _registry()
+        ]
+        if isinstance(recorded, list)
+        else []
+    )
 
 
 def not_applicable(protocol: str | None) -> dict[str, str]:

@@ -17,6 +17,7 @@ leader all the same. Those are held by nobody until its session expires — a
 finding (`held-by-absent-member`, with how long), and the layout is checked
 over every member the coordinator counted.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -52,11 +53,17 @@ def check(history: History, options: dict) -> CheckResult:
         for tp, slots in sorted(owners.items()):
             if len(slots) > 1:
                 names = members(*sorted(slots))
-                result.violations.append(Anomaly(
-                    NAME, "double-assignment",
-                    f"generation {generation} assigned {tp} to {len(slots)} members: {', '.join(names)}",
-                    partition=str(tp), members=names, generation=generation,
-                    times={"assigned": rebalance.end}))
+                result.violations.append(
+                    Anomaly(
+                        NAME,
+                        "double-assignment",
+                        f"generation {generation} assigned {tp} to {len(slots)} members: {', '.join(names)}",
+                        partition=str(tp),
+                        members=names,
+                        generation=generation,
+                        times={"assigned": rebalance.end},
+                    )
+                )
         # KIP-848 members reach an epoch one by one, each reconciling on its own heartbeat:
         # an epoch's snapshot is partial by design (convergence judges the end state).
         if generation in ownership.incremental_revokes or member_epochs:
@@ -77,8 +84,9 @@ def check(history: History, options: dict) -> CheckResult:
                 result.violations.append(_unassigned(rebalance, missing))
             if layout_applies:
                 layouts.append(generation)
-                result.violations.extend(_layout(history, generation, assignor, assignment, subscribed,
-                                                 subscriptions, rebalance.end))
+                result.violations.extend(
+                    _layout(history, generation, assignor, assignment, subscribed, subscriptions, rebalance.end)
+                )
             continue
         # The coordinator stabilized the generation with members that never got their JoinGroup
         # answer (stopped right after sending it; a static member leaves no LeaveGroup behind).
@@ -90,8 +98,9 @@ def check(history: History, options: dict) -> CheckResult:
             expected = _expected_layout(history, generation, assignor, everyone, subscribed, subscriptions)
         if expected is not None:
             layouts.append(generation)
-            result.violations.extend(_layout(history, generation, assignor, assignment, subscribed, subscriptions,
-                                             rebalance.end, expected))
+            result.violations.extend(
+                _layout(history, generation, assignor, assignment, subscribed, subscriptions, rebalance.end, expected)
+            )
             held = sorted(tp for slot in absent for tp in expected[slot])
             stray = sorted(set(missing) - set(held))
             if stray:
@@ -99,18 +108,25 @@ def check(history: History, options: dict) -> CheckResult:
             missing = [tp for tp in missing if tp in held]
         if missing:
             result.findings.append(_held_by_absent(history, rebalance, absent, missing, ownership))
-    result.detail = {"generations_checked": checked, "partial_cooperative_generations": partial,
-                     "layouts_checked": layouts}
+    result.detail = {
+        "generations_checked": checked,
+        "partial_cooperative_generations": partial,
+        "layouts_checked": layouts,
+    }
     return result
 
 
 def _unassigned(rebalance, missing: list[TopicPartition], beyond: str = "") -> Anomaly:
     return Anomaly(
-        NAME, "unassigned-partition",
+        NAME,
+        "unassigned-partition",
         f"generation {rebalance.generation} left {render_partitions(missing)} unassigned{beyond} "
         f"(members: {', '.join(rebalance.members)})",
-        partition=str(missing[0]) if len(missing) == 1 else None, members=tuple(rebalance.members),
-        generation=rebalance.generation, times={"assigned": rebalance.end})
+        partition=str(missing[0]) if len(missing) == 1 else None,
+        members=tuple(rebalance.members),
+        generation=rebalance.generation,
+        times={"assigned": rebalance.end},
+    )
 
 
 def _assignor(history: History, generation: int) -> str | None:
@@ -119,8 +135,9 @@ def _assignor(history: History, generation: int) -> str | None:
     return (joined or {}).get("protocol_name") or history.assignor
 
 
-def _subscriptions(history: History, generation: int,
-                   slots: list[MemberSlot]) -> dict[MemberSlot, frozenset[str]] | None:
+def _subscriptions(
+    history: History, generation: int, slots: list[MemberSlot]
+) -> dict[MemberSlot, frozenset[str]] | None:
     """Each member's subscription as the JoinGroup that got it into this generation
     carried it; None unless every member reported one (then all subscribe to all)."""
     subscriptions = {}
@@ -155,33 +172,51 @@ def _member_order(history: History, generation: int, slots: list[MemberSlot]) ->
     return sorted(slots, key=lambda s: ids[s][1]), "member id"
 
 
-def _expected_layout(history: History, generation: int, assignor: str,
-                     assignment: dict[MemberSlot, frozenset[TopicPartition]], partitions: list[TopicPartition],
-                     subscriptions: dict[MemberSlot, frozenset[str]] | None) -> dict | None:
+def _expected_layout(
+    history: History,
+    generation: int,
+    assignor: str,
+    assignment: dict[MemberSlot, frozenset[TopicPartition]],
+    partitions: list[TopicPartition],
+    subscriptions: dict[MemberSlot, frozenset[str]] | None,
+) -> dict | None:
     """The assignor's layout over these members, or None when their order cannot be known:
     a dynamic member that never got its JoinGroup answer has no member id in the history."""
     ordered, basis = _member_order(history, generation, list(assignment))
     if basis != "group.instance.id" and any(
-            not history.first(ev.GROUP_JOINED, generation=generation, member=s.member, incarnation=s.incarnation)
-            for s in assignment):
+        not history.first(ev.GROUP_JOINED, generation=generation, member=s.member, incarnation=s.incarnation)
+        for s in assignment
+    ):
         return None
     if subscriptions is not None and not set(assignment) <= set(subscriptions):
         subscriptions = None
     return LAYOUTS[assignor](partitions, ordered, subscriptions)
 
 
-def _layout(history: History, generation: int, assignor: str, assignment: dict[MemberSlot, frozenset[TopicPartition]],
-            partitions: list[TopicPartition], subscriptions: dict[MemberSlot, frozenset[str]] | None,
-            at: Instant | None, expected: dict | None = None) -> list[Anomaly]:
+def _layout(
+    history: History,
+    generation: int,
+    assignor: str,
+    assignment: dict[MemberSlot, frozenset[TopicPartition]],
+    partitions: list[TopicPartition],
+    subscriptions: dict[MemberSlot, frozenset[str]] | None,
+    at: Instant | None,
+    expected: dict | None = None,
+) -> list[Anomaly]:
     ordered, basis = _member_order(history, generation, list(expected or assignment))
     expected = expected or LAYOUTS[assignor](partitions, ordered, subscriptions)
     return [
         Anomaly(
-            NAME, "layout-mismatch",
+            NAME,
+            "layout-mismatch",
             f"generation {generation} ({assignor} over {len(ordered)} members sorted by {basis}): {slot} (#{i}) got "
             f"{render_partitions(assignment[slot])} but {assignor} assigns it {render_partitions(expected[slot])}",
-            members=members(slot), generation=generation, times={"assigned": at} if at else {})
-        for i, slot in enumerate(ordered) if slot in assignment and assignment[slot] != expected[slot]
+            members=members(slot),
+            generation=generation,
+            times={"assigned": at} if at else {},
+        )
+        for i, slot in enumerate(ordered)
+        if slot in assignment and assignment[slot] != expected[slot]
     ]
 
 
@@ -193,8 +228,11 @@ def _absent_members(history: History, rebalance) -> list[MemberSlot] | None:
     counted, stabilized = rebalance.coordinator_members, rebalance.coordinator_stabilized
     if counted is None or stabilized is None or counted <= len(rebalance.members):
         return None
-    began = min(i.mono_ms for i in (rebalance.start, rebalance.coordinator_preparing) if i) \
-        if (rebalance.start or rebalance.coordinator_preparing) else stabilized.mono_ms
+    began = (
+        min(i.mono_ms for i in (rebalance.start, rebalance.coordinator_preparing) if i)
+        if (rebalance.start or rebalance.coordinator_preparing)
+        else stabilized.mono_ms
+    )
     joined_members = set(rebalance.members)
     waiting: dict[MemberSlot, bool] = {}
     for e in history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED):
@@ -205,8 +243,9 @@ def _absent_members(history: History, rebalance) -> list[MemberSlot] | None:
     return sorted(slot for slot, unanswered in waiting.items() if unanswered and str(slot) not in joined_members)
 
 
-def _held_by_absent(history: History, rebalance, absent: list[MemberSlot], missing: list[TopicPartition],
-                    ownership) -> Anomaly:
+def _held_by_absent(
+    history: History, rebalance, absent: list[MemberSlot], missing: list[TopicPartition], ownership
+) -> Anomaly:
     generation, end = rebalance.generation, rebalance.end
     who = ", ".join(map(str, absent))
     unowned = {}
@@ -214,15 +253,22 @@ def _held_by_absent(history: History, rebalance, absent: list[MemberSlot], missi
         later = [s.start_ms for s in ownership.of_partition(tp) if s.start_ms >= end.mono_ms]
         unowned[tp] = (min(later) - end.mono_ms) if later else None
     longest = max((v for v in unowned.values() if v is not None), default=None)
-    until = ("held by nobody until the end of the run" if any(v is None for v in unowned.values())
-             else f"held by nobody in practice for up to {duration(longest)}, until the group reassigned them")
+    until = (
+        "held by nobody until the end of the run"
+        if any(v is None for v in unowned.values())
+        else f"held by nobody in practice for up to {duration(longest)}, until the group reassigned them"
+    )
     extra = rebalance.coordinator_members - len(rebalance.members)
     return Anomaly(
-        NAME, "held-by-absent-member",
+        NAME,
+        "held-by-absent-member",
         f"generation {generation}: the coordinator stabilized it with {rebalance.coordinator_members} members but "
         f"only {len(rebalance.members)} joined ({', '.join(rebalance.members)}); {render_partitions(missing)} went to "
         f"no member that joined — the leader assigned them among the {plural(extra, 'member')} counted without an "
         f"answered JoinGroup ({who}) — and were {until}",
-        partition=str(missing[0]) if len(missing) == 1 else None, members=members(*absent), generation=generation,
-        times={"assigned": end} | ({ev.COORDINATOR_STABILIZED: rebalance.coordinator_stabilized}
-                                    if rebalance.coordinator_stabilized else {}))
+        partition=str(missing[0]) if len(missing) == 1 else None,
+        members=members(*absent),
+        generation=generation,
+        times={"assigned": end}
+        | ({ev.COORDINATOR_STABILIZED: rebalance.coordinator_stabilized} if rebalance.coordinator_stabilized else {}),
+    )

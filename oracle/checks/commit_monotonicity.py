@@ -4,6 +4,7 @@ A regression makes the group re-read records it already committed past —
 typically a zombie's late commit overwriting its successor's. Scenarios that
 reset offsets on purpose set `allow_reset: true`; regressions are then findings.
 """
+
 from __future__ import annotations
 
 from ..anomalies import Anomaly, CheckResult, members, plural
@@ -38,10 +39,14 @@ def _describe(history: History, c: Commit) -> str:
 def _regression(history: History, top: Commit, commit: Commit) -> Anomaly:
     reread = OffsetSet.span(commit.offset, top.offset - 1)
     return Anomaly(
-        NAME, "offset-regression",
+        NAME,
+        "offset-regression",
         f"{commit.tp}: committed offset went back from {_describe(history, top)} to {_describe(history, commit)}; "
         f"{plural(len(reread), 'record')} ({reread.render()}) will be read again",
-        partition=str(commit.tp), offsets=reread.render(), count=len(reread),
-        members=members(top.slot, commit.slot), generation=commit.generation,
+        partition=str(commit.tp),
+        offsets=reread.render(),
+        count=len(reread),
+        members=members(top.slot, commit.slot),
+        generation=commit.generation,
         times={"highest_sent": Instant(None, top.sent_ms), "regression_sent": Instant(None, commit.sent_ms)},
     )

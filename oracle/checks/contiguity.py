@@ -9,6 +9,7 @@ where records are known to exist (acknowledged or consumed by someone), so
 transaction markers are not skips. Records processed outside any ownership
 session belong to no session: exclusive-ownership judges those.
 """
+
 from __future__ import annotations
 
 from ..anomalies import Anomaly, CheckResult, members, plural
@@ -46,14 +47,28 @@ def check(history: History, options: dict) -> CheckResult:
                 if c.lo > expected:
                     skipped = (OffsetSet.span(expected, c.lo - 1) & known) - OffsetSet(seen)
                     if skipped:
-                        result.violations.append(_within(
-                            history, c, session, "poll-skip", skipped,
-                            f"skipped {plural(len(skipped), 'record')} (offsets {skipped.render()}) within one "
-                            f"ownership session: after offset {expected - 1} it went on at {c.lo}"))
+                        result.violations.append(
+                            _within(
+                                history,
+                                c,
+                                session,
+                                "poll-skip",
+                                skipped,
+                                f"skipped {plural(len(skipped), 'record')} (offsets {skipped.render()}) within one "
+                                f"ownership session: after offset {expected - 1} it went on at {c.lo}",
+                            )
+                        )
                 elif c.lo < expected:
-                    result.violations.append(_within(
-                        history, c, session, "nonmonotonic-poll", OffsetSet.span(c.lo, min(c.hi, expected - 1)),
-                        f"went back from offset {expected - 1} to {c.lo} within one ownership session"))
+                    result.violations.append(
+                        _within(
+                            history,
+                            c,
+                            session,
+                            "nonmonotonic-poll",
+                            OffsetSet.span(c.lo, min(c.hi, expected - 1)),
+                            f"went back from offset {expected - 1} to {c.lo} within one ownership session",
+                        )
+                    )
             seen = position[session][1] if session in position else []
             seen.append((c.lo, c.hi))
             position[session] = (c.hi + 1, seen)
@@ -63,23 +78,34 @@ def check(history: History, options: dict) -> CheckResult:
     return result
 
 
-def _within(history: History, c: Consumption, session: Session, kind: str, offsets: OffsetSet,
-            what: str) -> Anomaly:
+def _within(history: History, c: Consumption, session: Session, kind: str, offsets: OffsetSet, what: str) -> Anomaly:
     return Anomaly(
-        NAME, kind, f"{c.tp}: {c.slot} {what} at {history.clock(c.at.mono_ms)}; session {session.describe(history)}",
-        partition=str(c.tp), offsets=offsets.render(), count=len(offsets), members=members(c.slot),
-        generation=session.generation, times={"consumed": c.at},
+        NAME,
+        kind,
+        f"{c.tp}: {c.slot} {what} at {history.clock(c.at.mono_ms)}; session {session.describe(history)}",
+        partition=str(c.tp),
+        offsets=offsets.render(),
+        count=len(offsets),
+        members=members(c.slot),
+        generation=session.generation,
+        times={"consumed": c.at},
     )
 
 
-def _handover_skip(history: History, c: Consumption, session: Session, before: Consumption,
-                   skipped: OffsetSet) -> Anomaly:
+def _handover_skip(
+    history: History, c: Consumption, session: Session, before: Consumption, skipped: OffsetSet
+) -> Anomaly:
     generation = session.generation
     return Anomaly(
-        NAME, "skip-at-handover",
+        NAME,
+        "skip-at-handover",
         f"{c.tp}: {c.slot} started at offset {c.lo} when it took the partition over (generation {generation}, "
         f"{history.clock(c.at.mono_ms)}), but the highest offset consumed before was {before.hi} (by {before.slot}): "
         f"{plural(len(skipped), 'record')} skipped, offsets {skipped.render()}",
-        partition=str(c.tp), offsets=skipped.render(), count=len(skipped), members=members(before.slot, c.slot),
-        generation=generation, times={"previous": before.at, "first_after_handover": c.at},
+        partition=str(c.tp),
+        offsets=skipped.render(),
+        count=len(skipped),
+        members=members(before.slot, c.slot),
+        generation=generation,
+        times={"previous": before.at, "first_after_handover": c.at},
     )

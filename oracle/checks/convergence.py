@@ -10,6 +10,7 @@ either. Wherever no fault is active and no rebalance is in progress, a partition
 with acknowledged records nobody has processed yet must see some processed
 within `stall_s` (default: twice the longest session timeout, at least 15 s).
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left
@@ -39,8 +40,11 @@ def check(history: History, options: dict) -> CheckResult:
     # Members a scale-down stopped did so before their fault healed, and those the load profile
     # stopped were told to leave by it (one may exit after the profile's last change): not the end.
     leaving = {m for e in history.named(ev.GROUP_RESIZED) for m in e.get("stopped") or ()}
-    stops = [e["mono_ms"] for e in history.named(ev.CONSUMER_STOPPED)
-             if e.get("reason") == "end-of-run" and e["mono_ms"] > since and e.get(ev.MEMBER) not in leaving]
+    stops = [
+        e["mono_ms"]
+        for e in history.named(ev.CONSUMER_STOPPED)
+        if e.get("reason") == "end-of-run" and e["mono_ms"] > since and e.get(ev.MEMBER) not in leaving
+    ]
     horizon = min([done["mono_ms"], *stops])
 
     ownership = ownership_of(history)
@@ -55,18 +59,28 @@ def check(history: History, options: dict) -> CheckResult:
     result = CheckResult(detail={"since": since_what, "within_s": options["within_s"]})
     times = {"since": Instant.of(anchor), "horizon": Instant(None, horizon)}
     if converged_at is None:
-        result.violations.append(Anomaly(
-            NAME, "not-converged",
-            f"the group never settled after {since_what} ({history.clock(since)}): "
-            f"at {history.clock(horizon)} {problem}", times=times))
+        result.violations.append(
+            Anomaly(
+                NAME,
+                "not-converged",
+                f"the group never settled after {since_what} ({history.clock(since)}): "
+                f"at {history.clock(horizon)} {problem}",
+                times=times,
+            )
+        )
     else:
         took = converged_at - since
         result.detail["converged_after_ms"] = took
         if took > options["within_s"] * 1000:
-            result.violations.append(Anomaly(
-                NAME, "slow-convergence",
-                f"the group settled {duration(took)} after {since_what} ({history.clock(since)}), "
-                f"later than the allowed {options['within_s']} s", times=times))
+            result.violations.append(
+                Anomaly(
+                    NAME,
+                    "slow-convergence",
+                    f"the group settled {duration(took)} after {since_what} ({history.clock(since)}), "
+                    f"later than the allowed {options['within_s']} s",
+                    times=times,
+                )
+            )
     lag = _lag(history, history.last(ev.LAG_SAMPLED))
     if lag:
         result.violations.append(lag)
@@ -143,13 +157,18 @@ def _stalls(history: History, horizon: float, stall_ms: float) -> list[Anomaly]:
             slots = [s.slot for s in ownership.owners_at(worst[0]).get(tp, ())]
             owners = ", ".join(map(str, slots)) or "nobody"
             busy = _busy_elsewhere(history, slots, tp, *worst)
-            found.append(Anomaly(
-                NAME, "stalled",
-                f"{tp} stalled for {duration(worst[1] - worst[0])} ({history.clock(worst[0])}..{history.clock(worst[1])}) "
-                f"with acknowledged records waiting, while no fault was active and no rebalance was in progress "
-                f"(owner: {owners}; allowed {duration(stall_ms)})"
-                + (f"; meanwhile {busy}: the owner kept processing, only not this partition" if busy else ""),
-                partition=str(tp), times={"from": Instant(None, worst[0]), "to": Instant(None, worst[1])}))
+            found.append(
+                Anomaly(
+                    NAME,
+                    "stalled",
+                    f"{tp} stalled for {duration(worst[1] - worst[0])} ({history.clock(worst[0])}..{history.clock(worst[1])}) "
+                    f"with acknowledged records waiting, while no fault was active and no rebalance was in progress "
+                    f"(owner: {owners}; allowed {duration(stall_ms)})"
+                    + (f"; meanwhile {busy}: the owner kept processing, only not this partition" if busy else ""),
+                    partition=str(tp),
+                    times={"from": Instant(None, worst[0]), "to": Instant(None, worst[1])},
+                )
+            )
     return found
 
 
@@ -206,8 +225,11 @@ def _quiet(lo: float, hi: float, busy: list[tuple[float, float]]) -> list[tuple[
 def _problem(partitions: list[TopicPartition], owners: dict) -> str | None:
     """What keeps the current assignment from covering every partition exactly once."""
     unowned = [tp for tp in partitions if not owners.get(tp)]
-    shared = [f"{tp} owned by {' and '.join(str(s.slot) for s in owners[tp])}"
-              for tp in partitions if len(owners.get(tp, ())) > 1]
+    shared = [
+        f"{tp} owned by {' and '.join(str(s.slot) for s in owners[tp])}"
+        for tp in partitions
+        if len(owners.get(tp, ())) > 1
+    ]
     parts = ([f"{render_partitions(unowned)} unowned"] if unowned else []) + shared
     return "; ".join(parts) or None
 
@@ -225,6 +247,9 @@ def _lag(history: History, sample: Event | None) -> Anomaly | None:
     if not behind:
         return None
     return Anomaly(
-        NAME, "lag-not-drained",
+        NAME,
+        "lag-not-drained",
         f"lag did not drain: at the last sample ({history.clock(sample['mono_ms'])}) " + "; ".join(behind.values()),
-        partition=next(iter(behind)) if len(behind) == 1 else None, times={"sampled": Instant.of(sample)})
+        partition=next(iter(behind)) if len(behind) == 1 else None,
+        times={"sampled": Instant.of(sample)},
+    )

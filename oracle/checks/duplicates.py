@@ -14,6 +14,7 @@ below that committed offset (`below-commit`), within one ownership session
 (`non-owner`; exclusive-ownership's violation). Scenarios may bound the total
 with `max: N`.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right, insort
@@ -62,13 +63,22 @@ class Redelivery:
         return self.hi - self.lo + 1
 
     def describe(self) -> str:
-        return (f"{self.tp} offsets {OffsetSet.span(self.lo, self.hi).render()}: first {self.first.slot}, "
-                f"again {self.second.slot}, {self.reason}")
+        return (
+            f"{self.tp} offsets {OffsetSet.span(self.lo, self.hi).render()}: first {self.first.slot}, "
+            f"again {self.second.slot}, {self.reason}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"partition": str(self.tp), "offsets": OffsetSet.span(self.lo, self.hi).render(),
-                "count": self.count, "first": str(self.first.slot), "second": str(self.second.slot),
-                "explained": self.explained, "cause": self.cause, "reason": self.reason}
+        return {
+            "partition": str(self.tp),
+            "offsets": OffsetSet.span(self.lo, self.hi).render(),
+            "count": self.count,
+            "first": str(self.first.slot),
+            "second": str(self.second.slot),
+            "explained": self.explained,
+            "cause": self.cause,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -92,8 +102,13 @@ class DuplicateReport:
         return counts
 
     def to_dict(self) -> dict[str, Any]:
-        return {"count": self.count, "explained": self.explained, "unexplained": self.count - self.explained,
-                "by_cause": self.by_cause, "ranges": [r.to_dict() for r in self.redeliveries]}
+        return {
+            "count": self.count,
+            "explained": self.explained,
+            "unexplained": self.count - self.explained,
+            "by_cause": self.by_cause,
+            "ranges": [r.to_dict() for r in self.redeliveries],
+        }
 
 
 def breakdown(d: dict[str, Any]) -> str:
@@ -101,10 +116,17 @@ def breakdown(d: dict[str, Any]) -> str:
     what: '14 explained (14 processed by a zombie alongside the new owner), 0 unexplained'. The
     unexplained ones are exactly the duplicates check's findings. A verdict written before
     `by_cause` existed gives its counts only."""
+
     def causes(explained: bool) -> str:
-        named = [f"{n} {label}" for c, n in d.get("by_cause", {}).items()
-                 if n and c in CAUSES for ok, label in [CAUSES[c]] if ok == explained]
+        named = [
+            f"{n} {label}"
+            for c, n in d.get("by_cause", {}).items()
+            if n and c in CAUSES
+            for ok, label in [CAUSES[c]]
+            if ok == explained
+        ]
         return f" ({', '.join(named)})" if named else ""
+
     return f"{d['explained']} explained{causes(True)}, {d['unexplained']} unexplained{causes(False)}"
 
 
@@ -115,28 +137,51 @@ def summary(d: dict[str, Any]) -> str:
 
 
 def redeliveries_of(history: History) -> DuplicateReport:
-    return history.memo("duplicates", lambda: DuplicateReport(
-        [r for tp in sorted(history.consumed) for r in _partition(history, ownership_of(history), tp)]))
+    return history.memo(
+        "duplicates",
+        lambda: DuplicateReport(
+            [r for tp in sorted(history.consumed) for r in _partition(history, ownership_of(history), tp)]
+        ),
+    )
 
 
 def check(history: History, options: dict) -> CheckResult:
     report = redeliveries_of(history)
-    result = CheckResult(detail={"count": report.count, "explained": report.explained, "by_cause": report.by_cause,
-                                 "max": options["max"]})
+    result = CheckResult(
+        detail={
+            "count": report.count,
+            "explained": report.explained,
+            "by_cause": report.by_cause,
+            "max": options["max"],
+        }
+    )
     for r in report.redeliveries:
         if not r.explained:  # the summary's unexplained ones, exactly
-            result.findings.append(Anomaly(
-                NAME, "duplicate", r.describe(), partition=str(r.tp),
-                offsets=OffsetSet.span(r.lo, r.hi).render(), count=r.count,
-                members=members(r.first.slot, r.second.slot), generation=r.second.generation,
-                times={"first": r.first.at, "again": r.second.at}))
+            result.findings.append(
+                Anomaly(
+                    NAME,
+                    "duplicate",
+                    r.describe(),
+                    partition=str(r.tp),
+                    offsets=OffsetSet.span(r.lo, r.hi).render(),
+                    count=r.count,
+                    members=members(r.first.slot, r.second.slot),
+                    generation=r.second.generation,
+                    times={"first": r.first.at, "again": r.second.at},
+                )
+            )
     if options["max"] is not None and report.count > options["max"]:
         worst = sorted(report.redeliveries, key=lambda r: -r.count)[:3]
-        result.violations.append(Anomaly(
-            NAME, "too-many-duplicates",
-            f"{plural(report.count, 'record')} consumed more than once, more than the allowed {options['max']} "
-            f"({breakdown(report.to_dict())}); largest: " + "; ".join(r.describe() for r in worst),
-            count=report.count, members=members(*(s for r in worst for s in (r.first.slot, r.second.slot)))))
+        result.violations.append(
+            Anomaly(
+                NAME,
+                "too-many-duplicates",
+                f"{plural(report.count, 'record')} consumed more than once, more than the allowed {options['max']} "
+                f"({breakdown(report.to_dict())}); largest: " + "; ".join(r.describe() for r in worst),
+                count=report.count,
+                members=members(*(s for r in worst for s in (r.first.slot, r.second.slot))),
+            )
+        )
     return result
 
 
@@ -162,8 +207,15 @@ def _partition(history: History, ownership: Ownership, tp: TopicPartition) -> li
     return out
 
 
-def _explain(history: History, ownership: Ownership, out: list[Redelivery], first: Consumption,
-             second: Consumption, lo: int, hi: int) -> None:
+def _explain(
+    history: History,
+    ownership: Ownership,
+    out: list[Redelivery],
+    first: Consumption,
+    second: Consumption,
+    lo: int,
+    hi: int,
+) -> None:
     was = ownership.owning(first.slot, first.tp, first.at.mono_ms)
     now = ownership.owning(second.slot, second.tp, second.at.mono_ms)
     pieces: list[tuple[int, int, str, str]]
@@ -175,15 +227,28 @@ def _explain(history: History, ownership: Ownership, out: list[Redelivery], firs
         pieces = [(lo, hi, "same-session", "re-delivered within one ownership session")]
     elif now.start_ms < first.at.mono_ms:  # both owned it at once: a zombie, not a hand-over
         zombie = first.slot if was.start_ms < now.start_ms else second.slot
-        pieces = [(lo, hi, "zombie", f"explained by a zombie: processed again by {second.slot} while both owned "
-                                     f"the partition, {zombie} not yet aware it had lost it (exclusive-ownership)")]
+        pieces = [
+            (
+                lo,
+                hi,
+                "zombie",
+                f"explained by a zombie: processed again by {second.slot} while both owned "
+                f"the partition, {zombie} not yet aware it had lost it (exclusive-ownership)",
+            )
+        ]
     else:
         committed = history.committed_at(first.tp, now.start_ms)
         floor = committed.offset if committed else lo
         when = f"when {second.slot} {'got it back' if first.slot == second.slot else 'took over'}"
-        pieces = [(lo, min(hi, floor - 1), "below-commit", f"below the offset {floor} committed {when}"),
-                  (max(lo, floor), hi, "hand-over",
-                   f"{UNCOMMITTED} (committed offset {committed.offset if committed else 'none'} {when})")]
+        pieces = [
+            (lo, min(hi, floor - 1), "below-commit", f"below the offset {floor} committed {when}"),
+            (
+                max(lo, floor),
+                hi,
+                "hand-over",
+                f"{UNCOMMITTED} (committed offset {committed.offset if committed else 'none'} {when})",
+            ),
+        ]
     for p_lo, p_hi, cause, reason in pieces:
         if p_lo > p_hi:
             continue

@@ -13,6 +13,7 @@ itself recorded losing it (`consumed-after-ownership`) — is a violation: only
 a zombie that has not yet learnt of its loss is excusable, and its session is
 still open.
 """
+
 from __future__ import annotations
 
 from ..anomalies import Anomaly, CheckResult, duration, members, plural
@@ -34,7 +35,7 @@ def check(history: History, options: dict) -> CheckResult:
     for tp in ownership.partitions():
         sessions = ownership.of_partition(tp)
         for i, older in enumerate(sessions):
-            for newer in sessions[i + 1:]:
+            for newer in sessions[i + 1 :]:
                 if newer.start_ms >= older.end_ms:
                     break  # sorted by start: nothing later overlaps `older` either
                 window = older.overlap(newer) if older.slot != newer.slot else None
@@ -56,33 +57,49 @@ def check(history: History, options: dict) -> CheckResult:
 
 def _two_owners(history: History, a: Session, b: Session, generation: int, start: Instant, end: Instant) -> Anomaly:
     return Anomaly(
-        NAME, "two-owners-in-generation",
+        NAME,
+        "two-owners-in-generation",
         f"{a.tp} had two owners in generation {generation}: {a.describe(history)} and {b.describe(history)}, "
         f"both from {history.clock(start.mono_ms)} to {history.clock(end.mono_ms)}",
-        partition=str(a.tp), members=members(a.slot, b.slot), generation=generation,
+        partition=str(a.tp),
+        members=members(a.slot, b.slot),
+        generation=generation,
         times={"overlap_start": start, "overlap_end": end},
     )
 
 
 def _processed(history: History, session: Session, start: Instant, end: Instant) -> OffsetSet:
-    return OffsetSet((c.lo, c.hi) for c in history.consumptions_between(session.tp, start.mono_ms, end.mono_ms)
-                     if c.slot == session.slot)
+    return OffsetSet(
+        (c.lo, c.hi)
+        for c in history.consumptions_between(session.tp, start.mono_ms, end.mono_ms)
+        if c.slot == session.slot
+    )
 
 
 def _zombie(history: History, older: Session, newer: Session, start: Instant, end: Instant) -> Anomaly:
     span = f"{history.clock(start.mono_ms)}..{history.clock(end.mono_ms)}"
-    message = (f"{older.tp}: {older.describe(history)} still owned it for {duration(end.mono_ms - start.mono_ms)} "
-               f"after {newer.describe(history)} took it over ({span})")
+    message = (
+        f"{older.tp}: {older.describe(history)} still owned it for {duration(end.mono_ms - start.mono_ms)} "
+        f"after {newer.describe(history)} took it over ({span})"
+    )
     by_older, by_newer = _processed(history, older, start, end), _processed(history, newer, start, end)
     kind, offsets = "zombie-overlap", None
     if by_older and by_newer:
         kind, offsets = "split-brain", by_older | by_newer
-        message += (f"; both processed records in that window: {older.slot} offsets {by_older.render()}, "
-                    f"{newer.slot} offsets {by_newer.render()}")
+        message += (
+            f"; both processed records in that window: {older.slot} offsets {by_older.render()}, "
+            f"{newer.slot} offsets {by_newer.render()}"
+        )
     return Anomaly(
-        NAME, kind, message, partition=str(older.tp), offsets=offsets.render() if offsets else None,
-        count=len(offsets) if offsets else None, members=members(older.slot, newer.slot),
-        generation=newer.generation, times={"overlap_start": start, "overlap_end": end},
+        NAME,
+        kind,
+        message,
+        partition=str(older.tp),
+        offsets=offsets.render() if offsets else None,
+        count=len(offsets) if offsets else None,
+        members=members(older.slot, newer.slot),
+        generation=newer.generation,
+        times={"overlap_start": start, "overlap_end": end},
     )
 
 
@@ -108,20 +125,34 @@ def _outside_sessions(history: History) -> list[Anomaly]:
         what = f"{tp}: {slot} processed {plural(len(offsets), 'record')} (offsets {offsets.render()}, {span})"
         if former is None:
             kind = "consumed-without-ownership"
-            message = (f"{what} without owning the partition: it had not been assigned {tp} in this incarnation "
-                       f"by then (its generation then: {_generation(first)})")
+            message = (
+                f"{what} without owning the partition: it had not been assigned {tp} in this incarnation "
+                f"by then (its generation then: {_generation(first)})"
+            )
             times = {"first": first.at, "last": last.at}
         else:
             kind = "consumed-after-ownership"
-            message = (f"{what} after its own ownership of the partition had ended: {former.describe(history)} "
-                       f"(its generation then: {_generation(first)})")
+            message = (
+                f"{what} after its own ownership of the partition had ended: {former.describe(history)} "
+                f"(its generation then: {_generation(first)})"
+            )
             times = {"ownership_ended": former.end or history.end, "first": first.at, "last": last.at}
         owners = _owners_during(history, ownership, tp, first.at.mono_ms, last.at.mono_ms, slot)
         if owners:
             message += "; " + "; ".join(owners)
-        violations.append(Anomaly(NAME, kind, message, partition=str(tp), offsets=offsets.render(),
-                                  count=len(offsets), members=members(slot), generation=first.generation,
-                                  times=times))
+        violations.append(
+            Anomaly(
+                NAME,
+                kind,
+                message,
+                partition=str(tp),
+                offsets=offsets.render(),
+                count=len(offsets),
+                members=members(slot),
+                generation=first.generation,
+                times=times,
+            )
+        )
     return violations
 
 
@@ -131,14 +162,20 @@ def _generation(c: Consumption) -> str:
 
 def _owners_during(history: History, ownership: Ownership, tp, lo_ms: float, hi_ms: float, intruder) -> list[str]:
     """Who did own the partition meanwhile, and which of the intruder's records they processed too."""
-    theirs = OffsetSet((c.lo, c.hi) for c in history.consumptions_of(tp) if c.slot == intruder
-                       and not ownership.owning(c.slot, tp, c.at.mono_ms) and lo_ms <= c.at.mono_ms <= hi_ms)
+    theirs = OffsetSet(
+        (c.lo, c.hi)
+        for c in history.consumptions_of(tp)
+        if c.slot == intruder and not ownership.owning(c.slot, tp, c.at.mono_ms) and lo_ms <= c.at.mono_ms <= hi_ms
+    )
     out = []
     for s in ownership.of_partition(tp):
         if s.slot == intruder or s.end_ms < lo_ms or s.start_ms > hi_ms:
             continue
-        both = theirs & OffsetSet((c.lo, c.hi) for c in history.consumptions_of(tp)
-                                  if c.slot == s.slot and s.covers(c.at.mono_ms))
-        out.append(f"the owner was {s.describe(history)}"
-                   + (f", which processed the same offsets {both.render()}" if both else ""))
+        both = theirs & OffsetSet(
+            (c.lo, c.hi) for c in history.consumptions_of(tp) if c.slot == s.slot and s.covers(c.at.mono_ms)
+        )
+        out.append(
+            f"the owner was {s.describe(history)}"
+            + (f", which processed the same offsets {both.render()}" if both else "")
+        )
     return out

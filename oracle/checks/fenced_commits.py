@@ -10,6 +10,7 @@ fence working and are only counted. A "takeover" by an assignment of an older
 generation than the commit's is no takeover: a paused member can read, when it
 resumes, the SyncGroup answer it was sent before the group moved on without it.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -32,8 +33,9 @@ def check(history: History, options: dict) -> CheckResult:
             continue
         session = ownership.commit_session(commit)
         if session is None:
-            result.violations.append(_anomaly(history, commit, "commit-without-ownership",
-                                              f"but did not own {commit.tp} then"))
+            result.violations.append(
+                _anomaly(history, commit, "commit-without-ownership", f"but did not own {commit.tp} then")
+            )
             continue
         # Sessions of others that began after this one and by the time the commit left.
         begun = starts.get(commit.tp, [])
@@ -41,14 +43,24 @@ def check(history: History, options: dict) -> CheckResult:
         if not window:  # nobody took the partition over meanwhile: almost every commit of a run
             continue
         sessions = ownership.of_partition(commit.tp)
-        usurper = next((sessions[i] for i in window
-                        if sessions[i].slot != commit.slot and not _older(sessions[i].generation, commit.generation)),
-                       None)
+        usurper = next(
+            (
+                sessions[i]
+                for i in window
+                if sessions[i].slot != commit.slot and not _older(sessions[i].generation, commit.generation)
+            ),
+            None,
+        )
         if usurper:
-            result.violations.append(_anomaly(
-                history, commit, "commit-after-handover",
-                f"but {usurper.describe(history)} had taken {commit.tp} over at {history.clock(usurper.start_ms)}",
-                usurper))
+            result.violations.append(
+                _anomaly(
+                    history,
+                    commit,
+                    "commit-after-handover",
+                    f"but {usurper.describe(history)} had taken {commit.tp} over at {history.clock(usurper.start_ms)}",
+                    usurper,
+                )
+            )
     ok, failed = history.commit_outcomes()
     result.detail = {"commits_ok": ok, "commits_failed": failed}
     return result
@@ -61,10 +73,13 @@ def _older(generation: int | None, than: int | None) -> bool:
 def _anomaly(history: History, commit: Commit, kind: str, why: str, usurper: Session | None = None) -> Anomaly:
     generation = f"generation {commit.generation}" if commit.generation is not None else "no generation"
     return Anomaly(
-        NAME, kind,
+        NAME,
+        kind,
         f"{commit.slot} committed {commit.tp} offset {commit.offset} successfully ({generation}, trigger "
         f"{commit.trigger}, sent {history.clock(commit.sent_ms)}) {why}: the coordinator should have fenced it",
-        partition=str(commit.tp), offsets=str(commit.offset), members=members(commit.slot, usurper and usurper.slot),
+        partition=str(commit.tp),
+        offsets=str(commit.offset),
+        members=members(commit.slot, usurper and usurper.slot),
         generation=commit.generation,
         times={"sent": Instant(None, commit.sent_ms), "answered": commit.at}
         | ({"taken_over": usurper.start} if usurper else {}),

@@ -7,6 +7,7 @@ reach a check (the loader raises `BrokenHistory`). Its detail is the loader's re
 torn, recovered and duplicate lines, a missing run_finished, fields this oracle does not
 know — counted, shown, and none of them a violation.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -26,20 +27,36 @@ def check(history: History, options: dict) -> CheckResult:
         consumed[c.slot, c.tp].append(c)
     for (slot, tp), cs in consumed.items():
         offsets = OffsetSet((c.lo, c.hi) for c in cs)
-        result.violations.append(Anomaly(
-            NAME, "never-produced",
-            f"{slot} consumed {tp} offsets {offsets.render()} ({plural(len(offsets), 'record')}, first at "
-            f"{history.clock(cs[0].at.mono_ms)}), past the last offset known to exist "
-            f"({_end(history, tp)}): records never produced, set aside; the other checks judged the history "
-            "without them", partition=str(tp), offsets=offsets.render(), count=len(offsets), members=(str(slot),),
-            generation=cs[0].generation, times={"first": cs[0].at, "last": cs[-1].at}))
+        result.violations.append(
+            Anomaly(
+                NAME,
+                "never-produced",
+                f"{slot} consumed {tp} offsets {offsets.render()} ({plural(len(offsets), 'record')}, first at "
+                f"{history.clock(cs[0].at.mono_ms)}), past the last offset known to exist "
+                f"({_end(history, tp)}): records never produced, set aside; the other checks judged the history "
+                "without them",
+                partition=str(tp),
+                offsets=offsets.render(),
+                count=len(offsets),
+                members=(str(slot),),
+                generation=cs[0].generation,
+                times={"first": cs[0].at, "last": cs[-1].at},
+            )
+        )
     for c in history.never_produced_commits:
-        result.violations.append(Anomaly(
-            NAME, "commit-past-produced",
-            f"{c.slot} committed {c.tp} offset {c.offset} at {history.clock(c.at.mono_ms)}, past the last offset "
-            f"known to exist ({_end(history, c.tp)}): set aside; the other checks judged the history without it",
-            partition=str(c.tp), offsets=str(c.offset), members=(str(c.slot),), generation=c.generation,
-            times={"answered": c.at}))
+        result.violations.append(
+            Anomaly(
+                NAME,
+                "commit-past-produced",
+                f"{c.slot} committed {c.tp} offset {c.offset} at {history.clock(c.at.mono_ms)}, past the last offset "
+                f"known to exist ({_end(history, c.tp)}): set aside; the other checks judged the history without it",
+                partition=str(c.tp),
+                offsets=str(c.offset),
+                members=(str(c.slot),),
+                generation=c.generation,
+                times={"answered": c.at},
+            )
+        )
     return result
 
 

@@ -9,6 +9,7 @@ a later one of its own); where no recorded commit put the group there, one was
 sent but never recorded (its member killed between sending it and writing its
 event) or the position was reset, and the owners before and after are named.
 """
+
 from __future__ import annotations
 
 from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, members, plural
@@ -46,8 +47,10 @@ def _lost(history: History, tp: TopicPartition, lost: OffsetSet) -> Anomaly:
         culprit = next((c for c in history.commits if c.success and c.tp == tp and c.offset > lost.min), None)
     times = {}
     if culprit:
-        message += (f"; {culprit.slot} committed offset {culprit.offset} past them (trigger {culprit.trigger}, "
-                    f"generation {culprit.generation}, sent {history.clock(culprit.sent_ms)})")
+        message += (
+            f"; {culprit.slot} committed offset {culprit.offset} past them (trigger {culprit.trigger}, "
+            f"generation {culprit.generation}, sent {history.clock(culprit.sent_ms)})"
+        )
         session = ownership_of(history).commit_session(culprit)
         if session and session.ended_by != OWNED_AT_END:
             when = "had ended" if session.end_ms <= culprit.sent_ms else "then ended"
@@ -55,9 +58,11 @@ def _lost(history: History, tp: TopicPartition, lost: OffsetSet) -> Anomaly:
         times["commit"] = culprit.at
         suspects, generation = (culprit.slot,), culprit.generation
     elif handover:
-        message += (f"; {went_on.slot} went on from offset {after.lo} when it took the partition over "
-                    f"(generation {went_on.generation}, {history.clock(went_on.start_ms)}) and no commit in the "
-                    f"history put the group there: a commit sent but never recorded, or a reset position")
+        message += (
+            f"; {went_on.slot} went on from offset {after.lo} when it took the partition over "
+            f"(generation {went_on.generation}, {history.clock(went_on.start_ms)}) and no commit in the "
+            f"history put the group there: a commit sent but never recorded, or a reset position"
+        )
         if previous:
             message += f". The owner before: {previous.describe(history)}"
             times["previous_owner_until"] = previous.end or previous.start
@@ -66,13 +71,21 @@ def _lost(history: History, tp: TopicPartition, lost: OffsetSet) -> Anomaly:
     else:
         suspects, generation = (), None
     return Anomaly(
-        NAME, "lost-write", message, partition=str(tp), offsets=lost.render(), count=len(lost),
-        members=members(*suspects), generation=generation, times=times,
+        NAME,
+        "lost-write",
+        message,
+        partition=str(tp),
+        offsets=lost.render(),
+        count=len(lost),
+        members=members(*suspects),
+        generation=generation,
+        times=times,
     )
 
 
-def _handover_past(history: History, tp: TopicPartition,
-                   lost: OffsetSet) -> tuple[Session | None, Session, Consumption] | None:
+def _handover_past(
+    history: History, tp: TopicPartition, lost: OffsetSet
+) -> tuple[Session | None, Session, Consumption] | None:
     """Where a new owner went on past the first lost offset: (the session before it, its session,
     its first consumption past it). None where nobody went on past it, where that consumption lies
     outside every session (exclusive-ownership's to judge), or where its session had consumed
@@ -83,8 +96,9 @@ def _handover_past(history: History, tp: TopicPartition,
         return None
     after, ownership = consumed[i], ownership_of(history)
     went_on = ownership.owning(after.slot, tp, after.at.mono_ms)
-    if went_on is None or any(ownership.owning(c.slot, tp, c.at.mono_ms) is went_on
-                              for c in consumed[:i] if c.slot == after.slot):
+    if went_on is None or any(
+        ownership.owning(c.slot, tp, c.at.mono_ms) is went_on for c in consumed[:i] if c.slot == after.slot
+    ):
         return None
     before = [s for s in ownership.of_partition(tp) if s is not went_on and s.start_ms <= went_on.start_ms]
     return (before[-1] if before else None), went_on, after

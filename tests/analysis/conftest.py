@@ -5,6 +5,7 @@ analysis shares it. Tests that need real run directories make them once per modu
 with the integration fixtures (real ZooKeeper / Kafka brokers), and are marked
 `integration` like the tests under tests/integration.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -5,6 +5,7 @@ reference), and run directories that are damaged, half-written or missing.
 One analysis (one Spark job) covers the whole module: the JVM's per-query overhead,
 not the data, is what costs time here.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ TEARDOWN = {
 }
 STRAY = {
     "stray-never-owner": SynthSpec(44, "classic-eager", "none", duration_s=25, stray_at_s=10),
-    "stray-former-owner": SynthSpec(45, "classic-eager", "pause", duration_s=25, fault_at_s=3, fault_duration_s=7,
-                                    stray_at_s=15),
+    "stray-former-owner": SynthSpec(
+        45, "classic-eager", "pause", duration_s=25, fault_at_s=3, fault_duration_s=7, stray_at_s=15
+    ),
 }
 STORIES = {**TEARDOWN, **STRAY}
 
@@ -110,8 +112,12 @@ def _damaged(root: Path, template: Path) -> dict[str, str]:
     copy("half-written", "".join(lines[:200]), verdict=False)  # the harness died before the verdict
     copy("no-history", None)
     copy("empty-history", "")
-    return {"torn-middle": "damaged: history.jsonl line 41: not a JSON event", "half-written": "no verdict.json",
-            "no-history": "no history.jsonl", "empty-history": "history.jsonl is empty"}
+    return {
+        "torn-middle": "damaged: history.jsonl line 41: not a JSON event",
+        "half-written": "no verdict.json",
+        "no-history": "no history.jsonl",
+        "empty-history": "history.jsonl is empty",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -146,16 +152,24 @@ def test_crash_story_has_the_answers_worked_out_by_hand_in_the_oracle_and_in_spa
     ours = spark_figures(result.tables, "crash-story")
     for figures in (oracle, ours):
         assert [(r["generation"], r["status"], r["duration_ms"], r["trigger"]) for r in figures["rebalances"]] == [
-            (g, s, d, t) for g, s, _, d, t in CRASH_STORY["rebalances"]]
+            (g, s, d, t) for g, s, _, d, t in CRASH_STORY["rebalances"]
+        ]
         assert figures["rebalances"][1]["unowned_ms"] == CRASH_STORY["unowned_ms"]
         for key in ("duplicates", "lost", "commits_failed"):
             assert figures[key] == CRASH_STORY[key], key
-    starts = [r["start_s"] * 1000 for r in sorted(
-        (r for r in result.tables["rebalances"] if r["run"] == "crash-story"), key=lambda r: r["generation"])]
+    starts = [
+        r["start_s"] * 1000
+        for r in sorted(
+            (r for r in result.tables["rebalances"] if r["run"] == "crash-story"), key=lambda r: r["generation"]
+        )
+    ]
     assert starts == pytest.approx([s for _, _, s, _, _ in CRASH_STORY["rebalances"]])
     [fault] = [f for f in result.tables["faults"] if f["run"] == "crash-story"]
     assert (fault["kind"], fault["detection_ms"], fault["detected_generation"]) == (
-        "crash", CRASH_STORY["fault_to_detection_ms"], 2)
+        "crash",
+        CRASH_STORY["fault_to_detection_ms"],
+        2,
+    )
 
 
 @pytest.mark.parametrize("run", ["torn-tail"] + [f"synth-{p}-{f}" for p, f in SYNTHETIC] + list(STORIES))
@@ -185,8 +199,9 @@ def test_a_member_processing_a_partition_it_does_not_own_explains_no_duplicate(r
     records (already processed by the owner, or processed by the owner afterwards) are unexplained."""
     for run in STRAY:
         history = History(load_history(runs / run))
-        stray = [r for r in check_history(history).duplicates.redeliveries
-                 if "did not own the partition then" in r.reason]
+        stray = [
+            r for r in check_history(history).duplicates.redeliveries if "did not own the partition then" in r.reason
+        ]
         assert {r.reason.split(" by ")[0] for r in stray} == {"processed again", "first processed"}, run
         assert not any(r.explained for r in stray)
         again = next(r.second for r in stray if r.reason.startswith("processed again"))
@@ -219,14 +234,29 @@ def test_damaged_half_written_and_missing_run_directories_are_named_and_skipped(
 
 
 def test_tables_are_written_as_parquet_and_csv_and_reports_are_self_contained(spark, result):
-    for table in ("runs", "rebalances", "stop_the_world", "ownership", "faults", "lag", "commit_failures",
-                  "duplicates", "records", "metrics", "by_group", "by_dimension"):
+    for table in (
+        "runs",
+        "rebalances",
+        "stop_the_world",
+        "ownership",
+        "faults",
+        "lag",
+        "commit_failures",
+        "duplicates",
+        "records",
+        "metrics",
+        "by_group",
+        "by_dimension",
+    ):
         assert spark.read.parquet(str(result.out / "parquet" / table)).count() > 0, table
         assert (result.out / "csv" / f"{table}.csv").read_text().count("\n") > 1, table
     dims = {(r["dimension"], r["group"]) for r in result.by_dimension if r["metric"] == "rebalance_ms"}
     assert {("protocol", p) for p in PROTOCOLS} | {("fault_kind", f) for f in ("pause", "crash", "network")} <= dims
-    stats = next(r for r in result.by_dimension if (r["dimension"], r["group"], r["metric"])
-                 == ("protocol", "classic-eager", "rebalance_ms"))
+    stats = next(
+        r
+        for r in result.by_dimension
+        if (r["dimension"], r["group"], r["metric"]) == ("protocol", "classic-eager", "rebalance_ms")
+    )
     assert 0 < stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"] and stats["count"] >= 8
     for page in [result.report, *result.run_reports.values()]:
         html = page.read_text()
@@ -278,7 +308,9 @@ def test_percentiles_are_by_nearest_rank_a_time_some_rebalance_took(spark):
     from analysis.aggregate import nearest_rank
 
     df = spark.createDataFrame([(v,) for v in (120.0, 150.0, 180.0, 200.0, 2400.0)], "duration_ms double")
-    [row] = df.agg(nearest_rank("duration_ms", 0.5).alias("p50"), nearest_rank("duration_ms", 0.95).alias("p95")).collect()
+    [row] = df.agg(
+        nearest_rank("duration_ms", 0.5).alias("p50"), nearest_rank("duration_ms", 0.95).alias("p95")
+    ).collect()
     assert (row.p50, row.p95) == (180.0, 2400.0)  # interpolated, p95 would be 1,960: no rebalance took that
 
 
@@ -287,8 +319,10 @@ def test_a_capacity_point_the_analysis_could_not_read_has_no_figures_and_is_name
 
     root, _ = damaged
     read = sorted(runs.glob("synth-classic-eager-*"))[0]
-    points = [{"run": p.name, "run_dir": str(p), "protocol": "classic-eager", "members": 3, "partitions": 6,
-               "rate": 200.0} for p in (read, root / "half-written")]
+    points = [
+        {"run": p.name, "run_dir": str(p), "protocol": "classic-eager", "members": 3, "partitions": 6, "rate": 200.0}
+        for p in (read, root / "half-written")
+    ]
     result = capacity_report(points, tmp_path / "out", spark=spark, title="t")
     by_run = {r["run"]: r for r in result.rows}
     assert by_run[read.name]["rebalances"] > 0 and by_run[read.name]["rebalance_p95_ms"] is not None
@@ -299,8 +333,9 @@ def test_a_capacity_point_the_analysis_could_not_read_has_no_figures_and_is_name
 
 def test_nothing_to_analyse_is_bad_input_naming_each_directory(damaged):
     root, _ = damaged
-    out = CliRunner().invoke(lab, ["analyze", str(root / "half-written"), str(root / "no-history"),
-                                   str(root / "nowhere")])
+    out = CliRunner().invoke(
+        lab, ["analyze", str(root / "half-written"), str(root / "no-history"), str(root / "nowhere")]
+    )
     assert out.exit_code == EXIT_BAD_INPUT, out.output
     for name in ("half-written: half-written: no verdict.json", "no-history: no history.jsonl", "nowhere: no such"):
         assert name in out.output

@@ -93,13 +93,21 @@ class RunOutcome:
     def before_recovery(self, name: str) -> list[dict]:
         """Events of that name before the recovery phase — not the teardown's leaves and rejoins."""
         events = self.events
-        recovery = next((e["mono_ms"] for e in events if e["name"] == "phase" and e["phase"] == "recovery"), float("inf"))
+        recovery = next(
+            (e["mono_ms"] for e in events if e["name"] == "phase" and e["phase"] == "recovery"), float("inf")
+        )
         return [e for e in events if e["name"] == name and e["mono_ms"] < recovery]
 
 
 def lab(*args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
 
 
 # The suite's own scenarios let a record wait 50 ms for others of its partition (librdkafka's default
@@ -156,9 +164,15 @@ def run_scenario(tmp_path, shared_clusters):
 
 def start_harness(scenario_path: Path, runs: Path) -> subprocess.Popen:
     """The harness in its own session, so a test can signal it like a terminal would."""
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario_path), "--runs-dir", str(runs)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=signals_at_default)
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", str(scenario_path), "--runs-dir", str(runs)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=signals_at_default,
+    )
 
 
 def wait_for_event(history: Path, predicate, timeout: float = 120) -> dict:
@@ -209,9 +223,17 @@ def small_scenario(name: str, **overrides) -> dict:
         "duration_s": 30,
         "cluster": {"kafka": "3.9", "brokers": 1},
         "topics": [{"name": "events", "partitions": 4}],
-        "workload": {"group": name, "protocol": "classic-eager", "assignor": "range", "consumers": 2,
-                     "commit": "sync", "processing_ms": 1, "session_timeout_ms": 6000,
-                     "heartbeat_interval_ms": 1000, "producer": {"rate": 100}},
+        "workload": {
+            "group": name,
+            "protocol": "classic-eager",
+            "assignor": "range",
+            "consumers": 2,
+            "commit": "sync",
+            "processing_ms": 1,
+            "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 1000,
+            "producer": {"rate": 100},
+        },
         "faults": [],
         "recovery": {"timeout_s": 60, "stable_for_s": 2},
     }

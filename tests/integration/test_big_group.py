@@ -10,8 +10,9 @@ MEMBERS = 40
 
 
 def test_forty_members_share_eighty_partitions_and_one_crash_moves_only_its_own(run_scenario):
-    scenario = small_scenario("forty", duration_s=20, faults=[
-        {"kind": "crash", "target": "consumer-7", "at_s": 6}])  # SIGKILL, not restarted: gone for the rest
+    scenario = small_scenario(
+        "forty", duration_s=20, faults=[{"kind": "crash", "target": "consumer-7", "at_s": 6}]
+    )  # SIGKILL, not restarted: gone for the rest
     scenario["topics"] = [{"name": "events", "partitions": 2 * MEMBERS}]
     scenario["workload"].update(consumers=MEMBERS, producer={"rate": 800}, warmup_timeout_s=120)
     run = run_scenario(scenario)

@@ -24,7 +24,8 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
 
     rows = list(csv.DictReader((run.dir / "analysis" / "capacity.csv").open()))
     assert {(r["protocol"], int(r["members"])) for r in rows} == {
-        (p, m) for p in ("classic-eager", "classic-cooperative", "classic-static") for m in (2, 3, 4)}
+        (p, m) for p in ("classic-eager", "classic-cooperative", "classic-static") for m in (2, 3, 4)
+    }
     for point in ran:
         verdict = json.loads((Path(point["run_dir"]) / "verdict.json").read_text())
         completed = [r for r in verdict["rebalances"] if r["status"] == "completed"]
@@ -36,8 +37,10 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
         # size: on a loaded machine the churning member may be stopped before its process even
         # started, or after its JoinGroup went out but before it read the answer (CI saw both).
         peak = max(r["coordinator_members"] or 0 for r in verdict["rebalances"])
-        assert max(len(r["members"] or ()) for r in verdict["rebalances"]) <= peak <= point["members"], \
-            (point["id"], [(r["generation"], r["coordinator_members"], r["members"]) for r in verdict["rebalances"]])
+        assert max(len(r["members"] or ()) for r in verdict["rebalances"]) <= peak <= point["members"], (
+            point["id"],
+            [(r["generation"], r["coordinator_members"], r["members"]) for r in verdict["rebalances"]],
+        )
         assert abs(row["rebalance_max_ms"] - max(durations)) < 0.1, (point["id"], row, durations)
         # by nearest rank, as the run's own figures (compare, suite.json, JUnit) give it: a time one rebalance took
         p95 = sorted(durations)[math.ceil(0.95 * len(durations)) - 1]

@@ -59,9 +59,11 @@ def leftovers(engine, owner: str) -> dict[str, list]:
     client = docker.DockerClient(base_url=engine.docker_host)
     try:
         label = {"label": f"{OWNER_LABEL}={owner}"}
-        return {"containers": [c.name for c in client.containers.list(all=True, filters=label)],
-                "networks": [n.name for n in client.networks.list(filters=label)],
-                "volumes": [v.name for v in client.volumes.list(filters=label)]}
+        return {
+            "containers": [c.name for c in client.containers.list(all=True, filters=label)],
+            "networks": [n.name for n in client.networks.list(filters=label)],
+            "volumes": [v.name for v in client.volumes.list(filters=label)],
+        }
     finally:
         client.close()
 
@@ -110,8 +112,13 @@ def test_faulty_consumer_in_containers_fails_no_loss_naming_the_offsets(compose_
 
 
 def test_coordinator_v3_leader_paused_in_its_container_the_other_instance_takes_over(compose_run):
-    scenario = coordinator_scenario("compose-failover", "v3", instances=2, duration_s=30, faults=[
-        {"kind": "pause", "target": "coordinator", "at_s": 6, "duration_s": 10}])
+    scenario = coordinator_scenario(
+        "compose-failover",
+        "v3",
+        instances=2,
+        duration_s=30,
+        faults=[{"kind": "pause", "target": "coordinator", "at_s": 6, "duration_s": 10}],
+    )
     run = compose_run(scenario)
     assert run.exit_code == 0, run.output[-3000:]
     [pause] = run.named("fault_started")
@@ -123,8 +130,9 @@ def test_coordinator_v3_leader_paused_in_its_container_the_other_instance_takes_
 
 
 def test_kraft_4_1_with_the_consumer_protocol_in_containers(compose_run):
-    scenario = small_scenario("compose-kip848", duration_s=25, faults=[
-        {"kind": "pause", "target": "consumer-2", "at_s": 6, "duration_s": 10}])
+    scenario = small_scenario(
+        "compose-kip848", duration_s=25, faults=[{"kind": "pause", "target": "consumer-2", "at_s": 6, "duration_s": 10}]
+    )
     scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
     scenario["workload"].update(protocol="consumer", assignor="uniform")
     run = compose_run(scenario)
@@ -134,10 +142,21 @@ def test_kraft_4_1_with_the_consumer_protocol_in_containers(compose_run):
 
 
 def test_a_network_cut_through_the_toxiproxy_container_and_a_server_side_zookeeper_expiry(compose_run):
-    scenario = small_scenario("compose-net-zk", duration_s=34, faults=[
-        {"kind": "network", "target": "consumer-1", "link": "coordinator", "effect": "blackhole", "at_s": 6,
-         "duration_s": 12},
-        {"kind": "zk-session-expiry", "target": "broker-1", "method": "server", "at_s": 22}])
+    scenario = small_scenario(
+        "compose-net-zk",
+        duration_s=34,
+        faults=[
+            {
+                "kind": "network",
+                "target": "consumer-1",
+                "link": "coordinator",
+                "effect": "blackhole",
+                "at_s": 6,
+                "duration_s": 12,
+            },
+            {"kind": "zk-session-expiry", "target": "broker-1", "method": "server", "at_s": 22},
+        ],
+    )
     run = compose_run(scenario)
     assert run.exit_code == 0, run.output[-3000:]
     cut, expiry = run.named("fault_started")
@@ -145,7 +164,10 @@ def test_a_network_cut_through_the_toxiproxy_container_and_a_server_side_zookeep
     removed = [e for e in run.named("coordinator_member_removed") if e.get("reason") == "failed"]
     assert any(e["member_id"].startswith("consumer-1-") and e["mono_ms"] > cut["mono_ms"] for e in removed), removed
     # Expired through the Jolokia agent of the ZooKeeper container; the broker registered again.
-    assert re.fullmatch(r"0x[0-9a-f]+", expiry["details"]["session_id"]) and expiry["details"]["zookeeper"] == "zookeeper-1"
+    assert (
+        re.fullmatch(r"0x[0-9a-f]+", expiry["details"]["session_id"])
+        and expiry["details"]["zookeeper"] == "zookeeper-1"
+    )
     log = (run.run_dir / "cluster" / "logs" / "broker-1.log").read_text()
     assert len(re.findall(r"Registered broker 1 at path /brokers/ids/1", log)) >= 2
     assert_healed(run)
@@ -156,12 +178,16 @@ def test_a_rendered_project_starts_with_plain_docker_compose(tmp_path, engine):
     rendered = lab("compose", "render", str(REPO / "scenarios" / "smoke.yaml"), "-o", str(out))
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     env = {**os.environ, **engines.compose_env(engine)}
-    up = subprocess.run(["docker", "compose", "up", "-d", "--wait"], cwd=out, env=env, capture_output=True, text=True,
-                        timeout=300)
+    up = subprocess.run(
+        ["docker", "compose", "up", "-d", "--wait"], cwd=out, env=env, capture_output=True, text=True, timeout=300
+    )
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        [bootstrap] = [line.split("|")[2].strip() for line in (out / "PORTS.md").read_text().splitlines()
-                       if line.startswith("| bootstrap")]
+        [bootstrap] = [
+            line.split("|")[2].strip()
+            for line in (out / "PORTS.md").read_text().splitlines()
+            if line.startswith("| bootstrap")
+        ]
         assert all(a.startswith("127.0.0.1:") for a in bootstrap.split(","))
         md = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET_CLIENT_LOG}).list_topics(timeout=30)
         assert sorted(md.brokers) == [1, 2, 3]
@@ -174,8 +200,13 @@ def _harness_mid_run(tmp_path, paused: str | None = None):
     """A harness in its run's workload phase (with `paused`: once that member's container is frozen)."""
     tmp_path.mkdir(parents=True)
     faults = [{"kind": "pause", "target": paused, "at_s": 1, "duration_s": 50}] if paused else []
-    scenario = write_scenario(tmp_path / "long.yaml", {**small_scenario("compose-long", duration_s=60, faults=faults),
-                                                       "cluster": {"kafka": "3.9", "brokers": 1, "backend": "compose"}})
+    scenario = write_scenario(
+        tmp_path / "long.yaml",
+        {
+            **small_scenario("compose-long", duration_s=60, faults=faults),
+            "cluster": {"kafka": "3.9", "brokers": 1, "backend": "compose"},
+        },
+    )
     runs = tmp_path / "runs"
     harness = start_harness(scenario, runs)
     deadline = time.monotonic() + 180

@@ -106,17 +106,30 @@ def _paused_member_comes_back(run: RunOutcome) -> None:
     # A JoinGroup answered while it was stopped is read at SIGCONT: it may first "join" that
     # stale generation under its old id; what matters is the rejoin under a new one.
     rejoined = next(e for e in after if e["name"] == "group_joined" and e["member_id"] != old_id)
-    stale = [e["generation"] for e in before + after if e.get("generation") is not None and e.get("member_id") == old_id]
+    stale = [
+        e["generation"] for e in before + after if e.get("generation") is not None and e.get("member_id") == old_id
+    ]
     assert rejoined["generation"] > max(stale)
     # It learns it was evicted from a heartbeat, a rejected commit or its stale SyncGroup,
     # whichever is answered first.
-    fenced = [e for e in after if e["mono_ms"] <= rejoined["mono_ms"] and (
-        e["name"] in ("heartbeat_failed", "group_sync_failed") and e["error"] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION") or
-        e["name"] == "offsets_committed" and e["error_code"] in (22, 25))]
+    fenced = [
+        e
+        for e in after
+        if e["mono_ms"] <= rejoined["mono_ms"]
+        and (
+            e["name"] in ("heartbeat_failed", "group_sync_failed")
+            and e["error"] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
+            or e["name"] == "offsets_committed"
+            and e["error_code"] in (22, 25)
+        )
+    ]
     assert fenced and all(not e.get("success", False) for e in fenced)
     if owned:  # (a cooperative member may own nothing yet when the pause hits)
         lost = next(e for e in after if e["name"] == "partitions_lost")
-        assert lost["mono_ms"] < rejoined["mono_ms"] and {(p["topic"], p["partition"]) for p in lost["partitions"]} == owned
+        assert (
+            lost["mono_ms"] < rejoined["mono_ms"]
+            and {(p["topic"], p["partition"]) for p in lost["partitions"]} == owned
+        )
         assert not any(e["name"] == "partitions_revoked" for e in after if e["mono_ms"] < rejoined["mono_ms"])
 
 

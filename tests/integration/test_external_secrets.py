@@ -22,9 +22,15 @@ PASSWORD_VAR = "RL_TEST_SASL_PASSWORD"
 
 def scenario(bootstrap: str, client_config: dict) -> dict:
     return {
-        "name": "external-sasl", "seed": 1, "duration_s": 6,
-        "cluster": {"backend": "external", "kafka": "3.9", "bootstrap_servers": bootstrap,
-                    "client_config": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", **client_config}},
+        "name": "external-sasl",
+        "seed": 1,
+        "duration_s": 6,
+        "cluster": {
+            "backend": "external",
+            "kafka": "3.9",
+            "bootstrap_servers": bootstrap,
+            "client_config": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", **client_config},
+        },
         "topics": [{"name": "events", "partitions": 2}],
         "workload": {"group": "sasl", "protocol": "classic-eager", "consumers": 2, "producer": {"rate": 50}},
         "recovery": {"timeout_s": 30, "stable_for_s": 1},
@@ -40,7 +46,9 @@ def hits(needle: str, *places: Path | str) -> list[str]:
             read += len(place.encode())
             found += ["(console)"] if needle_bytes in place.encode() else []
             continue
-        for path in [place] if place.is_file() else sorted(p for p in place.rglob("*") if p.is_file() and not p.is_symlink()):
+        for path in (
+            [place] if place.is_file() else sorted(p for p in place.rglob("*") if p.is_file() and not p.is_symlink())
+        ):
             data = path.read_bytes()
             read += len(data)
             found += [str(path)] if needle_bytes in data else []
@@ -52,8 +60,17 @@ def hits(needle: str, *places: Path | str) -> list[str]:
 def sasl_cluster(tmp_path_factory):
     if (lab_home() / "cluster.json").exists():
         pytest.fail("a standalone cluster is already up; run `rebalance-lab cluster down` first", pytrace=False)
-    up = lab("cluster", "up", "--brokers", "1", "--sasl-plain", f"{USER}:{PASSWORD_VAR}",
-             "--workdir", str(tmp_path_factory.mktemp("sasl-cluster")), env={**os.environ, PASSWORD_VAR: PASSWORD})
+    up = lab(
+        "cluster",
+        "up",
+        "--brokers",
+        "1",
+        "--sasl-plain",
+        f"{USER}:{PASSWORD_VAR}",
+        "--workdir",
+        str(tmp_path_factory.mktemp("sasl-cluster")),
+        env={**os.environ, PASSWORD_VAR: PASSWORD},
+    )
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert PASSWORD not in up.stdout + up.stderr  # `cluster up` never echoes it
@@ -80,14 +97,22 @@ def assert_passed_without_the_password(proc, runs: Path) -> None:
 def test_the_password_from_a_properties_file_reaches_the_clients_and_no_file(sasl_cluster, tmp_path):
     properties = tmp_path / "client.properties"
     properties.write_text(f"# Kafka's own format\nsasl.username={USER}\nsasl.password : {PASSWORD}\n")
-    proc = lab("run", str(write_scenario(tmp_path / "sasl.yaml", scenario(sasl_cluster, {}))),
-               "--client-config", str(properties), "--runs-dir", str(tmp_path / "runs"))
+    proc = lab(
+        "run",
+        str(write_scenario(tmp_path / "sasl.yaml", scenario(sasl_cluster, {}))),
+        "--client-config",
+        str(properties),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
     assert_passed_without_the_password(proc, tmp_path / "runs")
 
 
 def test_the_password_from_the_environment(sasl_cluster, tmp_path):
-    path = write_scenario(tmp_path / "sasl.yaml", scenario(
-        sasl_cluster, {"sasl.username": USER, "sasl.password": "${" + PASSWORD_VAR + "}"}))
+    path = write_scenario(
+        tmp_path / "sasl.yaml",
+        scenario(sasl_cluster, {"sasl.username": USER, "sasl.password": "${" + PASSWORD_VAR + "}"}),
+    )
     proc = lab("run", str(path), "--runs-dir", str(tmp_path / "runs"), env={**os.environ, PASSWORD_VAR: PASSWORD})
     assert_passed_without_the_password(proc, tmp_path / "runs")
     # the copy keeps the reference, not the value: the run can be made again where the variable is set
@@ -96,12 +121,15 @@ def test_the_password_from_the_environment(sasl_cluster, tmp_path):
 
 def test_a_wrong_password_is_bad_input_said_at_once(sasl_cluster, tmp_path):
     wrong = "not-the-Password-71d3"
-    path = write_scenario(tmp_path / "sasl.yaml", scenario(
-        sasl_cluster, {"sasl.username": USER, "sasl.password": "${RL_TEST_WRONG}"}))
+    path = write_scenario(
+        tmp_path / "sasl.yaml", scenario(sasl_cluster, {"sasl.username": USER, "sasl.password": "${RL_TEST_WRONG}"})
+    )
     t0 = time.monotonic()
     proc = lab("run", str(path), "--runs-dir", str(tmp_path / "runs"), env={**os.environ, "RL_TEST_WRONG": wrong})
     took = time.monotonic() - t0
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "refused the client settings' credentials" in proc.stderr and "Authentication failed" in proc.stderr, proc.stderr
+    assert "refused the client settings' credentials" in proc.stderr and "Authentication failed" in proc.stderr, (
+        proc.stderr
+    )
     assert took < 30, f"{took:.0f}s: the refusal waited for a timeout"  # the readiness wait alone is 60 s
     assert hits(wrong, tmp_path / "runs", proc.stdout, proc.stderr) == []

@@ -18,12 +18,25 @@ from tests.integration.conftest import alive_pids, lab, only_run_dir, write_scen
 
 def scenario(bootstrap: str, faults: list[dict]) -> dict:
     return {
-        "name": "external-smoke", "seed": 3, "duration_s": 26,
-        "cluster": {"backend": "external", "kafka": "3.9", "bootstrap_servers": bootstrap,
-                    "client_config": {"security.protocol": "PLAINTEXT", "socket.keepalive.enable": True}},
+        "name": "external-smoke",
+        "seed": 3,
+        "duration_s": 26,
+        "cluster": {
+            "backend": "external",
+            "kafka": "3.9",
+            "bootstrap_servers": bootstrap,
+            "client_config": {"security.protocol": "PLAINTEXT", "socket.keepalive.enable": True},
+        },
         "topics": [{"name": "events", "partitions": 4}],
-        "workload": {"group": "ext", "protocol": "classic-eager", "consumers": 2, "commit": "sync",
-                     "session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "producer": {"rate": 100}},
+        "workload": {
+            "group": "ext",
+            "protocol": "classic-eager",
+            "consumers": 2,
+            "commit": "sync",
+            "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 1000,
+            "producer": {"rate": 100},
+        },
         "faults": faults,
         "recovery": {"timeout_s": 60, "stable_for_s": 2},
     }
@@ -33,7 +46,9 @@ def scenario(bootstrap: str, faults: list[dict]) -> dict:
 def someone_elses_cluster(tmp_path_factory):
     if (lab_home() / "cluster.json").exists():
         pytest.fail("a standalone cluster is already up; run `rebalance-lab cluster down` first", pytrace=False)
-    up = lab("cluster", "up", "--brokers", "1", "--topic", "theirs:2", "--workdir", str(tmp_path_factory.mktemp("theirs")))
+    up = lab(
+        "cluster", "up", "--brokers", "1", "--topic", "theirs:2", "--workdir", str(tmp_path_factory.mktemp("theirs"))
+    )
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         yield json.loads((lab_home() / "cluster.json").read_text())["bootstrap_servers"]
@@ -45,10 +60,16 @@ def someone_elses_cluster(tmp_path_factory):
 def test_a_run_on_an_external_cluster_touches_only_what_it_created(someone_elses_cluster, tmp_path):
     bootstrap = someone_elses_cluster
     # Paused twice its session timeout: the takeover (~6-7 s in) is well inside the pause on a busy machine.
-    faults = [{"kind": "pause", "target": "consumer-2", "at_s": 3, "duration_s": 12},
-              {"kind": "crash", "target": "consumer-1", "at_s": 18, "restart_after_s": 2}]
-    proc = lab("run", str(write_scenario(tmp_path / "ext.yaml", scenario(bootstrap, faults))),
-               "--runs-dir", str(tmp_path / "runs"))
+    faults = [
+        {"kind": "pause", "target": "consumer-2", "at_s": 3, "duration_s": 12},
+        {"kind": "crash", "target": "consumer-1", "at_s": 18, "restart_after_s": 2},
+    ]
+    proc = lab(
+        "run",
+        str(write_scenario(tmp_path / "ext.yaml", scenario(bootstrap, faults))),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
     run_dir = only_run_dir(tmp_path / "runs")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     from oracle import load_history
@@ -63,8 +84,14 @@ def test_a_run_on_an_external_cluster_touches_only_what_it_created(someone_elses
     # The pause outlived the session: consumer-1 was given consumer-2's partitions while it was stopped.
     pause = next(e for e in events if e["name"] == "fault_started" and e["kind"] == "pause")
     healed = next(e for e in events if e["name"] == "fault_healed" and e.get("fault_id") == pause["fault_id"])
-    took_over = [e for e in events if e["name"] == "partitions_assigned" and e["member"] == "consumer-1"
-                 and pause["mono_ms"] < e["mono_ms"] < healed["mono_ms"] and len(e["partitions"]) == 4]
+    took_over = [
+        e
+        for e in events
+        if e["name"] == "partitions_assigned"
+        and e["member"] == "consumer-1"
+        and pause["mono_ms"] < e["mono_ms"] < healed["mono_ms"]
+        and len(e["partitions"]) == 4
+    ]
     assert took_over, "consumer-1 never owned all four partitions during the pause"
     # The crash killed consumer-1 and the harness started it again.
     assert len([e for e in events if e["name"] == "process_started" and e["process"] == "consumer-1"]) == 2
@@ -85,10 +112,16 @@ def test_a_run_on_an_external_cluster_touches_only_what_it_created(someone_elses
 
 def test_a_fault_on_their_brokers_is_refused_before_anything_starts(someone_elses_cluster, tmp_path):
     faults = [{"kind": "crash", "target": "broker-1", "at_s": 5, "restart_after_s": 5}]
-    proc = lab("run", str(write_scenario(tmp_path / "ext.yaml", scenario(someone_elses_cluster, faults))),
-               "--runs-dir", str(tmp_path / "runs"))
+    proc = lab(
+        "run",
+        str(write_scenario(tmp_path / "ext.yaml", scenario(someone_elses_cluster, faults))),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert ("faults.0.target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
-            "or coordinator: it does not run them; faults act only on the processes the run starts "
-            "(consumer-1, consumer-2, producer), not 'broker-1'") in proc.stderr
+    assert (
+        "faults.0.target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
+        "or coordinator: it does not run them; faults act only on the processes the run starts "
+        "(consumer-1, consumer-2, producer), not 'broker-1'"
+    ) in proc.stderr
     assert not (tmp_path / "runs").exists()

@@ -11,17 +11,22 @@ from tests.integration.conftest import assert_healed
 
 @pytest.fixture(scope="module")
 def expiries(module_run):
-    return module_run("zk-expiry", {
-        "name": "zk-expiry", "seed": 5, "duration_s": 45,
-        "cluster": {"kafka": "3.9", "brokers": 3},
-        "topics": [{"name": "events", "partitions": 6}],
-        "workload": {"group": "zk-expiry", "consumers": 2, "processing_ms": 1, "producer": {"rate": 100}},
-        "faults": [
-            {"kind": "zk-session-expiry", "target": "broker-2", "method": "server", "at_s": 8},
-            {"kind": "zk-session-expiry", "target": "broker-3", "method": "network", "at_s": 20},
-        ],
-        "recovery": {"timeout_s": 60},
-    })
+    return module_run(
+        "zk-expiry",
+        {
+            "name": "zk-expiry",
+            "seed": 5,
+            "duration_s": 45,
+            "cluster": {"kafka": "3.9", "brokers": 3},
+            "topics": [{"name": "events", "partitions": 6}],
+            "workload": {"group": "zk-expiry", "consumers": 2, "processing_ms": 1, "producer": {"rate": 100}},
+            "faults": [
+                {"kind": "zk-session-expiry", "target": "broker-2", "method": "server", "at_s": 8},
+                {"kind": "zk-session-expiry", "target": "broker-3", "method": "network", "at_s": 20},
+            ],
+            "recovery": {"timeout_s": 60},
+        },
+    )
 
 
 def _registrations(run, broker: str) -> list[str]:

@@ -56,8 +56,9 @@ def test_locust_distributed_master_and_workers_on_localhost_run_the_profile(run_
     """Locust's distributed mode: a master (the shape, the count) and two workers (the users; the
     first one tells the rebalances), all on 127.0.0.1; the master's CSV still equals the verdict.
     The group is a KIP-848 one: a load profile runs on the `consumer` protocol too."""
-    scenario = small_scenario("load-dist", duration_s=10, load={
-        "workers": 2, "stages": [{"kind": "ramp", "to": 4, "over_s": 6}]})
+    scenario = small_scenario(
+        "load-dist", duration_s=10, load={"workers": 2, "stages": [{"kind": "ramp", "to": 4, "over_s": 6}]}
+    )
     scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
     scenario["workload"].update(protocol="consumer", assignor="uniform")
     for key in ("session_timeout_ms", "heartbeat_interval_ms"):  # a KIP-848 group's timing is the brokers'
@@ -80,8 +81,9 @@ def test_locust_web_ui_on_localhost_shows_the_rebalances_while_the_run_goes(run_
     have the `rebalance` row, percentiles included, before the history says the run is done;
     once the run is over the server is stopped, Locust exits, and its CSV equals the verdict."""
     port = free_port()
-    scenario = small_scenario("load-web", duration_s=14, load={
-        "web_port": port, "stages": [{"kind": "ramp", "to": 4, "over_s": 8}]})
+    scenario = small_scenario(
+        "load-web", duration_s=14, load={"web_port": port, "stages": [{"kind": "ramp", "to": 4, "over_s": 8}]}
+    )
     seen: list[tuple[dict, bool]] = []  # (the UI's rebalance row, whether the history had `phase: done` then)
     stop = threading.Event()
 

@@ -25,7 +25,9 @@ def non_owner(module_run):
     """consumer-3 joins a formed group of two: range over three gives it events-3 (member ids sort
     by name), never events-0 — which it reads all the same, alongside consumer-1."""
     scenario = small_scenario("non-owner", duration_s=20, faults=[{"kind": "scale", "at_s": 1, "consumers": 3}])
-    scenario["workload"]["librdkafka"] = {"test_hooks": {"consume_unassigned": {"member": "consumer-3", "partition": 0}}}
+    scenario["workload"]["librdkafka"] = {
+        "test_hooks": {"consume_unassigned": {"member": "consumer-3", "partition": 0}}
+    }
     return module_run("non-owner", scenario)
 
 
@@ -35,13 +37,21 @@ def absent_static(module_run):
     second JoinGroup is a rejoin, and it stops right after sending it. consumer-1 is stalled in
     its poll loop meanwhile, so the coordinator answers that JoinGroup only when the stall ends
     — to nobody."""
-    scenario = small_scenario("absent-static", duration_s=26, topics=[{"name": "events", "partitions": 6}], faults=[
-        {"kind": "scale", "at_s": 1, "consumers": 3},
-        {"kind": "poll-stall", "target": "consumer-1", "at_s": 6, "duration_s": 6},
-        {"kind": "scale", "at_s": 7, "consumers": 4},
-    ])
-    scenario["workload"].update(protocol="classic-static", session_timeout_ms=SESSION_MS,
-                                librdkafka={"test_hooks": {"sigterm_after_join": {"member": "consumer-3", "join": 2}}})
+    scenario = small_scenario(
+        "absent-static",
+        duration_s=26,
+        topics=[{"name": "events", "partitions": 6}],
+        faults=[
+            {"kind": "scale", "at_s": 1, "consumers": 3},
+            {"kind": "poll-stall", "target": "consumer-1", "at_s": 6, "duration_s": 6},
+            {"kind": "scale", "at_s": 7, "consumers": 4},
+        ],
+    )
+    scenario["workload"].update(
+        protocol="classic-static",
+        session_timeout_ms=SESSION_MS,
+        librdkafka={"test_hooks": {"sigterm_after_join": {"member": "consumer-3", "join": 2}}},
+    )
     return module_run("absent-static", scenario)
 
 
@@ -55,13 +65,22 @@ def _partitions(event: dict) -> set[tuple[str, int]]:
 def test_the_rigged_member_consumed_a_partition_the_group_never_gave_it(non_owner):
     [armed] = non_owner.named("test_hook_armed")
     assert (armed["member"], armed["hook"]) == ("consumer-3", "consume_unassigned")
-    given = set().union(*(_partitions(e) for e in non_owner.before_recovery("partitions_assigned")
-                          if e["member"] == "consumer-3"))
+    given = set().union(
+        *(_partitions(e) for e in non_owner.before_recovery("partitions_assigned") if e["member"] == "consumer-3")
+    )
     events = non_owner.topic("events")
     assert given and (events, 0) not in given
-    by = {member: {o for e in non_owner.named("records_consumed") if e["member"] == member for r in e["ranges"]
-                   if (r["topic"], r["partition"]) == (events, 0) for o in range(r["min_offset"], r["max_offset"] + 1)}
-          for member in ("consumer-1", "consumer-2", "consumer-3")}
+    by = {
+        member: {
+            o
+            for e in non_owner.named("records_consumed")
+            if e["member"] == member
+            for r in e["ranges"]
+            if (r["topic"], r["partition"]) == (events, 0)
+            for o in range(r["min_offset"], r["max_offset"] + 1)
+        }
+        for member in ("consumer-1", "consumer-2", "consumer-3")
+    }
     assert by["consumer-3"] & (by["consumer-1"] | by["consumer-2"]), "the owner processed the same records"
 
 
@@ -103,26 +122,35 @@ def test_the_static_member_stopped_right_after_its_rejoin_without_leaving(absent
 
 
 def test_the_coordinator_counted_the_absent_member_and_its_partitions_were_unowned_until_its_session_expired(
-        absent_static):
+    absent_static,
+):
     fired, stabilized, removed = _absent(absent_static)
     generation = stabilized["generation"]
     joined = {e["member"] for e in absent_static.named("group_joined") if e["generation"] == generation}
     assert "consumer-3" not in joined
     assert stabilized["members"] == len(joined) + 1 == 4
-    held = set().union(*(_partitions(e) for e in absent_static.named("partitions_assigned")
-                         if e["generation"] == generation))
+    held = set().union(
+        *(_partitions(e) for e in absent_static.named("partitions_assigned") if e["generation"] == generation)
+    )
     unowned = {(absent_static.topic("events"), p) for p in range(6)} - held
     assert unowned, "the leader's range assignment gave the absent member partitions"
     # Nobody took them over before the coordinator removed consumer-3 for its expired session: its
     # session timer restarted when the coordinator stabilized the generation (every member's does).
     assert fired["mono_ms"] < stabilized["mono_ms"] < removed["mono_ms"]
     assert SESSION_MS - 1000 <= removed["mono_ms"] - stabilized["mono_ms"] <= SESSION_MS + 3000
-    taken = [e for e in absent_static.named("partitions_assigned")
-             if e["mono_ms"] > fired["mono_ms"] and _partitions(e) & unowned]
+    taken = [
+        e
+        for e in absent_static.named("partitions_assigned")
+        if e["mono_ms"] > fired["mono_ms"] and _partitions(e) & unowned
+    ]
     assert taken and min(e["mono_ms"] for e in taken) > removed["mono_ms"]
     assert all(e["generation"] > generation for e in taken)
-    consumed = [e for e in absent_static.named("records_consumed") if fired["mono_ms"] < e["mono_ms"] < removed["mono_ms"]
-                and {(r["topic"], r["partition"]) for r in e["ranges"]} & unowned]
+    consumed = [
+        e
+        for e in absent_static.named("records_consumed")
+        if fired["mono_ms"] < e["mono_ms"] < removed["mono_ms"]
+        and {(r["topic"], r["partition"]) for r in e["ranges"]} & unowned
+    ]
     assert consumed == []
 
 
@@ -130,6 +158,9 @@ def test_the_absent_members_partitions_are_a_finding_and_every_check_passes(abse
     verdict = absent_static.verdict
     assert absent_static.exit_code == 0 and verdict["ok"], absent_static.output[-3000:]
     assert all(c["status"] == "passed" for c in verdict["checks"].values()), verdict["checks"]
-    findings = [f for f in verdict["findings"] if f["check"] in ("assignment-validity", "convergence")
-                and "consumer-3" in f["message"]]
+    findings = [
+        f
+        for f in verdict["findings"]
+        if f["check"] in ("assignment-validity", "convergence") and "consumer-3" in f["message"]
+    ]
     assert findings, verdict["findings"]

@@ -18,10 +18,14 @@ def paused_run(tmp_path_factory):
     from tests.integration.conftest import RunOutcome, lab, only_run_dir, write_scenario
 
     tmp = tmp_path_factory.mktemp("pause")
-    scenario = small_scenario("pauses", duration_s=34, faults=[
-        {"kind": "pause", "target": "consumer-1", "at_s": 6, "duration_s": 2},
-        {"kind": "pause", "target": "consumer-2", "at_s": 16, "duration_s": 12},
-    ])
+    scenario = small_scenario(
+        "pauses",
+        duration_s=34,
+        faults=[
+            {"kind": "pause", "target": "consumer-1", "at_s": 6, "duration_s": 2},
+            {"kind": "pause", "target": "consumer-2", "at_s": 16, "duration_s": 12},
+        ],
+    )
     proc = lab("run", str(write_scenario(tmp / "pauses.yaml", scenario)), "--runs-dir", str(tmp / "runs"))
     run = RunOutcome(proc.returncode, proc.stdout + proc.stderr, only_run_dir(tmp / "runs"))
     assert run.run_dir and (run.run_dir / "verdict.json").exists(), run.output[-3000:]
@@ -37,22 +41,33 @@ def _fault(run, target):
 def test_short_pause_causes_no_rebalance(paused_run):
     started, healed = _fault(paused_run, "consumer-1")
     window_end = healed["mono_ms"] + SESSION_MS
-    in_window = [e for e in paused_run.events
-                 if started["mono_ms"] <= e["mono_ms"] <= window_end
-                 and e["name"] in ("partitions_revoked", "partitions_lost", "group_joined", "coordinator_preparing_rebalance")]
+    in_window = [
+        e
+        for e in paused_run.events
+        if started["mono_ms"] <= e["mono_ms"] <= window_end
+        and e["name"] in ("partitions_revoked", "partitions_lost", "group_joined", "coordinator_preparing_rebalance")
+    ]
     assert in_window == [], in_window
 
 
 def test_long_pause_evicts_the_member_and_moves_its_partitions(paused_run):
     started, healed = _fault(paused_run, "consumer-2")
     events = paused_run.events
-    before = [e for e in events if e["name"] == "partitions_assigned" and e["member"] == "consumer-2"
-              and e["mono_ms"] < started["mono_ms"]]
+    before = [
+        e
+        for e in events
+        if e["name"] == "partitions_assigned" and e["member"] == "consumer-2" and e["mono_ms"] < started["mono_ms"]
+    ]
     owned = {(p["topic"], p["partition"]) for p in before[-1]["partitions"]}
     assert owned, "consumer-2 owned nothing before its pause"
     # While consumer-2 is stopped, consumer-1 is given consumer-2's partitions ...
-    taken_over = [e for e in events if e["name"] == "partitions_assigned" and e["member"] == "consumer-1"
-                  and started["mono_ms"] < e["mono_ms"] < healed["mono_ms"]]
+    taken_over = [
+        e
+        for e in events
+        if e["name"] == "partitions_assigned"
+        and e["member"] == "consumer-1"
+        and started["mono_ms"] < e["mono_ms"] < healed["mono_ms"]
+    ]
     assert taken_over, "no reassignment while consumer-2 was paused"
     moved_at = taken_over[0]
     assert owned <= {(p["topic"], p["partition"]) for p in moved_at["partitions"]}
@@ -68,15 +83,28 @@ def test_long_pause_evicts_the_member_and_moves_its_partitions(paused_run):
     assert SESSION_MS - 1000 <= trigger["ms"] <= SESSION_MS + 2000, trigger
     assert "consumer-2 was paused" in evicted["explanation"]
     # After SIGCONT, consumer-2 learns it lost them, then rejoins with a new generation.
-    lost = [e for e in events if e["name"] in ("partitions_lost", "partitions_revoked") and e["member"] == "consumer-2"
-            and e["mono_ms"] > moved_at["mono_ms"]]
+    lost = [
+        e
+        for e in events
+        if e["name"] in ("partitions_lost", "partitions_revoked")
+        and e["member"] == "consumer-2"
+        and e["mono_ms"] > moved_at["mono_ms"]
+    ]
     assert lost
-    rejoined = [e for e in events if e["name"] == "group_joined" and e["member"] == "consumer-2"
-                and e["mono_ms"] > moved_at["mono_ms"]]
+    rejoined = [
+        e
+        for e in events
+        if e["name"] == "group_joined" and e["member"] == "consumer-2" and e["mono_ms"] > moved_at["mono_ms"]
+    ]
     assert rejoined and rejoined[0]["generation"] > moved_at["generation"]
     # Any commit the zombie sent between losing its partitions and rejoining was rejected.
-    zombie_commits = [e for e in events if e["name"] == "offsets_committed" and e["member"] == "consumer-2"
-                      and moved_at["mono_ms"] <= e["started_mono_ms"] < rejoined[0]["mono_ms"]]
+    zombie_commits = [
+        e
+        for e in events
+        if e["name"] == "offsets_committed"
+        and e["member"] == "consumer-2"
+        and moved_at["mono_ms"] <= e["started_mono_ms"] < rejoined[0]["mono_ms"]
+    ]
     assert all(not e["success"] for e in zombie_commits), zombie_commits
 
 

@@ -33,11 +33,14 @@ SESSION_MS = 6000
 RANGE = [{"name": "range", "topics": ["events"]}]
 
 
-def coordinator_scenario(name: str, variant: str, instances: int = 1, initial_delay_ms: int = 3000,
-                         **overrides) -> dict:
+def coordinator_scenario(
+    name: str, variant: str, instances: int = 1, initial_delay_ms: int = 3000, **overrides
+) -> dict:
     scenario = small_scenario(name, **overrides)
-    scenario["workload"].update(protocol=f"coordinator-{variant}",
-                                coordinator={"instances": instances, "initial_rebalance_delay_ms": initial_delay_ms})
+    scenario["workload"].update(
+        protocol=f"coordinator-{variant}",
+        coordinator={"instances": instances, "initial_rebalance_delay_ms": initial_delay_ms},
+    )
     return scenario
 
 
@@ -58,9 +61,12 @@ def sync_refusals(run) -> list[dict]:
 def two_instances(tmp_path_factory):
     """ZooKeeper, one broker, two v2 coordinator instances."""
     workdir = tmp_path_factory.mktemp("coordinators")
-    spec = ClusterSpec(kafka="3.9", brokers=1, topics=[TopicSpec("events", 4)],
-                       coordinator=ProjectCoordinator(variant="v2", instances=2,
-                                                      zookeeper_session_timeout_ms=SESSION_MS))
+    spec = ClusterSpec(
+        kafka="3.9",
+        brokers=1,
+        topics=[TopicSpec("events", 4)],
+        coordinator=ProjectCoordinator(variant="v2", instances=2, zookeeper_session_timeout_ms=SESSION_MS),
+    )
     with local_cluster(spec, workdir) as cluster:
         yield cluster
 
@@ -70,16 +76,28 @@ def connect(cluster, instance: str) -> Connection:
 
 
 def join(connection: Connection, group: str, client: str, member_id: str = "") -> dict:
-    return connection.request("JoinGroup", 30, group=group, member_id=member_id, client_id=client,
-                              session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS, protocols=RANGE)
+    return connection.request(
+        "JoinGroup",
+        30,
+        group=group,
+        member_id=member_id,
+        client_id=client,
+        session_timeout_ms=SESSION_MS,
+        rebalance_timeout_ms=SESSION_MS,
+        protocols=RANGE,
+    )
 
 
 @pytest.fixture(scope="module", params=["v1", "v2", "v3"])
 def one_instance(request, tmp_path_factory):
     """ZooKeeper, one broker, one coordinator instance of each variant."""
     workdir = tmp_path_factory.mktemp(f"coordinator-{request.param}")
-    spec = ClusterSpec(kafka="3.9", brokers=1, topics=[TopicSpec("events", 4)],
-                       coordinator=ProjectCoordinator(variant=request.param, initial_rebalance_delay_ms=1000))
+    spec = ClusterSpec(
+        kafka="3.9",
+        brokers=1,
+        topics=[TopicSpec("events", 4)],
+        coordinator=ProjectCoordinator(variant=request.param, initial_rebalance_delay_ms=1000),
+    )
     with local_cluster(spec, workdir) as cluster:
         yield request.param, cluster
 
@@ -88,8 +106,14 @@ def sync_if_leading(connection: Connection, group: str, joined: dict) -> None:
     """v2/v3: the leader hands out the assignment (everything to itself will do here)."""
     if joined["leader_id"] == joined["member_id"]:
         mine = [{"topic": "events", "partition": p} for p in range(4)]
-        connection.request("SyncGroup", 10, group=group, member_id=joined["member_id"],
-                           generation_id=joined["generation_id"], assignments={joined["member_id"]: mine})
+        connection.request(
+            "SyncGroup",
+            10,
+            group=group,
+            member_id=joined["member_id"],
+            generation_id=joined["generation_id"],
+            assignments={joined["member_id"]: mine},
+        )
 
 
 def test_a_commit_with_a_stale_generation_is_refused(one_instance):
@@ -112,8 +136,14 @@ def test_a_commit_with_a_stale_generation_is_refused(one_instance):
     t.join(30)
     assert a2["generation_id"] == second["generation_id"] == a["generation_id"] + 1
     with pytest.raises(CoordinatorError) as stale:
-        leader.request("OffsetCommit", 5, group="stale", member_id=a["member_id"], generation_id=a["generation_id"],
-                       offsets=[{"topic": "events", "partition": 0, "offset": 10}])
+        leader.request(
+            "OffsetCommit",
+            5,
+            group="stale",
+            member_id=a["member_id"],
+            generation_id=a["generation_id"],
+            offsets=[{"topic": "events", "partition": 0, "offset": 10}],
+        )
     assert stale.value.code == ILLEGAL_GENERATION
     fetched = leader.request("OffsetFetch", 5, group="stale", partitions=[{"topic": "events", "partition": 0}])
     assert fetched["offsets"] == [{"topic": "events", "partition": 0, "offset": -1}]  # nothing was written
@@ -148,10 +178,22 @@ def test_leadership_moves_and_the_old_leader_answers_not_coordinator(two_instanc
     conn = connect(cluster, old)
     member = join(conn, group, "a")
     mine = [{"topic": "events", "partition": p} for p in range(4)]
-    conn.request("SyncGroup", 5, group=group, member_id=member["member_id"], generation_id=member["generation_id"],
-                 assignments={member["member_id"]: mine})
-    conn.request("OffsetCommit", 5, group=group, member_id=member["member_id"], generation_id=member["generation_id"],
-                 offsets=[{"topic": "events", "partition": 1, "offset": 42}])
+    conn.request(
+        "SyncGroup",
+        5,
+        group=group,
+        member_id=member["member_id"],
+        generation_id=member["generation_id"],
+        assignments={member["member_id"]: mine},
+    )
+    conn.request(
+        "OffsetCommit",
+        5,
+        group=group,
+        member_id=member["member_id"],
+        generation_id=member["generation_id"],
+        offsets=[{"topic": "events", "partition": 1, "offset": 42}],
+    )
     if how == "pause":
         cluster.supervisor.pause(old)
         time.sleep(SESSION_MS / 1000 + 4)  # past its ZooKeeper session
@@ -166,8 +208,9 @@ def test_leadership_moves_and_the_old_leader_answers_not_coordinator(two_instanc
         conn.request("Heartbeat", 5, group=group, member_id=member["member_id"], generation_id=member["generation_id"])
     assert refused.value.code == NOT_COORDINATOR
     # The new leader has the group and its offsets from ZooKeeper.
-    fetched = connect(cluster, new).request("OffsetFetch", 5, group=group,
-                                            partitions=[{"topic": "events", "partition": 1}])
+    fetched = connect(cluster, new).request(
+        "OffsetFetch", 5, group=group, partitions=[{"topic": "events", "partition": 1}]
+    )
     assert fetched["offsets"][0]["offset"] == 42
 
 
@@ -176,13 +219,19 @@ def test_leadership_moves_and_the_old_leader_answers_not_coordinator(two_instanc
 
 @pytest.mark.parametrize("variant", ["v1", "v2", "v3"])
 def test_a_join_leave_cycle_of_four_members(module_run, variant):
-    scenario = coordinator_scenario(f"cycle-{variant}", variant, duration_s=24, faults=[
-        {"kind": "scale", "consumers": 4, "at_s": 5},
-        # One leaver at a time: a member stopped while it waits for its SyncGroup answer would
-        # leave a generation the coordinator stabilized but nobody was assigned in.
-        {"kind": "scale", "consumers": 3, "at_s": 14},
-        {"kind": "scale", "consumers": 2, "at_s": 17},
-        {"kind": "scale", "consumers": 1, "at_s": 20}])
+    scenario = coordinator_scenario(
+        f"cycle-{variant}",
+        variant,
+        duration_s=24,
+        faults=[
+            {"kind": "scale", "consumers": 4, "at_s": 5},
+            # One leaver at a time: a member stopped while it waits for its SyncGroup answer would
+            # leave a generation the coordinator stabilized but nobody was assigned in.
+            {"kind": "scale", "consumers": 3, "at_s": 14},
+            {"kind": "scale", "consumers": 2, "at_s": 17},
+            {"kind": "scale", "consumers": 1, "at_s": 20},
+        ],
+    )
     run = module_run(f"cycle-{variant}", scenario)
     assert run.exit_code == 0, run.output[-3000:]
     # One generation per rebalance, none skipped: each completed (stabilized by the coordinator)
@@ -208,9 +257,16 @@ def test_a_join_leave_cycle_of_four_members(module_run, variant):
 
 
 def test_members_follow_the_leader_across_pause_and_session_expiry(module_run):
-    scenario = coordinator_scenario("failover", "v2", instances=2, duration_s=34, faults=[
-        {"kind": "pause", "target": "coordinator", "at_s": 6, "duration_s": 10},
-        {"kind": "zk-session-expiry", "target": "coordinator", "at_s": 24}])
+    scenario = coordinator_scenario(
+        "failover",
+        "v2",
+        instances=2,
+        duration_s=34,
+        faults=[
+            {"kind": "pause", "target": "coordinator", "at_s": 6, "duration_s": 10},
+            {"kind": "zk-session-expiry", "target": "coordinator", "at_s": 24},
+        ],
+    )
     run = module_run("failover", scenario)
     assert run.exit_code == 0, run.output[-3000:]
     pause, expiry = run.named("fault_started")
@@ -236,9 +292,16 @@ def test_members_follow_the_leader_across_pause_and_session_expiry(module_run):
 
 def test_a_crashed_leader_and_a_member_cut_off_from_the_coordinator(module_run):
     # The crash comes once v3's initial delay has formed the group, the cut once the new leader leads.
-    scenario = coordinator_scenario("crash-cut", "v3", instances=2, duration_s=36, faults=[
-        {"kind": "crash", "target": "coordinator", "at_s": 8, "restart_after_s": 3},
-        {"kind": "network", "target": "consumer-1", "link": "coordinator", "at_s": 20, "duration_s": 10}])
+    scenario = coordinator_scenario(
+        "crash-cut",
+        "v3",
+        instances=2,
+        duration_s=36,
+        faults=[
+            {"kind": "crash", "target": "coordinator", "at_s": 8, "restart_after_s": 3},
+            {"kind": "network", "target": "consumer-1", "link": "coordinator", "at_s": 20, "duration_s": 10},
+        ],
+    )
     run = module_run("crash-cut", scenario)
     assert run.exit_code == 0, run.output[-3000:]
     crash, cut = run.named("fault_started")
@@ -253,8 +316,11 @@ def test_a_crashed_leader_and_a_member_cut_off_from_the_coordinator(module_run):
     assert removed and "session timeout" in removed[0]["cause"]
     lost = [e for e in run.named("partitions_lost") if e["member"] == "consumer-1" and e["mono_ms"] > cut["mono_ms"]]
     assert lost
-    assert [e for e in run.named("partitions_assigned")
-            if e["member"] == "consumer-1" and e["mono_ms"] > healed["started_mono_ms"]]
+    assert [
+        e
+        for e in run.named("partitions_assigned")
+        if e["member"] == "consumer-1" and e["mono_ms"] > healed["started_mono_ms"]
+    ]
     assert run.verdict["checks"]["no-loss"]["status"] == "passed"
     assert_healed(run)
 
@@ -263,21 +329,29 @@ def test_a_crashed_leader_and_a_member_cut_off_from_the_coordinator(module_run):
 def test_a_poll_stall_past_the_session_timeout(module_run, variant, evicted):
     """KIP-62: v3 heartbeats from a background thread and waits max.poll.interval.ms; v1
     heartbeats from the poll loop, so the stalled member misses its session."""
-    scenario = coordinator_scenario(f"stall-{variant}", variant, duration_s=24, faults=[
-        {"kind": "poll-stall", "target": "consumer-1", "at_s": 6, "duration_s": 10}])
+    scenario = coordinator_scenario(
+        f"stall-{variant}",
+        variant,
+        duration_s=24,
+        faults=[{"kind": "poll-stall", "target": "consumer-1", "at_s": 6, "duration_s": 10}],
+    )
     scenario["workload"]["max_poll_interval_ms"] = 20000
     run = module_run(f"stall-{variant}", scenario)
     assert run.exit_code == 0, run.output[-3000:]
     [stall] = run.named("poll_stall_started")
     [recovery] = [e for e in run.named("phase") if e["phase"] == "recovery"]  # members leave at the end
-    removed = [e for e in run.named("coordinator_member_removed")
-               if stall["mono_ms"] < e["mono_ms"] < recovery["mono_ms"]]
+    removed = [
+        e for e in run.named("coordinator_member_removed") if stall["mono_ms"] < e["mono_ms"] < recovery["mono_ms"]
+    ]
     if evicted:
         assert removed and "session timeout" in removed[0]["cause"], removed
     else:
         assert removed == []
-        assert not [e for e in run.named("coordinator_preparing_rebalance")
-                    if stall["mono_ms"] < e["mono_ms"] < recovery["mono_ms"]]
+        assert not [
+            e
+            for e in run.named("coordinator_preparing_rebalance")
+            if stall["mono_ms"] < e["mono_ms"] < recovery["mono_ms"]
+        ]
     assert_healed(run)
 
 

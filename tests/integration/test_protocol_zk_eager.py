@@ -39,12 +39,16 @@ from workloads.zk_settings import ZkEagerMemberSettings
 SESSION_MS = 6000
 
 
-def zk_scenario(name: str, partitions: int, zk_eager: dict | None = None, workload: dict | None = None,
-                **overrides) -> dict:
+def zk_scenario(
+    name: str, partitions: int, zk_eager: dict | None = None, workload: dict | None = None, **overrides
+) -> dict:
     scenario = small_scenario(name, topics=[{"name": "events", "partitions": partitions}], **overrides)
     w = scenario["workload"]
-    w.update(protocol="zk-eager", zk_eager={"zookeeper_session_timeout_ms": SESSION_MS, **(zk_eager or {})},
-             **(workload or {}))
+    w.update(
+        protocol="zk-eager",
+        zk_eager={"zookeeper_session_timeout_ms": SESSION_MS, **(zk_eager or {})},
+        **(workload or {}),
+    )
     w.pop("assignor")  # zk-eager has one: range over the sorted consumer threads
     return scenario
 
@@ -82,8 +86,10 @@ def test_seed_example_in_the_history_and_the_oracle(module_run):
 
 @pytest.fixture(scope="module")
 def seed_cluster(tmp_path_factory):
-    with local_cluster(ClusterSpec(kafka="3.9", brokers=1, topics=[TopicSpec("events", 5)]),
-                       tmp_path_factory.mktemp("zk-seed-cluster") / "cluster") as cluster:
+    with local_cluster(
+        ClusterSpec(kafka="3.9", brokers=1, topics=[TopicSpec("events", 5)]),
+        tmp_path_factory.mktemp("zk-seed-cluster") / "cluster",
+    ) as cluster:
         yield cluster
 
 
@@ -97,20 +103,36 @@ class Members:
 
     def spec(self, name: str) -> MemberSpec:
         return MemberSpec(
-            member=name, incarnation=1, history=str(self.history), bootstrap_servers=self.cluster.bootstrap_servers,
-            group=self.group, topics=["events"], **protocol_fields(GENERATIONS["zk-eager"]), assignor="range",
-            commit="sync", processing_ms=0, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
+            member=name,
+            incarnation=1,
+            history=str(self.history),
+            bootstrap_servers=self.cluster.bootstrap_servers,
+            group=self.group,
+            topics=["events"],
+            **protocol_fields(GENERATIONS["zk-eager"]),
+            assignor="range",
+            commit="sync",
+            processing_ms=0,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=1000,
             max_poll_interval_ms=300000,
-            settings=ZkEagerMemberSettings(zookeeper_connect=self.cluster.zookeeper_connect,
-                                           session_file=str(self.workdir / f"{name}.zk-session.json"),
-                                           rebalance={"zookeeper_session_timeout_ms": SESSION_MS}))
+            settings=ZkEagerMemberSettings(
+                zookeeper_connect=self.cluster.zookeeper_connect,
+                session_file=str(self.workdir / f"{name}.zk-session.json"),
+                rebalance={"zookeeper_session_timeout_ms": SESSION_MS},
+            ),
+        )
 
     def start(self, name: str) -> None:
         path = self.workdir / f"{name}.json"
         path.write_text(json.dumps(asdict(self.spec(name))))
-        self.procs[name] = subprocess.Popen([sys.executable, "-m", "workloads.zk_eager", str(path)], cwd=REPO,
-                                            stdout=(self.workdir / f"{name}.stdout").open("w"),
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "workloads.zk_eager", str(path)],
+            cwd=REPO,
+            stdout=(self.workdir / f"{name}.stdout").open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def stop_all(self) -> None:
         for proc in self.procs.values():
@@ -173,12 +195,21 @@ def test_seed_example_in_zookeeper_and_a_real_session_expiry(seed_cluster, tmp_p
     try:
         members.start("consumer-1")
         members.start("consumer-2")
-        ids = wait_until("both registered", lambda: {
-            e["member"]: e["consumer_id"] for e in members.events() if e["name"] == "consumer_started"}
-            if len(zk.get_children(paths.ids) if zk.exists(paths.ids) else []) == 2 else None)
+        ids = wait_until(
+            "both registered",
+            lambda: (
+                {e["member"]: e["consumer_id"] for e in members.events() if e["name"] == "consumer_started"}
+                if len(zk.get_children(paths.ids) if zk.exists(paths.ids) else []) == 2
+                else None
+            ),
+        )
         before = wait_until("owner znodes read 0,1,2 and 3,4", lambda: seed_layout(zk, paths, ids))
-        wait_until("all 100 records consumed and committed", lambda: all(
-            zk.exists(paths.offset("events", p)) and zk.get(paths.offset("events", p))[0] == b"20" for p in range(5)))
+        wait_until(
+            "all 100 records consumed and committed",
+            lambda: all(
+                zk.exists(paths.offset("events", p)) and zk.get(paths.offset("events", p))[0] == b"20" for p in range(5)
+            ),
+        )
 
         session = json.loads((tmp_path / "consumer-1.zk-session.json").read_text())
         old_session = int(session["session_id"], 16)
@@ -186,17 +217,22 @@ def test_seed_example_in_zookeeper_and_a_real_session_expiry(seed_cluster, tmp_p
         assert {s for _, s in before.values()} >= {old_session}
         expire_session_as_client(seed_cluster.zookeeper_connect, old_session, bytes.fromhex(session["password"]))
 
-        lost = wait_for_event(members.history, lambda e: e["name"] == "partitions_lost"
-                              and e["member"] == "consumer-1", timeout=20)
-        assert sorted(p["partition"] for p in lost["partitions"]) == [0, 1, 2] or \
-            sorted(p["partition"] for p in lost["partitions"]) == [3, 4]
-        after = wait_until("the same layout under consumer-1's new session", lambda: (
-            (now := seed_layout(zk, paths, ids)) and old_session not in {s for _, s in now.values()} and now))
+        lost = wait_for_event(
+            members.history, lambda e: e["name"] == "partitions_lost" and e["member"] == "consumer-1", timeout=20
+        )
+        assert sorted(p["partition"] for p in lost["partitions"]) == [0, 1, 2] or sorted(
+            p["partition"] for p in lost["partitions"]
+        ) == [3, 4]
+        after = wait_until(
+            "the same layout under consumer-1's new session",
+            lambda: (now := seed_layout(zk, paths, ids)) and old_session not in {s for _, s in now.values()} and now,
+        )
         new_session = int(json.loads((tmp_path / "consumer-1.zk-session.json").read_text())["session_id"], 16)
         assert new_session != old_session
         assert new_session in {s for _, s in after.values()}
-        rejoined = [e for e in members.events("consumer-1") if e["name"] == "group_joined"
-                    and e["mono_ms"] > lost["mono_ms"]]
+        rejoined = [
+            e for e in members.events("consumer-1") if e["name"] == "group_joined" and e["mono_ms"] > lost["mono_ms"]
+        ]
         assert rejoined and rejoined[0]["generation"] > lost["generation"]
     finally:
         members.stop_all()
@@ -219,26 +255,36 @@ def test_seed_example_in_zookeeper_and_a_real_session_expiry(seed_cluster, tmp_p
 def test_killed_consumer_partitions_move_once_its_session_expires(module_run):
     """SIGKILL: no release, no close. The owner and ids znodes stay until ZooKeeper expires the
     session (6 s), then the survivor's watch fires and it takes everything."""
-    run = module_run("zk-crash", zk_scenario("zk-crash", 4, duration_s=20, faults=[
-        {"kind": "crash", "target": "consumer-2", "at_s": 6}]))
+    run = module_run(
+        "zk-crash",
+        zk_scenario("zk-crash", 4, duration_s=20, faults=[{"kind": "crash", "target": "consumer-2", "at_s": 6}]),
+    )
     assert run.exit_code == 0, run.output[-3000:]
     [crash] = run.named("fault_started")
     owned_before = last_assignment(run.events, crash["mono_ms"])
     assert owned_before["consumer-2"], owned_before
-    taken_over = next(e for e in run.named("partitions_assigned") if e["member"] == "consumer-1"
-                      and e["mono_ms"] > crash["mono_ms"]
-                      and {p["partition"] for p in e["partitions"]} >= set(owned_before["consumer-2"]))
+    taken_over = next(
+        e
+        for e in run.named("partitions_assigned")
+        if e["member"] == "consumer-1"
+        and e["mono_ms"] > crash["mono_ms"]
+        and {p["partition"] for p in e["partitions"]} >= set(owned_before["consumer-2"])
+    )
     # ZooKeeper expires a session its timeout after the last request it heard from the client, not
     # after the kill: no earlier than consumer-2's last offset write began (a ping may have followed).
-    last_write = max(e["started_mono_ms"] for e in run.named("offsets_committed")
-                     if e["member"] == "consumer-2" and e["mono_ms"] < crash["mono_ms"])
+    last_write = max(
+        e["started_mono_ms"]
+        for e in run.named("offsets_committed")
+        if e["member"] == "consumer-2" and e["mono_ms"] < crash["mono_ms"]
+    )
     expired_by = last_write + SESSION_MS
     assert taken_over["mono_ms"] >= expired_by - 500, (last_write, taken_over)
     after_s = (taken_over["mono_ms"] - crash["mono_ms"]) / 1000
     assert after_s <= SESSION_MS / 1000 + 4, after_s
     # Nothing moved in between: no rebalance before the session could have expired.
-    early = [e for e in run.events if e["name"] == "group_join_sent" and crash["mono_ms"] < e["mono_ms"]
-             < expired_by - 1000]
+    early = [
+        e for e in run.events if e["name"] == "group_join_sent" and crash["mono_ms"] < e["mono_ms"] < expired_by - 1000
+    ]
     assert early == []
     assert_healed(run)
 
@@ -249,22 +295,34 @@ def test_killed_consumer_partitions_move_once_its_session_expires(module_run):
 def churn(name: str, retries: int, backoff_ms: int) -> dict:
     """Three consumers, then five more at once: every join is a rebalance of everyone, and each
     newcomer claims its share before the current owners have let go."""
-    return zk_scenario(name, 8, zk_eager={"rebalance_max_retries": retries, "rebalance_backoff_ms": backoff_ms},
-                       # The herd is the whole story, the first joins included: with one retry
-                       # the first three may never settle, so the fault clock does not wait for them.
-                       duration_s=16, workload={"consumers": 3, "processing_ms": 5, "warmup": "none"},
-                       faults=[{"kind": "join-storm", "at_s": 5, "consumers": 5}],
-                       recovery={"timeout_s": 12, "stable_for_s": 2})
+    return zk_scenario(
+        name,
+        8,
+        zk_eager={"rebalance_max_retries": retries, "rebalance_backoff_ms": backoff_ms},
+        # The herd is the whole story, the first joins included: with one retry
+        # the first three may never settle, so the fault clock does not wait for them.
+        duration_s=16,
+        workload={"consumers": 3, "processing_ms": 5, "warmup": "none"},
+        faults=[{"kind": "join-storm", "at_s": 5, "consumers": 5}],
+        recovery={"timeout_s": 12, "stable_for_s": 2},
+    )
 
 
 def last_rebalance_outcomes(events: list[dict]) -> dict[str, str]:
     """Member -> how its last rebalance ended by the instant convergence judges (`phase: done`,
     or the first end-of-run stop if earlier: one member leaving makes the others rebalance):
     partitions_assigned or rebalance_failed (gave up, owning nothing until the next change)."""
-    horizon = min(e["mono_ms"] for e in events if (e["name"], e.get("phase")) == ("phase", "done")
-                  or (e["name"], e.get("reason")) == ("consumer_stopped", "end-of-run"))
-    return {e["member"]: e["name"] for e in sorted(events, key=lambda e: e["mono_ms"])
-            if e["name"] in ("partitions_assigned", "rebalance_failed") and e["mono_ms"] < horizon}
+    horizon = min(
+        e["mono_ms"]
+        for e in events
+        if (e["name"], e.get("phase")) == ("phase", "done")
+        or (e["name"], e.get("reason")) == ("consumer_stopped", "end-of-run")
+    )
+    return {
+        e["member"]: e["name"]
+        for e in sorted(events, key=lambda e: e["mono_ms"])
+        if e["name"] in ("partitions_assigned", "rebalance_failed") and e["mono_ms"] < horizon
+    }
 
 
 def test_few_retries_give_up_and_leave_partitions_unowned(module_run):
@@ -276,7 +334,9 @@ def test_few_retries_give_up_and_leave_partitions_unowned(module_run):
     # Whether the partitions stay unowned is decided by the storm's last round: a consumer that
     # gave up in an earlier round tries again on the next join. Most runs end with someone given
     # up; now and then the last round goes through for all (CI saw one). The history says which.
-    gave_up_last = sorted(m for m, outcome in last_rebalance_outcomes(run.events).items() if outcome == "rebalance_failed")
+    gave_up_last = sorted(
+        m for m, outcome in last_rebalance_outcomes(run.events).items() if outcome == "rebalance_failed"
+    )
     convergence = [v for v in run.verdict["violations"] if v["check"] == "convergence"]
     unowned = [v for v in convergence if v["kind"] == "not-converged" and "unowned" in v["message"]]
     if gave_up_last:
@@ -302,10 +362,20 @@ def test_paused_consumer_overwrites_offsets_of_partitions_it_lost(module_run):
     """Each consumer in turn is paused past its session timeout while busy (90 % of its time
     processing). On SIGCONT it finishes the batch in hand and commits it: ZooKeeper accepts,
     nothing fences it. The oracle's fenced-commits flags those commits."""
-    run = module_run("zk-zombie", zk_scenario("zk-zombie", 4, duration_s=32, workload={"processing_ms": 18},
-                                              faults=[{"kind": "pause", "target": "consumer-2", "at_s": 5, "duration_s": 9},
-                                                      {"kind": "pause", "target": "consumer-1", "at_s": 20, "duration_s": 9}],
-                                              recovery={"timeout_s": 30, "stable_for_s": 2}))
+    run = module_run(
+        "zk-zombie",
+        zk_scenario(
+            "zk-zombie",
+            4,
+            duration_s=32,
+            workload={"processing_ms": 18},
+            faults=[
+                {"kind": "pause", "target": "consumer-2", "at_s": 5, "duration_s": 9},
+                {"kind": "pause", "target": "consumer-1", "at_s": 20, "duration_s": 9},
+            ],
+            recovery={"timeout_s": 30, "stable_for_s": 2},
+        ),
+    )
     fenced = [v for v in run.verdict["violations"] if v["check"] == "fenced-commits"]
     assert fenced, run.output[-3000:]
     for v in fenced:

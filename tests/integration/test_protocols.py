@@ -28,8 +28,13 @@ def test_cooperative_sticky_moves_only_what_must_move(module_run):
     newcomer = [e for e in run.named("partitions_assigned") if e["member"] == "consumer-3" and _tps(e)]
     assert newcomer, "consumer-3 never got partitions"
     gained = _tps(newcomer[0])
-    revoked = set().union(*(_tps(e) for e in run.named("partitions_revoked")
-                            if e["member"] != "consumer-3" and join["mono_ms"] < e["mono_ms"] <= newcomer[0]["mono_ms"]))
+    revoked = set().union(
+        *(
+            _tps(e)
+            for e in run.named("partitions_revoked")
+            if e["member"] != "consumer-3" and join["mono_ms"] < e["mono_ms"] <= newcomer[0]["mono_ms"]
+        )
+    )
     assert all(e["incremental"] for e in run.named("partitions_revoked") + run.named("partitions_assigned"))
     assert revoked == gained, (revoked, gained)  # nothing else moved
     assert len(gained) == 2
@@ -44,8 +49,11 @@ def test_cooperative_sticky_moves_only_what_must_move(module_run):
 
 @pytest.mark.parametrize("assignor", ["uniform", "range"])
 def test_kip848_consumer_protocol_on_kafka_4(module_run, assignor):
-    scenario = small_scenario(f"kip848-{assignor}", duration_s=30, faults=[
-        {"kind": "pause", "target": "consumer-2", "at_s": 8, "duration_s": 12}])
+    scenario = small_scenario(
+        f"kip848-{assignor}",
+        duration_s=30,
+        faults=[{"kind": "pause", "target": "consumer-2", "at_s": 8, "duration_s": 12}],
+    )
     scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
     scenario["workload"].update(protocol="consumer", assignor=assignor)
     run = module_run(f"kip848-{assignor}", scenario)
@@ -57,8 +65,11 @@ def test_kip848_consumer_protocol_on_kafka_4(module_run, assignor):
     targets = run.named("coordinator_target_assignment")
     assert targets and all(e["assignor"] == assignor for e in targets)
     [pause] = run.named("fault_started")
-    taken = [e for e in run.named("partitions_assigned") if e["member"] == "consumer-1" and _tps(e)
-             and pause["mono_ms"] < e["mono_ms"]]
+    taken = [
+        e
+        for e in run.named("partitions_assigned")
+        if e["member"] == "consumer-1" and _tps(e) and pause["mono_ms"] < e["mono_ms"]
+    ]
     assert taken  # consumer-2's partitions moved to consumer-1
     assert run.exit_code == 0, run.output[-3000:]
     assert_healed(run)

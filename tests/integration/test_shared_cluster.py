@@ -17,11 +17,24 @@ from tests.integration.conftest import lab
 
 
 def _scenario(name: str, faults: list[dict], duration_s: float) -> dict:
-    return {"name": name, "seed": 1, "duration_s": duration_s, "cluster": {"kafka": "3.9", "brokers": 3},
-            "topics": [{"name": "events", "partitions": 3, "replication_factor": 3}],
-            "workload": {"group": "shared", "protocol": "classic-eager", "consumers": 2, "commit": "sync",
-                         "session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "producer": {"rate": 100}},
-            "faults": faults, "recovery": {"timeout_s": 60, "stable_for_s": 2}}
+    return {
+        "name": name,
+        "seed": 1,
+        "duration_s": duration_s,
+        "cluster": {"kafka": "3.9", "brokers": 3},
+        "topics": [{"name": "events", "partitions": 3, "replication_factor": 3}],
+        "workload": {
+            "group": "shared",
+            "protocol": "classic-eager",
+            "consumers": 2,
+            "commit": "sync",
+            "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 1000,
+            "producer": {"rate": 100},
+        },
+        "faults": faults,
+        "recovery": {"timeout_s": 60, "stable_for_s": 2},
+    }
 
 
 SCENARIOS = [
@@ -37,7 +50,9 @@ def suite_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("shared")
     for s in SCENARIOS:
         (tmp / f"{s['name']}.yaml").write_text(yaml.safe_dump(s))
-    (tmp / "suite.yaml").write_text(yaml.safe_dump({"name": "shared", "scenarios": [f"{s['name']}.yaml" for s in SCENARIOS]}))
+    (tmp / "suite.yaml").write_text(
+        yaml.safe_dump({"name": "shared", "scenarios": [f"{s['name']}.yaml" for s in SCENARIOS]})
+    )
     proc = lab("suite", str(tmp / "suite.yaml"), "--runs-dir", str(tmp / "runs"), timeout=600)
     [out] = (tmp / "runs").glob("suite-*-shared")
     return proc, out, {v["scenario"]: v for v in json.loads((out / "suite.json").read_text())["variants"]}
@@ -68,8 +83,11 @@ def test_each_history_holds_only_its_own_run(suite_run):
         # The brokers' GroupCoordinator lines read into this history are this run's group's only.
         from_logs = [e for e in events if e.get("clock") == "broker-log"]
         assert from_logs and {e.get("group") for e in from_logs} <= {started["group"]}, name
-        brokers = [(e["name"], e["process"]) for e in events
-                   if e["name"] in ("process_started", "process_exited") and e["process"].startswith("broker-")]
+        brokers = [
+            (e["name"], e["process"])
+            for e in events
+            if e["name"] in ("process_started", "process_exited") and e["process"].startswith("broker-")
+        ]
         if name == "healed":  # the crash and the restart, recorded in the run that held the cluster
             assert brokers == [("process_exited", "broker-2"), ("process_started", "broker-2")]
         elif name == "breaks":

@@ -39,8 +39,12 @@ def test_faulty_consumer_is_caught_losing_records(run_scenario):
         assert "consumer-1" in v["members"]
         assert f"offsets {v['offsets']}" in v["message"]
     # And they really are absent from every member's consumed ranges in the history.
-    consumed = {(r["topic"], r["partition"], o) for e in run.named("records_consumed") for r in e["ranges"]
-                for o in range(r["min_offset"], r["max_offset"] + 1)}
+    consumed = {
+        (r["topic"], r["partition"], o)
+        for e in run.named("records_consumed")
+        for r in e["ranges"]
+        for o in range(r["min_offset"], r["max_offset"] + 1)
+    }
     for v in lost:
         topic, _, partition = v["partition"].rpartition("-")
         lo, _, hi = v["offsets"].split(",")[0].partition("-")

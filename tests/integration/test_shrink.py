@@ -14,10 +14,14 @@ from tests.integration.conftest import lab, small_scenario, write_scenario
 
 
 def test_shrinks_a_lossy_run_to_the_fault_that_loses_records(tmp_path):
-    scenario = small_scenario("shrink", duration_s=14, faults=[
-        {"kind": "pause", "target": "consumer-2", "at_s": 2, "duration_s": 1},  # harmless: well within the session
-        {"kind": "crash", "target": "consumer-1", "at_s": 5, "signal": "SIGKILL"},  # mid-batch: the loss
-    ])
+    scenario = small_scenario(
+        "shrink",
+        duration_s=14,
+        faults=[
+            {"kind": "pause", "target": "consumer-2", "at_s": 2, "duration_s": 1},  # harmless: well within the session
+            {"kind": "crash", "target": "consumer-1", "at_s": 5, "signal": "SIGKILL"},  # mid-batch: the loss
+        ],
+    )
     # Busy members (270 rec/s over two at 8 ms a record), committing before they process: a kill lands mid-batch.
     scenario["workload"].update(commit="before-processing", processing_ms=8, producer={"rate": 270})
     failing = tmp_path / "failing"
@@ -33,8 +37,19 @@ def test_shrinks_a_lossy_run_to_the_fault_that_loses_records(tmp_path):
     # committed what it held), or when, under load, a run of both faults fails another check instead
     # (the one member left, overloaded, leaves a partition unserved past convergence's stall limit);
     # the probe of f2 must still get its runs.
-    out = lab("shrink", str(failing), "--repeats", "2", "--max-runs", "7", "--confirm", "1",
-              "--runs-dir", str(tmp_path / "runs"), timeout=900)
+    out = lab(
+        "shrink",
+        str(failing),
+        "--repeats",
+        "2",
+        "--max-runs",
+        "7",
+        "--confirm",
+        "1",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        timeout=900,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     [shrink_dir] = (tmp_path / "runs").glob("shrink-*")
     state = json.loads((shrink_dir / "shrink.json").read_text())

@@ -22,8 +22,12 @@ FAULTY = REPO / "scenarios" / "faulty-consumer.yaml"
 
 
 def _evicted(run_dir: Path, member: str) -> bool:
-    return any(e["name"] == "coordinator_member_removed" and e.get("reason") == "failed"
-               and str(e.get("member_id", "")).startswith(f"{member}-") for e in load_history(run_dir))
+    return any(
+        e["name"] == "coordinator_member_removed"
+        and e.get("reason") == "failed"
+        and str(e.get("member_id", "")).startswith(f"{member}-")
+        for e in load_history(run_dir)
+    )
 
 
 @pytest.mark.timeout(900)
@@ -59,8 +63,11 @@ exclude: [{{scenario: quick-pause, protocol: classic-eager}}, {{scenario: faulty
             assert len(completed) >= 2 and _evicted(Path(v["run_dir"]), "consumer-2")
             assert cases[v["id"]].find("failure") is None
     failure = cases["faulty-consumer[classic-eager]"].find("failure")
-    lost = [x for x in json.loads((Path(data["variants"][1]["run_dir"]) / "verdict.json").read_text())["violations"]
-            if x["check"] == "no-loss"]
+    lost = [
+        x
+        for x in json.loads((Path(data["variants"][1]["run_dir"]) / "verdict.json").read_text())["violations"]
+        if x["check"] == "no-loss"
+    ]
     assert lost and failure.get("message").endswith("no-loss")
     assert all(f"[no-loss/{x['kind']}] {x['message']}" in failure.text for x in lost)
     page = (out / "index.html").read_text()
@@ -73,10 +80,28 @@ def test_scenario_files_are_pytest_items(tmp_path):
     for source in (QUICK, FAULTY):
         shutil.copy(source, tmp_path / source.name)
     (tmp_path / "notes.yaml").write_text("just: some yaml\n")  # not a scenario: not collected
-    proc = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path), f"--junitxml={tmp_path / 'out.xml'}",
-                           "--chaos-runs-dir", str(tmp_path / "runs"), "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-o", "addopts=", "-rA"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=840)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(tmp_path),
+            f"--junitxml={tmp_path / 'out.xml'}",
+            "--chaos-runs-dir",
+            str(tmp_path / "runs"),
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-o",
+            "addopts=",
+            "-rA",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "1 failed, 1 passed" in output, output[-4000:]
     root = ET.parse(tmp_path / "out.xml").getroot()

@@ -39,7 +39,8 @@ def test_cluster_up_is_ready_and_down_leaves_no_process(tmp_path, kafka, quorum)
         # Asked for by name: a brand-new client's full-metadata request can be answered by its bootstrap
         # request for brokers only (seen once under load: brokers [1, 2, 3] and no topics; librdkafka #3543).
         md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": QUIET_CLIENT_LOG}).list_topics(
-            "events", timeout=10)
+            "events", timeout=10
+        )
         assert sorted(md.brokers) == [1, 2, 3]
         assert all(p.leader in (1, 2, 3) for p in md.topics["events"].partitions.values())
         assert all(port and 1024 < port < 65536 for port in cluster.broker_ports.values())
@@ -57,7 +58,9 @@ def test_cli_cluster_up_status_down(tmp_path):
     # to start on a KRaft node's meta.properties, so the next `cluster up` has to start from nothing.
     workdir = tmp_path / "c"
     (workdir / "data" / "broker-1").mkdir(parents=True)
-    (workdir / "data" / "broker-1" / "meta.properties").write_text("node.id=1\nversion=1\ncluster.id=wsler39HReCXbuDjoatPeQ\n")
+    (workdir / "data" / "broker-1" / "meta.properties").write_text(
+        "node.id=1\nversion=1\ncluster.id=wsler39HReCXbuDjoatPeQ\n"
+    )
     (workdir / ".rebalance-lab-cluster").write_text("")
     up = lab("cluster", "up", "--brokers", "1", "--topic", "events:3", "--workdir", str(workdir))
     try:
@@ -74,8 +77,12 @@ def test_cli_cluster_up_status_down(tmp_path):
 
 def _pausing_scenario(tmp_path: Path) -> Path:
     # consumer-1 is stopped (SIGSTOP) for most of the run: the harness dies with it stopped.
-    return write_scenario(tmp_path / "long-pause.yaml", small_scenario(
-        "long-pause", duration_s=60, faults=[{"kind": "pause", "target": "consumer-1", "at_s": 3, "duration_s": 50}]))
+    return write_scenario(
+        tmp_path / "long-pause.yaml",
+        small_scenario(
+            "long-pause", duration_s=60, faults=[{"kind": "pause", "target": "consumer-1", "at_s": 3, "duration_s": 50}]
+        ),
+    )
 
 
 def _harness_mid_pause(tmp_path: Path):
@@ -142,7 +149,10 @@ def test_sigkill_of_harness_leaves_nothing_ten_seconds_later(tmp_path):
     assert cleaner == f"the watchdog of harness {harness.pid}" or cleaner.startswith("the start of run "), run
     stopped = {p["process"]: p for p in run["killed"]["processes"]}
     assert {"consumer-1", "broker-1", "zookeeper-1", "toxiproxy"} <= set(stopped) and stopped["consumer-1"]["paused"]
-    assert "stopped consumer-1" in (lab_home() / "watchdog.log").read_text() or cleaner != f"the watchdog of harness {harness.pid}"
+    assert (
+        "stopped consumer-1" in (lab_home() / "watchdog.log").read_text()
+        or cleaner != f"the watchdog of harness {harness.pid}"
+    )
 
     cleanup = lab("cleanup")  # nothing of this run is left for it
     assert cleanup.returncode == 0 and f"run {run_dir.resolve()}" not in cleanup.stdout, cleanup.stdout

@@ -20,8 +20,12 @@ from harness.components.install import toxiproxy_binary
 @pytest.fixture(scope="module")
 def toxiproxy():
     port = free_port()
-    server = subprocess.Popen([str(toxiproxy_binary()), "-host", "127.0.0.1", "-port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [str(toxiproxy_binary()), "-host", "127.0.0.1", "-port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     client = ToxiproxyClient(f"http://127.0.0.1:{port}")
     deadline = time.monotonic() + 10
     while True:
@@ -91,7 +95,9 @@ def test_blackhole_accepts_connections_but_drops_data(toxiproxy, proxy):
     name, port = proxy
     assert fastest(port) < 0.5
     degrade(toxiproxy, [name], "f1", "blackhole", {})
-    assert [p.toxics for p in toxiproxy.proxies() if p.name == name] == [("f1-timeout-upstream", "f1-timeout-downstream")]
+    assert [p.toxics for p in toxiproxy.proxies() if p.name == name] == [
+        ("f1-timeout-upstream", "f1-timeout-downstream")
+    ]
     with socket.create_connection(("127.0.0.1", port), timeout=2) as s:  # accepted ...
         s.sendall(b"ping")
         s.settimeout(1.0)

@@ -48,7 +48,7 @@ def zk(cluster):
 def wait_for(what: str, probe, timeout: float):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if (value := probe()):
+        if value := probe():
             return value
         time.sleep(0.1)
     raise AssertionError(f"{what} within {timeout:.0f}s")
@@ -92,16 +92,22 @@ def test_broker_session_expired_on_the_server_and_broker_registers_again(cluster
         f"INFO Creating {REGISTRATION} (is it secure? false) (kafka.zk.KafkaZkClient)",
         f"INFO Registered broker {BROKER_ID} at path {REGISTRATION} with addresses:",
     ]
-    log = wait_for("broker-2's log to show its re-registration", lambda: (
-        text if chain[-1] in (text := broker_log.read_text(errors="replace")[seen_before:]) else None), timeout=10)
+    log = wait_for(
+        "broker-2's log to show its re-registration",
+        lambda: text if chain[-1] in (text := broker_log.read_text(errors="replace")[seen_before:]) else None,
+        timeout=10,
+    )
     positions = [log.find(line) for line in chain]
     missing = [line for line in [expired, established, *chain] if line not in log]
     assert not missing, missing
     assert positions == sorted(positions), list(zip(chain, positions, strict=False))
     assert log.find(established) < log.find(chain[-1])
 
-    brokers = wait_for("metadata lists every broker", lambda: (
-        b if (b := set(cluster.admin().list_topics(timeout=5).brokers)) == {1, 2, 3} else None), timeout=30)
+    brokers = wait_for(
+        "metadata lists every broker",
+        lambda: b if (b := set(cluster.admin().list_topics(timeout=5).brokers)) == {1, 2, 3} else None,
+        timeout=30,
+    )
     assert brokers == {1, 2, 3}
 
 
@@ -114,9 +120,15 @@ def test_jolokia_in_zookeeper_does_nothing_else(cluster):
     """The agent's policy: searching ZooKeeper's MBeans and terminateSession, nothing more."""
     for url in cluster.zk_jolokia.values():
         assert jolokia(url, {"type": "search", "mbean": "org.apache.ZooKeeperService:*"})
-        for request in ({"type": "read", "mbean": "java.lang:type=Runtime", "attribute": "Name"},
-                        {"type": "exec", "mbean": "com.sun.management:type=DiagnosticCommand",
-                         "operation": "vmVersion", "arguments": []}):
+        for request in (
+            {"type": "read", "mbean": "java.lang:type=Runtime", "attribute": "Name"},
+            {
+                "type": "exec",
+                "mbean": "com.sun.management:type=DiagnosticCommand",
+                "operation": "vmVersion",
+                "arguments": [],
+            },
+        ):
             with pytest.raises(JolokiaError) as info:
                 jolokia(url, request)
             assert info.value.status == 403
@@ -138,8 +150,11 @@ def test_own_client_session_expired_by_a_second_session_with_its_password(cluste
         wait_for("the member's ephemeral znode gone", lambda: zk.exists(path) is None, timeout=4)
         # ... and the member's listener learns it: its session is LOST, not just SUSPENDED.
         wait_for("the member's listener to see LOST", lambda: KazooState.LOST in states, timeout=5)
-        wait_for("the member reconnected with a new session", lambda: (
-            member.connected and member.client_id[0] != session_id), timeout=10)
+        wait_for(
+            "the member reconnected with a new session",
+            lambda: member.connected and member.client_id[0] != session_id,
+            timeout=10,
+        )
         assert zk.exists(path) is None  # kazoo does not re-create ephemerals for a new session
     finally:
         member.stop()

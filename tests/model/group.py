@@ -27,6 +27,7 @@ range's count is max - min + 1; a commit's `started_mono_ms` <= its `mono_ms`; o
 partition owned, everything acknowledged consumed and committed, a last lag sample with
 committed == high watermark, `phase: done`, then the members stop and the run finishes.
 """
+
 from __future__ import annotations
 
 import json
@@ -74,8 +75,16 @@ class Member:
 class Group:
     """One consumer group's run, written as events as it goes (self.events, in file order)."""
 
-    def __init__(self, protocol: str, assignor: str, partitions: int, slots: int, initial: int,
-                 session_timeout_ms: int = 6000, seed: int = 0):
+    def __init__(
+        self,
+        protocol: str,
+        assignor: str,
+        partitions: int,
+        slots: int,
+        initial: int,
+        session_timeout_ms: int = 6000,
+        seed: int = 0,
+    ):
         assert protocol in PROTOCOLS and assignor in PROTOCOLS[protocol]
         self.protocol, self.assignor, self.partitions = protocol, assignor, partitions
         self.incremental = protocol in INCREMENTAL_PROTOCOLS
@@ -94,12 +103,25 @@ class Group:
         self.faults: list[dict] = []  # the schedule as it happened, for run_started
         self.finished = False
         self.stats: Counter[str] = Counter()
-        self.emit(ev.RUN_STARTED, "harness", format_version=ev.FORMAT_VERSION, run_id=f"model-{seed}",
-                  scenario=f"model-{protocol}", seed=seed, topics=[{"topic": TOPIC, "partitions": partitions}],
-                  topic_pattern=None, group=GROUP, protocol=protocol, assignor=assignor,
-                  members=[f"consumer-{i}" for i in range(1, initial + 1)], checks={}, faults=self.faults,
-                  clock_offset_ms=round(self.wall0 - self.mono0, 3), backend="local",
-                  group_settings={"initial_rebalance_delay_ms": None if self.epochs else 0})
+        self.emit(
+            ev.RUN_STARTED,
+            "harness",
+            format_version=ev.FORMAT_VERSION,
+            run_id=f"model-{seed}",
+            scenario=f"model-{protocol}",
+            seed=seed,
+            topics=[{"topic": TOPIC, "partitions": partitions}],
+            topic_pattern=None,
+            group=GROUP,
+            protocol=protocol,
+            assignor=assignor,
+            members=[f"consumer-{i}" for i in range(1, initial + 1)],
+            checks={},
+            faults=self.faults,
+            clock_offset_ms=round(self.wall0 - self.mono0, 3),
+            backend="local",
+            group_settings={"initial_rebalance_delay_ms": None if self.epochs else 0},
+        )
         self.emit(ev.PROCESS_STARTED, "harness", process="observer", role="observer", pid=19_000)
         self.emit(ev.PROCESS_STARTED, "harness", process="producer", role="producer", pid=19_001)
         self.emit(ev.PHASE, "harness", phase="warmup", members=[f"consumer-{i}" for i in range(1, initial + 1)])
@@ -117,8 +139,14 @@ class Group:
     def emit(self, name: str, source: str, inc: int = 1, **fields: Any) -> Event:
         self.t += 0.25 + self.rng.random()  # every event moves the clock: file order is time order
         self.seq[source, inc] += 1
-        event = {"name": name, "ts": round(self.wall0 + self.t, 3), "mono_ms": self.mono(),
-                 "source": source, "seq": self.seq[source, inc], **fields}
+        event = {
+            "name": name,
+            "ts": round(self.wall0 + self.t, 3),
+            "mono_ms": self.mono(),
+            "source": source,
+            "seq": self.seq[source, inc],
+            **fields,
+        }
         self.events.append(event)
         return event
 
@@ -126,8 +154,16 @@ class Group:
         return round(self.mono0 + self.t, 3)
 
     def memit(self, m: Member, name: str, **fields: Any) -> Event:
-        return self.emit(name, m.name, m.inc, member=m.name, incarnation=m.inc, member_id=m.member_id,
-                         generation=m.generation, **fields)
+        return self.emit(
+            name,
+            m.name,
+            m.inc,
+            member=m.name,
+            incarnation=m.inc,
+            member_id=m.member_id,
+            generation=m.generation,
+            **fields,
+        )
 
     def coord(self, name: str, **fields: Any) -> Event:
         return self.emit(name, "broker-1", broker="broker-1", group=GROUP, **fields)
@@ -158,8 +194,15 @@ class Group:
         ranges = []
         for p, n in sorted(counts.items()):
             if n > 0:
-                ranges.append({"topic": TOPIC, "partition": p, "min_offset": self.hw[p],
-                               "max_offset": self.hw[p] + n - 1, "count": n})
+                ranges.append(
+                    {
+                        "topic": TOPIC,
+                        "partition": p,
+                        "min_offset": self.hw[p],
+                        "max_offset": self.hw[p] + n - 1,
+                        "count": n,
+                    }
+                )
                 self.hw[p] += n
         if ranges:
             self.emit(ev.RECORDS_ACKED, "producer", ranges=ranges)
@@ -167,9 +210,21 @@ class Group:
         self.keep_up()
 
     def sample_lag(self) -> None:
-        self.emit(ev.LAG_SAMPLED, "observer", group=GROUP, partitions=[
-            {"topic": TOPIC, "partition": p, "committed": self.committed.get(p), "high_watermark": self.hw[p],
-             "lag": self.hw[p] - self.committed.get(p, 0)} for p in range(self.partitions)])
+        self.emit(
+            ev.LAG_SAMPLED,
+            "observer",
+            group=GROUP,
+            partitions=[
+                {
+                    "topic": TOPIC,
+                    "partition": p,
+                    "committed": self.committed.get(p),
+                    "high_watermark": self.hw[p],
+                    "lag": self.hw[p] - self.committed.get(p, 0),
+                }
+                for p in range(self.partitions)
+            ],
+        )
 
     def keep_up(self) -> None:
         """A member polls all the time: one that has not processed anything for 3 s does now
@@ -186,8 +241,9 @@ class Group:
         for p in sorted(m.owned if parts is None else parts & m.owned):
             lo, hi = m.position[p], self.hw[p] - 1
             if hi >= lo:
-                ranges.append({"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi,
-                               "count": hi - lo + 1})
+                ranges.append(
+                    {"topic": TOPIC, "partition": p, "min_offset": lo, "max_offset": hi, "count": hi - lo + 1}
+                )
                 m.position[p] = hi + 1
                 m.uncommitted.add(p)
         if ranges:
@@ -207,10 +263,16 @@ class Group:
         self.advance(1 + self.rng.random() * 10)
         ok = m.in_group and m.generation == self.generation and parts <= m.owned
         error, code = ("UNKNOWN_MEMBER_ID", 25) if self.epochs else ("ILLEGAL_GENERATION", 22)
-        self.memit(m, ev.OFFSETS_COMMITTED,
-                   offsets=[{"topic": TOPIC, "partition": p, "offset": m.position[p]} for p in sorted(parts)],
-                   success=ok, error=None if ok else error, error_code=None if ok else code, trigger=trigger,
-                   started_mono_ms=sent)
+        self.memit(
+            m,
+            ev.OFFSETS_COMMITTED,
+            offsets=[{"topic": TOPIC, "partition": p, "offset": m.position[p]} for p in sorted(parts)],
+            success=ok,
+            error=None if ok else error,
+            error_code=None if ok else code,
+            trigger=trigger,
+            started_mono_ms=sent,
+        )
         self.stats["commits" if ok else "rejected_commits"] += 1
         if ok:
             for p in parts:
@@ -224,9 +286,19 @@ class Group:
         m.state, m.member_id, m.generation, m.in_group = "up", None, None, False
         m.owned, m.position, m.uncommitted, m.last_poll = set(), {}, set(), self.t
         self.emit(ev.PROCESS_STARTED, "harness", process=m.name, role="consumer", pid=m.pid)
-        self.memit(m, ev.CONSUMER_STARTED, pid=m.pid, group=GROUP, protocol=self.protocol, assignor=self.assignor,
-                   group_instance_id=None, commit_mode="sync", session_timeout_ms=self.session_timeout_ms,
-                   max_poll_interval_ms=300_000, processing="inline")
+        self.memit(
+            m,
+            ev.CONSUMER_STARTED,
+            pid=m.pid,
+            group=GROUP,
+            protocol=self.protocol,
+            assignor=self.assignor,
+            group_instance_id=None,
+            commit_mode="sync",
+            session_timeout_ms=self.session_timeout_ms,
+            max_poll_interval_ms=300_000,
+            processing="inline",
+        )
         self.memit(m, ev.SUBSCRIPTION_CHANGED, topics={TOPIC: self.partitions})
 
     def _fault(self, kind: str, target: str | None, params: dict, details: dict | None = None) -> str:
@@ -234,16 +306,38 @@ class Group:
         at_s = round((self.t - self._workload_t()) / 1000, 3)
         self.faults.append({"fault_id": fault_id, "at_s": at_s, "kind": kind, "target": target, **params})
         # what the kind itself declares it does to its target, as the scheduler writes it
-        fault = catalogue.from_spec({"fault_id": fault_id, "kind": kind, "at_s": max(at_s, 0.0),
-                                     **({"target": target} if target else {}), **params})
-        self.emit(ev.FAULT_STARTED, "fault", fault_id=fault_id, kind=kind, target=target, params=params,
-                  effects=fault.effects.to_event(), details=details or {})
+        fault = catalogue.from_spec(
+            {
+                "fault_id": fault_id,
+                "kind": kind,
+                "at_s": max(at_s, 0.0),
+                **({"target": target} if target else {}),
+                **params,
+            }
+        )
+        self.emit(
+            ev.FAULT_STARTED,
+            "fault",
+            fault_id=fault_id,
+            kind=kind,
+            target=target,
+            params=params,
+            effects=fault.effects.to_event(),
+            details=details or {},
+        )
         self.stats[f"fault:{kind}"] += 1
         return fault_id
 
     def _healed(self, fault_id: str, kind: str, target: str | None, started: float) -> None:
-        self.emit(ev.FAULT_HEALED, "fault", fault_id=fault_id, kind=kind, target=target, how="scheduled",
-                  started_mono_ms=started)
+        self.emit(
+            ev.FAULT_HEALED,
+            "fault",
+            fault_id=fault_id,
+            kind=kind,
+            target=target,
+            how="scheduled",
+            started_mono_ms=started,
+        )
 
     def _workload_t(self) -> float:
         e = next((e for e in self.events if e["name"] == ev.PHASE and e.get("phase") == "workload"), None)
@@ -303,8 +397,11 @@ class Group:
         the member and its partitions move, while it still believes it owns them (a zombie)."""
         if processed_uncommitted:
             self._last_batch(m)
-        length = (self.session_timeout_ms * self.rng.uniform(1.2, 2.0) if past_session
-                  else self.session_timeout_ms * self.rng.uniform(0.1, 0.5))
+        length = (
+            self.session_timeout_ms * self.rng.uniform(1.2, 2.0)
+            if past_session
+            else self.session_timeout_ms * self.rng.uniform(0.1, 0.5)
+        )
         m.fault_id = self._fault("pause", m.name, {"duration_s": round(length / 1000, 3)})
         m.state = "paused"
         self._pause_until = getattr(self, "_pause_until", {})
@@ -351,7 +448,7 @@ class Group:
             out: dict[str, set[int]] = {m.name: set() for m in ordered}
             taken: set[int] = set()
             for m in sorted(ordered, key=lambda m: -len(m.owned)):
-                keep = sorted(p for p in m.owned if p not in taken)[:quota[m.name]]
+                keep = sorted(p for p in m.owned if p not in taken)[: quota[m.name]]
                 out[m.name].update(keep)
                 taken.update(keep)
             # the members with the most room first, so the quotas are met exactly
@@ -370,8 +467,12 @@ class Group:
         for p in new:
             m.position[p] = self.committed.get(p, 0)
             m.uncommitted.discard(p)
-        self.memit(m, ev.PARTITIONS_ASSIGNED, partitions=self.tps(new if self.incremental else parts),
-                   incremental=self.incremental)
+        self.memit(
+            m,
+            ev.PARTITIONS_ASSIGNED,
+            partitions=self.tps(new if self.incremental else parts),
+            incremental=self.incremental,
+        )
 
     def _give_up(self, m: Member, parts: set[int]) -> None:
         if not parts:
@@ -396,8 +497,12 @@ class Group:
         for m in members:
             if m not in joiners and m.member_id is not None:
                 self.memit(m, ev.HEARTBEAT_FAILED, error="Broker: Group rebalance in progress")
-                self.memit(m, ev.REBALANCE_STARTED, reason="group is rebalancing",
-                           rebalance_protocol="COOPERATIVE" if self.incremental else "EAGER")
+                self.memit(
+                    m,
+                    ev.REBALANCE_STARTED,
+                    reason="group is rebalancing",
+                    rebalance_protocol="COOPERATIVE" if self.incremental else "EAGER",
+                )
             if not self.incremental and m.owned:
                 self.consume(m, commit=False)
                 self.commit(m, trigger="revoke")
@@ -416,8 +521,11 @@ class Group:
         if self.incremental and any(not target[m.name] <= m.owned for m in members):
             # second phase: what was revoked is handed out in a generation of its own
             self.advance(self.rng.uniform(20, 200))
-            self.coord(ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation,
-                       reason="Updating metadata for member (cooperative rebalance)")
+            self.coord(
+                ev.COORDINATOR_PREPARING_REBALANCE,
+                old_generation=self.generation,
+                reason="Updating metadata for member (cooperative rebalance)",
+            )
             for m in members:
                 self.memit(m, ev.GROUP_JOIN_SENT)
             self._join_sync(members)
@@ -435,8 +543,9 @@ class Group:
         leader = members[0]
         for m in members:
             m.generation = self.generation
-            self.memit(m, ev.GROUP_JOINED, leader_id=leader.member_id, is_leader=m is leader,
-                       protocol_name=self.assignor)
+            self.memit(
+                m, ev.GROUP_JOINED, leader_id=leader.member_id, is_leader=m is leader, protocol_name=self.assignor
+            )
         self.coord(ev.COORDINATOR_ASSIGNMENT_RECEIVED, generation=self.generation, leader_id=leader.member_id)
         for m in members:
             self.memit(m, ev.GROUP_SYNCED)
@@ -449,8 +558,7 @@ class Group:
                 m.member_id = f"{self.rng.getrandbits(128):032x}"
             self.coord(ev.COORDINATOR_MEMBER_JOINED, member_id=m.member_id)
         self.generation += 1
-        self.coord(ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation - 1,
-                   reason="group epoch bumped")
+        self.coord(ev.COORDINATOR_PREPARING_REBALANCE, old_generation=self.generation - 1, reason="group epoch bumped")
         self.coord(ev.COORDINATOR_TARGET_ASSIGNMENT, generation=self.generation, assignor=self.assignor)
         target = self.target(members)
         for m in members:
@@ -488,8 +596,9 @@ class Group:
         self.sample_lag()
         assert all(self.committed.get(p, 0) == self.hw[p] for p in range(self.partitions)), (self.committed, self.hw)
         self.emit(ev.PHASE, "harness", phase="done")
-        self.emit(ev.HEAL_CHECKED, "harness", stopped_processes=[], proxies=0, proxies_with_toxics=[],
-                  proxies_disabled=[])
+        self.emit(
+            ev.HEAL_CHECKED, "harness", stopped_processes=[], proxies=0, proxies_with_toxics=[], proxies_disabled=[]
+        )
         for m in self.in_group():
             if m.owned:
                 self.memit(m, ev.PARTITIONS_REVOKED, partitions=self.tps(m.owned), incremental=self.incremental)

@@ -34,6 +34,7 @@ time; the failure's blob reproduces it (@reproduce_failure), and the long profil
 A history the oracle judges wrongly is written to counterexamples/ (not committed) at the
 repository's root, as the minimal example Hypothesis shrank it to.
 """
+
 from __future__ import annotations
 
 import copy
@@ -65,6 +66,7 @@ NotApplicable = suite.NotApplicable
 
 # -- the anomaly table ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class AnomalyClass:
     mutate: Callable[[list[Event]], suite.Target]
@@ -94,61 +96,88 @@ def drop_first_range_after_handover(events: list[Event]) -> suite.Target:
     (oracle/checks/contiguity.py); the recorded fixtures always had one. Where the former
     owner never processed a record of it, the skipped records are no-loss's alone."""
     target = suite.drop_first_range_after_handover(events)
-    first = next(e for e in events if e["name"] == "records_consumed"
-                 and any(suite.tp_name(r) == target.partition for r in e["ranges"]))
+    first = next(
+        e
+        for e in events
+        if e["name"] == "records_consumed" and any(suite.tp_name(r) == target.partition for r in e["ranges"])
+    )
     if suite.slot_name(suite.slot_of(first)) == target.member:
         raise NotApplicable(f"nobody consumed {target.partition} before {target.member} took it over")
     return target
 
 
 _M = {m.name: m for m in suite.MUTATIONS}
-KIP848_PARTIAL = ("KIP-848 members reach an epoch one by one, so assignment-validity checks its epochs for "
-                  "double assignment only, not for a partition nobody was given")
+KIP848_PARTIAL = (
+    "KIP-848 members reach an epoch one by one, so assignment-validity checks its epochs for "
+    "double assignment only, not for a partition nobody was given"
+)
 ANOMALIES: dict[str, AnomalyClass] = {
     # a consumed range dropped: its records processed by nobody; the owner went on past the hole
-    "drop-consumed-range": AnomalyClass(suite.drop_consumed_range, ("no-loss",),
-                                        {"contiguity": suite.CONSUMED_PAST_HOLE}, "drop-consumed-range"),
+    "drop-consumed-range": AnomalyClass(
+        suite.drop_consumed_range, ("no-loss",), {"contiguity": suite.CONSUMED_PAST_HOLE}, "drop-consumed-range"
+    ),
     # a new owner's first batch dropped: it seems to start past records nobody processed
     "drop-first-range-after-handover": AnomalyClass(
-        drop_first_range_after_handover, ("contiguity",), {"no-loss": suite.NOBODY_ELSE_CONSUMED},
-        "drop-first-range-after-handover"),
+        drop_first_range_after_handover,
+        ("contiguity",),
+        {"no-loss": suite.NOBODY_ELSE_CONSUMED},
+        "drop-first-range-after-handover",
+    ),
     # an offset gap inside one session: a poll-skip; the skipped records nobody processed
-    "offset-gap": AnomalyClass(suite.offset_gap, ("contiguity",), {"no-loss": suite.NOBODY_ELSE_CONSUMED},
-                               "offset-gap"),
+    "offset-gap": AnomalyClass(
+        suite.offset_gap, ("contiguity",), {"no-loss": suite.NOBODY_ELSE_CONSUMED}, "offset-gap"
+    ),
     # consumption going back within a session: a nonmonotonic poll. Duplicates are only counted
     # (findings) without a `max`, so duplicates does not fail
     "go-back-within-session": AnomalyClass(suite.go_back, ("contiguity",), {}, "go-back-within-session"),
     # a batch processed twice, with no duplicate allowed at all
     "unbounded-duplicates": AnomalyClass(
-        unbounded_duplicates, ("duplicates",),
-        {"contiguity": _M["redeliver-batch"].implied["contiguity"]}, "redeliver-batch"),
+        unbounded_duplicates,
+        ("duplicates",),
+        {"contiguity": _M["redeliver-batch"].implied["contiguity"]},
+        "redeliver-batch",
+    ),
     # a partition assigned to two members in one generation
-    "double-assign": AnomalyClass(suite.double_assign, ("exclusive-ownership", "assignment-validity"),
-                                  dict(_M["double-assign"].implied), "double-assign"),
+    "double-assign": AnomalyClass(
+        suite.double_assign,
+        ("exclusive-ownership", "assignment-validity"),
+        dict(_M["double-assign"].implied),
+        "double-assign",
+    ),
     # a committed offset moving backward
     "regress-commit": AnomalyClass(suite.regress_commit, ("commit-monotonicity",), {}, "regress-commit"),
     # a commit from a member that never owned the partition, accepted
-    "commit-from-non-owner": AnomalyClass(suite.commit_from_non_owner, ("fenced-commits",), {},
-                                          "commit-from-non-owner"),
+    "commit-from-non-owner": AnomalyClass(
+        suite.commit_from_non_owner, ("fenced-commits",), {}, "commit-from-non-owner"
+    ),
     # the zombie's late commit, accepted instead of refused
-    "zombie-commit-accepted": AnomalyClass(suite.zombie_commit_accepted, ("fenced-commits",),
-                                           dict(_M["zombie-commit-accepted"].implied), "zombie-commit-accepted"),
+    "zombie-commit-accepted": AnomalyClass(
+        suite.zombie_commit_accepted,
+        ("fenced-commits",),
+        dict(_M["zombie-commit-accepted"].implied),
+        "zombie-commit-accepted",
+    ),
     # a member that never owned the partition processes a batch of it
-    "non-owner-consumes": AnomalyClass(suite.non_owner_consumes, ("exclusive-ownership",), {},
-                                       "non-owner-consumes"),
+    "non-owner-consumes": AnomalyClass(suite.non_owner_consumes, ("exclusive-ownership",), {}, "non-owner-consumes"),
     # a partition unowned at the end (its final assignment does not list it)
-    "unowned-at-end": AnomalyClass(suite.unowned_at_end, ("convergence", "assignment-validity"),
-                                   dict(_M["unowned-at-end"].implied), "unowned-at-end",
-                                   blind={"consumer": (("assignment-validity",), KIP848_PARTIAL)}),
+    "unowned-at-end": AnomalyClass(
+        suite.unowned_at_end,
+        ("convergence", "assignment-validity"),
+        dict(_M["unowned-at-end"].implied),
+        "unowned-at-end",
+        blind={"consumer": (("assignment-validity",), KIP848_PARTIAL)},
+    ),
     # the last lag sample short of the high watermark
     "lag-not-drained": AnomalyClass(suite.lag_not_drained, ("convergence",), {}, "lag-not-drained"),
     # a consistent run whose eager layout the assignor would never produce
-    "wrong-layout": AnomalyClass(suite.wrong_layout, ("assignment-validity",), {}, "wrong-layout",
-                                 protocols=("classic-eager",)),
+    "wrong-layout": AnomalyClass(
+        suite.wrong_layout, ("assignment-validity",), {}, "wrong-layout", protocols=("classic-eager",)
+    ),
 }
 
 
 # -- the format's promises, each broken alone --------------------------------------------------------
+
 
 def _writer(e: Event) -> tuple[str, int]:
     return e["source"], int(e.get("incarnation") or 1)
@@ -174,7 +203,7 @@ def seq_not_from_1(events: list[Event]) -> str:
 def seq_gap(events: list[Event]) -> str:
     """A member's seq skips a number in the middle of its events."""
     mine = _by_writer(events, _writer(_mid([e for e in events if e["name"] == "records_consumed"])))
-    for e in mine[len(mine) // 2:]:
+    for e in mine[len(mine) // 2 :]:
         e["seq"] += 1
     return mine[0]["source"]
 
@@ -182,7 +211,7 @@ def seq_gap(events: list[Event]) -> str:
 def seq_repeated(events: list[Event]) -> str:
     """A member writes the same seq twice (its events after that one shifted down by one)."""
     mine = _by_writer(events, _writer(_mid([e for e in events if e["name"] == "records_consumed"])))
-    for e in mine[len(mine) // 2:]:
+    for e in mine[len(mine) // 2 :]:
         e["seq"] -= 1
     return mine[0]["source"]
 
@@ -206,10 +235,20 @@ def consumed_never_produced(events: list[Event]) -> str:
     e = _mid([e for e in events if e["name"] == "records_consumed" and e["ranges"]])
     r = e["ranges"][0]
     tp = (r["topic"], r["partition"])
-    known = [x["max_offset"] + 1 for a in events if a["name"] == "records_acked" for x in a["ranges"]
-             if (x["topic"], x["partition"]) == tp]
-    known += [p["high_watermark"] or 0 for a in events if a["name"] == "lag_sampled" for p in a["partitions"]
-              if (p["topic"], p["partition"]) == tp]
+    known = [
+        x["max_offset"] + 1
+        for a in events
+        if a["name"] == "records_acked"
+        for x in a["ranges"]
+        if (x["topic"], x["partition"]) == tp
+    ]
+    known += [
+        p["high_watermark"] or 0
+        for a in events
+        if a["name"] == "lag_sampled"
+        for p in a["partitions"]
+        if (p["topic"], p["partition"]) == tp
+    ]
     end = max(known, default=0) + 100
     e["ranges"].append({**r, "min_offset": end, "max_offset": end + 4, "count": 5})
     return f"{r['topic']}-{r['partition']}"
@@ -226,7 +265,7 @@ def partition_missing(events: list[Event]) -> str:
 
 def generation_back(events: list[Event]) -> str:
     """A member's batch mid-session carries the generation before the one it had joined."""
-    for e in events[len(events) // 2:]:
+    for e in events[len(events) // 2 :]:
         if e["name"] == "records_consumed" and (e.get("generation") or 0) >= 2:
             e["generation"] -= 1
             return f"{e['source']} seq {e['seq']}"
@@ -252,7 +291,7 @@ def run_started_twice(events: list[Event]) -> str:
     harness = [e for e in events if e["source"] == "harness"]
     at = harness[len(harness) // 2]
     again = {**copy.deepcopy(events[0]), "mono_ms": at["mono_ms"] - 0.01, "ts": at["ts"] - 0.01, "seq": at["seq"]}
-    for e in harness[len(harness) // 2:]:
+    for e in harness[len(harness) // 2 :]:
         e["seq"] += 1
     events.insert(events.index(at), again)
     return "harness"
@@ -311,6 +350,7 @@ BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
 
 # -- judging -----------------------------------------------------------------------------------------
 
+
 def as_written(events: list[Event]) -> list[Event]:
     """An anomaly is the cluster's, not the writers': its events in time order, each writer's
     numbered 1, 2, 3, … as it would have written them (docs/history.md, Promises)."""
@@ -358,10 +398,15 @@ class GroupMachine(RuleBasedStateMachine):
         protocol = data.draw(st.sampled_from(self.protocols), label="protocol")
         assignor = data.draw(st.sampled_from(PROTOCOLS[protocol]), label="assignor")
         slots = data.draw(st.integers(2, 4), label="slots")
-        self.group = Group(protocol, assignor, partitions=data.draw(st.integers(2, 8), label="partitions"),
-                           slots=slots, initial=data.draw(st.integers(1, slots), label="initial members"),
-                           session_timeout_ms=data.draw(st.sampled_from([6000, 10000]), label="session"),
-                           seed=data.draw(st.integers(0, 2**16), label="seed"))
+        self.group = Group(
+            protocol,
+            assignor,
+            partitions=data.draw(st.integers(2, 8), label="partitions"),
+            slots=slots,
+            initial=data.draw(st.integers(1, slots), label="initial members"),
+            session_timeout_ms=data.draw(st.sampled_from([6000, 10000]), label="session"),
+            seed=data.draw(st.integers(0, 2**16), label="seed"),
+        )
 
     # the group's members that can act, and how many stay in the group if one goes
     def _pick(self, members: list, i: int):
@@ -492,9 +537,15 @@ class AnomalyInjection(GroupMachine):
             if missing or unexplained:
                 STATS["counterexamples:anomaly"] += 1
                 note(f"history kept in {keep_counterexample(f'anomaly-{name}', events)}")
-                wrong.append(f"{name}: " + "; ".join(
-                    ([f"{missing} reported nothing"] if missing else [])
-                    + ([f"also failed {unexplained}"] if unexplained else [])) + "\n" + verdict.render())
+                wrong.append(
+                    f"{name}: "
+                    + "; ".join(
+                        ([f"{missing} reported nothing"] if missing else [])
+                        + ([f"also failed {unexplained}"] if unexplained else [])
+                    )
+                    + "\n"
+                    + verdict.render()
+                )
         assert not wrong, "\n\n".join(wrong)
 
 
@@ -521,8 +572,10 @@ class BrokenPromises(GroupMachine):
             others = sorted({v.check for v in verdict.violations if v.check != "history-integrity"})
             if PROMISES[promise].treatment != SET_ASIDE or others or not verdict.violations:
                 STATS[f"promise:{name}:wrong"] += 1
-                wrong.append(f"{name} (broken at {where}): "
-                             + (f"blamed on the run by {others}" if others else f"{verdict.status}, not refused"))
+                wrong.append(
+                    f"{name} (broken at {where}): "
+                    + (f"blamed on the run by {others}" if others else f"{verdict.status}, not refused")
+                )
             else:
                 STATS[f"promise:{name}:set-aside"] += 1
         assert not wrong, "\n".join(wrong)
@@ -534,6 +587,7 @@ TestBrokenPromises = BrokenPromises.TestCase
 
 
 # -- the tables themselves -----------------------------------------------------------------------------
+
 
 def test_anomaly_table_agrees_with_the_mutation_suite():
     """Each row is the mutation suite's: the same checks fire, the same others are implied."""

@@ -9,6 +9,7 @@ the story it tells instead of a wall of dict literals:
     b.rebalance(1, {"consumer-1": [0, 1, 2, 3, 4]})
     c1.at(500).consumed(0, 0, 9)
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -44,14 +45,29 @@ class ConsumerBuilder:
 
     def emit(self, name: str, **fields: Any) -> dict:
         member_id, generation = self.membership()
-        return self.history.emit(name, self.name, member=self.name, incarnation=self.incarnation,
-                                 member_id=member_id, generation=generation, **fields)
+        return self.history.emit(
+            name,
+            self.name,
+            member=self.name,
+            incarnation=self.incarnation,
+            member_id=member_id,
+            generation=generation,
+            **fields,
+        )
 
     def start(self, commit_mode: str = "sync", group_instance_id: str | None = None) -> ConsumerBuilder:
         self.history.emit("process_started", "harness", process=self.name, role="consumer", pid=self.pid)
-        self.emit("consumer_started", pid=self.pid, group="g", protocol=self.history.protocol,
-                  assignor=self.history.assignor, group_instance_id=group_instance_id, commit_mode=commit_mode,
-                  session_timeout_ms=10000, max_poll_interval_ms=300000)
+        self.emit(
+            "consumer_started",
+            pid=self.pid,
+            group="g",
+            protocol=self.history.protocol,
+            assignor=self.history.assignor,
+            group_instance_id=group_instance_id,
+            commit_mode=commit_mode,
+            session_timeout_ms=10000,
+            max_poll_interval_ms=300000,
+        )
         return self
 
     def join_sent(self) -> ConsumerBuilder:
@@ -92,13 +108,26 @@ class ConsumerBuilder:
         self.emit("records_consumed", ranges=[_range(self.history.tp(partition), lo, hi)])
         return self
 
-    def committed(self, partition: TopicPartitionLike, offset: int, *, success: bool = True,
-                  error: str | None = None, trigger: str = "after-processing",
-                  sent_at: float | None = None) -> ConsumerBuilder:
+    def committed(
+        self,
+        partition: TopicPartitionLike,
+        offset: int,
+        *,
+        success: bool = True,
+        error: str | None = None,
+        trigger: str = "after-processing",
+        sent_at: float | None = None,
+    ) -> ConsumerBuilder:
         topic, p = self.history.tp(partition)
-        self.emit("offsets_committed", offsets=[{"topic": topic, "partition": p, "offset": offset}],
-                  success=success, error=error, error_code=None if success else 22, trigger=trigger,
-                  started_mono_ms=self.history.now if sent_at is None else float(sent_at))
+        self.emit(
+            "offsets_committed",
+            offsets=[{"topic": topic, "partition": p, "offset": offset}],
+            success=success,
+            error=error,
+            error_code=None if success else 22,
+            trigger=trigger,
+            started_mono_ms=self.history.now if sent_at is None else float(sent_at),
+        )
         return self
 
     def stopped(self, reason: str = "end-of-run") -> ConsumerBuilder:
@@ -108,16 +137,22 @@ class ConsumerBuilder:
 
     def exited(self, returncode: int = 0) -> ConsumerBuilder:
         self.owned = set()
-        self.history.emit("process_exited", "harness", process=self.name, role="consumer",
-                          pid=self.pid, returncode=returncode)
+        self.history.emit(
+            "process_exited", "harness", process=self.name, role="consumer", pid=self.pid, returncode=returncode
+        )
         return self
 
 
 class HistoryBuilder:
     TS0 = 1_700_000_000_000.0  # wall clock at mono 0
 
-    def __init__(self, topics: dict[str, int] | None = None, protocol: str = "classic-eager",
-                 assignor: str = "range", run_started: bool = True):
+    def __init__(
+        self,
+        topics: dict[str, int] | None = None,
+        protocol: str = "classic-eager",
+        assignor: str = "range",
+        run_started: bool = True,
+    ):
         self.topics = topics or {"events": 5}
         self.protocol, self.assignor = protocol, assignor
         self.incremental = protocol in ("classic-cooperative", "consumer")
@@ -127,9 +162,19 @@ class HistoryBuilder:
         self._tick = 0  # events stamped at the same `at()` keep the order they were written in
         self.consumers: dict[str, ConsumerBuilder] = {}
         if run_started:
-            self.emit("run_started", "harness", run_id="run-1", scenario="unit", seed=7,
-                      topics=[{"topic": t, "partitions": n} for t, n in self.topics.items()], group="g",
-                      protocol=protocol, assignor=assignor, members=[], checks={})
+            self.emit(
+                "run_started",
+                "harness",
+                run_id="run-1",
+                scenario="unit",
+                seed=7,
+                topics=[{"topic": t, "partitions": n} for t, n in self.topics.items()],
+                group="g",
+                protocol=protocol,
+                assignor=assignor,
+                members=[],
+                checks={},
+            )
 
     # -- clock and raw events -------------------------------------------------
 
@@ -142,8 +187,14 @@ class HistoryBuilder:
         self._seq[source] += 1
         mono = self.now + self._tick * 0.001
         self._tick += 1
-        event = {"name": name, "ts": self.TS0 + mono, "mono_ms": mono, "source": source,
-                 "seq": self._seq[source], **fields}
+        event = {
+            "name": name,
+            "ts": self.TS0 + mono,
+            "mono_ms": mono,
+            "source": source,
+            "seq": self._seq[source],
+            **fields,
+        }
         self.events.append(event)
         return event
 
@@ -183,15 +234,24 @@ class HistoryBuilder:
         return self
 
     def lag(self, lags: dict[TopicPartitionLike, int]) -> HistoryBuilder:
-        parts = [{"topic": t, "partition": p, "committed": 100 - lag, "high_watermark": 100, "lag": lag}
-                 for (t, p), lag in ((self.tp(k), v) for k, v in lags.items())]
+        parts = [
+            {"topic": t, "partition": p, "committed": 100 - lag, "high_watermark": 100, "lag": lag}
+            for (t, p), lag in ((self.tp(k), v) for k, v in lags.items())
+        ]
         self.emit("lag_sampled", "harness", group="g", partitions=parts)
         return self
 
     # -- whole rebalances -------------------------------------------------------
 
-    def rebalance(self, generation: int, assignment: dict[str, list[TopicPartitionLike]], *,
-                  at: float | None = None, join_ms: float = 10, sync_ms: float = 5) -> HistoryBuilder:
+    def rebalance(
+        self,
+        generation: int,
+        assignment: dict[str, list[TopicPartitionLike]],
+        *,
+        at: float | None = None,
+        join_ms: float = 10,
+        sync_ms: float = 5,
+    ) -> HistoryBuilder:
         """Everyone in `assignment` rebalances into `generation`: eager members revoke
         what they own, all send JoinGroup at `at`, join `join_ms` later (the first is
         leader), sync and get their partitions `sync_ms` after that."""
@@ -261,8 +321,11 @@ def pause_story(history_builder):
     c2.at(3190).synced().assigned(3, 4)
     # generation 2: consumer-2 paused, evicted by the coordinator
     b.at(5000).fault("pause", "consumer-2")
-    b.at(15000).coordinator("coordinator_preparing_rebalance", old_generation=1,
-                            reason="removing member consumer-2-1-id on heartbeat expiration")
+    b.at(15000).coordinator(
+        "coordinator_preparing_rebalance",
+        old_generation=1,
+        reason="removing member consumer-2-1-id on heartbeat expiration",
+    )
     c1.at(15100).revoked()
     c1.at(15110).join_sent()
     c1.at(15120).joined(2, leader=True)

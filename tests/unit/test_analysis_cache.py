@@ -1,6 +1,7 @@
 """The analysis's cache of each run's tables (analysis.cache) and the CLI's refusals, without
 Spark: a kept file is used only if it is what the code would compute now, and anything else
 is a miss, never a lost analysis."""
+
 from __future__ import annotations
 
 import json
@@ -43,14 +44,17 @@ def test_kept_tables_come_back_labelled_for_this_analysis(tmp_path, run):
     assert again["runs"][0]["path"] == str(run.path) and again["rebalances"][0]["run"] == run.run
 
 
-@pytest.mark.parametrize("edit", [
-    lambda t: t["runs"][0].update(events="lots"),
-    lambda t: t["runs"][0].update(fault_kinds="network"),
-    lambda t: t["rebalances"][0].update(unowned_ms=[1, 2]),
-    lambda t: t.update(runs=[]),
-    lambda t: t.pop("lag"),
-    lambda t: t.update(ownership={"not": "rows"}),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t["runs"][0].update(events="lots"),
+        lambda t: t["runs"][0].update(fault_kinds="network"),
+        lambda t: t["rebalances"][0].update(unowned_ms=[1, 2]),
+        lambda t: t.update(runs=[]),
+        lambda t: t.pop("lag"),
+        lambda t: t.update(ownership={"not": "rows"}),
+    ],
+)
 def test_a_hand_edited_cache_file_is_a_miss(tmp_path, run, edit):
     _, tables = tables_of(run.ref)
     cache = TableCache(tmp_path / "cache")

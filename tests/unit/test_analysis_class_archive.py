@@ -1,5 +1,6 @@
 """analysis/class_archive.py: where the analysis JVM's class archive lives, when a session maps
 it, and that setup never leaves a torn one under its name (the JVM mapping one dies of SIGBUS)."""
+
 from __future__ import annotations
 
 import os
@@ -31,6 +32,7 @@ def steps(fail: str | None = None, write: bool = True):
             Path(staging).write_bytes(b"archive")
         log.write_text(f"{step}: boom\n")
         return 1 if step == fail else 0
+
     run.ran = ran
     return run
 
@@ -98,4 +100,10 @@ def test_a_checked_archive_takes_its_name_and_leftovers_go(home):
     assert run.ran == ["train", "check"]
     assert class_archive.archive_path().read_bytes() == b"archive"
     assert sorted(p.name for p in directory.iterdir()) == sorted(
-        [class_archive.archive_path().name, mapped_lately.name, concurrent.name, class_archive.archive_path().stem + ".log"])
+        [
+            class_archive.archive_path().name,
+            mapped_lately.name,
+            concurrent.name,
+            class_archive.archive_path().stem + ".log",
+        ]
+    )

@@ -1,4 +1,5 @@
 """Which runs get a page in an analysis (analysis/pages.py): pure, no Spark."""
+
 import pytest
 
 from analysis.pages import (
@@ -17,14 +18,17 @@ def run(name: str, **changes) -> dict:
     return {**CLEAN, "run": name, **changes}
 
 
-@pytest.mark.parametrize("changes, problem", [
-    ({}, False),
-    ({"outcome": "interrupted"}, True),
-    ({"outcome": "error"}, True),
-    ({"lost_records": 3}, True),
-    ({"duplicates": 5}, True),  # one delivered twice that no rebalance explains
-    ({"lost_records": None, "duplicates": None, "duplicates_explained": None}, False),  # a run with no records
-])
+@pytest.mark.parametrize(
+    "changes, problem",
+    [
+        ({}, False),
+        ({"outcome": "interrupted"}, True),
+        ({"outcome": "error"}, True),
+        ({"lost_records": 3}, True),
+        ({"duplicates": 5}, True),  # one delivered twice that no rebalance explains
+        ({"lost_records": None, "duplicates": None, "duplicates_explained": None}, False),  # a run with no records
+    ],
+)
 def test_a_run_shows_a_problem_by_its_own_figures(changes, problem):
     assert shows_problem(run("r", **changes)) is problem
 

@@ -1,6 +1,7 @@
 """One run's tables (analysis.run_tables), without Spark: the shapes of history a Spark task
 must read without losing the run — mixed error codes, faults without an id, an explanation
 that cannot be worked out."""
+
 from __future__ import annotations
 
 import json
@@ -34,11 +35,20 @@ def test_failed_commits_with_and_without_an_error_code_are_counted_per_code(tmp_
     events = b.build()
     failed = [e for e in events if e["name"] == "offsets_committed"]
     # VerifiableConsumer writes no code for a CommitFailedException
-    events.append({**failed[0], "seq": failed[0]["seq"] + 1, "mono_ms": failed[0]["mono_ms"] + 1, "error_code": None,
-                   "error": "CommitFailedException"})
+    events.append(
+        {
+            **failed[0],
+            "seq": failed[0]["seq"] + 1,
+            "mono_ms": failed[0]["mono_ms"] + 1,
+            "error_code": None,
+            "error": "CommitFailedException",
+        }
+    )
     rows = _tables(tmp_path, events)["commit_failures"]
     assert sorted((r["error_code"], r["error"], r["failed"]) for r in rows) == [
-        ("22", "REBALANCE_IN_PROGRESS", 1), ("none", "CommitFailedException", 1)]
+        ("22", "REBALANCE_IN_PROGRESS", 1),
+        ("none", "CommitFailedException", 1),
+    ]
 
 
 def test_a_heal_without_a_fault_id_ends_no_other_faults_window(tmp_path):
@@ -49,7 +59,9 @@ def test_a_heal_without_a_fault_id_ends_no_other_faults_window(tmp_path):
     b.at(9000).phase("done")
     faults = _tables(tmp_path, b.build())["faults"]
     assert [(f["target"], f["end_mono"], f["healed_how"]) for f in faults] == [
-        ("consumer-1", 9000.0, None), ("consumer-2", 9000.0, None)]  # nothing says which one was healed
+        ("consumer-1", 9000.0, None),
+        ("consumer-2", 9000.0, None),
+    ]  # nothing says which one was healed
 
 
 def test_a_run_whose_explanation_fails_keeps_its_figures(tmp_path, monkeypatch):
@@ -78,7 +90,8 @@ def test_a_history_the_oracle_cannot_read_is_named_not_raised(tmp_path, broken):
 
 @pytest.mark.parametrize("reason_on, drain_s", [(None, 7.5), ("drain", None), ("done", None)])
 def test_drain_time_is_the_wait_for_a_stable_drained_group_and_none_when_the_harness_gave_up(
-        tmp_path, reason_on, drain_s):
+    tmp_path, reason_on, drain_s
+):
     b, _ = _story()
     b.at(2000).phase("recovery").at(4000).phase("drain").at(9500).phase("done")
     events = b.build()

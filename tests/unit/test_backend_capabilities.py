@@ -1,6 +1,7 @@
 """What a backend can do is data on its class; what a fault kind needs, data on its spec; a
 scenario asking its backend for what it lacks is refused at validation, the reason derived
 from the capability it lacks (faults/capabilities.py)."""
+
 from __future__ import annotations
 
 import copy
@@ -75,8 +76,9 @@ def test_every_kind_runs_on_a_backend_with_every_capability():
     assert problems(scenario(faults=ENTRIES)) == []
 
 
-@pytest.mark.parametrize("kind", [k for k, spec in catalogue.SPECS.items()
-                                  if spec.needs - backend_class("external").capabilities])
+@pytest.mark.parametrize(
+    "kind", [k for k, spec in catalogue.SPECS.items() if spec.needs - backend_class("external").capabilities]
+)
 def test_a_kind_whose_needs_the_backend_lacks_is_refused_with_the_reason(kind):
     lacks = [c for c in Capability if c in catalogue.SPECS[kind].needs - backend_class("external").capabilities]
     said = problems(scenario("external", [kind]))
@@ -86,13 +88,18 @@ def test_a_kind_whose_needs_the_backend_lacks_is_refused_with_the_reason(kind):
 def test_the_reason_comes_from_the_backend_not_from_its_name(monkeypatch):
     """A backend that cannot do something — whichever — is refused what needs it, in its own name."""
     local = backend_class("local")
-    monkeypatch.setattr(local, "capabilities", local.capabilities - {Capability.NETWORK_LANES,
-                                                                      Capability.CLUSTER_NODES})
+    monkeypatch.setattr(
+        local, "capabilities", local.capabilities - {Capability.NETWORK_LANES, Capability.CLUSTER_NODES}
+    )
     said = problems(scenario("local", ["network", "rolling-restart", "pause", "crash"]))
-    assert said[0] == ("faults.0.kind: the local backend cannot cut or degrade network links: its clients and brokers "
-                       "do not talk through the harness's own Toxiproxy")
-    assert said[1] == ("faults.1.targets: the local backend cannot pause, stop or restart the cluster's brokers, "
-                       "ZooKeeper or coordinator: it does not run them")
+    assert said[0] == (
+        "faults.0.kind: the local backend cannot cut or degrade network links: its clients and brokers "
+        "do not talk through the harness's own Toxiproxy"
+    )
+    assert said[1] == (
+        "faults.1.targets: the local backend cannot pause, stop or restart the cluster's brokers, "
+        "ZooKeeper or coordinator: it does not run them"
+    )
     assert said[2].startswith("faults.2.target: the local backend cannot pause, stop or restart the cluster's brokers")
     assert said[2].endswith("not 'broker-1'") and len(said) == 3  # the crash is a member's: accepted
 
@@ -100,8 +107,12 @@ def test_the_reason_comes_from_the_backend_not_from_its_name(monkeypatch):
 def test_an_option_can_need_more_than_its_kind():
     """A rolling bounce of consumers needs only the run's processes; one of brokers, the cluster's."""
     data = scenario("external")
-    data["faults"] = [{"kind": "rolling-restart", "targets": "consumers", "at_s": 5},
-                      {"kind": "zk-session-expiry", "target": "broker-1", "method": "network", "at_s": 5}]
+    data["faults"] = [
+        {"kind": "rolling-restart", "targets": "consumers", "at_s": 5},
+        {"kind": "zk-session-expiry", "target": "broker-1", "method": "network", "at_s": 5},
+    ]
     said = problems(data)
-    assert said == [f"faults.1.kind: {Capability.ZOOKEEPER_SESSIONS.refusal('external')}",
-                    f"faults.1.method: {Capability.NETWORK_LANES.refusal('external')}"]
+    assert said == [
+        f"faults.1.kind: {Capability.ZOOKEEPER_SESSIONS.refusal('external')}",
+        f"faults.1.method: {Capability.NETWORK_LANES.refusal('external')}",
+    ]

@@ -1,6 +1,7 @@
 """What harnesses left behind is removed by the backends that left it, each asked through
 ClusterBackend.clean_up — by `cleanup`, the start of a run, a harness's watchdog and `cluster
 down` alike — never by a backend's own functions called from elsewhere."""
+
 from __future__ import annotations
 
 import json
@@ -19,14 +20,17 @@ def asked(monkeypatch, tmp_path):
     The local backend "stops" one process of a run, the compose backend fails to remove a project."""
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
     calls: list[tuple[str, CleanupScope]] = []
-    left = {"local": Cleanup([Cleaned("processes", "broker-1"), Cleaned("processes", "consumer-2", tmp_path / "r")]),
-            "compose": Cleanup([Cleaned("compose projects", "rl-a")], ["could not remove compose project rl-b"])}
+    left = {
+        "local": Cleanup([Cleaned("processes", "broker-1"), Cleaned("processes", "consumer-2", tmp_path / "r")]),
+        "compose": Cleanup([Cleaned("compose projects", "rl-a")], ["could not remove compose project rl-b"]),
+    }
 
     def recorder(name: str):
         def clean_up(scope: CleanupScope, report) -> Cleanup:
             calls.append((name, scope))
             report(f"{name} cleaned up")
             return left.get(name, Cleanup())
+
         return clean_up
 
     for name in BACKENDS:
@@ -81,8 +85,9 @@ def test_cluster_down_asks_every_backend_for_its_owners_and_keeps_the_state_if_o
     state = tmp_path / "cluster.json"
     state.write_text(json.dumps({"backend": "local", "owner": "cluster:/w"}))
     result = CliRunner().invoke(main, ["cluster", "down"])
-    assert {scope for _, scope in asked} == {CleanupScope("rebalance-lab cluster down", detached=True,
-                                                          owner="cluster:/w")}
+    assert {scope for _, scope in asked} == {
+        CleanupScope("rebalance-lab cluster down", detached=True, owner="cluster:/w")
+    }
     assert result.exit_code != 0 and "could not remove compose project rl-b" in result.stderr
     assert state.exists()  # `cluster down` again, once the engine answers
 
@@ -93,8 +98,11 @@ def test_cluster_down_says_what_it_stopped(monkeypatch, tmp_path):
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
     for name in BACKENDS:
         monkeypatch.setattr(backend_class(name), "clean_up", lambda scope, report: Cleanup())
-    monkeypatch.setattr(backend_class("local"), "clean_up", lambda scope, report: Cleanup(
-        [Cleaned("processes", n) for n in ("zookeeper-1", "broker-1", "toxiproxy")]))
+    monkeypatch.setattr(
+        backend_class("local"),
+        "clean_up",
+        lambda scope, report: Cleanup([Cleaned("processes", n) for n in ("zookeeper-1", "broker-1", "toxiproxy")]),
+    )
     (tmp_path / "cluster.json").write_text(json.dumps({"backend": "local", "owner": "cluster:/w"}))
     result = CliRunner().invoke(main, ["cluster", "down"])
     assert result.exit_code == 0 and result.stdout == "stopped 3 processes: zookeeper-1, broker-1, toxiproxy\n"

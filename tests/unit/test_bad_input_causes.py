@@ -1,6 +1,7 @@
 """Each cause of a traceback the outside review found, one by one: a bad scenario (through
 `schedule`, which validates without starting anything) or a bad history (through `check`)
 ends with exit code 2 and one message naming the file, the line or key, and the reason."""
+
 from __future__ import annotations
 
 import json
@@ -31,81 +32,175 @@ def schedule(tmp_path: Path, content: bytes):
 SCENARIO_CAUSES = [
     ("not-utf8", SCENARIO.replace(b"name: t", b"name: t\ndescription: caf\xe9"), "line 2, column 17: not UTF-8 text"),
     ("deep-nesting", SCENARIO + b"description: " + b"[" * 5000 + b"]" * 5000, "nested deeper than 20 levels"),
-    ("deep-block-nesting", SCENARIO + b"x:\n" + b"".join(b"  " * i + b"a:\n" for i in range(1, 400)),
-     "nested deeper than 20 levels"),
+    (
+        "deep-block-nesting",
+        SCENARIO + b"x:\n" + b"".join(b"  " * i + b"a:\n" for i in range(1, 400)),
+        "nested deeper than 20 levels",
+    ),
     ("huge-integer", SCENARIO + b"seed: 1" + b"0" * 5000, "line 4, column 7: not valid YAML: cannot read"),
     ("huge-seed", SCENARIO + b"seed: 1" + b"0" * 30, "seed: Input should be less than or equal to"),
-    ("regex-repeat", SCENARIO + b"workload: {topic_pattern: '^a{99999999999}'}",
-     "workload.topic_pattern: not a regular expression"),
+    (
+        "regex-repeat",
+        SCENARIO + b"workload: {topic_pattern: '^a{99999999999}'}",
+        "workload.topic_pattern: not a regular expression",
+    ),
     ("int-tag", SCENARIO.replace(b"30", b"!!int x"), "line 2, column 13: YAML tags (!!int) are not accepted"),
     ("timestamp-tag", SCENARIO + b"description: !!timestamp 2020-99-99", "YAML tags (!!timestamp)"),
-    ("python-tag", SCENARIO + b"description: !!python/object/apply:os.system [true]",
-     "YAML tags (!!python/object/apply:os.system)"),
+    (
+        "python-tag",
+        SCENARIO + b"description: !!python/object/apply:os.system [true]",
+        "YAML tags (!!python/object/apply:os.system)",
+    ),
     ("impossible-date", SCENARIO + b"description: 2020-99-99", "cannot read '2020-99-99': month must be in 1..12"),
-    ("alias-bomb", SCENARIO + b"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
-     + b"".join(b"%c: &%c [%s]\n" % (c, c, b", ".join([b"*%c" % (c - 1)] * 10)) for c in b"bcdefg"),
-     "more than 50000 values (aliases expanded)"),
-    ("billion-partitions", SCENARIO.replace(b"partitions: 3", b"partitions: 1000000000"),
-     "topics.0.partitions: Input should be less than or equal to 1000"),
-    ("huge-consumer-count", SCENARIO + b"workload: {consumers: 100000}",
-     "workload.consumers: Input should be less than or equal to 128"),
+    (
+        "alias-bomb",
+        SCENARIO
+        + b"a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+        + b"".join(b"%c: &%c [%s]\n" % (c, c, b", ".join([b"*%c" % (c - 1)] * 10)) for c in b"bcdefg"),
+        "more than 50000 values (aliases expanded)",
+    ),
+    (
+        "billion-partitions",
+        SCENARIO.replace(b"partitions: 3", b"partitions: 1000000000"),
+        "topics.0.partitions: Input should be less than or equal to 1000",
+    ),
+    (
+        "huge-consumer-count",
+        SCENARIO + b"workload: {consumers: 100000}",
+        "workload.consumers: Input should be less than or equal to 128",
+    ),
     ("infinite-duration", SCENARIO.replace(b"30", b".inf"), "duration_s: Input should be a finite number"),
-    ("linger-an-hour", SCENARIO + b"workload: {producer: {linger_ms: 3600000}}",
-     "workload.producer.linger_ms: Input should be less than or equal to 60000"),
-    ("check-option-type", SCENARIO + b"checks: {duplicates: {max: many}}",
-     'checks.duplicates: max must be a whole number ≥ 0, or null (no limit), not "many"'),
-    ("check-option-range", SCENARIO + b"checks: {convergence: {within_s: -5}}",
-     "checks.convergence: within_s must be a number of seconds, 0 to 10⁹, not -5"),
-    ("no-random-kinds", SCENARIO + b"random_faults: {count: 2, kinds: []}", "random_faults.kinds: List should have at least 1"),
-    ("random-network-on-producer", SCENARIO + b"random_faults: {count: 2, kinds: [network], targets: [producer]}",
-     "random_faults.targets: a drawn network fault on producer: network faults apply to consumers and brokers"),
-    ("random-network-kraft-broker",
-     SCENARIO + b"cluster: {kafka: '4.1'}\nrandom_faults: {count: 2, kinds: [network], targets: [consumer-1, broker-1]}",
-     None),  # valid: a KRaft broker's drawn network faults cut its links to the brokers only
-    ("listeners", SCENARIO + b"cluster: {broker_config: {listeners: 'PLAINTEXT://:9092'}}",
-     "cluster.broker_config.listeners: the harness sets this for every broker"),
-    ("zookeeper-connect", SCENARIO + b"cluster: {broker_config: {zookeeper.connect: 'elsewhere:2181'}}",
-     "cluster.broker_config.zookeeper.connect: the harness sets this"),
-    ("setting-smuggled-on-a-new-line", SCENARIO + b"cluster: {broker_config: {num.io.threads: \"4\\nlisteners=x\"}}",
-     "cluster.broker_config.num.io.threads: a value is one line"),
+    (
+        "linger-an-hour",
+        SCENARIO + b"workload: {producer: {linger_ms: 3600000}}",
+        "workload.producer.linger_ms: Input should be less than or equal to 60000",
+    ),
+    (
+        "check-option-type",
+        SCENARIO + b"checks: {duplicates: {max: many}}",
+        'checks.duplicates: max must be a whole number ≥ 0, or null (no limit), not "many"',
+    ),
+    (
+        "check-option-range",
+        SCENARIO + b"checks: {convergence: {within_s: -5}}",
+        "checks.convergence: within_s must be a number of seconds, 0 to 10⁹, not -5",
+    ),
+    (
+        "no-random-kinds",
+        SCENARIO + b"random_faults: {count: 2, kinds: []}",
+        "random_faults.kinds: List should have at least 1",
+    ),
+    (
+        "random-network-on-producer",
+        SCENARIO + b"random_faults: {count: 2, kinds: [network], targets: [producer]}",
+        "random_faults.targets: a drawn network fault on producer: network faults apply to consumers and brokers",
+    ),
+    (
+        "random-network-kraft-broker",
+        SCENARIO
+        + b"cluster: {kafka: '4.1'}\nrandom_faults: {count: 2, kinds: [network], targets: [consumer-1, broker-1]}",
+        None,
+    ),  # valid: a KRaft broker's drawn network faults cut its links to the brokers only
+    (
+        "listeners",
+        SCENARIO + b"cluster: {broker_config: {listeners: 'PLAINTEXT://:9092'}}",
+        "cluster.broker_config.listeners: the harness sets this for every broker",
+    ),
+    (
+        "zookeeper-connect",
+        SCENARIO + b"cluster: {broker_config: {zookeeper.connect: 'elsewhere:2181'}}",
+        "cluster.broker_config.zookeeper.connect: the harness sets this",
+    ),
+    (
+        "setting-smuggled-on-a-new-line",
+        SCENARIO + b'cluster: {broker_config: {num.io.threads: "4\\nlisteners=x"}}',
+        "cluster.broker_config.num.io.threads: a value is one line",
+    ),
     ("markup-key", SCENARIO + b"'[/bold]': 1", "scenario.yaml: [/bold]: unknown key"),
     ("bom", b"\xef\xbb\xbf" + SCENARIO, None),  # a byte order mark is fine (some editors write one)
     ("not-a-mapping", b"- name: t\n", "(top level): a scenario is a mapping"),
-    ("load-stage-kind", SCENARIO + b"load: {stages: [{kind: wobble}]}",
-     "load.stages.0.kind: unknown stage kind 'wobble' (known: hold, ramp, step, spike, sawtooth)"),
-    ("load-stage-key", SCENARIO + b"load: {stages: [{kind: ramp, to: 4, over_s: 10, by: 2}]}",
-     "load.stages.0.by: unknown key"),
-    ("load-too-big", SCENARIO + b"load: {stages: [{kind: spike, to: 500, for_s: 5}]}",
-     "load.stages: the profile reaches 500 members; a group has at most 128"),
-    ("load-too-long", SCENARIO + b"load: {stages: [{kind: hold, for_s: 31}]}",
-     "load.stages: the profile lasts 31s, longer than duration_s (30s)"),
-    ("load-sawtooth-upside-down", SCENARIO + b"load: {stages: [{kind: sawtooth, low: 5, high: 2, period_s: 5, for_s: 10}]}",
-     "load.stages.0.high: 2 is below low (5)"),
-    ("load-and-member-fault", SCENARIO + b"load: {stages: [{kind: ramp, to: 6, over_s: 10}]}\n"
-     b"faults: [{kind: pause, target: consumer-5, at_s: 2, duration_s: 3}]",
-     "faults.0.kind: pause on members: the load profile decides the group's members"),
-    ("load-and-scale", SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nfaults: [{kind: scale, consumers: 2, at_s: 2}]",
-     "faults.0.kind: scale on members"),
-    ("load-and-random-members", SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nrandom_faults: {count: 2}",
-     "random_faults.targets: members (the default)"),
-    ("load-and-broker-fault", SCENARIO + b"cluster: {brokers: 2}\nload: {stages: [{kind: hold, for_s: 10}]}\n"
-     b"faults: [{kind: crash, target: broker-2, at_s: 2, restart_after_s: 3}]", None),  # the cluster is fair game
+    (
+        "load-stage-kind",
+        SCENARIO + b"load: {stages: [{kind: wobble}]}",
+        "load.stages.0.kind: unknown stage kind 'wobble' (known: hold, ramp, step, spike, sawtooth)",
+    ),
+    (
+        "load-stage-key",
+        SCENARIO + b"load: {stages: [{kind: ramp, to: 4, over_s: 10, by: 2}]}",
+        "load.stages.0.by: unknown key",
+    ),
+    (
+        "load-too-big",
+        SCENARIO + b"load: {stages: [{kind: spike, to: 500, for_s: 5}]}",
+        "load.stages: the profile reaches 500 members; a group has at most 128",
+    ),
+    (
+        "load-too-long",
+        SCENARIO + b"load: {stages: [{kind: hold, for_s: 31}]}",
+        "load.stages: the profile lasts 31s, longer than duration_s (30s)",
+    ),
+    (
+        "load-sawtooth-upside-down",
+        SCENARIO + b"load: {stages: [{kind: sawtooth, low: 5, high: 2, period_s: 5, for_s: 10}]}",
+        "load.stages.0.high: 2 is below low (5)",
+    ),
+    (
+        "load-and-member-fault",
+        SCENARIO + b"load: {stages: [{kind: ramp, to: 6, over_s: 10}]}\n"
+        b"faults: [{kind: pause, target: consumer-5, at_s: 2, duration_s: 3}]",
+        "faults.0.kind: pause on members: the load profile decides the group's members",
+    ),
+    (
+        "load-and-scale",
+        SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nfaults: [{kind: scale, consumers: 2, at_s: 2}]",
+        "faults.0.kind: scale on members",
+    ),
+    (
+        "load-and-random-members",
+        SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nrandom_faults: {count: 2}",
+        "random_faults.targets: members (the default)",
+    ),
+    (
+        "load-and-broker-fault",
+        SCENARIO + b"cluster: {brokers: 2}\nload: {stages: [{kind: hold, for_s: 10}]}\n"
+        b"faults: [{kind: crash, target: broker-2, at_s: 2, restart_after_s: 3}]",
+        None,
+    ),  # the cluster is fair game
     # A drawn length is rounded to the millisecond: below one, the draw made a 0 s fault (a pydantic traceback).
-    ("random-length-rounds-to-zero", SCENARIO + b"random_faults: {count: 3, duration_s: [1.0e-9, 1.0e-9]}",
-     "random_faults.duration_s: [1e-09, 1e-09]: a drawn length is rounded to the millisecond; the shortest must be "
-     "at least 0.001s"),
-    ("random-length-may-round-to-zero", SCENARIO + b"random_faults: {count: 3, duration_s: [0.0004, 2]}",
-     "the shortest must be at least 0.001s"),
+    (
+        "random-length-rounds-to-zero",
+        SCENARIO + b"random_faults: {count: 3, duration_s: [1.0e-9, 1.0e-9]}",
+        "random_faults.duration_s: [1e-09, 1e-09]: a drawn length is rounded to the millisecond; the shortest must be "
+        "at least 0.001s",
+    ),
+    (
+        "random-length-may-round-to-zero",
+        SCENARIO + b"random_faults: {count: 3, duration_s: [0.0004, 2]}",
+        "the shortest must be at least 0.001s",
+    ),
     ("random-length-one-millisecond", SCENARIO + b"random_faults: {count: 3, duration_s: [0.001, 0.001]}", None),
-    ("random-length-nan", SCENARIO + b"random_faults: {count: 3, duration_s: [.nan, 2]}",
-     "random_faults.duration_s.0: Input should be a finite number"),
-    ("random-lengths-reversed", SCENARIO + b"random_faults: {count: 3, duration_s: [5, 2]}", "is not a [min, max] range"),
+    (
+        "random-length-nan",
+        SCENARIO + b"random_faults: {count: 3, duration_s: [.nan, 2]}",
+        "random_faults.duration_s.0: Input should be a finite number",
+    ),
+    (
+        "random-lengths-reversed",
+        SCENARIO + b"random_faults: {count: 3, duration_s: [5, 2]}",
+        "is not a [min, max] range",
+    ),
     ("random-count-zero", SCENARIO + b"random_faults: {count: 0}", "random_faults.count: Input should be greater than"),
-    ("random-window-empty", SCENARIO + b"random_faults: {count: 3, start_s: 20, end_s: 20}",
-     "random_faults.end_s: the window 20.0s..20.0s must be non-empty"),
+    (
+        "random-window-empty",
+        SCENARIO + b"random_faults: {count: 3, start_s: 20, end_s: 20}",
+        "random_faults.end_s: the window 20.0s..20.0s must be non-empty",
+    ),
     ("random-window-past-the-run", SCENARIO + b"random_faults: {count: 3, end_s: 31}", "within duration_s (30.0s)"),
-    ("random-default-window-empty", SCENARIO.replace(b"30", b"5") + b"random_faults: {count: 3}",
-     "random_faults.end_s: the window 5s..0.0s must be non-empty"),
+    (
+        "random-default-window-empty",
+        SCENARIO.replace(b"30", b"5") + b"random_faults: {count: 3}",
+        "random_faults.end_s: the window 5s..0.0s must be non-empty",
+    ),
     ("random-targets-empty", SCENARIO + b"random_faults: {count: 3, targets: []}", None),  # empty: every member
 ]
 
@@ -128,7 +223,10 @@ def test_a_scenario_that_is_not_a_file_or_is_too_large(tmp_path):
 
 def test_a_bad_scenario_creates_no_run_directory(tmp_path):
     (tmp_path / "bad.yaml").write_bytes(SCENARIO + b"checks: {duplicates: {max: many}}")
-    for args in (["run", str(tmp_path / "bad.yaml")], ["compare", str(tmp_path / "bad.yaml"), "--protocols", "zk-eager"]):
+    for args in (
+        ["run", str(tmp_path / "bad.yaml")],
+        ["compare", str(tmp_path / "bad.yaml"), "--protocols", "zk-eager"],
+    ):
         result = cli(*args, "--runs-dir", str(tmp_path / "runs"))
         assert result.exit_code == 2 and "checks.duplicates: max must be" in result.output
     assert not (tmp_path / "runs").exists()
@@ -172,24 +270,54 @@ def _set(events: list[dict], name: str, **fields) -> list[dict]:
 HISTORY_CAUSES = [
     ("not-utf8", lambda ls: ls[:2] + [ls[2][:-1] + b', "x": "caf\xe9"}'] + ls[3:], ":3: not UTF-8 text (byte 0xe9"),
     ("not-an-object", lambda ls: ls[:2] + [b"[1, 2]"] + ls[2:], ":3: expected an event (a JSON object), got [1, 2]"),
-    ("wrong-type", lambda ls: lines(_set([json.loads(x) for x in ls], "records_consumed",
-                                         ranges=[{"topic": "events", "partition": 0, "min_offset": 0, "max_offset": "9"}])),
-     "records_consumed.ranges[0].max_offset: expected an offset (a 64-bit integer), got \"9\""),
-    ("missing-key", lambda ls: lines([{k: v for k, v in json.loads(x).items() if k != "mono_ms"} for x in ls]),
-     ":1: run_started.mono_ms: missing"),
-    ("deep-nesting", lambda ls: ls[:1] + [b"[" * 100_000 + b"]" * 100_000] + ls[1:],
-     ":2: not a JSON event (nested too deeply)"),
-    ("huge-integer", lambda ls: ls[:1] + [b'{"name": "x", "mono_ms": 1' + b"0" * 5000 + b', "source": "h"}'] + ls[1:],
-     ":2: not a JSON event (Exceeds the limit (4300 digits)"),
-    ("nan", lambda ls: ls[:1] + [b'{"name": "x", "mono_ms": NaN, "source": "h"}'] + ls[1:],
-     ":2: x.mono_ms: expected a finite number, got NaN"),
-    ("infinite-time", lambda ls: ls[:1] + [b'{"name": "x", "mono_ms": 1e999, "source": "h"}'] + ls[1:],
-     ":2: x.mono_ms: expected a finite number, got Infinity"),
-    ("billion-partitions", lambda ls: lines(_set([json.loads(x) for x in ls], "run_started",
-                                                 topics=[{"topic": "events", "partitions": 10**9}])),
-     ":1: run_started.topics[0].partitions: expected a partition count"),
-    ("check-options", lambda ls: lines(_set([json.loads(x) for x in ls], "run_started", checks={"duplicates": {"max": "many"}})),
-     "run_started.checks.duplicates: max must be a whole number"),
+    (
+        "wrong-type",
+        lambda ls: lines(
+            _set(
+                [json.loads(x) for x in ls],
+                "records_consumed",
+                ranges=[{"topic": "events", "partition": 0, "min_offset": 0, "max_offset": "9"}],
+            )
+        ),
+        'records_consumed.ranges[0].max_offset: expected an offset (a 64-bit integer), got "9"',
+    ),
+    (
+        "missing-key",
+        lambda ls: lines([{k: v for k, v in json.loads(x).items() if k != "mono_ms"} for x in ls]),
+        ":1: run_started.mono_ms: missing",
+    ),
+    (
+        "deep-nesting",
+        lambda ls: ls[:1] + [b"[" * 100_000 + b"]" * 100_000] + ls[1:],
+        ":2: not a JSON event (nested too deeply)",
+    ),
+    (
+        "huge-integer",
+        lambda ls: ls[:1] + [b'{"name": "x", "mono_ms": 1' + b"0" * 5000 + b', "source": "h"}'] + ls[1:],
+        ":2: not a JSON event (Exceeds the limit (4300 digits)",
+    ),
+    (
+        "nan",
+        lambda ls: ls[:1] + [b'{"name": "x", "mono_ms": NaN, "source": "h"}'] + ls[1:],
+        ":2: x.mono_ms: expected a finite number, got NaN",
+    ),
+    (
+        "infinite-time",
+        lambda ls: ls[:1] + [b'{"name": "x", "mono_ms": 1e999, "source": "h"}'] + ls[1:],
+        ":2: x.mono_ms: expected a finite number, got Infinity",
+    ),
+    (
+        "billion-partitions",
+        lambda ls: lines(
+            _set([json.loads(x) for x in ls], "run_started", topics=[{"topic": "events", "partitions": 10**9}])
+        ),
+        ":1: run_started.topics[0].partitions: expected a partition count",
+    ),
+    (
+        "check-options",
+        lambda ls: lines(_set([json.loads(x) for x in ls], "run_started", checks={"duplicates": {"max": "many"}})),
+        "run_started.checks.duplicates: max must be a whole number",
+    ),
     ("torn-line-mid-file", lambda ls: ls[:2] + [ls[2][:20]] + ls[2:], ":3: not a JSON event"),
     ("empty", lambda ls: [], "history.jsonl: no events: nothing to judge"),
     ("only-a-torn-line", lambda ls: [ls[0][:30]], "no events: nothing to judge (line 1: not a JSON event"),
@@ -232,4 +360,6 @@ def test_a_commit_without_a_request_time_next_to_a_timed_one_is_judged(tmp_path,
 @pytest.mark.parametrize("value", ["1" + "0" * 400, ".nan", "true", "[1]"])
 def test_a_check_option_of_the_wrong_kind_of_number_is_refused(tmp_path, value):
     result, path = schedule(tmp_path, SCENARIO + b"checks: {convergence: {stall_s: %s}}" % value.encode())
-    assert result.exit_code == 2 and "checks.convergence: stall_s must be a number of seconds" in result.output, result.output
+    assert result.exit_code == 2 and "checks.convergence: stall_s must be a number of seconds" in result.output, (
+        result.output
+    )

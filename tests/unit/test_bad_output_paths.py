@@ -2,6 +2,7 @@
 the path and the reason, before anything starts — never a traceback (issue 40). Each command
 that writes goes through runtime.output_dirs; tests/fuzzing.py's nothing_starts turns whatever
 would start a cluster, a run or Spark into a failure here."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -49,8 +50,13 @@ def test_what_only_a_write_tells_is_bad_input_too():
 def test_compose_render_refuses_an_output_it_cannot_use(tmp_path, afile, where):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "kept.txt").write_text("the user's")
-    out = {"under-a-file": afile / "out", "proc": Path("/proc/rl-out"), "a-file": afile, "non-empty": tmp_path / "full",
-           "long-name": tmp_path / ("n" * 300)}[where]
+    out = {
+        "under-a-file": afile / "out",
+        "proc": Path("/proc/rl-out"),
+        "a-file": afile,
+        "non-empty": tmp_path / "full",
+        "long-name": tmp_path / ("n" * 300),
+    }[where]
     result = cli("compose", "render", SMOKE, "-o", str(out))
     assert result.exit_code == 2 and f"error: --output {out}: " in result.output, result.output
     assert (tmp_path / "full" / "kept.txt").read_text() == "the user's"
@@ -63,25 +69,37 @@ def test_compose_render_writes_into_a_new_or_empty_directory(tmp_path):
         assert (out / "compose.yaml").exists()
 
 
-@pytest.mark.parametrize("args, option", [
-    (["run", SMOKE], "--runs-dir"),
-    (["compare", SMOKE, "--protocols", "classic-eager"], "--runs-dir"),
-    (["suite", str(REPO / "suites/release.yaml")], "--runs-dir"),
-    (["capacity", str(REPO / "profiles/capacity-small.yaml")], "--runs-dir"),
-    (["analyze", "/nonexistent-run"], "--out"),
-    (["cluster", "up"], "--workdir"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["run", SMOKE], "--runs-dir"),
+        (["compare", SMOKE, "--protocols", "classic-eager"], "--runs-dir"),
+        (["suite", str(REPO / "suites/release.yaml")], "--runs-dir"),
+        (["capacity", str(REPO / "profiles/capacity-small.yaml")], "--runs-dir"),
+        (["analyze", "/nonexistent-run"], "--out"),
+        (["cluster", "up"], "--workdir"),
+    ],
+)
 @pytest.mark.parametrize("where", ["under-a-file", "nul"])
 def test_every_command_that_writes_refuses_before_starting(tmp_path, afile, args, option, where):
     out = str(afile / "out") if where == "under-a-file" else f"{tmp_path}/a\0b"
     result = cli(*args, option, out)
     assert result.exit_code == 2, result.output
-    assert (f"{option} {out}: cannot be made a directory: {afile} is a file" if where == "under-a-file"
-            else "contains a NUL byte") in result.output, result.output
+    assert (
+        f"{option} {out}: cannot be made a directory: {afile} is a file"
+        if where == "under-a-file"
+        else "contains a NUL byte"
+    ) in result.output, result.output
 
 
-@pytest.mark.parametrize("args", [["run", SMOKE], ["suite", str(REPO / "suites/release.yaml")],
-                                  ["capacity", str(REPO / "profiles/capacity-small.yaml")]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", SMOKE],
+        ["suite", str(REPO / "suites/release.yaml")],
+        ["capacity", str(REPO / "profiles/capacity-small.yaml")],
+    ],
+)
 def test_a_runs_dir_only_a_write_can_refuse_is_refused_before_starting(args):
     result = cli(*args, "--runs-dir", "/proc/rl-runs")
     assert result.exit_code == 2 and "/proc/rl-runs: cannot be made a directory" in result.output, result.output
@@ -103,8 +121,9 @@ def test_check_write_where_its_file_is_a_directory(tmp_path, history_builder, wr
     (run_dir / "history.jsonl").write_bytes(small_story(history_builder))
     (run_dir / written).mkdir()
     result = cli("check", str(run_dir), "--write")
-    assert result.exit_code == 2 and f"--write: {run_dir}" in result.output and "cannot write it" in result.output, \
+    assert result.exit_code == 2 and f"--write: {run_dir}" in result.output and "cannot write it" in result.output, (
         result.output
+    )
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e999"])

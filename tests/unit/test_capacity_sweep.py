@@ -1,5 +1,6 @@
 """Capacity sweeps (harness/campaigns/capacity.py): points built from the base scenario and validated before
 anything runs; bad sweep files are one message per problem (exit 2). Real runs: tests/integration/test_capacity.py."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,11 @@ PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
 def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_rate_and_protocol():
     sweep = load_sweep(PROFILES / "capacity.yaml")
-    assert [p.id for p in sweep.points][:3] == ["classic-eager-m4-p64-r400", "classic-eager-m16-p64-r400",
-                                                "classic-eager-m64-p64-r400"]
+    assert [p.id for p in sweep.points][:3] == [
+        "classic-eager-m4-p64-r400",
+        "classic-eager-m16-p64-r400",
+        "classic-eager-m64-p64-r400",
+    ]
     kip848 = next(p for p in sweep.points if p.protocol == "consumer" and p.members == 64)
     s = kip848.scenario
     assert (s.cluster.kafka, s.workload.protocol, s.workload.consumers) == ("4.1", "consumer", 1)
@@ -28,19 +32,37 @@ def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_ra
     assert s.faults == [] and s.name == "capacity-consumer-m64-p64-r400"
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager]}\nextra: 1", "extra: unknown key"),
-    ("name: x\nbase: nowhere.yaml\nsweep: {members: [2], protocol: [classic-eager]}", "base: nowhere.yaml: no such scenario"),
-    ("name: x\nbase: capacity-base.yaml\nsweep: {members: [0], protocol: [classic-eager]}", "sweep.members.0: Input should be"),
-    ("name: x\nbase: pattern-base.yaml\nsweep: {members: [2], protocol: [coordinator-v1]}",
-     "point x-coordinator-v1-m2-p16-r200: workload.topic_pattern: coordinator-v1 members subscribe to topics by name"),
-    ("name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager], partitions: [2000]}",
-     "sweep.partitions.0: Input should be less than or equal to 1000"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        (
+            "name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager]}\nextra: 1",
+            "extra: unknown key",
+        ),
+        (
+            "name: x\nbase: nowhere.yaml\nsweep: {members: [2], protocol: [classic-eager]}",
+            "base: nowhere.yaml: no such scenario",
+        ),
+        (
+            "name: x\nbase: capacity-base.yaml\nsweep: {members: [0], protocol: [classic-eager]}",
+            "sweep.members.0: Input should be",
+        ),
+        (
+            "name: x\nbase: pattern-base.yaml\nsweep: {members: [2], protocol: [coordinator-v1]}",
+            "point x-coordinator-v1-m2-p16-r200: workload.topic_pattern: coordinator-v1 members subscribe to topics by name",
+        ),
+        (
+            "name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager], partitions: [2000]}",
+            "sweep.partitions.0: Input should be less than or equal to 1000",
+        ),
+    ],
+)
 def test_a_bad_sweep_is_named_before_anything_runs(tmp_path, text, reason):
     base = (PROFILES / "capacity-base.yaml").read_text()
     (tmp_path / "capacity-base.yaml").write_text(base)
-    (tmp_path / "pattern-base.yaml").write_text(base.replace("  group: capacity", "  group: capacity\n  topic_pattern: '^ev.*'"))
+    (tmp_path / "pattern-base.yaml").write_text(
+        base.replace("  group: capacity", "  group: capacity\n  topic_pattern: '^ev.*'")
+    )
     (tmp_path / "sweep.yaml").write_text(text)
     with pytest.raises(ScenarioError) as e:
         load_sweep(tmp_path / "sweep.yaml")
@@ -49,14 +71,19 @@ def test_a_bad_sweep_is_named_before_anything_runs(tmp_path, text, reason):
     assert result.exit_code == 2 and reason in result.output and not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("in_the_way, reason", [
-    ("runs", "/runs: a file, not a directory"),  # refused before anything is made in it
-    ("runs/capacity-small/capacity.json", "capacity.json: not a sweep's state (JSONDecodeError"),
-])
+@pytest.mark.parametrize(
+    "in_the_way, reason",
+    [
+        ("runs", "/runs: a file, not a directory"),  # refused before anything is made in it
+        ("runs/capacity-small/capacity.json", "capacity.json: not a sweep's state (JSONDecodeError"),
+    ],
+)
 def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
     (tmp_path / in_the_way).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / in_the_way).write_text("{not json")
-    result = CliRunner().invoke(main, ["capacity", str(PROFILES / "capacity-small.yaml"), "--runs-dir", str(tmp_path / "runs")])
+    result = CliRunner().invoke(
+        main, ["capacity", str(PROFILES / "capacity-small.yaml"), "--runs-dir", str(tmp_path / "runs")]
+    )
     assert result.exit_code == 2 and reason in result.output.replace("\n", ""), result.output
     assert "Traceback" not in result.output
     if in_the_way == "runs":
@@ -65,11 +92,16 @@ def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
 
 def test_a_value_listed_twice_is_refused(tmp_path):
     (tmp_path / "capacity-base.yaml").write_text((PROFILES / "capacity-base.yaml").read_text())
-    (tmp_path / "sweep.yaml").write_text("name: x\nbase: capacity-base.yaml\n"
-                                         "sweep: {members: [2, 2, 4, 2], protocol: [classic-eager], rate: [100, 100.0]}")
+    (tmp_path / "sweep.yaml").write_text(
+        "name: x\nbase: capacity-base.yaml\n"
+        "sweep: {members: [2, 2, 4, 2], protocol: [classic-eager], rate: [100, 100.0]}"
+    )
     with pytest.raises(ScenarioError) as e:
         load_sweep(tmp_path / "sweep.yaml")
-    assert e.value.problems == [("sweep.members", "2 is listed twice"), ("sweep.rate", "100 is listed twice")]  # once each
+    assert e.value.problems == [
+        ("sweep.members", "2 is listed twice"),
+        ("sweep.rate", "100 is listed twice"),
+    ]  # once each
 
 
 def test_a_resumed_sweep_reuses_a_run_only_of_the_same_scenario(tmp_path):
@@ -83,7 +115,8 @@ def test_a_resumed_sweep_reuses_a_run_only_of_the_same_scenario(tmp_path):
     run_dir.mkdir(parents=True)
     (run_dir / "verdict.json").write_text('{"status": "fail"}')
     (run_dir.parent / "capacity.json").write_text(
-        f'{{"points": [{{"id": "{point.id}", "run_dir": "{run_dir}", "scenario": "{point.fingerprint}"}}]}}')
+        f'{{"points": [{{"id": "{point.id}", "run_dir": "{run_dir}", "scenario": "{point.fingerprint}"}}]}}'
+    )
     assert CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(point)
     (run_dir / "verdict.json").write_text('{"status": "incomplete"}')  # interrupted, then `check --write`
     assert not CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(point)

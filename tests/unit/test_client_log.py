@@ -3,6 +3,7 @@ them (workloads/consumer.py): parsed from lines recorded from real runs (Kafka 3
 Kafka 4.1 KIP-848), stamped with the instant librdkafka made them, read through fd 2 as they
 are written, and — in a real member process against librdkafka's mock cluster — stamped on
 the history's clock, in the order they happened, the generation known in on_assign."""
+
 from __future__ import annotations
 
 import json
@@ -33,24 +34,24 @@ REPO = Path(__file__).resolve().parents[2]
 # when a second member came, then unsubscribing; a connection refused; a KIP-848 member (4.1).
 CLASSIC = [
     '%7|1795457930.645|SUBSCRIPTION|sampler-1#consumer-1| [thrd:main]: Group "sampler": effective subscription list changed from 0 to 1 topic(s):',
-    '%7|1795457930.645|SUBSCRIPTION|sampler-1#consumer-1| [thrd:main]:  Topic events with 4 partition(s)',
+    "%7|1795457930.645|SUBSCRIPTION|sampler-1#consumer-1| [thrd:main]:  Topic events with 4 partition(s)",
     '%7|1795457930.645|JOIN|sampler-1#consumer-1| [thrd:main]: 127.0.0.1:21578/1: Joining group "sampler" with 1 subscribed topic(s) and member id ""',
-    '%7|1795457930.647|JOINGROUP|sampler-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId -1, Protocol , LeaderId , my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata count 0: Broker: Group member needs a valid member ID',
+    "%7|1795457930.647|JOINGROUP|sampler-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId -1, Protocol , LeaderId , my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata count 0: Broker: Group member needs a valid member ID",
     '%7|1795457930.647|JOIN|sampler-1#consumer-1| [thrd:main]: 127.0.0.1:21578/1: Joining group "sampler" with 1 subscribed topic(s) and member id "sampler-1-0bace38d-471c-412b-9741-051e3912cd55"',
-    '%7|1795457930.648|JOINGROUP|sampler-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId 1, Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-051e3912cd55 (me), my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata count 1: (no error)',
+    "%7|1795457930.648|JOINGROUP|sampler-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId 1, Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-051e3912cd55 (me), my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata count 1: (no error)",
     '%7|1795457930.648|GRPLEADER|sampler-1#consumer-1| [thrd:main]: Group "sampler": resetting group leader info: JoinGroup response clean-up',
-    '%7|1795457930.650|SYNCGROUP|sampler-1#consumer-1| [thrd:main]: SyncGroup response: Success (38 bytes of MemberState data)',
+    "%7|1795457930.650|SYNCGROUP|sampler-1#consumer-1| [thrd:main]: SyncGroup response: Success (38 bytes of MemberState data)",
     '%7|1795457936.671|HEARTBEAT|sampler-1#consumer-1| [thrd:main]: Group "sampler" heartbeat error response in state up (join-state steady, 4 partition(s) assigned): Broker: Group rebalance in progress',
     '%7|1795457936.671|REBALANCE|sampler-1#consumer-1| [thrd:main]: Group "sampler" is rebalancing (EAGER) in state up (join-state steady) with 4 assigned partition(s): rebalance in progress',
     '%7|1795457936.674|JOIN|sampler-1#consumer-1| [thrd:main]: 127.0.0.1:21578/1: Joining group "sampler" with 1 subscribed topic(s) and member id "sampler-1-0bace38d-471c-412b-9741-051e3912cd55"',
-    '%7|1795457936.676|JOINGROUP|sampler-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId 2, Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-051e3912cd55 (me), my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata count 2: (no error)',
+    "%7|1795457936.676|JOINGROUP|sampler-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId 2, Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-051e3912cd55 (me), my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata count 2: (no error)",
     '%7|1795457936.676|GRPLEADER|sampler-1#consumer-1| [thrd:main]: Group "sampler": resetting group leader info: JoinGroup response clean-up',
-    '%7|1795457936.686|SYNCGROUP|sampler-1#consumer-1| [thrd:main]: SyncGroup response: Success (30 bytes of MemberState data)',
+    "%7|1795457936.686|SYNCGROUP|sampler-1#consumer-1| [thrd:main]: SyncGroup response: Success (30 bytes of MemberState data)",
     '%7|1795457948.897|SUBSCRIPTION|sampler-1#consumer-1| [thrd:main]: Group "sampler": effective subscription list changed from 1 to 0 topic(s):',
     '%7|1795457948.897|GRPLEADER|sampler-1#consumer-1| [thrd:main]: Group "sampler": resetting group leader info: unsubscribe',
     '%7|1795457948.897|REBALANCE|sampler-1#consumer-1| [thrd:main]: Group "sampler" initiating rebalance (EAGER) in state up (join-state steady) with 2 assigned partition(s): unsubscribe',
 ]
-FAIL = '%3|1795457948.918|FAIL|sampler-bad#consumer-3| [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)'
+FAIL = "%3|1795457948.918|FAIL|sampler-bad#consumer-3| [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"
 KIP848 = [
     '%7|1795457995.720|HEARTBEAT|k-1#consumer-1| [thrd:main]: GroupCoordinator/1: ConsumerGroupHeartbeat of member id "2wNDPtYLR9q0zmNHIH4CAg", group id "sampler848", generation id 0, group instance id "(null)", current assignment "", subscribed topics "events((null))[-1]", subscribed topic regex "", remote assignor "(null)"',
     '%7|1795457995.809|HEARTBEAT|k-1#consumer-1| [thrd:main]: ConsumerGroupHeartbeat response received for member id "2wNDPtYLR9q0zmNHIH4CAg" with epoch 1',
@@ -67,10 +68,14 @@ KIP848 = [
 def test_a_line_gives_its_level_instant_facility_client_and_message():
     line = parse_line(CLASSIC[5])
     assert line == ClientLine(
-        level=7, wall_ms=1795457930648.0, facility="JOINGROUP", client="sampler-1#consumer-1",
+        level=7,
+        wall_ms=1795457930648.0,
+        facility="JOINGROUP",
+        client="sampler-1#consumer-1",
         message="JoinGroup response: GenerationId 1, Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-"
-                "051e3912cd55 (me), my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata "
-                "count 1: (no error)")
+        "051e3912cd55 (me), my MemberId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, member metadata "
+        "count 1: (no error)",
+    )
     assert line.level_name == "DEBUG"
 
 
@@ -85,13 +90,16 @@ def test_a_message_keeps_its_own_spacing_and_bars():
     assert parse_line("%6|1795457930.645|X|c#consumer-1| a | b").message == "a | b"
 
 
-@pytest.mark.parametrize("text", [
-    "Traceback (most recent call last):",
-    '  File "x.py", line 1, in <module>',
-    "%7 not a librdkafka line",
-    "%9|1795457930.645|X|c#consumer-1| level out of range",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in <module>',
+        "%7 not a librdkafka line",
+        "%9|1795457930.645|X|c#consumer-1| level out of range",
+        "",
+    ],
+)
 def test_anything_else_on_stderr_is_not_a_client_line(text):
     assert parse_line(text) is None
 
@@ -126,8 +134,10 @@ class RecordingMember:
     @property
     def events(self) -> list[tuple[str, float, dict]]:
         """(name, the instant librdkafka made its line, what the reader said)."""
-        return [(e["name"], e["ts"], {k: v for k, v in e.items() if k not in STAMPED | {"name"}})
-                for e in self.recording.written]
+        return [
+            (e["name"], e["ts"], {k: v for k, v in e.items() if k not in STAMPED | {"name"}})
+            for e in self.recording.written
+        ]
 
     @property
     def written(self) -> list[dict]:
@@ -149,9 +159,20 @@ def read(lines: list[str], member: RecordingMember) -> RecordingMember:
 
 def test_a_classic_members_joins_are_read_with_the_instant_each_step_happened():
     m = read(CLASSIC, RecordingMember())
-    assert m.names() == ["subscription_changed", "group_join_sent", "group_join_failed", "group_join_sent",
-                         "group_joined", "group_synced", "heartbeat_failed", "rebalance_started", "group_join_sent",
-                         "group_joined", "group_synced", "subscription_changed"]
+    assert m.names() == [
+        "subscription_changed",
+        "group_join_sent",
+        "group_join_failed",
+        "group_join_sent",
+        "group_joined",
+        "group_synced",
+        "heartbeat_failed",
+        "rebalance_started",
+        "group_join_sent",
+        "group_joined",
+        "group_synced",
+        "subscription_changed",
+    ]
     by_name = {}
     for name, wall_ms, fields in m.events:
         by_name.setdefault(name, []).append((wall_ms, fields))
@@ -160,30 +181,50 @@ def test_a_classic_members_joins_are_read_with_the_instant_each_step_happened():
     member_id = "sampler-1-0bace38d-471c-412b-9741-051e3912cd55"
     assert by_name["group_joined"] == [
         (1795457930648.0, {"leader_id": member_id, "is_leader": True, "protocol_name": "range"}),
-        (1795457936676.0, {"leader_id": member_id, "is_leader": True, "protocol_name": "range"})]
+        (1795457936676.0, {"leader_id": member_id, "is_leader": True, "protocol_name": "range"}),
+    ]
     assert [(e["generation"], e["member_id"]) for e in m.written if e["name"] == "group_joined"] == [
-        (1, member_id), (2, member_id)]
+        (1, member_id),
+        (2, member_id),
+    ]
     assert by_name["heartbeat_failed"] == [(1795457936671.0, {"error": "Broker: Group rebalance in progress"})]
-    assert by_name["rebalance_started"] == [(1795457936671.0, {"reason": "rebalance in progress",
-                                                               "rebalance_protocol": "EAGER"})]
+    assert by_name["rebalance_started"] == [
+        (1795457936671.0, {"reason": "rebalance in progress", "rebalance_protocol": "EAGER"})
+    ]
     assert [w for w, _ in by_name["group_join_sent"]] == [1795457930645.0, 1795457930647.0, 1795457936674.0]
-    assert by_name["subscription_changed"][1] == (1795457948897.0, {"topics": {}})  # the unsubscribe: no rebalance_started
+    assert by_name["subscription_changed"][1] == (
+        1795457948897.0,
+        {"topics": {}},
+    )  # the unsubscribe: no rebalance_started
     assert (m.generation, m.member_id, m.joins) == (2, member_id, 3)
 
 
 def test_a_follower_is_not_the_leader():
-    m = read(['%7|1795457936.676|JOINGROUP|sampler-2#consumer-2| [thrd:main]: JoinGroup response: GenerationId 2, '
-              'Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, my MemberId '
-              'sampler-sampler-2-8d523117-1397-404a-a3de-2d8136670980, member metadata count 0: (no error)'],
-             RecordingMember())
+    m = read(
+        [
+            "%7|1795457936.676|JOINGROUP|sampler-2#consumer-2| [thrd:main]: JoinGroup response: GenerationId 2, "
+            "Protocol range, LeaderId sampler-1-0bace38d-471c-412b-9741-051e3912cd55, my MemberId "
+            "sampler-sampler-2-8d523117-1397-404a-a3de-2d8136670980, member metadata count 0: (no error)"
+        ],
+        RecordingMember(),
+    )
     [event] = m.written
     assert (event["name"], event["is_leader"], event["member_id"]) == (
-        "group_joined", False, "sampler-sampler-2-8d523117-1397-404a-a3de-2d8136670980")
+        "group_joined",
+        False,
+        "sampler-sampler-2-8d523117-1397-404a-a3de-2d8136670980",
+    )
 
 
 def test_warnings_and_errors_become_client_log_debug_lines_do_not():
-    m = read([FAIL, '%7|1795457930.648|GRPLEADER|sampler-1#consumer-1| [thrd:main]: Group "sampler": resetting '
-                    'group leader info: JoinGroup response clean-up'], RecordingMember())
+    m = read(
+        [
+            FAIL,
+            '%7|1795457930.648|GRPLEADER|sampler-1#consumer-1| [thrd:main]: Group "sampler": resetting '
+            "group leader info: JoinGroup response clean-up",
+        ],
+        RecordingMember(),
+    )
     assert m.events == [("client_log", 1795457948918.0, {"level": "ERROR", "message": parse_line(FAIL).message})]
 
 
@@ -194,7 +235,9 @@ def test_a_kip848_members_epochs_are_its_generations():
     assert (sent_at, joined_at) == (1795457995720.0, 1795457995809.0)
     assert joined == {"leader_id": None, "is_leader": False, "protocol_name": "uniform"}
     assert [(e["generation"], e["member_id"]) for e in m.written if e["name"] == "group_joined"] == [
-        (1, "2wNDPtYLR9q0zmNHIH4CAg"), (2, "2wNDPtYLR9q0zmNHIH4CAg")]
+        (1, "2wNDPtYLR9q0zmNHIH4CAg"),
+        (2, "2wNDPtYLR9q0zmNHIH4CAg"),
+    ]
 
 
 # A cooperative member (librdkafka's rd_kafka_cgrp_rejoin format): told by a heartbeat that the
@@ -203,8 +246,8 @@ COOPERATIVE = [
     '%7|1795460000.100|HEARTBEAT|c-1#consumer-1| [thrd:main]: Group "coop" heartbeat error response in state up (join-state steady, 3 partition(s) assigned): Broker: Group rebalance in progress',
     '%7|1795460000.101|REJOIN|c-1#consumer-1| [thrd:main]: Group "coop": Rejoining group with 3 owned partition(s): Group is rebalancing',
     '%7|1795460000.102|JOIN|c-1#consumer-1| [thrd:main]: 127.0.0.1:21578/1: Joining group "coop" with 1 subscribed topic(s) and member id "c-1-aa"',
-    '%7|1795460000.300|JOINGROUP|c-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId 3, Protocol cooperative-sticky, LeaderId c-1-aa (me), my MemberId c-1-aa, member metadata count 2: (no error)',
-    '%7|1795460000.305|SYNCGROUP|c-1#consumer-1| [thrd:main]: SyncGroup response: Success (30 bytes of MemberState data)',
+    "%7|1795460000.300|JOINGROUP|c-1#consumer-1| [thrd:main]: JoinGroup response: GenerationId 3, Protocol cooperative-sticky, LeaderId c-1-aa (me), my MemberId c-1-aa, member metadata count 2: (no error)",
+    "%7|1795460000.305|SYNCGROUP|c-1#consumer-1| [thrd:main]: SyncGroup response: Success (30 bytes of MemberState data)",
     # It gave a partition up: the follow-up rebalance hands it to the newcomer.
     '%7|1795460000.320|REJOIN|c-1#consumer-1| [thrd:main]: Group "coop": Rejoining group with 2 owned partition(s): Incremental unassignment done',
     '%7|1795460000.321|JOIN|c-1#consumer-1| [thrd:main]: 127.0.0.1:21578/1: Joining group "coop" with 1 subscribed topic(s) and member id "c-1-aa"',
@@ -214,17 +257,31 @@ COOPERATIVE = [
 
 def test_a_cooperative_rejoin_is_the_start_of_a_rebalance_once_per_rebalance():
     m = read(COOPERATIVE, RecordingMember(assignor="cooperative-sticky", protocol="classic-cooperative"))
-    assert m.names() == ["heartbeat_failed", "rebalance_started", "group_join_sent", "group_joined", "group_synced",
-                         "rebalance_started", "group_join_sent"]  # a retried join is the same rebalance
+    assert m.names() == [
+        "heartbeat_failed",
+        "rebalance_started",
+        "group_join_sent",
+        "group_joined",
+        "group_synced",
+        "rebalance_started",
+        "group_join_sent",
+    ]  # a retried join is the same rebalance
     started = [(at, fields) for name, at, fields in m.events if name == "rebalance_started"]
-    assert started == [(1795460000101.0, {"reason": "Group is rebalancing", "rebalance_protocol": "COOPERATIVE"}),
-                       (1795460000320.0, {"reason": "Incremental unassignment done", "rebalance_protocol": "COOPERATIVE"})]
+    assert started == [
+        (1795460000101.0, {"reason": "Group is rebalancing", "rebalance_protocol": "COOPERATIVE"}),
+        (1795460000320.0, {"reason": "Incremental unassignment done", "rebalance_protocol": "COOPERATIVE"}),
+    ]
 
 
 def test_an_eager_members_rejoin_after_its_revoke_is_the_rebalance_it_announced():
-    after_revoke = CLASSIC[10].replace("REBALANCE", "REJOIN").replace(
-        'Group "sampler" is rebalancing (EAGER) in state up (join-state steady) with 4 assigned partition(s): rebalance in progress',
-        'Group "sampler": Rejoining group without an assignment: Unassignment done')
+    after_revoke = (
+        CLASSIC[10]
+        .replace("REBALANCE", "REJOIN")
+        .replace(
+            'Group "sampler" is rebalancing (EAGER) in state up (join-state steady) with 4 assigned partition(s): rebalance in progress',
+            'Group "sampler": Rejoining group without an assignment: Unassignment done',
+        )
+    )
     m = read([*CLASSIC[9:11], after_revoke, *CLASSIC[11:]], RecordingMember())
     assert m.names().count("rebalance_started") == 1
 
@@ -234,8 +291,14 @@ def test_a_fenced_kip848_member_sends_a_new_join_and_retried_epoch_zero_heartbea
     rejoin = KIP848[0].replace("1795457995.720", "1795458010.100")  # fenced: its epoch starts from 0 again
     answer = KIP848[1].replace("1795457995.809", "1795458010.200").replace("epoch 1", "epoch 2")
     m = read([KIP848[0], retried, *KIP848[1:], rejoin, answer], RecordingMember(assignor="uniform"))
-    assert m.names() == ["group_join_sent", "group_joined", "group_synced", "group_joined",
-                         "group_join_sent", "group_joined"]
+    assert m.names() == [
+        "group_join_sent",
+        "group_joined",
+        "group_synced",
+        "group_joined",
+        "group_join_sent",
+        "group_joined",
+    ]
     # The rejoin's answer is a join even at the epoch the member had before it was fenced.
     (_, rejoin_sent, _), (_, rejoined_at, _) = m.events[-2:]
     assert (rejoin_sent, rejoined_at, m.written[-1]["generation"]) == (1795458010100.0, 1795458010200.0, 2)
@@ -244,7 +307,7 @@ def test_a_fenced_kip848_member_sends_a_new_join_and_retried_epoch_zero_heartbea
 # --------------------------------------------------------------------- fd 2 through the tap (own process)
 
 
-TAP_CHILD = textwrap.dedent('''
+TAP_CHILD = textwrap.dedent("""
     import os, sys, time
     from workloads.client_log import StderrTap
     seen = []
@@ -262,7 +325,7 @@ TAP_CHILD = textwrap.dedent('''
         time.sleep(0.01)  # the reader thread takes lines as they come
     print("read:", [(l.level, l.wall_ms, l.message) for l in seen], flush=True)
     raise SystemExit("the end")  # at exit, what is left in the pipe goes on to the real stderr
-''')
+""")
 
 
 def test_the_tap_reads_client_lines_as_written_and_passes_all_of_stderr_on():
@@ -270,8 +333,12 @@ def test_the_tap_reads_client_lines_as_written_and_passes_all_of_stderr_on():
     assert "caught up: ['Joining group \"g\"']" in proc.stdout
     assert "read: [(7, 1795457930645.0, 'Joining group \"g\"'), (4, 1795457930700.0, 'half a line')]" in proc.stdout
     assert proc.stderr.splitlines() == [  # the member's log, in the order written; no assignment dump
-        '%7|1795457930.645|JOIN|c#consumer-1| [thrd:main]: Joining group "g"', "python says hello",
-        "%4|1795457930.700|WARN|c#consumer-1| [thrd:main]: half a line", "to stderr", "the end"]
+        '%7|1795457930.645|JOIN|c#consumer-1| [thrd:main]: Joining group "g"',
+        "python says hello",
+        "%4|1795457930.700|WARN|c#consumer-1| [thrd:main]: half a line",
+        "to stderr",
+        "the end",
+    ]
     assert proc.returncode == 1
 
 
@@ -301,20 +368,34 @@ def mock_cluster():
     producer.flush(1)
 
 
-def run_member(tmp_path, bootstrap: str, run_s: float | None, during=lambda: None, **overrides) -> tuple[list[dict], int]:
+def run_member(
+    tmp_path, bootstrap: str, run_s: float | None, during=lambda: None, **overrides
+) -> tuple[list[dict], int]:
     """``python -m workloads.consumer`` as the harness starts it; once it has its partitions,
     ``during()``, then SIGTERM after ``run_s`` (None: it stops by itself)."""
     protocol, hooks = overrides.pop("protocol", "classic-eager"), overrides.pop("test_hooks", None)
-    fields = dict(member="consumer-1", incarnation=1, history=str(tmp_path / "history.jsonl"),
-                  bootstrap_servers=bootstrap, group=f"g-{tmp_path.name}", topics=["events"],
-                  **protocol_fields(GENERATIONS[protocol]), assignor="range", commit="sync", processing_ms=0,
-                  session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=30000,
-                  settings=LibrdkafkaSettings(test_hooks=hooks))
+    fields = dict(
+        member="consumer-1",
+        incarnation=1,
+        history=str(tmp_path / "history.jsonl"),
+        bootstrap_servers=bootstrap,
+        group=f"g-{tmp_path.name}",
+        topics=["events"],
+        **protocol_fields(GENERATIONS[protocol]),
+        assignor="range",
+        commit="sync",
+        processing_ms=0,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        max_poll_interval_ms=30000,
+        settings=LibrdkafkaSettings(test_hooks=hooks),
+    )
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(asdict(MemberSpec(**{**fields, **overrides}))))
     with open(tmp_path / "member.log", "wb") as log:  # a file, as the harness gives it: a pipe nobody reads fills up
-        proc = subprocess.Popen([sys.executable, "-m", "workloads.consumer", str(spec)], cwd=REPO,
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workloads.consumer", str(spec)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT
+        )
     if run_s is not None:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not _assigned(tmp_path):
@@ -339,14 +420,21 @@ def members(mock_cluster, tmp_path_factory):
     runs = {
         "plain": dict(run_s=1.0),
         "sigterm": dict(run_s=None, protocol="classic-static", test_hooks={"sigterm_after_join": {"join": 1}}),
-        "unassigned": dict(run_s=1.5, during=lambda: _produce(producer, "other", 0, 5),
-                           test_hooks={"consume_unassigned": {"topic": "other", "partition": 0}}),
-        "owned": dict(run_s=1.5, during=lambda: _produce(producer, "events", 0, 5),
-                      test_hooks={"consume_unassigned": {"topic": "events", "partition": 0}}),
+        "unassigned": dict(
+            run_s=1.5,
+            during=lambda: _produce(producer, "other", 0, 5),
+            test_hooks={"consume_unassigned": {"topic": "other", "partition": 0}},
+        ),
+        "owned": dict(
+            run_s=1.5,
+            during=lambda: _produce(producer, "events", 0, 5),
+            test_hooks={"consume_unassigned": {"topic": "events", "partition": 0}},
+        ),
     }
     with ThreadPoolExecutor(len(runs)) as pool:
-        futures = {name: pool.submit(run_member, tmp_path_factory.mktemp(name), bootstrap, **kw)
-                   for name, kw in runs.items()}
+        futures = {
+            name: pool.submit(run_member, tmp_path_factory.mktemp(name), bootstrap, **kw) for name, kw in runs.items()
+        }
         return {name: f.result() for name, f in futures.items()}
 
 
@@ -355,8 +443,11 @@ def test_a_member_stamps_its_protocol_steps_by_the_client_and_knows_its_generati
     assert code == 0
     steps = [e for e in events if e["name"] in ("group_join_sent", "group_joined", "group_synced")]
     assert steps and all(e["clock"] == "client" for e in steps)
-    assert all("clock" not in e for e in events if e["name"] in ("consumer_started", "partitions_assigned",
-                                                                 "records_consumed", "offsets_committed"))
+    assert all(
+        "clock" not in e
+        for e in events
+        if e["name"] in ("consumer_started", "partitions_assigned", "records_consumed", "offsets_committed")
+    )
     joined = [e for e in events if e["name"] == "group_joined"][-1]
     assigned = next(e for e in events if e["name"] == "partitions_assigned")
     assert (assigned["generation"], assigned["member_id"]) == (joined["generation"], joined["member_id"])
@@ -365,7 +456,10 @@ def test_a_member_stamps_its_protocol_steps_by_the_client_and_knows_its_generati
     monos = [e["mono_ms"] for e in events]
     assert monos == sorted(monos)
     assert [e["name"] for e in events if e["name"] in ("group_joined", "group_synced", "partitions_assigned")][-3:] == [
-        "group_joined", "group_synced", "partitions_assigned"]
+        "group_joined",
+        "group_synced",
+        "partitions_assigned",
+    ]
 
 
 def test_sigterm_after_join_stops_the_member_right_after_its_joingroup(members):
@@ -382,9 +476,14 @@ def test_sigterm_after_join_stops_the_member_right_after_its_joingroup(members):
 
 
 def _consumed(events: list[dict], topic: str, partition: int) -> list[int]:
-    return sorted(o for e in events if e["name"] == "records_consumed" for r in e["ranges"]
-                  if (r["topic"], r["partition"]) == (topic, partition)
-                  for o in range(r["min_offset"], r["max_offset"] + 1))
+    return sorted(
+        o
+        for e in events
+        if e["name"] == "records_consumed"
+        for r in e["ranges"]
+        if (r["topic"], r["partition"]) == (topic, partition)
+        for o in range(r["min_offset"], r["max_offset"] + 1)
+    )
 
 
 def _produce(producer: Producer, topic: str, partition: int, count: int) -> None:

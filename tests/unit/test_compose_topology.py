@@ -1,5 +1,6 @@
 """harness/cluster/compose_topology.py: the Compose project written for a cluster — what is
 published (127.0.0.1 only), who reaches whom through Toxiproxy, labels, start order. Pure: no engine."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,11 @@ import yaml
 from harness.cluster.compose_topology import OWNER_LABEL, Images, render
 from harness.cluster.spec import ClusterSpec, ProjectCoordinator
 
-IMAGES = Images(kafka="rebalance-lab/kafka:test", toxiproxy="rebalance-lab/toxiproxy:test",
-                coordinator="rebalance-lab/coordinator:test")
+IMAGES = Images(
+    kafka="rebalance-lab/kafka:test",
+    toxiproxy="rebalance-lab/toxiproxy:test",
+    coordinator="rebalance-lab/coordinator:test",
+)
 
 
 def properties(path) -> dict:
@@ -21,8 +25,12 @@ def properties(path) -> dict:
 
 @pytest.fixture
 def zk_project(tmp_path):
-    spec = ClusterSpec(kafka="3.9", brokers=3, lanes=2, coordinator=ProjectCoordinator("v3", instances=2,
-                                                                                       history=str(tmp_path / "run" / "history.jsonl")))
+    spec = ClusterSpec(
+        kafka="3.9",
+        brokers=3,
+        lanes=2,
+        coordinator=ProjectCoordinator("v3", instances=2, history=str(tmp_path / "run" / "history.jsonl")),
+    )
     topology = render(spec, tmp_path / "p", IMAGES, "rl-test", "run:/runs/x")
     return topology, yaml.safe_load(topology.compose_file.read_text())
 
@@ -30,8 +38,15 @@ def zk_project(tmp_path):
 def test_every_service_and_the_network_carry_the_owner_and_publish_on_loopback_only(zk_project):
     topology, project = zk_project
     services = project["services"]
-    assert set(services) == {"toxiproxy", "zookeeper-1", "broker-1", "broker-2", "broker-3", "coordinator-1",
-                             "coordinator-2"}
+    assert set(services) == {
+        "toxiproxy",
+        "zookeeper-1",
+        "broker-1",
+        "broker-2",
+        "broker-3",
+        "coordinator-1",
+        "coordinator-2",
+    }
     assert project["name"] == "rl-test"
     assert project["networks"]["lab"]["labels"] == {OWNER_LABEL: "run:/runs/x"}
     for name, service in services.items():
@@ -59,7 +74,10 @@ def test_brokers_reach_each_other_and_zookeeper_through_toxiproxy_and_clients_th
     assert advertised["FROM1"].startswith("broker-1:")  # itself: no proxy
     assert b1["zookeeper.connect"] == f"toxiproxy:{topology.network.routes['broker-1.to.zookeeper-1'].listen_port}"
     proxies = {p["name"]: p for p in json.loads((topology.directory / "config" / "toxiproxy-proxies.json").read_text())}
-    assert proxies["broker-1.to.zookeeper-1"]["upstream"] == f"zookeeper-1:{topology.network.zookeeper_ports['zookeeper-1']}"
+    assert (
+        proxies["broker-1.to.zookeeper-1"]["upstream"]
+        == f"zookeeper-1:{topology.network.zookeeper_ports['zookeeper-1']}"
+    )
     assert proxies["lane-2.coordinator-1"]["upstream"].startswith("coordinator-1:")
     assert all(p["listen"].startswith("toxiproxy:") for p in proxies.values())
 
@@ -67,8 +85,10 @@ def test_brokers_reach_each_other_and_zookeeper_through_toxiproxy_and_clients_th
 def test_start_order_is_declared_with_healthchecks_and_the_coordinators_write_into_the_run(zk_project, tmp_path):
     topology, project = zk_project
     services = project["services"]
-    assert services["broker-2"]["depends_on"] == {"toxiproxy": {"condition": "service_healthy"},
-                                                  "zookeeper-1": {"condition": "service_healthy"}}
+    assert services["broker-2"]["depends_on"] == {
+        "toxiproxy": {"condition": "service_healthy"},
+        "zookeeper-1": {"condition": "service_healthy"},
+    }
     assert all("healthcheck" in s for s in services.values())
     coordinator = json.loads((topology.directory / "config" / "coordinator-1.json").read_text())
     assert coordinator["host"] == "coordinator-1" and coordinator["history"] == str(tmp_path / "run" / "history.jsonl")

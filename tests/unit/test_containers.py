@@ -1,5 +1,6 @@
 """harness/components/containers: the project's dockerd command line, which engine is used, the Compose
 environment, and image tags that change exactly when an input does. No engine needed."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,8 +57,11 @@ def test_the_coordinator_image_changes_with_the_project_s_code(monkeypatch, tmp_
     monkeypatch.setattr(images, "REPO", tmp_path)
     monkeypatch.setattr(images, "jre_recipe", lambda: images.Recipe("jre", None, ()))
     before = images.coordinator_recipe()
-    assert {target for _, target in before.files} >= {"site/coordinator/__init__.py", "site/oracle/__init__.py",
-                                                      "site/kazoo/client.py"}
+    assert {target for _, target in before.files} >= {
+        "site/coordinator/__init__.py",
+        "site/oracle/__init__.py",
+        "site/kazoo/client.py",
+    }
     (tmp_path / "oracle" / "__init__.py").write_text("x = 2\n")
     assert images.coordinator_recipe().tag != before.tag
 
@@ -120,9 +124,18 @@ def registry(monkeypatch, tmp_path):
 
     def register(project: str, docker_host: str, owner_pid: int = 1, owner_start_time: int = -1) -> Path:
         path = compose.compose_registry() / f"{project}.json"
-        path.write_text(json.dumps({"project": project, "directory": str(tmp_path), "docker_host": docker_host,
-                                    "owner": f"run:{tmp_path / 'runs' / project}", "owner_pid": owner_pid,
-                                    "owner_start_time": owner_start_time}))
+        path.write_text(
+            json.dumps(
+                {
+                    "project": project,
+                    "directory": str(tmp_path),
+                    "docker_host": docker_host,
+                    "owner": f"run:{tmp_path / 'runs' / project}",
+                    "owner_pid": owner_pid,
+                    "owner_start_time": owner_start_time,
+                }
+            )
+        )
         return path
 
     return register
@@ -171,7 +184,9 @@ def test_a_dead_harnesss_project_on_an_engine_that_does_not_answer_is_said_not_f
     registration = registry("rl-dead", f"unix://{tmp_path}/no-engine.sock")
     said: list[str] = []
     clean_up_after_dead_harnesses("the start of run r2", said.append)
-    assert len(said) == 1 and "could not remove compose project rl-dead" in said[0] and "does not answer" in said[0], said
+    assert len(said) == 1 and "could not remove compose project rl-dead" in said[0] and "does not answer" in said[0], (
+        said
+    )
     assert registration.exists()
 
 
@@ -229,7 +244,8 @@ def test_a_project_that_cannot_be_removed_does_not_keep_the_others(monkeypatch, 
     monkeypatch.setattr(engine, "remove_labelled", remove_labelled)
     said: list[str] = []
     clean_up_after_dead_harnesses("the start of run r2", said.append)
-    assert said[0] == (f"removed compose project rl-b (its containers and network), left behind by "
-                       f"run:{tmp_path / 'runs' / 'rl-b'}")
+    assert said[0] == (
+        f"removed compose project rl-b (its containers and network), left behind by run:{tmp_path / 'runs' / 'rl-b'}"
+    )
     assert said[1].startswith("could not remove compose project rl-a: the Docker Engine at unix:///gone.sock")
     assert sorted(p.name for p in compose.compose_registry().iterdir()) == ["rl-a.json"]  # kept for a later cleanup

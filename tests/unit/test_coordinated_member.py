@@ -2,6 +2,7 @@
 coordinator instances speaking the line-JSON protocol on 127.0.0.1 and a fake fetcher:
 discovery and failover between instances, the group protocol of each variant, and what a
 refused heartbeat or commit does to the member's partitions."""
+
 from __future__ import annotations
 
 import json
@@ -146,11 +147,22 @@ class FakeFetcher:
 
 
 def spec(tmp_path, protocol: str, coordinators: dict[str, str], **overrides) -> MemberSpec:
-    fields = dict(member="consumer-1", incarnation=1, history=str(tmp_path / "history.jsonl"),
-                  bootstrap_servers="127.0.0.1:1", group="g", topics=[TOPIC], **protocol_fields(GENERATIONS[protocol]),
-                  assignor="range", commit="sync", processing_ms=0, session_timeout_ms=6000,
-                  heartbeat_interval_ms=1000, max_poll_interval_ms=300_000,
-                  settings=CoordinatedSettings(coordinators=coordinators))
+    fields = dict(
+        member="consumer-1",
+        incarnation=1,
+        history=str(tmp_path / "history.jsonl"),
+        bootstrap_servers="127.0.0.1:1",
+        group="g",
+        topics=[TOPIC],
+        **protocol_fields(GENERATIONS[protocol]),
+        assignor="range",
+        commit="sync",
+        processing_ms=0,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=300_000,
+        settings=CoordinatedSettings(coordinators=coordinators),
+    )
     return MemberSpec(**{**fields, **overrides})
 
 
@@ -183,8 +195,9 @@ def coordinators():
 
 
 def link_to(fakes, events, **lanes) -> CoordinatorLink:
-    return CoordinatorLink("g", {**{f.name: f.address for f in fakes}, **lanes}, events, backoff_s=0.01,
-                           find_timeout_s=0.5)
+    return CoordinatorLink(
+        "g", {**{f.name: f.address for f in fakes}, **lanes}, events, backoff_s=0.01, find_timeout_s=0.5
+    )
 
 
 # --------------------------------------------------------------------- finding the coordinator
@@ -241,20 +254,34 @@ def test_no_elected_leader_means_no_request_sent(coordinators):
 
 
 def joined(member_id: str, generation: int = 1, leader: str | None = None, **extra) -> dict:
-    return {"generation_id": generation, "member_id": member_id, "leader_id": leader or member_id,
-            "protocol_name": "range", "members": [], **extra}
+    return {
+        "generation_id": generation,
+        "member_id": member_id,
+        "leader_id": leader or member_id,
+        "protocol_name": "range",
+        "members": [],
+        **extra,
+    }
 
 
 def membership(tmp_path, fakes, protocol: str, recording: Recording, counts=None) -> GroupMembership:
     s = spec(tmp_path, protocol, {f.name: f.address for f in fakes})
-    return GroupMembership(link_to(fakes, recording.events), design(protocol), s, recording.events,
-                           lambda topics: counts or {}, threading.Event())
+    return GroupMembership(
+        link_to(fakes, recording.events),
+        design(protocol),
+        s,
+        recording.events,
+        lambda topics: counts or {},
+        threading.Event(),
+    )
 
 
 def test_v1_takes_the_assignment_from_the_join_response_without_syncgroup(tmp_path, coordinators):
     [c1] = coordinators("c1")
     c1.on("FindCoordinator", leader_is("c1"))
-    c1.on("JoinGroup", joined("m-1", 4, assignment=[{"topic": TOPIC, "partition": 2}, {"topic": TOPIC, "partition": 0}]))
+    c1.on(
+        "JoinGroup", joined("m-1", 4, assignment=[{"topic": TOPIC, "partition": 2}, {"topic": TOPIC, "partition": 0}])
+    )
     recording = Recording()
     group = membership(tmp_path, [c1], "coordinator-v1", recording)
 
@@ -330,15 +357,18 @@ def test_join_follows_the_coordinator_when_it_moves_keeping_the_member_id(tmp_pa
     assert recording.names().count("group_join_sent") == 2
 
 
-@pytest.mark.parametrize("protocol, code, expected", [
-    ("coordinator-v1", ILLEGAL_GENERATION, Signal.REBALANCE),  # seed 001: a rebalance began
-    ("coordinator-v2", ILLEGAL_GENERATION, Signal.FENCED),
-    ("coordinator-v3", ILLEGAL_GENERATION, Signal.FENCED),
-    ("coordinator-v2", REBALANCE_IN_PROGRESS, Signal.REBALANCE),
-    ("coordinator-v3", REBALANCE_IN_PROGRESS, Signal.REBALANCE),
-    ("coordinator-v1", UNKNOWN_MEMBER_ID, Signal.EVICTED),
-    ("coordinator-v3", UNKNOWN_MEMBER_ID, Signal.EVICTED),
-])
+@pytest.mark.parametrize(
+    "protocol, code, expected",
+    [
+        ("coordinator-v1", ILLEGAL_GENERATION, Signal.REBALANCE),  # seed 001: a rebalance began
+        ("coordinator-v2", ILLEGAL_GENERATION, Signal.FENCED),
+        ("coordinator-v3", ILLEGAL_GENERATION, Signal.FENCED),
+        ("coordinator-v2", REBALANCE_IN_PROGRESS, Signal.REBALANCE),
+        ("coordinator-v3", REBALANCE_IN_PROGRESS, Signal.REBALANCE),
+        ("coordinator-v1", UNKNOWN_MEMBER_ID, Signal.EVICTED),
+        ("coordinator-v3", UNKNOWN_MEMBER_ID, Signal.EVICTED),
+    ],
+)
 def test_what_a_refused_heartbeat_means_per_variant(protocol, code, expected):
     assert heartbeat_signal(design(protocol), code) is expected
 
@@ -355,12 +385,22 @@ def test_a_commit_refused_for_its_generation_is_fenced_in_every_variant():
 def member_of(tmp_path, fake: FakeCoordinator, protocol: str, **overrides) -> CoordinatedMember:
     """A member alone in its group at `fake`: generation 1 with every partition, nothing committed."""
     fake.on("FindCoordinator", leader_is(fake.name))
-    fake.on("JoinGroup", lambda r: joined("m-1", 1, members=[{"member_id": "m-1", "topics": [TOPIC]}],
-                                          assignment=[{"topic": TOPIC, "partition": p} for p in range(2)]))
+    fake.on(
+        "JoinGroup",
+        lambda r: joined(
+            "m-1",
+            1,
+            members=[{"member_id": "m-1", "topics": [TOPIC]}],
+            assignment=[{"topic": TOPIC, "partition": p} for p in range(2)],
+        ),
+    )
     fake.on("SyncGroup", lambda r: {"assignment": r["assignments"]["m-1"]})
     fake.on("OffsetFetch", lambda r: {"offsets": [{**p, "offset": -1} for p in r["partitions"]]})
-    member = CoordinatedMember(spec(tmp_path, protocol, {fake.name: fake.address}, **overrides), threading.Event(),
-                               fetcher=FakeFetcher(partitions=2))
+    member = CoordinatedMember(
+        spec(tmp_path, protocol, {fake.name: fake.address}, **overrides),
+        threading.Event(),
+        fetcher=FakeFetcher(partitions=2),
+    )
     member.link.backoff_s = 0.01
     return member
 
@@ -380,11 +420,26 @@ def test_member_joins_fetches_from_the_beginning_processes_and_commits_with_its_
     assert member.fetcher.assigned == [(TOPIC, 0, -2), (TOPIC, 1, -2)]  # OFFSET_BEGINNING
     [commit] = c1.received("OffsetCommit")
     assert (commit["member_id"], commit["generation_id"]) == ("m-1", 1)
-    assert commit["offsets"] == [{"topic": TOPIC, "partition": 0, "offset": 2}, {"topic": TOPIC, "partition": 1, "offset": 1}]
-    assert names(tmp_path, "group_join_sent", "group_joined", "group_synced", "partitions_assigned",
-                 "records_consumed", "offsets_committed") == [
-        "group_join_sent", "group_joined", "group_synced", "partitions_assigned", "records_consumed",
-        "offsets_committed"]
+    assert commit["offsets"] == [
+        {"topic": TOPIC, "partition": 0, "offset": 2},
+        {"topic": TOPIC, "partition": 1, "offset": 1},
+    ]
+    assert names(
+        tmp_path,
+        "group_join_sent",
+        "group_joined",
+        "group_synced",
+        "partitions_assigned",
+        "records_consumed",
+        "offsets_committed",
+    ) == [
+        "group_join_sent",
+        "group_joined",
+        "group_synced",
+        "partitions_assigned",
+        "records_consumed",
+        "offsets_committed",
+    ]
     committed = [e for e in history(tmp_path) if e["name"] == "offsets_committed"][0]
     assert committed["success"] and committed["trigger"] == "after-processing" and committed["generation"] == 1
 
@@ -403,26 +458,45 @@ def heartbeat_refused_with_progress_in_hand(tmp_path, c1, protocol: str, code: i
     return member
 
 
-@pytest.mark.parametrize("protocol, signal_code", [("coordinator-v1", ILLEGAL_GENERATION),
-                                                   ("coordinator-v2", REBALANCE_IN_PROGRESS)])
+@pytest.mark.parametrize(
+    "protocol, signal_code", [("coordinator-v1", ILLEGAL_GENERATION), ("coordinator-v2", REBALANCE_IN_PROGRESS)]
+)
 def test_rebalance_signal_commits_then_revokes_everything_then_rejoins(tmp_path, coordinators, protocol, signal_code):
     [c1] = coordinators("c1")
     heartbeat_refused_with_progress_in_hand(tmp_path, c1, protocol, signal_code, (0, 5))
 
-    events = [e for e in history(tmp_path) if e["name"] in (
-        "heartbeat_failed", "rebalance_started", "offsets_committed", "partitions_revoked", "group_join_sent",
-        "group_joined", "partitions_assigned")]
+    events = [
+        e
+        for e in history(tmp_path)
+        if e["name"]
+        in (
+            "heartbeat_failed",
+            "rebalance_started",
+            "offsets_committed",
+            "partitions_revoked",
+            "group_join_sent",
+            "group_joined",
+            "partitions_assigned",
+        )
+    ]
     assert [e["name"] for e in events][-7:] == [
-        "heartbeat_failed", "rebalance_started", "offsets_committed", "partitions_revoked", "group_join_sent",
-        "group_joined", "partitions_assigned"]
+        "heartbeat_failed",
+        "rebalance_started",
+        "offsets_committed",
+        "partitions_revoked",
+        "group_join_sent",
+        "group_joined",
+        "partitions_assigned",
+    ]
     revoke_commit = events[-5]
     assert revoke_commit["trigger"] == "revoke" and revoke_commit["success"] and revoke_commit["generation"] == 1
     assert revoke_commit["offsets"] == [{"topic": TOPIC, "partition": 0, "offset": 6}]
     assert [r["member_id"] for r in c1.received("JoinGroup")] == ["", "m-1"]
 
 
-@pytest.mark.parametrize("protocol, code", [("coordinator-v1", UNKNOWN_MEMBER_ID),
-                                            ("coordinator-v2", ILLEGAL_GENERATION)])
+@pytest.mark.parametrize(
+    "protocol, code", [("coordinator-v1", UNKNOWN_MEMBER_ID), ("coordinator-v2", ILLEGAL_GENERATION)]
+)
 def test_a_member_out_of_its_generation_loses_its_partitions_without_committing(tmp_path, coordinators, protocol, code):
     [c1] = coordinators("c1")
     heartbeat_refused_with_progress_in_hand(tmp_path, c1, protocol, code, (1, 3))
@@ -530,8 +604,14 @@ def test_records_below_the_committed_position_are_dropped_not_processed_again(tm
     consume(member, (0, 3), (0, 4), (0, 5), (1, 5))
 
     assert member.fetcher.assigned == [(TOPIC, 0, 5), (TOPIC, 1, 5)]
-    consumed = [(r["partition"], r["min_offset"], r["max_offset"]) for e in history(tmp_path)
-                if e["name"] == "records_consumed" for r in e["ranges"]]
+    consumed = [
+        (r["partition"], r["min_offset"], r["max_offset"])
+        for e in history(tmp_path)
+        if e["name"] == "records_consumed"
+        for r in e["ranges"]
+    ]
     assert consumed == [(0, 5, 5), (1, 5, 5)]
     [note] = [e["message"] for e in history(tmp_path) if e["name"] == "client_log"]
-    assert note == "dropped 2 records of events-0 (offsets 3..4) below its fetch position 5 (a stale fetch after assign)"
+    assert (
+        note == "dropped 2 records of events-0 (offsets 3..4) below its fetch position 5 (a stale fetch after assign)"
+    )

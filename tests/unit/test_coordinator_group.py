@@ -1,4 +1,5 @@
 """The project's coordinator: one group's state machine, driven by hand with a fake clock."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,8 +32,13 @@ class Harness:
         self.events: list[tuple[str, dict]] = []
         self.saved: list[dict] = []
         self.fenced = False
-        self.group = Group("g", variant(name, initial_delay_ms), emit=lambda n, **f: self.events.append((n, f)),
-                           persist=self._persist, partitions_of=lambda topics: {"events": 4})
+        self.group = Group(
+            "g",
+            variant(name, initial_delay_ms),
+            emit=lambda n, **f: self.events.append((n, f)),
+            persist=self._persist,
+            partitions_of=lambda topics: {"events": 4},
+        )
 
     def _persist(self, snapshot: dict) -> None:
         if self.fenced:
@@ -64,8 +70,10 @@ def stable_pair(h: Harness, now: float = 0) -> tuple[dict, dict]:
     assert ra["generation_id"] == rb["generation_id"]
     if not h.group.variant.coordinator_assigns:
         leader, follower = (ra, rb) if ra["leader_id"] == ra["member_id"] else (rb, ra)
-        half = {leader["member_id"]: [{"topic": "events", "partition": p} for p in (0, 1)],
-                follower["member_id"]: [{"topic": "events", "partition": p} for p in (2, 3)]}
+        half = {
+            leader["member_id"]: [{"topic": "events", "partition": p} for p in (0, 1)],
+            follower["member_id"]: [{"topic": "events", "partition": p} for p in (2, 3)],
+        }
         f = h.group.sync(follower["member_id"], follower["generation_id"], None, now + 2)
         assert f.wait(0) is None  # the follower waits for the leader's assignment
         assert answer(h.group.sync(leader["member_id"], leader["generation_id"], half, now + 2))["error_code"] == NONE
@@ -93,8 +101,9 @@ def test_v1_assigns_in_the_join_response():
     assert not ra["members"] and not rb["members"]  # nobody else gets to assign
 
 
-@pytest.mark.parametrize("name, signal", [("v1", ILLEGAL_GENERATION), ("v2", REBALANCE_IN_PROGRESS),
-                                          ("v3", REBALANCE_IN_PROGRESS)])
+@pytest.mark.parametrize(
+    "name, signal", [("v1", ILLEGAL_GENERATION), ("v2", REBALANCE_IN_PROGRESS), ("v3", REBALANCE_IN_PROGRESS)]
+)
 def test_each_variant_signals_a_rebalance_its_own_way(name, signal):
     h = Harness(name)
     ra, rb = stable_pair(h)
@@ -181,8 +190,15 @@ def test_a_new_leader_restores_the_group_with_fresh_sessions():
     ra, rb = stable_pair(h)
     snapshot = h.saved[-1]
     later = 60_000  # long after both members' last heartbeat on the old leader
-    restored = Group.restore(snapshot, {("events", 0): 42}, later, variant=h.group.variant, emit=lambda *a, **k: None,
-                             persist=lambda s: None, partitions_of=lambda t: {"events": 4})
+    restored = Group.restore(
+        snapshot,
+        {("events", 0): 42},
+        later,
+        variant=h.group.variant,
+        emit=lambda *a, **k: None,
+        persist=lambda s: None,
+        partitions_of=lambda t: {"events": 4},
+    )
     assert restored.state == STABLE and restored.generation == ra["generation_id"]
     assert restored.offsets == {("events", 0): 42}
     restored.tick(later + SESSION_MS - 1)

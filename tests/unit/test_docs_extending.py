@@ -45,16 +45,19 @@ def test_the_distribution_is_what_its_pyproject_declares():
     project = tomllib.loads((TOY / "pyproject.toml").read_text())["project"]
     found = discover([str(TOY)])
     assert {(p.group, p.name, p.value) for p in found} == {
-        (group, name, value) for group, eps in project["entry-points"].items() for name, value in eps.items()}
+        (group, name, value) for group, eps in project["entry-points"].items() for name, value in eps.items()
+    }
     assert {(p.distribution, p.version) for p in found} == {(project["name"], project["version"])}
 
 
 def test_each_failure_listed_is_what_a_command_says(tmp_path):
-    section = DOC[DOC.index("A plugin that cannot be used"):DOC.index("## A fault kind")]
+    section = DOC[DOC.index("A plugin that cannot be used") : DOC.index("## A fault kind")]
     templates = re.findall(r"^\| [^|]+ \| `(.+)` \|$", section, flags=re.M)
     said = [message.removeprefix("error: ") for _, message in UNUSABLE.values()]
     said.append(not_installed(tmp_path / "run").removeprefix("error: "))
     assert len(templates) == 5
     for template in templates:  # <placeholders> stand for any text
-        pattern = "".join(".+?" if part.startswith("<") else re.escape(part) for part in re.split(r"(<[^>]+>)", template))
+        pattern = "".join(
+            ".+?" if part.startswith("<") else re.escape(part) for part in re.split(r"(<[^>]+>)", template)
+        )
         assert any(re.fullmatch(pattern, message) for message in said), f"no command says {template}"

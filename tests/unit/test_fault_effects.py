@@ -5,6 +5,7 @@ So a kind the oracle has never heard of is explained and judged by what it decla
 `freeze`, defined here only), and a history written before the declarations (format 1, 2)
 gets them from its kinds' names in one table (oracle/legacy.py), as the kinds declare them.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,15 +31,23 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "histories"
 
 # One entry of each kind of the catalogue (at_s aside), and what it declares it does to its target.
 DECLARED: dict[str, tuple[dict, Effects]] = {
-    "pause": ({"target": "consumer-1", "duration_s": 0.05},
-              Effects(silences="heartbeats", silenced_as="paused", down="paused")),
-    "crash": ({"target": "consumer-1", "signal": "SIGTERM", "restart_after_s": 0.05},
-              Effects(silences="heartbeats", silenced_as="crashed", down="killed", restart_after_s=0.05)),
-    "network": ({"target": "consumer-2", "duration_s": 0.05, "link": "brokers", "effect": "refuse"},
-                Effects(silences="heartbeats", silenced_as="cut off")),
+    "pause": (
+        {"target": "consumer-1", "duration_s": 0.05},
+        Effects(silences="heartbeats", silenced_as="paused", down="paused"),
+    ),
+    "crash": (
+        {"target": "consumer-1", "signal": "SIGTERM", "restart_after_s": 0.05},
+        Effects(silences="heartbeats", silenced_as="crashed", down="killed", restart_after_s=0.05),
+    ),
+    "network": (
+        {"target": "consumer-2", "duration_s": 0.05, "link": "brokers", "effect": "refuse"},
+        Effects(silences="heartbeats", silenced_as="cut off"),
+    ),
     "zk-session-expiry": ({"target": "broker-2"}, Effects()),
-    "poll-stall": ({"target": "consumer-3", "duration_s": 0.05},
-                   Effects(silences="polls", silenced_as="stuck in processing (poll stall)")),
+    "poll-stall": (
+        {"target": "consumer-3", "duration_s": 0.05},
+        Effects(silences="polls", silenced_as="stuck in processing (poll stall)"),
+    ),
     "rolling-restart": ({"targets": ["consumer-1"], "down_s": 0, "interval_s": 0}, Effects()),
     "join-storm": ({"consumers": 2}, Effects()),
     "scale": ({"consumers": 2}, Effects()),
@@ -67,6 +76,7 @@ def scheduled(fault: Fault) -> dict:
 
 # -- every kind declares its effects, and the scheduler writes them --------------------------------
 
+
 def test_every_kind_of_the_catalogue_declares_its_effects():
     assert set(DECLARED) == set(catalogue.KINDS), "a kind without an entry here: say what it declares"
     for kind, (_, effects) in DECLARED.items():
@@ -75,12 +85,14 @@ def test_every_kind_of_the_catalogue_declares_its_effects():
 
 def test_the_effects_follow_the_entrys_options():
     assert fault_of("crash", restart_after_s=None).effects == Effects(
-        silences="heartbeats", silenced_as="crashed", down="killed")  # down for good
+        silences="heartbeats", silenced_as="crashed", down="killed"
+    )  # down for good
     assert fault_of("crash", restart_after_s=7).effects.restart_after_s == 7
 
 
 def test_a_kind_that_does_not_declare_its_effects_cannot_be_defined():
     with pytest.raises(TypeError, match="fault kind 'mute' does not declare its effects"):
+
         class MuteSpec(TimedSpec):
             kind: Literal["mute"]
 
@@ -95,6 +107,7 @@ def test_a_scheduled_faults_fault_started_carries_its_effects_as_plain_json(kind
 
 
 # -- a kind the oracle has never heard of ---------------------------------------------------------
+
 
 class FreezeSpec(TimedSpec):
     """A toy kind, here only: the target's cgroup frozen, every thread stopped as by SIGSTOP."""
@@ -142,13 +155,16 @@ def test_a_kind_unknown_to_the_oracle_is_explained_by_what_it_declares(pause_sto
     story = pause_story.build()
     paused = explain_rebalances(History(with_fault(story, fault_of("pause", target="consumer-2"))))
     frozen = explain_rebalances(History(with_fault(story, freeze())))
-    assert frozen[2].sentence == ("generation 2: consumer-2 was frozen (fault f1, freeze) and the coordinator "
-                                  "evicted it only when its session timed out (session.timeout.ms 10000), 10.0 s later")
+    assert frozen[2].sentence == (
+        "generation 2: consumer-2 was frozen (fault f1, freeze) and the coordinator "
+        "evicted it only when its session timed out (session.timeout.ms 10000), 10.0 s later"
+    )
     assert paused[2].sentence == frozen[2].sentence.replace("frozen (fault f1, freeze)", "paused (fault f1, pause)")
     for generation in paused:  # every other word, wait and cause alike
         p, f = paused[generation].to_dict(), frozen[generation].to_dict()
         assert json.dumps(p).replace("paused (fault f1, pause)", "") == json.dumps(f).replace(
-            "frozen (fault f1, freeze)", "")
+            "frozen (fault f1, freeze)", ""
+        )
 
 
 def test_a_kind_unknown_to_the_oracle_keeps_convergence_busy_like_pause(history_builder):
@@ -174,8 +190,9 @@ def test_a_kind_unknown_to_the_oracle_keeps_convergence_busy_like_pause(history_
     assert verdicts["freeze"].status == verdicts["pause"].status == "passed"
     # and without the fault the stall is a violation: the fault is what excused it
     bare = [e for e in b.build() if e["name"] not in (ev.FAULT_STARTED, ev.FAULT_HEALED)]
-    assert [v.kind for v in check_history(bare, {"convergence": {"stall_s": 15}}).checks["convergence"].violations
-            ] == ["stalled"]
+    assert [v.kind for v in check_history(bare, {"convergence": {"stall_s": 15}}).checks["convergence"].violations] == [
+        "stalled"
+    ]
 
 
 def test_a_kill_for_good_keeps_convergence_busy_until_the_group_rebalanced(history_builder):
@@ -196,6 +213,7 @@ def test_a_kill_for_good_keeps_convergence_busy_until_the_group_rebalanced(histo
 
 
 # -- histories written before the declarations -----------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", sorted(DECLARED))
 def test_the_legacy_table_gives_an_old_fault_what_its_kind_declares(kind):
@@ -238,8 +256,13 @@ def test_an_old_history_is_explained_and_judged_as_the_same_run_written_in_forma
     now[0]["format_version"] = FAULT_EFFECTS_SINCE
     for e in now:
         if e["name"] == ev.FAULT_STARTED:  # as the scheduler writes it now
-            spec = {"fault_id": e["fault_id"], "kind": e["kind"], "at_s": 0, **e["params"],
-                    **({"target": e["target"]} if e["target"] else {})}
+            spec = {
+                "fault_id": e["fault_id"],
+                "kind": e["kind"],
+                "at_s": 0,
+                **e["params"],
+                **({"target": e["target"]} if e["target"] else {}),
+            }
             e[ev.EFFECTS] = catalogue.from_spec(spec).effects.to_event()
     judged_old = check_history(load_history(written(tmp_path / "old.jsonl", old))).to_dict()
     judged_now = check_history(load_history(written(tmp_path / "now.jsonl", now))).to_dict()

@@ -1,6 +1,7 @@
 """The network fault's builders (faults/network.py, faults/toxiproxy.py), without Toxiproxy:
 which toxics an effect becomes, what degrade / restore ask of a Toxiproxy client, which
 proxies carry a link in a real network plan, and the requests the client sends."""
+
 from __future__ import annotations
 
 import itertools
@@ -42,21 +43,36 @@ def test_the_effects_a_scenario_may_name():
     assert EFFECTS == ("blackhole", "refuse", "latency", "bandwidth", "reset")
 
 
-@pytest.mark.parametrize("effect, toxics", [
-    ("blackhole", [("timeout", s, {"timeout": 0}) for s in BOTH]),  # data dropped, connections kept open
-    ("latency", [("latency", s, {"latency": 500, "jitter": 0}) for s in BOTH]),
-    ("bandwidth", [("bandwidth", s, {"rate": 64}) for s in BOTH]),
-    ("reset", [("reset_peer", s, {"timeout": 0}) for s in BOTH]),
-])
+@pytest.mark.parametrize(
+    "effect, toxics",
+    [
+        ("blackhole", [("timeout", s, {"timeout": 0}) for s in BOTH]),  # data dropped, connections kept open
+        ("latency", [("latency", s, {"latency": 500, "jitter": 0}) for s in BOTH]),
+        ("bandwidth", [("bandwidth", s, {"rate": 64}) for s in BOTH]),
+        ("reset", [("reset_peer", s, {"timeout": 0}) for s in BOTH]),
+    ],
+)
 def test_each_effect_is_one_toxic_per_stream_with_the_models_defaults(effect, toxics):
     assert toxics_for(effect, {}) == toxics
-    assert toxics_for(effect, NetworkSpec(kind="network", target="consumer-1", at_s=1, duration_s=1,
-                                          effect=effect).model_dump()) == toxics
+    assert (
+        toxics_for(
+            effect, NetworkSpec(kind="network", target="consumer-1", at_s=1, duration_s=1, effect=effect).model_dump()
+        )
+        == toxics
+    )
 
 
 def test_a_scenarios_options_set_the_toxics_attributes_and_other_keys_are_ignored():
-    spec = NetworkSpec(kind="network", target="consumer-1", at_s=1, duration_s=3, effect="latency", latency_ms=80,
-                       jitter_ms=20, rate_kbps=1000)
+    spec = NetworkSpec(
+        kind="network",
+        target="consumer-1",
+        at_s=1,
+        duration_s=3,
+        effect="latency",
+        latency_ms=80,
+        jitter_ms=20,
+        rate_kbps=1000,
+    )
     options = spec.model_dump()
     assert {"duration_s", "link", "target"} <= set(options)  # what Network.inject hands over, whole
     assert toxics_for("latency", options) == [("latency", s, {"latency": 80, "jitter": 20}) for s in BOTH]
@@ -96,8 +112,11 @@ def test_overlapping_refusals_keep_the_proxy_disabled_until_the_last_one_heals()
     degrade(client, lane, "f1", "refuse", {})
     degrade(client, link, "f2", "refuse", {})  # inside f1: the proxy is off already
     restore(client, lane, "f1", "refuse", {})  # f2 still refuses lane-1.broker-2
-    assert client.calls == [("set_enabled", "lane-1.broker-1", False), ("set_enabled", "lane-1.broker-2", False),
-                            ("set_enabled", "lane-1.broker-1", True)]
+    assert client.calls == [
+        ("set_enabled", "lane-1.broker-1", False),
+        ("set_enabled", "lane-1.broker-2", False),
+        ("set_enabled", "lane-1.broker-1", True),
+    ]
     restore(client, link, "f2", "refuse", {})
     assert client.calls[-1] == ("set_enabled", "lane-1.broker-2", True)
     # A reset (the run's heal check forcing it) forgets every refusal.
@@ -106,8 +125,12 @@ def test_overlapping_refusals_keep_the_proxy_disabled_until_the_last_one_heals()
     network.reset(client)
     degrade(client, link, "f4", "refuse", {})
     restore(client, link, "f4", "refuse", {})
-    assert client.calls[-4:] == [("set_enabled", "lane-1.broker-2", False), ("reset",),
-                                 ("set_enabled", "lane-1.broker-2", False), ("set_enabled", "lane-1.broker-2", True)]
+    assert client.calls[-4:] == [
+        ("set_enabled", "lane-1.broker-2", False),
+        ("reset",),
+        ("set_enabled", "lane-1.broker-2", False),
+        ("set_enabled", "lane-1.broker-2", True),
+    ]
     # Another server's proxy of the same name is its own switch.
     other = RecordingClient()
     degrade(other, link, "f2", "refuse", {})
@@ -119,15 +142,31 @@ def test_toxics_are_named_by_fault_kind_and_stream_so_two_faults_on_one_proxy_st
     degrade(client, ["broker-1.to.broker-2"], "f1", "latency", {"latency_ms": 80})
     degrade(client, ["broker-1.to.broker-2"], "f2", "blackhole", {})
     assert client.calls == [
-        ("add_toxic", "broker-1.to.broker-2", "f1-latency-upstream", "latency", "upstream", {"latency": 80, "jitter": 0}),
-        ("add_toxic", "broker-1.to.broker-2", "f1-latency-downstream", "latency", "downstream", {"latency": 80, "jitter": 0}),
+        (
+            "add_toxic",
+            "broker-1.to.broker-2",
+            "f1-latency-upstream",
+            "latency",
+            "upstream",
+            {"latency": 80, "jitter": 0},
+        ),
+        (
+            "add_toxic",
+            "broker-1.to.broker-2",
+            "f1-latency-downstream",
+            "latency",
+            "downstream",
+            {"latency": 80, "jitter": 0},
+        ),
         ("add_toxic", "broker-1.to.broker-2", "f2-timeout-upstream", "timeout", "upstream", {"timeout": 0}),
         ("add_toxic", "broker-1.to.broker-2", "f2-timeout-downstream", "timeout", "downstream", {"timeout": 0}),
     ]
     client.calls = []
     restore(client, ["broker-1.to.broker-2"], "f1", "latency", {"latency_ms": 80})
-    assert client.calls == [("remove_toxic", "broker-1.to.broker-2", "f1-latency-upstream"),
-                            ("remove_toxic", "broker-1.to.broker-2", "f1-latency-downstream")]
+    assert client.calls == [
+        ("remove_toxic", "broker-1.to.broker-2", "f1-latency-upstream"),
+        ("remove_toxic", "broker-1.to.broker-2", "f1-latency-downstream"),
+    ]
 
 
 def test_no_proxy_no_call():
@@ -147,31 +186,40 @@ def plan() -> NetworkPlan:
     return NetworkPlan([1, 2, 3], 2, {"zookeeper-1": 2181}, lambda: next(ports), ["coordinator-1", "coordinator-2"])
 
 
-@pytest.mark.parametrize("target, link, cut", [
-    ("consumer-2", "brokers", ["lane-2.broker-1", "lane-2.broker-2", "lane-2.broker-3"]),
-    ("consumer-2", "broker-3", ["lane-2.broker-3"]),
-    ("consumer-1", "zookeeper", ["lane-1.zookeeper-1"]),
-    ("consumer-1", "coordinator-2", ["lane-1.coordinator-2"]),
-    ("broker-2", "brokers", ["broker-2.to.broker-1", "broker-1.to.broker-2", "broker-2.to.broker-3",
-                             "broker-3.to.broker-2"]),
-    ("broker-2", "broker-3", ["broker-2.to.broker-3", "broker-3.to.broker-2"]),
-    ("broker-1", "clients", ["lane-1.broker-1", "lane-2.broker-1"]),
-    ("broker-1", "zookeeper", ["broker-1.to.zookeeper-1"]),
-    ("coordinator-1", "zookeeper", ["coordinator-1.to.zookeeper-1"]),
-    ("coordinator-2", "clients", ["lane-1.coordinator-2", "lane-2.coordinator-2"]),
-])
+@pytest.mark.parametrize(
+    "target, link, cut",
+    [
+        ("consumer-2", "brokers", ["lane-2.broker-1", "lane-2.broker-2", "lane-2.broker-3"]),
+        ("consumer-2", "broker-3", ["lane-2.broker-3"]),
+        ("consumer-1", "zookeeper", ["lane-1.zookeeper-1"]),
+        ("consumer-1", "coordinator-2", ["lane-1.coordinator-2"]),
+        (
+            "broker-2",
+            "brokers",
+            ["broker-2.to.broker-1", "broker-1.to.broker-2", "broker-2.to.broker-3", "broker-3.to.broker-2"],
+        ),
+        ("broker-2", "broker-3", ["broker-2.to.broker-3", "broker-3.to.broker-2"]),
+        ("broker-1", "clients", ["lane-1.broker-1", "lane-2.broker-1"]),
+        ("broker-1", "zookeeper", ["broker-1.to.zookeeper-1"]),
+        ("coordinator-1", "zookeeper", ["coordinator-1.to.zookeeper-1"]),
+        ("coordinator-2", "clients", ["lane-1.coordinator-2", "lane-2.coordinator-2"]),
+    ],
+)
 def test_a_link_is_cut_at_exactly_its_proxies(plan, target, link, cut):
     assert proxies(plan, target, link) == cut
     assert set(cut) <= set(plan.routes)
 
 
-@pytest.mark.parametrize("target, link", [
-    ("broker-1", "broker-1"),  # a broker has no link to itself
-    ("consumer-1", "coordinator"),  # resolved to a broker or an instance before injection
-    ("consumer-1", "clients"),
-    ("coordinator-1", "brokers"),
-    ("producer", "brokers"),
-])
+@pytest.mark.parametrize(
+    "target, link",
+    [
+        ("broker-1", "broker-1"),  # a broker has no link to itself
+        ("consumer-1", "coordinator"),  # resolved to a broker or an instance before injection
+        ("consumer-1", "clients"),
+        ("coordinator-1", "brokers"),
+        ("producer", "brokers"),
+    ],
+)
 def test_a_link_a_process_does_not_have_is_refused(plan, target, link):
     with pytest.raises(ValueError, match=f"{link!r} is not a link of {target}"):
         proxies(plan, target, link)
@@ -213,32 +261,64 @@ def test_the_client_sends_toxics_and_proxies_as_toxiproxys_api_wants_them_with_a
     c.reset()
     api = "http://127.0.0.1:8474"
     assert session.asked == [
-        ("POST", f"{api}/proxies/lane-1.broker-2/toxics", TIMEOUT_S,
-         {"name": "f1-latency-upstream", "type": "latency", "stream": "upstream", "toxicity": 1.0,
-          "attributes": {"latency": 80, "jitter": 0}}),
+        (
+            "POST",
+            f"{api}/proxies/lane-1.broker-2/toxics",
+            TIMEOUT_S,
+            {
+                "name": "f1-latency-upstream",
+                "type": "latency",
+                "stream": "upstream",
+                "toxicity": 1.0,
+                "attributes": {"latency": 80, "jitter": 0},
+            },
+        ),
         ("DELETE", f"{api}/proxies/lane-1.broker-2/toxics/f1-latency-upstream", TIMEOUT_S, None),
         ("POST", f"{api}/proxies/lane-1.broker-2", TIMEOUT_S, {"enabled": False}),
-        ("POST", f"{api}/proxies", TIMEOUT_S,
-         {"name": "lane-1.broker-2", "listen": "127.0.0.1:41002", "upstream": "127.0.0.1:41001", "enabled": True}),
+        (
+            "POST",
+            f"{api}/proxies",
+            TIMEOUT_S,
+            {"name": "lane-1.broker-2", "listen": "127.0.0.1:41002", "upstream": "127.0.0.1:41001", "enabled": True},
+        ),
         ("POST", f"{api}/reset", TIMEOUT_S, None),
     ]
 
 
 def test_the_client_reads_proxies_with_their_toxics():
-    c, _ = client((200, {"lane-1.broker-1": {"name": "lane-1.broker-1", "listen": "127.0.0.1:41002",
-                                             "upstream": "127.0.0.1:41001", "enabled": False,
-                                             "toxics": [{"name": "f1-timeout-upstream"}]}}))
+    c, _ = client(
+        (
+            200,
+            {
+                "lane-1.broker-1": {
+                    "name": "lane-1.broker-1",
+                    "listen": "127.0.0.1:41002",
+                    "upstream": "127.0.0.1:41001",
+                    "enabled": False,
+                    "toxics": [{"name": "f1-timeout-upstream"}],
+                }
+            },
+        )
+    )
     [proxy] = c.proxies()
     assert (proxy.name, proxy.listen, proxy.upstream, proxy.enabled, proxy.toxics) == (
-        "lane-1.broker-1", "127.0.0.1:41002", "127.0.0.1:41001", False, ("f1-timeout-upstream",))
+        "lane-1.broker-1",
+        "127.0.0.1:41002",
+        "127.0.0.1:41001",
+        False,
+        ("f1-timeout-upstream",),
+    )
 
 
-@pytest.mark.parametrize("status, body, message", [
-    (404, {"error": "proxy not found", "status": 404}, "Toxiproxy API DELETE /proxies/p/toxics/t: NotFound: "),
-    (409, {"error": "toxic already exists", "status": 409}, "ProxyExists"),
-    (500, {"error": "boom"}, "Toxiproxy API DELETE /proxies/p/toxics/t: HTTP 500: "),
-    (0, requests.ConnectTimeout("timed out"), "Toxiproxy API DELETE /proxies/p/toxics/t failed: timed out"),
-])
+@pytest.mark.parametrize(
+    "status, body, message",
+    [
+        (404, {"error": "proxy not found", "status": 404}, "Toxiproxy API DELETE /proxies/p/toxics/t: NotFound: "),
+        (409, {"error": "toxic already exists", "status": 409}, "ProxyExists"),
+        (500, {"error": "boom"}, "Toxiproxy API DELETE /proxies/p/toxics/t: HTTP 500: "),
+        (0, requests.ConnectTimeout("timed out"), "Toxiproxy API DELETE /proxies/p/toxics/t failed: timed out"),
+    ],
+)
 def test_an_api_error_is_one_toxiproxy_error_naming_the_call(status, body, message):
     c, _ = client((status, body))
     with pytest.raises(ToxiproxyError) as e:

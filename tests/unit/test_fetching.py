@@ -2,6 +2,7 @@
 assignments applied only by the poll loop, batches of an older assignment dropped, and — the
 stale-fetch guard — records below a partition's position dropped and noted, never processed
 twice within one assignment. Fake messages; the drivers' own tests run it inside them."""
+
 from __future__ import annotations
 
 import threading
@@ -86,8 +87,16 @@ def test_records_below_the_fetch_position_are_dropped_and_noted():
     epoch = f.follow()
     records = f.take([Message(0, 0), Message(0, 1), Message(0, 2), Message(1, 10), Message(0, 369)], epoch)
     assert offsets(records) == [(1, 10), (0, 369)]
-    assert recording.said == [("client_log", {"level": "WARNING", "message": "dropped 3 records of events-0 (offsets "
-                                           "0..2) below its fetch position 369 (a stale fetch after assign)"})]
+    assert recording.said == [
+        (
+            "client_log",
+            {
+                "level": "WARNING",
+                "message": "dropped 3 records of events-0 (offsets "
+                "0..2) below its fetch position 369 (a stale fetch after assign)",
+            },
+        )
+    ]
 
 
 def test_what_was_processed_is_never_taken_again_within_one_assignment():

@@ -3,6 +3,7 @@ histories, through `schedule` and `check` in-process (tests/fuzzing.py has the m
 benchmarks/fuzz_inputs.py runs the full campaign). A traceback, an exit code other than
 0 / 1 / 2 / 4, or an exit 2 whose message does not name the file fails the test, naming the
 input and the mutations that made it."""
+
 from __future__ import annotations
 
 import collections

@@ -1,4 +1,5 @@
 """The CLI on bad input: exit code 2, a one-message explanation, no traceback, no run directory."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,15 @@ def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     # Relative paths from tmp_path keep messages short enough for an 80-column console.
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env.update(REBALANCE_LAB_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_run_with_bad_scenario_exits_2_without_a_run_directory(tmp_path):
     (tmp_path / "bad.yaml").write_text(
-        "name: bad\nduration_s: 10\ntopics: [{name: t, partitions: 0}]\nworkload: {consumerz: 3}\n")
+        "name: bad\nduration_s: 10\ntopics: [{name: t, partitions: 0}]\nworkload: {consumerz: 3}\n"
+    )
     result = cli(tmp_path, "run", "bad.yaml", "--runs-dir", "runs")
     assert result.returncode == 2, result.stderr
     assert "bad.yaml: topics.0.partitions: Input should be greater than or equal to 1" in result.stderr
@@ -95,10 +98,12 @@ def test_cluster_up_empties_the_workdir_an_earlier_cluster_left(tmp_path):
 
 
 def test_cluster_up_refuses_a_bad_topic_before_starting_anything(tmp_path):
-    for value, reason in [("x:-3", "partitions: Input should be greater than or equal to 1"),
-                          ("x:abc", "partitions: Input should be a valid integer"),
-                          (".", "name: Value error, Kafka refuses a topic named '.'"),
-                          ("a_b:2", "'a.b' collides with topic 'a_b'")]:
+    for value, reason in [
+        ("x:-3", "partitions: Input should be greater than or equal to 1"),
+        ("x:abc", "partitions: Input should be a valid integer"),
+        (".", "name: Value error, Kafka refuses a topic named '.'"),
+        ("a_b:2", "'a.b' collides with topic 'a_b'"),
+    ]:
         result = cli(tmp_path, "cluster", "up", "--topic", value, *(["--topic", "a.b"] if value == "a_b:2" else []))
         assert result.returncode == 2, result.stderr
         assert "Invalid value for '--topic': " in result.stderr and reason in result.stderr, result.stderr
@@ -113,7 +118,9 @@ def test_cluster_up_refuses_a_zookeeper_ensemble_for_a_kraft_line(tmp_path):
 
 def test_schedule_holds_seed_to_a_scenarios_bounds(tmp_path):
     result = cli(tmp_path, "schedule", str(REPO / "scenarios" / "random-chaos.yaml"), "--seed=-1")
-    assert result.returncode == 2 and "--seed -1: Input should be greater than or equal to 0" in result.stderr, result.stderr
+    assert result.returncode == 2 and "--seed -1: Input should be greater than or equal to 0" in result.stderr, (
+        result.stderr
+    )
     assert result.stdout == ""
 
 
@@ -137,10 +144,12 @@ def test_cluster_up_on_a_workdir_that_is_a_file_is_bad_input(tmp_path):
 
 def test_schedule_says_how_many_random_draws_found_every_target_busy(tmp_path):
     scenario = tmp_path / "rf.yaml"
-    scenario.write_text("name: rf\nduration_s: 30\ncluster: {kafka: '3.9', brokers: 1}\n"
-                        "topics: [{name: events, partitions: 4, replication_factor: 1}]\nworkload: {consumers: 2}\n"
-                        "random_faults: {count: 20, kinds: [crash], targets: [consumer-1], start_s: 1, end_s: 10, "
-                        "duration_s: [3, 5]}\n")
+    scenario.write_text(
+        "name: rf\nduration_s: 30\ncluster: {kafka: '3.9', brokers: 1}\n"
+        "topics: [{name: events, partitions: 4, replication_factor: 1}]\nworkload: {consumers: 2}\n"
+        "random_faults: {count: 20, kinds: [crash], targets: [consumer-1], start_s: 1, end_s: 10, "
+        "duration_s: [3, 5]}\n"
+    )
     result = cli(tmp_path, "schedule", str(scenario))
     assert result.returncode == 0 and len(json.loads(result.stdout)) == 1
     assert "random_faults: 1 of 20 drawn; the other draws found every target they may hit busy then" in result.stderr

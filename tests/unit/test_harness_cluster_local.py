@@ -1,4 +1,5 @@
 """The local backend's pure helpers."""
+
 import uuid
 
 from harness.cluster import local

@@ -1,4 +1,5 @@
 """compare: each protocol's scenario variant differs only in what the protocol forces."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -54,12 +55,18 @@ def test_a_row_is_ok_only_when_its_verdict_passed(tmp_path):
         return Entry("classic-eager", 1, "3.9", RunResult(tmp_path, outcome, verdict), {}).row()
 
     base = {"rebalances": [], "duplicates": {"count": 0}, "violations": []}
-    rows = [row("completed", {**base, "status": "pass", "ok": True}),
-            row("completed", {**base, "status": "incomplete", "ok": False, "skipped_checks": {"no-loss": "…"}}),
-            row("completed", {**base, "status": "error", "ok": False, "errored_checks": {"convergence": "KeyError"}}),
-            row("interrupted", None)]
+    rows = [
+        row("completed", {**base, "status": "pass", "ok": True}),
+        row("completed", {**base, "status": "incomplete", "ok": False, "skipped_checks": {"no-loss": "…"}}),
+        row("completed", {**base, "status": "error", "ok": False, "errored_checks": {"convergence": "KeyError"}}),
+        row("interrupted", None),
+    ]
     assert [(r["status"], r["ok"], r["unjudged_checks"]) for r in rows] == [
-        ("pass", True, []), ("incomplete", False, ["no-loss"]), ("error", False, ["convergence"]), (None, False, [])]
+        ("pass", True, []),
+        ("incomplete", False, ["no-loss"]),
+        ("error", False, ["convergence"]),
+        (None, False, []),
+    ]
     console = Console(record=True, width=300)
     print_comparison(console, rows, tmp_path)
     results = [line.split("│")[-2].strip() for line in console.export_text().splitlines() if "classic-eager" in line]

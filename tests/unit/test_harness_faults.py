@@ -1,5 +1,6 @@
 """faults/: every fault kind from its scenario entry, the link table, and the scheduler that
 injects and heals faults (against tests/fake_targets.py, which implements all of ``Targets``)."""
+
 from __future__ import annotations
 
 import inspect
@@ -45,13 +46,24 @@ def test_from_spec_builds_pause_and_crash():
     pause = from_spec("f1", {"kind": "pause", "target": "consumer-2", "at_s": 8, "duration_s": 12})
     assert isinstance(pause, Pause)
     assert (pause.fault_id, pause.target, pause.at_s, pause.params, pause.heal_after_s) == (
-        "f1", "consumer-2", 8.0, {"duration_s": 12}, 12.0)
-    crash = from_spec("f2", {"kind": "crash", "target": "broker-2", "at_s": 26, "signal": "SIGTERM", "restart_after_s": 8})
+        "f1",
+        "consumer-2",
+        8.0,
+        {"duration_s": 12},
+        12.0,
+    )
+    crash = from_spec(
+        "f2", {"kind": "crash", "target": "broker-2", "at_s": 26, "signal": "SIGTERM", "restart_after_s": 8}
+    )
     assert isinstance(crash, Crash) and crash.heal_after_s == 8.0
     targets = FakeTargets()
     pause.inject(targets), pause.heal(targets), crash.inject(targets), crash.heal(targets)
-    assert targets.actions() == [("pause", "consumer-2"), ("resume", "consumer-2"),
-                                 ("kill", "broker-2", signal.SIGTERM), ("restart", "broker-2")]
+    assert targets.actions() == [
+        ("pause", "consumer-2"),
+        ("resume", "consumer-2"),
+        ("kill", "broker-2", signal.SIGTERM),
+        ("restart", "broker-2"),
+    ]
 
 
 def test_crash_without_restart_kills_with_sigkill_and_heals_as_a_no_op():
@@ -77,10 +89,14 @@ def test_pause_is_injected_then_healed_on_time():
     # stamped with when injection began (the writer would stamp it later otherwise)
     injected_at = started.pop("mono_ms") / 1000 - targets.t0
     assert 0.05 <= injected_at <= t_pause and started.pop("ts") > 0
-    assert started == {"name": "fault_started", "fault_id": "f1", "kind": "pause", "target": "consumer-2",
-                       "params": {"duration_s": 0.1},
-                       "effects": {"silences": "heartbeats", "silenced_as": "paused", "down": "paused",
-                                   "restart_after_s": None}}
+    assert started == {
+        "name": "fault_started",
+        "fault_id": "f1",
+        "kind": "pause",
+        "target": "consumer-2",
+        "params": {"duration_s": 0.1},
+        "effects": {"silences": "heartbeats", "silenced_as": "paused", "down": "paused", "restart_after_s": None},
+    }
     assert events[1]["how"] == "scheduled" and s.active == {}
     # fault_healed says when healing began: a resumed member may write before the event is
     assert t_pause < events[1]["started_mono_ms"] / 1000 - targets.t0 <= t_resume
@@ -88,25 +104,42 @@ def test_pause_is_injected_then_healed_on_time():
 
 def test_overlapping_faults_interleave_by_time():
     targets = FakeTargets()
-    s, events = scheduler([
-        {"kind": "pause", "target": "consumer-1", "at_s": 0.05, "duration_s": 0.2},      # 0.05 .. 0.25
-        {"kind": "crash", "target": "broker-2", "at_s": 0.1, "restart_after_s": 0.05},  # 0.10 .. 0.15
-        {"kind": "crash", "target": "consumer-3", "at_s": 0.12},                         # 0.12, no restart
-    ], targets)
+    s, events = scheduler(
+        [
+            {"kind": "pause", "target": "consumer-1", "at_s": 0.05, "duration_s": 0.2},  # 0.05 .. 0.25
+            {"kind": "crash", "target": "broker-2", "at_s": 0.1, "restart_after_s": 0.05},  # 0.10 .. 0.15
+            {"kind": "crash", "target": "consumer-3", "at_s": 0.12},  # 0.12, no restart
+        ],
+        targets,
+    )
     s.start()
     wait_until(lambda: len(events) == 6)
-    assert targets.actions() == [("pause", "consumer-1"), ("kill", "broker-2", signal.SIGKILL),
-                                 ("kill", "consumer-3", signal.SIGKILL), ("restart", "broker-2"), ("resume", "consumer-1")]
-    assert events.names() == [("fault_started", "f1"), ("fault_started", "f2"), ("fault_started", "f3"),
-                              ("fault_healed", "f3"), ("fault_healed", "f2"), ("fault_healed", "f1")]
+    assert targets.actions() == [
+        ("pause", "consumer-1"),
+        ("kill", "broker-2", signal.SIGKILL),
+        ("kill", "consumer-3", signal.SIGKILL),
+        ("restart", "broker-2"),
+        ("resume", "consumer-1"),
+    ]
+    assert events.names() == [
+        ("fault_started", "f1"),
+        ("fault_started", "f2"),
+        ("fault_started", "f3"),
+        ("fault_healed", "f3"),
+        ("fault_healed", "f2"),
+        ("fault_healed", "f1"),
+    ]
 
 
 def test_heal_all_heals_active_faults_once_and_stops_the_schedule():
     targets = FakeTargets()
-    s, events = scheduler([
-        {"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 30},
-        {"kind": "pause", "target": "consumer-2", "at_s": 20, "duration_s": 1},  # never reached
-    ], targets)
+    s, events = scheduler(
+        [
+            {"kind": "pause", "target": "consumer-1", "at_s": 0.0, "duration_s": 30},
+            {"kind": "pause", "target": "consumer-2", "at_s": 20, "duration_s": 1},  # never reached
+        ],
+        targets,
+    )
     s.start()
     wait_until(lambda: "f1" in s.active)
     s.heal_all("end-of-run")
@@ -120,14 +153,21 @@ def test_heal_all_heals_active_faults_once_and_stops_the_schedule():
 def test_a_failing_inject_is_recorded_and_the_schedule_goes_on():
     targets = FakeTargets(broken=("consumer-9",))
     reports = []
-    faults = [from_spec("f1", {"kind": "pause", "target": "consumer-9", "at_s": 0.0, "duration_s": 0.05}),
-              from_spec("f2", {"kind": "pause", "target": "consumer-1", "at_s": 0.05, "duration_s": 0.05})]
+    faults = [
+        from_spec("f1", {"kind": "pause", "target": "consumer-9", "at_s": 0.0, "duration_s": 0.05}),
+        from_spec("f2", {"kind": "pause", "target": "consumer-1", "at_s": 0.05, "duration_s": 0.05}),
+    ]
     events = Events()
     s = FaultScheduler(faults, targets, events, reports.append)
     s.start()
     wait_until(lambda: len(events) == 3)
-    assert events[0] == {"name": "fault_failed", "fault_id": "f1", "kind": "pause", "target": "consumer-9",
-                         "error": "no process named 'consumer-9'"}
+    assert events[0] == {
+        "name": "fault_failed",
+        "fault_id": "f1",
+        "kind": "pause",
+        "target": "consumer-9",
+        "error": "no process named 'consumer-9'",
+    }
     assert events.names()[1:] == [("fault_started", "f2"), ("fault_healed", "f2")]
     assert targets.actions() == [("pause", "consumer-1"), ("resume", "consumer-1")]  # f1 is never healed
     assert "could not be injected" in reports[0]
@@ -167,8 +207,20 @@ class SlowStopTargets(FakeTargets):
 def test_a_scheduled_heal_lets_a_slow_rolling_round_finish_while_other_faults_keep_their_times():
     targets = SlowStopTargets(stop_s=0.15)
     # Nominal round: 3 x (0.05 down + 0.05 interval) = 0.3 s; the stops add 0.45 s.
-    s, events = scheduler([{"kind": "rolling-restart", "targets": "brokers", "signal": "SIGTERM", "at_s": 0.0, "down_s": 0.05, "interval_s": 0.05},
-                           {"kind": "pause", "target": "consumer-1", "at_s": 0.35, "duration_s": 0.05}], targets)
+    s, events = scheduler(
+        [
+            {
+                "kind": "rolling-restart",
+                "targets": "brokers",
+                "signal": "SIGTERM",
+                "at_s": 0.0,
+                "down_s": 0.05,
+                "interval_s": 0.05,
+            },
+            {"kind": "pause", "target": "consumer-1", "at_s": 0.35, "duration_s": 0.05},
+        ],
+        targets,
+    )
     s.start()
     wait_until(lambda: ("fault_healed", "f1") in events.names())
     s.heal_all("end-of-run")
@@ -181,7 +233,19 @@ def test_a_scheduled_heal_lets_a_slow_rolling_round_finish_while_other_faults_ke
 
 def test_a_forced_heal_cuts_a_rolling_round_short_and_leaves_everyone_running():
     targets = SlowStopTargets(stop_s=0.0)
-    s, events = scheduler([{"kind": "rolling-restart", "targets": "brokers", "signal": "SIGTERM", "at_s": 0.0, "down_s": 0.05, "interval_s": 5}], targets)
+    s, events = scheduler(
+        [
+            {
+                "kind": "rolling-restart",
+                "targets": "brokers",
+                "signal": "SIGTERM",
+                "at_s": 0.0,
+                "down_s": 0.05,
+                "interval_s": 5,
+            }
+        ],
+        targets,
+    )
     s.start()
     wait_until(lambda: any(c[1] == "restart" for c in targets.calls))
     s.heal_all("end-of-workload")
@@ -191,12 +255,16 @@ def test_a_forced_heal_cuts_a_rolling_round_short_and_leaves_everyone_running():
 
 # --- every kind, one package each --------------------------------------------------------------
 
+
 def test_the_fake_and_the_runs_targets_implement_every_method_of_targets():
     from faults.base import Targets
     from harness.run.targets import RunTargets
 
-    protocol = {name: inspect.signature(method) for name, method in vars(Targets).items()
-                if callable(method) and not name.startswith("_")}
+    protocol = {
+        name: inspect.signature(method)
+        for name, method in vars(Targets).items()
+        if callable(method) and not name.startswith("_")
+    }
     assert len(protocol) == 16
     for implementation in (FakeTargets, RunTargets):
         for name, signature in protocol.items():
@@ -209,45 +277,92 @@ def test_the_catalogue_names_each_kind_once_and_the_scenario_takes_its_kinds_fro
     from harness.scenario import FAULT_KINDS, RANDOM_KINDS
 
     assert FAULT_KINDS == tuple(catalogue.KINDS) == tuple(catalogue.SPECS)
-    assert FAULT_KINDS == ("pause", "crash", "network", "zk-session-expiry", "poll-stall", "rolling-restart",
-                           "join-storm", "scale", "add-partitions", "create-topic")
+    assert FAULT_KINDS == (
+        "pause",
+        "crash",
+        "network",
+        "zk-session-expiry",
+        "poll-stall",
+        "rolling-restart",
+        "join-storm",
+        "scale",
+        "add-partitions",
+        "create-topic",
+    )
     assert RANDOM_KINDS == ("pause", "crash", "network", "poll-stall")  # the order every seeded draw relies on
     assert all(fault.Spec.kind_name() == kind for kind, fault in catalogue.KINDS.items())
 
 
-@pytest.mark.parametrize("entry, heal_after_s, injected, healed", [
-    ({"kind": "pause", "target": "consumer-1", "duration_s": 3},
-     3.0, [("pause", "consumer-1")], [("resume", "consumer-1")]),
-    ({"kind": "crash", "target": "coordinator", "signal": "SIGTERM", "restart_after_s": 4},
-     4.0, [("kill", "broker-1", signal.SIGTERM)], [("restart", "broker-1")]),
-    ({"kind": "network", "target": "consumer-2", "duration_s": 5, "link": "coordinator", "effect": "latency",
-      "latency_ms": 80},
-     5.0, [("add_toxic", "consumer-2.to.broker-1", f"f1-latency-{s}", {"latency": 80, "jitter": 0})
-           for s in ("upstream", "downstream")],
-     [("remove_toxic", "consumer-2.to.broker-1", f"f1-latency-{s}") for s in ("upstream", "downstream")]),
-    ({"kind": "network", "target": "broker-2", "duration_s": 1, "link": "zookeeper", "effect": "refuse"},
-     1.0, [("set_enabled", "broker-2.to.zookeeper", False)], [("set_enabled", "broker-2.to.zookeeper", True)]),
-    ({"kind": "zk-session-expiry", "target": "broker-3"}, 0.0, [("expire_zookeeper_session", "broker-3")], []),
-    ({"kind": "zk-session-expiry", "target": "broker-3", "method": "network"},
-     9.0, [("add_toxic", "broker-3.to.zookeeper", f"f1-timeout-{s}", {"timeout": 0}) for s in ("upstream", "downstream")],
-     [("remove_toxic", "broker-3.to.zookeeper", f"f1-timeout-{s}") for s in ("upstream", "downstream")]),
-    ({"kind": "poll-stall", "target": "consumer-3", "duration_s": 2.5},
-     2.5, [("command", "consumer-3", {"command": "poll-stall", "fault_id": "f1", "duration_s": 2.5})],
-     [("command", "consumer-3", {"command": "poll-stall-end", "fault_id": "f1"})]),
-    ({"kind": "join-storm", "consumers": 2}, 0.0, [("start_consumers", 2, ["consumer-4", "consumer-5"])], []),
-    ({"kind": "scale", "consumers": 1}, 0.0, [("scale_consumers", 1, ["consumer-2", "consumer-3"])], []),
-    ({"kind": "add-partitions", "topic": "events", "partitions": 12}, 0.0, [("add_partitions", "events", 12)], []),
-    ({"kind": "create-topic", "topic": "events-2", "partitions": 4}, 0.0, [("create_topic", "events-2", 4)], []),
-])
+@pytest.mark.parametrize(
+    "entry, heal_after_s, injected, healed",
+    [
+        (
+            {"kind": "pause", "target": "consumer-1", "duration_s": 3},
+            3.0,
+            [("pause", "consumer-1")],
+            [("resume", "consumer-1")],
+        ),
+        (
+            {"kind": "crash", "target": "coordinator", "signal": "SIGTERM", "restart_after_s": 4},
+            4.0,
+            [("kill", "broker-1", signal.SIGTERM)],
+            [("restart", "broker-1")],
+        ),
+        (
+            {
+                "kind": "network",
+                "target": "consumer-2",
+                "duration_s": 5,
+                "link": "coordinator",
+                "effect": "latency",
+                "latency_ms": 80,
+            },
+            5.0,
+            [
+                ("add_toxic", "consumer-2.to.broker-1", f"f1-latency-{s}", {"latency": 80, "jitter": 0})
+                for s in ("upstream", "downstream")
+            ],
+            [("remove_toxic", "consumer-2.to.broker-1", f"f1-latency-{s}") for s in ("upstream", "downstream")],
+        ),
+        (
+            {"kind": "network", "target": "broker-2", "duration_s": 1, "link": "zookeeper", "effect": "refuse"},
+            1.0,
+            [("set_enabled", "broker-2.to.zookeeper", False)],
+            [("set_enabled", "broker-2.to.zookeeper", True)],
+        ),
+        ({"kind": "zk-session-expiry", "target": "broker-3"}, 0.0, [("expire_zookeeper_session", "broker-3")], []),
+        (
+            {"kind": "zk-session-expiry", "target": "broker-3", "method": "network"},
+            9.0,
+            [
+                ("add_toxic", "broker-3.to.zookeeper", f"f1-timeout-{s}", {"timeout": 0})
+                for s in ("upstream", "downstream")
+            ],
+            [("remove_toxic", "broker-3.to.zookeeper", f"f1-timeout-{s}") for s in ("upstream", "downstream")],
+        ),
+        (
+            {"kind": "poll-stall", "target": "consumer-3", "duration_s": 2.5},
+            2.5,
+            [("command", "consumer-3", {"command": "poll-stall", "fault_id": "f1", "duration_s": 2.5})],
+            [("command", "consumer-3", {"command": "poll-stall-end", "fault_id": "f1"})],
+        ),
+        ({"kind": "join-storm", "consumers": 2}, 0.0, [("start_consumers", 2, ["consumer-4", "consumer-5"])], []),
+        ({"kind": "scale", "consumers": 1}, 0.0, [("scale_consumers", 1, ["consumer-2", "consumer-3"])], []),
+        ({"kind": "add-partitions", "topic": "events", "partitions": 12}, 0.0, [("add_partitions", "events", 12)], []),
+        ({"kind": "create-topic", "topic": "events-2", "partitions": 4}, 0.0, [("create_topic", "events-2", 4)], []),
+    ],
+)
 def test_each_kind_injects_and_heals_from_its_typed_options(entry, heal_after_s, injected, healed):
     fault = from_spec("f1", {"at_s": 1, **entry})
-    assert fault.params == {k: v for k, v in entry.items() if k not in ("kind", "target")}  # as written, for the history
+    assert fault.params == {
+        k: v for k, v in entry.items() if k not in ("kind", "target")
+    }  # as written, for the history
     targets = FakeTargets()
     fault.resolved = targets.resolve(fault.target) if fault.target else None
     fault.inject(targets)
     assert (targets.actions(), fault.heal_after_s) == (injected, heal_after_s)  # the network way: 6 s session + 3 s
     fault.heal(targets)
-    assert targets.actions()[len(injected):] == healed
+    assert targets.actions()[len(injected) :] == healed
 
 
 def test_a_schedule_entry_is_validated_by_its_kind():
@@ -264,12 +379,28 @@ def test_validation_and_injection_read_one_link_table():
     from harness.cluster.network import NetworkPlan
 
     ports = itertools.count(20_000)
-    plan = NetworkPlan(brokers=[1, 2, 3], lanes=2, zookeeper_ports={"zookeeper-1": 2181}, port=lambda: next(ports),
-                       coordinators=["coordinator-1", "coordinator-2"])
-    members, brokers, instances = ("consumer-1", "consumer-2"), ("broker-1", "broker-2", "broker-3"), ("coordinator-1", "coordinator-2")
-    facts = ScenarioFacts(targets=(*members, *brokers, *instances, "producer", "coordinator"), members=members,
-                          brokers=brokers, coordinator_instances=instances, kafka="3.9", zookeeper=True,
-                          driver="librdkafka", topics={})
+    plan = NetworkPlan(
+        brokers=[1, 2, 3],
+        lanes=2,
+        zookeeper_ports={"zookeeper-1": 2181},
+        port=lambda: next(ports),
+        coordinators=["coordinator-1", "coordinator-2"],
+    )
+    members, brokers, instances = (
+        ("consumer-1", "consumer-2"),
+        ("broker-1", "broker-2", "broker-3"),
+        ("coordinator-1", "coordinator-2"),
+    )
+    facts = ScenarioFacts(
+        targets=(*members, *brokers, *instances, "producer", "coordinator"),
+        members=members,
+        brokers=brokers,
+        coordinator_instances=instances,
+        kafka="3.9",
+        zookeeper=True,
+        driver="librdkafka",
+        topics={},
+    )
     every_link = ["brokers", "clients", "zookeeper", *brokers, *instances]
     for target in (*members, *brokers, *instances):
         accepted = [link for link in links(target, facts) if link != target]

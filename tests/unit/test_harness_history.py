@@ -1,4 +1,5 @@
 """runtime/history.py: offset ranges and the one-line-per-event append-only writer."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,10 @@ def test_contiguous_offsets_make_one_range():
 
 def test_a_gap_splits_the_range_and_singletons_count_one():
     assert offset_ranges({("events", 0): [0, 1, 2, 4, 7, 8]}) == [
-        r("events", 0, 0, 2), r("events", 0, 4, 4), r("events", 0, 7, 8)]
+        r("events", 0, 0, 2),
+        r("events", 0, 4, 4),
+        r("events", 0, 7, 8),
+    ]
 
 
 def test_unsorted_input_and_several_partitions_come_out_sorted():

@@ -1,5 +1,6 @@
 """harness/components/install.py: pins agree with pyproject.toml; Kafka POM and classpath; missing tools explained;
 a stopped setup leaves no tool running, and lets a step that must clean up after itself do so."""
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def test_classpath_lists_the_jars_sorted(tmp_path):
     for name in ("kafka_2.13-3.9.2.jar", "zookeeper-3.8.4.jar", "kafka-clients-3.9.2.jar", "NOTICE.txt"):
         (tmp_path / name).write_text("")
     dist = install.KafkaDist("3.9", "3.9.2", tmp_path)
-    assert dist.classpath() == ":".join(str(tmp_path / n) for n in
-                                        ("kafka-clients-3.9.2.jar", "kafka_2.13-3.9.2.jar", "zookeeper-3.8.4.jar"))
+    assert dist.classpath() == ":".join(
+        str(tmp_path / n) for n in ("kafka-clients-3.9.2.jar", "kafka_2.13-3.9.2.jar", "zookeeper-3.8.4.jar")
+    )
     assert dist.zookeeper_mode and not install.KafkaDist("4.1", "4.1.1", tmp_path).zookeeper_mode
     assert install.KafkaDist("3.9", "3.9.2", tmp_path / "missing").classpath() == ""
 
@@ -48,8 +50,10 @@ def test_classpath_lists_the_jars_sorted(tmp_path):
 @pytest.mark.parametrize("line", sorted(versions.KAFKA_RELEASES))
 def test_kafka_pom_pins_kafka_and_an_slf4j_binding(line):
     pom = ElementTree.fromstring(install._kafka_pom(line))  # also proves it is well-formed XML
-    deps = [tuple(d.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version"))
-            for d in pom.iterfind("m:dependencies/m:dependency", POM_NS)]
+    deps = [
+        tuple(d.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version"))
+        for d in pom.iterfind("m:dependencies/m:dependency", POM_NS)
+    ]
     assert ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", versions.KAFKA_RELEASES[line]) in deps
     for binding in versions.SLF4J_BINDINGS[line]:
         assert binding in deps
@@ -70,11 +74,15 @@ def no_tools(monkeypatch, tmp_path):
     monkeypatch.setattr(install.shutil, "which", lambda name: None)
 
 
-@pytest.mark.parametrize("action, tool, how", [
-    (lambda: install.java_major(), "java", "openjdk-17-jdk-headless"),
-    (lambda: install.install_kafka("3.9", print), "mvn", "apt-get install maven"),
-    (lambda: install.install_toxiproxy(print), "go", "golang-1.23"),
-], ids=["java", "mvn", "go"])
+@pytest.mark.parametrize(
+    "action, tool, how",
+    [
+        (lambda: install.java_major(), "java", "openjdk-17-jdk-headless"),
+        (lambda: install.install_kafka("3.9", print), "mvn", "apt-get install maven"),
+        (lambda: install.install_toxiproxy(print), "go", "golang-1.23"),
+    ],
+    ids=["java", "mvn", "go"],
+)
 def test_missing_tool_says_which_and_how_to_get_it(no_tools, action, tool, how):
     with pytest.raises(SetupError) as info:
         action()
@@ -92,8 +100,11 @@ def test_kafka_dist_before_setup_says_to_run_setup(tmp_path, monkeypatch):
 
 
 def test_unreachable_registry_is_named():
-    err = install._explain_failure("resolving Kafka 3.9.2", "Maven Central",
-                                   "[ERROR] Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.9.2")
+    err = install._explain_failure(
+        "resolving Kafka 3.9.2",
+        "Maven Central",
+        "[ERROR] Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.9.2",
+    )
     assert str(err).startswith("resolving Kafka 3.9.2 failed: Maven Central is unreachable from this machine.")
 
 
@@ -110,18 +121,25 @@ def test_a_stopped_setup_stops_the_tool_it_was_running_and_its_children(tmp_path
     both go with setup, nothing stays registered, nothing is marked installed."""
     bin_dir, pids = tmp_path / "bin", tmp_path / "mvn.pids"
     bin_dir.mkdir()
-    stand_ins = {"java": "echo 'openjdk version \"17.0.9\" 2023-10-17' >&2",
-                 "mvn": f"sleep 300 &\necho $$ $! > {pids}\nwait"}
+    stand_ins = {
+        "java": "echo 'openjdk version \"17.0.9\" 2023-10-17' >&2",
+        "mvn": f"sleep 300 &\necho $$ $! > {pids}\nwait",
+    }
     for tool, script in stand_ins.items():
         (bin_dir / tool).write_text(f"#!/bin/sh\n{script}\n")
         (bin_dir / tool).chmod(0o755)
     home = tmp_path / "home"
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(home))
     # as from a terminal, even where pytest itself runs with some ignored (a background job, nohup)
-    setup = subprocess.Popen([sys.executable, "-m", "harness", "setup", "--kafka", "3.9"], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
-                             preexec_fn=signals_at_default)
+    setup = subprocess.Popen(
+        [sys.executable, "-m", "harness", "setup", "--kafka", "3.9"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+        preexec_fn=signals_at_default,
+    )
     mvn = child = None
     try:
         _until(lambda: pids.exists() and pids.read_text().endswith("\n"))
@@ -173,8 +191,10 @@ def test_a_stopped_setup_gives_a_step_time_to_clean_up_after_itself(tmp_path):
     """debootstrap's exit trap unmounts what it mounted in the rootfs: a SIGKILL 0.25 s after the
     Ctrl-C, as subprocess.run gives, would leave the mounts; SIGTERM and time do not."""
     ready, cleaning, cleaned = tmp_path / "ready", tmp_path / "cleaning", tmp_path / "cleaned"
-    script = (f"trap 'echo > {cleaning}; sleep 0.5; echo unmounted > {cleaned}; exit 143' TERM\n"
-              f"echo > {ready}\nwhile :; do sleep 0.05; done")
+    script = (
+        f"trap 'echo > {cleaning}; sleep 0.5; echo unmounted > {cleaned}; exit 143' TERM\n"
+        f"echo > {ready}\nwhile :; do sleep 0.05; done"
+    )
 
     def sigterm_to_setup_twice():  # the second while it cleans up: no shorter for that
         _until(ready.exists, timeout=30)

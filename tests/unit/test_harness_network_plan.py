@@ -5,6 +5,7 @@ invariants are the ones a network fault relies on: every address is on 127.0.0.1
 port is bound twice, every proxy forwards to a listener that exists, and a client or a
 broker that follows the advertised listeners goes through exactly its own proxies.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -24,7 +25,7 @@ def plan(brokers=(1, 2, 3), lanes=2, zookeeper_ports=ZK1, coordinators=(), first
 
 
 def parse_listeners(value: str) -> dict[str, tuple[str, int]]:
-    """"NAME://host:port,..." -> {name: (host, port)}; a name twice fails the test."""
+    """ "NAME://host:port,..." -> {name: (host, port)}; a name twice fails the test."""
     parsed = {}
     for entry in value.split(","):
         m = re.fullmatch(r"([A-Z0-9]+)://([^:]+):(\d+)", entry)
@@ -36,8 +37,7 @@ def parse_listeners(value: str) -> dict[str, tuple[str, int]]:
 
 def bound_ports(p: NetworkPlan) -> list[int]:
     """Every port something listens on: brokers' listeners, proxies, coordinator instances."""
-    listeners = [port for b in p.brokers
-                 for _, port in parse_listeners(p.listener_properties(b)["listeners"]).values()]
+    listeners = [port for b in p.brokers for _, port in parse_listeners(p.listener_properties(b)["listeners"]).values()]
     return listeners + [r.listen_port for r in p.routes.values()] + list(p.coordinator_ports.values())
 
 
@@ -117,7 +117,11 @@ def test_every_listener_and_every_advertised_address_is_on_loopback(shaped):
             assert {host for host, _ in parse_listeners(props[key]).values()} == {"127.0.0.1"}, (b, key)
     addresses = [shaped.direct_bootstrap(), shaped.zookeeper_connect(shaped.brokers[0])]
     for k in range(1, shaped.lanes + 1):
-        addresses += [shaped.lane_bootstrap(k), shaped.lane_zookeeper_connect(k) or "", *shaped.lane_coordinators(k).values()]
+        addresses += [
+            shaped.lane_bootstrap(k),
+            shaped.lane_zookeeper_connect(k) or "",
+            *shaped.lane_coordinators(k).values(),
+        ]
     addresses += [shaped.coordinator_zookeeper_connect(c) for c in shaped.coordinators]
     hosts = {a.rsplit(":", 1)[0] for joined in addresses for a in joined.split(",") if a}
     assert hosts == {"127.0.0.1"}
@@ -147,8 +151,11 @@ def test_each_broker_has_the_direct_listener_one_per_lane_and_one_per_broker(sha
     for b in shaped.brokers:
         props = shaped.listener_properties(b)
         names = list(parse_listeners(props["listeners"]))
-        assert names == ["CLIENT", *(f"LANE{k}" for k in range(1, shaped.lanes + 1)),
-                         *(f"FROM{a}" for a in shaped.brokers)]
+        assert names == [
+            "CLIENT",
+            *(f"LANE{k}" for k in range(1, shaped.lanes + 1)),
+            *(f"FROM{a}" for a in shaped.brokers),
+        ]
         assert list(parse_listeners(props["advertised.listeners"])) == names
         assert props["listener.security.protocol.map"] == ",".join(f"{n}:PLAINTEXT" for n in names)
         assert props["inter.broker.listener.name"] == f"FROM{b}"
@@ -162,11 +169,14 @@ def test_a_member_that_follows_the_advertised_listeners_only_uses_its_own_lane(s
         lane_ports = {shaped.routes[p].listen_port for p in shaped.lane_proxies(k)}
         bootstrap = {int(a.rsplit(":", 1)[1]) for a in shaped.lane_bootstrap(k).split(",")}
         assert bootstrap == lane_ports
-        metadata = {parse_listeners(shaped.listener_properties(b)["advertised.listeners"])[f"LANE{k}"][1]
-                    for b in shaped.brokers}
+        metadata = {
+            parse_listeners(shaped.listener_properties(b)["advertised.listeners"])[f"LANE{k}"][1]
+            for b in shaped.brokers
+        }
         assert metadata == lane_ports
-        others = {shaped.routes[p].listen_port for j in range(1, shaped.lanes + 1) if j != k
-                  for p in shaped.lane_proxies(j)}
+        others = {
+            shaped.routes[p].listen_port for j in range(1, shaped.lanes + 1) if j != k for p in shaped.lane_proxies(j)
+        }
         assert not lane_ports & others
 
 
@@ -184,7 +194,8 @@ def test_a_broker_that_follows_the_advertised_listeners_reaches_each_other_broke
 def test_zookeeper_is_reached_through_the_proxies_of_whoever_connects(shaped):
     for b in shaped.brokers:
         assert shaped.zookeeper_connect(b) == ",".join(
-            f"127.0.0.1:{shaped.routes[p].listen_port}" for p in shaped.zookeeper_proxies(b))
+            f"127.0.0.1:{shaped.routes[p].listen_port}" for p in shaped.zookeeper_proxies(b)
+        )
         assert shaped.zookeeper_proxies(b) == [f"broker-{b}.to.{z}" for z in shaped.zookeeper_ports]
     for k in range(1, shaped.lanes + 1):
         assert shaped.lane_zookeeper_proxies(k) == [f"lane-{k}.{z}" for z in shaped.zookeeper_ports]
@@ -192,7 +203,8 @@ def test_zookeeper_is_reached_through_the_proxies_of_whoever_connects(shaped):
         assert shaped.lane_zookeeper_connect(k) == (expected or None)
     for c in shaped.coordinators:
         assert shaped.coordinator_zookeeper_connect(c) == ",".join(
-            f"127.0.0.1:{shaped.routes[p].listen_port}" for p in shaped.coordinator_zookeeper_proxies(c))
+            f"127.0.0.1:{shaped.routes[p].listen_port}" for p in shaped.coordinator_zookeeper_proxies(c)
+        )
 
 
 def test_link_selections_name_only_proxies_of_the_plan(shaped):
@@ -201,19 +213,26 @@ def test_link_selections_name_only_proxies_of_the_plan(shaped):
         assert p.lane_proxies(k) == [f"lane-{k}.broker-{b}" for b in p.brokers]
         assert p.lane_proxies(k, p.brokers[-1]) == [f"lane-{k}.broker-{p.brokers[-1]}"]
         assert p.lane_coordinator_proxies(k) == [f"lane-{k}.{c}" for c in p.coordinators]
-        assert p.lane_coordinators(k) == {c: f"127.0.0.1:{p.routes[f'lane-{k}.{c}'].listen_port}" for c in p.coordinators}
+        assert p.lane_coordinators(k) == {
+            c: f"127.0.0.1:{p.routes[f'lane-{k}.{c}'].listen_port}" for c in p.coordinators
+        }
     for b in p.brokers:
         assert p.client_proxies(b) == [f"lane-{k}.broker-{b}" for k in range(1, p.lanes + 1)]
         both_ways = p.inter_broker_proxies(b)
         assert len(both_ways) == 2 * (len(p.brokers) - 1) and len(set(both_ways)) == len(both_ways)
     for c in p.coordinators:
         assert p.coordinator_client_proxies(c) == [f"lane-{k}.{c}" for k in range(1, p.lanes + 1)]
-    selected = [name for k in range(1, p.lanes + 1)
-                for name in (*p.lane_proxies(k), *p.lane_zookeeper_proxies(k), *p.lane_coordinator_proxies(k))]
-    selected += [name for b in p.brokers for name in (*p.inter_broker_proxies(b), *p.zookeeper_proxies(b),
-                                                      *p.client_proxies(b))]
-    selected += [name for c in p.coordinators for name in (*p.coordinator_zookeeper_proxies(c),
-                                                           *p.coordinator_client_proxies(c))]
+    selected = [
+        name
+        for k in range(1, p.lanes + 1)
+        for name in (*p.lane_proxies(k), *p.lane_zookeeper_proxies(k), *p.lane_coordinator_proxies(k))
+    ]
+    selected += [
+        name for b in p.brokers for name in (*p.inter_broker_proxies(b), *p.zookeeper_proxies(b), *p.client_proxies(b))
+    ]
+    selected += [
+        name for c in p.coordinators for name in (*p.coordinator_zookeeper_proxies(c), *p.coordinator_client_proxies(c))
+    ]
     assert set(selected) == set(p.routes)  # every proxy is reachable by some link, and nothing else is named
 
 
@@ -226,7 +245,14 @@ def test_a_filter_that_matches_nothing_selects_nothing():
 
 def test_broker_ids_need_not_start_at_one():
     p = plan(brokers=[4, 7], lanes=1, zookeeper_ports=ZK1)
-    assert sorted(p.routes) == ["broker-4.to.broker-7", "broker-4.to.zookeeper-1", "broker-7.to.broker-4",
-                                "broker-7.to.zookeeper-1", "lane-1.broker-4", "lane-1.broker-7", "lane-1.zookeeper-1"]
+    assert sorted(p.routes) == [
+        "broker-4.to.broker-7",
+        "broker-4.to.zookeeper-1",
+        "broker-7.to.broker-4",
+        "broker-7.to.zookeeper-1",
+        "lane-1.broker-4",
+        "lane-1.broker-7",
+        "lane-1.zookeeper-1",
+    ]
     assert list(parse_listeners(p.listener_properties(7)["listeners"])) == ["CLIENT", "LANE1", "FROM4", "FROM7"]
     assert p.listener_properties(7)["inter.broker.listener.name"] == "FROM7"

@@ -15,8 +15,7 @@ def status(tmp_path):
     path = tmp_path / "observer.status.json"
 
     def write(state="STABLE", members=(), covers_all=True, age_ms=0.0) -> ObserverStatus:
-        group = {"state": state, "coordinator": 1, "covers_all": covers_all,
-                 "members": {key: [] for key in members}}
+        group = {"state": state, "coordinator": 1, "covers_all": covers_all, "members": {key: [] for key in members}}
         path.write_text(json.dumps({"group": group, "mono_ms": now()[1] - age_ms}))
         return ObserverStatus(path)
 
@@ -43,8 +42,9 @@ def test_a_member_name_is_not_a_prefix_match(status):
     assert not status(members=("consumer-10/consumer-10-aa",)).formed(["consumer-1"])
 
 
-@pytest.mark.parametrize("kwargs", [{"state": "PREPARING_REBALANCE"}, {"covers_all": False},
-                                    {"age_ms": STATUS_MAX_AGE_MS + 1000}])
+@pytest.mark.parametrize(
+    "kwargs", [{"state": "PREPARING_REBALANCE"}, {"covers_all": False}, {"age_ms": STATUS_MAX_AGE_MS + 1000}]
+)
 def test_not_formed_while_rebalancing_uncovered_or_stale(status, kwargs):
     assert not status(members=KAFKA_MEMBERS, **kwargs).formed(["consumer-1", "consumer-2"])
 

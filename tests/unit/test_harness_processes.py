@@ -1,4 +1,5 @@
 """harness/supervision/processes.py with real short-lived processes (`sleep 30`) and a temporary registry."""
+
 from __future__ import annotations
 
 import json
@@ -67,16 +68,25 @@ def orphan(home: Path, tmp_path: Path, owner: str = "run", pause: bool = False) 
             sup.pause("consumer-1")
         print(p.pid)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=30,
-                         env={**os.environ, "REBALANCE_LAB_HOME": str(home), "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+        env={**os.environ, "REBALANCE_LAB_HOME": str(home), "PYTHONPATH": str(REPO)},
+    )
     return int(out.stdout)
 
 
 def test_start_pause_resume_kill(home, tmp_path):
     _, track = home
     seen = []
-    sup = Supervisor(owner="run", on_start=lambda p: seen.append(("start", p.name)),
-                     on_exit=lambda p, code: seen.append(("exit", p.name, code)))
+    sup = Supervisor(
+        owner="run",
+        on_start=lambda p: seen.append(("start", p.name)),
+        on_exit=lambda p, code: seen.append(("exit", p.name, code)),
+    )
     proc = sup.start("consumer-1", "consumer", ["sleep", "30"], tmp_path / "logs" / "consumer-1.log", group="g")
     track(proc.pid)
     entry = json.loads(proc.registration.read_text())
@@ -156,9 +166,11 @@ def test_run_returns_the_exit_code_and_kills_what_the_leader_left_behind(home, t
 def test_run_kills_the_whole_group_on_the_way_out(home, tmp_path, way_out, as_from_a_terminal):
     sup = Supervisor(owner="setup")
     if way_out == "ctrl-c":  # a KeyboardInterrupt while it waits, as the `setup` command gets one
+
         def interrupt():
             pids(tmp_path)  # once both are running
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
         threading.Thread(target=interrupt, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
             sup.run("go-install", "setup", leader_and_child(tmp_path, "wait"), tmp_path / "go.log")
@@ -191,7 +203,9 @@ def test_an_error_before_the_process_is_on_record_kills_it(home, tmp_path, monke
 
 
 @pytest.mark.parametrize("how", ["start", "run"])
-def test_a_ctrl_c_inside_popen_waits_until_the_process_is_on_record(home, tmp_path, monkeypatch, how, as_from_a_terminal):
+def test_a_ctrl_c_inside_popen_waits_until_the_process_is_on_record(
+    home, tmp_path, monkeypatch, how, as_from_a_terminal
+):
     """A Ctrl-C that lands while Popen returns (CI saw one land between Popen and the table, on
     a loaded machine: the group outlived the harness) takes effect once the process is in the
     table and registered — where the caller's teardown finds it."""
@@ -303,9 +317,19 @@ def test_a_recycled_pid_is_never_killed(home, tmp_path):
     track(stranger.pid)
     registration = lab_home / "processes" / f"{stranger.pid}.json"
     registration.parent.mkdir(parents=True)
-    registration.write_text(json.dumps({  # our old process had this pid, but started at another time
-        "pid": stranger.pid, "start_time": proc_start_time(stranger.pid) - 1000, "name": "broker-1",
-        "role": "broker", "owner": "run", "owner_pid": -1, "owner_start_time": None}))
+    registration.write_text(
+        json.dumps(
+            {  # our old process had this pid, but started at another time
+                "pid": stranger.pid,
+                "start_time": proc_start_time(stranger.pid) - 1000,
+                "name": "broker-1",
+                "role": "broker",
+                "owner": "run",
+                "owner_pid": -1,
+                "owner_start_time": None,
+            }
+        )
+    )
     assert cleanup_leftovers(include_live_owners=True) == []
     assert stranger.poll() is None
     assert not registration.exists()  # forgotten: it was not ours any more
@@ -343,7 +367,9 @@ def test_cleanup_marks_the_runs_of_dead_harnesses_killed(home, tmp_path):
     assert state["killed"]["by"] == "rebalance-lab cleanup" and state["killed"]["stopped_at"]
     assert state["killed"]["processes"] == [{"process": "consumer-1", "role": "consumer", "pid": pid, "paused": True}]
     assert json.loads((finished / "run.json").read_text())["state"] == "completed"  # only a `running` run is marked
-    assert f"run {killed.resolve()}: killed" in result.output and f"run {finished.resolve()}: completed" in result.output
+    assert (
+        f"run {killed.resolve()}: killed" in result.output and f"run {finished.resolve()}: completed" in result.output
+    )
 
     cleanup_leftovers(include_live_owners=True, by="a test")  # a live harness's run is never marked
     assert json.loads((alive / "run.json").read_text())["state"] == "running"
@@ -401,8 +427,15 @@ def test_a_dead_process_of_a_live_owner_is_left_for_its_owner_to_record(home, tm
     gone_already.wait()
     registration = lab_home / "processes" / f"{gone_already.pid}.json"
     registration.parent.mkdir(parents=True)
-    entry = {"pid": gone_already.pid, "start_time": 1, "name": "consumer-1", "role": "consumer", "owner": "run",
-             "owner_pid": os.getpid(), "owner_start_time": proc_start_time(os.getpid())}
+    entry = {
+        "pid": gone_already.pid,
+        "start_time": 1,
+        "name": "consumer-1",
+        "role": "consumer",
+        "owner": "run",
+        "owner_pid": os.getpid(),
+        "owner_start_time": proc_start_time(os.getpid()),
+    }
     registration.write_text(json.dumps(entry))
     assert registered() == [] and registration.exists()
     registration.write_text(json.dumps(entry | {"owner_pid": -1}))  # its owner died: nobody will record it
@@ -416,14 +449,18 @@ def test_the_watchdog_stops_what_a_sigkilled_harness_left_paused_too(home, tmp_p
         import time
         from pathlib import Path
         from harness.supervision.processes import Supervisor
-        sup = Supervisor(owner="run:{tmp_path / 'run'}")
+        sup = Supervisor(owner="run:{tmp_path / "run"}")
         p = sup.start("consumer-1", "consumer", ["sleep", "60"], Path({str(tmp_path / "c.log")!r}))
         sup.pause("consumer-1")
         print(p.pid, flush=True)
         time.sleep(60)
     """)
-    harness = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "REBALANCE_LAB_HOME": str(lab_home), "PYTHONPATH": str(REPO)})
+    harness = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "REBALANCE_LAB_HOME": str(lab_home), "PYTHONPATH": str(REPO)},
+    )
     pid = track(int(harness.stdout.readline()))
     wait_until(lambda: process_state(pid) == "T")
     harness.kill()  # no teardown at all; and not reaped yet: a zombie harness owns nothing

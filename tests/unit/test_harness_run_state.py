@@ -4,6 +4,7 @@ verdict.json is written last and only when there is a verdict; no traceback on t
 The run's phases are replaced by a few events (no cluster): what is under test is the
 path from the end of the phases to the files on disk.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,18 @@ pytestmark = pytest.mark.usefixtures("as_from_a_terminal")  # tests/conftest.py
 
 
 def phases_that_finish(run: Run) -> None:
-    run.history.emit("run_started", run_id=run.run_dir.name, scenario="smoke", seed=1, topics=[], group="g",
-                     protocol="classic-eager", assignor="range", members=[], checks={})
+    run.history.emit(
+        "run_started",
+        run_id=run.run_dir.name,
+        scenario="smoke",
+        seed=1,
+        topics=[],
+        group="g",
+        protocol="classic-eager",
+        assignor="range",
+        members=[],
+        checks={},
+    )
     run._phase("workload")
     run._phase("done")
 
@@ -46,6 +57,7 @@ def execute(tmp_path, monkeypatch):
 def raise_(exc: BaseException):
     def raiser(*args, **kwargs):
         raise exc
+
     return raiser
 
 
@@ -63,19 +75,37 @@ def test_run_json_records_the_plugins_installed_from_start_to_end(execute, monke
     toy = extensions.Plugin(extensions.CHECKS, "toy-commits", "toy_extension.check", "rebalance-lab-toy", "0.1.0")
     monkeypatch.setattr(extensions, "installed", lambda: (toy,))
     seen = []
-    monkeypatch.setattr(Run, "_run_phases", lambda run: (seen.append(json.loads((run.run_dir / "run.json").read_text())),
-                                                         phases_that_finish(run)))
+    monkeypatch.setattr(
+        Run,
+        "_run_phases",
+        lambda run: (seen.append(json.loads((run.run_dir / "run.json").read_text())), phases_that_finish(run)),
+    )
     _, state, _, _ = execute()
     assert seen[0]["state"] == "running" and state["state"] == "completed"
-    assert seen[0]["plugins"] == state["plugins"] == [{"group": "rebalance_lab.checks", "name": "toy-commits",
-                                                       "value": "toy_extension.check",
-                                                       "distribution": "rebalance-lab-toy", "version": "0.1.0"}]
+    assert (
+        seen[0]["plugins"]
+        == state["plugins"]
+        == [
+            {
+                "group": "rebalance_lab.checks",
+                "name": "toy-commits",
+                "value": "toy_extension.check",
+                "distribution": "rebalance-lab-toy",
+                "version": "0.1.0",
+            }
+        ]
+    )
 
 
 def test_a_check_that_raises_is_in_the_verdict_and_exits_3(execute, monkeypatch):
     monkeypatch.setattr(CHECKS["convergence"], "check", raise_(RuntimeError("checker bug")))
     result, state, _, _ = execute()
-    assert (result.outcome, result.exit_code, state["state"], state["verdict"]) == ("completed", 3, "completed", "error")
+    assert (result.outcome, result.exit_code, state["state"], state["verdict"]) == (
+        "completed",
+        3,
+        "completed",
+        "error",
+    )
     verdict = json.loads((result.run_dir / "verdict.json").read_text())
     assert verdict["errored_checks"] == {"convergence": "RuntimeError: checker bug"}
     assert verdict["checks"]["no-loss"]["status"] == "passed"  # the others still ran
@@ -96,6 +126,7 @@ def test_a_run_whose_own_history_breaks_a_promise_broke_and_has_no_verdict(execu
     def a_harness_that_starts_twice(run: Run) -> None:
         phases_that_finish(run)
         phases_that_finish(run)  # a second run_started in one history
+
     monkeypatch.setattr(Run, "_run_phases", a_harness_that_starts_twice)
     result, state, events, reported = execute()
     assert (result.outcome, result.exit_code, state["state"]) == ("error", 3, "error")
@@ -163,8 +194,9 @@ def test_a_ctrl_c_during_the_teardown_waits_for_it_and_the_run_goes_unjudged(exe
 
 
 @pytest.mark.parametrize("oracle", ["passes", "breaks"])
-def test_a_ctrl_c_during_the_last_words_waits_for_them_and_asks_the_caller_to_stop(execute, monkeypatch, handlers_kept,
-                                                                                    oracle):
+def test_a_ctrl_c_during_the_last_words_waits_for_them_and_asks_the_caller_to_stop(
+    execute, monkeypatch, handlers_kept, oracle
+):
     if oracle == "breaks":
         monkeypatch.setattr(harness.run.loop, "check_history", raise_(TypeError("oracle bug")))
     write_state = Run._state
@@ -199,8 +231,9 @@ def test_a_ctrl_c_once_judged_leaves_no_verdict(execute, monkeypatch, handlers_k
     assert not (result.run_dir / "summary.md").exists()
 
 
-def test_a_ctrl_c_while_a_failed_run_says_why_keeps_the_reason_and_still_tears_down(execute, monkeypatch,
-                                                                                   handlers_kept):
+def test_a_ctrl_c_while_a_failed_run_says_why_keeps_the_reason_and_still_tears_down(
+    execute, monkeypatch, handlers_kept
+):
     from runtime.errors import LabError
 
     def phases_that_fail(run):

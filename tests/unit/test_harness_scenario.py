@@ -1,4 +1,5 @@
 """harness/scenario/: shipped scenarios load; bad ones are explained as FILE: key.path: reason."""
+
 from __future__ import annotations
 
 import copy
@@ -51,8 +52,17 @@ def test_minimal_scenario_loads_with_defaults(tmp_path):
     s = load_scenario(write(tmp_path, MINIMAL))
     assert s.workload.effective_assignor == "range"
     assert (s.workload.warmup, s.workload.warmup_timeout_s) == ("group-formed", 60)
-    assert s.fault_targets() == ["consumer-1", "consumer-2", "consumer-3", "broker-1", "broker-2", "broker-3",
-                                 "zookeeper-1", "producer", "coordinator"]
+    assert s.fault_targets() == [
+        "consumer-1",
+        "consumer-2",
+        "consumer-3",
+        "broker-1",
+        "broker-2",
+        "broker-3",
+        "zookeeper-1",
+        "producer",
+        "coordinator",
+    ]
 
 
 BAD_VALUES = [
@@ -62,57 +72,126 @@ BAD_VALUES = [
     (lambda d: d["topics"][0].update(name="."), "topics.0.name", "Kafka refuses a topic named '.'"),
     (lambda d: d["topics"][0].update(name="__consumer_offsets"), "topics.0.name", "one of Kafka's internal topics"),
     (lambda d: d["topics"].append({**d["topics"][0], "partitions": 2}), "topics.1.name", "is declared twice"),
-    (lambda d: d.update(topics=[{"name": "a_b", "partitions": 1}, {"name": "a.b", "partitions": 1}]), "topics.1.name",
-     "'a.b' collides with topic 'a_b' ('.' and '_' are one to Kafka)"),
-    (lambda d: d["faults"].append({"kind": "partition", "target": "consumer-1", "at_s": 1}),
-     "faults.1.kind", "unknown fault kind 'partition'"),
+    (
+        lambda d: d.update(topics=[{"name": "a_b", "partitions": 1}, {"name": "a.b", "partitions": 1}]),
+        "topics.1.name",
+        "'a.b' collides with topic 'a_b' ('.' and '_' are one to Kafka)",
+    ),
+    (
+        lambda d: d["faults"].append({"kind": "partition", "target": "consumer-1", "at_s": 1}),
+        "faults.1.kind",
+        "unknown fault kind 'partition'",
+    ),
     (lambda d: d["faults"][0].pop("kind"), "faults.0.kind", "missing"),
     (lambda d: d["faults"][0].pop("duration_s"), "faults.0.duration_s", "Field required"),
     (lambda d: d["faults"][0].update(target="consumer-9"), "faults.0.target", "no process 'consumer-9'"),
-    (lambda d: (d["cluster"].update(kafka="4.1"), d["faults"][0].update(target="zookeeper-1")),
-     "faults.0.target", "no process 'zookeeper-1'"),
+    (
+        lambda d: (d["cluster"].update(kafka="4.1"), d["faults"][0].update(target="zookeeper-1")),
+        "faults.0.target",
+        "no process 'zookeeper-1'",
+    ),
     (lambda d: d["faults"][0].update(at_s=45), "faults.0.at_s", "not within duration_s (30.0s)"),
-    (lambda d: d["faults"].append({"kind": "create-topic", "topic": "__consumer_offsets", "partitions": 1, "at_s": 1}),
-     "faults.1.topic", "one of Kafka's internal topics"),
-    (lambda d: d["faults"].append({"kind": "create-topic", "topic": "even.ts", "partitions": 1, "at_s": 1})
-     or d["topics"].append({"name": "even_ts", "partitions": 1}), "faults.1.topic", "collides with topic 'even_ts'"),
-    (lambda d: d["faults"].append({"kind": "scale", "consumers": 4, "at_s": 8}) or d["faults"][0].update(
-        target="consumer-4"), "faults.0.target", "consumer-4 is not running at workload+5s (the group's members then: "
-     "consumer-1, consumer-2, consumer-3)"),
-    (lambda d: d["faults"].insert(0, {"kind": "scale", "consumers": 1, "at_s": 1}), "faults.1.target",
-     "consumer-2 is not running at workload+5s (the group's members then: consumer-1)"),
-    (lambda d: d["faults"].append({"kind": "crash", "target": "consumer-2", "at_s": 2, "restart_after_s": 8}),
-     "faults.0.target", "consumer-2 is down at workload+5s: faults.1 crashed it at workload+2s and restarts it at workload+10s"),
-    (lambda d: d["cluster"].update(brokers=1) or d["faults"].append(
-        {"kind": "network", "target": "broker-1", "link": "brokers", "at_s": 1, "duration_s": 2}),
-     "faults.1.link", "'brokers' is not a link of broker-1 (links: zookeeper, clients)"),
-    (lambda d: d["faults"].extend([{"kind": "add-partitions", "topic": "events", "partitions": 7, "at_s": 9},
-                                   {"kind": "add-partitions", "topic": "events", "partitions": 8, "at_s": 2}]),
-     "faults.1.partitions", "7 is not more than the 8 partitions events has"),
+    (
+        lambda d: d["faults"].append(
+            {"kind": "create-topic", "topic": "__consumer_offsets", "partitions": 1, "at_s": 1}
+        ),
+        "faults.1.topic",
+        "one of Kafka's internal topics",
+    ),
+    (
+        lambda d: (
+            d["faults"].append({"kind": "create-topic", "topic": "even.ts", "partitions": 1, "at_s": 1})
+            or d["topics"].append({"name": "even_ts", "partitions": 1})
+        ),
+        "faults.1.topic",
+        "collides with topic 'even_ts'",
+    ),
+    (
+        lambda d: (
+            d["faults"].append({"kind": "scale", "consumers": 4, "at_s": 8})
+            or d["faults"][0].update(target="consumer-4")
+        ),
+        "faults.0.target",
+        "consumer-4 is not running at workload+5s (the group's members then: consumer-1, consumer-2, consumer-3)",
+    ),
+    (
+        lambda d: d["faults"].insert(0, {"kind": "scale", "consumers": 1, "at_s": 1}),
+        "faults.1.target",
+        "consumer-2 is not running at workload+5s (the group's members then: consumer-1)",
+    ),
+    (
+        lambda d: d["faults"].append({"kind": "crash", "target": "consumer-2", "at_s": 2, "restart_after_s": 8}),
+        "faults.0.target",
+        "consumer-2 is down at workload+5s: faults.1 crashed it at workload+2s and restarts it at workload+10s",
+    ),
+    (
+        lambda d: (
+            d["cluster"].update(brokers=1)
+            or d["faults"].append(
+                {"kind": "network", "target": "broker-1", "link": "brokers", "at_s": 1, "duration_s": 2}
+            )
+        ),
+        "faults.1.link",
+        "'brokers' is not a link of broker-1 (links: zookeeper, clients)",
+    ),
+    (
+        lambda d: d["faults"].extend(
+            [
+                {"kind": "add-partitions", "topic": "events", "partitions": 7, "at_s": 9},
+                {"kind": "add-partitions", "topic": "events", "partitions": 8, "at_s": 2},
+            ]
+        ),
+        "faults.1.partitions",
+        "7 is not more than the 8 partitions events has",
+    ),
     (lambda d: d.update(seed=True), "seed", "Input should be a valid integer"),
-    (lambda d: d["cluster"].update(kafka="4.1", zookeeper_nodes=3), "cluster.zookeeper_nodes",
-     "Kafka 4.1 runs without ZooKeeper (KRaft)"),
+    (
+        lambda d: d["cluster"].update(kafka="4.1", zookeeper_nodes=3),
+        "cluster.zookeeper_nodes",
+        "Kafka 4.1 runs without ZooKeeper (KRaft)",
+    ),
     (lambda d: d.update(checks={"no-losss": {}}), "checks.no-losss", "unknown check"),
-    (lambda d: d.update(checks={"convergence": {"within": 5}}), "checks.convergence",
-     "has no option 'within'; it accepts: within_s"),
-    (lambda d: d["workload"].update(protocol="classic-eager", assignor="cooperative-sticky"), "workload.assignor",
-     "does not go with protocol 'classic-eager'"),
-    (lambda d: d["workload"].update(heartbeat_interval_ms=7000), "workload.heartbeat_interval_ms",
-     "below session_timeout_ms"),
+    (
+        lambda d: d.update(checks={"convergence": {"within": 5}}),
+        "checks.convergence",
+        "has no option 'within'; it accepts: within_s",
+    ),
+    (
+        lambda d: d["workload"].update(protocol="classic-eager", assignor="cooperative-sticky"),
+        "workload.assignor",
+        "does not go with protocol 'classic-eager'",
+    ),
+    (
+        lambda d: d["workload"].update(heartbeat_interval_ms=7000),
+        "workload.heartbeat_interval_ms",
+        "below session_timeout_ms",
+    ),
     (lambda d: d["cluster"].update(kafka="2.8"), "cluster.kafka", "'3.9' or '4.1'"),
     (lambda d: d["workload"].update(warmup="stable"), "workload.warmup", "'group-formed' or 'none'"),
     (lambda d: d["workload"].update(warmup_timeout_s=0), "workload.warmup_timeout_s", "greater than 0"),
-    (lambda d: d["workload"].update(librdkafka={"processing": "async"}), "workload.librdkafka.processing",
-     "'inline' or 'worker'"),
-    (lambda d: d["workload"].update(protocol="zk-eager", librdkafka={"processing": "worker"}), "workload.librdkafka",
-     "settings for classic-eager, classic-static, classic-cooperative, consumer (librdkafka's group client); "
-     "this workload's members (protocol: zk-eager, driver: librdkafka) take workload.zk_eager"),
+    (
+        lambda d: d["workload"].update(librdkafka={"processing": "async"}),
+        "workload.librdkafka.processing",
+        "'inline' or 'worker'",
+    ),
+    (
+        lambda d: d["workload"].update(protocol="zk-eager", librdkafka={"processing": "worker"}),
+        "workload.librdkafka",
+        "settings for classic-eager, classic-static, classic-cooperative, consumer (librdkafka's group client); "
+        "this workload's members (protocol: zk-eager, driver: librdkafka) take workload.zk_eager",
+    ),
     # One bound for every way a group grows (faults.base.MAX_MEMBERS): 128 members at most.
     (lambda d: d["workload"].update(consumers=129), "workload.consumers", "less than or equal to 128"),
-    (lambda d: d["faults"].append({"kind": "scale", "consumers": 129, "at_s": 1}), "faults.1.consumers",
-     "less than or equal to 128"),
-    (lambda d: d["faults"].append({"kind": "join-storm", "consumers": 129, "at_s": 1}), "faults.1.consumers",
-     "less than or equal to 128"),
+    (
+        lambda d: d["faults"].append({"kind": "scale", "consumers": 129, "at_s": 1}),
+        "faults.1.consumers",
+        "less than or equal to 128",
+    ),
+    (
+        lambda d: d["faults"].append({"kind": "join-storm", "consumers": 129, "at_s": 1}),
+        "faults.1.consumers",
+        "less than or equal to 128",
+    ),
 ]
 
 
@@ -140,6 +219,7 @@ def test_all_problems_of_a_file_are_reported_together(tmp_path):
         d["workload"]["consumerz"] = 1
         d["topics"][0]["partitions"] = 0
         d["faults"][0]["kind"] = "partition"
+
     err, path = problems_of(tmp_path, many_field_problems)
     assert {key for key, _ in err.problems} == {"workload.consumerz", "topics.0.partitions", "faults.0.kind"}
     assert len(str(err).splitlines()) == 3
@@ -147,6 +227,7 @@ def test_all_problems_of_a_file_are_reported_together(tmp_path):
     def many_reference_problems(d):
         d["faults"][0].update(target="consumer-9", at_s=99)
         d["checks"] = {"nope": {}, "convergence": {"within": 1}}
+
     err, path = problems_of(tmp_path, many_reference_problems)
     assert [key for key, _ in err.problems] == ["faults.0.target", "faults.0.at_s", "checks.nope", "checks.convergence"]
     assert all(line.startswith(f"{path}: ") for line in str(err).splitlines())
@@ -156,7 +237,7 @@ def test_invalid_yaml_names_the_line(tmp_path):
     path = write(tmp_path, text="name: t\nduration_s: 30\ntopics: [\n  - {name: events\n")
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
-    (key, reason), = info.value.problems
+    ((key, reason),) = info.value.problems
     assert key.startswith("line ") and "not valid YAML" in reason
     assert str(info.value).startswith(f"{path}: line ")
 
@@ -174,7 +255,9 @@ def test_missing_file(tmp_path):
     assert str(info.value) == f"{tmp_path / 'nope.yaml'}: (file): No such file or directory"
 
 
-@pytest.mark.parametrize("session_ms, implied", [(3000, {"group.min.session.timeout.ms": 3000}), (6000, {}), (10000, {})])
+@pytest.mark.parametrize(
+    "session_ms, implied", [(3000, {"group.min.session.timeout.ms": 3000}), (6000, {}), (10000, {})]
+)
 def test_broker_config_lowers_min_session_timeout_only_when_needed(tmp_path, session_ms, implied):
     data = copy.deepcopy(MINIMAL)
     data["workload"].update(session_timeout_ms=session_ms, heartbeat_interval_ms=500)
@@ -193,11 +276,13 @@ def test_member_slots_never_reuse_a_stopped_members_number(tmp_path):
     """3 members, scale down to 1, then a join storm of 2: the newcomers are consumer-4 and
     consumer-5 (WorkloadProcesses numbers past every member ever started), so 5 lanes."""
     data = copy.deepcopy(MINIMAL)
-    data["faults"] = [{"kind": "scale", "consumers": 1, "at_s": 1}, {"kind": "join-storm", "consumers": 2, "at_s": 2},
-                      {"kind": "scale", "consumers": 4, "at_s": 3}]
+    data["faults"] = [
+        {"kind": "scale", "consumers": 1, "at_s": 1},
+        {"kind": "join-storm", "consumers": 2, "at_s": 2},
+        {"kind": "scale", "consumers": 4, "at_s": 3},
+    ]
     s = load_scenario(write(tmp_path, data))
     assert s.member_slots() == [f"consumer-{i}" for i in range(1, 7)]  # 4, 5 by the storm; 6 by the last scale-up
-
 
 
 def test_a_topic_name_too_long_for_a_runs_prefix_is_refused_up_front(tmp_path):
@@ -215,16 +300,27 @@ def test_a_topic_name_too_long_for_a_runs_prefix_is_refused_up_front(tmp_path):
     assert len(shared.topics[0].name) == 249
 
 
-@pytest.mark.parametrize("faults", [
-    # consumer-1 crashed for good: the scale to 2 keeps the live consumer-2 and consumer-3
-    [{"kind": "crash", "target": "consumer-1", "at_s": 5}, {"kind": "scale", "consumers": 2, "at_s": 10},
-     {"kind": "pause", "target": "consumer-3", "at_s": 15, "duration_s": 2}],
-    # a scale while a crashed member waits for its restart: who runs after it is not judged
-    [{"kind": "crash", "target": "consumer-1", "at_s": 5, "restart_after_s": 10}, {"kind": "scale", "consumers": 2, "at_s": 8},
-     {"kind": "pause", "target": "consumer-3", "at_s": 20, "duration_s": 2}],
-    # a network fault acts on the member's proxies, there whether or not the process is
-    [{"kind": "crash", "target": "consumer-2", "at_s": 5, "restart_after_s": 10},
-     {"kind": "network", "target": "consumer-2", "at_s": 8, "duration_s": 4}],
-])
+@pytest.mark.parametrize(
+    "faults",
+    [
+        # consumer-1 crashed for good: the scale to 2 keeps the live consumer-2 and consumer-3
+        [
+            {"kind": "crash", "target": "consumer-1", "at_s": 5},
+            {"kind": "scale", "consumers": 2, "at_s": 10},
+            {"kind": "pause", "target": "consumer-3", "at_s": 15, "duration_s": 2},
+        ],
+        # a scale while a crashed member waits for its restart: who runs after it is not judged
+        [
+            {"kind": "crash", "target": "consumer-1", "at_s": 5, "restart_after_s": 10},
+            {"kind": "scale", "consumers": 2, "at_s": 8},
+            {"kind": "pause", "target": "consumer-3", "at_s": 20, "duration_s": 2},
+        ],
+        # a network fault acts on the member's proxies, there whether or not the process is
+        [
+            {"kind": "crash", "target": "consumer-2", "at_s": 5, "restart_after_s": 10},
+            {"kind": "network", "target": "consumer-2", "at_s": 8, "duration_s": 4},
+        ],
+    ],
+)
 def test_faults_that_find_their_target(tmp_path, faults):
     load_scenario(write(tmp_path, {**MINIMAL, "faults": faults}))

@@ -1,4 +1,5 @@
 """Seeded random fault schedules reproduce exactly, and `rebalance-lab schedule` prints them."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ RANDOM = REPO / "scenarios" / "random-chaos.yaml"
 
 
 def schedule_bytes(*args: str) -> bytes:
-    proc = subprocess.run([sys.executable, "-m", "harness", "schedule", str(RANDOM), *args],
-                          cwd=REPO, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "schedule", str(RANDOM), *args], cwd=REPO, capture_output=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -50,8 +52,10 @@ def test_drawn_faults_are_valid_and_complete(tmp_path):
 
 def test_written_and_random_faults_merge_in_time_order(tmp_path):
     data = yaml.safe_load(RANDOM.read_text())
-    data["faults"] = [{"kind": "pause", "target": "consumer-2", "at_s": 1, "duration_s": 2},
-                      {"kind": "crash", "target": "broker-1", "at_s": 80}]
+    data["faults"] = [
+        {"kind": "pause", "target": "consumer-2", "at_s": 1, "duration_s": 2},
+        {"kind": "crash", "target": "broker-1", "at_s": 80},
+    ]
     path = tmp_path / "mixed.yaml"
     path.write_text(yaml.safe_dump(data))
     faults = load_scenario(path).schedule()
@@ -62,10 +66,20 @@ def test_written_and_random_faults_merge_in_time_order(tmp_path):
 def test_draws_leave_a_process_alone_while_a_written_fault_has_it(tmp_path):
     """A written crash has broker-2 down 20..34 s (and the recovery margin after): no draw lands on
     it then, or the drawn pause would act on nothing."""
-    data = {"name": "mixed", "duration_s": 60, "topics": [{"name": "events", "partitions": 4}],
-            "faults": [{"kind": "crash", "target": "broker-2", "at_s": 20, "restart_after_s": 14}],
-            "random_faults": {"count": 8, "kinds": ["pause"], "targets": ["broker-2", "broker-3"],
-                              "start_s": 15, "end_s": 40, "duration_s": [2, 4]}}
+    data = {
+        "name": "mixed",
+        "duration_s": 60,
+        "topics": [{"name": "events", "partitions": 4}],
+        "faults": [{"kind": "crash", "target": "broker-2", "at_s": 20, "restart_after_s": 14}],
+        "random_faults": {
+            "count": 8,
+            "kinds": ["pause"],
+            "targets": ["broker-2", "broker-3"],
+            "start_s": 15,
+            "end_s": 40,
+            "duration_s": [2, 4],
+        },
+    }
     drawn = []
     for seed in range(20):
         (tmp_path / "s.yaml").write_text(yaml.safe_dump({**data, "seed": seed}))

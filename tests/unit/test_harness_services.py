@@ -1,5 +1,6 @@
 """harness/supervision/service.py: services start, pause, stop and start again, declare their logs, and stop
 in the order their tiers say — with real short-lived processes, no cluster."""
+
 from __future__ import annotations
 
 import signal
@@ -125,22 +126,44 @@ class Recorded(Service):
 
 def test_teardown_goes_tier_by_tier_each_tier_asked_at_once_paused_ones_resumed_first():
     log = []
-    services = [Recorded("toxiproxy", StopTier.NETWORK, log), Recorded("broker-1", StopTier.BROKERS, log, paused=True),
-                Recorded("zookeeper-1", StopTier.QUORUM, log), Recorded("consumer-1", StopTier.CLIENTS, log),
-                Recorded("broker-2", StopTier.BROKERS, log), Recorded("consumer-2", StopTier.CLIENTS, log)]
+    services = [
+        Recorded("toxiproxy", StopTier.NETWORK, log),
+        Recorded("broker-1", StopTier.BROKERS, log, paused=True),
+        Recorded("zookeeper-1", StopTier.QUORUM, log),
+        Recorded("consumer-1", StopTier.CLIENTS, log),
+        Recorded("broker-2", StopTier.BROKERS, log),
+        Recorded("consumer-2", StopTier.CLIENTS, log),
+    ]
     stop_in_order(services)
-    assert log == [("resume", "broker-1"),
-                   ("terminate", "consumer-1"), ("terminate", "consumer-2"), ("gone", "consumer-1"), ("gone", "consumer-2"),
-                   ("terminate", "broker-1"), ("terminate", "broker-2"), ("gone", "broker-1"), ("gone", "broker-2"),
-                   ("terminate", "zookeeper-1"), ("gone", "zookeeper-1"),
-                   ("terminate", "toxiproxy"), ("gone", "toxiproxy")]
+    assert log == [
+        ("resume", "broker-1"),
+        ("terminate", "consumer-1"),
+        ("terminate", "consumer-2"),
+        ("gone", "consumer-1"),
+        ("gone", "consumer-2"),
+        ("terminate", "broker-1"),
+        ("terminate", "broker-2"),
+        ("gone", "broker-1"),
+        ("gone", "broker-2"),
+        ("terminate", "zookeeper-1"),
+        ("gone", "zookeeper-1"),
+        ("terminate", "toxiproxy"),
+        ("gone", "toxiproxy"),
+    ]
 
 
 def test_the_stop_order_by_role_comes_from_the_services():
-    assert role_tiers(LocalCluster.service_kinds) == [["coordinator"], ["broker"], ["zookeeper", "controller"],
-                                                      ["toxiproxy"]]
-    assert role_tiers([*WorkloadProcesses.service_kinds, *LocalCluster.service_kinds])[0] == ["producer", "consumer",
-                                                                                               "observer"]
+    assert role_tiers(LocalCluster.service_kinds) == [
+        ["coordinator"],
+        ["broker"],
+        ["zookeeper", "controller"],
+        ["toxiproxy"],
+    ]
+    assert role_tiers([*WorkloadProcesses.service_kinds, *LocalCluster.service_kinds])[0] == [
+        "producer",
+        "consumer",
+        "observer",
+    ]
     assert {Producer.tier, Member.tier, Observer.tier} == {StopTier.CLIENTS}
 
 
@@ -185,8 +208,12 @@ def test_overlapping_pauses_of_one_service_stop_it_for_their_union():
 
     log = []
     member = Recorded("consumer-2", StopTier.CLIENTS, log)
-    targets = RunTargets(SimpleNamespace(services={}), SimpleNamespace(services={"consumer-2": member},
-                         scenario=SimpleNamespace(subscribes=None)), observer=None, history=None)
+    targets = RunTargets(
+        SimpleNamespace(services={}),
+        SimpleNamespace(services={"consumer-2": member}, scenario=SimpleNamespace(subscribes=None)),
+        observer=None,
+        history=None,
+    )
     targets.pause("consumer-2")  # f1: a long pause
     targets.pause("consumer-2")  # f2: a short one inside it
     targets.resume("consumer-2")  # f2 heals: f1 still holds it
@@ -203,8 +230,12 @@ def test_a_pause_of_a_process_started_again_meanwhile_stops_it():
     from harness.run.targets import RunTargets
 
     member = Recorded("consumer-2", StopTier.CLIENTS, [])
-    targets = RunTargets(SimpleNamespace(services={}), SimpleNamespace(services={"consumer-2": member},
-                         scenario=SimpleNamespace(subscribes=None)), observer=None, history=None)
+    targets = RunTargets(
+        SimpleNamespace(services={}),
+        SimpleNamespace(services={"consumer-2": member}, scenario=SimpleNamespace(subscribes=None)),
+        observer=None,
+        history=None,
+    )
     targets.pause("consumer-2")  # f1
     member.resume()  # a crash and restart: a new process, running
     targets.pause("consumer-2")  # f2 stops the new one

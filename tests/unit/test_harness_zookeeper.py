@@ -1,6 +1,7 @@
 """harness/cluster/zookeeper.py without a cluster: ZooKeeper's MBean names, picking a
 session's connection MBean, and Jolokia's answers (from a stub HTTP server on 127.0.0.1
 replaying what Jolokia 2.6 answered a real ZooKeeper 3.8)."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,13 @@ def test_session_ids_print_as_zookeeper_prints_them():
 
 def test_object_name_keys_keep_quoted_values_whole():
     name = r'org.apache.ZooKeeperService:name0=S,name1=Connections,name2="0:0:0:0:0:0:0:1",name3="a,b\"c",name4=0x1'
-    assert object_name_keys(name) == {"name0": "S", "name1": "Connections", "name2": '"0:0:0:0:0:0:0:1"',
-                                      "name3": r'"a,b\"c"', "name4": "0x1"}
+    assert object_name_keys(name) == {
+        "name0": "S",
+        "name1": "Connections",
+        "name2": '"0:0:0:0:0:0:0:1"',
+        "name3": r'"a,b\"c"',
+        "name4": "0x1",
+    }
     assert object_name_keys("org.apache.ZooKeeperService:name0=X") == {"name0": "X"}
 
 
@@ -56,19 +62,35 @@ def test_zookeeper_path_orders_levels_by_number_not_by_text():
     assert zookeeper_path(f"d:{keys},type=other") == [f"l{i}" for i in range(11)]
 
 
-@pytest.mark.parametrize("names, expected", [
-    ([STANDALONE, f"{STANDALONE},name1=InMemoryDataTree",
-      f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb0001",
-      f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb0000"],
-     [f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb0000"]),
-    ([f"{FOLLOWER},name3=Connections,name4=127.0.0.1,name5=0x100002048cb0000"],
-     [f"{FOLLOWER},name3=Connections,name4=127.0.0.1,name5=0x100002048cb0000"]),
-    (LEADER_BEANS, [LEADER_BEANS[-1]]),
-    # A learner (peer server) connection or another domain never matches, whatever its last level says.
-    ([f'{LEADER},name3=Learner_Connections,name4="127.0.0.1:1",name5=0x100002048cb0000',
-      "other.Domain:name0=S,name1=Connections,name2=127.0.0.1,name3=0x100002048cb0000"], []),
-    ([f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb00000"], []),  # prefix is not equal
-], ids=["standalone", "follower", "leader", "not-client-connections", "other-session"])
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        (
+            [
+                STANDALONE,
+                f"{STANDALONE},name1=InMemoryDataTree",
+                f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb0001",
+                f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb0000",
+            ],
+            [f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb0000"],
+        ),
+        (
+            [f"{FOLLOWER},name3=Connections,name4=127.0.0.1,name5=0x100002048cb0000"],
+            [f"{FOLLOWER},name3=Connections,name4=127.0.0.1,name5=0x100002048cb0000"],
+        ),
+        (LEADER_BEANS, [LEADER_BEANS[-1]]),
+        # A learner (peer server) connection or another domain never matches, whatever its last level says.
+        (
+            [
+                f'{LEADER},name3=Learner_Connections,name4="127.0.0.1:1",name5=0x100002048cb0000',
+                "other.Domain:name0=S,name1=Connections,name2=127.0.0.1,name3=0x100002048cb0000",
+            ],
+            [],
+        ),
+        ([f"{STANDALONE},name1=Connections,name2=127.0.0.1,name3=0x100002048cb00000"], []),  # prefix is not equal
+    ],
+    ids=["standalone", "follower", "leader", "not-client-connections", "other-session"],
+)
 def test_connection_mbeans_of_one_session(names, expected):
     assert connection_mbeans(names, SID) == expected
 
@@ -121,8 +143,13 @@ def ok(value, request=None):
 
 
 def not_found(request):
-    return {"request": request, "error_type": "javax.management.InstanceNotFoundException", "status": 404,
-            "error_type_jmx": "javax.management.InstanceNotFoundException", "error": request["mbean"]}
+    return {
+        "request": request,
+        "error_type": "javax.management.InstanceNotFoundException",
+        "status": 404,
+        "error_type_jmx": "javax.management.InstanceNotFoundException",
+        "error": request["mbean"],
+    }
 
 
 def test_terminate_session_execs_terminateSession_on_the_sessions_connection_mbean(jolokia):
@@ -146,8 +173,15 @@ def test_a_connection_that_closed_between_search_and_exec_is_not_there(jolokia):
 
 
 def test_a_failing_exec_is_reported_with_jolokias_error(jolokia):
-    jolokia.responses = {"search": ok(LEADER_BEANS), "exec": lambda r: {
-        "request": r, "status": 500, "error_type": "javax.management.MBeanException", "error": "boom"}}
+    jolokia.responses = {
+        "search": ok(LEADER_BEANS),
+        "exec": lambda r: {
+            "request": r,
+            "status": 500,
+            "error_type": "javax.management.MBeanException",
+            "error": "boom",
+        },
+    }
     with pytest.raises(JolokiaError) as info:
         terminate_session(jolokia.url, SID)
     assert info.value.status == 500
@@ -183,16 +217,21 @@ def test_jolokia_listens_on_loopback_only_and_obeys_the_policy(tmp_path):
     jar, _, options = option.removeprefix("-javaagent:").partition("=")
     assert jar == str(tmp_path / "agent.jar")
     assert dict(o.split("=", 1) for o in options.split(",")) == {
-        "host": "127.0.0.1", "port": "12345", "discoveryEnabled": "false",
-        "policyLocation": f"file://{tmp_path}/jolokia-access.xml"}
+        "host": "127.0.0.1",
+        "port": "12345",
+        "discoveryEnabled": "false",
+        "policyLocation": f"file://{tmp_path}/jolokia-access.xml",
+    }
 
 
 def test_jolokia_policy_allows_search_and_terminateSession_only():
     policy = ElementTree.fromstring(zookeeper.JOLOKIA_POLICY)
     assert [h.text for h in policy.iterfind("remote/host")] == ["127.0.0.1"]
     assert [c.text for c in policy.iterfind("commands/command")] == ["search"]
-    assert [(m.findtext("name"), [o.text for o in m.iterfind("operation")], m.find("attribute"))
-            for m in policy.iterfind("allow/mbean")] == [("org.apache.ZooKeeperService:*", ["terminateSession"], None)]
+    assert [
+        (m.findtext("name"), [o.text for o in m.iterfind("operation")], m.find("attribute"))
+        for m in policy.iterfind("allow/mbean")
+    ] == [("org.apache.ZooKeeperService:*", ["terminateSession"], None)]
 
 
 # --------------------------------------------------------------------------- the agent's installation

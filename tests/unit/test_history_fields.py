@@ -1,5 +1,6 @@
 """Which fields exist (oracle/fields.py): the table, docs/history.md's tables and the oracle's
 schema name the same fields; recorded runs and the synthetic generators write no other."""
+
 from __future__ import annotations
 
 import gzip
@@ -60,7 +61,9 @@ def documented_fields() -> tuple[set[str], dict[str, set[str]]]:
 
 def test_the_cell_parser_takes_names_not_values():
     assert top_level_fields("`outcome` (`completed` or `error`), `error` (optional: what (if) went wrong)") == [
-        "outcome", "error"]
+        "outcome",
+        "error",
+    ]
     assert top_level_fields("`ranges`: list of `{topic, partition}`; `e2e_ms`") == ["ranges", "e2e_ms"]
 
 
@@ -71,12 +74,15 @@ def test_the_table_covers_every_event_and_keeps_the_envelope_apart():
 
 def test_the_doc_and_the_table_name_the_same_fields():
     envelope, documented = documented_fields()
-    assert envelope == ENVELOPE, (f"in the module only: {sorted(ENVELOPE - envelope)}; "
-                                  f"in the doc only: {sorted(envelope - ENVELOPE)}")
+    assert envelope == ENVELOPE, (
+        f"in the module only: {sorted(ENVELOPE - envelope)}; in the doc only: {sorted(envelope - ENVELOPE)}"
+    )
     assert set(documented) == vocabulary.EVENT_NAMES
-    differ = {name: (sorted(FIELDS[name] - (documented[name] - ENVELOPE)),
-                     sorted(documented[name] - ENVELOPE - FIELDS[name]))
-              for name in FIELDS if documented[name] - ENVELOPE != FIELDS[name]}
+    differ = {
+        name: (sorted(FIELDS[name] - (documented[name] - ENVELOPE)), sorted(documented[name] - ENVELOPE - FIELDS[name]))
+        for name in FIELDS
+        if documented[name] - ENVELOPE != FIELDS[name]
+    }
     assert not differ, f"event: (in the module only, in the doc only): {differ}"
 
 
@@ -87,12 +93,25 @@ def test_the_oracle_reads_only_fields_the_format_names():
 
 
 def test_unknown_fields_names_what_the_format_does_not():
-    base = {"name": "records_consumed", "ts": 1.0, "mono_ms": 1.0, "source": "consumer-1", "seq": 1,
-            "member": "consumer-1", "incarnation": 1, "member_id": None, "generation": None, "ranges": [],
-            "e2e_ms": []}
+    base = {
+        "name": "records_consumed",
+        "ts": 1.0,
+        "mono_ms": 1.0,
+        "source": "consumer-1",
+        "seq": 1,
+        "member": "consumer-1",
+        "incarnation": 1,
+        "member_id": None,
+        "generation": None,
+        "ranges": [],
+        "e2e_ms": [],
+    }
     assert unknown_fields(base) == ()
     assert unknown_fields({**base, "zz": 1, "offsets": [], "driver": "java", "clock": "client", "aa": 2}) == (
-        "zz", "offsets", "aa")  # in the line's order; offsets are another event's
+        "zz",
+        "offsets",
+        "aa",
+    )  # in the line's order; offsets are another event's
     assert unknown_fields({**base, "name": "coordinator_elected", "ranges": []}) == ("ranges", "e2e_ms")
     assert unknown_fields({**base, "name": "some_other_tools_event", "zz": 1}) == ()  # another matter
     for not_an_event in ({"zz": 1}, {"name": ["x"], "zz": 1}, {"name": None}, [], "x", None, 3):
@@ -116,7 +135,9 @@ def test_recorded_runs_write_no_field_the_format_does_not_name(fixture):
 
 
 def test_the_synthetic_histories_write_none_either(tmp_path, monkeypatch):
-    specs = [SynthSpec(seed=1, protocol=protocol, fault=fault) for protocol, fault in itertools.product(PROTOCOLS, FAULTS)]
+    specs = [
+        SynthSpec(seed=1, protocol=protocol, fault=fault) for protocol, fault in itertools.product(PROTOCOLS, FAULTS)
+    ]
     specs += [SynthSpec(seed=2, protocol=protocol, staggered_stop=True, stray_at_s=12.0) for protocol in PROTOCOLS]
     events = itertools.chain.from_iterable(map(synthetic_history, specs))
     count, unknown = _unknown(events)

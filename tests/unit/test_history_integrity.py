@@ -9,6 +9,7 @@ exits 2), or — for a promise whose treatment is to set events aside — the ch
 unmutated history. What dying writers leave (torn, duplicate lines, no run_finished) is
 counted and changes no check.
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,8 +39,9 @@ def lines_of(name: str) -> list[dict]:
 
 def write(tmp_path: Path, events: list[dict | bytes]) -> Path:
     path = tmp_path / "history.jsonl"
-    path.write_bytes(b"".join(e if isinstance(e, bytes) else json.dumps(e, separators=(",", ":")).encode() + b"\n"
-                              for e in events))
+    path.write_bytes(
+        b"".join(e if isinstance(e, bytes) else json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events)
+    )
     return path
 
 
@@ -61,6 +63,7 @@ def renumber(events: list[dict], source: str) -> None:
 
 # -- the promises whose treatment is to refuse: one mutation each (or more) -----------------
 
+
 def swap_a_members_lines(events):
     i = middle(of(events, MEMBER, "records_consumed"))
     j = next(k for k in of(events, MEMBER) if k > i)
@@ -79,7 +82,7 @@ def repeat_a_seq_with_other_content(events):
 def restart_the_producer_without_incarnation(events):
     events[of(events, "harness", "run_started")[0]]["format_version"] = 2  # writers say their incarnations
     acks = of(events, "producer")
-    for n, i in enumerate(acks[len(acks) // 2:], 1):
+    for n, i in enumerate(acks[len(acks) // 2 :], 1):
         events[i]["seq"] = n
 
 
@@ -126,9 +129,10 @@ def successful_commit_with_error_code(events):
 
 def assign_a_partition_that_does_not_exist(events):
     i = of(events, MEMBER, "partitions_assigned")[0]
-    events[i]["partitions"] = [*events[i]["partitions"], {"topic": events[i]["partitions"][0]["topic"]
-                                                            if events[i]["partitions"] else "events",
-                                                            "partition": 999}]
+    events[i]["partitions"] = [
+        *events[i]["partitions"],
+        {"topic": events[i]["partitions"][0]["topic"] if events[i]["partitions"] else "events", "partition": 999},
+    ]
 
 
 def a_fault_says_nothing_of_its_effects(events):
@@ -167,8 +171,9 @@ def test_the_unmutated_history_keeps_every_promise(tmp_path, history):
     events = load_history(write(tmp_path, lines_of(history)))
     verdict = check_history(events)
     assert verdict.status == "pass" and verdict.checks["history-integrity"].status == "passed"
-    assert events.report.run_finished and not (events.report.torn or events.report.duplicates
-                                                or events.report.unknown_fields)
+    assert events.report.run_finished and not (
+        events.report.torn or events.report.duplicates or events.report.unknown_fields
+    )
 
 
 @pytest.mark.parametrize("history", HISTORIES)
@@ -203,8 +208,13 @@ def test_records_never_produced_are_set_aside_and_named_alone(tmp_path, history)
     # the issue's case: a member consumed offsets past the last acknowledged one and the last high watermark
     i = middle(of(events, MEMBER, "records_consumed"))
     r = events[i]["ranges"][0]
-    ends = [x["max_offset"] for e in events if e["name"] == "records_acked" for x in e["ranges"]
-            if (x["topic"], x["partition"]) == (r["topic"], r["partition"])]
+    ends = [
+        x["max_offset"]
+        for e in events
+        if e["name"] == "records_acked"
+        for x in e["ranges"]
+        if (x["topic"], x["partition"]) == (r["topic"], r["partition"])
+    ]
     phantom = max(ends) + 1000
     events[i]["ranges"].append({**r, "min_offset": phantom, "max_offset": phantom + 9, "count": 10})
     verdict = check_history(load_history(write(tmp_path, events))).to_dict()
@@ -221,6 +231,7 @@ def test_records_never_produced_are_set_aside_and_named_alone(tmp_path, history)
 
 # -- what dying writers leave: counted, shown, no check changed ------------------------------
 
+
 def torn_last_line(events):
     return [*events, json.dumps(events[-1]).encode()[:30]]
 
@@ -228,20 +239,24 @@ def torn_last_line(events):
 def torn_line_run_into(events):
     i = middle(of(events, MEMBER, "records_consumed"))
     cut = json.dumps(events[i + 1]).encode()[:25]
-    return [*events[:i + 1], cut, *events[i + 1:]]
+    return [*events[: i + 1], cut, *events[i + 1 :]]
 
 
 def duplicate_line(events):
     i = middle(of(events, MEMBER, "records_consumed"))
-    return [*events[:i + 1], events[i], *events[i + 1:]]
+    return [*events[: i + 1], events[i], *events[i + 1 :]]
 
 
 def no_run_finished(events):
     return [e for e in events if e["name"] != "run_finished"]
 
 
-TOLERATED = {"torn-last-line": (torn_last_line, "torn"), "torn-line-run-into": (torn_line_run_into, "recovered"),
-             "duplicate-line": (duplicate_line, "duplicates"), "no-run-finished": (no_run_finished, "run_finished")}
+TOLERATED = {
+    "torn-last-line": (torn_last_line, "torn"),
+    "torn-line-run-into": (torn_line_run_into, "recovered"),
+    "duplicate-line": (duplicate_line, "duplicates"),
+    "no-run-finished": (no_run_finished, "run_finished"),
+}
 
 
 @pytest.mark.parametrize("history", HISTORIES)
@@ -253,7 +268,7 @@ def test_what_a_dying_writer_leaves_is_counted_and_changes_no_check(tmp_path, hi
     mutated = mutate(copy.deepcopy(events))
     if leftover == "torn-line-run-into":  # the cut-off line and the next one on one line
         i = next(k for k, e in enumerate(mutated) if isinstance(e, bytes))
-        mutated[i:i + 2] = [mutated[i] + json.dumps(mutated[i + 1], separators=(",", ":")).encode() + b"\n"]
+        mutated[i : i + 2] = [mutated[i] + json.dumps(mutated[i + 1], separators=(",", ":")).encode() + b"\n"]
     loaded = load_history(write(tmp_path, mutated))
     report = loaded.report
     assert (not report.run_finished) if counted == "run_finished" else getattr(report, counted), report

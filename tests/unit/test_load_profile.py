@@ -1,5 +1,6 @@
 """Load profiles (workloads/load/): the member count second by second, the feed of settled
 rebalances Locust is told, and the group following the count (a real run: tests/integration/test_load.py)."""
+
 from __future__ import annotations
 
 import json
@@ -15,22 +16,28 @@ def profile(*stages: dict) -> LoadProfile:
     return LoadProfile.model_validate({"stages": list(stages)})
 
 
-@pytest.mark.parametrize("stage, start, expected", [
-    ({"kind": "ramp", "to": 6, "over_s": 20}, 2, [2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6]),
-    ({"kind": "ramp", "to": 1, "over_s": 4}, 3, [3, 3, 2, 1, 1]),  # down, the last step at the end
-    ({"kind": "step", "to": 9, "by": 3, "every_s": 2}, 2, [5, 5, 8, 8, 9, 9, 9]),  # 3 at once, then what is left
-    ({"kind": "spike", "to": 10, "for_s": 3}, 4, [10, 10, 10, 4, 4]),
-    ({"kind": "sawtooth", "low": 2, "high": 4, "period_s": 3, "for_s": 6}, 2, [2, 3, 4, 2, 3, 4, 2, 2]),
-    ({"kind": "hold", "for_s": 2}, 5, [5, 5, 5]),
-])
+@pytest.mark.parametrize(
+    "stage, start, expected",
+    [
+        ({"kind": "ramp", "to": 6, "over_s": 20}, 2, [2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6]),
+        ({"kind": "ramp", "to": 1, "over_s": 4}, 3, [3, 3, 2, 1, 1]),  # down, the last step at the end
+        ({"kind": "step", "to": 9, "by": 3, "every_s": 2}, 2, [5, 5, 8, 8, 9, 9, 9]),  # 3 at once, then what is left
+        ({"kind": "spike", "to": 10, "for_s": 3}, 4, [10, 10, 10, 4, 4]),
+        ({"kind": "sawtooth", "low": 2, "high": 4, "period_s": 3, "for_s": 6}, 2, [2, 3, 4, 2, 3, 4, 2, 2]),
+        ({"kind": "hold", "for_s": 2}, 5, [5, 5, 5]),
+    ],
+)
 def test_each_stage_second_by_second_then_its_end_count(stage, start, expected):
     p = profile(stage)
     assert [p.members_at(start, t) for t in range(len(expected))] == expected
 
 
 def test_stages_follow_on_from_each_other_and_give_length_and_peak():
-    p = profile({"kind": "ramp", "to": 4, "over_s": 6}, {"kind": "spike", "to": 12, "for_s": 2},
-                {"kind": "step", "to": 0, "by": 2, "every_s": 1})
+    p = profile(
+        {"kind": "ramp", "to": 4, "over_s": 6},
+        {"kind": "spike", "to": 12, "for_s": 2},
+        {"kind": "step", "to": 0, "by": 2, "every_s": 1},
+    )
     assert p.length_s(1) == 6 + 2 + 2
     assert p.peak(1) == 12
     assert [p.members_at(1, t) for t in range(12)] == [1, 1, 2, 3, 3, 4, 12, 12, 2, 0, 0, 0]
@@ -62,11 +69,13 @@ def test_a_rebalance_is_told_once_settled_once_only_and_as_the_verdict_measures_
     write(history, events)
     assert [r.generation for r in feed.settled()] == [1]  # generation 2 ended 870 ms before the last event: not yet
     b.at(4200).acked(0, 10, 19)
-    write(history, b.build()[len(events):])
+    write(history, b.build()[len(events) :])
     told = feed.settled()
     assert [(r.generation, r.partitions_moved) for r in told] == [(2, 1)]
     verdict = check_history(b.build()).to_dict()
-    assert told[0].duration_ms == pytest.approx(next(r["duration_ms"] for r in verdict["rebalances"] if r["generation"] == 2))
+    assert told[0].duration_ms == pytest.approx(
+        next(r["duration_ms"] for r in verdict["rebalances"] if r["generation"] == 2)
+    )
     assert feed.settled() == []
 
 
@@ -90,6 +99,7 @@ def test_the_shipped_profile_ramps_to_32_then_churns():
     from pathlib import Path
 
     from harness.scenario import load_scenario
+
     s = load_scenario(Path(__file__).resolve().parents[2] / "profiles" / "ramp-churn.yaml")
     start = s.workload.consumers
     assert (start, s.load.peak(start), s.load.length_s(start)) == (2, 32, 120)
@@ -113,10 +123,10 @@ def test_a_generation_a_live_member_may_still_join_is_not_told(tmp_path, history
     assert feed.settled() == []  # consumer-2 is still at generation 1: it may yet be given more of it
     c2.at(9500).joined(2).synced().assigned(1)
     b.at(12000).acked(0, 10, 19)
-    write(history, b.build()[len(events):])
+    write(history, b.build()[len(events) :])
     assert [r.generation for r in feed.settled()] == [1]  # generation 2 is where everyone is: still open
     events = b.build()
     b.at(12500).done()
-    write(history, b.build()[len(events):])
+    write(history, b.build()[len(events) :])
     [r] = feed.settled()
     assert r.generation == 2 and r.duration_ms == pytest.approx(8510, abs=5)  # until consumer-2 had its share

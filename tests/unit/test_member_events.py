@@ -1,6 +1,7 @@
 """workloads/member_events.py: the one contract between a driver and the history. Each member
 event has one method, which writes the fields docs/history.md gives it and refuses others; the
 drivers write through it and nothing else (an AST check over workloads/)."""
+
 from __future__ import annotations
 
 import ast
@@ -27,52 +28,116 @@ TP0, TP3 = {"topic": "events", "partition": 0}, {"topic": "events", "partition":
 
 # Each method, called as the drivers call it, and the fields it writes (beside the stamps).
 CALLS = {
-    ev.CONSUMER_STARTED: (dict(pid=7, group="g", protocol="zk-eager", assignor="range", group_instance_id=None,
-                               commit_mode="sync", session_timeout_ms=6000, max_poll_interval_ms=None,
-                               consumer_id="consumer-1-ab", rebalance_max_retries=4, rebalance_backoff_ms=2000),
-                          dict(pid=7, group="g", protocol="zk-eager", assignor="range", group_instance_id=None,
-                               commit_mode="sync", session_timeout_ms=6000, max_poll_interval_ms=None,
-                               consumer_id="consumer-1-ab", rebalance_max_retries=4, rebalance_backoff_ms=2000)),
+    ev.CONSUMER_STARTED: (
+        dict(
+            pid=7,
+            group="g",
+            protocol="zk-eager",
+            assignor="range",
+            group_instance_id=None,
+            commit_mode="sync",
+            session_timeout_ms=6000,
+            max_poll_interval_ms=None,
+            consumer_id="consumer-1-ab",
+            rebalance_max_retries=4,
+            rebalance_backoff_ms=2000,
+        ),
+        dict(
+            pid=7,
+            group="g",
+            protocol="zk-eager",
+            assignor="range",
+            group_instance_id=None,
+            commit_mode="sync",
+            session_timeout_ms=6000,
+            max_poll_interval_ms=None,
+            consumer_id="consumer-1-ab",
+            rebalance_max_retries=4,
+            rebalance_backoff_ms=2000,
+        ),
+    ),
     ev.SUBSCRIPTION_CHANGED: (dict(topics={"events": 4}), dict(topics={"events": 4})),
     ev.GROUP_JOIN_SENT: ({}, {}),
-    ev.GROUP_JOINED: (dict(generation=3, member_id="m-1", leader_id="m-1", is_leader=True, protocol_name="range"),
-                      dict(generation=3, member_id="m-1", leader_id="m-1", is_leader=True, protocol_name="range")),
-    ev.GROUP_JOIN_FAILED: (dict(error="UNKNOWN_MEMBER_ID", error_code=25, message="who?"),
-                           dict(error="UNKNOWN_MEMBER_ID", error_code=25, message="who?")),
+    ev.GROUP_JOINED: (
+        dict(generation=3, member_id="m-1", leader_id="m-1", is_leader=True, protocol_name="range"),
+        dict(generation=3, member_id="m-1", leader_id="m-1", is_leader=True, protocol_name="range"),
+    ),
+    ev.GROUP_JOIN_FAILED: (
+        dict(error="UNKNOWN_MEMBER_ID", error_code=25, message="who?"),
+        dict(error="UNKNOWN_MEMBER_ID", error_code=25, message="who?"),
+    ),
     ev.GROUP_SYNCED: ({}, {}),
-    ev.GROUP_SYNC_FAILED: (dict(error="events-3 is owned by consumer-2-x-0", attempt=2),
-                           dict(error="events-3 is owned by consumer-2-x-0", attempt=2)),
-    ev.HEARTBEAT_FAILED: (dict(error="Broker: Group rebalance in progress"),
-                          dict(error="Broker: Group rebalance in progress")),
-    ev.REBALANCE_STARTED: (dict(reason="rebalance in progress", rebalance_protocol="EAGER"),
-                           dict(reason="rebalance in progress", rebalance_protocol="EAGER")),
-    ev.PARTITIONS_ASSIGNED: (dict(partitions=[P0, P3], incremental=True),
-                             dict(partitions=[TP0, TP3], incremental=True)),
+    ev.GROUP_SYNC_FAILED: (
+        dict(error="events-3 is owned by consumer-2-x-0", attempt=2),
+        dict(error="events-3 is owned by consumer-2-x-0", attempt=2),
+    ),
+    ev.HEARTBEAT_FAILED: (
+        dict(error="Broker: Group rebalance in progress"),
+        dict(error="Broker: Group rebalance in progress"),
+    ),
+    ev.REBALANCE_STARTED: (
+        dict(reason="rebalance in progress", rebalance_protocol="EAGER"),
+        dict(reason="rebalance in progress", rebalance_protocol="EAGER"),
+    ),
+    ev.PARTITIONS_ASSIGNED: (
+        dict(partitions=[P0, P3], incremental=True),
+        dict(partitions=[TP0, TP3], incremental=True),
+    ),
     ev.REVOKE_STARTED: (dict(partitions=[P3], in_flight=12), dict(partitions=[TP3], in_flight=12)),
     ev.PARTITIONS_REVOKED: (dict(partitions=[P0], incremental=False), dict(partitions=[TP0], incremental=False)),
     ev.PARTITIONS_LOST: (dict(partitions=[P3, P0], incremental=False), dict(partitions=[TP3, TP0], incremental=False)),
-    ev.RECORDS_CONSUMED: (dict(processed={P0: [5, 6, 8]}, e2e_ms=[[12, 3]]), dict(ranges=[
-        {"topic": "events", "partition": 0, "min_offset": 5, "max_offset": 6, "count": 2},
-        {"topic": "events", "partition": 0, "min_offset": 8, "max_offset": 8, "count": 1}], e2e_ms=[[12, 3]])),
-    ev.OFFSETS_COMMITTED: (dict(offsets=[(P3, 9), (P0, 7)], trigger="revoke", started_mono_ms=1000.12345,
-                                error="ILLEGAL_GENERATION", error_code=22),
-                           dict(offsets=[{**TP3, "offset": 9}, {**TP0, "offset": 7}], success=False,
-                                error="ILLEGAL_GENERATION", error_code=22, trigger="revoke", started_mono_ms=1000.123)),
-    ev.CONSUMER_ERROR: (dict(error="_MAX_POLL_EXCEEDED", error_code=-147, fatal=False),
-                        dict(error="_MAX_POLL_EXCEEDED", error_code=-147, fatal=False)),
+    ev.RECORDS_CONSUMED: (
+        dict(processed={P0: [5, 6, 8]}, e2e_ms=[[12, 3]]),
+        dict(
+            ranges=[
+                {"topic": "events", "partition": 0, "min_offset": 5, "max_offset": 6, "count": 2},
+                {"topic": "events", "partition": 0, "min_offset": 8, "max_offset": 8, "count": 1},
+            ],
+            e2e_ms=[[12, 3]],
+        ),
+    ),
+    ev.OFFSETS_COMMITTED: (
+        dict(
+            offsets=[(P3, 9), (P0, 7)],
+            trigger="revoke",
+            started_mono_ms=1000.12345,
+            error="ILLEGAL_GENERATION",
+            error_code=22,
+        ),
+        dict(
+            offsets=[{**TP3, "offset": 9}, {**TP0, "offset": 7}],
+            success=False,
+            error="ILLEGAL_GENERATION",
+            error_code=22,
+            trigger="revoke",
+            started_mono_ms=1000.123,
+        ),
+    ),
+    ev.CONSUMER_ERROR: (
+        dict(error="_MAX_POLL_EXCEEDED", error_code=-147, fatal=False),
+        dict(error="_MAX_POLL_EXCEEDED", error_code=-147, fatal=False),
+    ),
     ev.POLL_STALL_STARTED: (dict(fault_id="f1", duration_s=5), dict(fault_id="f1", duration_s=5)),
     ev.POLL_STALL_ENDED: (dict(fault_id="f1"), dict(fault_id="f1")),
     ev.CLIENT_LOG: (dict(level="WARNING", message="slow"), dict(level="WARNING", message="slow")),
-    ev.REBALANCE_FAILED: (dict(attempts=4, reason="events-3 is owned", trigger="consumer started"),
-                          dict(attempts=4, reason="events-3 is owned", trigger="consumer started")),
+    ev.REBALANCE_FAILED: (
+        dict(attempts=4, reason="events-3 is owned", trigger="consumer started"),
+        dict(attempts=4, reason="events-3 is owned", trigger="consumer started"),
+    ),
     ev.CONSUMER_STOPPED: (dict(reason="end-of-run"), dict(reason="end-of-run")),
-    ev.TEST_HOOK_ARMED: (dict(hook="sigterm_after_join", params={"join": 2}),
-                         dict(hook="sigterm_after_join", params={"join": 2})),
+    ev.TEST_HOOK_ARMED: (
+        dict(hook="sigterm_after_join", params={"join": 2}),
+        dict(hook="sigterm_after_join", params={"join": 2}),
+    ),
     ev.TEST_HOOK_FIRED: (dict(hook="sigterm_after_join", join=2), dict(hook="sigterm_after_join", join=2)),
-    ev.COORDINATOR_FOUND: (dict(instance="coordinator-2", address="127.0.0.1:1", answered_by="coordinator-1"),
-                           dict(instance="coordinator-2", address="127.0.0.1:1", answered_by="coordinator-1")),
-    ev.COORDINATOR_LOST: (dict(instance="coordinator-2", error="NOT_COORDINATOR", error_code=16, message="moved"),
-                          dict(instance="coordinator-2", error="NOT_COORDINATOR", error_code=16, message="moved")),
+    ev.COORDINATOR_FOUND: (
+        dict(instance="coordinator-2", address="127.0.0.1:1", answered_by="coordinator-1"),
+        dict(instance="coordinator-2", address="127.0.0.1:1", answered_by="coordinator-1"),
+    ),
+    ev.COORDINATOR_LOST: (
+        dict(instance="coordinator-2", error="NOT_COORDINATOR", error_code=16, message="moved"),
+        dict(instance="coordinator-2", error="NOT_COORDINATOR", error_code=16, message="moved"),
+    ),
 }
 
 
@@ -103,9 +168,17 @@ def test_each_method_writes_its_fields_stamped_with_the_members_id_and_generatio
 
 def test_a_field_the_driver_does_not_have_is_left_out_and_none_is_written_as_null():
     recording = Recording()
-    recording.events.consumer_started(pid=1, group="g", protocol="classic-eager", assignor="range",
-                                      group_instance_id=None, commit_mode="auto", processing="inline",
-                                      session_timeout_ms=6000, max_poll_interval_ms=300_000)
+    recording.events.consumer_started(
+        pid=1,
+        group="g",
+        protocol="classic-eager",
+        assignor="range",
+        group_instance_id=None,
+        commit_mode="auto",
+        processing="inline",
+        session_timeout_ms=6000,
+        max_poll_interval_ms=300_000,
+    )
     recording.events.offsets_committed([(P0, 5)], trigger="auto", started_mono_ms=None)
     recording.events.group_join_failed("needs a valid member ID", error_code=ABSENT)
     started, committed, failed = recording.written
@@ -140,24 +213,49 @@ def test_another_clocks_instant_is_stamped_with_its_name_and_without_catching_up
     events.at(1_795_000_000_123.0, 5_000.5, CLIENT_CLOCK).group_join_sent()
     assert caught_up == [] and recording.written[-1]["generation"] == 1
     assert {k: recording.written[-1][k] for k in ("ts", "mono_ms", "clock")} == {
-        "ts": 1_795_000_000_123.0, "mono_ms": 5_000.5, "clock": "client"}
+        "ts": 1_795_000_000_123.0,
+        "mono_ms": 5_000.5,
+        "clock": "client",
+    }
     events.partitions_assigned([P0], incremental=False)
     assert caught_up == [True] and recording.written[-1]["generation"] == 2  # read after catching up
     assert "clock" not in recording.written[-1] and "ts" not in recording.written[-1]
 
 
 def test_a_members_writer_stamps_member_incarnation_and_driver_on_every_line(tmp_path):
-    spec = MemberSpec(member="consumer-2", incarnation=3, history=str(tmp_path / "history.jsonl"), group="g",
-                      topics=["events"], **protocol_fields(GENERATIONS["classic-eager"]), assignor="range",
-                      bootstrap_servers="b", commit="sync", processing_ms=0, session_timeout_ms=6000,
-                      heartbeat_interval_ms=1000, max_poll_interval_ms=300_000, settings=None)
+    spec = MemberSpec(
+        member="consumer-2",
+        incarnation=3,
+        history=str(tmp_path / "history.jsonl"),
+        group="g",
+        topics=["events"],
+        **protocol_fields(GENERATIONS["classic-eager"]),
+        assignor="range",
+        bootstrap_servers="b",
+        commit="sync",
+        processing_ms=0,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=300_000,
+        settings=None,
+    )
     MemberEvents(member_writer(spec, driver="java"), lambda: ("m-2", 4)).consumer_stopped("signal")
     [line] = (tmp_path / "history.jsonl").read_text().splitlines()
     event = json.loads(line)
-    assert {k: event[k] for k in ("name", "source", "seq", "member", "incarnation", "driver", "member_id",
-                                  "generation", "reason")} == {
-        "name": "consumer_stopped", "source": "consumer-2", "seq": 1, "member": "consumer-2", "incarnation": 3,
-        "driver": "java", "member_id": "m-2", "generation": 4, "reason": "signal"}
+    assert {
+        k: event[k]
+        for k in ("name", "source", "seq", "member", "incarnation", "driver", "member_id", "generation", "reason")
+    } == {
+        "name": "consumer_stopped",
+        "source": "consumer-2",
+        "seq": 1,
+        "member": "consumer-2",
+        "incarnation": 3,
+        "driver": "java",
+        "member_id": "m-2",
+        "generation": 4,
+        "reason": "signal",
+    }
 
 
 # --------------------------------------------------------------------- the drivers write through it

@@ -29,8 +29,7 @@ GENERATION_NAMES = frozenset(GENERATIONS)
 BACKEND_NAMES = frozenset(BACKENDS)
 
 # What an expression is about, by the last name in it: `f.kind`, `event["kind"]`, `e.get("protocol")`.
-SUBJECTS = {"kind": FAULT_KINDS, "protocol": GENERATION_NAMES, "generation": GENERATION_NAMES,
-            "backend": BACKEND_NAMES}
+SUBJECTS = {"kind": FAULT_KINDS, "protocol": GENERATION_NAMES, "generation": GENERATION_NAMES, "backend": BACKEND_NAMES}
 # Names that mean nothing else in this code base (a role is "consumer", a ZooKeeper expiry's
 # method may be "network", a target list "brokers"; "poll-stall" or "classic-static" is only ever
 # the kind or the generation, and no code compares "local", "compose" or "external" but to tell
@@ -74,8 +73,13 @@ def _subject(node: ast.AST) -> str | None:
         return node.id
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
         return node.slice.value
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-            and node.args and isinstance(node.args[0], ast.Constant)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
         return node.args[0].value
     return None
 
@@ -112,10 +116,16 @@ def decisions(source: str, path: str) -> list[Decision]:
             for name in _strings(node.value):
                 if name in UNMISTAKABLE:
                     found.append(Decision(path, node.lineno, name, "matches"))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PREFIX_CALLS
-              and node.args):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in PREFIX_CALLS
+            and node.args
+        ):
             for prefix in _strings(node.args[0]):
-                names = [n for n in GENERATION_NAMES | FAULT_KINDS | BACKEND_NAMES if n != prefix and n.startswith(prefix)]
+                names = [
+                    n for n in GENERATION_NAMES | FAULT_KINDS | BACKEND_NAMES if n != prefix and n.startswith(prefix)
+                ]
                 if "-" in prefix and names:
                     found.append(Decision(path, node.lineno, prefix, f"takes apart ({', '.join(sorted(names))}) by"))
     return found
@@ -127,32 +137,42 @@ def modules() -> list[Path]:
 
 def test_no_name_decides_outside_its_home():
     allowed = homes()
-    offenders = [d for p in modules() for d in decisions(p.read_text(), str(p.relative_to(REPO)))
-                 if d.name not in allowed.get(d.path, frozenset())]
+    offenders = [
+        d
+        for p in modules()
+        for d in decisions(p.read_text(), str(p.relative_to(REPO)))
+        if d.name not in allowed.get(d.path, frozenset())
+    ]
     assert not offenders, "decided by name outside its home:\n" + "\n".join(map(str, offenders))
 
 
-@pytest.mark.parametrize("snippet", [
-    'if f.kind == "crash": pass',
-    'if e.get("kind") in ("pause", "crash"): pass',
-    'if event["protocol"] != "consumer": pass',
-    'if spec.backend == "compose": pass',
-    'if cluster.get("backend", "local") != "external": pass',
-    'if x == "classic-static": pass',
-    'WORDS = {"poll-stall": "stuck"}',
-    'word = WORDS["poll-stall"]',
-    'variant = protocol.removeprefix("coordinator-")',
-    'match protocol:\n    case "zk-eager": pass',
-])
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        'if f.kind == "crash": pass',
+        'if e.get("kind") in ("pause", "crash"): pass',
+        'if event["protocol"] != "consumer": pass',
+        'if spec.backend == "compose": pass',
+        'if cluster.get("backend", "local") != "external": pass',
+        'if x == "classic-static": pass',
+        'WORDS = {"poll-stall": "stuck"}',
+        'word = WORDS["poll-stall"]',
+        'variant = protocol.removeprefix("coordinator-")',
+        'match protocol:\n    case "zk-eager": pass',
+    ],
+)
 def test_the_walk_finds_a_decision_by_name(snippet):
     assert decisions(snippet, "somewhere.py"), snippet
 
 
-@pytest.mark.parametrize("snippet", [
-    'if role == "consumer": pass',  # a role, not the generation
-    'if self.method == "network": pass',  # a ZooKeeper expiry's method, not the kind
-    'if generation.static_membership: pass',
-    'kinds = ["pause", "crash", "network"]',  # a default list is data, not a decision
-])
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        'if role == "consumer": pass',  # a role, not the generation
+        'if self.method == "network": pass',  # a ZooKeeper expiry's method, not the kind
+        "if generation.static_membership: pass",
+        'kinds = ["pause", "crash", "network"]',  # a default list is data, not a decision
+    ],
+)
 def test_the_walk_leaves_other_words_alone(snippet):
     assert not decisions(snippet, "somewhere.py"), snippet

@@ -1,4 +1,5 @@
 """assignment-validity: coverage of every partition and the eager assignors' layouts."""
+
 from oracle import check_history
 from oracle.assignors import range_layout, roundrobin_layout
 from oracle.history import TopicPartition
@@ -23,9 +24,13 @@ class TestLayouts:
     def test_range_is_per_topic_and_roundrobin_deals_across_topics(self):
         tps = [TopicPartition("events", p) for p in range(3)] + [TopicPartition("audit", p) for p in range(2)]
         assert layout(range_layout(tps, ["a", "b"])) == {
-            "a": ["audit-0", "events-0", "events-1"], "b": ["audit-1", "events-2"]}
+            "a": ["audit-0", "events-0", "events-1"],
+            "b": ["audit-1", "events-2"],
+        }
         assert layout(roundrobin_layout(tps, ["a", "b"])) == {
-            "a": ["audit-0", "events-0", "events-2"], "b": ["audit-1", "events-1"]}
+            "a": ["audit-0", "events-0", "events-2"],
+            "b": ["audit-1", "events-1"],
+        }
 
     def test_more_members_than_partitions(self):
         tps = [TopicPartition("T", 0)]
@@ -51,8 +56,10 @@ def test_a_range_layout_that_differs_from_the_definition_fails(history_builder):
     assert [v.kind for v in result.violations] == ["layout-mismatch", "layout-mismatch"]
     v = result.violations[0]
     assert (v.members, v.generation) == (("consumer-1",), 1)
-    assert v.message == ("generation 1 (range over 2 members sorted by member id): consumer-1 (#0) got events-0,1 "
-                         "but range assigns it events-0,1,2")
+    assert v.message == (
+        "generation 1 (range over 2 members sorted by member id): consumer-1 (#0) got events-0,1 "
+        "but range assigns it events-0,1,2"
+    )
 
 
 def test_roundrobin_layout(history_builder):
@@ -104,8 +111,11 @@ def test_cooperative_first_phase_is_partial_by_design(history_builder):
     b.rebalance(3, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=2000)
     result = run(b)
     assert result.status == "passed"
-    assert result.detail == {"generations_checked": [1, 2, 3], "partial_cooperative_generations": [2],
-                             "layouts_checked": []}
+    assert result.detail == {
+        "generations_checked": [1, 2, 3],
+        "partial_cooperative_generations": [2],
+        "layouts_checked": [],
+    }
 
 
 def test_superseded_generations_are_not_judged(history_builder):
@@ -151,12 +161,16 @@ class TestSubscriptions:
     def test_range_gives_a_topic_only_to_its_subscribers(self):
         subscriptions = {"a": frozenset({"events"}), "b": frozenset({"events", "events-extra"})}
         assert layout(range_layout(self.TPS, ["a", "b"], subscriptions)) == {
-            "a": ["events-0", "events-1"], "b": ["events-2", "events-3", "events-extra-0", "events-extra-1"]}
+            "a": ["events-0", "events-1"],
+            "b": ["events-2", "events-3", "events-extra-0", "events-extra-1"],
+        }
 
     def test_roundrobin_skips_members_not_subscribed(self):
         subscriptions = {"a": frozenset({"events"}), "b": frozenset({"events", "events-extra"})}
         assert layout(roundrobin_layout(self.TPS, ["a", "b"], subscriptions)) == {
-            "a": ["events-0", "events-2"], "b": ["events-1", "events-3", "events-extra-0", "events-extra-1"]}
+            "a": ["events-0", "events-2"],
+            "b": ["events-1", "events-3", "events-extra-0", "events-extra-1"],
+        }
 
 
 def test_a_member_whose_metadata_had_not_matched_the_new_topic_gets_none_of_it(history_builder):
@@ -173,7 +187,8 @@ def test_a_member_whose_metadata_had_not_matched_the_new_topic_gets_none_of_it(h
     c2.revoked().join_sent()
     c1.at(1010).joined(2, member_id="rdkafka-1").synced().assigned(("events", 0), ("events", 1))
     c2.joined(2, leader=True, member_id="rdkafka-2").synced().assigned(
-        ("events", 2), ("events", 3), ("events-extra", 0), ("events-extra", 1))
+        ("events", 2), ("events", 3), ("events-extra", 0), ("events-extra", 1)
+    )
     assert run(b).status == "passed"
 
     # The same generation, had consumer-1 reported events-extra before it joined, is wrong.
@@ -198,8 +213,9 @@ def absent_static_member(history_builder):
     b.at(1030).coordinator("coordinator_stabilized", generation=2, members=3)
     cs[0].at(1040).joined(2, leader=True).synced().assigned(0, 1)
     cs[1].at(1045).joined(2).synced().assigned(2, 3)
-    b.at(7000).coordinator("coordinator_preparing_rebalance", old_generation=2,
-                           reason="removing member consumer-3 on heartbeat expiration")
+    b.at(7000).coordinator(
+        "coordinator_preparing_rebalance", old_generation=2, reason="removing member consumer-3 on heartbeat expiration"
+    )
     b.rebalance(3, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4, 5]}, at=7010)
     b.at(7100).coordinator("coordinator_stabilized", generation=3, members=2)
     return b.at(9000).done()
@@ -212,10 +228,12 @@ def test_partitions_held_by_an_absent_static_member_are_a_finding(history_builde
     assert result.detail["layouts_checked"] == [1, 2, 3]
     [f] = [f for f in result.findings if f.kind == "held-by-absent-member"]
     assert (f.generation, f.members) == (2, ("consumer-3",))
-    assert f.message.startswith("generation 2: the coordinator stabilized it with 3 members but only 2 joined "
-                                "(consumer-1, consumer-2); events-4,5 went to no member that joined — the leader "
-                                "assigned them among the 1 member counted without an answered JoinGroup (consumer-3) "
-                                "— and were held by nobody in practice for up to 6.0 s")
+    assert f.message.startswith(
+        "generation 2: the coordinator stabilized it with 3 members but only 2 joined "
+        "(consumer-1, consumer-2); events-4,5 went to no member that joined — the leader "
+        "assigned them among the 1 member counted without an answered JoinGroup (consumer-3) "
+        "— and were held by nobody in practice for up to 6.0 s"
+    )
 
 
 def test_a_member_that_died_in_an_earlier_rebalance_is_not_absent_from_a_later_one(history_builder):
@@ -224,18 +242,26 @@ def test_a_member_that_died_in_an_earlier_rebalance_is_not_absent_from_a_later_o
     b = absent_static_member(history_builder)
     b.events = [e for e in b.events if not (e["name"] == "coordinator_stabilized" and e["generation"] == 3)]
     b.at(7005).coordinator("coordinator_stabilized", generation=3, members=3)  # one more than joined, nobody to blame
-    b.events = [e for e in b.events if not (e["name"] == "partitions_assigned" and e.get("generation") == 3
-                                            and e["member"] == "consumer-2")]
+    b.events = [
+        e
+        for e in b.events
+        if not (e["name"] == "partitions_assigned" and e.get("generation") == 3 and e["member"] == "consumer-2")
+    ]
     b["consumer-2"].at(7030).assigned(3, 4)  # events-5 went to nobody
     result = check_history(b.build()).checks[CHECK]
     assert [(v.kind, v.generation, v.partition) for v in result.violations] == [
-        ("unassigned-partition", 3, "events-5"), ("layout-mismatch", 3, None)]
+        ("unassigned-partition", 3, "events-5"),
+        ("layout-mismatch", 3, None),
+    ]
 
 
 def test_the_absent_member_is_in_the_layout(history_builder):
     b = absent_static_member(history_builder)
-    b.events = [e for e in b.events if not (e["name"] == "partitions_assigned" and e.get("generation") == 2
-                                            and e["member"] == "consumer-2")]
+    b.events = [
+        e
+        for e in b.events
+        if not (e["name"] == "partitions_assigned" and e.get("generation") == 2 and e["member"] == "consumer-2")
+    ]
     b["consumer-2"].at(1046).assigned(2, 3, 4)  # took the absent member's share too: not range over 3
     result = check_history(b.build()).checks[CHECK]
     assert [(v.kind, v.members) for v in result.violations] == [("layout-mismatch", ("consumer-2",))]

@@ -1,5 +1,6 @@
 """The two clocks a verdict shows: t+ (from run_started) and workload+ (the faults' at_s, from the
 workload phase's start), told apart wherever both appear."""
+
 from pathlib import Path
 
 from harness.reports.run import summary_markdown
@@ -29,11 +30,19 @@ def test_the_verdict_relates_the_clocks(history_builder):
     stats = verdict.to_dict()["stats"]
     assert stats["workload_started_t_s"] == 5.0
     assert [(f["fault_id"], f["at_s"], f["started_t_s"], f["healed_t_s"]) for f in stats["faults"]] == [
-        ("f1", 8.0, 13.0, 25.0)]
+        ("f1", 8.0, 13.0, 25.0)
+    ]
     [line] = fault_lines(stats)
-    assert line == "f1 pause consumer-2: scheduled at workload+8s (at_s 8), started t+13.000s, healed t+25.000s (scheduled)"
+    assert (
+        line
+        == "f1 pause consumer-2: scheduled at workload+8s (at_s 8), started t+13.000s, healed t+25.000s (scheduled)"
+    )
     rendered = verdict.render().splitlines()
-    assert "times: t+ counts from the run's start; workload+ (the faults' at_s) from the workload's start, " \
-           "which was t+5.000s" in rendered and f"fault {line}" in rendered
+    assert (
+        "times: t+ counts from the run's start; workload+ (the faults' at_s) from the workload's start, "
+        "which was t+5.000s"
+        in rendered
+        and f"fault {line}" in rendered
+    )
     md = summary_markdown(verdict.to_dict(), Path("runs/x"))
     assert f"- {line}" in md.splitlines() and "which was t+5.000s." in md

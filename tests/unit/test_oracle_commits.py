@@ -1,4 +1,5 @@
 """fenced-commits and commit-monotonicity."""
+
 import pytest
 
 from oracle import check_history
@@ -33,11 +34,17 @@ class TestFencedCommits:
         pause_story["consumer-2"].at(20005).committed(3, 120, sent_at=20004)
         [v] = run(pause_story, self.CHECK).violations
         assert (v.kind, v.partition, v.offsets, v.members, v.generation) == (
-            "commit-after-handover", "events-3", "120", ("consumer-2", "consumer-1"), 1)
+            "commit-after-handover",
+            "events-3",
+            "120",
+            ("consumer-2", "consumer-1"),
+            1,
+        )
         assert v.message == (
             "consumer-2 committed events-3 offset 120 successfully (generation 1, trigger after-processing, sent "
             "t+20.004s) but consumer-1 (generation 2, t+15.130s..t+20.100s, revoked) had taken events-3 over at "
-            "t+15.130s: the coordinator should have fenced it")
+            "t+15.130s: the coordinator should have fenced it"
+        )
 
     def test_a_stale_assignment_read_late_by_a_zombie_takes_nothing_over(self, history_builder):
         """What a real Java member did: paused with its SyncGroup for generation 2 in flight, it
@@ -92,7 +99,11 @@ class TestFencedCommits:
         late, fenced = run(b, self.CHECK).violations
         assert (late.kind, late.partition, late.generation) == ("commit-without-ownership", "events-3", 2)
         assert (fenced.kind, fenced.partition, fenced.members, fenced.generation) == (
-            "commit-without-ownership", "events-4", ("consumer-2",), 2)
+            "commit-without-ownership",
+            "events-4",
+            ("consumer-2",),
+            2,
+        )
 
     def test_a_commit_after_its_revoke_sent_once_another_member_joined_a_newer_generation(self, history_builder):
         """A zombie: consumer-1 revoked and stalled; consumer-2 joined generation 2 before consumer-1's
@@ -130,7 +141,9 @@ class TestFencedCommits:
         c1.at(4004).committed(4, 60, trigger="auto")  # epoch 4 now, events-4 gone at epoch 3
         c1.at(4008).committed(3, 70, trigger="auto", sent_at=4006).history.events[-1]["generation"] = 3
         assert [(v.kind, v.partition) for v in run(b, self.CHECK).violations] == [
-            ("commit-without-ownership", "events-4"), ("commit-without-ownership", "events-3")]
+            ("commit-without-ownership", "events-4"),
+            ("commit-without-ownership", "events-3"),
+        ]
 
     def test_a_commit_after_losing_the_partition_is_a_violation(self, pause_story):
         pause_story["consumer-2"].at(20015).committed(3, 120)
@@ -160,7 +173,8 @@ class TestCommitMonotonicity:
         assert v.members == ("consumer-1", "consumer-2")
         assert v.message == (
             "events-3: committed offset went back from 150 (consumer-1, generation 2, sent t+16.000s) to "
-            "90 (consumer-2, generation 1, sent t+20.005s); 60 records (90-149) will be read again")
+            "90 (consumer-2, generation 1, sent t+20.005s); 60 records (90-149) will be read again"
+        )
 
     def test_a_requested_reset_turns_it_into_a_finding(self, regression):
         result = run(regression, self.CHECK, allow_reset=True)

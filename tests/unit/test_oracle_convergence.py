@@ -1,4 +1,5 @@
 """convergence: the group settles after the last fault heals, and lag drains."""
+
 import pytest
 
 from oracle import check_history
@@ -51,7 +52,8 @@ def test_a_zombie_still_owning_at_the_end_is_a_violation(pause_story):
     pause_story.at(21000).done()
     [v] = run(pause_story).violations
     assert v.message.endswith(
-        "events-3 owned by consumer-2 and consumer-1; events-4 owned by consumer-2 and consumer-1")
+        "events-3 owned by consumer-2 and consumer-1; events-4 owned by consumer-2 and consumer-1"
+    )
 
 
 def test_lag_must_drain(recovered):
@@ -106,8 +108,9 @@ def test_a_stall_behind_the_owners_other_backlog_says_what_the_owner_did_meanwhi
     b.at(32_000).done()
     [v] = run(b, stall_s=15).violations
     assert v.kind == "stalled" and v.partition == "events-0"
-    assert v.message.endswith("; meanwhile consumer-1 processed 3,000 records of events-1: "
-                              "the owner kept processing, only not this partition"), v.message
+    assert v.message.endswith(
+        "; meanwhile consumer-1 processed 3,000 records of events-1: the owner kept processing, only not this partition"
+    ), v.message
 
 
 def test_a_stall_while_a_fault_is_active_is_excused(history_builder):

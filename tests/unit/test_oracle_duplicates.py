@@ -1,4 +1,5 @@
 """duplicates: re-deliveries counted, explained, and optionally bounded."""
+
 import gzip
 from pathlib import Path
 
@@ -31,12 +32,24 @@ def test_redelivery_of_uncommitted_progress_is_explained(handover):
     handover["consumer-2"].at(1100).consumed(0, 10, 29)
     verdict = check_history(handover.build(), {CHECK: {}})
     assert verdict.duplicates.to_dict() == {
-        "count": 10, "explained": 10, "unexplained": 0,
+        "count": 10,
+        "explained": 10,
+        "unexplained": 0,
         "by_cause": {"hand-over": 10, "zombie": 0, "below-commit": 0, "same-session": 0, "non-owner": 0},
-        "ranges": [{"partition": "events-0", "offsets": "10-19", "count": 10, "first": "consumer-1",
-                    "second": "consumer-2", "explained": True, "cause": "hand-over",
-                    "reason": "explained by uncommitted progress at a hand-over "
-                              "(committed offset 10 when consumer-2 took over)"}]}
+        "ranges": [
+            {
+                "partition": "events-0",
+                "offsets": "10-19",
+                "count": 10,
+                "first": "consumer-1",
+                "second": "consumer-2",
+                "explained": True,
+                "cause": "hand-over",
+                "reason": "explained by uncommitted progress at a hand-over "
+                "(committed offset 10 when consumer-2 took over)",
+            }
+        ],
+    }
     assert verdict.checks[CHECK].status == "passed" and verdict.checks[CHECK].findings == []
 
 
@@ -47,9 +60,16 @@ def test_redelivery_below_the_committed_offset_is_unexplained(handover):
     result = check_history(handover.build(), {CHECK: {}}).checks[CHECK]
     [f] = result.findings
     assert (f.kind, f.partition, f.offsets, f.count, f.members) == (
-        "duplicate", "events-0", "12-19", 8, ("consumer-1", "consumer-2"))
-    assert f.message == ("events-0 offsets 12-19: first consumer-1, again consumer-2, "
-                         "below the offset 20 committed when consumer-2 took over")
+        "duplicate",
+        "events-0",
+        "12-19",
+        8,
+        ("consumer-1", "consumer-2"),
+    )
+    assert f.message == (
+        "events-0 offsets 12-19: first consumer-1, again consumer-2, "
+        "below the offset 20 committed when consumer-2 took over"
+    )
 
 
 def test_a_range_straddling_the_committed_offset_is_split(handover):
@@ -65,8 +85,9 @@ def test_redelivery_within_one_session_is_unexplained(history_builder):
     b.rebalance(1, {"consumer-1": [0]}, at=0)
     c1.at(100).consumed(0, 0, 9).consumed(0, 5, 9)
     [f] = check_history(b.build(), {CHECK: {}}).checks[CHECK].findings
-    assert f.message == ("events-0 offsets 5-9: first consumer-1, again consumer-1, "
-                         "re-delivered within one ownership session")
+    assert f.message == (
+        "events-0 offsets 5-9: first consumer-1, again consumer-1, re-delivered within one ownership session"
+    )
 
 
 def test_a_bound_on_duplicates_fails_the_run_when_exceeded(handover):
@@ -75,9 +96,11 @@ def test_a_bound_on_duplicates_fails_the_run_when_exceeded(handover):
     verdict = check_history(handover.build(), {CHECK: {"max": 0}})
     [v] = verdict.violations
     assert (v.kind, v.count, v.members) == ("too-many-duplicates", 10, ("consumer-1", "consumer-2"))
-    assert v.message.startswith("10 records consumed more than once, more than the allowed 0 "
-                                "(10 explained (10 uncommitted progress at a hand-over), 0 unexplained); "
-                                "largest: events-0 offsets 10-19")
+    assert v.message.startswith(
+        "10 records consumed more than once, more than the allowed 0 "
+        "(10 explained (10 uncommitted progress at a hand-over), 0 unexplained); "
+        "largest: events-0 offsets 10-19"
+    )
 
 
 def test_each_duplicate_is_counted_once_per_extra_delivery(handover):
@@ -88,8 +111,10 @@ def test_each_duplicate_is_counted_once_per_extra_delivery(handover):
     report = check_history(handover.build(), {CHECK: {}}).duplicates.to_dict()
     assert report["count"] == 10 + 15
     assert [(r["offsets"], r["first"], r["second"]) for r in report["ranges"]] == [
-        ("10-19", "consumer-1", "consumer-2"), ("15-19", "consumer-1", "consumer-3"),
-        ("20-29", "consumer-2", "consumer-3")]
+        ("10-19", "consumer-1", "consumer-2"),
+        ("15-19", "consumer-1", "consumer-3"),
+        ("20-29", "consumer-2", "consumer-3"),
+    ]
 
 
 def test_a_zombie_processing_what_its_successor_already_did_is_explained_by_the_overlap(pause_story):
@@ -100,13 +125,24 @@ def test_a_zombie_processing_what_its_successor_already_did_is_explained_by_the_
     verdict = check_history(pause_story.build(), {CHECK: {}, "exclusive-ownership": {}})
     [r] = verdict.duplicates.redeliveries
     assert (r.lo, r.hi, str(r.first.slot), str(r.second.slot), r.cause, r.explained) == (
-        100, 119, "consumer-1", "consumer-2", "zombie", True)
-    assert r.reason == ("explained by a zombie: processed again by consumer-2 while both owned the partition, "
-                        "consumer-2 not yet aware it had lost it (exclusive-ownership)")
+        100,
+        119,
+        "consumer-1",
+        "consumer-2",
+        "zombie",
+        True,
+    )
+    assert r.reason == (
+        "explained by a zombie: processed again by consumer-2 while both owned the partition, "
+        "consumer-2 not yet aware it had lost it (exclusive-ownership)"
+    )
     assert verdict.checks[CHECK].findings == []
-    assert [f.partition for f in verdict.checks["exclusive-ownership"].findings if f.kind == "split-brain"] == ["events-3"]
+    assert [f.partition for f in verdict.checks["exclusive-ownership"].findings if f.kind == "split-brain"] == [
+        "events-3"
+    ]
     assert summary(verdict.duplicates.to_dict()) == (
-        "20 re-delivered records: 20 explained (20 processed by a zombie alongside the new owner), 0 unexplained")
+        "20 re-delivered records: 20 explained (20 processed by a zombie alongside the new owner), 0 unexplained"
+    )
 
 
 def test_getting_a_partition_back_after_an_eager_revoke_is_explained(history_builder):
@@ -147,9 +183,13 @@ def test_the_summary_and_the_findings_use_one_definition_of_explained(handover):
     assert {c: n for c, n in d["by_cause"].items() if n} == {"hand-over": 5, "below-commit": 3, "same-session": 5}
     findings = verdict.checks[CHECK].findings
     assert sum(f.count for f in findings) == d["unexplained"]
-    assert [f.offsets for f in findings] == [r["offsets"] for r in d["ranges"] if not r["explained"]] == ["12-14", "25-29"]
-    line = ("13 re-delivered records: 5 explained (5 uncommitted progress at a hand-over), 8 unexplained "
-            "(3 below the offset committed at the hand-over, 5 re-delivered within one ownership session)")
+    assert (
+        [f.offsets for f in findings] == [r["offsets"] for r in d["ranges"] if not r["explained"]] == ["12-14", "25-29"]
+    )
+    line = (
+        "13 re-delivered records: 5 explained (5 uncommitted progress at a hand-over), 8 unexplained "
+        "(3 below the offset committed at the hand-over, 5 re-delivered within one ownership session)"
+    )
     assert summary(d) == line
     assert f"duplicates: {line}" in verdict.render().splitlines()
     assert f"{line}." in summary_markdown(verdict.to_dict(), Path("runs/x")).splitlines()
@@ -161,7 +201,8 @@ def test_every_cause_is_explained_or_a_finding_and_nothing_else():
 
 def test_a_verdict_written_before_causes_were_named_still_reads():
     assert summary({"count": 3, "explained": 1, "unexplained": 2, "ranges": []}) == (
-        "3 re-delivered records: 1 explained, 2 unexplained")
+        "3 re-delivered records: 1 explained, 2 unexplained"
+    )
     assert summary({"count": 0, "explained": 0, "unexplained": 0, "ranges": []}) == "0 re-delivered records"
 
 

@@ -1,4 +1,5 @@
 """exclusive-ownership: two owners in a generation, zombies, split brain."""
+
 from oracle import check_history
 
 CHECK = "exclusive-ownership"
@@ -26,16 +27,22 @@ def test_two_owners_in_one_generation_is_a_violation(history_builder):
     b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [2, 3, 4]}, at=0)
     [v] = run(b).violations
-    assert (v.kind, v.partition, v.members, v.generation) == ("two-owners-in-generation", "events-2",
-                                                              ("consumer-1", "consumer-2"), 1)
+    assert (v.kind, v.partition, v.members, v.generation) == (
+        "two-owners-in-generation",
+        "events-2",
+        ("consumer-1", "consumer-2"),
+        1,
+    )
     assert v.message.startswith("events-2 had two owners in generation 1: consumer-1 (generation 1, ")
 
 
 def test_a_paused_zombie_is_a_finding(pause_story):
     result = run(pause_story)
     assert result.status == "passed" and result.violations == []
-    assert [(f.kind, f.partition) for f in result.findings] == [("zombie-overlap", "events-3"),
-                                                                ("zombie-overlap", "events-4")]
+    assert [(f.kind, f.partition) for f in result.findings] == [
+        ("zombie-overlap", "events-3"),
+        ("zombie-overlap", "events-4"),
+    ]
     f = result.findings[0]
     assert f.members == ("consumer-2", "consumer-1") and f.generation == 2
     assert "consumer-2 (generation 1, t+3.190s..t+20.010s, lost) still owned it for 4.9 s" in f.message
@@ -81,12 +88,20 @@ def test_processing_a_partition_never_owned_is_a_violation(history_builder):
     assert result.status == "failed" and result.findings == []
     [v] = result.violations
     assert (v.kind, v.partition, v.offsets, v.count, v.members, v.generation) == (
-        "consumed-without-ownership", "events-1", "0-4", 5, ("consumer-2",), 1)
-    assert v.message.startswith("events-1: consumer-2 processed 5 records (offsets 0-4, t+0.150s..t+0.150s) "
-                                "without owning the partition: it had not been assigned events-1 in this "
-                                "incarnation by then (its generation then: generation 1); the owner was consumer-1 "
-                                "(generation 1, t+0.015s..the end, owned-at-end), which processed the same "
-                                "offsets 0-4")
+        "consumed-without-ownership",
+        "events-1",
+        "0-4",
+        5,
+        ("consumer-2",),
+        1,
+    )
+    assert v.message.startswith(
+        "events-1: consumer-2 processed 5 records (offsets 0-4, t+0.150s..t+0.150s) "
+        "without owning the partition: it had not been assigned events-1 in this "
+        "incarnation by then (its generation then: generation 1); the owner was consumer-1 "
+        "(generation 1, t+0.015s..the end, owned-at-end), which processed the same "
+        "offsets 0-4"
+    )
     assert set(v.times) == {"first", "last"}
 
 
@@ -111,9 +126,16 @@ def test_a_former_owner_processing_after_it_recorded_the_revoke_is_a_violation(h
     assert result.findings == []
     [v] = result.violations
     assert (v.kind, v.partition, v.offsets, v.members, v.generation) == (
-        "consumed-after-ownership", "events-1", "0-4", ("consumer-1",), 2)
-    assert ("after its own ownership of the partition had ended: consumer-1 (generation 1, t+0.015s..t+1.000s, "
-            "revoked) (its generation then: generation 2); the owner was consumer-2") in v.message
+        "consumed-after-ownership",
+        "events-1",
+        "0-4",
+        ("consumer-1",),
+        2,
+    )
+    assert (
+        "after its own ownership of the partition had ended: consumer-1 (generation 1, t+0.015s..t+1.000s, "
+        "revoked) (its generation then: generation 2); the owner was consumer-2"
+    ) in v.message
 
 
 def kip848_first_joins(history_builder, then_revokes_at: float):

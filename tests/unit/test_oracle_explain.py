@@ -1,5 +1,6 @@
 """Each rebalance explained (oracle/explain.py): the seeds' classic cases, told by hand-built
 histories; tests/integration checks the same sentences on real brokers."""
+
 import pytest
 
 from oracle import History, check_history
@@ -22,8 +23,10 @@ def test_a_paused_member_is_evicted_only_at_its_session_timeout(pause_story):
     w = wait(x, "trigger")
     assert (w.cause, w.member, w.ms) == ("session-timeout", "consumer-2", ms(10000))  # paused at 5 s, evicted at 15 s
     assert x.critical is w
-    assert x.sentence == ("generation 2: consumer-2 was paused (fault f1, pause) and the coordinator evicted it only "
-                          "when its session timed out (session.timeout.ms 10000), 10.0 s later")
+    assert x.sentence == (
+        "generation 2: consumer-2 was paused (fault f1, pause) and the coordinator evicted it only "
+        "when its session timed out (session.timeout.ms 10000), 10.0 s later"
+    )
     assert x.to_dict()["waited_for"] == "consumer-2" and x.to_dict()["cause"] == "session-timeout"
 
 
@@ -48,8 +51,11 @@ def stuck_member(b, stall_ms: float):
     c1.at(10_000).emit("poll_stall_started", fault_id="f1", duration_s=stall_ms / 1000)
     c3 = b.consumer("consumer-3").start()
     c3.at(10_100).join_sent()
-    b.at(10_105).coordinator("coordinator_preparing_rebalance", old_generation=1,
-                             reason="Adding new member consumer-3-3-id with group instance id None")
+    b.at(10_105).coordinator(
+        "coordinator_preparing_rebalance",
+        old_generation=1,
+        reason="Adding new member consumer-3-3-id with group instance id None",
+    )
     c2.at(11_000).revoked().join_sent()
     c2.at(310_105).joined(2, leader=True)
     c3.joined(2)
@@ -74,8 +80,9 @@ def test_a_stalled_member_leaving_at_its_poll_interval_is_a_poll_timeout(history
     c2 = b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
     c2.at(1_000).emit("poll_stall_started", fault_id="f2", duration_s=400)
-    b.at(301_000).coordinator("coordinator_preparing_rebalance", old_generation=1,
-                              reason="Removing member consumer-2-1-id on LeaveGroup")
+    b.at(301_000).coordinator(
+        "coordinator_preparing_rebalance", old_generation=1, reason="Removing member consumer-2-1-id on LeaveGroup"
+    )
     b.rebalance(2, {"consumer-1": [0, 1]}, at=301_500)
     w = wait(explained(b, 2), "trigger")
     assert (w.cause, w.member, w.ms) == ("poll-timeout", "consumer-2", ms(300_000))
@@ -85,8 +92,9 @@ def test_a_member_that_left_or_joined_is_named_from_the_coordinators_reason(hist
     b = history_builder(topics={"events": 2})
     b.consumer("consumer-1").start(), b.consumer("consumer-10").start()
     b.rebalance(1, {"consumer-1": [0], "consumer-10": [1]}, at=0)
-    b.at(5_000).coordinator("coordinator_preparing_rebalance", old_generation=1,
-                            reason="Removing member consumer-10-1-id on LeaveGroup")
+    b.at(5_000).coordinator(
+        "coordinator_preparing_rebalance", old_generation=1, reason="Removing member consumer-10-1-id on LeaveGroup"
+    )
     b.rebalance(2, {"consumer-1": [0, 1]}, at=5_100)
     w = wait(explained(b, 2), "trigger")
     assert (w.cause, w.member, w.ms) == ("left", "consumer-10", 0.0)  # not consumer-1, a prefix of its name
@@ -132,8 +140,10 @@ def test_a_late_join_behind_a_revoke_callback_that_waits_for_the_processing_thre
     c3.synced().assigned(3)
     w = wait(explained(b, 2), "join")
     assert (w.cause, w.member) == ("late-join", "consumer-1")
-    assert ("consumer-1, which spent 3.9 s in its revoke callback while its processing thread finished the 800 "
-            "records it held, sent its JoinGroup last") in w.detail, w.detail
+    assert (
+        "consumer-1, which spent 3.9 s in its revoke callback while its processing thread finished the 800 "
+        "records it held, sent its JoinGroup last"
+    ) in w.detail, w.detail
 
 
 def test_a_revoke_callback_the_member_was_killed_in_never_ends(history_builder):

@@ -1,4 +1,5 @@
 """Offset-range algebra, loading a history file, and the History index."""
+
 import json
 
 import pytest
@@ -50,9 +51,15 @@ class TestLoadHistory:
         return json.dumps({"name": name, "ts": 1e12 + mono, "mono_ms": mono, "source": source, "seq": seq})
 
     def test_sorts_by_mono_then_source_then_seq(self, tmp_path):
-        self.write(tmp_path / "history.jsonl", [
-            self.event("run_started", 5.0), self.event("b", 10.0, "producer", 1),
-            self.event("a1", 10.0, "consumer-1", 1), self.event("a2", 10.0, "consumer-1", 2)])
+        self.write(
+            tmp_path / "history.jsonl",
+            [
+                self.event("run_started", 5.0),
+                self.event("b", 10.0, "producer", 1),
+                self.event("a1", 10.0, "consumer-1", 1),
+                self.event("a2", 10.0, "consumer-1", 2),
+            ],
+        )
         assert [e["name"] for e in load_history(tmp_path / "history.jsonl")] == ["run_started", "a1", "a2", "b"]
 
     def test_accepts_a_run_directory_and_skips_a_torn_last_line(self, tmp_path):
@@ -67,7 +74,9 @@ class TestLoadHistory:
 
     def test_events_that_say_nothing_to_judge_are_not_a_history(self, tmp_path):
         self.write(tmp_path / "history.jsonl", [self.event("phase", 1.0), self.event("run_finished", 2.0)])
-        with pytest.raises(ValueError, match="history.jsonl: neither run_started nor any member's event: nothing to judge"):
+        with pytest.raises(
+            ValueError, match="history.jsonl: neither run_started nor any member's event: nothing to judge"
+        ):
             load_history(tmp_path)
         member = json.loads(self.event("partitions_assigned", 3.0, "consumer-1"))  # a converted VerifiableConsumer log
         self.write(tmp_path / "history.jsonl", [json.dumps({**member, "member": "consumer-1", "partitions": []})])

@@ -16,6 +16,7 @@ A mutation that cannot act on a fixture (a range layout in a cooperative group, 
 rejected commit in a run that had none) is skipped with the reason; each one acts
 on at least one fixture.
 """
+
 from __future__ import annotations
 
 import copy
@@ -67,6 +68,7 @@ class Mutation:
 # -- reading a history the way the mutations pick targets ---------------------------------
 # Deliberately not the oracle's own ownership derivation: the targets must not depend on
 # the interpretation under test.
+
 
 def tp_name(d: dict) -> str:
     return f"{d['topic']}-{d['partition']}"
@@ -138,21 +140,33 @@ def final_holdings(events: list[Event]) -> list[Holding]:
 
 def final_generation(events: list[Event]) -> int:
     done = done_index(events)
-    return max(e["generation"] for e in events[:done]
-               if e["name"] == "partitions_assigned" and e.get("generation") is not None)
+    return max(
+        e["generation"] for e in events[:done] if e["name"] == "partitions_assigned" and e.get("generation") is not None
+    )
 
 
 def consumed_in(events: list[Event], h: Holding) -> list[tuple[int, dict]]:
     """(event index, range) of the holder's records of its partition within the holding."""
-    return [(i, r) for i in range(h.start, h.end) if events[i]["name"] == "records_consumed"
-            and slot_of(events[i]) == h.slot for r in events[i].get("ranges") or () if tp_name(r) == h.tp]
+    return [
+        (i, r)
+        for i in range(h.start, h.end)
+        if events[i]["name"] == "records_consumed" and slot_of(events[i]) == h.slot
+        for r in events[i].get("ranges") or ()
+        if tp_name(r) == h.tp
+    ]
 
 
 def committed_in(events: list[Event], h: Holding, success: bool = True) -> list[tuple[int, dict]]:
     """(event index, offsets entry) of the holder's commits of its partition within the holding."""
-    return [(i, o) for i in range(h.start, h.end) if events[i]["name"] == "offsets_committed"
-            and slot_of(events[i]) == h.slot and bool(events[i].get("success")) == success
-            for o in events[i].get("offsets") or () if tp_name(o) == h.tp]
+    return [
+        (i, o)
+        for i in range(h.start, h.end)
+        if events[i]["name"] == "offsets_committed"
+        and slot_of(events[i]) == h.slot
+        and bool(events[i].get("success")) == success
+        for o in events[i].get("offsets") or ()
+        if tp_name(o) == h.tp
+    ]
 
 
 def sent_at(commit: Event) -> float:
@@ -162,8 +176,13 @@ def sent_at(commit: Event) -> float:
 
 def consumed_once(events: list[Event]) -> Callable[[dict], bool]:
     """Whether every record of a range was processed exactly once in the whole history."""
-    times = Counter((tp_name(r), o) for e in events if e["name"] == "records_consumed"
-                    for r in e.get("ranges") or () for o in range(r["min_offset"], r["max_offset"] + 1))
+    times = Counter(
+        (tp_name(r), o)
+        for e in events
+        if e["name"] == "records_consumed"
+        for r in e.get("ranges") or ()
+        for o in range(r["min_offset"], r["max_offset"] + 1)
+    )
     return lambda r: all(times[tp_name(r), o] == 1 for o in range(r["min_offset"], r["max_offset"] + 1))
 
 
@@ -192,15 +211,20 @@ def bystander(events: list[Event], at: int, tp: str) -> Slot | None:
 
 def envelope_of(events: list[Event], slot: Slot, at: int) -> Event:
     """The slot's latest event up to `at`: it carries the member id and generation it had then."""
-    return next(e for e in reversed(events[:at + 1]) if "member" in e and slot_of(e) == slot)
+    return next(e for e in reversed(events[: at + 1]) if "member" in e and slot_of(e) == slot)
 
 
 def emit(events: list[Event], like: Event, name: str, mono_ms: float, **fields: Any) -> Event:
     """A new event in `like`'s envelope (source, member, incarnation, member id, generation)
     at `mono_ms`, its `seq` unique within its source."""
     seq = 1 + max(e.get("seq", 0) for e in events if e["source"] == like["source"])
-    event = {"name": name, "ts": like["ts"] + (mono_ms - like["mono_ms"]), "mono_ms": mono_ms,
-             "source": like["source"], "seq": seq}
+    event = {
+        "name": name,
+        "ts": like["ts"] + (mono_ms - like["mono_ms"]),
+        "mono_ms": mono_ms,
+        "source": like["source"],
+        "seq": seq,
+    }
     event.update({k: like[k] for k in ("member", "incarnation", "member_id", "generation") if k in like})
     event.update(fields)
     events.append(event)
@@ -226,6 +250,7 @@ def relabel(obj: Any, topic: str, p: int, q: int) -> None:
 
 # -- the mutations ----------------------------------------------------------------------
 
+
 def drop_consumed_range(events: list[Event]) -> Target:
     """A batch's range of one partition vanishes from the middle of its final owner's
     session: records nobody else processed."""
@@ -250,8 +275,10 @@ def drop_first_range_after_handover(events: list[Event]) -> Target:
         i, r = ranges[0]
         events[i]["ranges"].remove(r)
         return Target(h.tp, slot_name(h.slot))
-    raise NotApplicable("no final owner took its partition over from another member and then processed "
-                        "two batches, the first of them records nobody else processed")
+    raise NotApplicable(
+        "no final owner took its partition over from another member and then processed "
+        "two batches, the first of them records nobody else processed"
+    )
 
 
 def offset_gap(events: list[Event]) -> Target:
@@ -298,8 +325,14 @@ def double_assign(events: list[Event]) -> Target:
         if e["name"] != "partitions_assigned" or e.get("generation") != generation:
             continue
         mine = {tp_name(p) for p in e.get("partitions") or ()}
-        theirs = sorted(h.tp for h in all_holdings if h.slot != slot_of(e) and h.tp not in mine and h.start < done
-                        and (h.generation == generation or h.start <= i < h.end))
+        theirs = sorted(
+            h.tp
+            for h in all_holdings
+            if h.slot != slot_of(e)
+            and h.tp not in mine
+            and h.start < done
+            and (h.generation == generation or h.start <= i < h.end)
+        )
         if theirs:
             topic, partition = theirs[0].rsplit("-", 1)
             e["partitions"].append({"topic": topic, "partition": int(partition)})
@@ -316,8 +349,13 @@ def regress_commit(events: list[Event]) -> Target:
             stale, previous, (i, entry) = commits[j - 2][1]["offset"], commits[j - 1][1]["offset"], commits[j]
             if stale < previous:
                 sent = sent_at(events[i])
-                top = max(o["offset"] for e in events if e["name"] == "offsets_committed" and e.get("success")
-                          and sent_at(e) < sent for o in e["offsets"] if tp_name(o) == h.tp)
+                top = max(
+                    o["offset"]
+                    for e in events
+                    if e["name"] == "offsets_committed" and e.get("success") and sent_at(e) < sent
+                    for o in e["offsets"]
+                    if tp_name(o) == h.tp
+                )
                 entry["offset"] = stale
                 return Target(h.tp, slot_name(h.slot), span(stale, top - 1))
     raise NotApplicable("no final session made three commits with progress")
@@ -331,9 +369,18 @@ def commit_from_non_owner(events: list[Event]) -> Target:
             other = bystander(events, i, h.tp)
             if other:
                 commit = events[i]
-                emit(events, envelope_of(events, other, i), "offsets_committed", commit["mono_ms"] + 0.5,
-                     offsets=[dict(entry)], success=True, error=None, error_code=None, trigger="after-processing",
-                     started_mono_ms=sent_at(commit) + 0.5)
+                emit(
+                    events,
+                    envelope_of(events, other, i),
+                    "offsets_committed",
+                    commit["mono_ms"] + 0.5,
+                    offsets=[dict(entry)],
+                    success=True,
+                    error=None,
+                    error_code=None,
+                    trigger="after-processing",
+                    started_mono_ms=sent_at(commit) + 0.5,
+                )
                 return Target(h.tp, slot_name(other), str(entry["offset"]))
     raise NotApplicable("no member in the group beside a final owner that never held its partition")
 
@@ -349,10 +396,19 @@ def zombie_commit_accepted(events: list[Event]) -> Target:
         sent = sent_at(e)
         for entry in e["offsets"]:
             tp, slot = tp_name(entry), slot_of(e)
-            own = next((h for h in all_holdings if h.slot == slot and h.tp == tp
-                        and mono[h.start] <= sent < (mono[h.end] if h.end < len(events) else float("inf"))), None)
-            if own and any(h.tp == tp and h.slot != slot and mono[own.start] < mono[h.start] <= sent
-                           for h in all_holdings):
+            own = next(
+                (
+                    h
+                    for h in all_holdings
+                    if h.slot == slot
+                    and h.tp == tp
+                    and mono[h.start] <= sent < (mono[h.end] if h.end < len(events) else float("inf"))
+                ),
+                None,
+            )
+            if own and any(
+                h.tp == tp and h.slot != slot and mono[own.start] < mono[h.start] <= sent for h in all_holdings
+            ):
                 e.update(success=True, error=None, error_code=None)
                 return Target(tp, slot_name(slot), str(entry["offset"]))
     raise NotApplicable("no commit was rejected after the partition had been taken over")
@@ -365,8 +421,13 @@ def non_owner_consumes(events: list[Event]) -> Target:
         for i, r in middle(ranges):
             other = bystander(events, i, h.tp)
             if other:
-                emit(events, envelope_of(events, other, i), "records_consumed", events[i]["mono_ms"] + 0.5,
-                     ranges=[dict(r)])
+                emit(
+                    events,
+                    envelope_of(events, other, i),
+                    "records_consumed",
+                    events[i]["mono_ms"] + 0.5,
+                    ranges=[dict(r)],
+                )
                 return Target(h.tp, slot_name(other), span(r["min_offset"], r["max_offset"]))
     raise NotApplicable("no member in the group beside a final owner that never held its partition")
 
@@ -389,8 +450,12 @@ def wrong_layout(events: list[Event]) -> Target:
     if run.get("protocol") not in LAYOUT_PROTOCOLS or run.get("assignor") not in LAYOUTS:
         raise NotApplicable(f"{run.get('protocol')}/{run.get('assignor')} has no closed-form layout")
     generation = final_generation(events)
-    owner = {tp_name(p): slot_of(e) for e in events[:done_index(events)]
-             if e["name"] == "partitions_assigned" and e.get("generation") == generation for p in e["partitions"]}
+    owner = {
+        tp_name(p): slot_of(e)
+        for e in events[: done_index(events)]
+        if e["name"] == "partitions_assigned" and e.get("generation") == generation
+        for p in e["partitions"]
+    }
     for tp in sorted(owner):
         topic, p = tp.rsplit("-", 1)
         neighbour = f"{topic}-{int(p) + 1}"
@@ -419,35 +484,61 @@ CONSUMED_PAST_HOLE = "the same member consumed past the hole within the same ses
 NOBODY_ELSE_CONSUMED = "the records skipped were processed by nobody else: lost"
 
 MUTATIONS = (
-    Mutation("drop-consumed-range", drop_consumed_range, (("no-loss", "lost-write"),),
-             {"contiguity": CONSUMED_PAST_HOLE}),
-    Mutation("drop-first-range-after-handover", drop_first_range_after_handover,
-             (("contiguity", "skip-at-handover"),), {"no-loss": NOBODY_ELSE_CONSUMED}),
+    Mutation(
+        "drop-consumed-range", drop_consumed_range, (("no-loss", "lost-write"),), {"contiguity": CONSUMED_PAST_HOLE}
+    ),
+    Mutation(
+        "drop-first-range-after-handover",
+        drop_first_range_after_handover,
+        (("contiguity", "skip-at-handover"),),
+        {"no-loss": NOBODY_ELSE_CONSUMED},
+    ),
     Mutation("offset-gap", offset_gap, (("contiguity", "poll-skip"),), {"no-loss": NOBODY_ELSE_CONSUMED}),
     Mutation("go-back-within-session", go_back, (("contiguity", "nonmonotonic-poll"),)),
-    Mutation("redeliver-batch", redeliver_batch, (("duplicates", "too-many-duplicates"),),
-             {"contiguity": "processing a batch again within its session is going back: a nonmonotonic poll"}),
-    Mutation("double-assign", double_assign,
-             (("exclusive-ownership", "two-owners-in-generation"), ("assignment-validity", "double-assignment")),
-             {"fenced-commits": "the real owner's later commits come after the second owner 'took it over': "
-                                "accepted commits after a handover",
-              "convergence": "the second owner keeps the partition to the end: two owners when the run is done"}),
+    Mutation(
+        "redeliver-batch",
+        redeliver_batch,
+        (("duplicates", "too-many-duplicates"),),
+        {"contiguity": "processing a batch again within its session is going back: a nonmonotonic poll"},
+    ),
+    Mutation(
+        "double-assign",
+        double_assign,
+        (("exclusive-ownership", "two-owners-in-generation"), ("assignment-validity", "double-assignment")),
+        {
+            "fenced-commits": "the real owner's later commits come after the second owner 'took it over': "
+            "accepted commits after a handover",
+            "convergence": "the second owner keeps the partition to the end: two owners when the run is done",
+        },
+    ),
     Mutation("regress-commit", regress_commit, (("commit-monotonicity", "offset-regression"),)),
     Mutation("commit-from-non-owner", commit_from_non_owner, (("fenced-commits", "commit-without-ownership"),)),
-    Mutation("zombie-commit-accepted", zombie_commit_accepted, (("fenced-commits", "commit-after-handover"),),
-             {"commit-monotonicity": "the zombie's offset lies behind what its successor has committed since: "
-                                     "accepted, it moves the committed offset back"}),
+    Mutation(
+        "zombie-commit-accepted",
+        zombie_commit_accepted,
+        (("fenced-commits", "commit-after-handover"),),
+        {
+            "commit-monotonicity": "the zombie's offset lies behind what its successor has committed since: "
+            "accepted, it moves the committed offset back"
+        },
+    ),
     Mutation("non-owner-consumes", non_owner_consumes, (("exclusive-ownership", "consumed-without-ownership"),)),
-    Mutation("unowned-at-end", unowned_at_end,
-             (("convergence", "not-converged"), ("assignment-validity", "unassigned-partition")),
-             {"exclusive-ownership": "its former owner goes on processing it without an assignment",
-              "fenced-commits": "its former owner's commits of it are accepted without ownership"}),
+    Mutation(
+        "unowned-at-end",
+        unowned_at_end,
+        (("convergence", "not-converged"), ("assignment-validity", "unassigned-partition")),
+        {
+            "exclusive-ownership": "its former owner goes on processing it without an assignment",
+            "fenced-commits": "its former owner's commits of it are accepted without ownership",
+        },
+    ),
     Mutation("wrong-layout", wrong_layout, (("assignment-validity", "layout-mismatch"),)),
     Mutation("lag-not-drained", lag_not_drained, (("convergence", "lag-not-drained"),)),
 )
 
 
 # -- the tests --------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Callable[[str], list[Event]]:
@@ -460,6 +551,7 @@ def recorded(tmp_path_factory) -> Callable[[str], list[Event]]:
             path.write_bytes(gzip.decompress((FIXTURES / f"{name}.jsonl.gz").read_bytes()))
             cache[name] = load_history(path)
         return copy.deepcopy(cache[name])
+
     return load
 
 
@@ -470,8 +562,14 @@ def judge(events: list[Event], options: dict[str, dict]) -> Verdict:
 def names(anomaly: Anomaly, target: Target) -> bool:
     """Whether the anomaly names the target: a group-wide anomaly (no partition of its own)
     names the partition in its message."""
-    partition = target.partition is None or anomaly.partition == target.partition or (
-        anomaly.partition is None and re.search(rf"(?<![\w-]){re.escape(target.partition)}(?![\w-])", anomaly.message))
+    partition = (
+        target.partition is None
+        or anomaly.partition == target.partition
+        or (
+            anomaly.partition is None
+            and re.search(rf"(?<![\w-]){re.escape(target.partition)}(?![\w-])", anomaly.message)
+        )
+    )
     member = target.member is None or target.member in anomaly.members
     offsets = target.offsets is None or anomaly.offsets == target.offsets
     return bool(partition and member and offsets)
@@ -488,10 +586,21 @@ def test_unmutated_history_passes(history, recorded):
     assert all(r.status == "passed" for r in verdict.checks.values()), verdict.render()
 
 
-@pytest.mark.parametrize("mutation, history", [
-    pytest.param(m, h, id=f"{m.name}-{h}", marks=[pytest.mark.xfail(reason=KNOWN_MISSES[m.name, h], strict=True)]
-                 if (m.name, h) in KNOWN_MISSES else [])
-    for m in MUTATIONS for h in HISTORIES])
+@pytest.mark.parametrize(
+    "mutation, history",
+    [
+        pytest.param(
+            m,
+            h,
+            id=f"{m.name}-{h}",
+            marks=[pytest.mark.xfail(reason=KNOWN_MISSES[m.name, h], strict=True)]
+            if (m.name, h) in KNOWN_MISSES
+            else [],
+        )
+        for m in MUTATIONS
+        for h in HISTORIES
+    ],
+)
 def test_mutation_fails_its_check(mutation, history, recorded):
     events = recorded(history)
     try:
@@ -504,8 +613,9 @@ def test_mutation_fails_its_check(mutation, history, recorded):
     for check, kind in mutation.fires:
         reported = [v for v in verdict.checks[check].violations if v.kind == kind]
         assert reported, f"{mutation.name}: no {check}/{kind} violation\n{verdict.render()}"
-        assert any(names(v, target) for v in reported), \
+        assert any(names(v, target) for v in reported), (
             f"{mutation.name}: {check}/{kind} does not name {target}\n{verdict.render()}"
+        )
     failed = {name for name, result in verdict.checks.items() if result.violations}
     unexplained = failed - {check for check, _ in mutation.fires} - set(mutation.implied)
     assert not unexplained, f"{mutation.name} also failed {sorted(unexplained)}, not implied by it\n{verdict.render()}"

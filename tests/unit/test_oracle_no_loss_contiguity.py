@@ -1,4 +1,5 @@
 """no-loss and contiguity, including the faulty "commit before processing, killed mid-batch" run."""
+
 import pytest
 
 from oracle import check_history
@@ -41,11 +42,17 @@ class TestNoLoss:
         result = run(commit_before_processing, self.CHECK)
         [v] = result.violations
         assert (v.kind, v.partition, v.offsets, v.count, v.members) == (
-            "lost-write", "events-0", "120-149", 30, ("consumer-1",))
+            "lost-write",
+            "events-0",
+            "120-149",
+            30,
+            ("consumer-1",),
+        )
         assert v.message == (
             "events-0: 30 acknowledged records never consumed: offsets 120-149; consumer-1 committed offset 150 past "
             "them (trigger before-processing, generation 1, sent t+2.000s) and its ownership then ended (crashed) "
-            "at t+2.060s")
+            "at t+2.060s"
+        )
         assert result.detail == {"acked": 200, "lost": 30}
 
     def test_a_commit_killed_before_it_was_recorded_names_both_owners_not_a_later_commit(self, history_builder):
@@ -74,7 +81,8 @@ class TestNoLoss:
             "events-0: 50 acknowledged records never consumed: offsets 150-199; consumer-2 went on from offset 200 "
             "when it took the partition over (generation 2, t+12.015s) and no commit in the history put the group "
             "there: a commit sent but never recorded, or a reset position. The owner before: consumer-1 "
-            "(generation 1, t+0.015s..t+2.030s, crashed)")
+            "(generation 1, t+0.015s..t+2.030s, crashed)"
+        )
 
     def test_a_hand_over_is_explained_by_the_commit_the_new_owner_fetched(self, history_builder):
         # Two commits past the lost offsets: the group went on from the later one. The new owner's
@@ -95,7 +103,10 @@ class TestNoLoss:
         b.at(14000).done()
         [v] = run(b, self.CHECK).violations
         assert (v.offsets, v.members, v.generation) == ("120-149", ("consumer-1",), 1)
-        assert "consumer-1 committed offset 150 past them (trigger before-processing, generation 1, sent t+1.200s)" in v.message
+        assert (
+            "consumer-1 committed offset 150 past them (trigger before-processing, generation 1, sent t+1.200s)"
+            in v.message
+        )
 
     def test_everything_consumed_passes(self, history_builder):
         b = history_builder(topics={"events": 2})
@@ -114,8 +125,10 @@ class TestNoLoss:
         c1.at(20).consumed(0, 0, 1203).consumed(0, 1221, 1299).consumed(1, 0, 4)
         b.done()
         messages = [v.message for v in run(b, self.CHECK).violations]
-        assert messages == ["events-0: 17 acknowledged records never consumed: offsets 1204-1220",
-                            "events-1: 5 acknowledged records never consumed: offsets 5-9"]
+        assert messages == [
+            "events-0: 17 acknowledged records never consumed: offsets 1204-1220",
+            "events-1: 5 acknowledged records never consumed: offsets 5-9",
+        ]
 
     def test_an_interrupted_run_is_skipped_not_failed(self, commit_before_processing):
         commit_before_processing.events = [e for e in commit_before_processing.events if e.get("phase") != "done"]
@@ -145,7 +158,13 @@ class TestContiguity:
         one_owner["consumer-1"].at(100).consumed(0, 0, 9).consumed(0, 15, 20)
         [v] = run(one_owner, self.CHECK).violations
         assert (v.kind, v.partition, v.offsets, v.count, v.members, v.generation) == (
-            "poll-skip", "events-0", "10-14", 5, ("consumer-1",), 1)
+            "poll-skip",
+            "events-0",
+            "10-14",
+            5,
+            ("consumer-1",),
+            1,
+        )
         assert "consumer-1 skipped 5 records (offsets 10-14) within one ownership session" in v.message
 
     def test_a_gap_where_no_record_is_known_to_exist_is_not_a_skip(self, one_owner):
@@ -161,10 +180,17 @@ class TestContiguity:
     def test_starting_past_everything_consumed_at_handover_is_a_skip(self, commit_before_processing):
         [v] = run(commit_before_processing, self.CHECK).violations
         assert (v.kind, v.partition, v.offsets, v.count, v.members, v.generation) == (
-            "skip-at-handover", "events-0", "120-149", 30, ("consumer-1", "consumer-2"), 2)
+            "skip-at-handover",
+            "events-0",
+            "120-149",
+            30,
+            ("consumer-1", "consumer-2"),
+            2,
+        )
         assert v.message.startswith(
             "events-0: consumer-2 started at offset 150 when it took the partition over (generation 2, t+12.100s), "
-            "but the highest offset consumed before was 119 (by consumer-1): 30 records skipped, offsets 120-149")
+            "but the highest offset consumed before was 119 (by consumer-1): 30 records skipped, offsets 120-149"
+        )
 
 
 def test_records_long_after_a_session_ended_belong_to_no_session(history_builder):

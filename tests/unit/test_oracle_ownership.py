@@ -1,4 +1,5 @@
 """Deriving ownership sessions from eager and cooperative callbacks and process lifecycles."""
+
 from oracle import History
 from oracle.history import MemberSlot, TopicPartition
 from oracle.ownership import (
@@ -16,8 +17,10 @@ E = lambda p: TopicPartition("events", p)
 
 def sessions(builder, partition):
     # The builder spaces events written at the same instant by 1 µs to keep their order.
-    return [(str(s.slot), s.generation, round(s.start_ms), round(s.end_ms) if s.end else s.end_ms, s.ended_by)
-            for s in ownership_of(History(builder.build())).of_partition(E(partition))]
+    return [
+        (str(s.slot), s.generation, round(s.start_ms), round(s.end_ms) if s.end else s.end_ms, s.ended_by)
+        for s in ownership_of(History(builder.build())).of_partition(E(partition))
+    ]
 
 
 def test_eager_full_assignments_and_revokes(history_builder):
@@ -34,8 +37,10 @@ def test_eager_full_assignments_and_revokes(history_builder):
     assert first[:2] == ("consumer-1", 1) and first[4] == REVOKED
     assert second[:2] == ("consumer-2", 2)
     own = ownership_of(History(b.build()))
-    assert own.assignments[2] == {MemberSlot("consumer-1"): frozenset(map(E, [0, 1, 2])),
-                                  MemberSlot("consumer-2"): frozenset(map(E, [3, 4]))}
+    assert own.assignments[2] == {
+        MemberSlot("consumer-1"): frozenset(map(E, [0, 1, 2])),
+        MemberSlot("consumer-2"): frozenset(map(E, [3, 4])),
+    }
 
 
 def test_eager_assignment_without_a_revoke_still_ends_what_it_drops(history_builder):

@@ -1,4 +1,5 @@
 """Measuring rebalances: start, end, phases, trigger, coordinator clock, stop-the-world."""
+
 import pytest
 
 from oracle import History, check_history
@@ -35,8 +36,13 @@ def test_an_eviction_starts_at_the_coordinator_and_a_paused_owner_leaves_no_gap(
     assert r.coordinator_ms == ms(140)
     assert r.moves == ["events-3: consumer-2 -> consumer-1", "events-4: consumer-2 -> consumer-1"]
     # events-0..2 were revoked and given back 30 ms later; the zombie still held 3 and 4
-    assert r.unowned_ms == {"events-0": ms(30), "events-1": ms(30), "events-2": ms(30),
-                            "events-3": 0.0, "events-4": 0.0}
+    assert r.unowned_ms == {
+        "events-0": ms(30),
+        "events-1": ms(30),
+        "events-2": ms(30),
+        "events-3": 0.0,
+        "events-4": 0.0,
+    }
 
 
 def test_a_lost_partition_triggers_the_rejoin(pause_story):
@@ -160,8 +166,9 @@ def test_without_done_the_teardown_starts_at_heal_checked(history_builder):
     b = history_builder()
     _c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
     b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=0)
-    b.at(3000).emit("heal_checked", "harness", stopped_processes=[], proxies=0, proxies_with_toxics=[],
-                    proxies_disabled=[])
+    b.at(3000).emit(
+        "heal_checked", "harness", stopped_processes=[], proxies=0, proxies_with_toxics=[], proxies_disabled=[]
+    )
     c2.at(3100).revoked().stopped()
     b.rebalance(2, {"consumer-1": [0, 1, 2, 3, 4]}, at=3200)
     assert [r.teardown for r in rebalances_of(History(b.build()))] == [False, True]

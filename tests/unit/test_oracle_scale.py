@@ -3,6 +3,7 @@ plain way: compact events, indexed lookups, one-sweep ownership, windowed stall 
 
 Each fast path is compared with the straightforward computation it replaced, on seeded
 random inputs (benchmarks/oracle_speed.py measures the speed)."""
+
 import random
 
 from oracle import History, check_history
@@ -25,8 +26,10 @@ def _merged(ranges):
 def test_offset_union_and_membership_match_the_plain_definitions():
     rng = random.Random(5)
     for _ in range(3000):
-        a, b = ([(x, x + rng.randint(0, 5)) for x in (rng.randint(0, 60) for _ in range(rng.randint(0, 6)))]
-                for _ in range(2))
+        a, b = (
+            [(x, x + rng.randint(0, 5)) for x in (rng.randint(0, 60) for _ in range(rng.randint(0, 6)))]
+            for _ in range(2)
+        )
         sa, sb = OffsetSet(a), OffsetSet(b)
         assert (sa | sb).ranges == _merged(a + b)
         assert all((x in sa) == any(lo <= x <= hi for lo, hi in a) for x in range(-2, 70))
@@ -35,8 +38,10 @@ def test_offset_union_and_membership_match_the_plain_definitions():
 def test_quiet_windows_match_cutting_every_busy_interval():
     rng = random.Random(7)
     for _ in range(1000):
-        busy = [(a, a + rng.choice([0, rng.uniform(0, 30), -rng.uniform(0, 20)]))  # empty and inverted too
-                for a in (rng.uniform(0, 100) for _ in range(rng.randint(0, 8)))]
+        busy = [
+            (a, a + rng.choice([0, rng.uniform(0, 30), -rng.uniform(0, 20)]))  # empty and inverted too
+            for a in (rng.uniform(0, 100) for _ in range(rng.randint(0, 8)))
+        ]
         quiet = _Quiet(busy)
         for _ in range(10):
             lo = rng.uniform(-10, 110)
@@ -51,8 +56,16 @@ def test_owners_over_a_rising_series_match_owners_at_each_instant():
         for _ in range(rng.randint(0, 12)):
             start = float(rng.randint(0, 50))
             end = None if rng.random() < 0.3 else Instant(None, start + rng.choice([0, rng.randint(0, 20)]))
-            sessions.append(Session(MemberSlot(f"consumer-{rng.randint(1, 3)}"), TopicPartition("events", rng.randint(0, 3)),
-                                    1, None, Instant(None, start), end))
+            sessions.append(
+                Session(
+                    MemberSlot(f"consumer-{rng.randint(1, 3)}"),
+                    TopicPartition("events", rng.randint(0, 3)),
+                    1,
+                    None,
+                    Instant(None, start),
+                    end,
+                )
+            )
         ownership = Ownership(sessions, {}, {})
         instants = sorted(float(rng.randint(-1, 75)) for _ in range(25))
         for t, owners in zip(instants, ownership.owners_over(instants), strict=False):
@@ -66,8 +79,13 @@ def test_indexed_first_and_last_match_a_scan(history_builder):
     b.rebalance(2, {"consumer-1": [0, 1, 2, 3, 4]}, at=900)
     c2.at(950).stopped()
     history = History(b.build())
-    for where in ({"generation": 1}, {"generation": 2, "member": "consumer-1"}, {"member": "consumer-2"},
-                  {"generation": 7}, {"members": ["x"]}):  # the last: a value that cannot be a key
+    for where in (
+        {"generation": 1},
+        {"generation": 2, "member": "consumer-1"},
+        {"member": "consumer-2"},
+        {"generation": 7},
+        {"members": ["x"]},
+    ):  # the last: a value that cannot be a key
         scan = [e for e in history.named("group_joined") if all(e.get(k) == v for k, v in where.items())]
         assert history.where("group_joined", **where) == scan
         assert history.first("group_joined", **where) == (scan[0] if scan else None)
@@ -75,10 +93,21 @@ def test_indexed_first_and_last_match_a_scan(history_builder):
 
 
 def test_a_compact_event_reads_like_the_line_it_came_from():
-    event = {"name": "records_consumed", "ts": 1.5, "mono_ms": 2.5, "source": "consumer-1", "seq": 3,
-             "member": "consumer-1", "incarnation": 1, "member_id": None, "generation": 4,
-             "ranges": [{"topic": "events", "partition": 0, "min_offset": 0, "max_offset": 9, "count": 10},
-                        {"topic": "events", "partition": 1, "min_offset": 5, "max_offset": 5, "count": 1}]}
+    event = {
+        "name": "records_consumed",
+        "ts": 1.5,
+        "mono_ms": 2.5,
+        "source": "consumer-1",
+        "seq": 3,
+        "member": "consumer-1",
+        "incarnation": 1,
+        "member_id": None,
+        "generation": 4,
+        "ranges": [
+            {"topic": "events", "partition": 0, "min_offset": 0, "max_offset": 9, "count": 10},
+            {"topic": "events", "partition": 1, "min_offset": 5, "max_offset": 5, "count": 1},
+        ],
+    }
     packed = compact(event)
     assert isinstance(packed, CompactEvent) and packed == event and dict(packed) == event
     assert packed["ranges"] == event["ranges"] and packed.get("nope", 7) == 7 and "member" in packed
@@ -86,8 +115,13 @@ def test_a_compact_event_reads_like_the_line_it_came_from():
 
 
 def test_odd_lists_are_kept_as_they_are():
-    for listed in ([{"topic": "events", "partition": 0, "min_offset": 1, "max_offset": 2}, {"topic": "events"}],
-                   [{"topic": 3, "partition": 0, "offset": 5}], [], None, ["not an object"]):
+    for listed in (
+        [{"topic": "events", "partition": 0, "min_offset": 1, "max_offset": 2}, {"topic": "events"}],
+        [{"topic": 3, "partition": 0, "offset": 5}],
+        [],
+        None,
+        ["not an object"],
+    ):
         event = {"name": "offsets_committed", "mono_ms": 1.0, "offsets": listed, "success": True}
         assert compact(event) == event and compact(event)["offsets"] == listed
 

@@ -1,4 +1,5 @@
 """check_history / Verdict: selecting checks, options, and the JSON-ready verdict."""
+
 import json
 
 import pytest
@@ -7,8 +8,16 @@ from oracle import CHECK_NAMES, History, Verdict, check_history, load_history
 
 
 def test_check_names():
-    assert CHECK_NAMES == ("exclusive-ownership", "fenced-commits", "commit-monotonicity", "no-loss",
-                           "contiguity", "duplicates", "convergence", "assignment-validity")
+    assert CHECK_NAMES == (
+        "exclusive-ownership",
+        "fenced-commits",
+        "commit-monotonicity",
+        "no-loss",
+        "contiguity",
+        "duplicates",
+        "convergence",
+        "assignment-validity",
+    )
 
 
 def test_no_checks_named_means_all_checks_with_defaults(pause_story):
@@ -22,11 +31,14 @@ def test_only_the_named_checks_run(pause_story):
     assert list(verdict.checks) == ["history-integrity", "no-loss", "duplicates"]  # the history's promises: always
 
 
-@pytest.mark.parametrize("checks, error", [
-    ({"no-los": {}}, "unknown check 'no-los'"),
-    ({"exclusive-ownership": {"spilt_brain": "fail"}}, "has no option 'spilt_brain'; it accepts: split_brain"),
-    ({"exclusive-ownership": {"split_brain": "panic"}}, "split_brain must be one of"),
-])
+@pytest.mark.parametrize(
+    "checks, error",
+    [
+        ({"no-los": {}}, "unknown check 'no-los'"),
+        ({"exclusive-ownership": {"spilt_brain": "fail"}}, "has no option 'spilt_brain'; it accepts: split_brain"),
+        ({"exclusive-ownership": {"split_brain": "panic"}}, "split_brain must be one of"),
+    ],
+)
 def test_typos_in_scenario_options_are_errors(pause_story, checks, error):
     with pytest.raises(ValueError, match=error):
         check_history(pause_story.build(), checks)
@@ -44,26 +56,50 @@ def failing_run(b):
 def test_verdict_dict_shape(pause_story):
     d = check_history(failing_run(pause_story).build()).to_dict()
     json.dumps(d)  # JSON-ready as is
-    assert set(d) == {"status", "ok", "skipped_checks", "errored_checks", "violations", "findings", "checks",
-                      "measurements", "rebalances", "duplicates", "stats"}
+    assert set(d) == {
+        "status",
+        "ok",
+        "skipped_checks",
+        "errored_checks",
+        "violations",
+        "findings",
+        "checks",
+        "measurements",
+        "rebalances",
+        "duplicates",
+        "stats",
+    }
     assert d["status"] == "fail" and d["ok"] is False
     assert d["skipped_checks"] == {} and d["errored_checks"] == {} and d["measurements"] == {}
     assert {(v["check"], v["kind"]) for v in d["violations"]} == {
-        ("fenced-commits", "commit-after-handover"), ("no-loss", "lost-write")}
+        ("fenced-commits", "commit-after-handover"),
+        ("no-loss", "lost-write"),
+    }
     lost = next(v for v in d["violations"] if v["check"] == "no-loss")
     assert (lost["partition"], lost["offsets"], lost["count"]) == ("events-3", "5-9", 5)
     fenced = next(v for v in d["violations"] if v["check"] == "fenced-commits")
     assert fenced["members"] == ["consumer-2", "consumer-1"] and fenced["generation"] == 1
     assert set(fenced["times"]["taken_over"]) == {"ts", "mono_ms"}
-    assert d["checks"]["no-loss"] == {"status": "failed", "violations": 1, "findings": 0,
-                                      "detail": {"acked": 10, "lost": 5}}
+    assert d["checks"]["no-loss"] == {
+        "status": "failed",
+        "violations": 1,
+        "findings": 0,
+        "detail": {"acked": 10, "lost": 5},
+    }
     assert d["checks"]["exclusive-ownership"]["status"] == "passed"
-    assert [(r["generation"], r["status"]) for r in d["rebalances"]] == [(1, "completed"), (2, "completed"),
-                                                                        (3, "completed")]
+    assert [(r["generation"], r["status"]) for r in d["rebalances"]] == [
+        (1, "completed"),
+        (2, "completed"),
+        (3, "completed"),
+    ]
     assert all("duration_ms" in r for r in d["rebalances"])
-    assert d["duplicates"] == {"count": 0, "explained": 0, "unexplained": 0, "ranges": [],
-                               "by_cause": {"hand-over": 0, "zombie": 0, "below-commit": 0, "same-session": 0,
-                                            "non-owner": 0}}
+    assert d["duplicates"] == {
+        "count": 0,
+        "explained": 0,
+        "unexplained": 0,
+        "ranges": [],
+        "by_cause": {"hand-over": 0, "zombie": 0, "below-commit": 0, "same-session": 0, "non-owner": 0},
+    }
     assert d["stats"]["acked"] == 10 and d["stats"]["consumed"] == 5
     assert d["stats"]["commits"] == {"ok": 1, "failed": {}}
     assert d["stats"]["members"] == ["consumer-1", "consumer-2"]
@@ -79,7 +115,12 @@ def test_a_clean_run_is_ok_and_renders(history_builder):
 
 def test_round_trip_through_a_history_file(tmp_path, pause_story):
     # out of time order, as several appending writers leave it; each writer's own lines in its order
-    lines = [json.dumps(e) for e in sorted(failing_run(pause_story).build(), key=lambda e: (e["source"], e.get("incarnation") or 1, e["seq"]))]
+    lines = [
+        json.dumps(e)
+        for e in sorted(
+            failing_run(pause_story).build(), key=lambda e: (e["source"], e.get("incarnation") or 1, e["seq"])
+        )
+    ]
     (tmp_path / "history.jsonl").write_text("\n".join(lines) + '\n{"name": "recor', encoding="utf-8")
     from_file = check_history(load_history(tmp_path)).to_dict()
     loaded = from_file["checks"]["history-integrity"].pop("detail")  # what the loader saw of the file
@@ -90,6 +131,7 @@ def test_round_trip_through_a_history_file(tmp_path, pause_story):
 
 
 # -- status: pass, fail, incomplete, error -------------------------------------------------------
+
 
 def clean_run(history_builder, done: bool = True):
     b = history_builder(topics={"events": 1})
@@ -109,7 +151,9 @@ def test_a_run_that_never_reached_done_is_incomplete_not_a_pass(history_builder)
     assert set(verdict.skipped_checks) == {"no-loss", "convergence"}
     assert all("phase: done" in why for why in verdict.skipped_checks.values())
     headline = verdict.render().splitlines()[0]
-    assert headline.startswith("INCOMPLETE: 0 violations, 0 findings — no-loss, convergence skipped (no `phase: done` event")
+    assert headline.startswith(
+        "INCOMPLETE: 0 violations, 0 findings — no-loss, convergence skipped (no `phase: done` event"
+    )
     assert "convergence skipped (" in headline
     d = verdict.to_dict()
     assert d["status"] == "incomplete" and d["ok"] is False and d["skipped_checks"] == verdict.skipped_checks
@@ -129,11 +173,15 @@ def boom(history, options):
 
 def test_a_check_that_raises_is_its_error_and_the_others_still_run(history_builder, monkeypatch):
     from oracle.checks import CHECKS
+
     monkeypatch.setattr(CHECKS["convergence"], "check", boom)
     verdict = check_history(clean_run(history_builder).build())
     assert verdict.status == "error" and not verdict.ok
     assert verdict.errored_checks == {"convergence": "RuntimeError: checker bug"}
-    assert [n for n, r in verdict.checks.items() if r.status == "passed"] == ["history-integrity", *(n for n in CHECK_NAMES if n != "convergence")]
+    assert [n for n, r in verdict.checks.items() if r.status == "passed"] == [
+        "history-integrity",
+        *(n for n in CHECK_NAMES if n != "convergence"),
+    ]
     result = verdict.to_dict()["checks"]["convergence"]
     assert result["status"] == "error" and result["reason"] == "RuntimeError: checker bug"
     assert "in boom" in result["detail"]["traceback"] and "checker bug" in result["detail"]["traceback"]
@@ -142,6 +190,7 @@ def test_a_check_that_raises_is_its_error_and_the_others_still_run(history_build
 
 def test_a_violation_outranks_a_check_that_raised(pause_story, monkeypatch):
     from oracle.checks import CHECKS
+
     monkeypatch.setattr(CHECKS["contiguity"], "check", boom)
     verdict = check_history(failing_run(pause_story).build())
     assert verdict.status == "fail" and "contiguity" in verdict.errored_checks
@@ -150,6 +199,7 @@ def test_a_violation_outranks_a_check_that_raised(pause_story, monkeypatch):
 
 def test_a_measurement_that_raises_is_an_error_too(history_builder, monkeypatch):
     import oracle.verdict
+
     monkeypatch.setattr(oracle.verdict, "run_rebalances", lambda history: 1 / 0)
     verdict = check_history(clean_run(history_builder).build())
     assert verdict.status == "error" and verdict.rebalances == []
@@ -164,6 +214,7 @@ def test_an_interrupt_inside_a_check_is_not_taken_for_a_checker_bug(history_buil
 
     def interrupted(history, options):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(CHECKS["no-loss"], "check", interrupted)
     with pytest.raises(KeyboardInterrupt):
         check_history(clean_run(history_builder).build())
@@ -187,4 +238,5 @@ def test_partitions_added_mid_run_say_how_long_until_the_last_was_owned(history_
     stats = check_history(b.build()).to_dict()["stats"]
     assert stats["partitions_added"] == [
         {"topic": "events", "partitions": 4, "added": 2, "owned_after_ms": pytest.approx(3020, abs=1)},
-        {"topic": "events", "partitions": 6, "added": 2, "owned_after_ms": None}]
+        {"topic": "events", "partitions": 6, "added": 2, "owned_after_ms": None},
+    ]

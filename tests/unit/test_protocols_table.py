@@ -1,5 +1,6 @@
 """oracle/protocols.py: the one table of protocol generations, and everything that reads it
 agreeing with it — the drivers, the assignor layouts, validation, compare, the oracle's policy."""
+
 from __future__ import annotations
 
 import importlib
@@ -35,8 +36,16 @@ EVERY = list(GENERATIONS.values())
 
 def test_the_table_is_keyed_by_name_in_a_fixed_order():
     assert all(name == g.name for name, g in GENERATIONS.items())
-    assert PROTOCOLS == ("zk-eager", "classic-eager", "classic-static", "classic-cooperative", "consumer",
-                         "coordinator-v1", "coordinator-v2", "coordinator-v3")
+    assert PROTOCOLS == (
+        "zk-eager",
+        "classic-eager",
+        "classic-static",
+        "classic-cooperative",
+        "consumer",
+        "coordinator-v1",
+        "coordinator-v2",
+        "coordinator-v3",
+    )
     assert where(classic=True) == ("classic-eager", "classic-static", "classic-cooperative")
     assert where(project_coordinator=True) == ("coordinator-v1", "coordinator-v2", "coordinator-v3")
     assert {"classic-cooperative", "consumer"} == INCREMENTAL_PROTOCOLS
@@ -55,7 +64,10 @@ def test_the_capabilities_say_what_the_generations_are():
     assert where(static_membership=True) == ("classic-static",)
     assert where(group_protocol="consumer") == where(broker_timing=True) == where(member_epochs=True) == ("consumer",)
     assert {g.name: g.assignor_runs_on for g in EVERY if g.assignor_runs_on != "group-leader"} == {
-        "zk-eager": "each-member", "consumer": "broker", "coordinator-v1": "project-coordinator"}
+        "zk-eager": "each-member",
+        "consumer": "broker",
+        "coordinator-v1": "project-coordinator",
+    }
     for g in EVERY:
         assert g.classic == (g.group_protocol == "classic")
         assert (g.group_protocol is not None) == (g.group_home == "kafka"), g.name  # a Kafka client's group
@@ -67,7 +79,8 @@ def test_a_members_spec_carries_its_generations_capabilities(generation: Generat
     fields = protocol_fields(generation)
     assert fields["protocol"] == generation.name
     assert set(fields) == {f.name for f in dataclass_fields(MemberSpec)} & (
-        {"protocol"} | {f.name for f in dataclass_fields(Generation)})
+        {"protocol"} | {f.name for f in dataclass_fields(Generation)}
+    )
     for name, value in fields.items():
         assert value == getattr(generation, "name" if name == "protocol" else name)
 
@@ -123,10 +136,15 @@ def test_kip848_timing_goes_to_the_brokers_by_the_generations_row():
     timing = {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 2000}
     for protocol, generation in GENERATIONS.items():
         assert generation.classic == (generation.group_protocol == "classic"), protocol
-        scenario = Scenario.model_validate({**base, "cluster": {"kafka": generation.kafka or "3.9"},
-                                            "workload": {"protocol": protocol, **timing}})
-        expected = {"group.consumer.session.timeout.ms": 10_000, "group.consumer.min.session.timeout.ms": 10_000,
-                    "group.consumer.heartbeat.interval.ms": 2000, "group.consumer.min.heartbeat.interval.ms": 2000}
+        scenario = Scenario.model_validate(
+            {**base, "cluster": {"kafka": generation.kafka or "3.9"}, "workload": {"protocol": protocol, **timing}}
+        )
+        expected = {
+            "group.consumer.session.timeout.ms": 10_000,
+            "group.consumer.min.session.timeout.ms": 10_000,
+            "group.consumer.heartbeat.interval.ms": 2000,
+            "group.consumer.min.heartbeat.interval.ms": 2000,
+        }
         assert scenario.broker_config() == (expected if generation.broker_timing else {}), protocol
 
 
@@ -146,8 +164,9 @@ def test_checks_resting_on_a_fact_do_not_apply_where_a_generation_lacks_it():
         assert fact is None or (fact in Generation.__dataclass_fields__ and fact in LACKING), check.NAME
     assert not_applicable("zk-eager") == {
         "fenced-commits": "the ZooKeeper-era consumer has no commit fencing: a zombie's stale commits are accepted "
-                          "(its finding)",
+        "(its finding)",
         "commit-monotonicity": "the ZooKeeper-era consumer has no commit fencing: a zombie's stale commits are "
-                               "accepted (its finding), so committed offsets can move back"}
+        "accepted (its finding), so committed offsets can move back",
+    }
     assert all(not_applicable(p) == {} for p in PROTOCOLS if GENERATIONS[p].fenced_commits)
     assert not_applicable(None) == {} and not_applicable("a protocol of the future") == {}

@@ -1,6 +1,7 @@
 """The pytest plugin: scenario files collected as items, chaos_run, options, markers — with
 runs stood in for (a conftest swaps harness.run.loop.Run); tests/integration/test_suite_and_plugin.py
 runs real scenarios through it."""
+
 from __future__ import annotations
 
 import shutil
@@ -12,7 +13,7 @@ pytest_plugins = ("pytester",)
 
 REPO = Path(__file__).resolve().parents[2]
 
-FAKE_RUNS = '''
+FAKE_RUNS = """
 import json
 from pathlib import Path
 import harness.components.install
@@ -43,7 +44,7 @@ class FakeRun:
 
 harness.run.loop.Run = FakeRun
 harness.components.install.installed_for = lambda *args, **kwargs: None  # nothing runs: nothing needs installing
-'''
+"""
 
 
 @pytest.fixture
@@ -58,8 +59,15 @@ def lab(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PYTHONPATH", str(REPO))
 
     def run(*more: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess("-p", "harness.pytest_plugin", "-p", "no:cacheprovider",
-                                             "--chaos-runs-dir", str(pytester.path / "runs"), *more)
+        return pytester.runpytest_subprocess(
+            "-p",
+            "harness.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            "--chaos-runs-dir",
+            str(pytester.path / "runs"),
+            *more,
+        )
 
     return run
 
@@ -67,8 +75,14 @@ def lab(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
 def test_scenario_files_named_on_the_command_line_are_items(lab, pytester):
     result = lab(str(pytester.path), "--junitxml=out.xml", "-v")
     result.assert_outcomes(passed=1, failed=1)  # settings.yaml is not a scenario: not collected
-    result.stdout.fnmatch_lines(["*faulty-consumer.yaml::faulty-consumer FAILED*", "*smoke.yaml::smoke PASSED*",
-                                 "*FAIL: 1 violation*", "*[[]no-loss/lost-records] events-3: offsets 120..131*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*faulty-consumer.yaml::faulty-consumer FAILED*",
+            "*smoke.yaml::smoke PASSED*",
+            "*FAIL: 1 violation*",
+            "*[[]no-loss/lost-records] events-3: offsets 120..131*",
+        ]
+    )
     xml = (pytester.path / "out.xml").read_text()
     assert 'name="rebalance_max_ms" value="1234.5"' in xml and "[no-loss/lost-records]" in xml
 
@@ -99,7 +113,8 @@ def test_yaml_under_testpaths_is_not_collected_unless_asked(lab, pytester):
 
 
 def test_chaos_run_returns_the_verdict_and_history_and_is_marked(lab, pytester):
-    pytester.makepyfile(test_release=f'''
+    pytester.makepyfile(
+        test_release=f"""
 def test_more_consumers_still_pass(chaos_run):
     result = chaos_run({str(REPO / "scenarios" / "smoke.yaml")!r}, workload__consumers=5, seed=4, protocol="consumer")
     result.assert_passed()
@@ -115,27 +130,36 @@ def test_a_bad_override_is_named(chaos_run):
 
 def test_no_cluster():
     pass
-''')
+"""
+    )
     lab("test_release.py").assert_outcomes(passed=3)
     lab("test_release.py", "-m", "not chaos").assert_outcomes(passed=1, deselected=2)
 
 
 def test_the_labs_own_copies_of_scenarios_are_not_collected(lab, pytester):
     lab(str(pytester.path)).assert_outcomes(passed=1, failed=1)
-    for archive, mark in (("old-runs/20260101T000000Z-smoke-s1", "run.json"), ("old-runs/suite-x", "suite.json"),
-                          ("old-runs/capacity-y", "capacity.json")):
+    for archive, mark in (
+        ("old-runs/20260101T000000Z-smoke-s1", "run.json"),
+        ("old-runs/suite-x", "suite.json"),
+        ("old-runs/capacity-y", "capacity.json"),
+    ):
         (pytester.path / archive / "scenarios").mkdir(parents=True)
         (pytester.path / archive / mark).write_text("{}")
         shutil.copy(REPO / "scenarios" / "smoke.yaml", pytester.path / archive / "scenarios" / "smoke.yaml")
     (pytester.path / "runs" / "pytest-scenarios").mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "scenarios" / "smoke.yaml", pytester.path / "runs" / "pytest-scenarios" / "again.yaml")
-    lab(str(pytester.path), "--chaos-seed", "2").assert_outcomes(passed=1, failed=1)  # the two scenarios, not their copies
+    lab(str(pytester.path), "--chaos-seed", "2").assert_outcomes(
+        passed=1, failed=1
+    )  # the two scenarios, not their copies
 
 
-@pytest.mark.parametrize("options, said", [
-    (("--chaos-protocol", "consumer", "--chaos-kafka", "3.9"), "protocol consumer, kafka 3.9: "),
-    (("--chaos-runs-dir", "afile"), "afile/pytest-scenarios: cannot be made a directory: "),
-])
+@pytest.mark.parametrize(
+    "options, said",
+    [
+        (("--chaos-protocol", "consumer", "--chaos-kafka", "3.9"), "protocol consumer, kafka 3.9: "),
+        (("--chaos-runs-dir", "afile"), "afile/pytest-scenarios: cannot be made a directory: "),
+    ],
+)
 def test_options_a_scenario_cannot_take_fail_its_item_with_the_reason(lab, pytester, options, said):
     (pytester.path / "afile").write_text("x\n")
     result = lab(str(pytester.path / "smoke.yaml"), *options)

@@ -91,8 +91,10 @@ def test_only_the_members_familys_section_is_accepted(protocol, driver, section)
     ((key, reason),) = problems(data)
     assert key == f"workload.{section}"
     other = FAMILIES[section]
-    assert reason == (f"settings for {', '.join(other.protocols)} ({other.about}); this workload's members "
-                      f"(protocol: {protocol}, driver: {driver}) take workload.{own}")
+    assert reason == (
+        f"settings for {', '.join(other.protocols)} ({other.about}); this workload's members "
+        f"(protocol: {protocol}, driver: {driver}) take workload.{own}"
+    )
 
 
 def test_the_refusal_reads_as_the_docs_say(tmp_path):
@@ -100,8 +102,10 @@ def test_the_refusal_reads_as_the_docs_say(tmp_path):
     path.write_text(yaml.safe_dump(data_for("classic-eager", zk_eager={"rebalance_backoff_ms": 500})))
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
-    message = ("workload.zk_eager: settings for zk-eager (the ZooKeeper-era consumer); this workload's members "
-               "(protocol: classic-eager, driver: librdkafka) take workload.librdkafka")
+    message = (
+        "workload.zk_eager: settings for zk-eager (the ZooKeeper-era consumer); this workload's members "
+        "(protocol: classic-eager, driver: librdkafka) take workload.librdkafka"
+    )
     assert str(info.value) == f"{path}: {message}"
     assert message in (REPO / "docs" / "inputs.md").read_text()
 
@@ -121,8 +125,12 @@ def test_a_key_that_moved_is_refused_naming_where_it_is_now(tmp_path, key):
     path.write_text(yaml.safe_dump(old))
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
-    assert info.value.problems == [(f"workload.{key}", f"moved: write it as workload.librdkafka.{key} (a setting "
-                                                       f"only librdkafka members have, in their section)")]
+    assert info.value.problems == [
+        (
+            f"workload.{key}",
+            f"moved: write it as workload.librdkafka.{key} (a setting only librdkafka members have, in their section)",
+        )
+    ]
     documented = "workload.processing: moved: write it as workload.librdkafka.processing (a setting only"
     assert documented in (REPO / "docs" / "inputs.md").read_text()
     # Written where the message says, it loads, and means what it meant.
@@ -135,7 +143,11 @@ def test_a_moved_key_is_one_problem_among_the_others(tmp_path):
     data = data_for("classic-eager", revoke_hold_ms=5, consumerz=1, processing="worker")
     data["topics"][0]["partitions"] = 0
     assert sorted(key for key, _ in problems(data)) == [
-        "topics.0.partitions", "workload.consumerz", "workload.processing", "workload.revoke_hold_ms"]
+        "topics.0.partitions",
+        "workload.consumerz",
+        "workload.processing",
+        "workload.revoke_hold_ms",
+    ]
     assert dict(problems(data))["workload.consumerz"] == "unknown key"
 
 
@@ -145,12 +157,15 @@ def test_a_moved_key_is_only_moved_where_it_was():
     assert problems(data) == [("workload.producer.processing", "unknown key")]
 
 
-@pytest.mark.parametrize("base_protocol, base_driver, section", [
-    ("classic-eager", "librdkafka", "librdkafka"),
-    ("classic-static", "java", "java"),
-    ("coordinator-v3", "librdkafka", "coordinator"),
-    ("zk-eager", "librdkafka", "zk_eager"),
-])
+@pytest.mark.parametrize(
+    "base_protocol, base_driver, section",
+    [
+        ("classic-eager", "librdkafka", "librdkafka"),
+        ("classic-static", "java", "java"),
+        ("coordinator-v3", "librdkafka", "coordinator"),
+        ("zk-eager", "librdkafka", "zk_eager"),
+    ],
+)
 def test_a_variant_keeps_its_own_familys_section_and_drops_the_others(base_protocol, base_driver, section):
     base = data_for(base_protocol, base_driver, **{section: SETTINGS[section]})
     Scenario.model_validate(base)
@@ -205,6 +220,11 @@ def test_the_docs_workload_examples_validate(where, example):
     """A fragment is completed with what any scenario needs: a name, a length, a topic, and the
     Kafka line its generation runs on."""
     protocol = example["workload"].get("protocol", "classic-eager")
-    data = {"name": "example", "duration_s": 60, "topics": [{"name": "events", "partitions": 6}],
-            "cluster": {"kafka": GENERATIONS[protocol].kafka or "3.9"}, **example}
+    data = {
+        "name": "example",
+        "duration_s": 60,
+        "topics": [{"name": "events", "partitions": 6}],
+        "cluster": {"kafka": GENERATIONS[protocol].kafka or "3.9"},
+        **example,
+    }
     assert problems(data) == [], where

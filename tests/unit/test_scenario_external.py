@@ -1,6 +1,7 @@
 """backend: external — what a scenario on someone else's cluster may say and do, refused up
 front with the reason; the run's topics and group carry its id. The real cluster side is
 tests/integration/test_external_target.py."""
+
 from __future__ import annotations
 
 import copy
@@ -18,8 +19,10 @@ SMOKE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "smo
 def external(**cluster) -> dict:
     data = copy.deepcopy(SMOKE)
     data["cluster"] = {"backend": "external", "kafka": "3.9", "bootstrap_servers": "127.0.0.1:9092", **cluster}
-    data["faults"] = [{"kind": "pause", "target": "consumer-2", "at_s": 8, "duration_s": 12},
-                      {"kind": "crash", "target": "consumer-1", "at_s": 26, "restart_after_s": 3}]
+    data["faults"] = [
+        {"kind": "pause", "target": "consumer-2", "at_s": 8, "duration_s": 12},
+        {"kind": "crash", "target": "consumer-1", "at_s": 26, "restart_after_s": 3},
+    ]
     return data
 
 
@@ -35,23 +38,42 @@ def test_faults_on_the_runs_own_processes_are_accepted():
     assert s.cluster.external and s.cluster.client_config == {"security.protocol": "PLAINTEXT"}
 
 
-@pytest.mark.parametrize("fault, reason", [
-    ({"kind": "crash", "target": "broker-2", "at_s": 5},
-     "faults.0.target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper or "
-     "coordinator: it does not run them; faults act only on the processes the run starts (consumer-1, "),
-    ({"kind": "pause", "target": "coordinator", "at_s": 5, "duration_s": 3}, "not 'coordinator'"),
-    ({"kind": "network", "target": "consumer-1", "at_s": 5, "duration_s": 3},
-     "faults.0.kind: the external backend cannot cut or degrade network links: its clients and brokers do not talk "
-     "through the harness's own Toxiproxy"),
-    ({"kind": "zk-session-expiry", "target": "broker-1", "at_s": 5},
-     "faults.0.kind: the external backend cannot expire ZooKeeper sessions: that needs control of the cluster's "
-     "brokers and ZooKeeper"),
-    ({"kind": "add-partitions", "topic": "events", "partitions": 12, "at_s": 5},
-     "faults.0.kind: the external backend cannot create or grow topics during the run: the harness only creates "
-     "the run's own topics there"),
-    ({"kind": "pause", "target": "consumer-1", "at_s": 5, "duration_s": 3, "on": {"state": "PreparingRebalance"}},
-     "faults.0.on: the external backend cannot read the brokers' logs, where a trigger sees the group's states"),
-])
+@pytest.mark.parametrize(
+    "fault, reason",
+    [
+        (
+            {"kind": "crash", "target": "broker-2", "at_s": 5},
+            "faults.0.target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper or "
+            "coordinator: it does not run them; faults act only on the processes the run starts (consumer-1, ",
+        ),
+        ({"kind": "pause", "target": "coordinator", "at_s": 5, "duration_s": 3}, "not 'coordinator'"),
+        (
+            {"kind": "network", "target": "consumer-1", "at_s": 5, "duration_s": 3},
+            "faults.0.kind: the external backend cannot cut or degrade network links: its clients and brokers do not talk "
+            "through the harness's own Toxiproxy",
+        ),
+        (
+            {"kind": "zk-session-expiry", "target": "broker-1", "at_s": 5},
+            "faults.0.kind: the external backend cannot expire ZooKeeper sessions: that needs control of the cluster's "
+            "brokers and ZooKeeper",
+        ),
+        (
+            {"kind": "add-partitions", "topic": "events", "partitions": 12, "at_s": 5},
+            "faults.0.kind: the external backend cannot create or grow topics during the run: the harness only creates "
+            "the run's own topics there",
+        ),
+        (
+            {
+                "kind": "pause",
+                "target": "consumer-1",
+                "at_s": 5,
+                "duration_s": 3,
+                "on": {"state": "PreparingRebalance"},
+            },
+            "faults.0.on: the external backend cannot read the brokers' logs, where a trigger sees the group's states",
+        ),
+    ],
+)
 def test_faults_that_need_the_cluster_are_refused_with_the_reason(fault, reason):
     data = external()
     data["faults"] = [fault]
@@ -68,12 +90,15 @@ def test_random_faults_are_held_to_the_same_rule():
     assert len(schedule) == 3 and all(f["target"].startswith("consumer-") for f in schedule)
 
 
-@pytest.mark.parametrize("cluster, reason", [
-    ({"bootstrap_servers": None}, "cluster.bootstrap_servers: an external cluster needs its bootstrap servers"),
-    ({"brokers": 5}, "cluster.brokers: an external cluster is not started by the harness"),
-    ({"client_config": {"group.id": "x"}}, "cluster.client_config.group.id: the harness sets this"),
-    ({"bootstrap_servers": "not an address"}, "cluster.bootstrap_servers"),
-])
+@pytest.mark.parametrize(
+    "cluster, reason",
+    [
+        ({"bootstrap_servers": None}, "cluster.bootstrap_servers: an external cluster needs its bootstrap servers"),
+        ({"brokers": 5}, "cluster.brokers: an external cluster is not started by the harness"),
+        ({"client_config": {"group.id": "x"}}, "cluster.client_config.group.id: the harness sets this"),
+        ({"bootstrap_servers": "not an address"}, "cluster.bootstrap_servers"),
+    ],
+)
 def test_the_cluster_section_of_an_external_cluster(cluster, reason):
     data = external(**cluster)
     if cluster.get("bootstrap_servers", "") is None:
@@ -87,11 +112,17 @@ def test_external_settings_on_a_cluster_the_harness_runs_are_refused():
     assert "cluster.bootstrap_servers: only for backend: external" in problems(data)
 
 
-@pytest.mark.parametrize("workload, reason", [
-    ({"protocol": "zk-eager"}, "workload.protocol: zk-eager rebalances through ZooKeeper, which the harness runs itself"),
-    ({"protocol": "coordinator-v2"}, "keeps its groups in ZooKeeper, which the harness runs itself"),
-    ({"driver": "java"}, "workload.driver: on an external cluster members use the librdkafka driver"),
-])
+@pytest.mark.parametrize(
+    "workload, reason",
+    [
+        (
+            {"protocol": "zk-eager"},
+            "workload.protocol: zk-eager rebalances through ZooKeeper, which the harness runs itself",
+        ),
+        ({"protocol": "coordinator-v2"}, "keeps its groups in ZooKeeper, which the harness runs itself"),
+        ({"driver": "java"}, "workload.driver: on an external cluster members use the librdkafka driver"),
+    ],
+)
 def test_what_needs_more_than_kafka_is_refused(workload, reason):
     data = external()
     data["workload"].update(workload)
@@ -123,8 +154,10 @@ def test_run_backend_external_needs_the_clusters_address():
 def test_rolling_restarts_of_their_brokers_and_kip848_timing_are_refused():
     data = external()
     data["faults"] = [{"kind": "rolling-restart", "targets": "brokers", "at_s": 5}]
-    assert ("faults.0.targets: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
-            "or coordinator: it does not run them") in problems(data)
+    assert (
+        "faults.0.targets: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
+        "or coordinator: it does not run them"
+    ) in problems(data)
     data = external(kafka="4.1")
     data["workload"].update(protocol="consumer", assignor="uniform")
     assert "workload.session_timeout_ms: KIP-848 groups take their timing from the brokers" in problems(data)
@@ -140,15 +173,34 @@ def test_every_setting_the_clients_make_their_own_is_refused_in_client_config():
     from workloads.producer import ProducerSpec
 
     for protocol, assignor in (("classic-static", "range"), ("consumer", "uniform")):
-        spec = MemberSpec(member="consumer-1", incarnation=1, history="h", bootstrap_servers="b", group="g",
-                          topics=["t"], **protocol_fields(GENERATIONS[protocol]), assignor=assignor, commit="sync",
-                          processing_ms=0, session_timeout_ms=6000, heartbeat_interval_ms=1000,
-                          max_poll_interval_ms=300000, client_settings={"security.protocol": "SSL"},
-                          settings=LibrdkafkaSettings())
+        spec = MemberSpec(
+            member="consumer-1",
+            incarnation=1,
+            history="h",
+            bootstrap_servers="b",
+            group="g",
+            topics=["t"],
+            **protocol_fields(GENERATIONS[protocol]),
+            assignor=assignor,
+            commit="sync",
+            processing_ms=0,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=1000,
+            max_poll_interval_ms=300000,
+            client_settings={"security.protocol": "SSL"},
+            settings=LibrdkafkaSettings(),
+        )
         for conf in (client_config(spec), spec.fetcher_config("x")):
             assert set(conf) - {"security.protocol"} <= HARNESS_CLIENT_SETTINGS
             assert conf["security.protocol"] == "SSL"
-    conf = ProducerSpec(history="h", bootstrap_servers="b", topic="t", partitions=6, rate=200, linger_ms=50,
-                        client_settings={"security.protocol": "SSL"}).client_config()
+    conf = ProducerSpec(
+        history="h",
+        bootstrap_servers="b",
+        topic="t",
+        partitions=6,
+        rate=200,
+        linger_ms=50,
+        client_settings={"security.protocol": "SSL"},
+    ).client_config()
     assert set(conf) - {"security.protocol"} <= HARNESS_CLIENT_SETTINGS
     assert conf["security.protocol"] == "SSL" and conf["linger.ms"] == 50

@@ -19,15 +19,36 @@ def empty_registry():
     secrets.forget_all()
 
 
-@pytest.mark.parametrize("key", ["sasl.password", "ssl.keystore.password", "SASL.PASSWORD", "basic.auth.user.info.secret",
-                                 "sasl.oauthbearer.client.secret", "sasl.jaas.config", "ssl.key.pem", "ssl.key.location",
-                                 "ssl.keystore.key", "ssl.keystore.location"])  # ssl.key*: the keystore's path too
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sasl.password",
+        "ssl.keystore.password",
+        "SASL.PASSWORD",
+        "basic.auth.user.info.secret",
+        "sasl.oauthbearer.client.secret",
+        "sasl.jaas.config",
+        "ssl.key.pem",
+        "ssl.key.location",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+    ],
+)  # ssl.key*: the keystore's path too
 def test_secret_keys(key):
     assert secrets.is_secret_key(key)
 
 
-@pytest.mark.parametrize("key", ["sasl.username", "security.protocol", "sasl.mechanism", "ssl.ca.location",
-                                 "ssl.certificate.location", "socket.keepalive.enable"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sasl.username",
+        "security.protocol",
+        "sasl.mechanism",
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "socket.keepalive.enable",
+    ],
+)
 def test_not_secret_keys(key):
     assert not secrets.is_secret_key(key)
 
@@ -48,17 +69,22 @@ def test_split_and_the_child_channel(monkeypatch):
 def test_redaction_by_key_and_by_value():
     secrets.register("from-the-env-1")
     secrets.register("ab")  # too short to search free text for; still masked as a setting's value
-    data = {"error": "login with from-the-env-1 failed", "cfg": {"sasl.jaas.config": "x", "a": "from-the-env-1",
-                                                                   "b": "ab", "n": [1, "from-the-env-1"]}}
-    assert secrets.redact(data) == {"error": "login with *** failed",
-                                    "cfg": {"sasl.jaas.config": "***", "a": "***", "b": "***", "n": [1, "***"]}}
+    data = {
+        "error": "login with from-the-env-1 failed",
+        "cfg": {"sasl.jaas.config": "x", "a": "from-the-env-1", "b": "ab", "n": [1, "from-the-env-1"]},
+    }
+    assert secrets.redact(data) == {
+        "error": "login with *** failed",
+        "cfg": {"sasl.jaas.config": "***", "a": "***", "b": "***", "n": [1, "***"]},
+    }
     assert secrets.redact_text("ab cd") == "ab cd"
 
 
 def test_env_references(monkeypatch):
     monkeypatch.setenv("RL_U", "alice-the-user")
-    resolved, problems = secrets.resolve_config({"sasl.username": "${RL_U}", "x": "a$${RL_U}b", "n": 3,
-                                                 "sasl.password": "${RL_NOT_SET_ANYWHERE}"})
+    resolved, problems = secrets.resolve_config(
+        {"sasl.username": "${RL_U}", "x": "a$${RL_U}b", "n": 3, "sasl.password": "${RL_NOT_SET_ANYWHERE}"}
+    )
     assert resolved["sasl.username"] == "alice-the-user" and resolved["x"] == "a${RL_U}b" and resolved["n"] == 3
     assert problems == [("sasl.password", "${RL_NOT_SET_ANYWHERE} is not set in the environment")]
     assert "alice-the-user" in secrets.registered()  # an ${ENV} value is secret whatever its key
@@ -66,14 +92,22 @@ def test_env_references(monkeypatch):
 
 def test_properties_format(tmp_path):
     path = tmp_path / "client.properties"
-    path.write_text("# comment\n! another\n\n  security.protocol = SASL_SSL\nsasl.mechanism:PLAIN\n"
-                    "sasl.username alice\nsasl.jaas.config=org.Module required \\\n    user=\"a\";\n"
-                    "ssl.ca.location=C:\\\\certs\\\\ca.pem\nx.unicode=\\u0041b\nempty=\nsasl.username=bob\n")
+    path.write_text(
+        "# comment\n! another\n\n  security.protocol = SASL_SSL\nsasl.mechanism:PLAIN\n"
+        'sasl.username alice\nsasl.jaas.config=org.Module required \\\n    user="a";\n'
+        "ssl.ca.location=C:\\\\certs\\\\ca.pem\nx.unicode=\\u0041b\nempty=\nsasl.username=bob\n"
+    )
     settings, problems = secrets.read_properties(path)
     assert problems == []
-    assert settings == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "bob",
-                        "sasl.jaas.config": 'org.Module required user="a";', "ssl.ca.location": "C:\\certs\\ca.pem",
-                        "x.unicode": "Ab", "empty": ""}
+    assert settings == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "bob",
+        "sasl.jaas.config": 'org.Module required user="a";',
+        "ssl.ca.location": "C:\\certs\\ca.pem",
+        "x.unicode": "Ab",
+        "empty": "",
+    }
 
 
 def test_properties_env_and_problems(tmp_path, monkeypatch):
@@ -81,8 +115,10 @@ def test_properties_env_and_problems(tmp_path, monkeypatch):
     path = tmp_path / "client.properties"
     path.write_text("sasl.password=${RL_MISSING_PW}\nbad!key=1\n")
     _, problems = secrets.read_properties(path)
-    assert problems == [("line 1: sasl.password", "${RL_MISSING_PW} is not set in the environment"),
-                        ("line 2", "'bad!key' is not a Kafka config name")]
+    assert problems == [
+        ("line 1: sasl.password", "${RL_MISSING_PW} is not set in the environment"),
+        ("line 2", "'bad!key' is not a Kafka config name"),
+    ]
     assert secrets.read_properties(tmp_path / "nope")[1] == [("(file)", "No such file or directory")]
 
 
@@ -109,15 +145,32 @@ def test_a_scenario_with_env_references_and_a_properties_file(tmp_path, monkeypa
     props = tmp_path / "client.properties"
     props.write_text("sasl.mechanism=PLAIN\nsasl.password=from-the-file-77\n")
     s = load_scenario(path, client_config=props)
-    assert s.cluster.client_config == {"security.protocol": "SASL_PLAINTEXT", "sasl.username": "user-from-env",
-                                       "sasl.password": "from-the-file-77", "ssl.key.password": "key-pw-from-env",
-                                       "sasl.mechanism": "PLAIN"}
+    assert s.cluster.client_config == {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.username": "user-from-env",
+        "sasl.password": "from-the-file-77",
+        "ssl.key.password": "key-pw-from-env",
+        "sasl.mechanism": "PLAIN",
+    }
     text = redacted_scenario_text(path)
     # in place: every other byte as written, ${NAME} references kept, literal values masked
     assert text == SCENARIO.replace("literal-Secret-99", '"***"')
-    data = redact_scenario_data({"cluster": {"client_config": {"sasl.password": "literal-Secret-99", "a": "${RL_USER}",
-                                                               "sasl.jaas.config": "${RL_KEY_PW}"}}})
-    assert data["cluster"]["client_config"] == {"sasl.password": "***", "a": "${RL_USER}", "sasl.jaas.config": "${RL_KEY_PW}"}
+    data = redact_scenario_data(
+        {
+            "cluster": {
+                "client_config": {
+                    "sasl.password": "literal-Secret-99",
+                    "a": "${RL_USER}",
+                    "sasl.jaas.config": "${RL_KEY_PW}",
+                }
+            }
+        }
+    )
+    assert data["cluster"]["client_config"] == {
+        "sasl.password": "***",
+        "a": "${RL_USER}",
+        "sasl.jaas.config": "${RL_KEY_PW}",
+    }
 
 
 def test_a_missing_variable_names_the_file_key_and_variable(tmp_path, monkeypatch):
@@ -153,16 +206,17 @@ def test_the_readme_example(tmp_path, monkeypatch):
     from pathlib import Path
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("#### Secrets"):]
-    props = section[section.index("```properties\n") + len("```properties\n"):]
-    props = props[:props.index("```")]
-    commands = section[section.index("```sh\n"):]
+    section = readme[readme.index("#### Secrets") :]
+    props = section[section.index("```properties\n") + len("```properties\n") :]
+    props = props[: props.index("```")]
+    commands = section[section.index("```sh\n") :]
     assert "--sasl-plain chaos:CHAOS_PASSWORD" in commands and "--client-config client.properties" in commands
     monkeypatch.setenv("CHAOS_PASSWORD", "the-readme-password")
     (tmp_path / "client.properties").write_text(props)
     (tmp_path / "ext.yaml").write_text(
         "name: ext\nduration_s: 10\ntopics: [{name: events, partitions: 1}]\ncluster:\n  backend: external\n"
-        "  bootstrap_servers: 127.0.0.1:9092\n  client_config: {security.protocol: SASL_PLAINTEXT, sasl.mechanism: PLAIN}\n")
+        "  bootstrap_servers: 127.0.0.1:9092\n  client_config: {security.protocol: SASL_PLAINTEXT, sasl.mechanism: PLAIN}\n"
+    )
     s = load_scenario(tmp_path / "ext.yaml", client_config=tmp_path / "client.properties")
     assert s.cluster.client_config["sasl.password"] == "the-readme-password"
     assert s.cluster.client_config["sasl.username"] == "chaos"

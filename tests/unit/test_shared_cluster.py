@@ -141,7 +141,7 @@ def test_an_unhealthy_cluster_is_stopped_and_the_next_run_gets_a_fresh_one(pool)
     lease.start()
     lease.services["broker-1"].up = False  # a crash fault without a restart
     lease.stop()
-    first, = pool.started_clusters
+    (first,) = pool.started_clusters
     assert first.state == "stopped" and pool.clusters == {} and "broker-1 is not running" in pool.replaced[0]
     pool.lease("local", spec(), Supervisor(), print).start()
     assert len(pool.started_clusters) == 2 and pool.started_clusters[1].workdir.name == "cluster-2"
@@ -178,8 +178,11 @@ def test_health_names_what_a_run_left_behind():
     assert health_problems(cluster) == []
     cluster.services["zookeeper-1"].stopped = True
     cluster.toxiproxy.list = [FakeProxy("lane-1.broker-1", enabled=False), FakeProxy("lane-2.broker-1", toxics=["t"])]
-    assert health_problems(cluster) == ["zookeeper-1 is stopped", "proxy lane-1.broker-1 disabled",
-                                        "proxy lane-2.broker-1 keeps toxics ['t']"]
+    assert health_problems(cluster) == [
+        "zookeeper-1 is stopped",
+        "proxy lane-1.broker-1 disabled",
+        "proxy lane-2.broker-1 keeps toxics ['t']",
+    ]
     cluster.services["zookeeper-1"].stopped = False
     cluster.toxiproxy.list = []
     cluster.kafka_admin.problems = ["__consumer_offsets-3: in-sync replicas [1] of [1, 2]"]
@@ -190,9 +193,15 @@ def test_a_run_borrows_only_when_it_can_and_then_names_its_topics_and_group_by_i
     from harness.run.loop import Run
     from harness.scenario import Scenario
 
-    data = {"name": "s", "seed": 1, "duration_s": 10, "cluster": {"kafka": "3.9", "brokers": 3},
-            "topics": [{"name": "events", "partitions": 6}],
-            "workload": {"group": "g", "consumers": 2, "topic_pattern": "^ev.*"}, "faults": []}
+    data = {
+        "name": "s",
+        "seed": 1,
+        "duration_s": 10,
+        "cluster": {"kafka": "3.9", "brokers": 3},
+        "topics": [{"name": "events", "partitions": 6}],
+        "workload": {"group": "g", "consumers": 2, "topic_pattern": "^ev.*"},
+        "faults": [],
+    }
     borrowing = Run(Scenario.model_validate(data), tmp_path / "s.yaml", tmp_path / "runs", print, pool=pool)
     prefix = f"rl-{borrowing.run_dir.name}-"
     w = borrowing.scenario.workload

@@ -20,7 +20,9 @@ from runtime.errors import ScenarioError
 
 def candidate(n: int, duration_s: float = 90.0) -> Candidate:
     ids = tuple(f"f{i}" for i in range(1, n + 1))
-    faults = tuple({"kind": "pause", "target": "consumer-1", "at_s": 10.0 * i, "duration_s": 8.0} for i in range(1, n + 1))
+    faults = tuple(
+        {"kind": "pause", "target": "consumer-1", "at_s": 10.0 * i, "duration_s": 8.0} for i in range(1, n + 1)
+    )
     return Candidate(ids, faults, duration_s)
 
 
@@ -35,6 +37,7 @@ def fails_when(needed: set[str], flaky: float = 0.0, seed: int = 0, min_length: 
         lengths = {i: f.get("duration_s", 0) for i, f in zip(c.fault_ids, c.faults, strict=False)}
         bad = needed <= set(c.fault_ids) and all(lengths[i] >= min_length for i in needed) and rnd.random() >= flaky
         return ProbeRun(f"run-{n}-{attempt}", "completed", "fail" if bad else "pass", bad)
+
     probe.calls = calls
     return probe
 
@@ -56,8 +59,9 @@ def test_shortens_faults_moves_them_earlier_and_cuts_the_tail():
 
 
 def test_a_noisy_failure_is_repeated_before_a_candidate_is_dropped():
-    shrinker = Shrinker(candidate(4), fails_when({"f1"}, flaky=0.5, seed=3), Budget(1000, 60), repeats=8,
-                        report=lambda _m: None)
+    shrinker = Shrinker(
+        candidate(4), fails_when({"f1"}, flaky=0.5, seed=3), Budget(1000, 60), repeats=8, report=lambda _m: None
+    )
     assert shrinker.shrink().fault_ids == ("f1",)
     assert any(len(p.runs) > 1 and p.reproduced for p in shrinker.probes)  # a miss, then a reproduction
     assert all(p.reproduced or len(p.runs) == 8 for p in shrinker.probes)  # dropped only after every repeat
@@ -83,6 +87,7 @@ def test_an_invalid_candidate_costs_no_run():
         if c.duration_s < 90:
             return ProbeRun(None, "invalid", None, False, note="not a valid scenario")
         return ProbeRun("r", "completed", "fail", True)
+
     budget = Budget(1000, 60)
     shrinker = Shrinker(candidate(1), probe, budget, repeats=3, report=lambda _m: None)
     shrinker.shrink()
@@ -93,23 +98,36 @@ def test_an_invalid_candidate_costs_no_run():
 
 def judged_run(tmp_path, checks: dict, schedule=None):
     (tmp_path / "verdict.json").write_text(json.dumps({"status": "fail", "checks": checks}))
-    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump({"name": "x", "duration_s": 30, "topics": [{"name": "t", "partitions": 1}]}))
-    (tmp_path / "schedule.json").write_text(json.dumps(schedule if schedule is not None else [
-        {"fault_id": "f1", "kind": "crash", "target": "consumer-1", "at_s": 12, "signal": "SIGKILL", "on": None}]))
+    (tmp_path / "scenario.yaml").write_text(
+        yaml.safe_dump({"name": "x", "duration_s": 30, "topics": [{"name": "t", "partitions": 1}]})
+    )
+    (tmp_path / "schedule.json").write_text(
+        json.dumps(
+            schedule
+            if schedule is not None
+            else [
+                {"fault_id": "f1", "kind": "crash", "target": "consumer-1", "at_s": 12, "signal": "SIGKILL", "on": None}
+            ]
+        )
+    )
     return tmp_path
 
 
 def test_reads_the_failed_check_and_the_schedule_as_explicit_faults(tmp_path):
     run = FailingRun.read(judged_run(tmp_path, {"no-loss": {"violations": 2}, "duplicates": {"violations": 0}}), None)
     assert run.check == "no-loss"
-    assert run.original == Candidate(("f1",), ({"kind": "crash", "target": "consumer-1", "at_s": 12, "signal": "SIGKILL"},),
-                                     30.0)
+    assert run.original == Candidate(
+        ("f1",), ({"kind": "crash", "target": "consumer-1", "at_s": 12, "signal": "SIGKILL"},), 30.0
+    )
 
 
-@pytest.mark.parametrize("checks, check, reason", [
-    ({"no-loss": {"violations": 0}}, None, "no check failed in this run"),
-    ({"no-loss": {"violations": 1}}, "duplicates", "did not fail in this run (failed: no-loss)"),
-])
+@pytest.mark.parametrize(
+    "checks, check, reason",
+    [
+        ({"no-loss": {"violations": 0}}, None, "no check failed in this run"),
+        ({"no-loss": {"violations": 1}}, "duplicates", "did not fail in this run (failed: no-loss)"),
+    ],
+)
 def test_refuses_a_run_that_did_not_fail_the_check(tmp_path, checks, check, reason):
     with pytest.raises(ScenarioError) as e:
         FailingRun.read(judged_run(tmp_path, checks), check)
@@ -140,8 +158,11 @@ def test_a_budget_spent_before_the_failure_came_back_shrinks_nothing():
 
 
 def test_refuses_a_schedule_the_scenario_cannot_run(tmp_path):
-    judged_run(tmp_path, {"no-loss": {"violations": 1}},
-               schedule=[{"fault_id": "f1", "kind": "crash", "target": "consumer-9", "at_s": 12}])
+    judged_run(
+        tmp_path,
+        {"no-loss": {"violations": 1}},
+        schedule=[{"fault_id": "f1", "kind": "crash", "target": "consumer-9", "at_s": 12}],
+    )
     with pytest.raises(ScenarioError) as e:
         FailingRun.read(tmp_path, None)
     assert "scenario.yaml with schedule.json" in str(e.value) and "consumer-9" in str(e.value)

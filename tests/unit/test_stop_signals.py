@@ -1,4 +1,5 @@
 """harness/supervision/stop_signals.py: signals to the harness itself, on the main thread."""
+
 from __future__ import annotations
 
 import os
@@ -60,7 +61,11 @@ def test_nested_deferred_blocks_act_once_the_outer_one_is_done():
 def test_a_ctrl_c_let_in_by_the_restore_still_restores_the_rest(monkeypatch):
     import harness.supervision.stop_signals as stop_signals
 
-    previous = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL}
+    previous = {
+        signal.SIGINT: signal.default_int_handler,
+        signal.SIGTERM: signal.SIG_DFL,
+        signal.SIGHUP: signal.SIG_DFL,
+    }
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     real, calls = signal.signal, []
@@ -96,7 +101,10 @@ def test_a_signal_right_after_an_install_still_has_its_handler_put_back(monkeypa
     with pytest.raises(KeyboardInterrupt), like_ctrl_c():
         pass
     assert {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)} == {
-        signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL}
+        signal.SIGINT: signal.default_int_handler,
+        signal.SIGTERM: signal.SIG_DFL,
+        signal.SIGHUP: signal.SIG_DFL,
+    }
     with pytest.raises(KeyboardInterrupt), like_ctrl_c():  # and the next mode is the outermost again
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -104,8 +112,13 @@ def test_a_signal_right_after_an_install_still_has_its_handler_put_back(monkeypa
 CALLS = {"CALL", "CALL_FUNCTION_EX"}
 # where CPython 3.11 runs pending handlers, besides a call's return and a function's start or a
 # generator's resumption (a "call" event under tracing); a conditional jump back only when taken
-CHECKS = {"JUMP_BACKWARD", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
-          "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE"}
+CHECKS = {
+    "JUMP_BACKWARD",
+    "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE",
+}
 
 
 def _signal_at_check(k: int, signum: int, nest) -> int:
@@ -218,8 +231,12 @@ def test_a_signal_found_ignored_stays_ignored_for_the_harness_and_what_it_starts
     seen = []
     with handled_by(lambda signum, _frame: seen.append(signum)):
         os.kill(os.getpid(), signal.SIGINT)
-        child = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT))"],
-                               capture_output=True, text=True, timeout=30)
+        child = subprocess.run(
+            [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT))"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         os.kill(os.getpid(), signal.SIGTERM)
     assert seen == [signal.SIGTERM] and child.stdout.strip() == str(signal.SIG_IGN)
     assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
@@ -227,9 +244,11 @@ def test_a_signal_found_ignored_stays_ignored_for_the_harness_and_what_it_starts
 
 def test_a_signal_no_mode_takes_does_what_its_default_does():
     """Below every mode: the handler found, and for SIGTERM at its default the process ends."""
-    code = ("import os, signal; from harness.supervision.stop_signals import _mode\n"
-            "with _mode(lambda *_: None, (signal.SIGINT,)):\n"
-            "    os.kill(os.getpid(), signal.SIGINT); print('ctrl-c taken', flush=True)\n"
-            "    os.kill(os.getpid(), signal.SIGTERM); print('survived')\n")
+    code = (
+        "import os, signal; from harness.supervision.stop_signals import _mode\n"
+        "with _mode(lambda *_: None, (signal.SIGINT,)):\n"
+        "    os.kill(os.getpid(), signal.SIGINT); print('ctrl-c taken', flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM); print('survived')\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stdout) == (-signal.SIGTERM, "ctrl-c taken\n")

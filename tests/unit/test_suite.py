@@ -1,6 +1,7 @@
 """suite: the matrix expanded and validated up front, the variants run in order, and what
 CI reads (suite.json, junit.xml against the JUnit schema, index.html) — with runs stood in
 for, so every branch is quick; tests/integration/test_suite_and_plugin.py runs real ones."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,9 @@ def test_the_shipped_release_suite_expands_to_every_valid_variant():
 
 
 def test_every_impossible_pair_is_named_before_anything_runs(tmp_path):
-    path = write_suite(tmp_path, """
+    path = write_suite(
+        tmp_path,
+        """
 name: impossible
 scenarios: [SCENARIOS/smoke.yaml, SCENARIOS/faulty-consumer.yaml]
 matrix: {protocol: [classic-eager, consumer, zk-eager], kafka: ["3.9", "4.1"]}
@@ -45,7 +48,8 @@ exclude:
   - {protocol: consumer, kafka: "3.9", scenario: smoke}
   - {seed: 7}
   - {protocol: classic-cooperative}
-""")
+""",
+    )
     with pytest.raises(ScenarioError) as e:
         load_suite(path)
     problems = dict(e.value.problems)
@@ -57,17 +61,36 @@ exclude:
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("text, key, reason", [
-    ("name: s\nscenarios: []\n", "scenarios", "at least 1"),
-    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {protocol: [classic-eagerly]}\n", "matrix.protocol.0", "Input should be"),
-    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {seed: [1, 1]}\n", "matrix.seed", "listed twice"),
-    ("name: s\nscenarios: [SCENARIOS/smoke.yaml, SCENARIOS/smoke.yaml]\n", "scenarios.1", "a second scenario named"),
-    ("name: s\nscenarios: [nope.yaml]\n", "scenarios.0", "No such file"),
-    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smok}]\n", "exclude.0.scenario", "no scenario of this suite"),
-    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{}]\n", "exclude.0", "at least one"),
-    ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smoke}]\n", "exclude", "every variant is excluded"),
-    ("- a list\n", "(top level)", "a suite is a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, key, reason",
+    [
+        ("name: s\nscenarios: []\n", "scenarios", "at least 1"),
+        (
+            "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {protocol: [classic-eagerly]}\n",
+            "matrix.protocol.0",
+            "Input should be",
+        ),
+        ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {seed: [1, 1]}\n", "matrix.seed", "listed twice"),
+        (
+            "name: s\nscenarios: [SCENARIOS/smoke.yaml, SCENARIOS/smoke.yaml]\n",
+            "scenarios.1",
+            "a second scenario named",
+        ),
+        ("name: s\nscenarios: [nope.yaml]\n", "scenarios.0", "No such file"),
+        (
+            "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smok}]\n",
+            "exclude.0.scenario",
+            "no scenario of this suite",
+        ),
+        ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{}]\n", "exclude.0", "at least one"),
+        (
+            "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smoke}]\n",
+            "exclude",
+            "every variant is excluded",
+        ),
+        ("- a list\n", "(top level)", "a suite is a mapping"),
+    ],
+)
 def test_bad_suite_files_name_the_key_and_the_reason(tmp_path, text, key, reason):
     with pytest.raises(ScenarioError) as e:
         load_suite(write_suite(tmp_path, text))
@@ -76,8 +99,14 @@ def test_bad_suite_files_name_the_key_and_the_reason(tmp_path, text, key, reason
 
 def test_a_variant_the_scenario_rules_refuse_is_named_with_the_scenarios_own_reason(tmp_path):
     scenario = tmp_path / "zk-fault.yaml"
-    data = (SCENARIOS / "smoke.yaml").read_text().replace("kind: crash            # SIGKILL: no controlled shutdown\n    target: broker-2",
-                                                          "kind: zk-session-expiry\n    target: broker-2")
+    data = (
+        (SCENARIOS / "smoke.yaml")
+        .read_text()
+        .replace(
+            "kind: crash            # SIGKILL: no controlled shutdown\n    target: broker-2",
+            "kind: zk-session-expiry\n    target: broker-2",
+        )
+    )
     scenario.write_text(data.replace("    restart_after_s: 8\n", ""))
     path = write_suite(tmp_path, f"name: s\nscenarios: [{scenario}]\nmatrix: {{kafka: ['3.9', '4.1']}}\n")
     with pytest.raises(ScenarioError) as e:
@@ -88,7 +117,8 @@ def test_a_variant_the_scenario_rules_refuse_is_named_with_the_scenarios_own_rea
 def test_only_and_rerun_failed_choose_variants(tmp_path):
     suite = load_suite(REPO / "suites" / "release.yaml")
     assert [v.id for v in select(suite, ("faulty*seed 2]",), None)] == [
-        f"faulty-consumer[{p}, seed 2]" for p in ("classic-eager", "classic-cooperative", "consumer")]
+        f"faulty-consumer[{p}, seed 2]" for p in ("classic-eager", "classic-cooperative", "consumer")
+    ]
     everything = [v.id for v in suite.variants]
     earlier = {"variants": [{"id": v, "state": "passed"} for v in everything]}
     earlier["variants"][2]["state"] = "broken"
@@ -115,16 +145,28 @@ def test_only_and_rerun_failed_choose_variants(tmp_path):
 
 
 def _verdict(status: str, violations=()):
-    return {"status": status, "violations": list(violations), "findings": [], "skipped_checks": {}, "errored_checks": {},
-            "duplicates": {"count": 3}, "stats": {"protocol": "classic-eager"},
-            "rebalances": [{"status": "completed", "duration_ms": d, "max_unowned_ms": d / 2} for d in (400.0, 900.0)]}
+    return {
+        "status": status,
+        "violations": list(violations),
+        "findings": [],
+        "skipped_checks": {},
+        "errored_checks": {},
+        "duplicates": {"count": 3},
+        "stats": {"protocol": "classic-eager"},
+        "rebalances": [{"status": "completed", "duration_ms": d, "max_unowned_ms": d / 2} for d in (400.0, 900.0)],
+    }
 
 
-LOST = {"check": "no-loss", "kind": "lost-records", "message": "events-3: offsets 120..131 acknowledged, never processed"}
+LOST = {
+    "check": "no-loss",
+    "kind": "lost-records",
+    "message": "events-3: offsets 120..131 acknowledged, never processed",
+}
 
 
 class FakeRun:
     """Stands in for harness.run.loop.Run: the outcome each variant's scenario name asks for."""
+
     outcomes = {}
 
     pools = []  # the pool each run was given
@@ -140,6 +182,7 @@ class FakeRun:
         if outcome == "sigterm-between-runs":
             import os
             import signal
+
             os.kill(os.getpid(), signal.SIGTERM)
         if outcome == "ctrl-c-as-it-ended":  # judged, then a Ctrl-C during the run's last words
             return RunResult(self.run_dir, "completed", _verdict("pass"), stop_requested=True)
@@ -149,8 +192,10 @@ class FakeRun:
 @pytest.fixture
 def fake_runs(monkeypatch):
     monkeypatch.setattr(suite_module, "Run", FakeRun)
-    FakeRun.outcomes = {"faulty-consumer-classic-eager": ("completed", _verdict("fail", [LOST])),
-                        "smoke-consumer": ("error", None)}
+    FakeRun.outcomes = {
+        "faulty-consumer-classic-eager": ("completed", _verdict("fail", [LOST])),
+        "smoke-consumer": ("error", None),
+    }
     FakeRun.pools = []
     return FakeRun
 
@@ -174,15 +219,21 @@ def test_a_suite_run_writes_suite_json_junit_and_the_page(tmp_path, fake_runs):
     data = json.loads((run.dir / "suite.json").read_text())
     assert data["state"] == "completed" and data["exit_code"] == 3
     assert [(v["id"], v["state"]) for v in data["variants"]] == [
-        ("smoke[classic-eager, seed 1]", "passed"), ("smoke[classic-cooperative, seed 1]", "passed"),
-        ("smoke[consumer, seed 1]", "broken"), ("faulty-consumer[classic-eager, seed 1]", "failed")]
+        ("smoke[classic-eager, seed 1]", "passed"),
+        ("smoke[classic-cooperative, seed 1]", "passed"),
+        ("smoke[consumer, seed 1]", "broken"),
+        ("faulty-consumer[classic-eager, seed 1]", "failed"),
+    ]
     assert data["variants"][0]["figures"]["rebalance_p95_ms"] == 900.0
     assert_valid_junit(run.dir / "junit.xml")
     root = ET.parse(run.dir / "junit.xml").getroot()
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert len(cases) == 4 and root.get("tests") == "4" and root.get("failures") == "1" and root.get("errors") == "1"
     failure = cases["faulty-consumer[classic-eager, seed 1]"].find("failure")
-    assert failure.get("message") == "1 violation(s): no-loss" and "[no-loss/lost-records] events-3: offsets 120..131" in failure.text
+    assert (
+        failure.get("message") == "1 violation(s): no-loss"
+        and "[no-loss/lost-records] events-3: offsets 120..131" in failure.text
+    )
     assert cases["smoke[consumer, seed 1]"].find("error").get("message") == "cluster never became ready"
     assert "run directory:" in cases["smoke[classic-eager, seed 1]"].find("system-out").text
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
@@ -197,8 +248,9 @@ def test_fail_fast_skips_the_rest_and_an_interrupted_variant_stops_the_suite(tmp
     run = SuiteRun(suite, chosen, tmp_path, fail_fast=True)
     assert run.execute() == 1
     states = [(v["state"], v["reason"]) for v in json.loads((run.dir / "suite.json").read_text())["variants"]]
-    assert states[0] == ("failed", "") and all(s == "skipped" and "--fail-fast after faulty-consumer" in r
-                                               for s, r in states[1:])
+    assert states[0] == ("failed", "") and all(
+        s == "skipped" and "--fail-fast after faulty-consumer" in r for s, r in states[1:]
+    )
     assert_valid_junit(run.dir / "junit.xml")
 
     fake_runs.outcomes = {"smoke-classic-cooperative": ("interrupted", None)}
@@ -213,18 +265,34 @@ def test_fail_fast_skips_the_rest_and_an_interrupted_variant_stops_the_suite(tmp
     assert run.execute() == 130
     data = json.loads((run.dir / "suite.json").read_text())
     assert data["state"] == "interrupted" and [(v["state"], v["reason"]) for v in data["variants"]] == [
-        ("passed", ""), ("skipped", "not run: the suite was interrupted after smoke[classic-eager, seed 1]"),
-        ("skipped", "not run: the suite was interrupted after smoke[classic-eager, seed 1]")]
+        ("passed", ""),
+        ("skipped", "not run: the suite was interrupted after smoke[classic-eager, seed 1]"),
+        ("skipped", "not run: the suite was interrupted after smoke[classic-eager, seed 1]"),
+    ]
 
 
 def test_junit_escapes_what_runs_wrote():
     text = 'commit "<fenced>" & lost ]]> \x1b[31m'
-    suite = {"suite": "s", "started": "2026-11-24T10:00:00+00:00", "variants": [{
-        "id": "x[classic-eager]", "scenario": "x", "state": "failed", "seconds": 1.0, "reason": "", "status": "fail",
-        "outcome": "completed", "run_dir": None, "figures": None,
-        "violations": [{"check": "fenced-commits", "kind": "k", "message": text.replace("\x1b", "")}]}]}
+    suite = {
+        "suite": "s",
+        "started": "2026-11-24T10:00:00+00:00",
+        "variants": [
+            {
+                "id": "x[classic-eager]",
+                "scenario": "x",
+                "state": "failed",
+                "seconds": 1.0,
+                "reason": "",
+                "status": "fail",
+                "outcome": "completed",
+                "run_dir": None,
+                "figures": None,
+                "violations": [{"check": "fenced-commits", "kind": "k", "message": text.replace("\x1b", "")}],
+            }
+        ],
+    }
     root = ET.fromstring(junit_xml(suite))
-    assert root.find("./testsuite/testcase/failure").text.endswith('lost ]]> [31m')
+    assert root.find("./testsuite/testcase/failure").text.endswith("lost ]]> [31m")
 
 
 def test_sigterm_between_variants_stops_the_suite_with_its_reports(tmp_path, fake_runs):

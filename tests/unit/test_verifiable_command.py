@@ -1,4 +1,5 @@
 """workloads/verifiable.py: the JVM's command line, its config files, and what VerifiableConsumer cannot do."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,11 +15,23 @@ from workloads.verifiable import ASSIGNOR_CLASSES, LOG_MARK, MAIN_CLASS, JavaSet
 
 @pytest.fixture
 def spec(tmp_path) -> MemberSpec:
-    return MemberSpec(member="consumer-2", incarnation=3, history=str(tmp_path / "history.jsonl"),
-                      bootstrap_servers="127.0.0.1:9092", group="smoke", topics=["events"],
-                      **protocol_fields(GENERATIONS["classic-eager"]), assignor="range", commit="sync", processing_ms=1,
-                      session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=300000,
-                      control_file=str(tmp_path / "consumer-2.json"), settings=JavaSettings(kafka_line="3.9"))
+    return MemberSpec(
+        member="consumer-2",
+        incarnation=3,
+        history=str(tmp_path / "history.jsonl"),
+        bootstrap_servers="127.0.0.1:9092",
+        group="smoke",
+        topics=["events"],
+        **protocol_fields(GENERATIONS["classic-eager"]),
+        assignor="range",
+        commit="sync",
+        processing_ms=1,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=300000,
+        control_file=str(tmp_path / "consumer-2.json"),
+        settings=JavaSettings(kafka_line="3.9"),
+    )
 
 
 def _option(argv: list[str], name: str) -> str:
@@ -37,8 +50,14 @@ def test_command_runs_verifiable_consumer_with_the_members_settings(spec, tmp_pa
     assert "--enable-autocommit" not in argv and "--group-instance-id" not in argv
     props_file = tmp_path / "consumer-2-3.consumer.properties"
     props = dict(line.split("=", 1) for line in props_file.read_text().splitlines())
-    assert props == {"client.id": "consumer-2", "heartbeat.interval.ms": "1000", "max.poll.interval.ms": "300000",
-                     "auto.commit.interval.ms": "1000", "max.poll.records": "500", "metadata.max.age.ms": "5000"}
+    assert props == {
+        "client.id": "consumer-2",
+        "heartbeat.interval.ms": "1000",
+        "max.poll.interval.ms": "300000",
+        "auto.commit.interval.ms": "1000",
+        "max.poll.records": "500",
+        "metadata.max.age.ms": "5000",
+    }
     assert _option(argv, "--consumer.config") == str(tmp_path / "consumer-2-3.consumer.properties")
 
 
@@ -54,16 +73,20 @@ def test_both_log_backends_get_a_config_that_writes_coordinator_lines_to_stdout(
     assert "internals.ConsumerRebalanceListenerInvoker=INFO" in log4j1
 
 
-@pytest.mark.parametrize("protocol, assignor, commit, expect", [
-    ("classic-static", "range", "sync", ["--group-instance-id", "smoke-consumer-2"]),
-    ("classic-eager", "roundrobin", "auto", ["--enable-autocommit"]),
-    ("classic-cooperative", "cooperative-sticky", "sync", []),
-])
+@pytest.mark.parametrize(
+    "protocol, assignor, commit, expect",
+    [
+        ("classic-static", "range", "sync", ["--group-instance-id", "smoke-consumer-2"]),
+        ("classic-eager", "roundrobin", "auto", ["--enable-autocommit"]),
+        ("classic-cooperative", "cooperative-sticky", "sync", []),
+    ],
+)
 def test_protocol_assignor_and_commit_mode_map_to_options(spec, tmp_path, protocol, assignor, commit, expect):
-    argv = command(replace(spec, **protocol_fields(GENERATIONS[protocol]), assignor=assignor, commit=commit), "cp",
-                   tmp_path)
+    argv = command(
+        replace(spec, **protocol_fields(GENERATIONS[protocol]), assignor=assignor, commit=commit), "cp", tmp_path
+    )
     assert _option(argv, "--assignment-strategy") == ASSIGNOR_CLASSES[assignor]
-    tail = argv[argv.index("--verbose") + 1:]
+    tail = argv[argv.index("--verbose") + 1 :]
     assert tail == expect
 
 

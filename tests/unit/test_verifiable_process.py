@@ -5,6 +5,7 @@ shutdown hook does (revoke, shutdown_complete), so stopping, process groups and
 refusals are tested without a cluster; tests/integration/test_driver_verifiable.py
 runs the real tool.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,12 +41,23 @@ while True:
 
 @pytest.fixture
 def spec(tmp_path) -> MemberSpec:
-    return MemberSpec(member="consumer-1", incarnation=1, history=str(tmp_path / "history.jsonl"),
-                      bootstrap_servers="127.0.0.1:9", group="g", topics=["events"],
-                      **protocol_fields(GENERATIONS["classic-eager"]), assignor="range", commit="sync",
-                      processing_ms=2, session_timeout_ms=6000, heartbeat_interval_ms=1000,
-                      max_poll_interval_ms=300000, control_file=str(tmp_path / "consumer-1.json"),
-                      settings=verifiable.JavaSettings())
+    return MemberSpec(
+        member="consumer-1",
+        incarnation=1,
+        history=str(tmp_path / "history.jsonl"),
+        bootstrap_servers="127.0.0.1:9",
+        group="g",
+        topics=["events"],
+        **protocol_fields(GENERATIONS["classic-eager"]),
+        assignor="range",
+        commit="sync",
+        processing_ms=2,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=300000,
+        control_file=str(tmp_path / "consumer-1.json"),
+        settings=verifiable.JavaSettings(),
+    )
 
 
 @pytest.fixture
@@ -83,8 +95,13 @@ def test_stop_terminates_the_jvm_which_revokes_and_says_shutdown_complete(spec, 
     runner.join(15)
     assert result == [0]
     names = [e["name"] for e in history(spec)]
-    assert names == ["consumer_started", "group_joined", "partitions_assigned", "partitions_revoked",
-                     "consumer_stopped"]
+    assert names == [
+        "consumer_started",
+        "group_joined",
+        "partitions_assigned",
+        "partitions_revoked",
+        "consumer_stopped",
+    ]
     events = history(spec)
     assert all(e["driver"] == "java" and e["member"] == "consumer-1" and e["incarnation"] == 1 for e in events)
     assert events[0]["processing_ms_ignored"] == 2 and events[0]["pid"] == os.getpid()
@@ -94,7 +111,7 @@ def test_stop_terminates_the_jvm_which_revokes_and_says_shutdown_complete(spec, 
 
 def test_a_jvm_that_dies_on_its_own_is_an_error(spec, monkeypatch, tmp_path):
     monkeypatch.setattr(verifiable, "kafka_tools", lambda line: KafkaDist(line, "0", tmp_path))
-    exits_at_once = "print('{\"name\":\"startup_complete\"}')"
+    exits_at_once = 'print(\'{"name":"startup_complete"}\')'
     monkeypatch.setattr(verifiable, "command", lambda *_: [sys.executable, "-c", exits_at_once])
     assert verifiable.JavaMember(spec, threading.Event()).run() == 1
     assert history(spec)[-1]["name"] == "consumer_stopped" and history(spec)[-1]["reason"] == "error"

@@ -4,6 +4,7 @@ The sample lines are verbatim what Kafka 3.9.2's and 4.1.1's VerifiableConsumer
 printed against real brokers (JSON events on stdout, and the client's log with
 our layout "<LOG_MARK><level> <logger> <message>"), ids and offsets included.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -78,24 +79,44 @@ POLL_39 = """
 def test_a_join_becomes_join_sent_failed_joined_synced_then_an_assignment_stamped_with_it(eager, sink):
     feed(eager, FIRST_JOIN_39)
     assert [e["name"] for e in sink.events] == [
-        "group_join_sent", "group_join_failed", "rebalance_started", "group_join_sent", "group_joined",
-        "group_synced", "partitions_assigned"]
+        "group_join_sent",
+        "group_join_failed",
+        "rebalance_started",
+        "group_join_sent",
+        "group_joined",
+        "group_synced",
+        "partitions_assigned",
+    ]
     failed, rebalance, joined, synced, assigned = (sink.events[i] for i in (1, 2, 4, 5, 6))
     assert failed["error"] == "MEMBER_ID_REQUIRED" and failed["generation"] is None
     assert rebalance["rebalance_protocol"] == "EAGER" and rebalance["reason"].startswith("need to re-join")
-    assert joined == {"name": "group_joined", "member_id": MEMBER_1, "generation": 1, "leader_id": MEMBER_1,
-                      "is_leader": True, "protocol_name": "range"}
+    assert joined == {
+        "name": "group_joined",
+        "member_id": MEMBER_1,
+        "generation": 1,
+        "leader_id": MEMBER_1,
+        "is_leader": True,
+        "protocol_name": "range",
+    }
     assert synced["generation"] == 1 and synced["member_id"] == MEMBER_1
-    assert assigned == {"name": "partitions_assigned", "member_id": MEMBER_1, "generation": 1, "incremental": False,
-                        "partitions": [{"topic": "events", "partition": p} for p in range(4)]}
+    assert assigned == {
+        "name": "partitions_assigned",
+        "member_id": MEMBER_1,
+        "generation": 1,
+        "incremental": False,
+        "partitions": [{"topic": "events", "partition": p} for p in range(4)],
+    }
 
 
 def test_a_follower_knows_the_leader_from_the_join_response(eager, sink):
-    feed(eager, """
+    feed(
+        eager,
+        """
 @@ DEBUG ConsumerCoordinator [Consumer clientId=c2, groupId=g] Received successful JoinGroup response: JoinGroupResponseData(throttleTimeMs=0, errorCode=0, generationId=2, protocolType='consumer', protocolName='range', leader='c1-48654a5d-f387-4d06-94af-a46224899ab9', skipAssignment=false, memberId='c2-162a2ef6-fccf-4098-a79f-b85ae42ddcb7', members=[])
 @@ DEBUG ConsumerCoordinator [Consumer clientId=c2, groupId=g] Enabling heartbeat thread
 @@ INFO ConsumerCoordinator [Consumer clientId=c2, groupId=g] Successfully joined group with generation Generation{generationId=2, memberId='c2-162a2ef6-fccf-4098-a79f-b85ae42ddcb7', protocol='range'}
-""")
+""",
+    )
     [joined] = sink.events
     assert joined["leader_id"] == MEMBER_1 and joined["is_leader"] is False
     assert joined["member_id"] == "c2-162a2ef6-fccf-4098-a79f-b85ae42ddcb7" and joined["generation"] == 2
@@ -107,29 +128,43 @@ def test_a_poll_becomes_exact_ranges_and_its_commit_is_judged_at_the_poll(eager,
     [commit] = sink.named("offsets_committed")
     assert consumed["ranges"] == [{"topic": "events", "partition": 3, "min_offset": 0, "max_offset": 2, "count": 3}]
     assert consumed["generation"] == 1 and consumed["member_id"] == MEMBER_1
-    assert commit == {"name": "offsets_committed", "member_id": MEMBER_1, "generation": 1,
-                      "offsets": [{"topic": "events", "partition": 3, "offset": 3}], "success": True, "error": None,
-                      "error_code": None, "error_message": None, "trigger": "after-processing",
-                      "started_mono_ms": commit["started_mono_ms"]}
+    assert commit == {
+        "name": "offsets_committed",
+        "member_id": MEMBER_1,
+        "generation": 1,
+        "offsets": [{"topic": "events", "partition": 3, "offset": 3}],
+        "success": True,
+        "error": None,
+        "error_code": None,
+        "error_message": None,
+        "trigger": "after-processing",
+        "started_mono_ms": commit["started_mono_ms"],
+    }
     assert commit["started_mono_ms"] is not None  # the clock read at the summary, before the commit went out
 
 
 def test_a_gap_in_a_poll_is_two_ranges(eager, sink):
-    feed(eager, """
+    feed(
+        eager,
+        """
 {"timestamp":1,"name":"record_data","key":null,"value":"3","topic":"events","partition":3,"offset":10}
 {"timestamp":1,"name":"record_data","key":null,"value":"7","topic":"events","partition":3,"offset":12}
 {"timestamp":1,"name":"records_consumed","count":2,"partitions":[{"topic":"events","partition":3,"count":2,"minOffset":10,"maxOffset":12}]}
-""")
+""",
+    )
     [consumed] = sink.named("records_consumed")
     assert [(r["min_offset"], r["max_offset"]) for r in consumed["ranges"]] == [(10, 10), (12, 12)]
     assert not sink.named("client_log")
 
 
 def test_a_summary_without_record_lines_is_used_only_when_contiguous(eager, sink):
-    feed(eager, """
+    feed(
+        eager,
+        """
 {"timestamp":1795293911542,"name":"records_consumed","count":25,"partitions":[{"topic":"events","partition":2,"count":25,"minOffset":500,"maxOffset":524}]}
 {"timestamp":1795293911543,"name":"records_consumed","count":2,"partitions":[{"topic":"events","partition":2,"count":2,"minOffset":525,"maxOffset":530}]}
-""")
+""",
+    )
     [consumed] = sink.named("records_consumed")
     assert consumed["ranges"][0]["min_offset"] == 500 and consumed["ranges"][0]["count"] == 25
     [warning] = sink.named("client_log")
@@ -159,7 +194,12 @@ def test_the_zombie_hears_unknown_member_its_commit_fails_by_name_and_its_partit
     eager.generation, eager.member_id = 2, "c2-162a2ef6-fccf-4098-a79f-b85ae42ddcb7"
     feed(eager, ZOMBIE_39)
     assert [e["name"] for e in sink.events] == [
-        "heartbeat_failed", "rebalance_started", "offsets_committed", "partitions_lost", "group_join_sent"]
+        "heartbeat_failed",
+        "rebalance_started",
+        "offsets_committed",
+        "partitions_lost",
+        "group_join_sent",
+    ]
     heartbeat, _, commit, lost, _ = sink.events
     assert heartbeat["error"] == "UNKNOWN_MEMBER_ID"
     assert commit["success"] is False and (commit["error"], commit["error_code"]) == ("UNKNOWN_MEMBER_ID", 25)
@@ -170,52 +210,74 @@ def test_the_zombie_hears_unknown_member_its_commit_fails_by_name_and_its_partit
 
 
 def test_a_revocation_that_is_not_a_loss_stays_a_revocation(eager, sink):
-    feed(eager, """
+    feed(
+        eager,
+        """
 @@ INFO ConsumerRebalanceListenerInvoker [Consumer clientId=c1, groupId=g] Revoke previously assigned partitions events-0, events-1
 {"timestamp":1795294712833,"name":"partitions_revoked","partitions":[{"topic":"events","partition":0},{"topic":"events","partition":1}]}
-""")
+""",
+    )
     assert [e["name"] for e in sink.events] == ["partitions_revoked"]
 
 
-@pytest.mark.parametrize("message, error", [
-    ("Offset commit cannot be completed since the consumer is undergoing a rebalance for auto partition assignment. "
-     "You can try completing the rebalance by calling poll() and then retry the operation.",
-     "RebalanceInProgressException"),
-    ("Offset commit cannot be completed since the consumer is not part of an active group for auto partition "
-     "assignment; it is likely that the consumer was kicked out of the group.", "CommitFailedException"),
-    ("The coordinator is not available.", "COORDINATOR_NOT_AVAILABLE"),
-])
+@pytest.mark.parametrize(
+    "message, error",
+    [
+        (
+            "Offset commit cannot be completed since the consumer is undergoing a rebalance for auto partition assignment. "
+            "You can try completing the rebalance by calling poll() and then retry the operation.",
+            "RebalanceInProgressException",
+        ),
+        (
+            "Offset commit cannot be completed since the consumer is not part of an active group for auto partition "
+            "assignment; it is likely that the consumer was kicked out of the group.",
+            "CommitFailedException",
+        ),
+        ("The coordinator is not available.", "COORDINATOR_NOT_AVAILABLE"),
+    ],
+)
 def test_a_commit_refused_by_the_client_itself_is_named_by_its_exception(eager, sink, message, error):
-    feed(eager, '{"timestamp":1,"name":"offsets_committed","offsets":[{"topic":"events","partition":0,"offset":5}],'
-                f'"error":"{message}","success":false}}')
+    feed(
+        eager,
+        '{"timestamp":1,"name":"offsets_committed","offsets":[{"topic":"events","partition":0,"offset":5}],'
+        f'"error":"{message}","success":false}}',
+    )
     [commit] = sink.events
     assert commit["error"] == error and commit["error_message"] == message
     assert commit["error_code"] == (15 if error == "COORDINATOR_NOT_AVAILABLE" else None)
 
 
 def test_heartbeat_rebalance_in_progress_and_leaving_the_group(eager, sink):
-    feed(eager, """
+    feed(
+        eager,
+        """
 @@ INFO ConsumerCoordinator [Consumer clientId=c1, groupId=g] Request joining group due to: group is already rebalancing
 @@ INFO ConsumerCoordinator [Consumer clientId=c1, groupId=g] Member c1-48654a5d-f387-4d06-94af-a46224899ab9 sending LeaveGroup request to coordinator 127.0.0.1:11573 (id: 2147483646 rack: null) due to the consumer is being closed
 @@ INFO ConsumerCoordinator [Consumer clientId=c1, groupId=g] Resetting generation and member id due to: consumer pro-actively leaving the group
 @@ INFO ConsumerCoordinator [Consumer clientId=c1, groupId=g] Request joining group due to: consumer pro-actively leaving the group
 {"timestamp":1795293934071,"name":"shutdown_complete"}
-""")
+""",
+    )
     assert [(e["name"], e.get("error") or e.get("reason")) for e in sink.events] == [
-        ("heartbeat_failed", "REBALANCE_IN_PROGRESS"), ("rebalance_started", "group is already rebalancing")]
+        ("heartbeat_failed", "REBALANCE_IN_PROGRESS"),
+        ("rebalance_started", "group is already rebalancing"),
+    ]
     assert eager.shutdown_complete
 
 
 def test_warnings_become_client_log_and_a_fatal_error_names_its_exception(eager, sink):
     echoed = []
     eager.echo = echoed.append
-    feed(eager, """
+    feed(
+        eager,
+        """
 @@ WARN ConsumerCoordinator [Consumer clientId=c1, groupId=g] consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms
 @@ DEBUG ConsumerCoordinator [Consumer clientId=c1, groupId=g] Sending Heartbeat request with generation 4 and member id c1-48654a5d-f387-4d06-94af-a46224899ab9 to coordinator 127.0.0.1:11573 (id: 2147483646 rack: null)
 @@ ERROR VerifiableConsumer Error during processing, terminating consumer process:
 org.apache.kafka.common.errors.FencedInstanceIdException: The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id.
 	at org.apache.kafka.clients.consumer.internals.ConsumerCoordinator$OffsetCommitResponseHandler.handle(ConsumerCoordinator.java:1360)
-""")
+""",
+    )
     warning, fatal = sink.events
     assert warning["name"] == "client_log" and warning["level"] == "WARN"
     assert warning["message"].startswith("consumer poll timeout has expired")
@@ -249,10 +311,16 @@ def test_cooperative_callbacks_are_incremental_deltas(sink, clock):
     cooperative.generation = 2
     feed(cooperative, COOPERATIVE_41)
     assert [e["name"] for e in sink.events] == [
-        "group_synced", "partitions_revoked", "rebalance_started", "partitions_assigned"]
+        "group_synced",
+        "partitions_revoked",
+        "rebalance_started",
+        "partitions_assigned",
+    ]
     _, revoked, rebalance, assigned = sink.events
-    assert revoked["incremental"] and revoked["partitions"] == [{"topic": "events", "partition": 2},
-                                                                {"topic": "events", "partition": 3}]
+    assert revoked["incremental"] and revoked["partitions"] == [
+        {"topic": "events", "partition": 2},
+        {"topic": "events", "partition": 3},
+    ]
     assert rebalance["rebalance_protocol"] == "COOPERATIVE"
     assert assigned["incremental"] and assigned["partitions"] == []
 
@@ -284,7 +352,10 @@ def test_auto_commits_are_read_from_the_coordinator_log(sink, clock):
     commits = sink.named("offsets_committed")
     offsets = [{"topic": "events", "partition": 2, "offset": 525}, {"topic": "events", "partition": 3, "offset": 525}]
     assert [(c["success"], c["error"], c["error_code"]) for c in commits] == [
-        (True, None, None), (False, "UNKNOWN_MEMBER_ID", 25), (True, None, None)]
+        (True, None, None),
+        (False, "UNKNOWN_MEMBER_ID", 25),
+        (True, None, None),
+    ]
     assert all(c["offsets"] == offsets and c["trigger"] == "auto" for c in commits)
     # Each judged at the moment it was sent, not when its answer was logged.
     sent_at = [c["started_mono_ms"] for c in commits]
@@ -295,10 +366,13 @@ def test_auto_commits_are_read_from_the_coordinator_log(sink, clock):
 
 
 def test_kafka_error_names_what_a_log_line_names_or_quotes():
-    assert kafka_error("JoinGroup failed due to non-fatal error: MEMBER_ID_REQUIRED. Will set the member id as "
-                       "c1-48654a5d and then rejoin.") == ("MEMBER_ID_REQUIRED", 79)
-    assert kafka_error("SyncGroup failed: The group is rebalancing, so a rejoin is needed. Need to re-join the "
-                       "group.") == ("REBALANCE_IN_PROGRESS", 27)
+    assert kafka_error(
+        "JoinGroup failed due to non-fatal error: MEMBER_ID_REQUIRED. Will set the member id as "
+        "c1-48654a5d and then rejoin."
+    ) == ("MEMBER_ID_REQUIRED", 79)
+    assert kafka_error(
+        "SyncGroup failed: The group is rebalancing, so a rejoin is needed. Need to re-join the group."
+    ) == ("REBALANCE_IN_PROGRESS", 27)
     assert kafka_error("Specified group generation id is not valid.") == ("ILLEGAL_GENERATION", 22)
     assert kafka_error("coordinator unavailable") == (None, None)
 
@@ -306,8 +380,10 @@ def test_kafka_error_names_what_a_log_line_names_or_quotes():
 def test_events_carry_the_jvms_time_of_writing_not_the_time_we_read_them(sink, clock):
     """A busy wrapper reads late; the JVM's own stamps keep members' events in true order."""
     t = Translator(sink, cooperative=False, jvm_clock=True)
-    t.line(LOG_MARK + "2026-11-21T23:00:00.100+0000 INFO ConsumerCoordinator [Consumer clientId=c1, groupId=g] "
-           "Successfully joined group with generation Generation{generationId=3, memberId='c1-x', protocol='range'}")
+    t.line(
+        LOG_MARK + "2026-11-21T23:00:00.100+0000 INFO ConsumerCoordinator [Consumer clientId=c1, groupId=g] "
+        "Successfully joined group with generation Generation{generationId=3, memberId='c1-x', protocol='range'}"
+    )
     t.line('{"timestamp":1795302000250,"name":"partitions_assigned","partitions":[{"topic":"events","partition":0}]}')
     [assigned] = sink.named("partitions_assigned")
     assert assigned["ts"] == 1795302000250.0

@@ -1,6 +1,7 @@
 """The processing thread of a `processing: worker` member (workloads/worker.py): the poll loop
 hands batches over and goes on; a rebalance callback drains it — every batch handed over is
 processed before the callback goes on."""
+
 from __future__ import annotations
 
 import threading

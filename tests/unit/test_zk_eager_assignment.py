@@ -55,7 +55,8 @@ class TestRangeAssignment:
         names = [f"consumer-{i}-0" for i in range(threads)]
         expected = range_layout([TopicPartition("events", p) for p in range(partitions)], sorted(names))
         assert range_assignment(range(partitions), names) == {
-            n: sorted(tp.partition for tp in tps) for n, tps in expected.items()}
+            n: sorted(tp.partition for tp in tps) for n, tps in expected.items()
+        }
 
 
 class TestConsumerThreads:
@@ -99,10 +100,13 @@ class TestWhatTriggersARebalance:
     def test_nothing_changed(self):
         assert Inputs(4, ("a", "b"), ("1", "2"), (("events", 6, 0),)).change_since(self.base) is None
 
-    @pytest.mark.parametrize("changed,reason", [
-        (Inputs(5, ("a", "b", "c"), ("1", "2"), (("events", 6, 0),)), "consumers changed"),
-        (Inputs(4, ("a", "b"), ("1",), (("events", 6, 0),)), "brokers changed"),
-        (Inputs(4, ("a", "b"), ("1", "2"), (("events", 8, 1),)), "topic partitions changed"),
-    ])
+    @pytest.mark.parametrize(
+        "changed,reason",
+        [
+            (Inputs(5, ("a", "b", "c"), ("1", "2"), (("events", 6, 0),)), "consumers changed"),
+            (Inputs(4, ("a", "b"), ("1",), (("events", 6, 0),)), "brokers changed"),
+            (Inputs(4, ("a", "b"), ("1", "2"), (("events", 8, 1),)), "topic partitions changed"),
+        ],
+    )
     def test_any_change_of_members_brokers_or_topics(self, changed, reason):
         assert changed.change_since(self.base) == reason

@@ -11,6 +11,7 @@ rebalance the oracle measures on the live history, as a request of type ``rebala
 
 This module is what the harness imports: the spec, never Locust.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

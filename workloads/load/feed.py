@@ -15,6 +15,7 @@ Beside them, the records' latencies as the producer and the members wrote them (
 of records_acked: produce() to acknowledgement; ``e2e_ms`` of records_consumed: CreateTime to
 processed), as they arrive: one (kind, ms, records) per histogram bucket.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,8 +31,9 @@ from runtime.tail import FileTail
 PRODUCE, END_TO_END = "produce", "end-to-end"
 _LATENCIES = {ev.RECORDS_ACKED: ("latency_ms", PRODUCE), ev.RECORDS_CONSUMED: ("e2e_ms", END_TO_END)}
 # The bulk of a history, which measuring rebalances never reads.
-_BULK = frozenset({ev.RECORDS_CONSUMED, ev.RECORDS_ACKED, ev.OFFSETS_COMMITTED, ev.LAG_SAMPLED, ev.CLIENT_LOG,
-                   ev.GROUP_DESCRIBED})
+_BULK = frozenset(
+    {ev.RECORDS_CONSUMED, ev.RECORDS_ACKED, ev.OFFSETS_COMMITTED, ev.LAG_SAMPLED, ev.CLIENT_LOG, ev.GROUP_DESCRIBED}
+)
 
 
 @dataclass(frozen=True)

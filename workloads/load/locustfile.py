@@ -13,6 +13,7 @@
   ones, then Locust quits: a worker says so in the same report to its master that carries
   those last requests, so the master never quits before it has counted them.
 """
+
 from __future__ import annotations
 
 import json
@@ -125,13 +126,18 @@ def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
             continue  # the first worker tells them (its index comes once the master has answered)
         for r in feed.settled():
             environment.events.request.fire(
-                request_type=REQUEST_TYPE, name=spec.protocol, response_time=r.duration_ms,
-                response_length=r.partitions_moved, exception=None,
-                context={"generation": r.generation, "trigger": r.trigger})
+                request_type=REQUEST_TYPE,
+                name=spec.protocol,
+                response_time=r.duration_ms,
+                response_length=r.partitions_moved,
+                exception=None,
+                context={"generation": r.generation, "trigger": r.trigger},
+            )
         for kind, ms, records in feed.take_latencies():  # one request per record, as Locust counts them
             for _ in range(records):
-                environment.events.request.fire(request_type=RECORD_TYPE, name=kind, response_time=ms,
-                                                response_length=0, exception=None, context={})
+                environment.events.request.fire(
+                    request_type=RECORD_TYPE, name=kind, response_time=ms, response_length=0, exception=None, context={}
+                )
         if feed.done:
             if isinstance(runner, WorkerRunner):
                 _lab["told"] = True  # said in the next report to the master, with the requests above

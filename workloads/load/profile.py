@@ -13,6 +13,7 @@ the members that formed the group in the warm-up); after the last, the count hol
 profile is pure arithmetic — Locust's shape (workloads/load/locustfile.py) asks it each tick,
 the scenario's validation asks it for the peak and the length.
 """
+
 from __future__ import annotations
 
 import math

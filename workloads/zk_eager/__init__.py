@@ -39,7 +39,6 @@ The parts: ``layout`` (where the group lives in ZooKeeper, how its znodes read a
 ``assignment`` (what a rebalance computes, and from what), ``member`` (the process).
 """
 
-
 from workloads.zk_eager.member import main
 
 __all__ = ["main"]

@@ -20,7 +20,7 @@ def range_assignment(partitions: Sequence[int], threads: Sequence[str]) -> dict[
     out = {}
     for i, thread in enumerate(ordered_threads):
         first = i * per_thread + min(i, extra)
-        out[thread] = ordered_partitions[first:first + per_thread + (1 if i < extra else 0)]
+        out[thread] = ordered_partitions[first : first + per_thread + (1 if i < extra else 0)]
     return out
 
 

@@ -47,9 +47,14 @@ def registration_data(topics: list[str]) -> bytes:
     """The original's registration: a static subscription (topic -> thread count), or a
     whitelist regex (our pattern subscriptions, "^…")."""
     pattern = len(topics) == 1 and topics[0].startswith("^")
-    return json.dumps({"version": 1, "subscription": dict.fromkeys(topics, THREADS_PER_CONSUMER),
-                       "pattern": "white_list" if pattern else "static",
-                       "timestamp": str(int(time.time() * 1000))}).encode()
+    return json.dumps(
+        {
+            "version": 1,
+            "subscription": dict.fromkeys(topics, THREADS_PER_CONSUMER),
+            "pattern": "white_list" if pattern else "static",
+            "timestamp": str(int(time.time() * 1000)),
+        }
+    ).encode()
 
 
 def subscribed_topics(registration: dict, existing: list[str]) -> dict[str, int]:

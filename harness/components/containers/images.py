@@ -80,35 +80,53 @@ def base_recipe() -> Recipe:
 
 def jre_recipe() -> Recipe:
     packages = " ".join(versions.IMAGE_PACKAGES)
-    return Recipe("jre", base_recipe(), (packages,), dockerfile=(
-        f"FROM {base_recipe().tag}\n"
-        "RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
-        f"{packages} && rm -rf /var/lib/apt/lists/*\n"))
+    return Recipe(
+        "jre",
+        base_recipe(),
+        (packages,),
+        dockerfile=(
+            f"FROM {base_recipe().tag}\n"
+            "RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
+            f"{packages} && rm -rf /var/lib/apt/lists/*\n"
+        ),
+    )
 
 
 def kafka_recipe(line: str) -> Recipe:
     dist = install.kafka_dist(line)
     jars = sorted(Path(p) for p in dist.classpath().split(":"))
     agent = install.jolokia_agent()
-    return Recipe(f"kafka-{line}", jre_recipe(),
-                  (dist.version, *(f"{j.name}:{j.stat().st_size}" for j in jars), agent.name),
-                  dockerfile=(f"FROM {jre_recipe().tag}\nCOPY libs/ /opt/kafka/libs/\n"
-                              "COPY jolokia-agent.jar /opt/jolokia/jolokia-agent.jar\n"),
-                  files=(*((j, f"libs/{j.name}") for j in jars), (agent, "jolokia-agent.jar")))
+    return Recipe(
+        f"kafka-{line}",
+        jre_recipe(),
+        (dist.version, *(f"{j.name}:{j.stat().st_size}" for j in jars), agent.name),
+        dockerfile=(
+            f"FROM {jre_recipe().tag}\nCOPY libs/ /opt/kafka/libs/\n"
+            "COPY jolokia-agent.jar /opt/jolokia/jolokia-agent.jar\n"
+        ),
+        files=(*((j, f"libs/{j.name}") for j in jars), (agent, "jolokia-agent.jar")),
+    )
 
 
 def toxiproxy_recipe() -> Recipe:
     binary = install.toxiproxy_binary()
-    return Recipe("toxiproxy", base_recipe(), (versions.TOXIPROXY_VERSION, _file_digest(binary)),
-                  dockerfile=f"FROM {base_recipe().tag}\nCOPY toxiproxy-server /usr/local/bin/toxiproxy-server\n",
-                  files=((binary, "toxiproxy-server"),))
+    return Recipe(
+        "toxiproxy",
+        base_recipe(),
+        (versions.TOXIPROXY_VERSION, _file_digest(binary)),
+        dockerfile=f"FROM {base_recipe().tag}\nCOPY toxiproxy-server /usr/local/bin/toxiproxy-server\n",
+        files=((binary, "toxiproxy-server"),),
+    )
 
 
 def coordinator_recipe() -> Recipe:
     sources: list[tuple[Path, str]] = []
     for package in COORDINATOR_PACKAGES:
-        sources += [(p, f"site/{p.relative_to(REPO)}") for p in sorted((REPO / package).rglob("*.py"))
-                    if "__pycache__" not in p.parts]
+        sources += [
+            (p, f"site/{p.relative_to(REPO)}")
+            for p in sorted((REPO / package).rglob("*.py"))
+            if "__pycache__" not in p.parts
+        ]
     pins = []
     for name in COORDINATOR_DISTRIBUTIONS:
         dist = metadata.distribution(name)
@@ -117,22 +135,35 @@ def coordinator_recipe() -> Recipe:
             if f.suffix == ".py" and not str(f).startswith(".."):
                 sources.append((Path(f.locate()), f"site/{f}"))
     digests = [_tree_digest(REPO / p) for p in COORDINATOR_PACKAGES]
-    return Recipe("coordinator", jre_recipe(), (*pins, *digests), dockerfile=(
-        f"FROM {jre_recipe().tag}\nCOPY site/ /opt/rebalance-lab/\nENV PYTHONPATH=/opt/rebalance-lab\n"
-        # Fail the build, not the run, if something it imports is missing.
-        'RUN python3 -c "import coordinator.__main__, kazoo.client"\n'), files=tuple(sources))
+    return Recipe(
+        "coordinator",
+        jre_recipe(),
+        (*pins, *digests),
+        dockerfile=(
+            f"FROM {jre_recipe().tag}\nCOPY site/ /opt/rebalance-lab/\nENV PYTHONPATH=/opt/rebalance-lab\n"
+            # Fail the build, not the run, if something it imports is missing.
+            'RUN python3 -c "import coordinator.__main__, kazoo.client"\n'
+        ),
+        files=tuple(sources),
+    )
 
 
 def recipes(kafka_lines: list[str]) -> list[Recipe]:
     """Every image the compose backend needs for these Kafka lines, parents first."""
-    return [base_recipe(), jre_recipe(), *(kafka_recipe(line) for line in kafka_lines), toxiproxy_recipe(),
-            coordinator_recipe()]
+    return [
+        base_recipe(),
+        jre_recipe(),
+        *(kafka_recipe(line) for line in kafka_lines),
+        toxiproxy_recipe(),
+        coordinator_recipe(),
+    ]
 
 
 def image_set(kafka_line: str) -> Images:
     """The images a cluster of this Kafka line runs (tags only: nothing is built here)."""
-    return Images(kafka=kafka_recipe(kafka_line).tag, toxiproxy=toxiproxy_recipe().tag,
-                  coordinator=coordinator_recipe().tag)
+    return Images(
+        kafka=kafka_recipe(kafka_line).tag, toxiproxy=toxiproxy_recipe().tag, coordinator=coordinator_recipe().tag
+    )
 
 
 def missing(docker_host: str, kafka_lines: list[str]) -> list[str]:
@@ -192,8 +223,14 @@ def _build(client, recipe: Recipe) -> None:
             (context / target).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, context / target)
         # The host's network: the project's dockerd gives containers no route out (no masquerading).
-        client.images.build(path=str(context), tag=recipe.tag, network_mode="host", rm=True, forcerm=True,
-                            labels={ROLE_LABEL: recipe.name})
+        client.images.build(
+            path=str(context),
+            tag=recipe.tag,
+            network_mode="host",
+            rm=True,
+            forcerm=True,
+            labels={ROLE_LABEL: recipe.name},
+        )
 
 
 def _import_base(client, recipe: Recipe, report: Callable[[str], None]) -> None:
@@ -203,15 +240,19 @@ def _import_base(client, recipe: Recipe, report: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory(prefix="rl-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
         # Killed, it would leave /proc and /sys mounted in the rootfs, a directory about to be deleted.
-        out = install.run_to_its_end([debootstrap, "--variant=minbase", versions.IMAGE_SUITE, str(root),
-                                      versions.IMAGE_MIRROR], report=report)
+        out = install.run_to_its_end(
+            [debootstrap, "--variant=minbase", versions.IMAGE_SUITE, str(root), versions.IMAGE_MIRROR], report=report
+        )
         if out.returncode != 0:
             raise SetupError(f"debootstrap {versions.IMAGE_SUITE} failed:\n{(out.stdout + out.stderr)[-2000:]}")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         try:
-            client.api.import_image_from_stream(tar.stdout, repository=recipe.tag.split(":")[0],
-                                                               tag=recipe.tag.split(":")[1],
-                                                               changes=[f"LABEL {ROLE_LABEL}={recipe.name}"])
+            client.api.import_image_from_stream(
+                tar.stdout,
+                repository=recipe.tag.split(":")[0],
+                tag=recipe.tag.split(":")[1],
+                changes=[f"LABEL {ROLE_LABEL}={recipe.name}"],
+            )
         finally:
             tar.stdout.close()
             tar.wait()
