@@ -50,6 +50,7 @@ class ScenarioFacts:
     zookeeper: bool  # ZooKeeper mode (else KRaft)
     driver: str  # the members' driver: librdkafka or java
     topics: Mapping[str, int]  # topic -> partitions: declared, and created by the entries before
+    driver_stalls_polls: bool = True  # it obeys a poll stall (workloads.driver.Driver.stalls_polls)
     backend: str = "local"  # the cluster's backend, as a refusal names it
     # What that backend can do (faults/capabilities.py). Without CLUSTER_NODES, ``targets`` holds
     # only the run's own processes.

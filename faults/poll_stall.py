@@ -27,12 +27,12 @@ class PollStallSpec(TimedSpec):
         return Effects(silences="polls", silenced_as="stuck in processing (poll stall)")
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
-        java = (
-            [("kind", "the java driver (VerifiableConsumer) cannot stall its poll loop")]
-            if scenario.driver == "java"
-            else []
+        cannot = (
+            []
+            if scenario.driver_stalls_polls
+            else [("kind", f"the {scenario.driver} driver cannot stall its poll loop")]
         )
-        return java + super().problems(scenario)
+        return cannot + super().problems(scenario)
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         return (

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from oracle.protocols import AssignorHome, Generation, GroupProtocol
 from runtime.child import read_spec, stop_on_signals
-from workloads.poll_stall import listen_for_commands
+from workloads.poll_stall import TakesCommands, listen_for_commands
 
 if TYPE_CHECKING:
     from workloads.member_events import MemberEvents
@@ -131,6 +131,13 @@ class Driver(ABC):
     """One member of the group, run by one client library (see the module's docstring)."""
 
     Settings: ClassVar[type]
+    # What it can do, which validation and setup read (never a driver's name):
+    # it takes cluster.client_config in its client's own settings (an external cluster's security;
+    # a driver that would have to write them to a file, where secret ones would lie, cannot);
+    takes_client_config: ClassVar[bool] = True
+    needs_kafka_tools: ClassVar[bool] = False  # it runs Kafka's own Java tools, installed for the cluster's line
+    one_topic_by_name: ClassVar[bool] = False  # it consumes exactly one topic, subscribed by name
+    commits_before_processing: ClassVar[bool] = True  # it can commit a batch before processing it
     spec: MemberSpec
     events: MemberEvents
     command_pending: threading.Event
@@ -141,6 +148,11 @@ class Driver(ABC):
     @abstractmethod
     def run(self) -> int:
         """Be the member until ``stop`` is set; the process's exit code."""
+
+    @classmethod
+    def stalls_polls(cls) -> bool:
+        """It obeys a poll stall (the harness's command): it mixes ``TakesCommands`` in."""
+        return issubclass(cls, TakesCommands)
 
     @classmethod
     def runs(cls, generation: Generation) -> bool:

@@ -522,6 +522,10 @@ class JavaMember(Driver):
     command is answered with a warning."""
 
     Settings = JavaSettings
+    takes_client_config = False  # VerifiableConsumer reads its settings from a file
+    needs_kafka_tools = True
+    one_topic_by_name = True  # its --topic
+    commits_before_processing = False  # it commits what it has consumed, after
 
     def __init__(self, spec: MemberSpec[JavaSettings], stop: threading.Event):
         self.spec = spec

@@ -59,16 +59,7 @@ class LocalCluster:
     name: ClassVar[str] = "local"
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
     starts_cluster: ClassVar[bool] = True
-    capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {
-            Capability.RUN_PROCESSES,
-            Capability.CLUSTER_NODES,
-            Capability.NETWORK_LANES,
-            Capability.ZOOKEEPER_SESSIONS,
-            Capability.TOPIC_CHANGES,
-            Capability.BROKER_LOGS,
-        }
-    )
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)  # it runs the whole cluster: everything
     sasl_plain_listeners: ClassVar[bool] = True
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):

@@ -460,5 +460,5 @@ def installed_for(scenario, kafka: str | None = None) -> None:
         return
     line = kafka or scenario.cluster.kafka
     kafka_dist(line), toxiproxy_binary(), jolokia_agent()
-    if scenario is not None and scenario.workload.driver == "java":
+    if scenario is not None and scenario.workload.driver_class.needs_kafka_tools:
         kafka_tools(line)

@@ -131,11 +131,11 @@ class Scenario(Strict):
                     f"workload.protocol: {generation.kafka_why}, which the harness runs itself: "
                     f"not on an external cluster"
                 )
-            if self.workload.driver != "librdkafka":
+            if not self.workload.driver_class.takes_client_config:
                 problems.append(
-                    "workload.driver: on an external cluster members use the librdkafka driver "
-                    "(it is the one given cluster.client_config: the java driver reads its settings from a "
-                    "file, which would hold the secret ones)"
+                    f"workload.driver: on an external cluster members use a driver given cluster.client_config "
+                    f"(librdkafka): the {self.workload.driver} driver reads its settings from a file, which "
+                    f"would hold the secret ones"
                 )
             # What the harness would set on brokers it runs for the group's timing (broker_config()).
             timing = {"session_timeout_ms", "heartbeat_interval_ms"} & self.workload.model_fields_set
@@ -153,14 +153,14 @@ class Scenario(Strict):
         return problems
 
     def _driver_problems(self) -> list[str]:
-        """What Kafka's VerifiableConsumer cannot do: one topic by name, commit after processing."""
-        if self.workload.driver != "java":
-            return []
-        problems = []
-        if len(self.consumed_topics) != 1 or self.workload.topic_pattern:
-            problems.append("workload.driver: the java driver (VerifiableConsumer) consumes exactly one topic by name")
-        if self.workload.commit == "before-processing":
-            problems.append("workload.commit: the java driver (VerifiableConsumer) cannot commit before processing")
+        """What the members' driver says it cannot do (Kafka's VerifiableConsumer: one topic by name,
+        commit after processing)."""
+        driver, problems = self.workload.driver_class, []
+        name = f"the {self.workload.driver} driver" + (" (VerifiableConsumer)" if driver.needs_kafka_tools else "")
+        if driver.one_topic_by_name and (len(self.consumed_topics) != 1 or self.workload.topic_pattern):
+            problems.append(f"workload.driver: {name} consumes exactly one topic by name")
+        if not driver.commits_before_processing and self.workload.commit == "before-processing":
+            problems.append(f"workload.commit: {name} cannot commit before processing")
         return problems
 
     def _load_problems(self, members: tuple[str, ...]) -> list[str]:

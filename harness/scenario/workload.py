@@ -32,6 +32,7 @@ from pydantic import Field, model_validator
 from faults.base import DAY_S, MAX_MEMBERS
 from faults.strict import Strict
 from oracle.protocols import ASSIGNORS, DRIVER_NAMES, GENERATIONS, PROTOCOLS, Generation
+from workloads.driver import Driver, driver_of
 from workloads.zk_settings import ZkEagerSettings  # the driver's own settings
 
 DAY_MS = DAY_S * 1000
@@ -231,6 +232,11 @@ class Workload(Strict):
         """The driver family that runs the members (None for a plugin's driver, or while validating a
         driver the generation lacks)."""
         return family_of(self.generation, self.driver)
+
+    @property
+    def driver_class(self) -> type[Driver]:
+        """The Driver that runs the members: what it can do is its class's to say."""
+        return driver_of(self.generation.drivers[self.driver])
 
     @property
     def effective_assignor(self) -> str:

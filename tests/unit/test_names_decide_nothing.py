@@ -1,6 +1,6 @@
 """Meaning lives in one place (issue 41): what a fault kind does, what a protocol generation
-can do and what a backend can do are declared by the kind, the generation's row and the
-backend; nobody else decides by their names.
+can do, what a backend can do and what a driver can do are declared by the kind, the
+generation's row, the backend and the driver's class; nobody else decides by their names.
 
 A walk over every module's syntax tree (not a text search) finds each place where a kind's, a
 generation's or a backend's name is compared with something, used as a key to look a meaning
@@ -19,7 +19,7 @@ import pytest
 
 from faults.catalogue import KINDS
 from harness.cluster.backend import BACKENDS
-from oracle.protocols import GENERATIONS
+from oracle.protocols import DRIVER_NAMES, GENERATIONS
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness", "faults", "workloads", "oracle", "runtime", "coordinator", "analysis")
@@ -29,7 +29,13 @@ GENERATION_NAMES = frozenset(GENERATIONS)
 BACKEND_NAMES = frozenset(BACKENDS)
 
 # What an expression is about, by the last name in it: `f.kind`, `event["kind"]`, `e.get("protocol")`.
-SUBJECTS = {"kind": FAULT_KINDS, "protocol": GENERATION_NAMES, "generation": GENERATION_NAMES, "backend": BACKEND_NAMES}
+SUBJECTS = {
+    "kind": FAULT_KINDS,
+    "protocol": GENERATION_NAMES,
+    "generation": GENERATION_NAMES,
+    "backend": BACKEND_NAMES,
+    "driver": frozenset(DRIVER_NAMES),
+}
 # Names that mean nothing else in this code base (a role is "consumer", a ZooKeeper expiry's
 # method may be "network", a target list "brokers"; "poll-stall" or "classic-static" is only ever
 # the kind or the generation, and no code compares "local", "compose" or "external" but to tell
@@ -49,7 +55,8 @@ def homes() -> dict[str, frozenset[str]]:
         allow(f"{fault.__module__.replace('.', '/')}.py", {kind})
     allow("faults/catalogue.py", FAULT_KINDS)
     allow("oracle/legacy.py", FAULT_KINDS)  # old histories' fault effects, by kind: the one exception
-    allow("oracle/protocols.py", GENERATION_NAMES)
+    allow("oracle/protocols.py", GENERATION_NAMES | set(DRIVER_NAMES))
+    allow("harness/scenario/workload.py", DRIVER_NAMES)  # the driver families' table (FAMILIES)
     for module in (REPO / "harness" / "cluster").glob("*.py"):  # the backends' own layer
         allow(str(module.relative_to(REPO)), BACKEND_NAMES)
     return {path: frozenset(names) for path, names in allowed.items()}
@@ -153,6 +160,7 @@ def test_no_name_decides_outside_its_home():
         'if e.get("kind") in ("pause", "crash"): pass',
         'if event["protocol"] != "consumer": pass',
         'if spec.backend == "compose": pass',
+        'if self.workload.driver != "java": pass',
         'if cluster.get("backend", "local") != "external": pass',
         'if x == "classic-static": pass',
         'WORDS = {"poll-stall": "stuck"}',

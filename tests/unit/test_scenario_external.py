@@ -120,7 +120,10 @@ def test_external_settings_on_a_cluster_the_harness_runs_are_refused():
             "workload.protocol: zk-eager rebalances through ZooKeeper, which the harness runs itself",
         ),
         ({"protocol": "coordinator-v2"}, "keeps its groups in ZooKeeper, which the harness runs itself"),
-        ({"driver": "java"}, "workload.driver: on an external cluster members use the librdkafka driver"),
+        (
+            {"driver": "java"},
+            "workload.driver: on an external cluster members use a driver given cluster.client_config",
+        ),
     ],
 )
 def test_what_needs_more_than_kafka_is_refused(workload, reason):
