@@ -1,4 +1,4 @@
-"""`rebalance-lab analyze`: the click command (registered by harness/cli.py).
+"""`rebalance-lab analyze`: the click command (registered by harness/cli/__init__.py).
 
     rebalance-lab analyze runs/* [--out analysis-out] [--master local[2] | spark://127.0.0.1:7077]
 

@@ -71,13 +71,14 @@ def main(argv: list[str]) -> int:
             ).start()
 
     zk.add_listener(on_state)
+    design = variant(spec.variant, spec.initial_rebalance_delay_ms)
     coordinator = Coordinator(
         Instance(spec.name, spec.host, spec.port),
-        variant(spec.variant, spec.initial_rebalance_delay_ms),
+        design,
         zk,
         history,
         session_timeout_s=spec.zookeeper_session_timeout_ms / 1000,
-        watch_topics=spec.variant == "v1",
+        watch_topics=design.coordinator_assigns,  # who assigns must see partitions come
     )
     server = CoordinatorServer(coordinator)  # listening before anything else: the harness waits for the port
     history.emit(ev.COORDINATOR_STARTED, pid=os.getpid(), variant=spec.variant, address=f"{spec.host}:{spec.port}")

@@ -48,7 +48,7 @@ class ScenarioFacts:
     coordinator_instances: tuple[str, ...]  # the project's coordinator (coordinator-v* protocols)
     kafka: str  # the Kafka line
     zookeeper: bool  # ZooKeeper mode (else KRaft)
-    driver: str  # the members' driver: librdkafka or java
+    driver: str  # the members' driver (workload.driver)
     topics: Mapping[str, int]  # topic -> partitions: declared, and created by the entries before
     driver_stalls_polls: bool = True  # it obeys a poll stall (workloads.driver.Driver.stalls_polls)
     backend: str = "local"  # the cluster's backend, as a refusal names it

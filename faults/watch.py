@@ -74,7 +74,7 @@ class TriggerWatcher:
             if self.refresh:
                 try:
                     self.refresh()
-                except Exception:
+                except Exception:  # a log mid-rotation, a broker gone: the run reads them again
                     pass
             for line in self.tail.new_lines():
                 if any(n in line[:80] for n in self._names):

@@ -16,8 +16,9 @@ A driver from outside the tree — an entry point in the group ``rebalance_lab.d
 (oracle/extensions.py, docs/extending.md) — joins the ``drivers`` of each generation its
 class says it ``runs``; those plugins are loaded the first time a row's drivers are read.
 
-Pure data: nothing of the project is imported, so the oracle — the bottom layer —
-can read it, and so can everything above it.
+Data, and nothing of the project imported but the oracle's own plugin loader (drivers from
+installed packages join a row's ``drivers``, oracle/extensions.py), so the oracle — the bottom
+layer — can read it, and so can everything above it.
 """
 
 from __future__ import annotations

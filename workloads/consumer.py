@@ -46,8 +46,10 @@ class LibrdkafkaSettings:
     """What only the librdkafka driver reads (``MemberSpec.settings``)."""
 
     processing: str = "inline"  # inline | worker: batches processed on a thread of their own (workloads.worker)
-    revoke_hold_ms: float = 0  # stay in the revoke callback this long after recording it (workload.revoke_hold_ms)
-    # Test-only switches for this member (workload.test_hooks, docs/history.md): "consume_unassigned"
+    revoke_hold_ms: float = (
+        0  # stay in the revoke callback this long after recording it (workload.librdkafka.revoke_hold_ms)
+    )
+    # Test-only switches for this member (workload.librdkafka.test_hooks, docs/history.md): "consume_unassigned"
     # ({topic, partition}), "sigterm_after_join" ({join}). None in every real run.
     test_hooks: dict | None = None
 

@@ -14,7 +14,7 @@ a generation's capabilities from the spec, never its name: ``static_membership``
 Adding a client library is one class implementing ``Driver``:
 
 - ``Settings``: the dataclass of its family's settings (``MemberSpec.settings``), filled in
-  by the harness (``harness/clients.py``, ``Member.settings``);
+  by the harness (``harness/run/clients.py``, ``Member.settings``);
 - ``__init__(spec, stop)`` and ``run() -> int``: the member, built from its spec with the
   event that SIGTERM / SIGINT set, runs until that event is set (or it fails) and returns
   the process's exit code; ``main`` wires the signals, the harness's commands and the spec
@@ -37,6 +37,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
+from oracle.extensions import ExtensionError
 from oracle.protocols import AssignorHome, Generation, GroupProtocol
 from runtime.child import read_spec, stop_on_signals
 from workloads.poll_stall import TakesCommands, listen_for_commands
@@ -172,7 +173,11 @@ class Driver(ABC):
 
 def driver_of(module: str) -> type[Driver]:
     """The Driver a driver module runs: the class whose ``main`` is the module's."""
-    driver = getattr(importlib.import_module(module).main, "__self__", None)
+    driver = getattr(getattr(importlib.import_module(module), "main", None), "__self__", None)
     if not (isinstance(driver, type) and issubclass(driver, Driver)):
-        raise TypeError(f"{module}.main is no Driver's main")
+        # Only a plugin's module can be so (the table's are tested): say it as an unusable plugin.
+        raise ExtensionError(
+            f"driver module {module}: its main is not a workloads.driver.Driver's main "
+            f"(write `main = TheDriver.main`, TheDriver a Driver subclass)"
+        )
     return driver

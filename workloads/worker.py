@@ -61,7 +61,7 @@ class Worker:
                         self._in_flight -= len(records)
                 finally:
                     self._handoff.task_done()
-        except BaseException as e:
+        except BaseException as e:  # a dead worker with a live poll loop would look like a stall
             try:
                 traceback.print_exc()
                 self._on_error(e)

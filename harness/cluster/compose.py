@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from faults.capabilities import Capability
+from faults.capabilities import EVERY_CAPABILITY, Capability
 from harness.cluster import kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.backend import Cleaned, Cleanup, CleanupScope
@@ -188,7 +188,7 @@ class ComposeCluster:
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
     starts_cluster: ClassVar[bool] = True
     # As the local backend: a paused node is a frozen container, its logs are bind-mounted here.
-    capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)  # it runs the whole cluster: everything
+    capabilities: ClassVar[frozenset[Capability]] = EVERY_CAPABILITY  # it runs the whole cluster
     sasl_plain_listeners: ClassVar[bool] = False  # its topology has no SASL listener
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):
@@ -296,7 +296,7 @@ class ComposeCluster:
         self.compose = DockerCompose(self.workdir, compose_file_name="compose.yaml", wait=True)
         try:
             self.compose.start()
-        except Exception as e:
+        except Exception as e:  # `docker compose up` failed: say what it printed
             raise ClusterError(
                 f"`docker compose up --wait` failed for {self.topology.compose_file}: {_output_of(e)}"
             ) from None
@@ -353,7 +353,7 @@ class ComposeCluster:
             for service in self.services.values():
                 try:
                     service.logs["stdout"].write_bytes(service.container.logs())
-                except Exception:
+                except Exception:  # a container already gone has nothing to keep
                     pass
         finally:
             self.compose.stop(down=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from faults.capabilities import Capability
+from faults.capabilities import EVERY_CAPABILITY, Capability
 from harness.cluster import config, kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.backend import Cleaned, Cleanup, CleanupScope
@@ -59,7 +59,7 @@ class LocalCluster:
     name: ClassVar[str] = "local"
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
     starts_cluster: ClassVar[bool] = True
-    capabilities: ClassVar[frozenset[Capability]] = frozenset(Capability)  # it runs the whole cluster: everything
+    capabilities: ClassVar[frozenset[Capability]] = EVERY_CAPABILITY  # it runs the whole cluster
     sasl_plain_listeners: ClassVar[bool] = True
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):

@@ -154,7 +154,7 @@ def health_problems(cluster: ClusterBackend) -> list[str]:
                 for p in cluster.toxiproxy.proxies()
                 if p.toxics or not p.enabled
             ]
-        except Exception as e:
+        except Exception as e:  # Toxiproxy itself may be what broke
             problems.append(f"Toxiproxy does not answer: {e}")
     return problems or cluster.kafka_admin.health_problems(HEALTH_TIMEOUT_S)
 

@@ -21,27 +21,14 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
     """What a fault entry is checked against, before any fault has run."""
     backend = scenario.cluster.backend
     capabilities = backend_class(backend).capabilities
-    if Capability.CLUSTER_NODES not in capabilities:  # the run's own processes, and nothing of the cluster
-        return ScenarioFacts(
-            targets=(*scenario.member_slots(), "producer"),
-            members=tuple(scenario.member_slots()),
-            brokers=(),
-            coordinator_instances=(),
-            kafka=scenario.cluster.kafka,
-            zookeeper=False,
-            driver=scenario.workload.driver,
-            driver_stalls_polls=scenario.workload.driver_class.stalls_polls(),
-            topics={t.name: t.partitions for t in scenario.topics},
-            backend=backend,
-            capabilities=capabilities,
-        )
+    runs_nodes = Capability.CLUSTER_NODES in capabilities  # else: the run's own processes, nothing of the cluster
     return ScenarioFacts(
-        targets=tuple(scenario.fault_targets()),
+        targets=tuple(scenario.fault_targets()) if runs_nodes else (*scenario.member_slots(), "producer"),
         members=tuple(scenario.member_slots()),
-        brokers=tuple(f"broker-{i}" for i in range(1, scenario.cluster.brokers + 1)),
-        coordinator_instances=tuple(scenario.coordinator_instances()),
+        brokers=tuple(f"broker-{i}" for i in range(1, scenario.cluster.brokers + 1)) if runs_nodes else (),
+        coordinator_instances=tuple(scenario.coordinator_instances()) if runs_nodes else (),
         kafka=scenario.cluster.kafka,
-        zookeeper=scenario.cluster.zookeeper_mode,
+        zookeeper=scenario.cluster.zookeeper_mode and runs_nodes,
         driver=scenario.workload.driver,
         driver_stalls_polls=scenario.workload.driver_class.stalls_polls(),
         topics={t.name: t.partitions for t in scenario.topics},

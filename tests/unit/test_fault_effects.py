@@ -78,7 +78,7 @@ def scheduled(fault: Fault) -> dict:
 
 
 def test_every_kind_of_the_catalogue_declares_its_effects():
-    assert set(DECLARED) == set(catalogue.KINDS), "a kind without an entry here: say what it declares"
+    assert set(DECLARED) == set(catalogue.BUILT_IN), "a kind without an entry here: say what it declares"
     for kind, (_, effects) in DECLARED.items():
         assert fault_of(kind).effects == effects, kind
 
@@ -228,7 +228,7 @@ def test_the_legacy_table_reads_a_crash_restart_as_the_oracle_always_did():
     assert with_effects({**old, "params": {"duration_s": 5}})[ev.EFFECTS][ev.RESTART_AFTER_S] is None  # format 1's
     assert with_effects({**old, "params": None})[ev.EFFECTS][ev.DOWN] == ev.KILLED
     assert with_effects({**old, "kind": "someone-elses"})[ev.EFFECTS] == Effects().to_event()
-    assert set(LEGACY_FAULT_EFFECTS) == set(catalogue.KINDS)  # the kinds there were when format 3 began
+    assert set(LEGACY_FAULT_EFFECTS) == set(catalogue.BUILT_IN)  # the kinds there were when format 3 began
 
 
 def test_effects_a_history_of_an_older_format_carries_are_its_own():
