@@ -17,6 +17,8 @@ class JoinStormSpec(FaultSpec):
     needs = frozenset({Capability.RUN_PROCESSES})
 
     kind: Literal["join-storm"]
+    # The workload.subscriptions entry the members it starts get (default: the entries in turn).
+    subscription: Annotated[str | None, Field(min_length=1, max_length=64)] = None
     consumers: Annotated[int, Field(ge=1, le=MAX_MEMBERS)]
 
     @property
@@ -34,4 +36,4 @@ class JoinStorm(Fault[JoinStormSpec]):
     Spec = JoinStormSpec
 
     def inject(self, targets: Targets) -> dict:
-        return {"started": targets.start_consumers(self.spec.consumers)}
+        return {"started": targets.start_consumers(self.spec.consumers, self.spec.subscription)}

@@ -18,6 +18,8 @@ class ScaleSpec(FaultSpec):
     needs = frozenset({Capability.RUN_PROCESSES})
 
     kind: Literal["scale"]
+    # The workload.subscriptions entry the members it starts get (default: the entries in turn).
+    subscription: Annotated[str | None, Field(min_length=1, max_length=64)] = None
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)]
 
     @property
@@ -35,4 +37,4 @@ class Scale(Fault[ScaleSpec]):
     Spec = ScaleSpec
 
     def inject(self, targets: Targets) -> dict:
-        return {"changed": targets.scale_consumers(self.spec.consumers)}
+        return {"changed": targets.scale_consumers(self.spec.consumers, self.spec.subscription)}

@@ -57,6 +57,11 @@ def roundrobin_layout(
     return {member: frozenset(tps) for member, tps in layout.items()}
 
 
+# KIP-881: with client.rack on members and broker.rack on brokers these assignors may place a
+# partition on a member in a rack of one of its replicas (Java clients 3.5+, librdkafka 2.3+),
+# which the layouts above do not model: their layout is not judged where racks are on both sides.
+RACK_AWARE_ASSIGNORS = frozenset({"range", "cooperative-sticky"})
+
 LAYOUTS: dict[str, Callable[[Sequence[TopicPartition], Sequence[Hashable], Subscriptions], Layout]] = {
     "range": range_layout,
     "roundrobin": roundrobin_layout,

@@ -65,6 +65,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "backend",
         "group_settings",
         "plugins",
+        "subscriptions",
+        "broker_racks",
     ),
     ev.PHASE: ("phase", "members", "reason"),
     ev.PROCESS_STARTED: ("process", "role", "pid"),
@@ -98,8 +100,10 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "rebalance_backoff_ms",  # zk-eager
         "jvm_pid",
         "kafka_client",
-        "processing_ms_ignored",
-    ),  # java
+        "processing_ms_ignored",  # java
+        "subscription",
+        "client_rack",
+    ),
     ev.SUBSCRIPTION_CHANGED: ("topics",),
     ev.GROUP_JOIN_SENT: (),
     ev.GROUP_JOINED: ("leader_id", "is_leader", "protocol_name", "members"),

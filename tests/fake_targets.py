@@ -105,16 +105,16 @@ class FakeTargets:
     def command(self, member, command):
         self._record("command", member, command)
 
-    def start_consumers(self, count):
+    def start_consumers(self, count, subscription=None):
         new = [f"consumer-{self.started + i}" for i in range(1, count + 1)]
         self.started += count
         self.consumers += new
         self._record("start_consumers", count, new)
         return new
 
-    def scale_consumers(self, count):
+    def scale_consumers(self, count, subscription=None):
         if count >= len(self.consumers):
-            return self.start_consumers(count - len(self.consumers))
+            return self.start_consumers(count - len(self.consumers), subscription)
         stopped, self.consumers = self.consumers[count:], self.consumers[:count]
         self._record("scale_consumers", count, stopped)
         return stopped

@@ -79,6 +79,8 @@ def client_config(spec: MemberSpec) -> dict:
         "topic.metadata.refresh.interval.ms": spec.metadata_refresh_ms,
         "debug": "cgrp",
     }
+    if spec.client_rack:
+        conf["client.rack"] = spec.client_rack
     if spec.group_instance_id:
         conf["group.instance.id"] = spec.group_instance_id
     return conf
@@ -347,6 +349,8 @@ class Member(TakesCommands, Driver):
             processing=s.settings.processing,
             session_timeout_ms=s.session_timeout_ms,
             max_poll_interval_ms=s.max_poll_interval_ms,
+            subscription=s.subscription_record,
+            client_rack=s.client_rack,
         )
         for hook, params in sorted((s.settings.test_hooks or {}).items()):
             self.events.test_hook_armed(hook, params)

@@ -451,6 +451,8 @@ class CoordinatedMember(TakesCommands, Driver):
             commit_mode=s.commit,
             session_timeout_ms=s.session_timeout_ms,
             max_poll_interval_ms=s.max_poll_interval_ms,
+            subscription=s.subscription_record,
+            client_rack=s.client_rack,
         )
         unsupported = self._unsupported()
         if unsupported:

@@ -82,6 +82,8 @@ class MemberSpec(Generic[S]):
     control_file: str | None = None  # commands from the harness (poll stalls), announced by SIGUSR1
     # Under the harness's own keys; secret values never in the file (runtime.secrets, read_spec).
     client_settings: dict = field(default_factory=dict)
+    subscription: str | None = None  # its workload.subscriptions entry's name (None: the group's topics)
+    client_rack: str | None = None  # client.rack (KIP-392 fetch from follower, KIP-881 rack-aware assignors)
 
     @property
     def group_instance_id(self) -> str | None:
@@ -106,7 +108,19 @@ class MemberSpec(Generic[S]):
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest",
             "topic.metadata.refresh.interval.ms": self.metadata_refresh_ms,
+            **({"client.rack": self.client_rack} if self.client_rack else {}),
         }
+
+    @property
+    def subscription_record(self) -> dict:
+        """What consumer_started says the member subscribed to: ``topics`` by name, or a
+        ``pattern``; ``name``: its workload.subscriptions entry, where it has one."""
+        record = (
+            {"pattern": self.topics[0]}
+            if self.topics and self.topics[0].startswith("^")
+            else {"topics": list(self.topics)}
+        )
+        return record | ({"name": self.subscription} if self.subscription else {})
 
 
 def protocol_fields(generation: Generation) -> dict:

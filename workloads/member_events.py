@@ -124,10 +124,13 @@ class MemberEvents:
         rebalance_backoff_ms: int = ABSENT,
         kafka_client: str = ABSENT,
         processing_ms_ignored: float | None = ABSENT,
+        subscription: Mapping[str, Any] = ABSENT,
+        client_rack: str | None = ABSENT,
     ) -> dict:
         """Driver-specific fields: ``processing`` (librdkafka); ``consumer_id``,
         ``rebalance_max_retries``, ``rebalance_backoff_ms`` (zk-eager); ``jvm_pid``,
-        ``kafka_client``, ``processing_ms_ignored`` (java)."""
+        ``kafka_client``, ``processing_ms_ignored`` (java); every driver: ``subscription``
+        (``MemberSpec.subscription_record``) and ``client_rack``."""
         return self._write(
             ev.CONSUMER_STARTED,
             pid=pid,
@@ -145,6 +148,8 @@ class MemberEvents:
             rebalance_backoff_ms=rebalance_backoff_ms,
             kafka_client=kafka_client,
             processing_ms_ignored=processing_ms_ignored,
+            subscription=subscription,
+            client_rack=client_rack,
         )
 
     def consumer_stopped(self, reason: str) -> dict:

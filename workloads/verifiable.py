@@ -176,6 +176,7 @@ def consumer_properties(spec: MemberSpec) -> str:
         "auto.commit.interval.ms": spec.auto_commit_interval_ms,
         "max.poll.records": spec.batch_size,
         "metadata.max.age.ms": spec.metadata_refresh_ms,
+        **({"client.rack": spec.client_rack} if spec.client_rack else {}),
     }
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
@@ -574,6 +575,8 @@ class JavaMember(Driver):
             max_poll_interval_ms=s.max_poll_interval_ms,
             kafka_client=s.settings.kafka_line,
             processing_ms_ignored=s.processing_ms or None,
+            subscription=s.subscription_record,
+            client_rack=s.client_rack,
         )
         if jvm is None:
             t.events.consumer_error(error=error, error_code=None, fatal=True, message="; ".join(reasons))

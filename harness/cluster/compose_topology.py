@@ -165,10 +165,12 @@ def render(
         listeners = network.listener_properties(i)
         if zookeeper_mode:
             props = config.zk_broker_properties(
-                i, listeners, DATA / name, spec.brokers, network.zookeeper_connect(i), spec.broker_config
+                i, listeners, DATA / name, spec.brokers, network.zookeeper_connect(i), spec.broker_settings(i)
             )
         else:
-            props = config.kraft_broker_properties(i, listeners, DATA / name, spec.brokers, voters, spec.broker_config)
+            props = config.kraft_broker_properties(
+                i, listeners, DATA / name, spec.brokers, voters, spec.broker_settings(i)
+            )
         (directory / "config" / f"{name}.properties").write_text(config.properties(props))
         prepare = "" if zookeeper_mode else _format_storage(images, cluster_id, name)
         services.update(

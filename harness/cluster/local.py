@@ -384,11 +384,16 @@ class LocalCluster:
             data = self.workdir / "data" / name
             if self.dist.zookeeper_mode:
                 props = config.zk_broker_properties(
-                    i, listeners, data, self.spec.brokers, self.network.zookeeper_connect(i), self.spec.broker_config
+                    i,
+                    listeners,
+                    data,
+                    self.spec.brokers,
+                    self.network.zookeeper_connect(i),
+                    self.spec.broker_settings(i),
                 )
             else:
                 props = config.kraft_broker_properties(
-                    i, listeners, data, self.spec.brokers, self._kraft_voters, self.spec.broker_config
+                    i, listeners, data, self.spec.brokers, self._kraft_voters, self.spec.broker_settings(i)
                 )
             if self.spec.sasl_plain:
                 props.update(

@@ -46,7 +46,10 @@ HEALTH_TIMEOUT_S = 60.0  # a restarted broker catches up its replicas well withi
 
 def share_key(backend: str, spec: ClusterSpec) -> str:
     """What two runs must agree on to share a cluster (topics and lanes are per run)."""
-    return json.dumps([backend, spec.kafka, spec.brokers, spec.zookeeper_nodes, spec.broker_config], sort_keys=True)
+    racks = [list(spec.broker_racks)] if spec.broker_racks else []  # brokers in other racks are another cluster
+    return json.dumps(
+        [backend, spec.kafka, spec.brokers, spec.zookeeper_nodes, spec.broker_config, *racks], sort_keys=True
+    )
 
 
 def unshareable(backend: str, spec: ClusterSpec, fault_kinds: set[str]) -> str | None:

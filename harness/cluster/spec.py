@@ -66,6 +66,12 @@ class ClusterSpec:
     # `cluster up --sasl-plain`: every broker also listens with SASL_PLAINTEXT (PLAIN) for this user, on
     # 127.0.0.1; the harness's own listeners (client lanes, inter-broker, controller) stay PLAINTEXT.
     sasl_plain: SaslPlainUser | None = None
+    broker_racks: tuple[str, ...] = ()  # broker.rack of broker-1, broker-2, … (cluster.broker_racks); () none
+
+    def broker_settings(self, node_id: int) -> dict:
+        """broker_config, and this broker's broker.rack where the scenario gives racks."""
+        rack = {"broker.rack": self.broker_racks[node_id - 1]} if self.broker_racks else {}
+        return {**self.broker_config, **rack}
 
     @property
     def broker_zookeeper_session_timeout_ms(self) -> int:

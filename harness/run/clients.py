@@ -112,12 +112,16 @@ class Member(Client):
 
     role = "consumer"
 
-    def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload: WorkloadProcesses):
+    def __init__(
+        self, name: str, supervisor: Supervisor, run_dir: Path, workload: WorkloadProcesses, subscription=None
+    ):
         super().__init__(name, supervisor, run_dir)
         self.workload = workload
         self.lane = int(name.rsplit("-", 1)[1])
         w = workload.scenario.workload
         self.module = w.generation.drivers[w.driver]
+        # Its workload.subscriptions entry (None: the group's topics), the same for every incarnation.
+        self.subscription = w.subscription_of(self.lane, subscription)
 
     @property
     def control_file(self) -> Path:
@@ -133,7 +137,13 @@ class Member(Client):
             history=self.workload.history,
             bootstrap_servers=cluster.lane_bootstrap_servers(lane),
             group=w.group,
-            topics=[w.topic_pattern] if w.topic_pattern else s.consumed_topics,
+            topics=list(self.subscription.topics)
+            if self.subscription
+            else [w.topic_pattern]
+            if w.topic_pattern
+            else s.consumed_topics,
+            subscription=self.subscription.name if self.subscription else None,
+            client_rack=w.client_rack_of(self.lane),
             **protocol_fields(w.generation),
             assignor=w.effective_assignor,
             commit=w.commit,
@@ -338,9 +348,9 @@ class WorkloadProcesses:
             self.services["producer"] = Producer("producer", self.supervisor, self.run_dir, self)
         return self.services["producer"]
 
-    def member(self, name: str) -> Member:
+    def member(self, name: str, subscription: str | None = None) -> Member:
         if name not in self.services:
-            self.services[name] = Member(name, self.supervisor, self.run_dir, self)
+            self.services[name] = Member(name, self.supervisor, self.run_dir, self, subscription)
         return self.services[name]
 
     @cached_property
@@ -381,12 +391,13 @@ class WorkloadProcesses:
         """The members running and not on their way out: the group at rest has every one of them."""
         return [n for n in self.running_consumers() if n not in self._leaving]
 
-    def start_new(self, count: int) -> list[str]:
-        """``count`` new member slots, started back to back (a join storm)."""
+    def start_new(self, count: int, subscription: str | None = None) -> list[str]:
+        """``count`` new member slots, started back to back (a join storm), with the
+        workload.subscriptions entry named (default: Workload.subscription_of's turn)."""
         first = max((s.lane for s in self.services.values() if isinstance(s, Member)), default=0) + 1
         names = [f"consumer-{i}" for i in range(first, first + count)]
         for name in names:
-            self.member(name).start()
+            self.member(name, subscription).start()
         return names
 
     @property
@@ -428,10 +439,10 @@ class WorkloadProcesses:
             self.member(name).start()
         return started, stopped
 
-    def scale_to(self, count: int) -> list[str]:
+    def scale_to(self, count: int, subscription: str | None = None) -> list[str]:
         running = self.running_consumers()
         if count >= len(running):
-            return self.start_new(count - len(running))
+            return self.start_new(count - len(running), subscription)
         leaving = running[count:]
         for name in leaving:  # the newest leave first, cleanly (LeaveGroup)
             self.services[name].kill(signal.SIGTERM)

@@ -309,6 +309,8 @@ class Run:
             seed=s.seed,
             topics=[{"topic": t.name, "partitions": t.partitions} for t in s.topics if s.subscribes(t.name)],
             topic_pattern=s.workload.topic_pattern,
+            subscriptions=subscriptions_record(s),
+            broker_racks=s.cluster.broker_rack_map(),
             group=s.workload.group,
             protocol=s.workload.protocol,
             assignor=s.workload.effective_assignor,
@@ -528,6 +530,7 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         broker_config=s.broker_config(),
         topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
         lanes=len(s.member_slots()),
+        broker_racks=tuple(s.cluster.broker_racks or ()),
         coordinator=_project_coordinator(s, history),
         external=ExternalTarget(
             s.cluster.bootstrap_servers,
@@ -539,6 +542,21 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         if s.cluster.external
         else None,
     )
+
+
+def subscriptions_record(s: Scenario) -> list[dict] | None:
+    """run_started.subscriptions: the workload's entries and the members started with each."""
+    w = s.workload
+    if not w.subscriptions:
+        return None
+    return [
+        {
+            "name": e.name,
+            "topics": list(e.topics),
+            "members": [m for i, m in enumerate(w.member_names(), 1) if w.subscription_of(i) is e],
+        }
+        for e in w.subscriptions
+    ]
 
 
 def group_settings(s: Scenario) -> dict:

@@ -103,11 +103,11 @@ class RunTargets:
             raise ClusterError(f"{member} is not a member of the group; only members take commands")
         service.tell(command)
 
-    def start_consumers(self, count: int) -> list[str]:
-        return self.workload.start_new(count)
+    def start_consumers(self, count: int, subscription: str | None = None) -> list[str]:
+        return self.workload.start_new(count, subscription)
 
-    def scale_consumers(self, count: int) -> list[str]:
-        return self.workload.scale_to(count)
+    def scale_consumers(self, count: int, subscription: str | None = None) -> list[str]:
+        return self.workload.scale_to(count, subscription)
 
     # --- topics -------------------------------------------------------------------------
 

@@ -101,12 +101,20 @@ HARNESS_CLIENT_SETTINGS = frozenset(
 )
 
 
+# A rack id (broker.rack, client.rack): Kafka takes any string; one word keeps it one config line.
+Rack = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]
+
+
 class Cluster(Strict):
     backend: Literal[tuple(BACKENDS)] = "local"  # type: ignore[valid-type]
     kafka: Literal[tuple(versions.KAFKA_RELEASES)] = "3.9"  # type: ignore[valid-type]
     brokers: Annotated[int, Field(ge=1, le=9)] = 3
     zookeeper_nodes: Literal[1, 3] = 1
     broker_config: dict[str, Scalar] = {}
+    # broker.rack of broker-1, broker-2, …: one per broker. Fetching from a follower in the member's
+    # rack (KIP-392) takes replica.selector.class in broker_config as well; racks alone only tell
+    # the clients (KIP-881's rack-aware assignors) where the replicas are.
+    broker_racks: Annotated[list[Rack] | None, Field(min_length=1, max_length=9)] = None
     # backend: external — someone else's cluster: where it is, and the client settings (security)
     # every client the harness makes is given. `kafka` then says which line it runs.
     bootstrap_servers: Annotated[str, Field(pattern=r"^[^,\s]+:\d{1,5}(,[^,\s]+:\d{1,5})*$")] | None = None
@@ -117,10 +125,14 @@ class Cluster(Strict):
     def _harness_settings_stay(self):
         problems = config_problems(self.broker_config, "broker_config")
         problems += config_problems(self.client_config, "client_config")
+        if self.broker_racks is not None and len(self.broker_racks) != self.brokers:
+            problems.append(f"broker_racks: one rack per broker: {len(self.broker_racks)} for {self.brokers} brokers")
+        if self.broker_racks is not None and "broker.rack" in self.broker_config:
+            problems.append("broker_config.broker.rack: the racks are broker_racks' (one per broker)")
         if self.external:
             problems += [
                 f"{key}: an external cluster is not started by the harness"
-                for key in ("brokers", "zookeeper_nodes", "broker_config")
+                for key in ("brokers", "zookeeper_nodes", "broker_config", "broker_racks")
                 if key in self.model_fields_set
             ]
             if not self.bootstrap_servers:
@@ -157,6 +169,12 @@ class Cluster(Strict):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def broker_rack_map(self) -> dict[str, str] | None:
+        """Each broker's rack by name (run_started.broker_racks), None without racks."""
+        if not self.broker_racks:
+            return None
+        return {f"broker-{i}": rack for i, rack in enumerate(self.broker_racks, 1)}
 
     @property
     def zookeeper_mode(self) -> bool:

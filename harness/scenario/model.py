@@ -102,9 +102,31 @@ class Scenario(Strict):
         for i, name in enumerate(self.workload.topics or []):
             if name not in topic_names:
                 problems.append(f"workload.topics.{i}: topic {name!r} is not declared under topics")
+        for i, entry in enumerate(self.workload.subscriptions or []):
+            problems += [
+                f"workload.subscriptions.{i}.topics.{j}: topic {name!r} is not declared under topics"
+                for j, name in enumerate(entry.topics)
+                if name not in topic_names
+            ]
+        problems += self._named_subscription_problems()
         if self.workload.producer.topic and self.workload.producer.topic not in topic_names:
             problems.append(
                 f"workload.producer.topic: topic {self.workload.producer.topic!r} is not declared under topics"
+            )
+        return problems
+
+    def _named_subscription_problems(self) -> list[str]:
+        """A fault that starts members may name the subscription they get: one of the workload's."""
+        names = [e.name for e in self.workload.subscriptions or ()]
+        problems = []
+        for i, f in enumerate(self.faults):
+            named = getattr(f, "subscription", None)  # the kinds that start members have it
+            if named is None or named in names:
+                continue
+            problems.append(
+                f"faults.{i}.subscription: {named!r} is not one of workload.subscriptions ({', '.join(names)})"
+                if names
+                else f"faults.{i}.subscription: the workload has no subscriptions (workload.subscriptions) to name"
             )
         return problems
 
@@ -236,6 +258,9 @@ class Scenario(Strict):
             "group": prefix + w.group,
             "topics": [name(t) for t in w.topics] if w.topics else w.topics,
             "topic_pattern": "^" + re.escape(prefix) + w.topic_pattern[1:] if w.topic_pattern else None,
+            "subscriptions": [e.model_copy(update={"topics": [name(t) for t in e.topics]}) for e in w.subscriptions]
+            if w.subscriptions
+            else w.subscriptions,
             "producer": w.producer.model_copy(update={"topic": name(w.producer.topic)}),
         }
         hooks = w.librdkafka.test_hooks
@@ -289,6 +314,10 @@ class Scenario(Strict):
 
     @property
     def consumed_topics(self) -> list[str]:
+        """The group's topics: every member's, or with subscriptions any member's (declared order)."""
+        if self.workload.subscriptions:
+            subscribed = {t for e in self.workload.subscriptions for t in e.topics}
+            return [t.name for t in self.topics if t.name in subscribed]
         return self.workload.topics or [t.name for t in self.topics]
 
     @property

@@ -31,6 +31,7 @@ from pydantic import Field, model_validator
 
 from faults.base import DAY_S, MAX_MEMBERS
 from faults.strict import Strict
+from harness.scenario.cluster import Rack
 from oracle.protocols import ASSIGNORS, DRIVER_NAMES, GENERATIONS, PROTOCOLS, Generation
 from workloads.driver import Driver, driver_of
 from workloads.zk_settings import ZkEagerSettings  # the driver's own settings
@@ -45,6 +46,23 @@ class Producer(Strict):
     # How long a record waits for others of its partition (librdkafka's linger.ms; 5 is its
     # default). Longer: fewer, fuller produce requests — brokers do less per record — and later acks.
     linger_ms: Annotated[int, Field(ge=0, le=60_000)] = 5
+
+
+class Subscription(Strict):
+    """One kind of member of a group whose members subscribe to different topics
+    (``workload.subscriptions``): ``members`` of them, each subscribed to ``topics`` by name.
+    Real groups have them: a service's new release consumes one more topic while the old
+    instances still run, and the assignors give a topic only to the members subscribed to it."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]  # a scale or join-storm names it
+    members: Annotated[int, Field(ge=0, le=MAX_MEMBERS)]
+    topics: Annotated[list[str], Field(min_length=1, max_length=100)]
+
+    @model_validator(mode="after")
+    def _topics_once(self):
+        if len(set(self.topics)) != len(self.topics):
+            raise ValueError(f"topics: a topic listed twice ({', '.join(self.topics)})")
+        return self
 
 
 # ---------------------------------------------------------------- the driver families' sections
@@ -148,6 +166,11 @@ class Workload(Strict):
     topic_pattern: Annotated[str | None, Field(max_length=1000)] = (
         None  # a regex subscription instead, e.g. "^events.*"
     )
+    # Members subscribed to different topics: the entries in order, consumer-1… the first one's
+    # members, then the next one's; instead of topics / topic_pattern (subscription_of).
+    subscriptions: Annotated[list[Subscription] | None, Field(min_length=1, max_length=100)] = None
+    # Each member's client.rack, dealt in turn by member number: consumer-k gets client_racks[(k-1) % n].
+    client_racks: Annotated[list[Rack] | None, Field(min_length=1, max_length=100)] = None
     commit: Literal["sync", "auto", "before-processing"] = "sync"
     auto_commit_interval_ms: Annotated[int, Field(ge=100, le=DAY_MS)] = 1000
     processing_ms: Annotated[float, Field(ge=0, le=60_000, description="per record")] = 0
@@ -168,6 +191,37 @@ class Workload(Strict):
     java: JavaSettings = JavaSettings()
     coordinator: CoordinatorSettings = CoordinatorSettings()
     zk_eager: ZkEagerSettings = ZkEagerSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _consumers_from_subscriptions(cls, data):
+        """With subscriptions, the group starts with their members: ``consumers`` need not be said."""
+        if isinstance(data, dict) and isinstance(data.get("subscriptions"), list) and "consumers" not in data:
+            counts = [e.get("members") for e in data["subscriptions"] if isinstance(e, dict)]
+            if all(type(c) is int for c in counts):
+                data = {**data, "consumers": sum(counts)}
+        return data
+
+    @model_validator(mode="after")
+    def _subscriptions_coherent(self):
+        entries = self.subscriptions
+        if entries is None:
+            return self
+        problems = []
+        if self.topics or self.topic_pattern:
+            problems.append("subscriptions: give either subscriptions or topics / topic_pattern, not both")
+        names = [e.name for e in entries]
+        if len(set(names)) != len(names):
+            problems.append(f"subscriptions: each entry's name once ({', '.join(names)})")
+        total = sum(e.members for e in entries)
+        if total != self.consumers:
+            problems.append(
+                f"subscriptions: their members add up to {total}, but consumers is {self.consumers} "
+                f"(leave consumers out: it is their sum)"
+            )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
 
     @model_validator(mode="after")
     def _coherent(self):
@@ -245,3 +299,25 @@ class Workload(Strict):
     def member_names(self) -> list[str]:
         """The members started with the workload."""
         return [f"consumer-{i}" for i in range(1, self.consumers + 1)]
+
+    def subscription_of(self, number: int, named: str | None = None) -> Subscription | None:
+        """The subscription of member ``consumer-<number>`` (None: the group's topics or pattern,
+        no ``subscriptions``). The members the workload starts: the entries' members in order.
+        A member started later (scale, join-storm, a load profile) gets the entry its fault
+        ``named``, else the entries in turn: the first one started later the first entry, the
+        next the second… by member number, so every incarnation of a slot has the same one."""
+        entries = self.subscriptions
+        if not entries:
+            return None
+        if named is not None:
+            return next(e for e in entries if e.name == named)
+        first = 1
+        for entry in entries:
+            if number < first + entry.members:
+                return entry
+            first += entry.members
+        return entries[(number - first) % len(entries)]
+
+    def client_rack_of(self, number: int) -> str | None:
+        """Member ``consumer-<number>``'s client.rack (None: no rack)."""
+        return self.client_racks[(number - 1) % len(self.client_racks)] if self.client_racks else None

@@ -7,8 +7,17 @@ until the follow-up rebalance), so there only double assignment is checked.
 KIP-848 (`consumer`) epochs are reached member by member, so they too are only
 checked for double assignment. For eager range / roundrobin the layout must also
 match the assignor's definition; cooperative-sticky has no closed-form layout.
-Members that reported their subscriptions (librdkafka's, with a pattern) are
-held to them: a topic only some members' metadata matched yet goes to those.
+Members are held to their own subscriptions (oracle/subscriptions.py): a partition of
+a topic a member did not subscribe to is never its own (`unsubscribed-partition`, in every
+generation, cooperative and KIP-848 ones too), and a generation need only hand out the
+topics its members subscribe to. Where members say their effective subscription
+(librdkafka's, with a pattern: a topic only some members' metadata matched yet goes to
+those) that is what the layout is computed from, else the subscription each declared. With
+different subscriptions the layouts are computed as the assignors define them then: range
+per topic over its subscribers; roundrobin dealing each partition to the next member
+subscribed to its topic (Java's and librdkafka's alike). With racks on both the members and
+the brokers, range (and cooperative-sticky) may place partitions by rack (KIP-881, Java
+clients 3.5+, librdkafka 2.3+): its layout is not judged there, and the detail says so.
 
 The coordinator's own count of a generation's members (its "Stabilized … with N
 members") is part of the evidence: a member it counted that never got its
@@ -25,11 +34,12 @@ from collections import defaultdict
 
 from .. import vocabulary as ev
 from ..anomalies import Anomaly, CheckResult, duration, members, plural
-from ..assignors import LAYOUTS
+from ..assignors import LAYOUTS, RACK_AWARE_ASSIGNORS
 from ..history import History, Instant, MemberSlot, TopicPartition, render_partitions
 from ..ownership import ownership_of
 from ..protocols import GENERATIONS, LAYOUT_PROTOCOLS
 from ..rebalances import COMPLETED, run_rebalances
+from ..subscriptions import subscriptions_of
 
 NAME = "assignment-validity"
 OPTIONS: dict = {}
@@ -38,7 +48,8 @@ OPTIONS: dict = {}
 def check(history: History, options: dict) -> CheckResult:
     ownership = ownership_of(history)
     result = CheckResult()
-    checked, partial, layouts = [], [], []
+    checked, partial, layouts, rack_aware = [], [], [], []
+    result.violations.extend(_unsubscribed(history, ownership))
     member_epochs = history.protocol in GENERATIONS and GENERATIONS[history.protocol].member_epochs
     for rebalance in run_rebalances(history):  # the harness's teardown is not the group's doing
         if rebalance.status != COMPLETED:
@@ -79,6 +90,9 @@ def check(history: History, options: dict) -> CheckResult:
         absent = _absent_members(history, rebalance)
         assignor = _assignor(history, generation)
         layout_applies = assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and bool(assignment)
+        if layout_applies and assignor in RACK_AWARE_ASSIGNORS and _racks_on_both_sides(history, list(assignment)):
+            layout_applies = False
+            rack_aware.append(generation)
         if not absent:  # everyone the coordinator counted joined, or nobody to blame: the assignment is theirs
             if missing:
                 result.violations.append(_unassigned(rebalance, missing))
@@ -113,7 +127,46 @@ def check(history: History, options: dict) -> CheckResult:
         "partial_cooperative_generations": partial,
         "layouts_checked": layouts,
     }
+    if rack_aware:
+        result.detail["layouts_not_judged_rack_aware"] = rack_aware
     return result
+
+
+def _unsubscribed(history: History, ownership) -> list[Anomaly]:
+    """Every partition a member owned of a topic it did not subscribe to: once per member
+    incarnation and partition, at its first such ownership."""
+    subscriptions, seen, found = subscriptions_of(history), set(), []
+    for session in sorted(ownership.sessions, key=lambda s: s.start_ms):
+        key = (session.slot, session.tp)
+        subscription = subscriptions.of(session.slot)
+        if key in seen or subscription is None or subscription.covers(session.tp.topic):
+            continue
+        seen.add(key)
+        gen = f"generation {session.generation}" if session.generation is not None else "no generation"
+        found.append(
+            Anomaly(
+                NAME,
+                "unsubscribed-partition",
+                f"{session.slot} owned {session.tp} ({gen}, from {history.clock(session.start_ms)}) but is not "
+                f"subscribed to topic {session.tp.topic}: its subscription is {subscription}",
+                partition=str(session.tp),
+                members=members(session.slot),
+                generation=session.generation,
+                times={"assigned": session.start},
+            )
+        )
+    return found
+
+
+def _racks_on_both_sides(history: History, slots: list[MemberSlot]) -> bool:
+    """Brokers with racks and some member with a client.rack: KIP-881's rack-aware placement may apply."""
+    if not (history.run or {}).get("broker_racks"):
+        return False
+    for slot in slots:
+        started = history.first(ev.CONSUMER_STARTED, member=slot.member, incarnation=slot.incarnation) or {}
+        if started.get("client_rack"):
+            return True
+    return False
 
 
 def _unassigned(rebalance, missing: list[TopicPartition], beyond: str = "") -> Anomaly:
@@ -139,7 +192,8 @@ def _subscriptions(
     history: History, generation: int, slots: list[MemberSlot]
 ) -> dict[MemberSlot, frozenset[str]] | None:
     """Each member's subscription as the JoinGroup that got it into this generation
-    carried it; None unless every member reported one (then all subscribe to all)."""
+    carried it (its effective subscription, librdkafka's), else the one it declared; None
+    when some member has neither (then all subscribe to all)."""
     subscriptions = {}
     for slot in slots:
         mine = {"member": slot.member, "incarnation": slot.incarnation}
@@ -148,9 +202,13 @@ def _subscriptions(
         sent = _last_by(history.where(ev.GROUP_JOIN_SENT, **mine), until)
         until = sent["mono_ms"] if sent else until
         changed = _last_by(history.where(ev.SUBSCRIPTION_CHANGED, **mine), until)
-        if not changed:
+        if changed:
+            subscriptions[slot] = frozenset(changed["topics"])
+            continue
+        declared = subscriptions_of(history).of(slot)  # what it subscribed to, as it started
+        if declared is None:
             return None
-        subscriptions[slot] = frozenset(changed["topics"])
+        subscriptions[slot] = frozenset(t for t in {tp.topic for tp in history.partitions} if declared.covers(t))
     return subscriptions
 
 

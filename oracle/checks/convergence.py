@@ -3,7 +3,8 @@
 From the last `fault_healed` or load-profile change (`group_resized`), else the start
 of the workload phase, the live members' current assignments must cover
 every partition exactly once within `within_s` seconds and stay that way
-until the run is done. The last lag sample, if any, must show zero lag.
+until the run is done — every partition of a topic some live member subscribes to, where
+members subscribe to different topics (oracle/subscriptions.py). The last lag sample, if any, must show zero lag.
 
 Progress: a group that looks stable while a partition stalls has not converged
 either. Wherever no fault is active and no rebalance is in progress, a partition
@@ -20,6 +21,7 @@ from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, duration
 from ..history import Event, History, Instant, TopicPartition, effects_of, render_partitions
 from ..ownership import ownership_of
 from ..rebalances import rebalances_of
+from ..subscriptions import subscriptions_of
 
 NAME = "convergence"
 OPTIONS = {"within_s": 60, "stall_s": None}
@@ -47,13 +49,15 @@ def check(history: History, options: dict) -> CheckResult:
     ]
     horizon = min([done["mono_ms"], *stops])
 
-    ownership = ownership_of(history)
+    ownership, subscriptions = ownership_of(history), subscriptions_of(history)
     changes = sorted({t for s in ownership.sessions for t in (s.start_ms, s.end_ms) if since < t < horizon})
     converged_at: float | None = None
     checkpoints = [since, *changes]
     for t, owners in zip(checkpoints, ownership.owners_over(checkpoints), strict=False):
         # The last state must cover every partition, including any the group never noticed.
         partitions = history.partitions if t == checkpoints[-1] else history.partitions_at(t)
+        # Members subscribed to different topics: a topic no live member subscribes to has no owner.
+        partitions = [tp for tp in partitions if subscriptions.wanted(tp.topic, t)]
         problem = _problem(partitions, owners)
         converged_at = None if problem else (t if converged_at is None else converged_at)
     result = CheckResult(detail={"since": since_what, "within_s": options["within_s"]})

@@ -369,6 +369,8 @@ class ZkEagerMember(TakesCommands, Driver):
             consumer_id=self.consumer_id,
             rebalance_max_retries=self.zk_eager.rebalance_max_retries,
             rebalance_backoff_ms=self.zk_eager.rebalance_backoff_ms,
+            subscription=s.subscription_record,
+            client_rack=s.client_rack,
         )
         self.zk.add_listener(self._on_session)
         self.zk.start_async()  # the rebalancer registers once connected (the lane may be cut right now)
