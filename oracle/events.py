@@ -15,6 +15,7 @@ Only a line that fails is looked at again, by `explain`, for the words to say wh
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -91,6 +92,30 @@ def _topic_counts(d: dict) -> str | None:
     return None
 
 
+def _subscription(d: dict) -> str | None:
+    """consumer_started.subscription: absent or null, or topics by name, or a pattern (oracle/subscriptions.py)."""
+    said = d.get("subscription")
+    if said is None:
+        return None
+    if type(said) is not dict:
+        return f"subscription: expected an object (topics or pattern), got {shown(said)}"
+    topics, pattern = said.get("topics"), said.get("pattern")
+    if (topics is None) == (pattern is None):
+        return f"subscription: expected either topics or pattern, got {shown(said)}"
+    if topics is not None and (type(topics) is not list or not all(type(t) is str for t in topics)):
+        return f"subscription.topics: expected a list of topic names, got {shown(topics)}"
+    if pattern is not None:
+        if type(pattern) is not str:
+            return f"subscription.pattern: expected a regular expression, got {shown(pattern)}"
+        try:
+            re.compile(pattern)
+        except (re.error, OverflowError, RecursionError) as e:
+            return f"subscription.pattern: not a regular expression: {e}"
+    if said.get("name") is not None and type(said["name"]) is not str:
+        return f"subscription.name: expected a string or null, got {shown(said['name'])}"
+    return None
+
+
 def _check_options(d: dict) -> str | None:
     checks = d.get("checks")
     if checks is None:
@@ -156,6 +181,11 @@ PLUGINS = list_of(
     ),
     "plugins",
 )
+# run_started's subscriptions (workload.subscriptions): each entry's name, topics and first members.
+SUBSCRIPTIONS = list_of(
+    Record((STR("name"), list_of(STR("topic"), "topic names")("topics"), MEMBER_NAMES("members")), ("name",)),
+    "subscriptions",
+)
 # A version newer than this reader's is refused first, in words of its own (`newer_format`).
 VERSION = _f((int, _NONE), "a format version ≥ 1, or null", (1, ev.FORMAT_VERSION))
 
@@ -194,6 +224,8 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
             OPT_OBJECT("group_settings"),
             PLUGINS("plugins"),
             VERSION("format_version"),
+            SUBSCRIPTIONS("subscriptions"),
+            OPT_OBJECT("broker_racks"),
         ),
         (),
         _check_options,
@@ -230,9 +262,10 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
             OPT_STR("commit_mode"),
             OPT_NUMBER("session_timeout_ms"),
             OPT_NUMBER("max_poll_interval_ms"),
+            OPT_STR("client_rack"),
         ),
         (),
-        None,
+        _subscription,
     ),
     ev.SUBSCRIPTION_CHANGED: ((), ("topics",), _topic_counts),
     ev.GROUP_JOIN_SENT: _ENVELOPE_ONLY,

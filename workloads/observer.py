@@ -47,6 +47,9 @@ class ObserverSpec:
     group: str
     topics: list[str]
     topic_pattern: str | None = None  # a pattern subscription: every matching topic counts
+    # Members subscribed to different topics: a JSON file of member name -> its topics, which the
+    # harness writes as it starts members. A topic counts only where some member subscribes to it.
+    subscriptions_file: str | None = None
     interval_s: float = 1.0
     zookeeper_connect: str | None = None  # zk-eager: the group lives in ZooKeeper, the brokers know nothing of it
     coordinators: dict[str, str] | None = None  # coordinator-v*: instance -> address; the group lives there
@@ -80,6 +83,28 @@ class GroupObserver:
             if (pattern.match(name) if pattern else name in self.spec.topics)
             for p in md.partitions
         )
+
+    def wanted(self, clients: Iterable[str]) -> set[tuple[str, int]]:
+        """The partitions the group must cover with these members (client ids = member names): all,
+        unless members subscribe to different topics — then those of a topic one of them subscribes to."""
+        subscribed = self.subscriptions()
+        if subscribed is None:
+            return set(self.partitions)
+        topics: set[str] = set()
+        for client in clients:
+            if client not in subscribed:  # not told of it (yet): it may subscribe to any
+                return set(self.partitions)
+            topics.update(subscribed[client])
+        return {(t, p) for t, p in self.partitions if t in topics}
+
+    def subscriptions(self) -> dict[str, list[str]] | None:
+        """Member name -> its topics, as the harness last wrote them; None: every member subscribes alike."""
+        if not self.spec.subscriptions_file:
+            return None
+        try:
+            return json.loads(Path(self.spec.subscriptions_file).read_text())
+        except (OSError, ValueError):
+            return None
 
     def lag(self) -> list[dict]:
         """Committed offset, high watermark and lag of every partition."""
@@ -135,7 +160,7 @@ class GroupObserver:
             "state": d.state.name,
             "coordinator": d.coordinator.id if d.coordinator else None,
             "members": members,
-            "covers_all": assigned >= set(self.partitions),
+            "covers_all": assigned >= self.wanted(m.client_id for m in d.members),
         }
 
 
@@ -186,13 +211,20 @@ class ZooKeeperGroupObserver(GroupObserver):
             consumers = []
         owners = {(t, p): o for t, p in self.partitions if (o := self._get(self.paths.owner(t, p))) is not None}
         threads = [t for c in consumers for t in thread_ids(c)]
-        expected = {}
-        for topic in sorted({t for t, _ in self.partitions}):
-            share = range_assignment([p for t, p in self.partitions if t == topic], threads)
-            expected.update({(topic, p): thread for thread, ps in share.items() for p in ps})
+
+        def client(consumer_id: str) -> str:  # its member name
+            return consumer_id.rsplit("-", 1)[0]
 
         def key(consumer_id: str) -> str:  # "client-id/member-id" like the brokers' view
-            return f"{consumer_id.rsplit('-', 1)[0]}/{consumer_id}"
+            return f"{client(consumer_id)}/{consumer_id}"
+
+        subscribed = self.subscriptions() or {}
+        expected = {}
+        for topic in sorted({t for t, _ in self.partitions}):
+            # the 0.8 consumer: per topic, over the threads of the consumers subscribed to it
+            mine = [t for t in threads if topic in subscribed.get(client(t.rsplit("-", 1)[0]), [topic])]
+            share = range_assignment([p for t, p in self.partitions if t == topic], mine)
+            expected.update({(topic, p): thread for thread, ps in share.items() for p in ps})
 
         members = {key(c): [] for c in consumers}
         for (t, p), thread in sorted(owners.items()):
@@ -202,7 +234,7 @@ class ZooKeeperGroupObserver(GroupObserver):
             "state": "STABLE" if settled else "REBALANCING",
             "coordinator": None,
             "members": members,
-            "covers_all": set(owners) >= set(self.partitions),
+            "covers_all": set(owners) >= self.wanted(client(c) for c in consumers),
         }
 
 
@@ -243,7 +275,7 @@ class ProjectCoordinatorObserver(GroupObserver):
             "coordinator": leader,
             "generation": d["generation_id"],
             "members": members,
-            "covers_all": assigned >= set(self.partitions),
+            "covers_all": assigned >= self.wanted(m["client_id"] for m in d["members"]),
         }
 
 

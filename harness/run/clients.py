@@ -350,7 +350,9 @@ class WorkloadProcesses:
 
     def member(self, name: str, subscription: str | None = None) -> Member:
         if name not in self.services:
-            self.services[name] = Member(name, self.supervisor, self.run_dir, self, subscription)
+            self.services[name] = member = Member(name, self.supervisor, self.run_dir, self, subscription)
+            if member.subscription:
+                self._tell_observer_subscriptions()
         return self.services[name]
 
     @cached_property
@@ -375,6 +377,17 @@ class WorkloadProcesses:
         if hooks and hooks.sigterm_after_join and hooks.sigterm_after_join.member == name:
             mine["sigterm_after_join"] = {"join": hooks.sigterm_after_join.join}
         return mine or None
+
+    @property
+    def subscriptions_file(self) -> Path:
+        """Member name -> its topics, for the observer (workloads.observer.ObserverSpec.subscriptions_file)."""
+        return self.run_dir / "control" / "subscriptions.json"
+
+    def _tell_observer_subscriptions(self) -> None:
+        said = {n: list(m.subscription.topics) for n, m in self.services.items() if isinstance(m, Member)}
+        tmp = self.subscriptions_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(said))
+        os.replace(tmp, self.subscriptions_file)  # the observer never reads half of it
 
     def start_all(self) -> None:
         self.producer.start()

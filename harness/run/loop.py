@@ -399,6 +399,7 @@ class Run:
             group=s.workload.group,
             topics=[] if s.workload.topic_pattern else s.consumed_topics,
             topic_pattern=s.workload.topic_pattern,
+            subscriptions_file=str(self.workload.subscriptions_file) if s.workload.subscriptions else None,
             # a group kept in ZooKeeper (zk-eager's): the observer reads it there.
             zookeeper_connect=self.cluster.zookeeper_connect
             if s.workload.generation.group_home == "zookeeper"

@@ -55,7 +55,8 @@ class ConsumerBuilder:
             **fields,
         )
 
-    def start(self, commit_mode: str = "sync", group_instance_id: str | None = None) -> ConsumerBuilder:
+    def start(self, commit_mode: str = "sync", group_instance_id: str | None = None, **more: Any) -> ConsumerBuilder:
+        """``more``: consumer_started's other fields (``subscription``, ``client_rack``, …)."""
         self.history.emit("process_started", "harness", process=self.name, role="consumer", pid=self.pid)
         self.emit(
             "consumer_started",
@@ -67,6 +68,7 @@ class ConsumerBuilder:
             commit_mode=commit_mode,
             session_timeout_ms=10000,
             max_poll_interval_ms=300000,
+            **more,
         )
         return self
 
