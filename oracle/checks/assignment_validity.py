@@ -159,7 +159,13 @@ def _unsubscribed(history: History, ownership) -> list[Anomaly]:
 
 
 def _racks_on_both_sides(history: History, slots: list[MemberSlot]) -> bool:
-    """Brokers with racks and some member with a client.rack: KIP-881's rack-aware placement may apply."""
+    """Brokers with racks and some member with a client.rack, and the Kafka client's assignor at
+    the group leader computing the assignment (Kafka's classic protocol): KIP-881's rack-aware
+    placement may apply. (The 0.8 consumer and the project's coordinator's members assign by the
+    definition, racks or not.)"""
+    generation = GENERATIONS.get(history.protocol) if isinstance(history.protocol, str) else None
+    if generation is None or not generation.classic or generation.assignor_runs_on != "group-leader":
+        return False
     if not (history.run or {}).get("broker_racks"):
         return False
     for slot in slots:

@@ -290,3 +290,15 @@ def test_the_observer_waits_only_for_topics_its_members_subscribe_to(tmp_path):
     assert observer.wanted(["consumer-1"]) == {("orders", 0), ("orders", 1)}
     assert observer.wanted(["consumer-1", "consumer-2"]) == set(observer.partitions)
     assert observer.wanted(["consumer-1", "consumer-9"]) == set(observer.partitions)  # one it was not told of
+
+
+def test_the_zookeeper_era_consumer_is_held_to_its_layout_whatever_the_racks(history_builder):
+    """KIP-881 is the Kafka clients' (the group leader's assignor): the 0.8 consumer's range is the definition."""
+    b = history_builder(topics={"orders": 4}, protocol="zk-eager")
+    b.events[0]["broker_racks"] = {"broker-1": "r1"}
+    b.consumer("consumer-1").start(subscription={"topics": ["orders"]}, client_rack="r1")
+    b.consumer("consumer-2").start(subscription={"topics": ["orders"]}, client_rack="r2")
+    b.rebalance(1, {"consumer-1": [("orders", 0), ("orders", 2)], "consumer-2": [("orders", 1), ("orders", 3)]}, at=10)
+    result = verdict(b.at(5000).done()).checks["assignment-validity"]
+    assert "layouts_not_judged_rack_aware" not in result.detail
+    assert [v.kind for v in result.violations] == ["layout-mismatch", "layout-mismatch"]
