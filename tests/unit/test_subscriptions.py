@@ -302,3 +302,48 @@ def test_the_zookeeper_era_consumer_is_held_to_its_layout_whatever_the_racks(his
     result = verdict(b.at(5000).done()).checks["assignment-validity"]
     assert "layouts_not_judged_rack_aware" not in result.detail
     assert [v.kind for v in result.violations] == ["layout-mismatch", "layout-mismatch"]
+
+
+def test_every_client_a_member_makes_carries_its_rack_and_consumer_started_its_subscription(tmp_path):
+    from dataclasses import replace
+
+    from oracle.protocols import GENERATIONS
+    from workloads.consumer import client_config
+    from workloads.driver import MemberSpec, protocol_fields
+    from workloads.verifiable import JavaSettings, consumer_properties
+
+    spec = MemberSpec(
+        member="consumer-3",
+        incarnation=1,
+        history=str(tmp_path / "history.jsonl"),
+        bootstrap_servers="127.0.0.1:9092",
+        group="g",
+        topics=["orders", "payments"],
+        **protocol_fields(GENERATIONS["classic-eager"]),
+        assignor="roundrobin",
+        commit="sync",
+        processing_ms=0,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=300000,
+        settings=JavaSettings(kafka_line="3.9"),
+        subscription="both",
+        client_rack="rack-b",
+    )
+    assert client_config(spec)["client.rack"] == "rack-b"  # librdkafka's group client
+    assert "client.rack=rack-b\n" in consumer_properties(spec)  # the Java client's
+    assert spec.fetcher_config("x")["client.rack"] == "rack-b"  # zk-eager's and the coordinator's fetchers
+    assert spec.subscription_record == {"topics": ["orders", "payments"], "name": "both"}
+    bare = replace(spec, topics=["^ord.*"], subscription=None, client_rack=None)
+    assert bare.subscription_record == {"pattern": "^ord.*"}
+    assert "client.rack" not in client_config(bare) and "client.rack" not in consumer_properties(bare)
+
+
+def test_a_pattern_subscription_is_held_to_its_pattern(history_builder):
+    b = history_builder(topics={"orders": 2, "payments": 1})
+    b.consumer("consumer-1").start(subscription={"pattern": "^ord.*"})
+    b.consumer("consumer-2").start(subscription={"pattern": "^(ord|pay).*"})
+    b.rebalance(1, {"consumer-1": [("orders", 0), ("payments", 0)], "consumer-2": [("orders", 1)]}, at=10)
+    result = verdict(b.at(5000).done()).checks["assignment-validity"]
+    [v] = [v for v in result.violations if v.kind == "unsubscribed-partition"]
+    assert v.partition == "payments-0" and "its subscription is pattern ^ord.*" in v.message
