@@ -118,6 +118,34 @@ class Effects:
 NO_EFFECTS = Effects()  # its target (if it has one) goes on as before
 
 
+@dataclass(frozen=True)
+class MemberChanges:
+    """What a member's next incarnation runs differently from the workload's members, for a fault
+    that restarts it changed (``Targets.restart``): an upgrade path moves a group member by member.
+    A field left None keeps what the member ran before. The changes a member was given stay with
+    its slot: a later restart without changes starts it as it last ran.
+
+    - ``protocol``: another protocol generation (``oracle/protocols.py``), all its row says — Kafka's
+      ``group.protocol``, who assigns, the timing's owner — as the member's spec carries it
+      (``workloads.driver.protocol_fields``). ``assignor`` goes with it: None is the generation's
+      default, or the workload's own assignor when the generation is the workload's.
+    - ``client``: another client library release, in ``workload.client``'s form
+      (``"confluent-kafka==2.10.1"``)."""
+
+    protocol: str | None = None
+    assignor: str | None = None
+    client: str | None = None
+
+    def __post_init__(self):
+        if self.assignor is not None and self.protocol is None:
+            raise ValueError("an assignor is changed with the protocol generation it belongs to")
+
+    def then(self, later: MemberChanges) -> MemberChanges:
+        """These changes, then ``later``'s on top (a protocol brings its own assignor)."""
+        protocol, assignor = (later.protocol, later.assignor) if later.protocol else (self.protocol, self.assignor)
+        return MemberChanges(protocol=protocol, assignor=assignor, client=later.client or self.client)
+
+
 class FaultSpec(Strict):
     """One entry under ``faults:``. A kind adds ``kind: Literal["its-name"]`` and its options."""
 
@@ -270,7 +298,8 @@ class Targets(Protocol):
     def pause(self, name: str) -> None: ...
     def resume(self, name: str) -> None: ...
     def kill(self, name: str, sig: int) -> None: ...
-    def restart(self, name: str) -> None: ...
+    # Start a stopped process again; a member with ``changes`` runs them from this incarnation on.
+    def restart(self, name: str, changes: MemberChanges | None = None) -> None: ...
     def is_running(self, name: str) -> bool: ...
     def group_names(self, which: str) -> list[str]: ...  # "brokers" | "consumers"
     def proxies(self, target: str, link: str) -> list[str]: ...  # faults.network.LINKS
