@@ -55,6 +55,15 @@ class ScenarioFacts:
     # What that backend can do (faults/capabilities.py). Without CLUSTER_NODES, ``targets`` holds
     # only the run's own processes.
     capabilities: frozenset[Capability] = EVERY_CAPABILITY
+    # The protocol generation the members run (workload.protocol; an earlier protocol-migration's
+    # ``to`` for the entries after it) and KIP-848 on the scenario's Kafka release: None (the
+    # release has none), "early-access" or "ga" (the release catalogue's consumer_protocol).
+    protocol: str | None = None
+    assignor: str | None = None  # the assignor the members run (workload.assignor or the generation's)
+    consumer_protocol: str | None = None
+    # Classic assignors the driver writes its own user data into assignments with (Driver.assignment_user_data).
+    driver_assignment_user_data: frozenset[str] = frozenset()
+    members_busy_until_s: float = 0.0  # a protocol-migration's round moves the members until then
 
     def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
         return replace(self, topics={**self.topics, topic: partitions})
@@ -217,6 +226,14 @@ class FaultSpec(Strict):
     def after(self, scenario: ScenarioFacts) -> ScenarioFacts:
         """The scenario as the entries after this one see it (a created topic exists)."""
         return scenario
+
+    def broker_config(self) -> dict[str, str]:
+        """Broker settings this entry needs (under what the scenario sets explicitly)."""
+        return {}
+
+    def member_protocols(self) -> tuple[str, ...]:
+        """Protocol generations it starts members on, beyond the workload's (their broker settings apply)."""
+        return ()
 
     def members_after(self, running: int) -> int:
         """How many members run once this fault is done, ``running`` before it."""
