@@ -41,5 +41,7 @@ def test_classic_to_consumer_and_back_member_by_member(run_scenario):
     ]
     for m in moves:
         assert 0 <= m["joined_ms"] <= m["owning_ms"] <= m["stable_ms"] < 30_000, m
-    assert "migration consumer-1#2 classic-eager -> consumer: left at" in run.output
+    summary = (run.run_dir / "summary.md").read_text()
+    assert "## Protocol migration hand-overs" in summary
+    assert "- consumer-1#2 classic-eager -> consumer: left at t+" in summary
     assert_healed(run)
