@@ -113,18 +113,14 @@ class Scenario(Strict):
         """The generation against the cluster: its Kafka line, and what an external cluster cannot give it."""
         problems = []
         generation, kafka = self.workload.generation, self.cluster.kafka
-        # A generation's Kafka line says which kind of cluster it needs: with ZooKeeper, or without.
-        if (
-            generation.kafka
-            and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode
-        ):
+        # What the generation needs of the brokers (ZooKeeper mode, the consumer protocol), against
+        # what this release in this metadata mode gives: the release catalogue decides.
+        problem = self.cluster.release.need_problem(generation.needs, self.cluster.metadata)
+        if problem:
+            fits = versions.release_meeting(generation.needs)
             problems.append(
-                f"workload.protocol: {generation.kafka_why}; "
-                + (
-                    f"cluster.kafka is {kafka}"
-                    if self.cluster.zookeeper_mode
-                    else f"Kafka {kafka} runs without one (use {generation.kafka})"
-                )
+                f"workload.protocol: {generation.kafka_why}; cluster.kafka {kafka} "
+                f"(metadata: {self.cluster.metadata}): {problem}" + (f" (e.g. cluster.kafka: {fits!r})" if fits else "")
             )
         if self.cluster.external:
             if generation.group_home != "kafka":
