@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from faults.base import ScenarioFacts
 from faults.capabilities import Capability
 from harness.cluster.backend import backend_class
-from oracle.protocols import GENERATIONS
 
 if TYPE_CHECKING:
     from harness.scenario.model import Scenario
@@ -46,4 +45,4 @@ def _consumer_protocol(scenario: Scenario) -> str | None:
     """KIP-848 on the scenario's brokers: the release catalogue's word for its release, in KRaft mode."""
     if scenario.cluster.zookeeper_mode:
         return None
-    return "ga" if GENERATIONS["consumer"].kafka == scenario.cluster.kafka else None  # until the catalogue says it
+    return scenario.cluster.release.consumer_protocol

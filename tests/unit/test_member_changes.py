@@ -19,7 +19,7 @@ from runtime.errors import ClusterError
 BASE = {
     "name": "t",
     "duration_s": 30,
-    "cluster": {"kafka": "4.1", "brokers": 1},
+    "cluster": {"kafka": "4.4", "brokers": 1},
     "topics": [{"name": "events", "partitions": 4}],
     "workload": {"consumers": 2, "protocol": "classic-cooperative"},
 }

@@ -44,7 +44,10 @@ def test_the_scenario_there_and_back_is_valid_and_sets_the_brokers_for_both_prot
 @pytest.mark.parametrize(
     "change, said",
     [
-        ({"cluster": {"kafka": "3.9", "brokers": 1}}, "Kafka 3.9 in ZooKeeper mode cannot migrate a group online"),
+        ({"cluster": {"kafka": "3.9", "brokers": 1}}, "Kafka 3.9.2 in ZooKeeper mode cannot migrate a group online"),
+        # the consumer protocol in early access: 3.8 has the migration code, off; 3.7 has none
+        ({"cluster": {"kafka": "3.8.1", "metadata": "kraft", "brokers": 1}}, "Kafka 3.8.1 cannot migrate"),
+        ({"cluster": {"kafka": "3.7.2", "metadata": "kraft", "brokers": 1}}, "Kafka 3.7.2 cannot migrate"),
         (
             {"workload": {"protocol": "classic-cooperative"}},
             "cooperative-sticky assignor (librdkafka) writes user data into their assignments",
@@ -71,6 +74,13 @@ def test_refused_with_the_reason(tmp_path, change, said):
     if "protocol" in change.get("workload", {}):
         d["workload"].pop("assignor")
     assert said in problems(tmp_path, d)
+
+
+@pytest.mark.parametrize("kafka", ["4.0.2", "4.1", "4.4.0"])
+def test_every_release_with_the_consumer_protocol_ga_migrates(tmp_path, kafka):
+    d = data()
+    d["cluster"]["kafka"] = kafka
+    assert problems(tmp_path, d) == ""
 
 
 def test_one_migration_at_a_time(tmp_path):
