@@ -273,6 +273,8 @@ def run_stats(history: History) -> dict[str, Any]:
         "run_id": history.run.get("run_id"),
         "scenario": history.run.get("scenario"),
         "protocol": history.protocol,
+        # every generation a member ran, the run's first: more than one after a protocol migration
+        "protocols": list(history.protocols),
         "outcome": finished.get("outcome"),
         "events": len(history.events),
         "acked": sum(map(len, history.acked.values())),
