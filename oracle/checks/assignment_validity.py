@@ -49,7 +49,9 @@ def check(history: History, options: dict) -> CheckResult:
         # A consumer group's epochs are reached member by member, classic members of a migrated
         # group included (their JoinGroup is answered with their own epoch): in a run of one
         # generation its row says so, in a mixed one the instant does (History.consumer_group_at).
-        member_epochs = any(history.consumer_group_at(i.mono_ms) for i in (rebalance.start, rebalance.stabilized) if i)
+        # Judged when its last member joined: the rebalance that follows the conversion back to a
+        # classic group begins with the last consumer-protocol member's leave, inside its span.
+        member_epochs = history.consumer_group_at(rebalance.stabilized.mono_ms) if rebalance.stabilized else False
         checked.append(generation)
         owners: dict[TopicPartition, list[MemberSlot]] = defaultdict(list)
         for slot, tps in assignment.items():

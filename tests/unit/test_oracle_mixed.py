@@ -37,6 +37,10 @@ def test_each_incarnation_is_judged_by_its_own_generation(history_builder):
     t0 = h.t0
     assert not h.consumer_group_at(t0 + 1500)  # consumer-2#2 started, not yet in the group
     assert h.consumer_group_at(t0 + 2010) and h.consumer_group_at(t0 + 5000)  # until its end (none: the run's)
+    # the last consumer-protocol member leaving ends it: the brokers convert the group back
+    c2b.at(6000).stopped()
+    h = History(b.build())
+    assert h.consumer_group_at(h.t0 + 5999) and not h.consumer_group_at(h.t0 + 6000)
 
 
 def test_a_classic_and_a_consumer_member_owning_one_partition_at_once_fails(history_builder):
