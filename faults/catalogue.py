@@ -14,6 +14,7 @@ from faults.join_storm import JoinStorm
 from faults.network import Network
 from faults.pause import Pause
 from faults.poll_stall import PollStall
+from faults.protocol_migration import ProtocolMigration
 from faults.rolling_restart import RollingRestart
 from faults.scale import Scale
 from faults.zk_session_expiry import ZkSessionExpiry
@@ -28,6 +29,7 @@ BUILT_IN: dict[str, type[Fault]] = {
         ZkSessionExpiry,
         PollStall,
         RollingRestart,
+        ProtocolMigration,
         JoinStorm,
         Scale,
         AddPartitions,

@@ -153,6 +153,10 @@ class Driver(ABC):
     needs_kafka_tools: ClassVar[bool] = False  # it runs Kafka's own Java tools, installed for the cluster's line
     one_topic_by_name: ClassVar[bool] = False  # it consumes exactly one topic, subscribed by name
     commits_before_processing: ClassVar[bool] = True  # it can commit a batch before processing it
+    # Classic assignors whose assignments it writes user data of its own into. The brokers cannot
+    # carry that into a consumer group, so they refuse the online upgrade of such a group
+    # (Kafka 4.x, ConsumerGroup.fromClassicGroup: "userData from a custom assignor would be lost").
+    assignment_user_data: ClassVar[frozenset[str]] = frozenset()
     spec: MemberSpec
     events: MemberEvents
     command_pending: threading.Event

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from harness.cli.common import (
     CLUSTER_STATE,
+    KafkaReleaseType,
     console,
     err_console,
     error,
@@ -87,7 +88,7 @@ def _sasl_plain(_ctx, _param, value: str | None):
 
 @cluster.command("up")
 @click.option("--backend", type=click.Choice(started_backends()), default="local", show_default=True)
-@click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
+@click.option("--kafka", type=KafkaReleaseType(), default=versions.DEFAULT_KAFKA, show_default=True)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
 @click.option(

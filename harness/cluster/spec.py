@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from harness.cluster import config
 from harness.cluster.admin import TopicSpec
+from harness.components import versions
 
 
 @dataclass
@@ -55,7 +56,8 @@ class ExternalTarget:
 
 @dataclass
 class ClusterSpec:
-    kafka: str = "3.9"
+    kafka: str = versions.DEFAULT_KAFKA  # exact release or line (versions.kafka_release)
+    metadata: str | None = None  # "zookeeper" | "kraft"; None: the release's default
     brokers: int = 3
     zookeeper_nodes: int = 1
     broker_config: dict = field(default_factory=dict)
@@ -72,6 +74,14 @@ class ClusterSpec:
         """broker_config, and this broker's broker.rack where the scenario gives racks."""
         rack = {"broker.rack": self.broker_racks[node_id - 1]} if self.broker_racks else {}
         return {**self.broker_config, **rack}
+
+    @property
+    def release(self) -> versions.KafkaRelease:
+        return versions.kafka_release(self.kafka)
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return (self.metadata or self.release.default_metadata) == "zookeeper"
 
     @property
     def broker_zookeeper_session_timeout_ms(self) -> int:

@@ -20,6 +20,7 @@ from dataclasses import asdict, replace
 from functools import cached_property
 from pathlib import Path
 
+from faults.base import MemberChanges
 from harness.cluster.backend import ClusterBackend
 from harness.cluster.config import JVM_OPTS
 from harness.cluster.ports import free_port
@@ -27,7 +28,7 @@ from harness.components import install
 from harness.scenario import Scenario
 from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, StopTier
-from oracle.protocols import driver_plugin
+from oracle.protocols import GENERATIONS, Generation, driver_plugin
 from runtime import secrets
 from runtime.errors import SetupError
 from workloads.consumer import LibrdkafkaSettings
@@ -118,10 +119,30 @@ class Member(Client):
         super().__init__(name, supervisor, run_dir)
         self.workload = workload
         self.lane = int(name.rsplit("-", 1)[1])
-        w = workload.scenario.workload
-        self.module = w.generation.drivers[w.driver]
         # Its workload.subscriptions entry (None: the group's topics), the same for every incarnation.
-        self.subscription = w.subscription_of(self.lane, subscription)
+        self.subscription = workload.scenario.workload.subscription_of(self.lane, subscription)
+        self.changes = MemberChanges()  # what its incarnations run differently from the workload's members
+
+    def change(self, changes: MemberChanges) -> None:
+        """Its next incarnations run these changes (faults' ``Targets.restart``), on top of earlier ones."""
+        self.changes = self.changes.then(changes)
+
+    @property
+    def generation(self) -> Generation:
+        """The protocol generation it runs: the workload's, unless a fault changed it."""
+        w = self.workload.scenario.workload
+        return GENERATIONS[self.changes.protocol] if self.changes.protocol else w.generation
+
+    @property
+    def assignor(self) -> str:
+        w = self.workload.scenario.workload
+        if self.changes.assignor:
+            return self.changes.assignor
+        return w.effective_assignor if self.generation is w.generation else self.generation.assignors[0]
+
+    @property
+    def module(self) -> str:
+        return self.generation.drivers[self.workload.scenario.workload.driver]
 
     @property
     def control_file(self) -> Path:
@@ -144,8 +165,8 @@ class Member(Client):
             else s.consumed_topics,
             subscription=self.subscription.name if self.subscription else None,
             client_rack=w.client_rack_of(self.lane),
-            **protocol_fields(w.generation),
-            assignor=w.effective_assignor,
+            **protocol_fields(self.generation),
+            assignor=self.assignor,
             commit=w.commit,
             processing_ms=w.processing_ms,
             session_timeout_ms=w.session_timeout_ms,

@@ -526,6 +526,7 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
     """What the scenario asks of the cluster (``history``: where the project's coordinator writes its events)."""
     return ClusterSpec(
         kafka=s.cluster.kafka,
+        metadata=s.cluster.metadata,
         brokers=s.cluster.brokers,
         zookeeper_nodes=s.cluster.zookeeper_nodes,
         broker_config=s.broker_config(),

@@ -27,6 +27,7 @@ from harness.scenario.errors import validation_problems
 from harness.scenario.facts import fault_facts
 from harness.scenario.faults import Fault, RandomFaults
 from harness.scenario.workload import Workload
+from oracle.protocols import GENERATIONS
 from runtime.errors import ScenarioError
 from workloads.load.profile import LoadProfile  # the load profile's own model
 
@@ -134,18 +135,14 @@ class Scenario(Strict):
         """The generation against the cluster: its Kafka line, and what an external cluster cannot give it."""
         problems = []
         generation, kafka = self.workload.generation, self.cluster.kafka
-        # A generation's Kafka line says which kind of cluster it needs: with ZooKeeper, or without.
-        if (
-            generation.kafka
-            and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode
-        ):
+        # What the generation needs of the brokers (ZooKeeper mode, the consumer protocol), against
+        # what this release in this metadata mode gives: the release catalogue decides.
+        problem = self.cluster.release.need_problem(generation.needs, self.cluster.metadata)
+        if problem:
+            fits = versions.release_meeting(generation.needs)
             problems.append(
-                f"workload.protocol: {generation.kafka_why}; "
-                + (
-                    f"cluster.kafka is {kafka}"
-                    if self.cluster.zookeeper_mode
-                    else f"Kafka {kafka} runs without one (use {generation.kafka})"
-                )
+                f"workload.protocol: {generation.kafka_why}; cluster.kafka {kafka} "
+                f"(metadata: {self.cluster.metadata}): {problem}" + (f" (e.g. cluster.kafka: {fits!r})" if fits else "")
             )
         if self.cluster.external:
             if generation.group_home != "kafka":
@@ -331,7 +328,12 @@ class Scenario(Strict):
         # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
         if w.session_timeout_ms < 6000:
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
-        if w.generation.broker_timing:
+        # What faults need of the brokers (a protocol migration's policy), and the generations they
+        # start members on: KIP-848's timing is the brokers' as soon as any member runs it.
+        for f in self.faults:
+            implied.update(f.broker_config())
+        generations = [w.generation, *(GENERATIONS[p] for f in self.faults for p in f.member_protocols())]
+        if any(g.broker_timing for g in generations):
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
             implied.update(
                 {

@@ -5,7 +5,9 @@ assignment. Cooperative generations in which members revoked partitions are
 deliberately partial (KIP-429's first phase: the moved partitions go to nobody
 until the follow-up rebalance), so there only double assignment is checked.
 KIP-848 (`consumer`) epochs are reached member by member, so they too are only
-checked for double assignment. For eager range / roundrobin the layout must also
+checked for double assignment — and so are the epochs of a migrated group while it was a
+consumer group, classic members and all (the brokers assign them, with their own assignor:
+no layout is judged then either). For eager range / roundrobin the layout must also
 match the assignor's definition; cooperative-sticky has no closed-form layout.
 Members are held to their own subscriptions (oracle/subscriptions.py): a partition of
 a topic a member did not subscribe to is never its own (`unsubscribed-partition`, in every
@@ -37,7 +39,7 @@ from ..anomalies import Anomaly, CheckResult, duration, members, plural
 from ..assignors import LAYOUTS, RACK_AWARE_ASSIGNORS
 from ..history import History, Instant, MemberSlot, TopicPartition, render_partitions
 from ..ownership import ownership_of
-from ..protocols import GENERATIONS, LAYOUT_PROTOCOLS
+from ..protocols import LAYOUT_PROTOCOLS
 from ..rebalances import COMPLETED, run_rebalances
 from ..subscriptions import subscriptions_of
 
@@ -50,12 +52,17 @@ def check(history: History, options: dict) -> CheckResult:
     result = CheckResult()
     checked, partial, layouts, rack_aware = [], [], [], []
     result.violations.extend(_unsubscribed(history, ownership))
-    member_epochs = history.protocol in GENERATIONS and GENERATIONS[history.protocol].member_epochs
     for rebalance in run_rebalances(history):  # the harness's teardown is not the group's doing
         if rebalance.status != COMPLETED:
             continue
         generation = rebalance.generation
         assignment = ownership.assignments.get(generation, {})
+        # A consumer group's epochs are reached member by member, classic members of a migrated
+        # group included (their JoinGroup is answered with their own epoch): in a run of one
+        # generation its row says so, in a mixed one the instant does (History.consumer_group_at).
+        # Judged when its last member joined: the rebalance that follows the conversion back to a
+        # classic group begins with the last consumer-protocol member's leave, inside its span.
+        member_epochs = history.consumer_group_at(rebalance.stabilized.mono_ms) if rebalance.stabilized else False
         checked.append(generation)
         owners: dict[TopicPartition, list[MemberSlot]] = defaultdict(list)
         for slot, tps in assignment.items():
@@ -89,7 +96,13 @@ def check(history: History, options: dict) -> CheckResult:
         missing = [tp for tp in subscribed if tp not in owners]
         absent = _absent_members(history, rebalance)
         assignor = _assignor(history, generation)
-        layout_applies = assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and bool(assignment)
+        # Each member's own generation: in a migrated group back on the classic protocol, only
+        # generations whose members all ran an eager range / roundrobin generation have a layout.
+        layout_applies = (
+            assignor in LAYOUTS
+            and bool(assignment)
+            and all(history.protocol_of(slot) in LAYOUT_PROTOCOLS for slot in assignment)
+        )
         if layout_applies and assignor in RACK_AWARE_ASSIGNORS and _racks_on_both_sides(history, list(assignment)):
             layout_applies = False
             rack_aware.append(generation)
@@ -163,12 +176,12 @@ def _racks_on_both_sides(history: History, slots: list[MemberSlot]) -> bool:
     the group leader computing the assignment (Kafka's classic protocol): KIP-881's rack-aware
     placement may apply. (The 0.8 consumer and the project's coordinator's members assign by the
     definition, racks or not.)"""
-    generation = GENERATIONS.get(history.protocol) if isinstance(history.protocol, str) else None
-    if generation is None or not generation.classic or generation.assignor_runs_on != "group-leader":
-        return False
     if not (history.run or {}).get("broker_racks"):
         return False
     for slot in slots:
+        generation = history.generation_of(slot)
+        if generation is None or not generation.classic or generation.assignor_runs_on != "group-leader":
+            continue
         started = history.first(ev.CONSUMER_STARTED, member=slot.member, incarnation=slot.incarnation) or {}
         if started.get("client_rack"):
             return True

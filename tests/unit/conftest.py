@@ -55,14 +55,21 @@ class ConsumerBuilder:
             **fields,
         )
 
-    def start(self, commit_mode: str = "sync", group_instance_id: str | None = None, **more: Any) -> ConsumerBuilder:
-        """``more``: consumer_started's other fields (``subscription``, ``client_rack``, …)."""
+    def start(
+        self,
+        commit_mode: str = "sync",
+        group_instance_id: str | None = None,
+        protocol: str | None = None,
+        **more: Any,
+    ) -> ConsumerBuilder:
+        """Its consumer_started; ``protocol``: another generation than the run's (a migrated member);
+        ``more``: its other fields (``subscription``, ``client_rack``, …)."""
         self.history.emit("process_started", "harness", process=self.name, role="consumer", pid=self.pid)
         self.emit(
             "consumer_started",
             pid=self.pid,
             group="g",
-            protocol=self.history.protocol,
+            protocol=protocol or self.history.protocol,
             assignor=self.history.assignor,
             group_instance_id=group_instance_id,
             commit_mode=commit_mode,
