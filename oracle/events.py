@@ -214,6 +214,7 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.HEAL_CHECKED: _ENVELOPE_ONLY,
     ev.RUN_FINISHED: ((OPT_STR("outcome"), OPT_STR("error")), (), None),
     ev.GROUP_RESIZED: ((OPT_INT("members"), MEMBER_NAMES("started"), MEMBER_NAMES("stopped")), (), None),
+    ev.LOG_NOT_RECOGNISED: ((OPT_STR("log"), OPT_STR("version"), OPT_STR("missing")), (), None),
     ev.LAG_SAMPLED: ((*_GROUP, LAG("partitions")), (), None),
     ev.GROUP_DESCRIBED: _ENVELOPE_ONLY,
     ev.PRODUCER_STARTED: _ENVELOPE_ONLY,

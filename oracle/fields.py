@@ -63,6 +63,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "faults",
         "clock_offset_ms",
         "backend",
+        "kafka",
+        "metadata",
         "group_settings",
         "plugins",
     ),
@@ -74,6 +76,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.HEAL_CHECKED: ("stopped_processes", "proxies", "proxies_with_toxics", "proxies_disabled"),
     ev.RUN_FINISHED: ("outcome", "error"),
     ev.GROUP_RESIZED: ("members", "started", "stopped"),
+    ev.LOG_NOT_RECOGNISED: ("log", "version", "missing", "lines"),
     # observer
     ev.LAG_SAMPLED: ("group", "partitions"),
     ev.GROUP_DESCRIBED: ("group", "state", "coordinator", "members", "covers_all"),

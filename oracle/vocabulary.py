@@ -60,6 +60,8 @@ TOPIC_CREATED = "topic_created"
 HEAL_CHECKED = "heal_checked"
 RUN_FINISHED = "run_finished"
 GROUP_RESIZED = "group_resized"  # the harness started or stopped members as the load profile asked
+# A log the run's events come from was not recognised: the run is INCOMPLETE (runtime/recognition.py)
+LOG_NOT_RECOGNISED = "log_not_recognised"
 
 # -- observer events (source: observer) ------------------------------------------------------
 LAG_SAMPLED = "lag_sampled"
@@ -143,6 +145,7 @@ HARNESS_EVENTS = (
     HEAL_CHECKED,
     RUN_FINISHED,
     GROUP_RESIZED,
+    LOG_NOT_RECOGNISED,
 )
 OBSERVER_EVENTS = (LAG_SAMPLED, GROUP_DESCRIBED)
 PRODUCER_EVENTS = (PRODUCER_STARTED, PRODUCER_STOPPED, RECORDS_ACKED, PRODUCE_FAILED)

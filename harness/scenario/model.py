@@ -298,6 +298,8 @@ class Scenario(Strict):
         # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
         if w.session_timeout_ms < 6000:
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
+        if w.generation.needs == "consumer-protocol":  # 3.7/3.8's early access is switched on; GA needs nothing
+            implied.update(self.cluster.release.consumer_protocol_config())
         if w.generation.broker_timing:
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
             implied.update(
