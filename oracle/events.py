@@ -214,7 +214,6 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.HEAL_CHECKED: _ENVELOPE_ONLY,
     ev.RUN_FINISHED: ((OPT_STR("outcome"), OPT_STR("error")), (), None),
     ev.GROUP_RESIZED: ((OPT_INT("members"), MEMBER_NAMES("started"), MEMBER_NAMES("stopped")), (), None),
-    ev.LOG_NOT_RECOGNISED: ((OPT_STR("log"), OPT_STR("version"), OPT_STR("missing")), (), None),
     ev.LAG_SAMPLED: ((*_GROUP, LAG("partitions")), (), None),
     ev.GROUP_DESCRIBED: _ENVELOPE_ONLY,
     ev.PRODUCER_STARTED: _ENVELOPE_ONLY,
@@ -268,6 +267,8 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.POLL_STALL_STARTED: _ENVELOPE_ONLY,
     ev.POLL_STALL_ENDED: _ENVELOPE_ONLY,
     ev.CLIENT_LOG: _ENVELOPE_ONLY,
+    # Its presence makes the verdict INCOMPLETE (verdict.unrecognised), so what it says is read and checked.
+    ev.LOG_UNRECOGNISED: ((OPT_STR("log"), OPT_STR("missing"), OPT_STR("client_version")), (), None),
     ev.REBALANCE_FAILED: _ENVELOPE_ONLY,
     ev.CONSUMER_STOPPED: ((OPT_STR("reason"),), (), None),
     ev.TEST_HOOK_ARMED: _ENVELOPE_ONLY,

@@ -76,7 +76,6 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.HEAL_CHECKED: ("stopped_processes", "proxies", "proxies_with_toxics", "proxies_disabled"),
     ev.RUN_FINISHED: ("outcome", "error"),
     ev.GROUP_RESIZED: ("members", "started", "stopped"),
-    ev.LOG_NOT_RECOGNISED: ("log", "version", "missing", "lines"),
     # observer
     ev.LAG_SAMPLED: ("group", "partitions"),
     ev.GROUP_DESCRIBED: ("group", "state", "coordinator", "members", "covers_all"),
@@ -129,6 +128,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.POLL_STALL_STARTED: ("fault_id", "duration_s"),
     ev.POLL_STALL_ENDED: ("fault_id",),
     ev.CLIENT_LOG: ("level", "message"),
+    ev.LOG_UNRECOGNISED: ("log", "missing", "client_version"),
     ev.REBALANCE_FAILED: ("attempts", "reason", "trigger"),
     ev.CONSUMER_STOPPED: ("reason",),
     ev.TEST_HOOK_ARMED: ("hook", "params"),

@@ -60,8 +60,6 @@ TOPIC_CREATED = "topic_created"
 HEAL_CHECKED = "heal_checked"
 RUN_FINISHED = "run_finished"
 GROUP_RESIZED = "group_resized"  # the harness started or stopped members as the load profile asked
-# A log the run's events come from was not recognised: the run is INCOMPLETE (runtime/recognition.py)
-LOG_NOT_RECOGNISED = "log_not_recognised"
 
 # -- observer events (source: observer) ------------------------------------------------------
 LAG_SAMPLED = "lag_sampled"
@@ -93,6 +91,8 @@ CONSUMER_ERROR = "consumer_error"
 POLL_STALL_STARTED = "poll_stall_started"
 POLL_STALL_ENDED = "poll_stall_ended"
 CLIENT_LOG = "client_log"
+# A log the run learns protocol steps from said none it could read: what is missing (no verdict without it).
+LOG_UNRECOGNISED = "log_unrecognised"
 REBALANCE_FAILED = "rebalance_failed"
 CONSUMER_STOPPED = "consumer_stopped"
 TEST_HOOK_ARMED = "test_hook_armed"
@@ -145,7 +145,6 @@ HARNESS_EVENTS = (
     HEAL_CHECKED,
     RUN_FINISHED,
     GROUP_RESIZED,
-    LOG_NOT_RECOGNISED,
 )
 OBSERVER_EVENTS = (LAG_SAMPLED, GROUP_DESCRIBED)
 PRODUCER_EVENTS = (PRODUCER_STARTED, PRODUCER_STOPPED, RECORDS_ACKED, PRODUCE_FAILED)
@@ -169,6 +168,7 @@ CONSUMER_EVENTS = (
     POLL_STALL_STARTED,
     POLL_STALL_ENDED,
     CLIENT_LOG,
+    LOG_UNRECOGNISED,
     REBALANCE_FAILED,
     CONSUMER_STOPPED,
     TEST_HOOK_ARMED,

@@ -79,6 +79,12 @@ class KafkaRelease:
     tested: bool  # in TESTED_KAFKA_RELEASES
 
     @property
+    def consumer_heartbeat_version(self) -> int | None:
+        """The newest ConsumerGroupHeartbeat version its brokers answer (the consumer protocol's own
+        request): v0 in 3.7/3.8's early access (checked by ApiVersions on 3.7.2), v1 from 4.0 (GA)."""
+        return {None: None, "early-access": 0, "ga": 1}[self.consumer_protocol]
+
+    @property
     def default_metadata(self) -> Metadata:
         """ZooKeeper where the release has it (the harness's ZooKeeper faults need it), else KRaft."""
         return "zookeeper" if self.zookeeper else "kraft"

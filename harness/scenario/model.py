@@ -121,6 +121,21 @@ class Scenario(Strict):
                 f"workload.protocol: {generation.kafka_why}; cluster.kafka {kafka} "
                 f"(metadata: {self.cluster.metadata}): {problem}" + (f" (e.g. cluster.kafka: {fits!r})" if fits else "")
             )
+        # The members' default client, confluent-kafka 2.16.1, speaks KIP-848 as GA: ConsumerGroupHeartbeat
+        # v1 only. An early-access broker answers v0 only, and such a member never finds its coordinator
+        # ("ConsumerGroupHeartbeatRequest not supported by broker"): the run could only time out.
+        release = self.cluster.release
+        if (
+            not problem
+            and generation.needs == "consumer-protocol"
+            and release.consumer_heartbeat_version == 0
+            and getattr(self.workload, "client_requirement", None) is None
+        ):
+            problems.append(
+                f"workload.protocol: the consumer protocol's early access on Kafka {kafka} answers "
+                "ConsumerGroupHeartbeat v0 only; the members' default client (confluent-kafka 2.16.1, KIP-848 GA) "
+                "speaks v1 (Kafka 4.0 on): run it on 4.x, or with members on an early-access librdkafka"
+            )
         if self.cluster.external:
             if generation.group_home != "kafka":
                 problems.append(
