@@ -531,6 +531,13 @@ def installed_for(scenario, kafka: str | None = None, report: Report = _to_stder
     if scenario is not None and scenario.cluster.external:
         return
     version = kafka or scenario.cluster.kafka
+    release = _release(version)
+    if not release.tested:
+        report(
+            f"Kafka {release.version} is a release the project has not tested (tested: "
+            f"{', '.join(versions.TESTED_KAFKA_RELEASES)}): a run whose broker log lines are not "
+            "recognised ends INCOMPLETE"
+        )
     toxiproxy_binary(), jolokia_agent()  # what `setup` installs: missing, the run stops before fetching Kafka
     if not kafka_installed(version):
         install_kafka(version, report)

@@ -38,18 +38,16 @@ KAFKA_CEILING = (4, 4)
 CONSUMER_PROTOCOL_EARLY_ACCESS = ((3, 7), (3, 8))
 CONSUMER_PROTOCOL_GA = (4, 0)
 
-# The broker settings that enable the consumer protocol's early access, per line
-# (docs/upgrade.html of 3.7 and 3.8, "early access of the new consumer group protocol").
-# 3.7 needs the new group coordinator switched on as well; from 3.8 listing `consumer`
-# among the rebalance protocols is enough (and implies the new coordinator).
-CONSUMER_PROTOCOL_EARLY_ACCESS_CONFIG = MappingProxyType(
-    {
-        (3, 7): MappingProxyType(
-            {"group.coordinator.new.enable": "true", "group.coordinator.rebalance.protocols": "classic,consumer"}
-        ),
-        (3, 8): MappingProxyType({"group.coordinator.rebalance.protocols": "classic,consumer"}),
-    }
+# The broker settings that enable the consumer protocol's early access on 3.7/3.8, as the
+# early-access release notes give them (cwiki.apache.org/confluence/display/KAFKA/The+Next+
+# Generation+of+the+Consumer+Rebalance+Protocol+(KIP-848)+-+Early+Access+Release+Notes):
+# listing `consumer` among the rebalance protocols also switches the new group coordinator on
+# (KafkaConfig.isNewGroupCoordinatorEnabled; group.coordinator.new.enable is not needed), and
+# the transaction verification of KIP-890 is not supported with it, so it is turned off.
+_EARLY_ACCESS = MappingProxyType(
+    {"group.coordinator.rebalance.protocols": "classic,consumer", "transaction.partition.verification.enable": "false"}
 )
+CONSUMER_PROTOCOL_EARLY_ACCESS_CONFIG = MappingProxyType({(3, 7): _EARLY_ACCESS, (3, 8): _EARLY_ACCESS})
 
 # Kafka 3.x logs through reload4j (log4j 1 API); 4.x through log4j2. Neither brings an
 # SLF4J binding with it (the binding is the distribution tarball's, not the Maven
@@ -79,6 +77,13 @@ class KafkaRelease:
     log4j: Literal["log4j1", "log4j2"]
     slf4j_bindings: tuple[tuple[str, str, str], ...]
     tested: bool  # in TESTED_KAFKA_RELEASES
+
+    @property
+    def consumer_heartbeat_version(self) -> int | None:
+        """The newest ConsumerGroupHeartbeat version its brokers answer (the consumer protocol's own
+        request): v0 in 3.7/3.8's early access, v1 from 4.0 (GA) — as ApiVersions answered on 3.7.2 and
+        3.8.1 with the early-access settings (0..0) and on 4.4.0 (0..1)."""
+        return {None: None, "early-access": 0, "ga": 1}[self.consumer_protocol]
 
     @property
     def default_metadata(self) -> Metadata:

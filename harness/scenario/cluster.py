@@ -208,6 +208,16 @@ class Cluster(Strict):
         return self.metadata == "zookeeper"
 
     @property
+    def recorded_kafka(self) -> str | None:
+        """The exact broker release a run records (run_started.kafka, run.json): someone else's
+        cluster runs what it runs — null unless the scenario states it."""
+        return None if self.external and "kafka" not in self.model_fields_set else self.kafka
+
+    @property
+    def recorded_metadata(self) -> str | None:
+        return None if self.external and "metadata" not in self.model_fields_set else self.metadata
+
+    @property
     def external(self) -> bool:
         """Someone else's cluster: the harness runs only its clients there."""
         return self.backend not in started_backends()

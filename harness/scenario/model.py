@@ -144,6 +144,21 @@ class Scenario(Strict):
                 f"workload.protocol: {generation.kafka_why}; cluster.kafka {kafka} "
                 f"(metadata: {self.cluster.metadata}): {problem}" + (f" (e.g. cluster.kafka: {fits!r})" if fits else "")
             )
+        # The members' default client, confluent-kafka 2.16.1, speaks KIP-848 as GA: ConsumerGroupHeartbeat
+        # v1 only. An early-access broker answers v0 only, and such a member never finds its coordinator
+        # ("ConsumerGroupHeartbeatRequest not supported by broker"): the run could only time out.
+        release = self.cluster.release
+        if (
+            not problem
+            and generation.needs == "consumer-protocol"
+            and release.consumer_heartbeat_version == 0
+            and getattr(self.workload, "client_requirement", None) is None
+        ):
+            problems.append(
+                f"workload.protocol: the consumer protocol's early access on Kafka {kafka} answers "
+                "ConsumerGroupHeartbeat v0 only; the members' default client (confluent-kafka 2.16.1, KIP-848 GA) "
+                "speaks v1 (Kafka 4.0 on): run it on 4.x, or with members on an early-access librdkafka"
+            )
         if self.cluster.external:
             if generation.group_home != "kafka":
                 problems.append(
@@ -333,6 +348,8 @@ class Scenario(Strict):
         for f in self.faults:
             implied.update(f.broker_config())
         generations = [w.generation, *(GENERATIONS[p] for f in self.faults for p in f.member_protocols())]
+        if any(g.needs == "consumer-protocol" for g in generations):  # 3.7/3.8's early access switched on
+            implied.update(self.cluster.release.consumer_protocol_config())
         if any(g.broker_timing for g in generations):
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
             implied.update(
