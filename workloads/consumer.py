@@ -29,7 +29,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition, libversion
 
 from runtime.history import latency_histogram, now
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
@@ -52,6 +52,12 @@ class LibrdkafkaSettings:
     # Test-only switches for this member (workload.librdkafka.test_hooks, docs/history.md): "consume_unassigned"
     # ({topic, partition}), "sigterm_after_join" ({join}). None in every real run.
     test_hooks: dict | None = None
+
+
+def librdkafka_loaded() -> dict:
+    """consumer_started's ``client_library`` and ``client_version``: the librdkafka this process loaded
+    (confluent-kafka 2.16.1 bundles librdkafka 2.16.0: the library's own version is the one said)."""
+    return {"client_library": "librdkafka", "client_version": libversion()[0]}
 
 
 def client_config(spec: MemberSpec) -> dict:
@@ -215,6 +221,7 @@ class Member(TakesCommands, Driver):
     heartbeat thread goes on."""
 
     Settings = LibrdkafkaSettings
+    client_distribution = "confluent-kafka"
 
     def __init__(self, spec: MemberSpec[LibrdkafkaSettings], stop: threading.Event):
         self.spec = spec
@@ -347,6 +354,7 @@ class Member(TakesCommands, Driver):
             processing=s.settings.processing,
             session_timeout_ms=s.session_timeout_ms,
             max_poll_interval_ms=s.max_poll_interval_ms,
+            **librdkafka_loaded(),
         )
         for hook, params in sorted((s.settings.test_hooks or {}).items()):
             self.events.test_hook_armed(hook, params)

@@ -456,9 +456,21 @@ def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
 def installed_for(scenario, kafka: str | None = None) -> None:
     """What a run of `scenario` (or, without one, a cluster of Kafka `kafka`) needs from this
     machine, installed now: SetupError if it cannot be. An external cluster needs only clients."""
+    if scenario is not None and scenario.workload.client_requirement is not None:
+        _client_available(scenario.workload.client_requirement)
     if scenario is not None and scenario.cluster.external:
         return
     line = kafka or scenario.cluster.kafka
     kafka_dist(line), toxiproxy_binary(), jolokia_agent()
     if scenario is not None and scenario.workload.driver_class.needs_kafka_tools:
         kafka_tools(line)
+
+
+def _client_available(requirement) -> None:
+    """workload.client's release exists where it comes from (PyPI asked once, unless installed already); its
+    environment is installed by the run's first use, not here."""
+    from harness.components import client_envs  # it imports this module
+
+    problem = client_envs.pypi_problem(requirement) if requirement.distribution.registry == "pypi" else None
+    if problem:
+        raise SetupError(f"workload.client: {problem}")
