@@ -129,6 +129,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.POLL_STALL_STARTED: ("fault_id", "duration_s"),
     ev.POLL_STALL_ENDED: ("fault_id",),
     ev.CLIENT_LOG: ("level", "message"),
+    ev.LOG_UNRECOGNISED: ("log", "missing", "client_version"),
     ev.REBALANCE_FAILED: ("attempts", "reason", "trigger"),
     ev.CONSUMER_STOPPED: ("reason",),
     ev.TEST_HOOK_ARMED: ("hook", "params"),

@@ -281,9 +281,7 @@ def client_problem(
     dist = requirement.distribution
     takes = driver.client_distribution
     if takes is None:
-        return (
-            f"the {name} driver ({generation.name}) runs on the harness's own client only; it takes no client release"
-        )
+        return f"{generation.name} members (driver: {name}) run on the harness's own client only; they take no client release"
     if dist.name != takes:
         return f"the {name} driver takes a release of {takes} ('{takes}==<version>'), not of {dist.name}"
     if requirement.below_floor:
