@@ -54,10 +54,16 @@ class LibrdkafkaSettings:
     test_hooks: dict | None = None
 
 
+def librdkafka_version() -> str:
+    """The librdkafka this process loaded, as it names itself (confluent-kafka 2.16.1 bundles librdkafka
+    2.16.0). ``libversion()`` is ``(text, int)``, but a bare text in some releases (2.12.0)."""
+    said = libversion()
+    return str(said[0] if isinstance(said, tuple) else said)
+
+
 def librdkafka_loaded() -> dict:
-    """consumer_started's ``client_library`` and ``client_version``: the librdkafka this process loaded
-    (confluent-kafka 2.16.1 bundles librdkafka 2.16.0: the library's own version is the one said)."""
-    return {"client_library": "librdkafka", "client_version": libversion()[0]}
+    """consumer_started's ``client_library`` and ``client_version``."""
+    return {"client_library": "librdkafka", "client_version": librdkafka_version()}
 
 
 def client_config(spec: MemberSpec) -> dict:
@@ -284,7 +290,9 @@ class Member(TakesCommands, Driver):
         for what in missing:
             if what not in self.unrecognised:
                 self.unrecognised.add(what)
-                self.events.log_unrecognised(log="librdkafka cgrp log", missing=what, client_version=libversion()[0])
+                self.events.log_unrecognised(
+                    log="librdkafka cgrp log", missing=what, client_version=librdkafka_version()
+                )
 
     def _on_assign(self, consumer, partitions) -> None:
         self._recognised()

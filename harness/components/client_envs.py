@@ -43,6 +43,12 @@ KAFKA_CLIENTS = DISTRIBUTIONS["kafka-clients"]
 PYPI_TIMEOUT_S = 20
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # what the members' PYTHONPATH names: this code, not a copy
 _WHEEL_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+# The release the environment imports, and the librdkafka it loads (libversion(): a (text, int) pair, or
+# a bare text in some releases, e.g. 2.12.0).
+_PROBE = (
+    "import importlib.metadata as m, confluent_kafka as c; v = c.libversion(); "
+    "print(m.version('confluent-kafka'), v[0] if isinstance(v, tuple) else v)"
+)
 
 
 def default_client(distribution: str, kafka_release: str | None = None) -> ClientRequirement:
@@ -166,7 +172,7 @@ def _build(requirement: ClientRequirement, staging: Path) -> None:
         raise install._explain_failure(f"pip install {requirement}", "PyPI", output)
     # Checked as the members will load it: only the environment's own packages and the standard library.
     probe = subprocess.run(
-        [str(_python(staging)), "-I", "-c", "import confluent_kafka as c; print(c.version()[0], c.libversion()[0])"],
+        [str(_python(staging)), "-I", "-c", _PROBE],
         capture_output=True,
         text=True,
         timeout=60,

@@ -25,11 +25,13 @@ from workloads.client_versions import DISTRIBUTIONS, version_key
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "client_logs"
 VERSIONS = sorted((p.stem for p in FIXTURES.glob("*.log")), key=version_key)
+# KIP-848 members (group.protocol=consumer), on the releases that run it (client_versions: GA from 2.12.0).
+CONSUMER_VERSIONS = sorted((p.stem for p in (FIXTURES / "consumer").glob("*.log")), key=version_key)
 _MEMBER_ID = re.compile(r"^consumer-1-[0-9a-f-]{36}$")
 
 
-def lines_of(version: str) -> list[str]:
-    return [line for line in (FIXTURES / f"{version}.log").read_text().splitlines() if line]
+def lines_of(version: str, protocol: str = "") -> list[str]:
+    return [line for line in (FIXTURES / protocol / f"{version}.log").read_text().splitlines() if line]
 
 
 def test_there_is_a_recording_of_the_floor_and_of_the_pinned_release():
@@ -63,6 +65,24 @@ def test_a_classic_members_join_sync_and_rebalances_are_read(version):
     assert not said.of(ev.CLIENT_LOG)
 
 
+def test_there_is_a_recording_of_the_first_release_running_the_consumer_protocol_and_of_the_pinned_one():
+    assert {DISTRIBUTIONS["confluent-kafka"].consumer_protocol, "2.16.0"} <= set(CONSUMER_VERSIONS)
+
+
+@pytest.mark.parametrize("version", CONSUMER_VERSIONS)
+def test_a_kip848_members_epochs_joins_and_acks_are_read(version):
+    lines = lines_of(version, "consumer")
+    assert all(parse_line(line) is not None for line in lines)
+    member = read(lines, RecordingMember(assignor="uniform", protocol="consumer"))
+    said = member.recording
+    joined = said.of(ev.GROUP_JOINED)
+    assert joined and all(j["protocol_name"] == "uniform" and j["leader_id"] is None for j in joined)
+    assert member.generation >= 1 and re.fullmatch(r"[A-Za-z0-9+/_-]{22}", member.member_id), member.member_id
+    assert said.of(ev.GROUP_JOIN_SENT), f"librdkafka {version}: no epoch-0 heartbeat read"
+    assert said.of(ev.GROUP_SYNCED), f"librdkafka {version}: no acknowledged target assignment read"
+    assert not said.of(ev.CLIENT_LOG)
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_lines_worded_otherwise_leave_the_member_without_a_generation(version):
     """The reader's one failure mode: wording it does not know reads as nothing. A member in that state
@@ -91,7 +111,7 @@ def test_an_assignment_without_a_generation_read_is_said_once_and_makes_the_run_
     member._on_assign(fake, [])
     [said] = recording.of(ev.LOG_UNRECOGNISED)
     assert said["missing"].startswith("generation and member id")
-    assert said["client_version"] == consumer.libversion()[0]
+    assert said["client_version"] == consumer.librdkafka_version()
 
     history = [
         {"name": ev.RUN_STARTED, "source": "harness", "seq": 1, "ts": 1.0, "mono_ms": 1.0, "run_id": "r", "topics": []},
