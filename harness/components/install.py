@@ -463,7 +463,20 @@ def installed_for(scenario, kafka: str | None = None) -> None:
     line = kafka or scenario.cluster.kafka
     kafka_dist(line), toxiproxy_binary(), jolokia_agent()
     if scenario is not None and scenario.workload.driver_class.needs_kafka_tools:
+        _java_client_installed(scenario.workload.client_requirement, line)
+
+
+def _java_client_installed(requirement, line: str) -> None:
+    """The java driver's tools: of workload.client's release, else of the cluster's own."""
+    from harness.components import client_envs  # it imports this module
+
+    if requirement is None or requirement.distribution.registry != "maven":
         kafka_tools(line)
+    elif client_envs.java_tools(requirement) is None:
+        raise SetupError(
+            f"Kafka tools {requirement.version} (VerifiableConsumer, the java driver's client {requirement}) "
+            f"are not installed. Run `rebalance-lab setup --client {requirement}`."
+        )
 
 
 def _client_available(requirement) -> None:

@@ -211,3 +211,51 @@ def test_the_pinned_release_and_java_clients_run_in_the_harness_own_interpreter(
         "PYTHONPATH": str(REPO),
         "PYTHONNOUSERSITE": "1",
     }
+
+
+# --------------------------------------------------------------------- each member incarnation's client
+
+
+class Lanes:
+    bootstrap_servers = "127.0.0.1:9092"
+
+    def lane_bootstrap_servers(self, lane: int) -> str:
+        return f"127.0.0.1:{19000 + lane}"
+
+
+def workload_processes(tmp_path: Path, **workload):
+    from harness.run.clients import WorkloadProcesses
+    from harness.supervision.processes import Supervisor
+
+    s = load_scenario(scenario(tmp_path, **workload))
+    return WorkloadProcesses(s, tmp_path, Lanes(), Supervisor(owner="test"))
+
+
+def test_the_run_client_is_the_scenarios_or_its_drivers_default(tmp_path):
+    from harness.run.clients import run_client
+
+    assert str(run_client(load_scenario(scenario(tmp_path)))) == "confluent-kafka==2.16.1"  # the pinned one
+    assert (
+        str(run_client(load_scenario(scenario(tmp_path, client="confluent-kafka==2.2.0")))) == "confluent-kafka==2.2.0"
+    )
+    assert str(run_client(load_scenario(scenario(tmp_path, driver="java")))) == "kafka-clients==3.9.2"  # the cluster's
+    assert run_client(load_scenario(scenario(tmp_path, protocol="zk-eager"))) is None
+
+
+def test_a_member_runs_its_incarnation_on_its_own_client_and_a_restart_may_change_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(client_envs, "_build", fake_build([]))
+    member = workload_processes(tmp_path, client="confluent-kafka==2.2.0").member("consumer-1")
+    assert member.spec().client == "confluent-kafka==2.2.0"
+    python = client_envs.env_dir(parse_client("confluent-kafka==2.2.0")) / "bin" / "python"
+    assert member.command()[:3] == [str(python), "-m", "workloads.consumer"]  # installed on first use
+    assert member.environment()["PYTHONPATH"] == str(REPO)
+    # A rolling client upgrade: the next incarnation on another release (here the pinned one, the harness's own).
+    member.use_client(parse_client("confluent-kafka==2.16.1"))
+    assert member.spec().client == "confluent-kafka==2.16.1"
+    assert member.command()[0] == sys.executable and member.environment() is None
+    with pytest.raises(ValueError, match="consumer-1: .*below the floor"):
+        member.use_client(parse_client("confluent-kafka==1.9.2"))
+    with pytest.raises(ValueError, match="takes a release of confluent-kafka"):
+        member.use_client(parse_client("kafka-clients==3.9.2"))
+    assert str(member.client) == "confluent-kafka==2.16.1"
