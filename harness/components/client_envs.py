@@ -127,8 +127,10 @@ def install_client(requirement: ClientRequirement, report: install.Report) -> bo
         started = time.monotonic()
         report(f"{requirement}: installing its environment from PyPI (wheels only) …")
         staging = target.with_name(f".staging-{target.name}-{os.getpid()}")
+        # What an installer of this release killed outright (SIGKILL: no finally) left: nobody builds it now.
+        for left in target.parent.glob(f".staging-{target.name}-*"):
+            shutil.rmtree(left, ignore_errors=True)
         try:
-            shutil.rmtree(staging, ignore_errors=True)
             _build(requirement, staging)
             if target.exists():  # a directory without a valid marker: whatever it is, it is not installed
                 shutil.rmtree(target)

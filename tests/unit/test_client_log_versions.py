@@ -17,6 +17,7 @@ import pytest
 
 from oracle import check_history
 from oracle import vocabulary as ev
+from runtime.errors import EXIT_FOR_VERDICT
 from tests.recording import Recording
 from tests.unit.test_client_log import RecordingMember, read
 from workloads import consumer
@@ -119,7 +120,7 @@ def test_an_assignment_without_a_generation_read_is_said_once_and_makes_the_run_
         {"name": ev.PHASE, "source": "harness", "seq": 2, "ts": 3.0, "mono_ms": 3.0, "phase": "done"},
     ]
     verdict = check_history(history)
-    assert verdict.status == "incomplete"
+    assert verdict.status == "incomplete" and EXIT_FOR_VERDICT[verdict.status] == 4
     reasons = {r.skipped for name, r in verdict.checks.items() if name != "history-integrity"}
     assert reasons == {
         f"log lines not recognised, consumer-1: {said['missing']} unreadable in its librdkafka cgrp log "

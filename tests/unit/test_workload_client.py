@@ -195,10 +195,13 @@ def test_a_failed_install_leaves_nothing_that_looks_installed(monkeypatch, tmp_p
     assert not client_envs.env_dir(requirement).exists()
     assert not [p for p in components.iterdir() if p.name.startswith(".staging")]
     assert client_envs.installed_librdkafka(requirement) is None
-    # A directory without a marker (an install cut short before this code) is not taken for one either.
+    # A directory without a marker (an install cut short before this code) is not taken for one either,
+    # and the staging an installer killed outright left is cleared by the next one.
     client_envs.env_dir(requirement).mkdir()
+    (components / f".staging-{client_envs.env_dir(requirement).name}-99999" / "bin").mkdir(parents=True)
     monkeypatch.setattr(client_envs, "_build", fake_build([]))
     assert client_envs.install_client(requirement, lambda _m: None) is True
+    assert not [p for p in components.iterdir() if p.name.startswith(".staging")]
 
 
 def test_the_pinned_release_and_java_clients_run_in_the_harness_own_interpreter(monkeypatch, tmp_path):
