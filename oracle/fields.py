@@ -63,6 +63,8 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "faults",
         "clock_offset_ms",
         "backend",
+        "kafka",
+        "metadata",
         "group_settings",
         "plugins",
         "client",

@@ -24,8 +24,10 @@ class ClientDistribution:
     registry: str  # where a release comes from: "pypi" (a wheel, its own environment) | "maven" (Kafka's tools)
     floor: str | None  # the oldest release the harness runs; None: what the Kafka catalogue installs
     floor_why: str
-    consumer_protocol: str | None  # the first release whose group.protocol=consumer the harness runs
-    consumer_protocol_why: str = ""
+    # KIP-848's group.protocol=consumer: (first release, the ConsumerGroupHeartbeat version it speaks from
+    # there on), oldest first; empty: its members run the classic protocols only.
+    consumer_heartbeat: tuple[tuple[str, int], ...] = ()
+    consumer_heartbeat_why: str = ""
 
 
 DISTRIBUTIONS: Mapping[str, ClientDistribution] = MappingProxyType(
@@ -41,19 +43,21 @@ DISTRIBUTIONS: Mapping[str, ClientDistribution] = MappingProxyType(
                 # incremental_assign, store_offsets) and librdkafka's cgrp lines the member reads are there.
                 floor="2.0.2",
                 floor_why="the oldest confluent-kafka with a CPython 3.11 manylinux wheel (1.9.2 and older have none)",
-                # KIP-848 is early access in librdkafka 2.4 to 2.11 (no regex subscription, its own wording
-                # of the heartbeat steps); GA from 2.12.0.
-                consumer_protocol="2.12.0",
-                consumer_protocol_why="librdkafka's consumer protocol (KIP-848) is GA from confluent-kafka 2.12.0 "
-                "(early access before)",
+                # librdkafka's rd_kafka_ConsumerGroupHeartbeatRequest asks the broker for version 0..0 from
+                # v2.4.0 to v2.9.x (Kafka 3.7/3.8's early access answers v0 only) and 1..1 from v2.10.0 (Kafka
+                # 4.0's GA): a member and its brokers must agree, or it never finds its coordinator.
+                consumer_heartbeat=(("2.4.0", 0), ("2.10.0", 1)),
+                consumer_heartbeat_why="librdkafka speaks KIP-848's ConsumerGroupHeartbeat v0 (Kafka 3.7/3.8's early "
+                "access) from 2.4.0 to 2.9.x, v1 (Kafka 4.0's GA) from 2.10.0",
             ),
             ClientDistribution(
                 "kafka-clients",
                 library="kafka-clients",
                 registry="maven",
                 floor=None,  # VerifiableConsumer from Kafka's tools of that release: the Kafka catalogue's range
-                floor_why="the java driver runs Kafka's tools of that very release: a release the Kafka catalogue installs",
-                consumer_protocol=None,  # the java driver runs the classic protocols only (oracle/protocols.py)
+                floor_why="the java driver runs Kafka's tools of that very release: the Kafka catalogue's range "
+                "(harness/components/versions.py)",
+                # (the java driver runs the classic protocols only: oracle/protocols.py)
             ),
         )
     }
@@ -86,9 +90,11 @@ class ClientRequirement:
         return floor is not None and version_key(self.version) < version_key(floor)
 
     @property
-    def runs_consumer_protocol(self) -> bool:
-        first = self.distribution.consumer_protocol
-        return first is not None and version_key(self.version) >= version_key(first)
+    def consumer_heartbeat_version(self) -> int | None:
+        """The ConsumerGroupHeartbeat version its members speak (KIP-848), or None: none at all."""
+        key = version_key(self.version)
+        spoken = [v for first, v in self.distribution.consumer_heartbeat if key >= version_key(first)]
+        return spoken[-1] if spoken else None
 
 
 def parse_client(text: str) -> ClientRequirement:

@@ -8,8 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness.cli.common import CLUSTER_STATE, console, err_console, error, fail
-from harness.components import versions
+from harness.cli.common import CLUSTER_STATE, KafkaReleaseType, console, err_console, error, fail
 from harness.paths import lab_home, make_dirs
 from runtime.errors import (
     EXIT_INTERRUPTED,
@@ -24,8 +23,9 @@ from runtime.output_dirs import SafePath
     "--kafka",
     "lines",
     multiple=True,
-    type=click.Choice(list(versions.KAFKA_RELEASES)),
-    help="Kafka line(s) to install (default: all).",
+    type=KafkaReleaseType(),
+    help="Kafka release(s) to install, exact (3.7.2) or a line (3.7 = its newest tested release); "
+    "repeatable (default: the default 3.x and 4.x releases).",
 )
 @click.option(
     "--client",
@@ -43,7 +43,7 @@ from runtime.output_dirs import SafePath
 )
 def setup(lines: tuple[str, ...], clients: tuple[str, ...], compose: bool) -> None:
     """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
-    from harness.components.install import setup_all
+    from harness.components.install import default_kafka_releases, setup_all
     from harness.supervision.stop_signals import like_ctrl_c
 
     if clients:
@@ -60,7 +60,7 @@ def setup(lines: tuple[str, ...], clients: tuple[str, ...], compose: bool) -> No
             if compose:
                 from harness.components.containers.setup import setup_compose
 
-                changed |= setup_compose(report, list(lines) or list(versions.KAFKA_RELEASES))
+                changed |= setup_compose(report, list(lines) or default_kafka_releases())
     except LabError as e:
         fail(e)
     except KeyboardInterrupt:  # the tool it was running is stopped by now, and nothing it began is marked installed
@@ -106,8 +106,7 @@ def _setup_clients(texts: tuple[str, ...]) -> None:
 
             for requirement in requirements:
                 if requirement.distribution.registry == "maven":
-                    line = next(k for k, v in versions.KAFKA_RELEASES.items() if v == requirement.version)
-                    changed |= install_kafka_tools(line, report)
+                    changed |= install_kafka_tools(requirement.version, report)
                     continue
                 problem = client_envs.pypi_problem(requirement)
                 if problem:

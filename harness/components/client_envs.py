@@ -18,8 +18,6 @@ for them.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import json
 import os
@@ -30,7 +28,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 from harness.components import install, versions
@@ -95,19 +92,6 @@ def installed_librdkafka(requirement: ClientRequirement) -> str | None:
     return json.loads((target / ".installed").read_text()).get("librdkafka")
 
 
-@contextlib.contextmanager
-def _locked(requirement: ClientRequirement) -> Iterator[None]:
-    """One installer per release on this machine at a time (any process, any worktree)."""
-    locks = components_dir() / ".locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{requirement.distribution.name}-{requirement.version}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def install_client(requirement: ClientRequirement, report: install.Report) -> bool:
     """Install one confluent-kafka release's environment. False if it was there already (or needs
     none: the pinned release, the harness's own)."""
@@ -120,7 +104,7 @@ def install_client(requirement: ClientRequirement, report: install.Report) -> bo
     if _installed(target, requirement):
         report(f"{requirement}: already installed in {target}")
         return False
-    with _locked(requirement):
+    with install.component_lock(f"{requirement.distribution.name}-{requirement.version}"):
         if _installed(target, requirement):  # another process installed it while this one waited
             report(f"{requirement}: installed meanwhile by another process, in {target}")
             return False
@@ -251,22 +235,21 @@ def _pypi_files(project: str) -> tuple[str, ...]:
 
 def java_tools(requirement: ClientRequirement) -> str | None:
     """The classpath of Kafka's tools of the requirement's release (VerifiableConsumer and that
-    release's kafka-clients), or None if they are not installed. The one call into the Kafka
-    installer for them: it takes a Kafka line today, an exact release once the catalogue has them."""
-    line = next((line for line, release in versions.KAFKA_RELEASES.items() if release == requirement.version), None)
-    if line is None:
+    release's kafka-clients), or None if they are not installed: the one call into the Kafka
+    installer for a Java client."""
+    if java_release_problem(requirement) or not install.kafka_tools_installed(requirement.version):
         return None
-    try:
-        return install.kafka_tools(line).classpath()
-    except SetupError:
-        return None
+    return install.kafka_tools(requirement.version).classpath()
 
 
 def java_release_problem(requirement: ClientRequirement) -> str | None:
-    """Why the harness cannot run this Java client release, or None."""
-    if requirement.version not in versions.KAFKA_RELEASES.values():
-        known = ", ".join(versions.KAFKA_RELEASES.values())
-        return f"the java driver runs Kafka's tools of a release the Kafka catalogue installs ({known})"
+    """Why the harness cannot run this Java client release (the Kafka catalogue's word), or None."""
+    if not re.fullmatch(r"\d+\.\d+\.\d+", requirement.version):
+        return f"{requirement}: the java driver runs Kafka's tools of one exact release (X.Y.Z)"
+    try:
+        versions.kafka_release(requirement.version)
+    except ValueError as e:
+        return f"the java driver runs Kafka's tools of that release: {e}"
     return None
 
 

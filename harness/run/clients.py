@@ -23,7 +23,7 @@ from pathlib import Path
 from harness.cluster.backend import ClusterBackend
 from harness.cluster.config import JVM_OPTS
 from harness.cluster.ports import free_port
-from harness.components import client_envs, versions
+from harness.components import client_envs
 from harness.scenario import Scenario
 from harness.scenario.workload import client_problem
 from harness.supervision.processes import Supervisor
@@ -53,7 +53,7 @@ def run_client(scenario: Scenario) -> ClientRequirement | None:
     distribution = w.driver_class.client_distribution
     if distribution is None:
         return None
-    return client_envs.default_client(distribution, versions.KAFKA_RELEASES.get(scenario.cluster.kafka))
+    return client_envs.default_client(distribution, scenario.cluster.release.version)
 
 
 class Client(LocalProcess):
@@ -187,9 +187,7 @@ class Member(Client):
         w = s.workload
         kind = driver_of(self.module).Settings
         if kind is JavaSettings:
-            release = (
-                self.client.version if self.client else versions.KAFKA_RELEASES.get(s.cluster.kafka, s.cluster.kafka)
-            )
+            release = self.client.version if self.client else s.cluster.kafka
             return JavaSettings(
                 kafka_line=release, kafka_tools=self.workload.java_tools(self.client), jvm_options=JVM_OPTS
             )

@@ -286,9 +286,9 @@ def client_problem(
         return f"the {name} driver takes a release of {takes} ('{takes}==<version>'), not of {dist.name}"
     if requirement.below_floor:
         return f"{requirement}: below the floor, {dist.name} {dist.floor}: {dist.floor_why}"
-    if generation.group_protocol == "consumer" and not requirement.runs_consumer_protocol:
-        first = f"{dist.name}>={dist.consumer_protocol}" if dist.consumer_protocol else "another client"
-        why = dist.consumer_protocol_why or f"{dist.name} members run the classic protocols only"
+    if generation.group_protocol == "consumer" and requirement.consumer_heartbeat_version is None:
+        first = f"{dist.name}>={dist.consumer_heartbeat[0][0]}" if dist.consumer_heartbeat else "another client"
+        why = dist.consumer_heartbeat_why or f"{dist.name} members run the classic protocols only"
         return f"{requirement}: protocol {generation.name} needs {first} ({why})"
     if dist.registry == "maven":
         return client_envs.java_release_problem(requirement)

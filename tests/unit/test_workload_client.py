@@ -55,20 +55,25 @@ def refused(tmp_path: Path, **workload) -> list[tuple[str, str]]:
             "CPython 3.11 manylinux wheel (1.9.2 and older have none)",
         ),
         (
-            dict(client="confluent-kafka==2.10.1", protocol="consumer"),
-            "confluent-kafka==2.10.1: protocol consumer needs confluent-kafka>=2.12.0 (librdkafka's consumer "
-            "protocol (KIP-848) is GA from confluent-kafka 2.12.0 (early access before))",
+            dict(client="confluent-kafka==2.2.0", protocol="consumer"),
+            "confluent-kafka==2.2.0: protocol consumer needs confluent-kafka>=2.4.0 (librdkafka speaks KIP-848's "
+            "ConsumerGroupHeartbeat v0 (Kafka 3.7/3.8's early access) from 2.4.0 to 2.9.x, v1 (Kafka 4.0's GA) "
+            "from 2.10.0)",
         ),
         (
-            dict(client="kafka-clients==3.7.2", driver="java", protocol="classic-eager"),
-            "the java driver runs Kafka's tools of a release the Kafka catalogue installs (3.9.2, 4.1.1)",
+            dict(client="kafka-clients==3.2.0", driver="java", protocol="classic-eager"),
+            "the java driver runs Kafka's tools of that release: Kafka 3.2.0 is older than the supported range",
+        ),
+        (
+            dict(client="kafka-clients==3.9", driver="java", protocol="classic-eager"),
+            "kafka-clients==3.9: the java driver runs Kafka's tools of one exact release (X.Y.Z)",
         ),
     ],
 )
 def test_a_client_the_members_cannot_run_is_refused_naming_the_key_and_why(tmp_path, workload, message):
     if workload.get("protocol") == "consumer":
         data = yaml.safe_load(scenario(tmp_path, **workload).read_text())
-        data["cluster"] = {"kafka": "4.1"}
+        data["cluster"] = {"kafka": "4.4"}
         scenario(tmp_path).write_text(yaml.safe_dump(data))
         with pytest.raises(ScenarioError) as info:
             load_scenario(tmp_path / "s.yaml")
@@ -88,9 +93,19 @@ def test_the_docs_example_and_the_releases_at_and_above_the_floor_load(tmp_path)
     for client in ("confluent-kafka==2.0.2", "confluent-kafka==2.16.1"):
         assert load_scenario(scenario(tmp_path, client=client)).workload.client == client
     assert load_scenario(scenario(tmp_path, driver="java", client="kafka-clients==3.9.2")).workload.client
-    data = yaml.safe_load(scenario(tmp_path, protocol="consumer", client="confluent-kafka==2.12.0").read_text())
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump({**data, "cluster": {"kafka": "4.1"}}))
-    assert load_scenario(tmp_path / "c.yaml").workload.client == "confluent-kafka==2.12.0"
+    # The consumer protocol: a client speaking the ConsumerGroupHeartbeat version its brokers answer.
+    for kafka, client in (("4.4", "confluent-kafka==2.10.1"), ("3.7.2", "confluent-kafka==2.6.1")):
+        data = yaml.safe_load(scenario(tmp_path, protocol="consumer", client=client).read_text())
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump({**data, "cluster": {"kafka": kafka, "metadata": "kraft"}}))
+        assert load_scenario(tmp_path / "c.yaml").workload.client == client
+    for kafka, client in (("4.4", "confluent-kafka==2.9.0"), ("3.7.2", "confluent-kafka==2.10.0")):
+        data = yaml.safe_load(scenario(tmp_path, protocol="consumer", client=client).read_text())
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump({**data, "cluster": {"kafka": kafka, "metadata": "kraft"}}))
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(tmp_path / "c.yaml")
+        [(key, reason)] = info.value.problems
+        assert key == "workload.client" and "its members would never find their coordinator" in reason
+        assert reason.split(": its members")[0].split(" speaks ")[1].split(";")[0] in INPUTS.replace("`", "")
 
 
 def test_releases_sort_by_their_numbers_a_pre_release_before_its_release():
