@@ -276,23 +276,27 @@ class Member(TakesCommands, Driver):
     def _recognised(self) -> None:
         """An assignment comes after the protocol steps that led to it, which librdkafka logged first:
         if its log said none this reader could read, the history lacks them, and says so — once per
-        missing step (the run is then INCOMPLETE: oracle.verdict.unrecognised)."""
+        missing step (the run is then INCOMPLETE: oracle.verdict.unrecognised). Every line written
+        before the callback is read first (the tap's catch-up): one still in the pipe is no missing one."""
+        with self.tap.caught_up():
+            for what in self._missing_steps():
+                if what not in self.unrecognised:
+                    self.unrecognised.add(what)
+                    self.events.log_unrecognised(
+                        log="librdkafka cgrp log", missing=what, client_version=librdkafka_version()
+                    )
+
+    def _missing_steps(self) -> list[str]:
         classic = self.spec.group_protocol == "classic"
-        missing = []
         if self.generation is None:
-            missing.append(
+            return [
                 "generation and member id (no JoinGroup response line read)"
                 if classic
                 else "member epoch (no ConsumerGroupHeartbeat response line read)"
-            )
-        elif classic and not self.reader.synced:
-            missing.append("the SyncGroup step (no SyncGroup response line read)")
-        for what in missing:
-            if what not in self.unrecognised:
-                self.unrecognised.add(what)
-                self.events.log_unrecognised(
-                    log="librdkafka cgrp log", missing=what, client_version=librdkafka_version()
-                )
+            ]
+        if classic and not self.reader.synced:
+            return ["the SyncGroup step (no SyncGroup response line read)"]
+        return []
 
     def _on_assign(self, consumer, partitions) -> None:
         self._recognised()

@@ -10,6 +10,7 @@ whose member could not read them is INCOMPLETE (oracle.verdict.unrecognised), ne
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -116,6 +117,13 @@ def test_lines_worded_otherwise_leave_the_member_without_a_generation(version):
 # --------------------------------------------------------------------- not recognised: INCOMPLETE
 
 
+class Tap:
+    """The stderr tap's catch-up, with nothing in the pipe."""
+
+    def __init__(self):
+        self.caught_up = contextlib.nullcontext
+
+
 class Spec:
     group_protocol = "classic"
     cooperative = incremental = False
@@ -126,7 +134,7 @@ def test_an_assignment_without_a_generation_read_is_said_once_and_makes_the_run_
     member = consumer.Member.__new__(consumer.Member)  # its callbacks only: no client, no tap
     member.spec, member.generation, member.unrecognised, member.assigned = Spec(), None, set(), set()
     member.reader = type("Reader", (), {"synced": False})()
-    member.events = recording.events
+    member.events, member.tap = recording.events, Tap()
     fake = type("Consumer", (), {"assign": lambda self, p: None})()
     member._on_assign(fake, [])
     member._on_assign(fake, [])
@@ -153,7 +161,25 @@ def test_a_member_that_read_its_join_and_sync_says_nothing():
     member = consumer.Member.__new__(consumer.Member)
     member.spec, member.generation, member.unrecognised, member.assigned = Spec(), 3, set(), set()
     member.reader = type("Reader", (), {"synced": True})()
-    member.events = recording.events
+    member.events, member.tap = recording.events, Tap()
     member._on_assign(type("Consumer", (), {"assign": lambda self, p: None})(), [])
     assert not recording.of(ev.LOG_UNRECOGNISED)
     assert recording.of(ev.PARTITIONS_ASSIGNED)
+
+
+def test_lines_still_in_the_pipe_when_the_assignment_comes_are_read_before_anything_is_said_missing():
+    """The callback can run before the tap's thread read the JoinGroup and SyncGroup lines librdkafka
+    wrote just before it: they are read first (the catch-up), never taken for missing."""
+    recording = Recording()
+    member = consumer.Member.__new__(consumer.Member)
+    member.spec, member.generation, member.unrecognised, member.assigned = Spec(), None, set(), set()
+    member.reader = type("Reader", (), {"synced": False, "unread": []})()
+
+    @contextlib.contextmanager
+    def caught_up():
+        member.generation, member.reader.synced = 3, True  # what the pipe still held
+        yield
+
+    member.events, member.tap = recording.events, type("Tap", (), {"caught_up": staticmethod(caught_up)})()
+    member._on_assign(type("Consumer", (), {"assign": lambda self, p: None})(), [])
+    assert not recording.of(ev.LOG_UNRECOGNISED)
