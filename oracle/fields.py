@@ -69,6 +69,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "plugins",
         "subscriptions",
         "broker_racks",
+        "client",
     ),
     ev.PHASE: ("phase", "members", "reason"),
     ev.PROCESS_STARTED: ("process", "role", "pid"),
@@ -101,8 +102,10 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "rebalance_max_retries",
         "rebalance_backoff_ms",  # zk-eager
         "jvm_pid",
-        "kafka_client",
+        "kafka_client",  # java, histories before client_version
         "processing_ms_ignored",  # java
+        "client_library",
+        "client_version",
         "subscription",
         "client_rack",
     ),

@@ -84,6 +84,10 @@ class MemberSpec(Generic[S]):
     client_settings: dict = field(default_factory=dict)
     subscription: str | None = None  # its workload.subscriptions entry's name (None: the group's topics)
     client_rack: str | None = None  # client.rack (KIP-392 fetch from follower, KIP-881 rack-aware assignors)
+    # The client release this incarnation runs on ("confluent-kafka==2.3.0", "kafka-clients==3.9.2"): the
+    # harness starts it in that release's environment (harness/components/client_envs.py); None: the pinned
+    # one, the harness's own. Per incarnation: a restart may run another (a rolling client upgrade).
+    client: str | None = None
 
     @property
     def group_instance_id(self) -> str | None:
@@ -157,6 +161,9 @@ class Driver(ABC):
     # carry that into a consumer group, so they refuse the online upgrade of such a group
     # (Kafka 4.x, ConsumerGroup.fromClassicGroup: "userData from a custom assignor would be lost").
     assignment_user_data: ClassVar[frozenset[str]] = frozenset()
+    # The client distribution workload.client may name a release of (workloads/client_versions.py):
+    # "confluent-kafka" (librdkafka), "kafka-clients" (Java); None: it runs on the harness's own only.
+    client_distribution: ClassVar[str | None] = None
     spec: MemberSpec
     events: MemberEvents
     command_pending: threading.Event
