@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from faults.base import MemberChanges
 from harness.components import client_envs
 from harness.scenario import load_scenario
 from runtime.errors import ScenarioError, SetupError
@@ -268,12 +269,12 @@ def test_a_member_runs_its_incarnation_on_its_own_client_and_a_restart_may_chang
     python = client_envs.env_dir(parse_client("confluent-kafka==2.2.0")) / "bin" / "python"
     assert member.command()[:3] == [str(python), "-m", "workloads.consumer"]  # installed on first use
     assert member.environment()["PYTHONPATH"] == str(REPO)
-    # A rolling client upgrade: the next incarnation on another release (here the pinned one, the harness's own).
-    member.use_client(parse_client("confluent-kafka==2.16.1"))
+    # A rolling client upgrade (Targets.restart with MemberChanges): the next incarnation on another release (here the pinned one, the harness's own).
+    member.change(MemberChanges(client="confluent-kafka==2.16.1"))
     assert member.spec().client == "confluent-kafka==2.16.1"
     assert member.command()[0] == sys.executable and member.environment() is None
     with pytest.raises(ValueError, match="consumer-1: .*below the floor"):
-        member.use_client(parse_client("confluent-kafka==1.9.2"))
+        member.change(MemberChanges(client="confluent-kafka==1.9.2"))
     with pytest.raises(ValueError, match="takes a release of confluent-kafka"):
-        member.use_client(parse_client("kafka-clients==3.9.2"))
+        member.change(MemberChanges(client="kafka-clients==3.9.2"))
     assert str(member.client) == "confluent-kafka==2.16.1"
