@@ -177,7 +177,9 @@ class Run:
     # --------------------------------------------------------------- events
 
     def _on_start(self, proc) -> None:
-        self.history.emit(ev.PROCESS_STARTED, process=proc.name, role=proc.role, pid=proc.pid)
+        # A Kafka node's release (``kafka``), as its service gave it at this start (ManagedProcess.meta).
+        meta = getattr(proc, "meta", {})
+        self.history.emit(ev.PROCESS_STARTED, process=proc.name, role=proc.role, pid=proc.pid, **meta)
 
     def _on_exit(self, proc, code) -> None:
         self.history.emit(ev.PROCESS_EXITED, process=proc.name, role=proc.role, pid=proc.pid, returncode=code)

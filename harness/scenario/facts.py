@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from faults.base import ScenarioFacts
 from faults.capabilities import Capability
 from harness.cluster.backend import backend_class
+from harness.components import versions
 
 if TYPE_CHECKING:
     from harness.scenario.model import Scenario
@@ -34,4 +35,15 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
         topics={t.name: t.partitions for t in scenario.topics},
         backend=backend,
         capabilities=capabilities,
+        release=_release(scenario.cluster.kafka) if runs_nodes else None,
+        kafka_release=versions.kafka_release,
+        broker_config=dict(scenario.cluster.broker_config),
     )
+
+
+def _release(text: str):
+    """The cluster's release, as the catalogue states it (the cluster section has refused one it lacks)."""
+    try:
+        return versions.kafka_release(text)
+    except ValueError:
+        return None
