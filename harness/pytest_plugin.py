@@ -46,14 +46,27 @@ SESSION_LANES = 8  # client lanes of a session's shared clusters (a run that nee
 PYTEST_SCENARIOS = "pytest-scenarios"  # under the runs directory: each scenario as it ran
 
 
+def _kafka_release(text: str) -> str:
+    """--chaos-kafka's value, as written (exact or a line), once the catalogue accepts it
+    (argparse shows the reason if not)."""
+    import argparse
+
+    try:
+        versions.kafka_release(text)
+        return text
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rebalance-lab", "chaos scenarios against a real Kafka cluster (rebalance-lab)")
     group.addoption("--chaos-protocol", choices=PROTOCOLS, default=None, help="Run every scenario with this protocol.")
     group.addoption(
         "--chaos-kafka",
-        choices=list(versions.KAFKA_RELEASES),
+        type=_kafka_release,
         default=None,
-        help="Run every scenario on this Kafka line.",
+        metavar="RELEASE",
+        help="Run every scenario on this Kafka release: exact (3.7.2) or a line (3.7 = its newest tested release).",
     )
     group.addoption("--chaos-seed", type=int, default=None, help="Run every scenario with this seed.")
     group.addoption(

@@ -156,6 +156,11 @@ class MemberEvents:
     def client_log(self, level: str, message: str) -> dict:
         return self._write(ev.CLIENT_LOG, level=level, message=message)
 
+    def log_unrecognised(self, *, log: str, missing: str, client_version: str | None) -> dict:
+        """The member acted on a protocol step its client's log said nothing readable of: the run
+        cannot be judged whole (oracle.verdict: every check skipped, INCOMPLETE)."""
+        return self._write(ev.LOG_UNRECOGNISED, log=log, missing=missing, client_version=client_version)
+
     def subscription_changed(self, topics: Mapping[str, int]) -> dict:
         return self._write(ev.SUBSCRIPTION_CHANGED, topics=dict(topics))
 

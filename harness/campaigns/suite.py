@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from faults.base import Strict
 from harness.cluster.backend import BACKENDS
@@ -66,7 +66,8 @@ from runtime.errors import (
 SUITE_JSON = "suite.json"
 
 Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
-KafkaLine = Literal[tuple(versions.KAFKA_RELEASES)]  # type: ignore[valid-type]
+# An exact release or a line, as written (names and JUnit keep it); validated against the catalogue.
+KafkaLine = Annotated[str, AfterValidator(lambda v: versions.kafka_release(v) and v)]
 Backend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness.cli.common import CLUSTER_STATE, console, err_console, error, fail
-from harness.components import versions
+from harness.cli.common import CLUSTER_STATE, KafkaReleaseType, console, err_console, error, fail
 from harness.paths import lab_home, make_dirs
 from runtime.errors import (
     EXIT_INTERRUPTED,
@@ -24,8 +23,9 @@ from runtime.output_dirs import SafePath
     "--kafka",
     "lines",
     multiple=True,
-    type=click.Choice(list(versions.KAFKA_RELEASES)),
-    help="Kafka line(s) to install (default: all).",
+    type=KafkaReleaseType(),
+    help="Kafka release(s) to install, exact (3.7.2) or a line (3.7 = its newest tested release); "
+    "repeatable (default: the default 3.x and 4.x releases).",
 )
 @click.option(
     "--compose",
@@ -35,7 +35,7 @@ from runtime.output_dirs import SafePath
 )
 def setup(lines: tuple[str, ...], compose: bool) -> None:
     """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
-    from harness.components.install import setup_all
+    from harness.components.install import default_kafka_releases, setup_all
     from harness.supervision.stop_signals import like_ctrl_c
 
     try:
@@ -49,7 +49,7 @@ def setup(lines: tuple[str, ...], compose: bool) -> None:
             if compose:
                 from harness.components.containers.setup import setup_compose
 
-                changed |= setup_compose(report, list(lines) or list(versions.KAFKA_RELEASES))
+                changed |= setup_compose(report, list(lines) or default_kafka_releases())
     except LabError as e:
         fail(e)
     except KeyboardInterrupt:  # the tool it was running is stopped by now, and nothing it began is marked installed

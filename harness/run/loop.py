@@ -44,6 +44,7 @@ from harness.cluster.shared import ClusterPool, unshareable
 from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
 from harness.paths import new_stamped_dir
 from harness.reports import run as reporting
+from harness.run import brokerlog
 from harness.run.brokerlog import CoordinatorLog
 from harness.run.clients import Observer, WorkloadProcesses
 from harness.run.targets import RunTargets
@@ -64,6 +65,7 @@ from runtime.errors import (
     LabError,
 )
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
+from runtime.recognition import log_unrecognised
 from runtime.secrets import redact_text
 from workloads.observer import ObserverSpec, ObserverStatus
 
@@ -198,6 +200,8 @@ class Run:
                 "seed": self.scenario.seed,
                 "run_dir": str(self.run_dir),
                 "plugins": extensions.recorded(),
+                "kafka": self.scenario.cluster.recorded_kafka,
+                "metadata": self.scenario.cluster.recorded_metadata,
                 **extra,
             },
         )
@@ -317,6 +321,8 @@ class Run:
             members=members,
             checks=s.checks or {},
             backend=s.cluster.backend,
+            kafka=s.cluster.recorded_kafka,
+            metadata=s.cluster.recorded_metadata,
             group_settings=group_settings(s),
             plugins=extensions.recorded(),
             faults=self.schedule,
@@ -463,6 +469,7 @@ class Run:
             self.supervisor.stop_all()  # anything no service owns (none expected)
         if self.cluster:
             self._record_coordinator_events()  # the rest: the teardown's own rebalances
+            self._check_broker_logs_recognised()
         for _, writer in self._coordinator_logs.values():
             writer.close()
 
@@ -514,6 +521,26 @@ class Run:
             for ts, name, fields in log.new_events():
                 writer.emit(name, ts=ts, mono_ms=ts - offset, clock=BROKER_LOG_CLOCK, **fields)
 
+    def _check_broker_logs_recognised(self) -> None:
+        """A group whose members were given partitions was formed by a coordinator that logged it:
+        if none of the brokers' lines the run needs were recognised (another release's wording),
+        the history says so and the run is INCOMPLETE, not judged from half its events."""
+        s = self.scenario
+        protocol = s.workload.generation.group_protocol
+        if s.cluster.external or s.workload.generation.group_home != "kafka" or protocol is None:
+            return
+        if not self._coordinator_logs or not _members_were_assigned(self.history_path):
+            return
+        seen = set().union(*(log.seen for log, _ in self._coordinator_logs.values()))
+        missing = brokerlog.missing_lines(protocol, s.workload.group, seen)
+        if missing:
+            log_unrecognised(self.history, f"server logs of the brokers, Kafka {s.cluster.kafka}", missing)
+            self.report(f"not recognised in the brokers' logs (Kafka {s.cluster.kafka}): {missing}")
+            # Some of their lines that named the group and gave nothing: the wording to teach brokerlog.py.
+            for log, _ in self._coordinator_logs.values():
+                for line in log.unrecognised:
+                    self.report(f"  {log.broker}: {line[:300]}")
+
     def _judge(self) -> dict:
         verdict = check_history(
             load_history(self.history_path, compact_events=True), self.scenario.checks or {}
@@ -525,6 +552,7 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
     """What the scenario asks of the cluster (``history``: where the project's coordinator writes its events)."""
     return ClusterSpec(
         kafka=s.cluster.kafka,
+        metadata=s.cluster.metadata,
         brokers=s.cluster.brokers,
         zookeeper_nodes=s.cluster.zookeeper_nodes,
         broker_config=s.broker_config(),
@@ -583,3 +611,10 @@ def _stable_for(stable: Callable[[], bool], seconds: float) -> Callable[[], bool
         return time.monotonic() - since[0] >= seconds
 
     return check
+
+
+def _members_were_assigned(history_path: Path) -> bool:
+    """Whether any member of the run was given partitions (then its coordinator logged the group)."""
+    needle = f'{{"name":"{ev.PARTITIONS_ASSIGNED}",'.encode()  # HistoryWriter's lines begin with the name
+    with open(history_path, "rb") as f:
+        return any(line.startswith(needle) for line in f)

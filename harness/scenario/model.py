@@ -112,18 +112,29 @@ class Scenario(Strict):
         """The generation against the cluster: its Kafka line, and what an external cluster cannot give it."""
         problems = []
         generation, kafka = self.workload.generation, self.cluster.kafka
-        # A generation's Kafka line says which kind of cluster it needs: with ZooKeeper, or without.
+        # What the generation needs of the brokers (ZooKeeper mode, the consumer protocol), against
+        # what this release in this metadata mode gives: the release catalogue decides.
+        problem = self.cluster.release.need_problem(generation.needs, self.cluster.metadata)
+        if problem:
+            fits = versions.release_meeting(generation.needs)
+            problems.append(
+                f"workload.protocol: {generation.kafka_why}; cluster.kafka {kafka} "
+                f"(metadata: {self.cluster.metadata}): {problem}" + (f" (e.g. cluster.kafka: {fits!r})" if fits else "")
+            )
+        # The members' default client, confluent-kafka 2.16.1, speaks KIP-848 as GA: ConsumerGroupHeartbeat
+        # v1 only. An early-access broker answers v0 only, and such a member never finds its coordinator
+        # ("ConsumerGroupHeartbeatRequest not supported by broker"): the run could only time out.
+        release = self.cluster.release
         if (
-            generation.kafka
-            and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode
+            not problem
+            and generation.needs == "consumer-protocol"
+            and release.consumer_heartbeat_version == 0
+            and getattr(self.workload, "client_requirement", None) is None
         ):
             problems.append(
-                f"workload.protocol: {generation.kafka_why}; "
-                + (
-                    f"cluster.kafka is {kafka}"
-                    if self.cluster.zookeeper_mode
-                    else f"Kafka {kafka} runs without one (use {generation.kafka})"
-                )
+                f"workload.protocol: the consumer protocol's early access on Kafka {kafka} answers "
+                "ConsumerGroupHeartbeat v0 only; the members' default client (confluent-kafka 2.16.1, KIP-848 GA) "
+                "speaks v1 (Kafka 4.0 on): run it on 4.x, or with members on an early-access librdkafka"
             )
         if self.cluster.external:
             if generation.group_home != "kafka":
@@ -302,6 +313,8 @@ class Scenario(Strict):
         # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
         if w.session_timeout_ms < 6000:
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
+        if w.generation.needs == "consumer-protocol":  # 3.7/3.8's early access is switched on; GA needs nothing
+            implied.update(self.cluster.release.consumer_protocol_config())
         if w.generation.broker_timing:
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
             implied.update(

@@ -79,22 +79,43 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
         if family:  # another driver family's section would be refused: its members are not the variant's
             for section in FAMILIES.keys() - {family.section}:
                 workload.pop(section, None)
-        if generation.kafka:
-            cluster["kafka"] = generation.kafka
+        if generation.needs and _cluster_problem(cluster, generation.needs):
+            cluster["kafka"] = versions.release_meeting(generation.needs)  # the default release that gives it
+            cluster.pop("metadata", None)
         skipped = not_applicable(axes.protocol)
         checks = data.get("checks") or {name: {} for name in CHECK_NAMES}
         data["checks"] = {k: v for k, v in checks.items() if k not in skipped}
     if axes.kafka:
-        # The protocol that runs (the axis's, else the scenario's) may exist on one line only.
+        # The protocol that runs (the axis's, else the scenario's) may need what this release lacks.
         protocol = workload.get("protocol")
         generation = GENERATIONS.get(protocol) if isinstance(protocol, str) else None
-        if generation and generation.kafka and generation.kafka != axes.kafka:
-            raise Impossible(f"{protocol} runs on Kafka {generation.kafka} only ({generation.kafka_why})")
         cluster["kafka"] = axes.kafka
-    if cluster.get("kafka") not in (None, *versions.KAFKA_LINES_WITH_ZOOKEEPER):
-        cluster.pop("zookeeper_nodes", None)  # a KRaft line has no ZooKeeper ensemble to size
+        release = versions.kafka_release_or_none(axes.kafka)
+        if generation and generation.needs and release:
+            # 3.7/3.8's consumer protocol early access is KRaft only: such a release runs it in KRaft.
+            if (
+                "metadata" not in cluster
+                and not release.need_problem(generation.needs, "kraft")
+                and release.need_problem(generation.needs, release.default_metadata)
+            ):
+                cluster["metadata"] = "kraft"
+            problem = _cluster_problem(cluster, generation.needs)
+            if problem:
+                raise Impossible(f"{protocol} on Kafka {axes.kafka}: {generation.kafka_why}; {problem}")
+    release = versions.kafka_release_or_none(str(cluster.get("kafka", versions.DEFAULT_KAFKA)))
+    if release and cluster.get("metadata", release.default_metadata) != "zookeeper":
+        cluster.pop("zookeeper_nodes", None)  # a KRaft cluster has no ZooKeeper ensemble to size
     if axes.seed is not None:
         data["seed"] = axes.seed
     if axes.backend:
         cluster["backend"] = axes.backend
     return data, skipped
+
+
+def _cluster_problem(cluster: dict, need: str) -> str | None:
+    """Why the scenario's cluster section (kafka, metadata; defaults if absent) cannot give `need`."""
+    release = versions.kafka_release_or_none(str(cluster.get("kafka", versions.DEFAULT_KAFKA)))
+    if release is None:
+        return None  # a bad release is validation's to name
+    metadata = cluster.get("metadata", release.default_metadata)
+    return release.need_problem(need, metadata if metadata in ("zookeeper", "kraft") else release.default_metadata)

@@ -43,29 +43,33 @@ def test_classpath_lists_the_jars_sorted(tmp_path):
     assert dist.classpath() == ":".join(
         str(tmp_path / n) for n in ("kafka-clients-3.9.2.jar", "kafka_2.13-3.9.2.jar", "zookeeper-3.8.4.jar")
     )
-    assert dist.zookeeper_mode and not install.KafkaDist("4.1", "4.1.1", tmp_path).zookeeper_mode
+    assert dist.release.zookeeper and not install.KafkaDist("4.1", "4.1.1", tmp_path).release.zookeeper
     assert install.KafkaDist("3.9", "3.9.2", tmp_path / "missing").classpath() == ""
 
 
-@pytest.mark.parametrize("line", sorted(versions.KAFKA_RELEASES))
-def test_kafka_pom_pins_kafka_and_an_slf4j_binding(line):
-    pom = ElementTree.fromstring(install._kafka_pom(line))  # also proves it is well-formed XML
+@pytest.mark.parametrize("version", versions.TESTED_KAFKA_RELEASES)
+def test_kafka_pom_pins_kafka_and_an_slf4j_binding(version):
+    release = versions.kafka_release(version)
+    pom = ElementTree.fromstring(install._kafka_pom(release))  # also proves it is well-formed XML
     deps = [
         tuple(d.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version"))
         for d in pom.iterfind("m:dependencies/m:dependency", POM_NS)
     ]
-    assert ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", versions.KAFKA_RELEASES[line]) in deps
-    for binding in versions.SLF4J_BINDINGS[line]:
+    assert ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", version) in deps
+    for binding in release.slf4j_bindings:
         assert binding in deps
-    assert len(deps) == 1 + len(versions.SLF4J_BINDINGS[line])
+    assert len(deps) == 1 + len(release.slf4j_bindings)
     assert pom.findtext("m:packaging", namespaces=POM_NS) == "pom"
 
 
 def test_kafka_pom_versions_are_the_pinned_ones():
-    assert "<version>3.9.2</version>" in install._kafka_pom("3.9")
-    assert "slf4j-reload4j" in install._kafka_pom("3.9")
-    assert "<version>4.1.1</version>" in install._kafka_pom("4.1")
-    assert "log4j-slf4j" in install._kafka_pom("4.1")
+    def pom(text):
+        return install._kafka_pom(versions.kafka_release(text))
+
+    assert "<version>3.9.2</version>" in pom("3.9")
+    assert "slf4j-reload4j" in pom("3.3.2") and "slf4j-reload4j" in pom("3.9")
+    assert "<version>4.4.0</version>" in pom("4.4")
+    assert "log4j-slf4j" in pom("4.0.2") and "log4j-slf4j" in pom("4.4")
 
 
 @pytest.fixture
@@ -93,9 +97,9 @@ def test_missing_tool_says_which_and_how_to_get_it(no_tools, action, tool, how):
 
 def test_kafka_dist_before_setup_says_to_run_setup(tmp_path, monkeypatch):
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
-    with pytest.raises(SetupError, match=r"Kafka 3\.9\.2 is not installed\. Run `rebalance-lab setup`"):
+    with pytest.raises(SetupError, match=r"Kafka 3\.9\.2 is not installed\. Run `rebalance-lab setup --kafka 3\.9\.2`"):
         install.kafka_dist("3.9")
-    with pytest.raises(SetupError, match="unknown Kafka line '2.8'"):
+    with pytest.raises(SetupError, match=r"Kafka 2\.8 is older than the supported range"):
         install.kafka_dist("2.8")
 
 
@@ -206,3 +210,52 @@ def test_a_stopped_setup_gives_a_step_time_to_clean_up_after_itself(tmp_path):
     with pytest.raises(KeyboardInterrupt), like_ctrl_c():  # as `setup` takes SIGTERM
         install.run_to_its_end(["sh", "-c", script], grace_s=30)
     assert cleaned.read_text() == "unmounted\n"
+
+
+def _fake_mvn(calls: list, fail: bool = False, hold_s: float = 0.3):
+    """A stand-in for Maven: writes one jar into the outputDirectory it is given, slowly."""
+
+    def mvn(what, *args, cwd):
+        calls.append(what)
+        time.sleep(hold_s)  # long enough for a second installer to arrive and wait on the lock
+        if fail:
+            raise SetupError(f"{what} failed.")
+        out = Path(next(a for a in args if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
+        out.mkdir(parents=True)
+        (out / "kafka_2.13-3.7.2.jar").write_text("")
+
+    return mvn
+
+
+def test_concurrent_first_uses_install_a_release_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    calls: list = []
+    monkeypatch.setattr(install, "_mvn", _fake_mvn(calls))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(install.install_kafka("3.7.2", print))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and sorted(results) == [False, False, True]
+    assert install.kafka_dist("3.7").version == "3.7.2" and install.kafka_dist("3.7.2").classpath().endswith(".jar")
+    # Nothing but the release and the lock is left beside it: no staging directory.
+    assert {p.name for p in (tmp_path / "components").iterdir()} - {"logs"} == {".locks", "kafka-3.7.2"}
+
+
+def test_a_failed_install_leaves_nothing_that_looks_installed(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setattr(install, "_mvn", _fake_mvn([], fail=True, hold_s=0))
+    with pytest.raises(SetupError):
+        install.install_kafka("4.0.2", print)
+    assert not install.kafka_installed("4.0.2")
+    assert not (tmp_path / "components" / "kafka-4.0.2").exists()
+    assert not [p for p in (tmp_path / "components").iterdir() if "staging" in p.name]
+
+
+def test_an_unsupported_release_is_refused_before_maven(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setattr(install, "_mvn", _fake_mvn(calls := []))
+    with pytest.raises(SetupError, match="older than the supported range"):
+        install.install_kafka("3.2.3", print)
+    assert calls == []
