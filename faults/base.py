@@ -62,6 +62,11 @@ class ScenarioFacts:
     release: Any = None
     kafka_release: Callable[[str], Any] | None = None
     broker_config: Mapping[str, Any] = field(default_factory=dict)  # cluster.broker_config, as written
+    # The client release the members run (workload.client, or its default: a requirement with its
+    # ``version``), and how another one is read: ``client_release(text)`` gives the requirement, or
+    # raises ValueError with why this workload's members cannot run it. None where they run none.
+    client: Any = None
+    client_release: Callable[[str], Any] | None = None
 
     def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
         return replace(self, topics={**self.topics, topic: partitions})
@@ -198,6 +203,10 @@ class FaultSpec(Strict):
 
     def kafka_releases(self) -> list[str]:
         """The Kafka releases this entry runs beyond the cluster's own (installed before the run)."""
+        return []
+
+    def client_requirements(self) -> list[str]:
+        """The client releases this entry runs members on beyond the workload's (installed before the run)."""
         return []
 
     def after(self, scenario: ScenarioFacts) -> ScenarioFacts:

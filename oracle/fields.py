@@ -77,7 +77,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.RUN_FINISHED: ("outcome", "error"),
     ev.GROUP_RESIZED: ("members", "started", "stopped"),
     ev.NODE_RESTARTED: ("process", "role", "kafka", "settings", "stop_ms", "ready_ms", "problems"),
-    ev.CLUSTER_FINALIZED: ("kafka", "metadata", "feature", "previous", "level", "started_mono_ms"),
+    ev.CLUSTER_FINALIZED: ("kafka", "metadata", "feature", "previous", "level", "features", "started_mono_ms"),
     # observer
     ev.LAG_SAMPLED: ("group", "partitions"),
     ev.GROUP_DESCRIBED: ("group", "state", "coordinator", "members", "covers_all"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -55,6 +56,7 @@ Report = Callable[[str], None]
 KRAFT_CONTROLLER_ID = 1000
 INTER_BROKER_PROTOCOL = "inter.broker.protocol.version"
 METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
 # How long a rolling upgrade waits, after a node's start, for the cluster to be whole again: a JVM's start
 # and its replicas catching up take seconds, longer with every other helper's JVMs on two cores.
 NODE_READY_TIMEOUT_S = 120.0
@@ -504,19 +506,47 @@ class LocalCluster:
             previous = before.pop() if len(before) == 1 and None not in before else level
             return {"feature": INTER_BROKER_PROTOCOL, "previous": previous, "level": level}
         tools = kafka_tools(release.version)
-        described = self._features(tools, "describe")
-        previous, supported = described["finalized"], described["supported_max"]
-        if previous != supported:
-            self._features(tools, "upgrade", "--metadata", supported)
-            described = self._features(tools, "describe")
-        if described["finalized"] != supported:
-            raise ClusterError(f"metadata.version is {described['finalized']} after upgrading it to {supported}")
-        return {"feature": METADATA_VERSION, "previous": previous, "level": described["finalized"]}
+        before = self._features(tools, "describe")
+        highest = before[METADATA_VERSION]["max"]  # the latest stable level every node of the release supports
+        # Kafka's notes finalize with `upgrade --release-version X`: every feature to the level release X
+        # maps it to. Done feature by feature here, kraft.version left alone: raising it turns the static
+        # quorum (controller.quorum.voters) into a dynamic one (KAFKA-21426). Releases whose tool has no
+        # version mapping (before 3.9) raise metadata.version alone, as their notes say (`--metadata`).
+        mapping = self._features(tools, "version-mapping", "--release-version", highest)
+        if mapping is None:
+            updates = ["--metadata", highest] if before[METADATA_VERSION]["finalized"] != highest else []
+        else:
+            updates = [
+                arg
+                for feature, level in mapping.items()
+                if feature != KRAFT_VERSION
+                and (
+                    before[METADATA_VERSION]["finalized"] != highest
+                    if feature == METADATA_VERSION
+                    else int(before.get(feature, {}).get("finalized") or 0) < level
+                )
+                for arg in ("--feature", f"{feature}={level}")
+            ]
+        if updates:
+            self._features(tools, "upgrade", *updates)
+        after = self._features(tools, "describe")
+        if after[METADATA_VERSION]["finalized"] != highest:
+            raise ClusterError(
+                f"metadata.version is {after[METADATA_VERSION]['finalized']} after upgrading it to {highest}"
+            )
+        return {
+            "feature": METADATA_VERSION,
+            "previous": before[METADATA_VERSION]["finalized"],
+            "level": highest,
+            "features": {feature: levels["finalized"] for feature, levels in after.items()},
+        }
 
-    def _features(self, tools: KafkaDist, *command: str) -> dict:
-        """Kafka's FeatureCommand against the brokers; for ``describe``, metadata.version's finalized and
-        highest supported levels (``Feature: metadata.version  SupportedMinVersion: …  SupportedMaxVersion:
-        4.4-IV0  FinalizedVersionLevel: 4.3-IV0  Epoch: 12``)."""
+    def _features(self, tools: KafkaDist, *command: str) -> dict | None:
+        """Kafka's FeatureCommand of the new release against the brokers. ``describe``: each feature's
+        finalized and highest supported level (``Feature: metadata.version  SupportedMinVersion: 3.3-IV3
+        SupportedMaxVersion: 4.4-IV0  FinalizedVersionLevel: 4.3-IV0  Epoch: 12``); ``version-mapping``:
+        each feature's level for a release (``group.version=1``, ``metadata.version=27 (4.1-IV1)``), or
+        None where the tool has no such command; ``upgrade``: {} once done."""
         log = self.workdir / "logs" / "kafka-features.log"
         argv = [
             "java",
@@ -534,14 +564,27 @@ class LocalCluster:
         code = Supervisor(owner=self.supervisor.owner).run("kafka-features", "tool", argv, log, timeout=120)
         out = log.read_text(errors="replace")[offset:]
         if code != 0:
+            if command[0] == "version-mapping" and "invalid choice" in out:
+                return None
             raise ClusterError(f"kafka-features {' '.join(command)} failed (exit {code}):\n{out[-2000:]}")
+        if command[0] == "version-mapping":
+            pairs = (
+                line.split(" ", 1)[0].split("=", 1) for line in out.splitlines() if re.match(r"^[a-z.]+=\d+", line)
+            )
+            return {feature: int(level) for feature, level in pairs}
         if command[0] != "describe":
             return {}
-        line = next((line for line in out.splitlines() if line.startswith(f"Feature: {METADATA_VERSION}\t")), None)
-        fields = dict(part.split(": ", 1) for part in line.split("\t")) if line else {}
-        if "FinalizedVersionLevel" not in fields or "SupportedMaxVersion" not in fields:
+        described = {}
+        for line in out.splitlines():
+            if line.startswith("Feature: "):
+                fields = dict(part.split(": ", 1) for part in line.split("\t") if ": " in part)
+                described[fields["Feature"]] = {
+                    "max": fields.get("SupportedMaxVersion"),
+                    "finalized": fields.get("FinalizedVersionLevel"),
+                }
+        if METADATA_VERSION not in described:
             raise ClusterError(f"kafka-features describe did not say {METADATA_VERSION}'s levels:\n{out[-2000:]}")
-        return {"finalized": fields["FinalizedVersionLevel"], "supported_max": fields["SupportedMaxVersion"]}
+        return described
 
     # ----------------------------------------------------------------- topics
 

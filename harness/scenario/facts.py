@@ -35,15 +35,7 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
         topics={t.name: t.partitions for t in scenario.topics},
         backend=backend,
         capabilities=capabilities,
-        release=_release(scenario.cluster.kafka) if runs_nodes else None,
+        release=scenario.cluster.release if runs_nodes else None,
         kafka_release=versions.kafka_release,
         broker_config=dict(scenario.cluster.broker_config),
     )
-
-
-def _release(text: str):
-    """The cluster's release, as the catalogue states it (the cluster section has refused one it lacks)."""
-    try:
-        return versions.kafka_release(text)
-    except ValueError:
-        return None
