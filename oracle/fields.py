@@ -67,6 +67,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "metadata",
         "group_settings",
         "plugins",
+        "client",
     ),
     ev.PHASE: ("phase", "members", "reason"),
     ev.PROCESS_STARTED: ("process", "role", "pid", "kafka"),
@@ -101,9 +102,11 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "rebalance_max_retries",
         "rebalance_backoff_ms",  # zk-eager
         "jvm_pid",
-        "kafka_client",
-        "processing_ms_ignored",
-    ),  # java
+        "kafka_client",  # java, histories before client_version
+        "processing_ms_ignored",  # java
+        "client_library",
+        "client_version",
+    ),
     ev.SUBSCRIPTION_CHANGED: ("topics",),
     ev.GROUP_JOIN_SENT: (),
     ev.GROUP_JOINED: ("leader_id", "is_leader", "protocol_name", "members"),

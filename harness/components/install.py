@@ -528,6 +528,8 @@ def installed_for(scenario, kafka: str | None = None, report: Report = _to_stder
     The Kafka release is the one component installed on first use (the issue's "resolved from
     Maven Central on first use"): a scenario may name any supported release, and `setup` cannot
     know them all in advance. Under the component's lock, so concurrent runs install it once."""
+    if scenario is not None and scenario.workload.client_requirement is not None:
+        _client_available(scenario.workload.client_requirement)
     if scenario is not None and scenario.cluster.external:
         return
     version = kafka or scenario.cluster.kafka
@@ -543,9 +545,12 @@ def installed_for(scenario, kafka: str | None = None, report: Report = _to_stder
         install_kafka(version, report)
     kafka_dist(version)
     if scenario is not None and scenario.workload.driver_class.needs_kafka_tools:
-        if not kafka_tools_installed(version):
-            install_kafka_tools(version, report)
-        kafka_tools(version)
+        # Kafka's tools of the java driver's client release: workload.client's, else the cluster's own.
+        client = scenario.workload.client_requirement
+        tools = client.version if client is not None and client.distribution.registry == "maven" else version
+        if not kafka_tools_installed(tools):
+            install_kafka_tools(tools, report)
+        kafka_tools(tools)
     # A rolling-broker-upgrade's release, installed before the run, not in its middle; in KRaft its
     # tools too: finalizing runs that release's FeatureCommand.
     for fault in scenario.faults if scenario is not None else ():
@@ -558,3 +563,13 @@ def installed_for(scenario, kafka: str | None = None, report: Report = _to_stder
                 if not kafka_tools_installed(upgrade):
                     install_kafka_tools(upgrade, report)
                 kafka_tools(upgrade)
+
+
+def _client_available(requirement) -> None:
+    """workload.client's release exists where it comes from (PyPI asked once, unless installed already); its
+    environment is installed by the run's first use, not here."""
+    from harness.components import client_envs  # it imports this module
+
+    problem = client_envs.pypi_problem(requirement) if requirement.distribution.registry == "pypi" else None
+    if problem:
+        raise SetupError(f"workload.client: {problem}")

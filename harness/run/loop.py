@@ -42,11 +42,12 @@ from harness.cluster.cleanup import clean_up_after_dead_harnesses
 from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
 from harness.cluster.shared import ClusterPool, unshareable
 from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
+from harness.components import client_envs
 from harness.paths import new_stamped_dir
 from harness.reports import run as reporting
 from harness.run import brokerlog
 from harness.run.brokerlog import CoordinatorLog
-from harness.run.clients import Observer, WorkloadProcesses
+from harness.run.clients import Observer, WorkloadProcesses, run_client
 from harness.run.targets import RunTargets
 from harness.scenario import Scenario, redacted_scenario_text
 from harness.supervision.processes import Supervisor, process_state
@@ -162,6 +163,8 @@ class Run:
             self.scenario = scenario = scenario.isolated(scenario.isolation_prefix(self.run_dir.name))
         self.history_path = self.run_dir / "history.jsonl"
         self.history = HistoryWriter(self.history_path, "harness")
+        client = run_client(scenario)
+        self.client = str(client) if client else None  # run_started.client and run.json's: the members' release
         self.timings: dict[str, float] = {}
         self.supervisor = Supervisor(owner=run_owner(self.run_dir), on_start=self._on_start, on_exit=self._on_exit)
         self.stop_signal = RunStop()  # the run's Ctrl-C, SIGTERM and SIGHUP (execute installs it)
@@ -200,6 +203,7 @@ class Run:
                 "seed": self.scenario.seed,
                 "run_dir": str(self.run_dir),
                 "plugins": extensions.recorded(),
+                "client": self.client,
                 "kafka": self.scenario.cluster.recorded_kafka,
                 "metadata": self.scenario.cluster.recorded_metadata,
                 **extra,
@@ -304,6 +308,11 @@ class Run:
     def _run_phases(self) -> None:
         s = self.scenario
         clean_up_after_dead_harnesses(f"the start of run {self.run_dir.name}", self.report)
+        # A client release's first use installs its environment, here, before the run's clock starts.
+        client_envs.member_python(run_client(s), self.report)
+        for f in s.faults:  # and a rolling client upgrade's, not in the middle of its round
+            for requirement in f.client_requirements():
+                client_envs.member_python(client_envs.requirement_of(requirement), self.report)
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()
@@ -325,6 +334,7 @@ class Run:
             metadata=s.cluster.recorded_metadata,
             group_settings=group_settings(s),
             plugins=extensions.recorded(),
+            client=self.client,
             faults=self.schedule,
             clock_offset_ms=round(wall - mono, 3),
         )
@@ -342,7 +352,7 @@ class Run:
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
-        workload = self.workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor)
+        workload = self.workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor, self.report)
         self.observer = self._observer()
         self.observer.start()
         observer = self.observer.status

@@ -18,7 +18,7 @@ from pydantic import Field, TypeAdapter, ValidationError, model_validator
 from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS
 from faults.strict import Strict
 from faults.topic_names import TOPIC_NAME_MAX, topic_set_problems
-from harness.components import versions
+from harness.components import client_envs, versions
 from harness.paths import longest_stamped_name
 from harness.scenario import faults as fault_entries
 from harness.scenario.checks import check_problems
@@ -121,21 +121,11 @@ class Scenario(Strict):
                 f"workload.protocol: {generation.kafka_why}; cluster.kafka {kafka} "
                 f"(metadata: {self.cluster.metadata}): {problem}" + (f" (e.g. cluster.kafka: {fits!r})" if fits else "")
             )
-        # The members' default client, confluent-kafka 2.16.1, speaks KIP-848 as GA: ConsumerGroupHeartbeat
-        # v1 only. An early-access broker answers v0 only, and such a member never finds its coordinator
+        # KIP-848's ConsumerGroupHeartbeat: the members' client speaks one version (client_versions.py), the
+        # brokers answer one (3.7/3.8's early access v0, 4.x v1). Apart, a member never finds its coordinator
         # ("ConsumerGroupHeartbeatRequest not supported by broker"): the run could only time out.
-        release = self.cluster.release
-        if (
-            not problem
-            and generation.needs == "consumer-protocol"
-            and release.consumer_heartbeat_version == 0
-            and getattr(self.workload, "client_requirement", None) is None
-        ):
-            problems.append(
-                f"workload.protocol: the consumer protocol's early access on Kafka {kafka} answers "
-                "ConsumerGroupHeartbeat v0 only; the members' default client (confluent-kafka 2.16.1, KIP-848 GA) "
-                "speaks v1 (Kafka 4.0 on): run it on 4.x, or with members on an early-access librdkafka"
-            )
+        if not problem and generation.needs == "consumer-protocol":
+            problems += self._heartbeat_problems()
         if self.cluster.external:
             if generation.group_home != "kafka":
                 problems.append(
@@ -162,6 +152,30 @@ class Scenario(Strict):
                     "(group.min.session.timeout.ms), which on an external cluster is not the scenario's"
                 )
         return problems
+
+    def _heartbeat_problems(self) -> list[str]:
+        requirement, distribution = self.workload.client_requirement, self.workload.driver_class.client_distribution
+        client = requirement or (client_envs.default_client(distribution) if distribution else None)
+        spoken, answered = client and client.consumer_heartbeat_version, self.cluster.release.consumer_heartbeat_version
+        if spoken is None or answered is None or spoken == answered:
+            return []  # a client without KIP-848 is workload.client's to say; a release without it, the need's
+        fits = ", ".join(
+            f"{client.distribution.name} {first}" + (f" … before {nxt[0]}" if nxt else " on")
+            for (first, v), nxt in zip(
+                client.distribution.consumer_heartbeat, [*client.distribution.consumer_heartbeat[1:], None], strict=True
+            )
+            if v == answered
+        )
+        stage = "early access" if answered == 0 else "GA"
+        said = (
+            f"workload.client: {client}"
+            if requirement
+            else f"workload.protocol: the members' default client, {client},"
+        )
+        return [
+            f"{said} speaks KIP-848's ConsumerGroupHeartbeat v{spoken}; Kafka {self.cluster.kafka}'s consumer protocol "
+            f"({stage}) answers v{answered} only: its members would never find their coordinator (for it: {fits})"
+        ]
 
     def _driver_problems(self) -> list[str]:
         """What the members' driver says it cannot do (Kafka's VerifiableConsumer: one topic by name,

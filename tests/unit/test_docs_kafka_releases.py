@@ -34,7 +34,7 @@ REFUSED = {
     "Kafka 4.5 is newer": {"cluster": {"kafka": "4.5"}},
     "Kafka 4.0.2 has no zookeeper mode": {"cluster": {"kafka": "4.0", "metadata": "zookeeper"}},
     "on Kafka 3.7.2 needs": {"cluster": {"kafka": "3.7.2"}, "workload": {"protocol": "consumer"}},
-    "early access on Kafka 3.7.2 answers": {
+    "Kafka 3.7.2's consumer protocol (early access) answers": {
         "cluster": {"kafka": "3.7.2", "metadata": "kraft"},
         "workload": {"protocol": "consumer"},
     },
