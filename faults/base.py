@@ -67,6 +67,15 @@ class ScenarioFacts:
     # raises ValueError with why this workload's members cannot run it. None where they run none.
     client: Any = None
     client_release: Callable[[str], Any] | None = None
+    # The protocol generation the members run (workload.protocol; an earlier protocol-migration's
+    # ``to`` for the entries after it) and KIP-848 on the scenario's Kafka release: None (the
+    # release has none), "early-access" or "ga" (the release catalogue's consumer_protocol).
+    protocol: str | None = None
+    assignor: str | None = None  # the assignor the members run (workload.assignor or the generation's)
+    consumer_protocol: str | None = None
+    # Classic assignors the driver writes its own user data into assignments with (Driver.assignment_user_data).
+    driver_assignment_user_data: frozenset[str] = frozenset()
+    members_busy_until_s: float = 0.0  # a protocol-migration's round moves the members until then
 
     def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
         return replace(self, topics={**self.topics, topic: partitions})
@@ -128,6 +137,34 @@ class Effects:
 
 
 NO_EFFECTS = Effects()  # its target (if it has one) goes on as before
+
+
+@dataclass(frozen=True)
+class MemberChanges:
+    """What a member's next incarnation runs differently from the workload's members, for a fault
+    that restarts it changed (``Targets.restart``): an upgrade path moves a group member by member.
+    A field left None keeps what the member ran before. The changes a member was given stay with
+    its slot: a later restart without changes starts it as it last ran.
+
+    - ``protocol``: another protocol generation (``oracle/protocols.py``), all its row says — Kafka's
+      ``group.protocol``, who assigns, the timing's owner — as the member's spec carries it
+      (``workloads.driver.protocol_fields``). ``assignor`` goes with it: None is the generation's
+      default, or the workload's own assignor when the generation is the workload's.
+    - ``client``: another client library release, in ``workload.client``'s form
+      (``"confluent-kafka==2.10.1"``)."""
+
+    protocol: str | None = None
+    assignor: str | None = None
+    client: str | None = None
+
+    def __post_init__(self):
+        if self.assignor is not None and self.protocol is None:
+            raise ValueError("an assignor is changed with the protocol generation it belongs to")
+
+    def then(self, later: MemberChanges) -> MemberChanges:
+        """These changes, then ``later``'s on top (a protocol brings its own assignor)."""
+        protocol, assignor = (later.protocol, later.assignor) if later.protocol else (self.protocol, self.assignor)
+        return MemberChanges(protocol=protocol, assignor=assignor, client=later.client or self.client)
 
 
 class FaultSpec(Strict):
@@ -213,6 +250,14 @@ class FaultSpec(Strict):
         """The scenario as the entries after this one see it (a created topic exists)."""
         return scenario
 
+    def broker_config(self) -> dict[str, str]:
+        """Broker settings this entry needs (under what the scenario sets explicitly)."""
+        return {}
+
+    def member_protocols(self) -> tuple[str, ...]:
+        """Protocol generations it starts members on, beyond the workload's (their broker settings apply)."""
+        return ()
+
     def members_after(self, running: int) -> int:
         """How many members run once this fault is done, ``running`` before it."""
         return running
@@ -293,7 +338,8 @@ class Targets(Protocol):
     def pause(self, name: str) -> None: ...
     def resume(self, name: str) -> None: ...
     def kill(self, name: str, sig: int) -> None: ...
-    def restart(self, name: str) -> None: ...
+    # Start a stopped process again; a member with ``changes`` runs them from this incarnation on.
+    def restart(self, name: str, changes: MemberChanges | None = None) -> None: ...
     # A node of the cluster (a broker, the KRaft controller) stopped cleanly and started again on
     # release ``kafka`` (None: the one it runs), its settings changed by ``settings`` (a None value
     # removes one), on the same data; back once the cluster is whole again. What was done, and how long.

@@ -14,6 +14,7 @@ from faults.join_storm import JoinStorm
 from faults.network import Network
 from faults.pause import Pause
 from faults.poll_stall import PollStall
+from faults.protocol_migration import ProtocolMigration
 from faults.rolling_broker_upgrade import RollingBrokerUpgrade
 from faults.rolling_restart import RollingRestart
 from faults.scale import Scale
@@ -29,6 +30,7 @@ BUILT_IN: dict[str, type[Fault]] = {
         ZkSessionExpiry,
         PollStall,
         RollingRestart,
+        ProtocolMigration,
         JoinStorm,
         Scale,
         AddPartitions,

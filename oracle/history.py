@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import sys
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -27,7 +28,7 @@ from . import vocabulary as ev
 from .events import compile_values, problem
 from .integrity import Audit, Broken, LoadReport, refusal
 from .offsets import OffsetSet
-from .protocols import INCREMENTAL_PROTOCOLS
+from .protocols import GENERATIONS, INCREMENTAL_PROTOCOLS, Generation
 
 Event = dict[str, Any]
 T = TypeVar("T")
@@ -765,6 +766,87 @@ class History:
             "incremental",
             lambda: any(e.get("incremental") for e in self.named(ev.PARTITIONS_ASSIGNED, ev.PARTITIONS_REVOKED)),
         )
+
+    # --- protocol generations, per member incarnation ------------------------------------
+    # A run's members may not all run one generation: a protocol migration restarts them one by
+    # one on another (docs/history.md, "Mixed groups"). Each incarnation's consumer_started says
+    # what it ran; the run's own protocol is what every other one ran.
+
+    def protocol_of(self, slot: MemberSlot) -> str | None:
+        """The generation an incarnation ran: its consumer_started's `protocol`, else the run's."""
+        return self._incarnation_protocols().get(slot, self.protocol)
+
+    def generation_of(self, slot: MemberSlot) -> Generation | None:
+        """An incarnation's row of oracle/protocols.py (None: a generation this reader does not know)."""
+        protocol = self.protocol_of(slot)
+        return GENERATIONS.get(protocol) if isinstance(protocol, str) else None
+
+    def incremental_of(self, slot: MemberSlot) -> bool:
+        """Its rebalance callbacks carry deltas: its generation's fact, or its own callbacks say so."""
+        generation = self.generation_of(slot)
+        return bool(generation and generation.incremental) or self.incremental
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """Every generation a member of the run ran, the run's own first."""
+        ran = [self.protocol, *self._incarnation_protocols().values()]
+        return tuple(dict.fromkeys(p for p in ran if isinstance(p, str)))
+
+    @property
+    def mixed(self) -> bool:
+        """Members ran both of Kafka's group protocols (classic and consumer): the group was
+        migrated online, and was a consumer group only while a consumer-protocol member was in it."""
+        kinds = {GENERATIONS[p].group_protocol for p in self.protocols if p in GENERATIONS}
+        return len(kinds - {None}) > 1
+
+    def consumer_group_at(self, mono_ms: float) -> bool:
+        """The group was a KIP-848 consumer group at the instant: generations were each member's own
+        epoch, not the group's. In a run of one generation, its row says it; in a mixed group, the
+        brokers converted it on the first consumer-protocol member's heartbeat and back when the last
+        one left (GroupMetadataManager): from such an incarnation's first epoch to its end."""
+        if not self.mixed:
+            generation = GENERATIONS.get(self.protocol) if isinstance(self.protocol, str) else None
+            return bool(generation and generation.member_epochs)
+        return any(start <= mono_ms < end for start, end in self._consumer_group_spans())
+
+    def _incarnation_protocols(self) -> dict[MemberSlot, str]:
+        def compute() -> dict[MemberSlot, str]:
+            return {
+                self._slot(e): e["protocol"]
+                for e in self.named(ev.CONSUMER_STARTED)
+                if "member" in e and isinstance(e.get("protocol"), str)
+            }
+
+        return self.memo("incarnation_protocols", compute)
+
+    def _consumer_group_spans(self) -> list[tuple[float, float]]:
+        """(first epoch, end) of each incarnation running a generation with member epochs. Its end:
+        its consumer_stopped, its process's exit, its slot's next incarnation, else the end."""
+
+        def compute() -> list[tuple[float, float]]:
+            epochs = {
+                s for s, p in self._incarnation_protocols().items() if p in GENERATIONS and GENERATIONS[p].member_epochs
+            }
+            first: dict[MemberSlot, float] = {}
+            for e in self.named(ev.GROUP_JOINED):
+                slot = self._slot(e) if "member" in e else None
+                if slot in epochs:
+                    first.setdefault(slot, e["mono_ms"])
+            pids = {e.get("pid"): self._slot(e) for e in self.named(ev.CONSUMER_STARTED) if "member" in e}
+            ends: dict[MemberSlot, float] = {}
+            for e in self.named(ev.CONSUMER_STOPPED, ev.PROCESS_EXITED, ev.CONSUMER_STARTED):
+                if e["name"] == ev.PROCESS_EXITED:
+                    slot = pids.get(e.get("pid"))
+                elif e["name"] == ev.CONSUMER_STARTED and "member" in e:
+                    slot = self._slot(e)
+                    slot = MemberSlot(slot.member, slot.incarnation - 1) if slot.incarnation > 1 else None
+                else:
+                    slot = self._slot(e) if "member" in e else None
+                if slot is not None:
+                    ends.setdefault(slot, e["mono_ms"])
+            return sorted((t, ends.get(slot, math.inf)) for slot, t in first.items())
+
+        return self.memo("consumer_group_spans", compute)
 
     def known_offsets(self, tp: TopicPartition) -> OffsetSet:
         """Offsets we know exist in the log: acknowledged or seen by a consumer.

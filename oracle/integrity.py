@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from . import vocabulary as ev
 from .fields import unknown_fields
 from .legacy import FAULT_EFFECTS_SINCE
+from .protocols import GENERATIONS
 
 REFUSE = "refuse"
 SET_ASIDE = "set-aside"
@@ -101,6 +102,16 @@ PROMISES: dict[str, Promise] = {
             REFUSE,
             "the explanations, ownership and convergence read what a fault did from it alone: "
             "a fault that says nothing would be judged as one that did nothing",
+        ),
+        Promise(
+            "member-protocol",
+            "a member incarnation says once which protocol generation it runs (consumer_started's "
+            "protocol); where the run's members ran more than one, every incarnation says it, naming a "
+            "generation this oracle knows (oracle/protocols.py)",
+            REFUSE,
+            "a migrated group's members are judged each by its own generation's rules (epochs or the "
+            "group's generations, eager or incremental callbacks): one that said none, or two, would be "
+            "judged by the wrong ones",
         ),
         Promise(
             "produced",
@@ -229,6 +240,8 @@ class Audit:
         self._writers: dict[tuple[Any, Any], _Writer] = {}
         self._restarts: list[tuple[str, int]] = []  # (writer, line): seq back to 1 without an incarnation
         self._unsaid: list[tuple[str, int]] = []  # (fault id, line): a fault_started without its effects
+        self._run_protocol: Any = None
+        self._protocols: dict[tuple[Any, Any], list[tuple[Any, int]]] = {}  # member writer -> (protocol, line)
         self._run_started: int | None = None
         self._finished_at: int | None = None  # the line of run_finished
         self._format = 1
@@ -299,12 +312,15 @@ class Audit:
                 )
             self._run_started, self._started_mono = line, mono
             self._format = event.get("format_version") or 1
+            self._run_protocol = event.get("protocol")
             for t in event.get("topics") or ():
                 self._counts[t["topic"]] = max(self._counts.get(t["topic"], 0), t["partitions"])
         elif name == ev.RUN_FINISHED:
             self._finished_at, self._finished_mono, self.report.run_finished = line, mono, True
         elif name in (ev.PARTITIONS_ADDED, ev.TOPIC_CREATED):
             self._counts[event["topic"]] = max(self._counts.get(event["topic"], 0), event["partitions"])
+        elif name == ev.CONSUMER_STARTED and event.get(ev.MEMBER) is not None:
+            self._protocols.setdefault(key, []).append((event.get("protocol"), line))
         elif name == ev.FAULT_STARTED and event.get(ev.EFFECTS) is None:  # fine before format 3 (`finish`)
             self._unsaid.append((f"{event.get('fault_id') or 'a fault'} ({event.get('kind')})", line))
 
@@ -347,8 +363,30 @@ class Audit:
         if event.get("success") and event.get("error_code") is not None:
             self._break("record-fields", (line,), f"offsets_committed succeeded with error_code {event['error_code']}")
 
+    def _member_protocols(self) -> None:
+        """member-protocol: once per incarnation; in a mixed group, said by all, and known."""
+        stated = {p for said in self._protocols.values() for p, _ in said if p is not None}
+        mixed = len(stated | ({self._run_protocol} if self._run_protocol is not None else set())) > 1
+        for key, said in self._protocols.items():
+            if len(said) > 1:
+                self._break(
+                    "member-protocol",
+                    tuple(line for _, line in said),
+                    f"{_writer(key)} started {len(said)} times: " + ", ".join(f"{p or 'no protocol'}" for p, _ in said),
+                )
+            elif mixed and said[0][0] not in GENERATIONS:
+                protocol, line = said[0]
+                self._break(
+                    "member-protocol",
+                    (line,),
+                    f"{_writer(key)}: "
+                    + (f"protocol {protocol!r} is no generation this oracle knows" if protocol else "no protocol")
+                    + f" in a group whose members ran {', '.join(sorted(map(str, stated)))}",
+                )
+
     def finish(self) -> list[Broken]:
         """The promises that span the file; then every promise broken, in line order."""
+        self._member_protocols()
         if self._format >= 2:
             for writer, line in self._restarts:
                 self._break("writer-sequence", (line,), f"{writer}: seq 1 again without a new incarnation")

@@ -14,7 +14,7 @@ import heapq
 import math
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from . import vocabulary as ev
@@ -86,6 +86,9 @@ class Ownership:
     # a member (KIP-848 epochs) moved on to a generation
     joins: list[tuple[float, int, MemberSlot]] = field(default_factory=list)
     member_epochs: bool = False  # KIP-848: a generation is one member's epoch, not the group's
+    # In a migrated group (History.mixed) that depends on the instant: whether the group was a
+    # consumer group then (History.consumer_group_at). None: ``member_epochs`` all along.
+    epochs_at: Callable[[float], bool] | None = None
 
     def __post_init__(self) -> None:
         self._by_tp: dict[TopicPartition, list[Session]] = defaultdict(list)
@@ -177,9 +180,13 @@ class Ownership:
     def _moved_on(self, slot: MemberSlot, generation: int, mono_ms: float) -> bool:
         """A generation newer than ``generation`` was joined by ``mono_ms``: by anyone (classic), by ``slot`` (KIP-848)."""
         return any(
-            g > generation and (not self.member_epochs or s == slot)
-            for _t, g, s in self.joins[: bisect_right(self.joins, (mono_ms, math.inf))]
+            g > generation and (s == slot or not self._epochs(t))
+            for t, g, s in self.joins[: bisect_right(self.joins, (mono_ms, math.inf))]
         )
+
+    def _epochs(self, mono_ms: float) -> bool:
+        """Generations were each member's own epoch at the instant (a consumer group), not the group's."""
+        return self.epochs_at(mono_ms) if self.epochs_at is not None else self.member_epochs
 
     def owners_at(self, mono_ms: float) -> dict[TopicPartition, list[Session]]:
         """Sessions open at an instant (half-open: an ending session no longer counts)."""
@@ -233,9 +240,11 @@ class _Derivation:
         # KIP-848: a member told of a new epoch that must give partitions up stays at its previous
         # epoch on the broker until it has revoked them (only then are they handed on). What it
         # revokes before its next assignment it held at the old epoch: slot -> the epoch it learnt.
+        # Which of these a member does is its incarnation's generation's (a migrated group has both).
         generation = GENERATIONS.get(history.protocol) if isinstance(history.protocol, str) else None
         self.member_epochs = bool(generation and generation.member_epochs)
         self.epoch_pending: dict[MemberSlot, int] = {}
+        self.own_epochs: dict[MemberSlot, bool] = {}  # slot -> its generation has member epochs
 
     def run(self) -> Ownership:
         for e in self.history.events:
@@ -245,8 +254,22 @@ class _Derivation:
         for slot in list(self.epoch_pending):  # an epoch learnt and kept to the end (no callback followed)
             self.enter_epoch(slot)
         return Ownership(
-            self.sessions, dict(self.assignments), dict(self.incremental_revokes), self.joins, self.member_epochs
+            self.sessions,
+            dict(self.assignments),
+            dict(self.incremental_revokes),
+            self.joins,
+            self.member_epochs,
+            self.history.consumer_group_at if self.history.mixed else None,
         )
+
+    def epochs_of(self, slot: MemberSlot) -> bool:
+        """KIP-848's member epochs for this incarnation: it reaches an epoch on its own heartbeat and
+        keeps its old one until it has revoked what it must give up. A classic member, even in a
+        consumer group, joins with its partitions already given up (its JoinGroup is the rejoin)."""
+        if slot not in self.own_epochs:
+            generation = self.history.generation_of(slot)
+            self.own_epochs[slot] = bool(generation.member_epochs) if generation else self.member_epochs
+        return self.own_epochs[slot]
 
     def slot(self, e: Event) -> MemberSlot:
         slot = MemberSlot.of(e)
@@ -312,7 +335,7 @@ class _Derivation:
         self.revoke_pending.pop(slot, None)
         self.enter_epoch(slot)
         self.epoch_pending[slot] = e["generation"]
-        if not self.member_epochs:
+        if not self.epochs_of(slot):
             self.enter_epoch(slot)
 
     def enter_epoch(self, slot: MemberSlot) -> None:

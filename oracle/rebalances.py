@@ -238,8 +238,11 @@ class _Measurement:
         joined, synced = self.joined[generation], self.synced.get(generation, {})
         members = sorted(joined)
         assigned = {s: e for s, e in self.assigned.get(generation, {}).items() if s in joined}
-        if self.history.incremental:  # an empty cooperative delta may come without a callback
-            assigned.update({s: e for s, e in synced.items() if s in joined and s not in assigned})
+        # An empty cooperative delta may come without a callback: each member's own generation says
+        # whether its callbacks are deltas (a migrated group has eager and incremental members).
+        assigned.update(
+            {s: e for s, e in synced.items() if s in joined and s not in assigned and self.history.incremental_of(s)}
+        )
         completed = len(assigned) == len(members) and self.whole_membership(generation, assigned)
         r = Rebalance(
             generation,

@@ -23,6 +23,7 @@ from .checks.exclusive_ownership import SPLIT_BRAIN_MODES
 from .events import shown
 from .explain import Explanation, explain_rebalances
 from .history import Event, History, TopicPartition, gc_paused
+from .migrations import migrations
 from .rebalances import Rebalance, rebalances_of, run_rebalances
 
 T = TypeVar("T")
@@ -115,6 +116,7 @@ class Verdict:
         if self.stats:
             lines.append(clocks_line(self.stats))
             lines.extend(f"fault {line}" for line in fault_lines(self.stats))
+            lines.extend(f"migration {line}" for line in migration_lines(self.stats))
         for heading, anomalies in (("violations", self.violations), ("findings", self.findings)):
             if anomalies:
                 lines.append(f"{heading}:")
@@ -290,6 +292,8 @@ def run_stats(history: History) -> dict[str, Any]:
         "run_id": history.run.get("run_id"),
         "scenario": history.run.get("scenario"),
         "protocol": history.protocol,
+        # every generation a member ran, the run's first: more than one after a protocol migration
+        "protocols": list(history.protocols),
         "outcome": finished.get("outcome"),
         "events": len(history.events),
         "acked": sum(map(len, history.acked.values())),
@@ -305,6 +309,8 @@ def run_stats(history: History) -> dict[str, Any]:
         if history.workload_started is None
         else round((history.workload_started - history.t0) / 1000, 3),
         "faults": _faults_done(history),
+        # a protocol migration's hand-overs, per member moved (oracle/migrations.py): empty when none
+        "migrations": migrations(history),
         # chaos the scenario asked for that did not happen (or was not undone): no check's to judge,
         # but a PASS without it is not the run the scenario describes
         "faults_failed": [
@@ -362,6 +368,20 @@ def fault_lines(stats: dict) -> list[str]:
             f"{f['fault_id']} {f['kind']} {f['target'] or ''}: {when}, started t+{f['started_t_s']:.3f}s, {healed}"
         )
     return lines
+
+
+def migration_lines(stats: dict) -> list[str]:
+    """A line per member a protocol migration moved: 'consumer-2#2 classic-eager -> consumer: left
+    at t+31.512s; joined +0.41 s, owning +1.52 s, group stable +2.10 s'."""
+
+    def after(ms: float | None) -> str:
+        return "never" if ms is None else f"+{ms / 1000:.2f} s"
+
+    return [
+        f"{m['member']}#{m['incarnation']} {m['from']} -> {m['to']}: left at t+{m['left_t_s']:.3f}s; joined "
+        f"{after(m['joined_ms'])}, owning {after(m['owning_ms'])}, group stable {after(m['stable_ms'])}"
+        for m in stats.get("migrations") or ()
+    ]
 
 
 def clocks_line(stats: dict) -> str:

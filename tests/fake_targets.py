@@ -105,8 +105,9 @@ class FakeTargets:
         self._record("kill", name, sig)
         self.stopped.add(name)
 
-    def restart(self, name):
-        self._record("restart", name)
+    def restart(self, name, changes=None):
+        # A restart with changes records them (faults.base.MemberChanges); a plain one as before.
+        self._record("restart", name, *([changes] if changes is not None else []))
         self.stopped.discard(name)
 
     # --- rolling upgrades -------------------------------------------------------------------

@@ -229,6 +229,9 @@ class Member(TakesCommands, Driver):
 
     Settings = LibrdkafkaSettings
     client_distribution = "confluent-kafka"
+    # librdkafka's sticky assignor puts its own data in each member's assignment: seen on Kafka
+    # 4.1.1 with confluent-kafka 2.16.1, the brokers refusing the upgrade of such a group.
+    assignment_user_data = frozenset({"cooperative-sticky"})
 
     def __init__(self, spec: MemberSpec[LibrdkafkaSettings], stop: threading.Event):
         self.spec = spec

@@ -146,6 +146,10 @@ class Driver(ABC):
     # The client distribution workload.client may name a release of (workloads/client_versions.py):
     # "confluent-kafka" (librdkafka), "kafka-clients" (Java); None: it runs on the harness's own only.
     client_distribution: ClassVar[str | None] = None
+    # Classic assignors whose assignments it writes user data of its own into. The brokers cannot
+    # carry that into a consumer group, so they refuse the online upgrade of such a group
+    # (Kafka 4.x, ConsumerGroup.fromClassicGroup: "userData from a custom assignor would be lost").
+    assignment_user_data: ClassVar[frozenset[str]] = frozenset()
     spec: MemberSpec
     events: MemberEvents
     command_pending: threading.Event

@@ -109,7 +109,11 @@ class ClusterBackend(Protocol):
     def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None: ...
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None: ...
 
-    # Only a backend with Capability.NODE_UPGRADES (a rolling-broker-upgrade; validation refuses it elsewhere):
+
+class UpgradableBackend(ClusterBackend, Protocol):
+    """What a backend with Capability.NODE_UPGRADES does besides (a rolling-broker-upgrade; validation
+    refuses one anywhere else)."""
+
     def release(self, name: str | None = None) -> Any: ...  # the catalogue's facts of what a node (the brokers) runs
     @property
     def metadata_mode(self) -> str: ...  # "zookeeper" | "kraft"

@@ -13,7 +13,7 @@ from oracle.checks.duplicates import summary as duplicates_summary
 from oracle.checks.history_integrity import NAME as HISTORY_INTEGRITY
 from oracle.explain import NOTABLE_MS
 from oracle.integrity import LoadReport
-from oracle.verdict import clocks_line, fault_lines, headline
+from oracle.verdict import clocks_line, fault_lines, headline, migration_lines
 
 _COLOUR = {"pass": "green", "fail": "red", "error": "red", "incomplete": "yellow"}
 
@@ -141,6 +141,8 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
         console.print(escape(clocks_line(verdict["stats"])), highlight=False)
         for line in fault_lines(verdict["stats"]):
             console.print(escape(f"fault {line}"), highlight=False)
+        for line in migration_lines(verdict["stats"]):
+            console.print(escape(f"migration {line}"), highlight=False)
     for name, c in _checks_and_measurements(verdict):
         if c["status"] == "error":  # where it raised; the whole traceback is in verdict.json
             console.print("[red]error[/] " + escape(f"[{name}] {c['reason']}{_raised_at(c)}"), highlight=False)
@@ -248,6 +250,9 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
     if s.get("faults") is not None:
         lines += ["", "## Faults", "", clocks_line(s).replace("times: ", "Times: ", 1) + "."]
         lines += [""] + [f"- {line}" for line in fault_lines(s)] if s["faults"] else []
+    if moved := migration_lines(s):
+        lines += ["", "## Protocol migration hand-overs", "", "From the old incarnation's exit."]
+        lines += [""] + [f"- {line}" for line in moved]
     if failed := faults_failed_lines(verdict):
         lines += ["", "## Faults not done", ""] + [f"- {line}" for line in failed]
     for heading in ("violations", "findings"):

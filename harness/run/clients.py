@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from faults.base import MemberChanges
 from harness.cluster.backend import ClusterBackend
 from harness.cluster.config import JVM_OPTS
 from harness.cluster.ports import free_port
@@ -28,9 +29,9 @@ from harness.scenario import Scenario
 from harness.scenario.workload import client_problem
 from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, StopTier
-from oracle.protocols import driver_plugin
+from oracle.protocols import GENERATIONS, Generation, driver_plugin
 from runtime import secrets
-from workloads.client_versions import ClientRequirement
+from workloads.client_versions import ClientRequirement, parse_client
 from workloads.consumer import LibrdkafkaSettings
 from workloads.coordinated import CoordinatedSettings
 from workloads.driver import MemberSpec, driver_of, protocol_fields
@@ -130,19 +131,42 @@ class Member(Client):
         super().__init__(name, supervisor, run_dir)
         self.workload = workload
         self.lane = int(name.rsplit("-", 1)[1])
-        w = workload.scenario.workload
-        self.module = w.generation.drivers[w.driver]
-        # The client release its next incarnation runs on (use_client changes it: a rolling client upgrade).
+        self.changes = MemberChanges()  # what its incarnations run differently from the workload's members
+        # The client release its next incarnation runs on (a change's ``client``: a rolling client upgrade).
         self.client: ClientRequirement | None = run_client(workload.scenario)
+
+    def change(self, changes: MemberChanges) -> None:
+        """Its next incarnations run these changes (faults' ``Targets.restart``), on top of earlier ones.
+        ValueError, with the reason, for a client release its driver cannot run."""
+        if changes.client is not None:
+            self.use_client(parse_client(changes.client))
+        self.changes = self.changes.then(changes)
 
     def use_client(self, requirement: ClientRequirement) -> None:
         """Run the member's next incarnations on ``requirement`` (installed, if need be, as it starts).
         ValueError, with the reason, for a release its driver cannot run."""
         w = self.workload.scenario.workload
-        problem = client_problem(requirement, driver_of(self.module), w.driver, w.generation)
+        problem = client_problem(requirement, driver_of(self.module), w.driver, self.generation)
         if problem:
             raise ValueError(f"{self.name}: {problem}")
         self.client = requirement
+
+    @property
+    def generation(self) -> Generation:
+        """The protocol generation it runs: the workload's, unless a fault changed it."""
+        w = self.workload.scenario.workload
+        return GENERATIONS[self.changes.protocol] if self.changes.protocol else w.generation
+
+    @property
+    def assignor(self) -> str:
+        w = self.workload.scenario.workload
+        if self.changes.assignor:
+            return self.changes.assignor
+        return w.effective_assignor if self.generation is w.generation else self.generation.assignors[0]
+
+    @property
+    def module(self) -> str:
+        return self.generation.drivers[self.workload.scenario.workload.driver]
 
     def command(self) -> list[str]:
         """Its driver, in the interpreter of its client release (client_envs.member_python)."""
@@ -166,8 +190,8 @@ class Member(Client):
             bootstrap_servers=cluster.lane_bootstrap_servers(lane),
             group=w.group,
             topics=[w.topic_pattern] if w.topic_pattern else s.consumed_topics,
-            **protocol_fields(w.generation),
-            assignor=w.effective_assignor,
+            **protocol_fields(self.generation),
+            assignor=self.assignor,
             commit=w.commit,
             processing_ms=w.processing_ms,
             session_timeout_ms=w.session_timeout_ms,

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 
 from faults import network
-from faults.base import COORDINATOR
+from faults.base import COORDINATOR, MemberChanges
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend
 from harness.cluster.kinds import KRaftControllerKind
@@ -81,8 +81,13 @@ class RunTargets:
     def kill(self, name: str, sig: int) -> None:
         self.service(name).kill(sig)
 
-    def restart(self, name: str) -> None:
-        self.service(name).start()
+    def restart(self, name: str, changes: MemberChanges | None = None) -> None:
+        service = self.service(name)
+        if changes is not None:
+            if not isinstance(service, Member):
+                raise ClusterError(f"{name} is not a member of the group; only a member restarts changed")
+            service.change(changes)
+        service.start()
 
     # --- rolling upgrades ----------------------------------------------------------------
 

@@ -38,4 +38,15 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
         release=scenario.cluster.release if runs_nodes else None,
         kafka_release=versions.kafka_release,
         broker_config=dict(scenario.cluster.broker_config),
+        protocol=scenario.workload.protocol,
+        assignor=scenario.workload.effective_assignor,
+        driver_assignment_user_data=scenario.workload.driver_class.assignment_user_data,
+        consumer_protocol=_consumer_protocol(scenario),
     )
+
+
+def _consumer_protocol(scenario: Scenario) -> str | None:
+    """KIP-848 on the scenario's brokers: the release catalogue's word for its release, in KRaft mode."""
+    if scenario.cluster.zookeeper_mode:
+        return None
+    return scenario.cluster.release.consumer_protocol

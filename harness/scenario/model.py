@@ -27,6 +27,7 @@ from harness.scenario.errors import validation_problems
 from harness.scenario.facts import fault_facts
 from harness.scenario.faults import Fault, RandomFaults
 from harness.scenario.workload import Workload
+from oracle.protocols import GENERATIONS
 from runtime.errors import ScenarioError
 from workloads.load.profile import LoadProfile  # the load profile's own model
 
@@ -329,7 +330,12 @@ class Scenario(Strict):
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
         if w.generation.needs == "consumer-protocol":  # 3.7/3.8's early access is switched on; GA needs nothing
             implied.update(self.cluster.release.consumer_protocol_config())
-        if w.generation.broker_timing:
+        # What faults need of the brokers (a protocol migration's policy), and the generations they
+        # start members on: KIP-848's timing is the brokers' as soon as any member runs it.
+        for f in self.faults:
+            implied.update(f.broker_config())
+        generations = [w.generation, *(GENERATIONS[p] for f in self.faults for p in f.member_protocols())]
+        if any(g.broker_timing for g in generations):
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
             implied.update(
                 {

@@ -5,7 +5,9 @@ assignment. Cooperative generations in which members revoked partitions are
 deliberately partial (KIP-429's first phase: the moved partitions go to nobody
 until the follow-up rebalance), so there only double assignment is checked.
 KIP-848 (`consumer`) epochs are reached member by member, so they too are only
-checked for double assignment. For eager range / roundrobin the layout must also
+checked for double assignment — and so are the epochs of a migrated group while it was a
+consumer group, classic members and all (the brokers assign them, with their own assignor:
+no layout is judged then either). For eager range / roundrobin the layout must also
 match the assignor's definition; cooperative-sticky has no closed-form layout.
 Members that reported their subscriptions (librdkafka's, with a pattern) are
 held to them: a topic only some members' metadata matched yet goes to those.
@@ -28,7 +30,7 @@ from ..anomalies import Anomaly, CheckResult, duration, members, plural
 from ..assignors import LAYOUTS
 from ..history import History, Instant, MemberSlot, TopicPartition, render_partitions
 from ..ownership import ownership_of
-from ..protocols import GENERATIONS, LAYOUT_PROTOCOLS
+from ..protocols import LAYOUT_PROTOCOLS
 from ..rebalances import COMPLETED, run_rebalances
 
 NAME = "assignment-validity"
@@ -39,12 +41,17 @@ def check(history: History, options: dict) -> CheckResult:
     ownership = ownership_of(history)
     result = CheckResult()
     checked, partial, layouts = [], [], []
-    member_epochs = history.protocol in GENERATIONS and GENERATIONS[history.protocol].member_epochs
     for rebalance in run_rebalances(history):  # the harness's teardown is not the group's doing
         if rebalance.status != COMPLETED:
             continue
         generation = rebalance.generation
         assignment = ownership.assignments.get(generation, {})
+        # A consumer group's epochs are reached member by member, classic members of a migrated
+        # group included (their JoinGroup is answered with their own epoch): in a run of one
+        # generation its row says so, in a mixed one the instant does (History.consumer_group_at).
+        # Judged when its last member joined: the rebalance that follows the conversion back to a
+        # classic group begins with the last consumer-protocol member's leave, inside its span.
+        member_epochs = history.consumer_group_at(rebalance.stabilized.mono_ms) if rebalance.stabilized else False
         checked.append(generation)
         owners: dict[TopicPartition, list[MemberSlot]] = defaultdict(list)
         for slot, tps in assignment.items():
@@ -78,7 +85,13 @@ def check(history: History, options: dict) -> CheckResult:
         missing = [tp for tp in subscribed if tp not in owners]
         absent = _absent_members(history, rebalance)
         assignor = _assignor(history, generation)
-        layout_applies = assignor in LAYOUTS and history.protocol in LAYOUT_PROTOCOLS and bool(assignment)
+        # Each member's own generation: in a migrated group back on the classic protocol, only
+        # generations whose members all ran an eager range / roundrobin generation have a layout.
+        layout_applies = (
+            assignor in LAYOUTS
+            and bool(assignment)
+            and all(history.protocol_of(slot) in LAYOUT_PROTOCOLS for slot in assignment)
+        )
         if not absent:  # everyone the coordinator counted joined, or nobody to blame: the assignment is theirs
             if missing:
                 result.violations.append(_unassigned(rebalance, missing))

@@ -55,13 +55,16 @@ class ConsumerBuilder:
             **fields,
         )
 
-    def start(self, commit_mode: str = "sync", group_instance_id: str | None = None) -> ConsumerBuilder:
+    def start(
+        self, commit_mode: str = "sync", group_instance_id: str | None = None, protocol: str | None = None
+    ) -> ConsumerBuilder:
+        """Its consumer_started; ``protocol``: another generation than the run's (a migrated member)."""
         self.history.emit("process_started", "harness", process=self.name, role="consumer", pid=self.pid)
         self.emit(
             "consumer_started",
             pid=self.pid,
             group="g",
-            protocol=self.history.protocol,
+            protocol=protocol or self.history.protocol,
             assignor=self.history.assignor,
             group_instance_id=group_instance_id,
             commit_mode=commit_mode,

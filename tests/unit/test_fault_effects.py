@@ -49,14 +49,20 @@ DECLARED: dict[str, tuple[dict, Effects]] = {
         Effects(silences="polls", silenced_as="stuck in processing (poll stall)"),
     ),
     "rolling-restart": ({"targets": ["consumer-1"], "down_s": 0, "interval_s": 0}, Effects()),
+    "protocol-migration": ({"to": "consumer", "members": ["consumer-1"], "interval_s": 0}, Effects()),
     "join-storm": ({"consumers": 2}, Effects()),
     "scale": ({"consumers": 2}, Effects()),
     "add-partitions": ({"topic": "events", "partitions": 12}, Effects()),
     "create-topic": ({"topic": "events-2", "partitions": 4}, Effects()),
     "rolling-broker-upgrade": ({"to": "3.9.2", "interval_s": 0}, Effects()),
 }
-# Kinds added after format 3 began: their fault_started always says its effects.
-SINCE_FORMAT_3 = {"rolling-broker-upgrade"}
+
+
+SINCE_FORMAT_3 = {
+    "protocol-migration",
+    "rolling-broker-upgrade",
+    "rolling-client-upgrade",
+}  # kinds added once every fault_started carried its effects
 
 
 def fault_of(kind: str, fault_id: str = "f1", **options) -> Fault:
@@ -231,7 +237,8 @@ def test_the_legacy_table_reads_a_crash_restart_as_the_oracle_always_did():
     assert with_effects({**old, "params": {"duration_s": 5}})[ev.EFFECTS][ev.RESTART_AFTER_S] is None  # format 1's
     assert with_effects({**old, "params": None})[ev.EFFECTS][ev.DOWN] == ev.KILLED
     assert with_effects({**old, "kind": "someone-elses"})[ev.EFFECTS] == Effects().to_event()
-    assert set(LEGACY_FAULT_EFFECTS) == set(catalogue.BUILT_IN) - SINCE_FORMAT_3  # the kinds there were then
+    # the kinds there were when format 3 began; a newer one writes its effects from the start
+    assert set(LEGACY_FAULT_EFFECTS) == set(catalogue.BUILT_IN) - SINCE_FORMAT_3
 
 
 def test_effects_a_history_of_an_older_format_carries_are_its_own():

@@ -284,6 +284,7 @@ def test_the_catalogue_names_each_kind_once_and_the_scenario_takes_its_kinds_fro
         "zk-session-expiry",
         "poll-stall",
         "rolling-restart",
+        "protocol-migration",
         "join-storm",
         "scale",
         "add-partitions",

@@ -124,7 +124,11 @@ def test_check_on_a_newer_history_exits_2_with_one_message(tmp_path):
     assert "Traceback" not in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.name.split(".")[0])
+# The fixtures recorded before run_started carried its format's version (tests/fixtures/histories/README.md).
+UNVERSIONED = [p for p in FIXTURES if p.name.split(".")[0] != "protocol-migration"]
+
+
+@pytest.mark.parametrize("fixture", UNVERSIONED, ids=lambda p: p.name.split(".")[0])
 def test_histories_written_before_the_version_are_version_1(fixture, tmp_path):
     path = tmp_path / "history.jsonl"
     path.write_bytes(gzip.decompress(fixture.read_bytes()))

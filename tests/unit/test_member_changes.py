@@ -1,0 +1,114 @@
+"""A member restarted with changes (faults.base.MemberChanges, Targets.restart): its next
+incarnations' spec carries the changed generation, assignor and client; the workload's other
+members, and a later plain restart's spec, stay as they were told."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from faults.base import MemberChanges
+from harness.run.clients import Member, WorkloadProcesses
+from harness.run.targets import RunTargets
+from harness.scenario import load_scenario
+from runtime.errors import ClusterError
+
+BASE = {
+    "name": "t",
+    "duration_s": 30,
+    "cluster": {"kafka": "4.4", "brokers": 1},
+    "topics": [{"name": "events", "partitions": 4}],
+    "workload": {"consumers": 2, "protocol": "classic-cooperative"},
+}
+
+
+class Cluster:
+    def lane_bootstrap_servers(self, lane: int) -> str:
+        return f"127.0.0.1:{9000 + lane}"
+
+
+def workload(tmp_path: Path) -> WorkloadProcesses:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(BASE, sort_keys=False))
+    processes = WorkloadProcesses.__new__(WorkloadProcesses)  # the scenario and the cluster's lanes are enough
+    processes.scenario, processes.cluster, processes.run_dir, processes.services = (
+        load_scenario(path),
+        Cluster(),
+        tmp_path,
+        {},
+    )
+    processes.supervisor = None  # nothing is started
+    return processes
+
+
+def spec_of(member: Member):
+    return member.spec()
+
+
+def test_a_member_changed_runs_the_other_generation_and_back(tmp_path):
+    w = workload(tmp_path)
+    one, two = w.member("consumer-1"), w.member("consumer-2")
+    before = spec_of(one)
+    assert (before.protocol, before.group_protocol, before.assignor) == (
+        "classic-cooperative",
+        "classic",
+        "cooperative-sticky",
+    )
+    one.change(MemberChanges(protocol="consumer"))
+    after = spec_of(one)
+    assert (after.protocol, after.group_protocol, after.assignor, after.assignor_runs_on) == (
+        "consumer",
+        "consumer",
+        "uniform",  # the generation's default: the workload's assignor is a classic one
+        "broker",
+    )
+    assert after.broker_timing and spec_of(two).protocol == "classic-cooperative"  # the others stay
+    one.change(MemberChanges(client="confluent-kafka==2.10.1"))  # a later change keeps the protocol
+    assert (spec_of(one).protocol, one.changes.client) == ("consumer", "confluent-kafka==2.10.1")
+    one.change(MemberChanges(protocol="classic-cooperative"))  # back: the workload's own assignor again
+    back = spec_of(one)
+    assert (back.protocol, back.assignor, one.changes.client) == (
+        "classic-cooperative",
+        "cooperative-sticky",
+        "confluent-kafka==2.10.1",
+    )
+
+
+def test_an_assignor_is_changed_only_with_its_generation():
+    with pytest.raises(ValueError, match="with the protocol generation"):
+        MemberChanges(assignor="range")
+    assert MemberChanges(protocol="consumer", assignor="range").then(MemberChanges(protocol="classic-eager")) == (
+        MemberChanges(protocol="classic-eager")
+    )
+
+
+def test_targets_restart_a_member_changed_and_refuse_changes_to_anything_else(tmp_path):
+    started = []
+
+    class Recorded(Member):
+        def __init__(self):  # a member slot that records what it is asked
+            pass
+
+        def change(self, changes):
+            started.append(("change", changes))
+
+        def start(self):
+            started.append("start")
+
+    m = Recorded()
+    broker = SimpleNamespace(start=lambda: started.append("broker"))
+    targets = RunTargets(
+        SimpleNamespace(services={"broker-1": broker}),
+        SimpleNamespace(services={"consumer-1": m}, scenario=SimpleNamespace(subscribes=None)),
+        observer=None,
+        history=None,
+    )
+    changes = MemberChanges(protocol="consumer")
+    targets.restart("consumer-1", changes)
+    targets.restart("consumer-1")
+    assert started == [("change", changes), "start", "start"]
+    with pytest.raises(ClusterError, match="broker-1 is not a member of the group"):
+        targets.restart("broker-1", changes)
