@@ -16,6 +16,7 @@ from faults.pause import Pause
 from faults.poll_stall import PollStall
 from faults.protocol_migration import ProtocolMigration
 from faults.rolling_broker_upgrade import RollingBrokerUpgrade
+from faults.rolling_client_upgrade import RollingClientUpgrade
 from faults.rolling_restart import RollingRestart
 from faults.scale import Scale
 from faults.zk_session_expiry import ZkSessionExpiry
@@ -36,6 +37,7 @@ BUILT_IN: dict[str, type[Fault]] = {
         AddPartitions,
         CreateTopic,
         RollingBrokerUpgrade,
+        RollingClientUpgrade,
     )
 }
 

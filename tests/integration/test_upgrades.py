@@ -2,8 +2,10 @@
 (ZooKeeper mode with its inter-broker protocol step, KRaft with metadata.version finalized) and a
 rolling client upgrade, each under load and judged by every check of the oracle.
 
-The full campaign (three-broker upgrades across lines) is marked ``campaign`` and left out of the
-default run (pyproject's addopts); run it with
+CI runs the cheapest upgrade that can fail: two members of a one-broker group moved from
+confluent-kafka 2.10.1 to the pinned 2.16.1 (no broker restarted: ~40 s). The full campaign
+(three-broker upgrades across lines) is marked ``campaign`` and left out of the default run
+(pyproject's addopts); run it with
 
     python3 -m pytest -m campaign -n 1 tests/integration/test_upgrades.py
 """
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import RunOutcome, assert_healed
+from harness.components import client_envs
+from tests.integration.conftest import RunOutcome, assert_healed, small_scenario
 
 INTER_BROKER_PROTOCOL = "inter.broker.protocol.version"
 
@@ -86,3 +89,33 @@ def test_a_kraft_cluster_upgraded_controller_first_then_its_metadata_version_fin
     [final] = run.named("cluster_finalized")
     assert (final["metadata"], final["feature"]) == ("kraft", "metadata.version")
     assert final["previous"].startswith("4.3-") and final["level"].startswith("4.4-"), final
+
+
+OLD_CLIENT = "confluent-kafka==2.10.1"
+
+
+def test_a_rolling_client_upgrade_restarts_each_member_on_the_new_librdkafka(run_scenario):
+    """Each member's first incarnation loads the old librdkafka, its restart the new one; the group
+    rides it out under load."""
+    import confluent_kafka
+
+    new = f"confluent-kafka=={confluent_kafka.__version__}"  # the pinned default: the harness's own
+    scenario = small_scenario("client-upgrade", duration_s=30)
+    scenario["workload"]["client"] = OLD_CLIENT
+    scenario["faults"] = [{"kind": "rolling-client-upgrade", "at_s": 4, "to": new, "interval_s": 4}]
+    run = run_scenario(scenario)
+    assert run.exit_code == 0, run.output[-4000:]
+    assert all(check["status"] == "passed" for check in run.verdict["checks"].values()), run.verdict["checks"]
+    old_lib = client_envs.installed_librdkafka(client_envs.requirement_of(OLD_CLIENT))
+    new_lib = confluent_kafka.libversion()[0]
+    assert old_lib and old_lib != new_lib
+    [fault] = run.named("fault_started")
+    assert fault["details"]["order"] == ["consumer-1", "consumer-2"]
+    started = [(e["member"], e["incarnation"], e["client_version"]) for e in run.named("consumer_started")]
+    for member in ("consumer-1", "consumer-2"):
+        lives = [(inc, version) for m, inc, version in started if m == member]
+        assert lives[0] == (1, old_lib), lives
+        assert len(lives) >= 2 and {version for _, version in lives[1:]} == {new_lib}, lives
+    [started_run] = run.named("run_started")
+    assert started_run.get("client", OLD_CLIENT) == OLD_CLIENT
+    assert_healed(run)

@@ -31,6 +31,7 @@ ENTRIES = {
     "add-partitions": {"topic": "events", "partitions": 12},
     "create-topic": {"topic": "events-2", "partitions": 3},
     "rolling-broker-upgrade": {"to": "3.9.2"},
+    "rolling-client-upgrade": {"to": "confluent-kafka==2.99.0"},
     "protocol-migration": {"to": "consumer"},
 }
 # Kinds the smoke scenario's Kafka (3.9, ZooKeeper mode) cannot have, and the cluster that can.

@@ -55,6 +55,7 @@ DECLARED: dict[str, tuple[dict, Effects]] = {
     "add-partitions": ({"topic": "events", "partitions": 12}, Effects()),
     "create-topic": ({"topic": "events-2", "partitions": 4}, Effects()),
     "rolling-broker-upgrade": ({"to": "3.9.2", "interval_s": 0}, Effects()),
+    "rolling-client-upgrade": ({"to": "confluent-kafka==2.99.0", "interval_s": 0}, Effects()),
 }
 
 

@@ -290,6 +290,7 @@ def test_the_catalogue_names_each_kind_once_and_the_scenario_takes_its_kinds_fro
         "add-partitions",
         "create-topic",
         "rolling-broker-upgrade",
+        "rolling-client-upgrade",
     )
     assert RANDOM_KINDS == ("pause", "crash", "network", "poll-stall")  # the order every seeded draw relies on
     assert all(fault.Spec.kind_name() == kind for kind, fault in catalogue.KINDS.items())

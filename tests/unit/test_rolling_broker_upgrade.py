@@ -145,3 +145,56 @@ def test_the_compose_backend_cannot_restart_a_node_on_another_release():
         "faults.0.kind: the compose backend cannot restart the cluster's nodes on another Kafka release: "
         "each of its images holds one Kafka release"
     )
+
+
+# --- rolling-client-upgrade -----------------------------------------------------------------
+
+
+def test_each_member_is_restarted_in_turn_on_the_new_client():
+    from faults.base import MemberChanges
+
+    targets = FakeTargets(consumers=2)
+    fault = from_spec(
+        {
+            "fault_id": "f1",
+            "kind": "rolling-client-upgrade",
+            "at_s": 0,
+            "to": "confluent-kafka==2.16.1",
+            "interval_s": 0,
+        }
+    )
+    assert fault.inject(targets) == {"order": ["consumer-1", "consumer-2"], "to": "confluent-kafka==2.16.1"}
+    fault._thread.join(timeout=10)
+    changes = MemberChanges(client="confluent-kafka==2.16.1")
+    assert targets.actions() == [
+        ("kill", "consumer-1", 15),
+        ("restart", "consumer-1", changes),
+        ("kill", "consumer-2", 15),
+        ("restart", "consumer-2", changes),
+    ]
+
+
+def client_problems(to: str, client: str | None = "confluent-kafka==2.10.1", **workload) -> list[str]:
+    data = copy.deepcopy(SMOKE)
+    data["cluster"] = {"kafka": "3.9.2"}
+    data["workload"] = {**data["workload"], **({"client": client} if client else {}), **workload}
+    data["faults"] = [{"kind": "rolling-client-upgrade", "at_s": 5, "to": to}]
+    try:
+        Scenario.model_validate(data)
+    except ValidationError as e:
+        return [f"{key}: {reason}" for key, reason in validation_problems(e)]
+    return []
+
+
+def test_a_client_upgrade_goes_to_a_newer_release_the_driver_takes():
+    assert client_problems("confluent-kafka==2.16.1") == []
+    [older] = client_problems("confluent-kafka==2.6.1")
+    assert older == (
+        "faults.0.to: confluent-kafka==2.6.1 is a downgrade (confluent-kafka==2.10.1); an upgrade goes to a newer release"
+    )
+    [other] = client_problems("kafka-clients==3.9.2")
+    assert other.startswith("faults.0.to: the librdkafka driver takes a release of confluent-kafka")
+    [floor] = client_problems("confluent-kafka==1.9.2")
+    assert floor.startswith("faults.0.to: confluent-kafka==1.9.2: below the floor")
+    [same] = client_problems("confluent-kafka==2.16.1", client=None)  # the pinned default
+    assert same.startswith("faults.0.to: confluent-kafka==2.16.1 is the client the members run")
