@@ -68,7 +68,7 @@ def assert_upgraded(run: RunOutcome, old: str, new: str, nodes: list[str], setti
 @pytest.mark.campaign
 def test_a_zookeeper_cluster_upgraded_across_lines_with_its_protocol_raised_by_a_second_roll(module_run):
     brokers = ["broker-1", "broker-2", "broker-3"]
-    run = module_run("upgrade-zk", upgrade_scenario("upgrade-zk", "3.8.1", "3.9.2", 3, 150))
+    run = module_run("upgrade-zk", upgrade_scenario("upgrade-zk", "3.8.1", "3.9.2", 3, 100))
     pinned, raised = {INTER_BROKER_PROTOCOL: "3.8"}, {INTER_BROKER_PROTOCOL: "3.9"}
     assert_upgraded(run, "3.8.1", "3.9.2", brokers, [pinned] * 3 + [raised] * 3)
     [final] = run.named("cluster_finalized")
@@ -84,7 +84,7 @@ def test_a_zookeeper_cluster_upgraded_across_lines_with_its_protocol_raised_by_a
 @pytest.mark.campaign
 def test_a_kraft_cluster_upgraded_controller_first_then_its_metadata_version_finalized(module_run):
     nodes = ["controller-1", "broker-1", "broker-2", "broker-3"]
-    run = module_run("upgrade-kraft", upgrade_scenario("upgrade-kraft", "4.3.1", "4.4.0", 3, 110))
+    run = module_run("upgrade-kraft", upgrade_scenario("upgrade-kraft", "4.3.1", "4.4.0", 3, 90))
     assert_upgraded(run, "4.3.1", "4.4.0", nodes, [{}] * 4)
     [final] = run.named("cluster_finalized")
     assert (final["metadata"], final["feature"]) == ("kraft", "metadata.version")
