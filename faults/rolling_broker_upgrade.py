@@ -118,6 +118,7 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
     Spec = RollingBrokerUpgradeSpec
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    failed: str | None = None  # why the round stopped short, if it did
     _names: list[str] = field(default_factory=list)  # in the order restarted: controllers, then brokers
     _brokers: list[str] = field(default_factory=list)
     _zookeeper: bool = False
@@ -141,7 +142,7 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
         self._names = [*controllers, *self._brokers]
         pin = {INTER_BROKER_PROTOCOL: release.line} if self._zookeeper else {}
         self._thread = threading.Thread(
-            target=self._round,
+            target=self._run_round,
             args=(targets, target, pin, release),
             name=f"{self.fault_id}-upgrade",
             daemon=True,
@@ -177,6 +178,13 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
         if not self._stop.is_set():
             targets.finalize_features(target.version, began)
 
+    def _run_round(self, targets: Targets, *args) -> None:
+        """The round, its failure kept: the heal raises it, and the history says it (fault_heal_failed)."""
+        try:
+            self._round(targets, *args)
+        except Exception as e:
+            self.failed = f"{type(e).__name__}: {e}"
+
     def heal(self, targets: Targets) -> None:
         self._stop.set()
         if self._thread:
@@ -184,3 +192,5 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
         for name in self._names:
             if not targets.is_running(name):
                 targets.restart(name)
+        if self.failed:
+            raise RuntimeError(f"the round stopped: {self.failed}")

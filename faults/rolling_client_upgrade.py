@@ -74,6 +74,7 @@ class RollingClientUpgrade(Fault[RollingClientUpgradeSpec]):
     Spec = RollingClientUpgradeSpec
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    failed: str | None = None  # why the round stopped short, if it did
     _names: list[str] = field(default_factory=list)
     _done: set[str] = field(default_factory=set)
 
@@ -108,6 +109,13 @@ class RollingClientUpgrade(Fault[RollingClientUpgradeSpec]):
             if i < len(self._names) - 1:
                 self._stop.wait(self.spec.interval_s)
 
+    def _run_round(self, targets: Targets, *args) -> None:
+        """The round, its failure kept: the heal raises it, and the history says it (fault_heal_failed)."""
+        try:
+            self._round(targets, *args)
+        except Exception as e:
+            self.failed = f"{type(e).__name__}: {e}"
+
     def heal(self, targets: Targets) -> None:
         self._stop.set()
         if self._thread:
@@ -115,3 +123,5 @@ class RollingClientUpgrade(Fault[RollingClientUpgradeSpec]):
         for name in self._names:
             if not targets.is_running(name):
                 targets.restart(name, self.changes)
+        if self.failed:
+            raise RuntimeError(f"the round stopped: {self.failed}")

@@ -577,7 +577,8 @@ class LocalCluster:
         described = {}
         for line in out.splitlines():
             if line.startswith("Feature: "):
-                fields = dict(part.split(": ", 1) for part in line.split("\t") if ": " in part)
+                # Tab-separated up to 4.3, padded with spaces from 4.4: "Name: value" pairs either way.
+                fields = dict(re.findall(r"(\w+): (\S+)", line))
                 described[fields["Feature"]] = {
                     "max": fields.get("SupportedMaxVersion"),
                     "finalized": fields.get("FinalizedVersionLevel"),

@@ -84,7 +84,7 @@ def test_a_zookeeper_cluster_upgraded_across_lines_with_its_protocol_raised_by_a
 @pytest.mark.campaign
 def test_a_kraft_cluster_upgraded_controller_first_then_its_metadata_version_finalized(module_run):
     nodes = ["controller-1", "broker-1", "broker-2", "broker-3"]
-    run = module_run("upgrade-kraft", upgrade_scenario("upgrade-kraft", "4.3.1", "4.4.0", 3, 90))
+    run = module_run("upgrade-kraft", upgrade_scenario("upgrade-kraft", "4.3.1", "4.4.0", 3, 120))
     assert_upgraded(run, "4.3.1", "4.4.0", nodes, [{}] * 4)
     [final] = run.named("cluster_finalized")
     assert (final["metadata"], final["feature"]) == ("kraft", "metadata.version")

@@ -198,3 +198,16 @@ def test_a_client_upgrade_goes_to_a_newer_release_the_driver_takes():
     assert floor.startswith("faults.0.to: confluent-kafka==1.9.2: below the floor")
     [same] = client_problems("confluent-kafka==2.16.1", client=None)  # the pinned default
     assert same.startswith("faults.0.to: confluent-kafka==2.16.1 is the client the members run")
+
+
+def test_a_round_that_breaks_is_said_by_its_heal_not_lost_in_its_thread():
+    class Breaking(FakeTargets):
+        def finalize_features(self, kafka, started_mono_ms):
+            raise RuntimeError("kafka-features describe did not say metadata.version's levels")
+
+    targets = Breaking(brokers=1, kafka="4.3.1", metadata="kraft")
+    fault = from_spec({"fault_id": "f1", "kind": "rolling-broker-upgrade", "at_s": 0, "to": "4.4.0", "interval_s": 0})
+    fault.inject(targets)
+    fault._thread.join(timeout=10)
+    with pytest.raises(RuntimeError, match="the round stopped: RuntimeError: kafka-features describe"):
+        fault.heal(targets)
