@@ -16,7 +16,7 @@ Every kind lives in its own module and is listed once in ``faults/catalogue.py``
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, Protocol, TypeVar, get_args
 
@@ -55,6 +55,18 @@ class ScenarioFacts:
     # What that backend can do (faults/capabilities.py). Without CLUSTER_NODES, ``targets`` holds
     # only the run's own processes.
     capabilities: frozenset[Capability] = EVERY_CAPABILITY
+    # The Kafka release the cluster runs, as the release catalogue states its facts (``version``,
+    # ``line``, ``zookeeper``, ``kraft`` …: harness/components/versions.py), and the catalogue itself:
+    # ``kafka_release(text)`` gives another release's facts or raises ValueError with the reason.
+    # None where unknown (an external cluster), or in tests that need neither.
+    release: Any = None
+    kafka_release: Callable[[str], Any] | None = None
+    broker_config: Mapping[str, Any] = field(default_factory=dict)  # cluster.broker_config, as written
+    # The client release the members run (workload.client, or its default: a requirement with its
+    # ``version``), and how another one is read: ``client_release(text)`` gives the requirement, or
+    # raises ValueError with why this workload's members cannot run it. None where they run none.
+    client: Any = None
+    client_release: Callable[[str], Any] | None = None
     # The protocol generation the members run (workload.protocol; an earlier protocol-migration's
     # ``to`` for the entries after it) and KIP-848 on the scenario's Kafka release: None (the
     # release has none), "early-access" or "ga" (the release catalogue's consumer_protocol).
@@ -185,6 +197,9 @@ class FaultSpec(Strict):
     # It acts on its target's process (a signal, its poll loop, its ZooKeeper session), which must be
     # up when it starts; a network fault acts on the target's proxies, which are there either way.
     acts_on_process: ClassVar[bool] = False
+    # It leaves the cluster other than it found it (another Kafka release): a run with it cannot
+    # borrow a cluster other runs use (harness.cluster.shared).
+    changes_cluster: ClassVar[bool] = False
 
     @property
     def effects(self) -> Effects:
@@ -221,6 +236,14 @@ class FaultSpec(Strict):
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         """(key, reason) for whatever keeps this entry from being done in ``scenario``."""
+        return []
+
+    def kafka_releases(self) -> list[str]:
+        """The Kafka releases this entry runs beyond the cluster's own (installed before the run)."""
+        return []
+
+    def client_requirements(self) -> list[str]:
+        """The client releases this entry runs members on beyond the workload's (installed before the run)."""
         return []
 
     def after(self, scenario: ScenarioFacts) -> ScenarioFacts:
@@ -317,8 +340,20 @@ class Targets(Protocol):
     def kill(self, name: str, sig: int) -> None: ...
     # Start a stopped process again; a member with ``changes`` runs them from this incarnation on.
     def restart(self, name: str, changes: MemberChanges | None = None) -> None: ...
+    # A node of the cluster (a broker, the KRaft controller) stopped cleanly and started again on
+    # release ``kafka`` (None: the one it runs), its settings changed by ``settings`` (a None value
+    # removes one), on the same data; back once the cluster is whole again. What was done, and how long.
+    def restart_node(self, name: str, kafka: str | None, settings: Mapping[str, Any]) -> dict: ...
+    # The release the cluster's brokers run now (the catalogue's facts) and how it keeps its
+    # metadata (``zookeeper`` | ``kraft``); another release's facts, from the catalogue.
+    def cluster_kafka(self) -> tuple[Any, str]: ...
+    def kafka_release(self, text: str) -> Any: ...
+    # Every node runs ``kafka``: the upgrade finalized (KRaft: metadata.version raised to the highest
+    # level every node supports; ZooKeeper mode: the brokers' inter.broker.protocol.version, which a
+    # rolling restart set, confirmed), recorded as ``cluster_finalized``. What it was and is now.
+    def finalize_features(self, kafka: str, started_mono_ms: float) -> dict: ...
     def is_running(self, name: str) -> bool: ...
-    def group_names(self, which: str) -> list[str]: ...  # "brokers" | "consumers"
+    def group_names(self, which: str) -> list[str]: ...  # "brokers" | "consumers" | "controllers"
     def proxies(self, target: str, link: str) -> list[str]: ...  # faults.network.LINKS
     def toxiproxy(self) -> ToxiproxyClient: ...
     def command(self, member: str, command: dict) -> None: ...

@@ -39,6 +39,13 @@ class Capability(enum.Enum):
         "read the brokers' logs, where a trigger sees the group's states",
         "they are not the harness's to read",
     )
+    # Stopping a node of the cluster (a broker, the KRaft controller) and starting it again on
+    # another Kafka release, on the same data, with settings changed: a rolling upgrade. The
+    # local backend swaps the classpath a node's JVM starts with; a container's image holds one.
+    NODE_UPGRADES = (
+        "restart the cluster's nodes on another Kafka release",
+        "each of its images holds one Kafka release",
+    )
 
     def __init__(self, does: str, missing_because: str):
         self.does = does

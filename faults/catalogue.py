@@ -15,6 +15,8 @@ from faults.network import Network
 from faults.pause import Pause
 from faults.poll_stall import PollStall
 from faults.protocol_migration import ProtocolMigration
+from faults.rolling_broker_upgrade import RollingBrokerUpgrade
+from faults.rolling_client_upgrade import RollingClientUpgrade
 from faults.rolling_restart import RollingRestart
 from faults.scale import Scale
 from faults.zk_session_expiry import ZkSessionExpiry
@@ -34,12 +36,15 @@ BUILT_IN: dict[str, type[Fault]] = {
         Scale,
         AddPartitions,
         CreateTopic,
+        RollingBrokerUpgrade,
+        RollingClientUpgrade,
     )
 }
 
 KINDS: dict[str, type[Fault]]
 SPECS: dict[str, type[FaultSpec]]
 TOPIC_KINDS: frozenset[str]  # a shared cluster refuses them
+CLUSTER_CHANGING_KINDS: frozenset[str]  # and these: they leave the cluster on another release
 DRAWABLE: tuple[str, ...]  # what random_faults may pick
 
 
@@ -63,13 +68,14 @@ def _registry() -> dict[str, type[Fault]]:
             KINDS=kinds,
             SPECS=specs,
             TOPIC_KINDS=frozenset(kind for kind, spec in specs.items() if spec.names_topics),
+            CLUSTER_CHANGING_KINDS=frozenset(kind for kind, spec in specs.items() if spec.changes_cluster),
             DRAWABLE=tuple(kind for kind, spec in specs.items() if spec.drawable),
         )
     return globals()["KINDS"]
 
 
 def __getattr__(name: str):
-    if name not in ("KINDS", "SPECS", "TOPIC_KINDS", "DRAWABLE"):
+    if name not in ("KINDS", "SPECS", "TOPIC_KINDS", "CLUSTER_CHANGING_KINDS", "DRAWABLE"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     _registry()
     return globals()[name]

@@ -60,6 +60,8 @@ TOPIC_CREATED = "topic_created"
 HEAL_CHECKED = "heal_checked"
 RUN_FINISHED = "run_finished"
 GROUP_RESIZED = "group_resized"  # the harness started or stopped members as the load profile asked
+NODE_RESTARTED = "node_restarted"  # a rolling upgrade restarted a broker or controller (another release, settings)
+CLUSTER_FINALIZED = "cluster_finalized"  # a rolling upgrade finalized: the cluster's feature level raised
 
 # -- observer events (source: observer) ------------------------------------------------------
 LAG_SAMPLED = "lag_sampled"
@@ -145,6 +147,8 @@ HARNESS_EVENTS = (
     HEAL_CHECKED,
     RUN_FINISHED,
     GROUP_RESIZED,
+    NODE_RESTARTED,
+    CLUSTER_FINALIZED,
 )
 OBSERVER_EVENTS = (LAG_SAMPLED, GROUP_DESCRIBED)
 PRODUCER_EVENTS = (PRODUCER_STARTED, PRODUCER_STOPPED, RECORDS_ACKED, PRODUCE_FAILED)

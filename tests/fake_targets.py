@@ -10,6 +10,28 @@ answered from a small model of the run: brokers, members, and who is stopped.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FakeRelease:
+    """What a fault reads of the release catalogue's facts (harness.components.versions.KafkaRelease)."""
+
+    version: str
+    zookeeper: bool = True
+    kraft: bool = True
+
+    @property
+    def line(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+
+def fake_release(text: str) -> FakeRelease:
+    """A release as the catalogue would give it: ZooKeeper mode up to 3.9, "3.9" is 3.9.2."""
+    version = {"3.8": "3.8.1", "3.9": "3.9.2", "4.3": "4.3.1", "4.4": "4.4.0"}.get(text, text)
+    if not version[0].isdigit():
+        raise ValueError(f"{text!r} is not a Kafka release")
+    return FakeRelease(version, zookeeper=version < "4")
 
 
 class FakeToxiproxy:
@@ -36,6 +58,8 @@ class FakeTargets:
         consumers: int = 3,
         coordinator: str = "broker-1",
         zookeeper_session_timeout_s: float = 6.0,
+        kafka: str = "3.9.2",
+        metadata: str = "zookeeper",
     ):
         self.t0 = time.monotonic()
         self.calls: list[tuple] = []
@@ -47,6 +71,8 @@ class FakeTargets:
         self.session_timeout_s = zookeeper_session_timeout_s
         self.stopped: set[str] = set()
         self._toxiproxy = FakeToxiproxy(self)
+        self.release, self.metadata = fake_release(kafka), metadata
+        self.controllers = ["controller-1"] if metadata == "kraft" else []
 
     def _record(self, *call):
         if call[1] in self.broken:
@@ -62,7 +88,7 @@ class FakeTargets:
         return self.coordinator if name == "coordinator" else name
 
     def group_names(self, which):
-        return list(self.brokers if which == "brokers" else self.consumers)
+        return list({"brokers": self.brokers, "controllers": self.controllers}.get(which, self.consumers))
 
     def is_running(self, name):
         return name not in self.stopped
@@ -83,6 +109,22 @@ class FakeTargets:
         # A restart with changes records them (faults.base.MemberChanges); a plain one as before.
         self._record("restart", name, *([changes] if changes is not None else []))
         self.stopped.discard(name)
+
+    # --- rolling upgrades -------------------------------------------------------------------
+
+    def cluster_kafka(self):
+        return self.release, self.metadata
+
+    def kafka_release(self, text):
+        return fake_release(text)
+
+    def restart_node(self, name, kafka, settings):
+        self._record("restart_node", name, kafka, dict(settings))
+        return {"process": name, "kafka": kafka, "settings": dict(settings)}
+
+    def finalize_features(self, kafka, started_mono_ms):
+        self._record("finalize_features", kafka)
+        return {"kafka": kafka}
 
     # --- network ----------------------------------------------------------------------------
 

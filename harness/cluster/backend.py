@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from faults.capabilities import Capability
 
@@ -108,6 +108,17 @@ class ClusterBackend(Protocol):
     def zookeeper_session_timeout_s(self, name: str) -> float: ...
     def create_topics(self, topics: list[TopicSpec], timeout: float = 60.0) -> None: ...
     def add_partitions(self, topic: str, total: int, timeout: float = 60.0) -> None: ...
+
+
+class UpgradableBackend(ClusterBackend, Protocol):
+    """What a backend with Capability.NODE_UPGRADES does besides (a rolling-broker-upgrade; validation
+    refuses one anywhere else)."""
+
+    def release(self, name: str | None = None) -> Any: ...  # the catalogue's facts of what a node (the brokers) runs
+    @property
+    def metadata_mode(self) -> str: ...  # "zookeeper" | "kraft"
+    def restart_node(self, name: str, kafka: str | None, settings: dict) -> dict: ...
+    def finalize_features(self, kafka: str) -> dict: ...
 
 
 def backend_class(name: str) -> type[ClusterBackend]:

@@ -188,7 +188,8 @@ class ComposeCluster:
     service_kinds: ClassVar[tuple[type, ...]] = CLUSTER_KINDS
     starts_cluster: ClassVar[bool] = True
     # As the local backend: a paused node is a frozen container, its logs are bind-mounted here.
-    capabilities: ClassVar[frozenset[Capability]] = EVERY_CAPABILITY  # it runs the whole cluster
+    # It runs the whole cluster, each node from an image of one Kafka release: no rolling upgrade.
+    capabilities: ClassVar[frozenset[Capability]] = EVERY_CAPABILITY - {Capability.NODE_UPGRADES}
     sasl_plain_listeners: ClassVar[bool] = False  # its topology has no SASL listener
 
     def __init__(self, spec: ClusterSpec, workdir: Path, supervisor: Supervisor, report: Report = lambda _m: None):

@@ -14,6 +14,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -40,8 +43,10 @@ from harness.components.install import (
     KafkaDist,
     jolokia_agent,
     kafka_dist,
+    kafka_tools,
     toxiproxy_binary,
 )
+from harness.components.versions import kafka_release
 from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, role_tiers, stop_in_order
 from runtime.errors import ClusterError
@@ -49,6 +54,12 @@ from runtime.errors import ClusterError
 Report = Callable[[str], None]
 
 KRAFT_CONTROLLER_ID = 1000
+INTER_BROKER_PROTOCOL = "inter.broker.protocol.version"
+METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
+# How long a rolling upgrade waits, after a node's start, for the cluster to be whole again: a JVM's start
+# and its replicas catching up take seconds, longer with every other helper's JVMs on two cores.
+NODE_READY_TIMEOUT_S = 120.0
 SASL_LISTENER = "SASL"  # the name of a broker's SASL/PLAIN listener (ClusterSpec.sasl_plain)
 
 
@@ -77,6 +88,8 @@ class LocalCluster:
         self.controller_port: int | None = None
         self.kafka_admin: ClusterAdmin | None = None  # once the brokers have addresses
         self.sasl_ports: dict[str, int] = {}  # broker -> its SASL/PLAIN listener's port (spec.sasl_plain)
+        self.node_settings: dict[str, dict] = {}  # broker -> settings a rolling upgrade gave it (restart_node)
+        self.replaced_settings: dict[str, dict] = {}  # broker -> what those settings were before their last change
 
     # ----------------------------------------------------------------- addresses
 
@@ -377,32 +390,34 @@ class LocalCluster:
     # ----------------------------------------------------------------- brokers
 
     def _write_broker_configs(self) -> None:
-        for name, i in self.broker_ids.items():
-            listeners = self.network.listener_properties(i)
-            if self.spec.sasl_plain:
-                listeners = self._with_sasl_listener(name, listeners)
-            data = self.workdir / "data" / name
-            if self.spec.zookeeper_mode:
-                props = config.zk_broker_properties(
-                    i,
-                    listeners,
-                    data,
-                    self.spec.brokers,
-                    self.network.zookeeper_connect(i),
-                    self.spec.broker_settings(i),
-                )
-            else:
-                props = config.kraft_broker_properties(
-                    i, listeners, data, self.spec.brokers, self._kraft_voters, self.spec.broker_settings(i)
-                )
-            if self.spec.sasl_plain:
-                props.update(
-                    {
-                        "sasl.enabled.mechanisms": "PLAIN",
-                        f"listener.name.{SASL_LISTENER.lower()}.plain.sasl.jaas.config": self.spec.sasl_plain.jaas_config(),
-                    }
-                )
-            _write_private(self.workdir / "config" / f"{name}.properties", config.properties(props))
+        for name in self.broker_ids:
+            self._write_broker_config(name)
+
+    def _write_broker_config(self, name: str) -> None:
+        """One broker's server.properties: the harness's settings, the scenario's, then what a rolling
+        upgrade set on this broker (``node_settings``)."""
+        i = self.broker_ids[name]
+        listeners = self.network.listener_properties(i)
+        if self.spec.sasl_plain:
+            listeners = self._with_sasl_listener(name, listeners)
+        data = self.workdir / "data" / name
+        if self.spec.zookeeper_mode:
+            props = config.zk_broker_properties(
+                i, listeners, data, self.spec.brokers, self.network.zookeeper_connect(i), self.spec.broker_settings(i)
+            )
+        else:
+            props = config.kraft_broker_properties(
+                i, listeners, data, self.spec.brokers, self._kraft_voters, self.spec.broker_settings(i)
+            )
+        if self.spec.sasl_plain:
+            props.update(
+                {
+                    "sasl.enabled.mechanisms": "PLAIN",
+                    f"listener.name.{SASL_LISTENER.lower()}.plain.sasl.jaas.config": self.spec.sasl_plain.jaas_config(),
+                }
+            )
+        props.update(self.node_settings.get(name, {}))
+        _write_private(self.workdir / "config" / f"{name}.properties", config.properties(props))
 
     def _with_sasl_listener(self, name: str, listeners: dict) -> dict:
         """A broker's listeners plus a SASL_PLAINTEXT one on 127.0.0.1 (no proxy: no network fault reaches it)."""
@@ -413,6 +428,164 @@ class LocalCluster:
             "advertised.listeners": f"{listeners['advertised.listeners']},{SASL_LISTENER}://127.0.0.1:{port}",
             "listener.security.protocol.map": f"{listeners['listener.security.protocol.map']},{SASL_LISTENER}:SASL_PLAINTEXT",
         }
+
+    # ----------------------------------------------------------------- rolling upgrades
+
+    def release(self, name: str | None = None):
+        """The catalogue's facts of the release a node runs now (None: the brokers')."""
+        service = self.services[name] if name else next(iter(self.brokers.values()))
+        return kafka_release(service.dist.version)
+
+    @property
+    def metadata_mode(self) -> str:
+        return "zookeeper" if self.spec.zookeeper_mode else "kraft"
+
+    def restart_node(self, name: str, kafka: str | None, settings: dict, timeout: float = NODE_READY_TIMEOUT_S) -> dict:
+        """Stop a broker or the KRaft controller cleanly (SIGTERM: a broker's controlled shutdown), start it
+        again on release ``kafka`` (None: the one it runs) with ``settings`` changed (a None value removes one),
+        on the same data and node id, and wait until the cluster is whole again (every broker in metadata,
+        every replica in sync) for up to ``timeout``. What was done, how long each part took, and what
+        still kept the cluster from whole if the wait ran out."""
+        service = self.services[name]
+        if not isinstance(service, (Broker, KRaftController)):
+            raise ClusterError(f"{name} is not a node a rolling upgrade restarts (a broker or the KRaft controller)")
+        if settings and not isinstance(service, Broker):
+            raise ClusterError(f"{name}: only a broker's settings change in a rolling upgrade")
+        t0 = time.monotonic()
+        service.kill(signal.SIGTERM)
+        stopped = time.monotonic()
+        if kafka is not None:
+            service.dist = kafka_dist(kafka_release(kafka).version)
+        if settings:
+            current = self.node_settings.setdefault(name, {})
+            self.replaced_settings[name] = {key: current.get(key) for key in settings}
+            for key, value in settings.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            self._write_broker_config(name)
+        service.start()
+        started = time.monotonic()
+        problems = self._wait_whole(service, started + timeout)
+        return {
+            "process": name,
+            "role": service.role,
+            "kafka": service.dist.version,
+            "settings": dict(settings),
+            "stop_ms": round((stopped - t0) * 1000),
+            "ready_ms": round((time.monotonic() - started) * 1000),
+            "problems": problems,
+        }
+
+    def _wait_whole(self, service, deadline: float) -> list[str]:
+        """Until the node serves again and the cluster is whole; what is still missing at ``deadline``."""
+        if isinstance(service, KRaftController):
+            while not _accepts(self.controller_port):
+                service.check_alive()
+                if time.monotonic() > deadline:
+                    return [f"{service.name} does not accept connections on 127.0.0.1:{self.controller_port}"]
+                time.sleep(0.2)
+        service.check_alive()
+        return self.kafka_admin.health_problems(max(0.0, deadline - time.monotonic()))
+
+    def finalize_features(self, kafka: str) -> dict:
+        """Every node runs ``kafka``: the upgrade finalized. KRaft: metadata.version raised to the highest
+        level every node supports, with Kafka's own FeatureCommand (``kafka-features.sh upgrade``) of that
+        release. ZooKeeper mode: a rolling restart gave every broker its inter.broker.protocol.version;
+        what they run now is confirmed here. ``feature``, ``previous`` and ``level``."""
+        release = kafka_release(kafka)
+        if self.metadata_mode == "zookeeper":
+            levels = {self.node_settings.get(name, {}).get(INTER_BROKER_PROTOCOL) for name in self.brokers}
+            before = {self.replaced_settings.get(name, {}).get(INTER_BROKER_PROTOCOL) for name in self.brokers}
+            if len(levels) != 1 or None in levels:
+                raise ClusterError(
+                    f"the brokers do not all run one {INTER_BROKER_PROTOCOL}: {sorted(map(str, levels))}"
+                )
+            level = levels.pop()
+            previous = before.pop() if len(before) == 1 and None not in before else level
+            return {"feature": INTER_BROKER_PROTOCOL, "previous": previous, "level": level}
+        tools = kafka_tools(release.version)
+        before = self._features(tools, "describe")
+        highest = before[METADATA_VERSION]["max"]  # the latest stable level every node of the release supports
+        # Kafka's notes finalize with `upgrade --release-version X`: every feature to the level release X
+        # maps it to. Done feature by feature here, kraft.version left alone: raising it turns the static
+        # quorum (controller.quorum.voters) into a dynamic one (KAFKA-21426). Releases whose tool has no
+        # version mapping (before 3.9) raise metadata.version alone, as their notes say (`--metadata`).
+        mapping = self._features(tools, "version-mapping", "--release-version", highest)
+        if mapping is None:
+            updates = ["--metadata", highest] if before[METADATA_VERSION]["finalized"] != highest else []
+        else:
+            updates = [
+                arg
+                for feature, level in mapping.items()
+                if feature != KRAFT_VERSION
+                and (
+                    before[METADATA_VERSION]["finalized"] != highest
+                    if feature == METADATA_VERSION
+                    else int(before.get(feature, {}).get("finalized") or 0) < level
+                )
+                for arg in ("--feature", f"{feature}={level}")
+            ]
+        if updates:
+            self._features(tools, "upgrade", *updates)
+        after = self._features(tools, "describe")
+        if after[METADATA_VERSION]["finalized"] != highest:
+            raise ClusterError(
+                f"metadata.version is {after[METADATA_VERSION]['finalized']} after upgrading it to {highest}"
+            )
+        return {
+            "feature": METADATA_VERSION,
+            "previous": before[METADATA_VERSION]["finalized"],
+            "level": highest,
+            "features": {feature: levels["finalized"] for feature, levels in after.items()},
+        }
+
+    def _features(self, tools: KafkaDist, *command: str) -> dict | None:
+        """Kafka's FeatureCommand of the new release against the brokers. ``describe``: each feature's
+        finalized and highest supported level (``Feature: metadata.version  SupportedMinVersion: 3.3-IV3
+        SupportedMaxVersion: 4.4-IV0  FinalizedVersionLevel: 4.3-IV0  Epoch: 12``); ``version-mapping``:
+        each feature's level for a release (``group.version=1``, ``metadata.version=27 (4.1-IV1)``), or
+        None where the tool has no such command; ``upgrade``: {} once done."""
+        log = self.workdir / "logs" / "kafka-features.log"
+        argv = [
+            "java",
+            "-Xmx128m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            tools.classpath(),
+            "org.apache.kafka.tools.FeatureCommand",
+            "--bootstrap-server",
+            self.bootstrap_servers,
+            *command,
+        ]
+        offset = log.stat().st_size if log.exists() else 0
+        # Its own supervisor: registered (`cleanup` stops it if the harness dies), not in the history.
+        code = Supervisor(owner=self.supervisor.owner).run("kafka-features", "tool", argv, log, timeout=120)
+        out = log.read_text(errors="replace")[offset:]
+        if code != 0:
+            if command[0] == "version-mapping" and "invalid choice" in out:
+                return None
+            raise ClusterError(f"kafka-features {' '.join(command)} failed (exit {code}):\n{out[-2000:]}")
+        if command[0] == "version-mapping":
+            pairs = (
+                line.split(" ", 1)[0].split("=", 1) for line in out.splitlines() if re.match(r"^[a-z.]+=\d+", line)
+            )
+            return {feature: int(level) for feature, level in pairs}
+        if command[0] != "describe":
+            return {}
+        described = {}
+        for line in out.splitlines():
+            if line.startswith("Feature: "):
+                # Tab-separated up to 4.3, padded with spaces from 4.4: "Name: value" pairs either way.
+                fields = dict(re.findall(r"(\w+): (\S+)", line))
+                described[fields["Feature"]] = {
+                    "max": fields.get("SupportedMaxVersion"),
+                    "finalized": fields.get("FinalizedVersionLevel"),
+                }
+        if METADATA_VERSION not in described:
+            raise ClusterError(f"kafka-features describe did not say {METADATA_VERSION}'s levels:\n{out[-2000:]}")
+        return described
 
     # ----------------------------------------------------------------- topics
 
@@ -429,6 +602,14 @@ def _write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as f:
         os.fchmod(fd, 0o600)
         f.write(text)
+
+
+def _accepts(port: int | None) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def _kraft_cluster_id() -> str:

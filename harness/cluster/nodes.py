@@ -44,6 +44,9 @@ class KafkaJvm(LocalProcess):
     def jvm_agents(self) -> list[str]:
         return []
 
+    def history_fields(self) -> dict:
+        return {"kafka": self.dist.version}  # the release this start runs: a rolling upgrade changes it
+
     def command(self) -> list[str]:
         log_config = self.workdir / "config" / f"{self.name}.log4j"
         text, option = config.log_settings(self.dist.release.log4j == "log4j1", log_config, self.logs["server"])

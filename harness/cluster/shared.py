@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from faults.catalogue import TOPIC_KINDS
+from faults.catalogue import CLUSTER_CHANGING_KINDS, TOPIC_KINDS
 from harness.cluster.backend import ClusterBackend, open_cluster, started_backends
 from harness.supervision.processes import Supervisor
 from harness.supervision.stop_signals import like_ctrl_c
@@ -60,6 +60,8 @@ def unshareable(backend: str, spec: ClusterSpec, fault_kinds: set[str]) -> str |
         return "the project's coordinator writes into one run's history"
     if kinds := sorted(fault_kinds & TOPIC_KINDS):
         return f"its {', '.join(kinds)} faults name topics of the scenario, not of the run"
+    if kinds := sorted(fault_kinds & CLUSTER_CHANGING_KINDS):
+        return f"its {', '.join(kinds)} faults leave the cluster on another Kafka release"
     return None
 
 

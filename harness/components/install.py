@@ -551,6 +551,18 @@ def installed_for(scenario, kafka: str | None = None, report: Report = _to_stder
         if not kafka_tools_installed(tools):
             install_kafka_tools(tools, report)
         kafka_tools(tools)
+    # A rolling-broker-upgrade's release, installed before the run, not in its middle; in KRaft its
+    # tools too: finalizing runs that release's FeatureCommand.
+    for fault in scenario.faults if scenario is not None else ():
+        for upgrade in fault.kafka_releases():
+            upgrade = _release(upgrade).version
+            if not kafka_installed(upgrade):
+                install_kafka(upgrade, report)
+            kafka_dist(upgrade)
+            if scenario.cluster.metadata == "kraft":
+                if not kafka_tools_installed(upgrade):
+                    install_kafka_tools(upgrade, report)
+                kafka_tools(upgrade)
 
 
 def _client_available(requirement) -> None:

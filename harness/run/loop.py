@@ -182,7 +182,9 @@ class Run:
     # --------------------------------------------------------------- events
 
     def _on_start(self, proc) -> None:
-        self.history.emit(ev.PROCESS_STARTED, process=proc.name, role=proc.role, pid=proc.pid)
+        # A Kafka node's release (``kafka``), as its service gave it at this start (ManagedProcess.meta).
+        meta = getattr(proc, "meta", {})
+        self.history.emit(ev.PROCESS_STARTED, process=proc.name, role=proc.role, pid=proc.pid, **meta)
 
     def _on_exit(self, proc, code) -> None:
         self.history.emit(ev.PROCESS_EXITED, process=proc.name, role=proc.role, pid=proc.pid, returncode=code)
@@ -308,6 +310,9 @@ class Run:
         clean_up_after_dead_harnesses(f"the start of run {self.run_dir.name}", self.report)
         # A client release's first use installs its environment, here, before the run's clock starts.
         client_envs.member_python(run_client(s), self.report)
+        for f in s.faults:  # and a rolling client upgrade's, not in the middle of its round
+            for requirement in f.client_requirements():
+                client_envs.member_python(client_envs.requirement_of(requirement), self.report)
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from faults import network
 from faults.base import COORDINATOR, MemberChanges
 from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend
+from harness.cluster.kinds import KRaftControllerKind
+from harness.components.versions import kafka_release
 from harness.run.clients import Member, Observer, WorkloadProcesses
 from harness.supervision.service import Service
 from oracle import vocabulary as ev
@@ -52,6 +55,8 @@ class RunTargets:
         raise ClusterError("the group's coordinator is unknown (no fresh answer from the cluster)")
 
     def group_names(self, which: str) -> list[str]:
+        if which == "controllers":  # KRaft's controller quorum, as the cluster runs it
+            return [name for name, s in self.cluster.services.items() if s.role == KRaftControllerKind.role]
         return self.cluster.broker_names() if which == "brokers" else self.workload.running_consumers()
 
     def is_running(self, name: str) -> bool:
@@ -83,6 +88,29 @@ class RunTargets:
                 raise ClusterError(f"{name} is not a member of the group; only a member restarts changed")
             service.change(changes)
         service.start()
+
+    # --- rolling upgrades ----------------------------------------------------------------
+
+    def cluster_kafka(self):
+        return self.cluster.release(), self.cluster.metadata_mode
+
+    def kafka_release(self, text: str):
+        return kafka_release(text)
+
+    def restart_node(self, name: str, kafka: str | None, settings: Mapping) -> dict:
+        """A node restarted on another release or with changed settings (the cluster's ``restart_node``),
+        recorded as ``node_restarted``: its ``process_exited`` and ``process_started`` (which says the
+        release it now runs) come from the restart itself."""
+        done = self.cluster.restart_node(name, kafka, dict(settings))
+        self.history.emit(ev.NODE_RESTARTED, **done)
+        return done
+
+    def finalize_features(self, kafka: str, started_mono_ms: float) -> dict:
+        done = {"kafka": kafka_release(kafka).version, **self.cluster.finalize_features(kafka)}
+        self.history.emit(
+            ev.CLUSTER_FINALIZED, metadata=self.cluster.metadata_mode, started_mono_ms=round(started_mono_ms, 3), **done
+        )
+        return done
 
     # --- network ------------------------------------------------------------------------
 

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 from faults.base import ScenarioFacts
 from faults.capabilities import Capability
 from harness.cluster.backend import backend_class
+from harness.components import client_envs, versions
+from harness.scenario.workload import client_problem
+from workloads.client_versions import parse_client
 
 if TYPE_CHECKING:
     from harness.scenario.model import Scenario
@@ -34,6 +37,11 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
         topics={t.name: t.partitions for t in scenario.topics},
         backend=backend,
         capabilities=capabilities,
+        release=scenario.cluster.release if runs_nodes else None,
+        kafka_release=versions.kafka_release,
+        broker_config=dict(scenario.cluster.broker_config),
+        client=_members_client(scenario),
+        client_release=lambda text: _client_release(scenario, text),
         protocol=scenario.workload.protocol,
         assignor=scenario.workload.effective_assignor,
         driver_assignment_user_data=scenario.workload.driver_class.assignment_user_data,
@@ -46,3 +54,22 @@ def _consumer_protocol(scenario: Scenario) -> str | None:
     if scenario.cluster.zookeeper_mode:
         return None
     return scenario.cluster.release.consumer_protocol
+
+
+def _members_client(scenario: Scenario):
+    """The client release the members run: workload.client, else its distribution's default."""
+    w = scenario.workload
+    if w.client_requirement is not None:
+        return w.client_requirement
+    distribution = w.driver_class.client_distribution
+    return client_envs.default_client(distribution, scenario.cluster.release.version) if distribution else None
+
+
+def _client_release(scenario: Scenario, text: str):
+    """Another client release for the members, or ValueError with why they cannot run it."""
+    w = scenario.workload
+    requirement = parse_client(text)
+    problem = client_problem(requirement, w.driver_class, w.driver, w.generation)
+    if problem:
+        raise ValueError(problem)
+    return requirement

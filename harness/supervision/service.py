@@ -113,8 +113,14 @@ class LocalProcess(Service):
         """Variables its process gets on top of the harness's environment (secrets: runtime.secrets)."""
         return None
 
+    def history_fields(self) -> dict:
+        """What its ``process_started`` says beyond its name, role and pid (a Kafka node: its release)."""
+        return {}
+
     def start(self) -> None:
-        self.supervisor.start(self.name, self.role, self.command(), self.logs["stdout"], env=self.environment())
+        self.supervisor.start(
+            self.name, self.role, self.command(), self.logs["stdout"], env=self.environment(), **self.history_fields()
+        )
 
     def running(self) -> bool:
         return self.process is not None and self.process.running()

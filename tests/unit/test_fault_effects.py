@@ -54,10 +54,16 @@ DECLARED: dict[str, tuple[dict, Effects]] = {
     "scale": ({"consumers": 2}, Effects()),
     "add-partitions": ({"topic": "events", "partitions": 12}, Effects()),
     "create-topic": ({"topic": "events-2", "partitions": 4}, Effects()),
+    "rolling-broker-upgrade": ({"to": "3.9.2", "interval_s": 0}, Effects()),
+    "rolling-client-upgrade": ({"to": "confluent-kafka==2.99.0", "interval_s": 0}, Effects()),
 }
 
 
-SINCE_FORMAT_3 = {"protocol-migration"}  # kinds added once every fault_started carried its effects
+SINCE_FORMAT_3 = {
+    "protocol-migration",
+    "rolling-broker-upgrade",
+    "rolling-client-upgrade",
+}  # kinds added once every fault_started carried its effects
 
 
 def fault_of(kind: str, fault_id: str = "f1", **options) -> Fault:

@@ -265,7 +265,7 @@ def test_the_fake_and_the_runs_targets_implement_every_method_of_targets():
         for name, method in vars(Targets).items()
         if callable(method) and not name.startswith("_")
     }
-    assert len(protocol) == 16
+    assert len(protocol) == 20
     for implementation in (FakeTargets, RunTargets):
         for name, signature in protocol.items():
             method = getattr(implementation, name, None)
@@ -289,6 +289,8 @@ def test_the_catalogue_names_each_kind_once_and_the_scenario_takes_its_kinds_fro
         "scale",
         "add-partitions",
         "create-topic",
+        "rolling-broker-upgrade",
+        "rolling-client-upgrade",
     )
     assert RANDOM_KINDS == ("pause", "crash", "network", "poll-stall")  # the order every seeded draw relies on
     assert all(fault.Spec.kind_name() == kind for kind, fault in catalogue.KINDS.items())
