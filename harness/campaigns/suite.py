@@ -1,8 +1,8 @@
-"""`rebalance-lab suite`: many scenarios across a matrix of protocols, Kafka lines, seeds and
-backends — the chaos suite a release is gated on.
+"""`rebalance-lab suite`: many scenarios across a matrix of protocols, Kafka releases, client
+versions, seeds and backends — the chaos suite a release is gated on.
 
 A suite file names scenario files and a matrix; every variant (scenario × protocol ×
-Kafka line × seed × backend, minus `exclude`) is built and validated before anything
+Kafka release × client × seed × backend, minus `exclude`) is built and validated before anything
 starts, so an impossible pair is named up front rather than found an hour in. Each
 variant then runs like `rebalance-lab run` (its own run directory, kept), and the suite
 directory gets `suite.json` (rewritten after every variant: a killed suite still says
@@ -12,6 +12,8 @@ how far it got), `junit.xml` and `index.html` (harness/reports/suite.py).
     scenarios: [../scenarios/smoke.yaml, ../scenarios/faulty-consumer.yaml]
     matrix:
       protocol: [classic-eager, classic-cooperative, consumer]
+      kafka: ["3.9", "4.1"]
+      client: ["confluent-kafka==2.3.0", "confluent-kafka==2.16.1"]
       seed: [1, 2]
     exclude:
       - {scenario: faulty-consumer, protocol: consumer}
@@ -36,7 +38,6 @@ from pydantic import Field, ValidationError, model_validator
 from faults.base import Strict
 from harness.cluster.backend import BACKENDS
 from harness.cluster.shared import ClusterPool, runs_in_a_row
-from harness.components import versions
 from harness.paths import new_stamped_dir
 from harness.reports.run import verdict_figures
 from harness.reports.suite import BROKEN, FAILED, PASSED, SKIPPED
@@ -50,7 +51,7 @@ from harness.scenario import (
     redact_scenario_data,
     validation_problems,
 )
-from harness.scenario.variants import Axes, Impossible, listed_twice, variant
+from harness.scenario.variants import Axes, Impossible, KafkaRelease, listed_twice, variant
 from harness.supervision.run_state import read_state, write_json_atomically
 from oracle.protocols import PROTOCOLS
 from runtime.errors import (
@@ -64,9 +65,13 @@ from runtime.errors import (
 )
 
 SUITE_JSON = "suite.json"
+AXES = ("protocol", "kafka", "client", "seed", "backend")  # harness.scenario.variants.Axes, in label order
 
 Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
-KafkaLine = Literal[tuple(versions.KAFKA_RELEASES)]  # type: ignore[valid-type]
+# An axis value is validated as the scenario key it sets is (no second list of releases): the
+# Kafka release by cluster.kafka's own type; a client requirement per variant, by the driver
+# that is to load it (which distribution it takes is the driver's to say).
+ClientRequirement = Annotated[str, Field(min_length=1, max_length=200)]
 Backend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
 
 
@@ -74,13 +79,14 @@ class Matrix(Strict):
     """Each axis left out keeps every scenario's own value."""
 
     protocol: Annotated[list[Protocol], Field(min_length=1)] | None = None
-    kafka: Annotated[list[KafkaLine], Field(min_length=1)] | None = None
+    kafka: Annotated[list[KafkaRelease], Field(min_length=1)] | None = None
+    client: Annotated[list[ClientRequirement], Field(min_length=1)] | None = None
     seed: Annotated[list[Seed], Field(min_length=1, max_length=1000)] | None = None
     backend: Annotated[list[Backend], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _each_value_once(self) -> Matrix:
-        listed_twice(self, ("protocol", "kafka", "seed", "backend"))
+        listed_twice(self, AXES)
         return self
 
 
@@ -89,14 +95,15 @@ class Exclude(Strict):
 
     scenario: str | None = None
     protocol: Protocol | None = None
-    kafka: KafkaLine | None = None
+    kafka: KafkaRelease | None = None
+    client: ClientRequirement | None = None
     seed: Seed | None = None
     backend: Backend | None = None
 
     @model_validator(mode="after")
     def _says_something(self) -> Exclude:
         if not self.model_fields_set:
-            raise ValueError("an exclude names at least one of scenario, protocol, kafka, seed, backend")
+            raise ValueError(f"an exclude names at least one of scenario, {', '.join(AXES)}")
         return self
 
     def matches(self, scenario: str, axes: Axes) -> bool:
@@ -140,11 +147,15 @@ class VariantResult:
 
     def to_dict(self) -> dict:
         v, verdict = self.variant, (self.result.verdict if self.result else None) or {}
+        ran = (read_state(self.result.run_dir) or {}) if self.result else {}
         return {
             "id": v.id,
             "scenario": v.scenario,
             "protocol": verdict.get("stats", {}).get("protocol") or v.axes.protocol,
-            "kafka": v.scenario_data.get("cluster", {}).get("kafka"),
+            # what ran (run.json: the exact release, the client requirement, default included),
+            # else what was asked (a variant not run)
+            "kafka": ran.get("kafka") or v.scenario_data.get("cluster", {}).get("kafka"),
+            "client": ran.get("client") or v.scenario_data.get("workload", {}).get("client"),
             "seed": v.scenario_data.get("seed"),
             "backend": v.scenario_data.get("cluster", {}).get("backend", "local"),
             "state": self.state,
@@ -153,7 +164,7 @@ class VariantResult:
             "outcome": self.result.outcome if self.result else None,
             "status": verdict.get("status"),
             # the how-manieth run on a shared cluster this was (1: it started it), None: a cluster of its own
-            "shared_cluster": (read_state(self.result.run_dir) or {}).get("shared_cluster") if self.result else None,
+            "shared_cluster": ran.get("shared_cluster"),
             "exit_code": self.result.exit_code if self.result else None,
             "run_dir": str(self.result.run_dir) if self.result else None,
             "figures": verdict_figures(verdict) if verdict else None,
@@ -201,10 +212,8 @@ def load_suite(path: str | Path) -> Suite:
 
     m = spec.matrix
     variants, used = [], set()
-    for (name, base), protocol, kafka, seed, backend in itertools.product(
-        bases.items(), m.protocol or [None], m.kafka or [None], m.seed or [None], m.backend or [None]
-    ):
-        axes = Axes(protocol, kafka, seed, backend)
+    for (name, base), *values in itertools.product(bases.items(), *(getattr(m, axis) or [None] for axis in AXES)):
+        axes = Axes(**dict(zip(AXES, values, strict=True)))
         excluded = [i for i, x in enumerate(spec.exclude) if x.matches(name, axes)]
         used.update(excluded)
         if excluded:
@@ -223,7 +232,7 @@ def load_suite(path: str | Path) -> Suite:
             problems += [(label, f"{key}: {reason}") for key, reason in validation_problems(e)]
             continue
         variants.append(found)
-    axes_given = [axis for axis in ("protocol", "kafka", "seed", "backend") if getattr(m, axis)]
+    axes_given = [axis for axis in AXES if getattr(m, axis)]
     for i, x in enumerate(spec.exclude):
         if i in used or (x.scenario is not None and x.scenario not in bases):
             continue

@@ -1,5 +1,5 @@
-"""A scenario's variants: the same scenario under another protocol generation, Kafka line,
-seed or cluster backend — what `compare` and `suite` run.
+"""A scenario's variants: the same scenario under another protocol generation, Kafka release,
+client version, seed or cluster backend — what `compare`, `suite` and the pytest plugin run.
 
 A variant changes only what it names and what that forces (a protocol's default
 assignor and driver, the Kafka line a generation exists on, the settings section of
@@ -10,9 +10,14 @@ validated like any scenario before anything starts.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from harness.components import versions
+from harness.scenario.cluster import Cluster
 from harness.scenario.workload import FAMILIES, family_of
 from oracle import CHECK_NAMES
 from oracle.checks import not_applicable
@@ -31,6 +36,27 @@ def listed_twice(model, axes: tuple[str, ...]) -> None:
         raise ValueError("\n".join(problems))
 
 
+def key_type(model: type, key: str) -> Any:
+    """The type a scenario key is validated by (with its constraints), for an axis that sets it:
+    a suite's matrix, compare's options and the pytest plugin take what the key takes, and say
+    why not in the key's own words — there is no second list of valid values."""
+    info = model.model_fields[key]
+    return Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+
+
+KafkaRelease = key_type(Cluster, "kafka")
+_KAFKA = TypeAdapter(KafkaRelease)
+
+
+def kafka_problem(value: str) -> str | None:
+    """Why `value` cannot be a Kafka axis (as cluster.kafka would refuse it), or None."""
+    try:
+        _KAFKA.validate_python(value)
+    except ValidationError as e:
+        return "; ".join(x["msg"] for x in e.errors())
+    return None
+
+
 class Impossible(ValueError):
     """This combination cannot run (a generation on a Kafka line it does not exist on)."""
 
@@ -41,14 +67,16 @@ class Axes:
 
     protocol: str | None = None
     kafka: str | None = None
+    client: str | None = None  # workload.client: a requirement such as "confluent-kafka==2.3.0"
     seed: int | None = None
     backend: str | None = None
 
     def label(self) -> str:
-        """'classic-eager, kafka 3.9, seed 2' — only the axes that are set."""
+        """'classic-eager, kafka 3.9.2, confluent-kafka==2.3.0, seed 2' — only the axes that are set."""
         parts = [
             self.protocol,
             self.kafka and f"kafka {self.kafka}",
+            self.client,
             None if self.seed is None else f"seed {self.seed}",
             self.backend,
         ]
@@ -56,8 +84,12 @@ class Axes:
 
     def run_name(self, scenario: str) -> str:
         """The variant's scenario name (names its run directory): the scenario's, plus the axes
-        the directory name does not carry already (the seed is in it)."""
-        return "-".join(filter(None, (scenario, self.protocol, self.kafka and f"kafka{self.kafka}", self.backend)))
+        the directory name does not carry already (the seed is in it). A client requirement
+        keeps only the characters a name may have (`confluent-kafka2.3.0`)."""
+        client = self.client and re.sub(r"[^A-Za-z0-9._-]+", "", self.client)
+        return "-".join(
+            filter(None, (scenario, self.protocol, self.kafka and f"kafka{self.kafka}", client, self.backend))
+        )
 
 
 def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
@@ -93,6 +125,9 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
         cluster["kafka"] = axes.kafka
     if cluster.get("kafka") not in (None, *versions.KAFKA_LINES_WITH_ZOOKEEPER):
         cluster.pop("zookeeper_nodes", None)  # a KRaft line has no ZooKeeper ensemble to size
+    if axes.client:
+        # Which distribution a driver takes is the driver's to say: validation names a mismatch.
+        workload["client"] = axes.client
     if axes.seed is not None:
         data["seed"] = axes.seed
     if axes.backend:
