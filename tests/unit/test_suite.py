@@ -350,7 +350,16 @@ def test_an_axis_value_is_refused_in_the_scenario_keys_own_words(tmp_path):
             )
         )
     [(key, reason)] = e.value.problems
-    assert key == "smoke[kafka-clients==3.9.2]" and reason.startswith("workload.client"), reason
+    assert key == "smoke[kafka-clients==3.9.2]" and reason.startswith("workload.client: "), reason
+    # refused by every variant for that one reason: named once, as the matrix's value
+    with pytest.raises(ScenarioError) as e:
+        load_suite(
+            write_suite(
+                tmp_path,
+                "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {client: [kafka-clients==3.9.2], seed: [1, 2]}\n",
+            )
+        )
+    assert e.value.problems == [("matrix.client.0", reason.removeprefix("workload.client: "))]
     with pytest.raises(ScenarioError) as e:
         load_suite(_axes_suite(tmp_path, "exclude: [{client: 'confluent-kafka==1.0.0'}]"))
     assert e.value.problems == [("exclude.0", "matches no variant of the matrix")]
