@@ -69,7 +69,7 @@ def images_from_nothing() -> None:
             steps.append((message.split()[1], time.monotonic() - last[0]))
 
     t0 = time.monotonic()
-    ensure_images(["3.9", "4.1"], report, engine.docker_host)
+    ensure_images(["3.9", "4.4"], report, engine.docker_host)
     print(f"images from nothing: {time.monotonic() - t0:.0f} s — " + ", ".join(f"{tag} {s:.0f} s" for tag, s in steps))
 
 
@@ -85,7 +85,7 @@ def main() -> int:
     if args.images_from_nothing:
         images_from_nothing()
     print(f"{'cluster':<28} {'backend':<8} {'ready (s) median':>17} {'min':>6} {'max':>6} {'teardown (s)':>13}")
-    for kafka, label in (("3.9", "ZooKeeper + 3 brokers (3.9)"), ("4.1", "KRaft ctrl + 3 brokers (4.1)")):
+    for kafka, label in (("3.9", "ZooKeeper + 3 brokers (3.9)"), ("4.4", "KRaft ctrl + 3 brokers (4.4)")):
         runs: dict[str, list[tuple[float, float]]] = {b: [] for b in backends}
         for _ in range(args.repeat):
             for backend in backends:  # in turns: both see the same machine

@@ -267,6 +267,8 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.POLL_STALL_STARTED: _ENVELOPE_ONLY,
     ev.POLL_STALL_ENDED: _ENVELOPE_ONLY,
     ev.CLIENT_LOG: _ENVELOPE_ONLY,
+    # Its presence makes the verdict INCOMPLETE (verdict.unrecognised), so what it says is read and checked.
+    ev.LOG_UNRECOGNISED: ((OPT_STR("log"), OPT_STR("missing"), OPT_STR("client_version")), (), None),
     ev.REBALANCE_FAILED: _ENVELOPE_ONLY,
     ev.CONSUMER_STOPPED: ((OPT_STR("reason"),), (), None),
     ev.TEST_HOOK_ARMED: _ENVELOPE_ONLY,

@@ -63,8 +63,11 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "faults",
         "clock_offset_ms",
         "backend",
+        "kafka",
+        "metadata",
         "group_settings",
         "plugins",
+        "client",
     ),
     ev.PHASE: ("phase", "members", "reason"),
     ev.PROCESS_STARTED: ("process", "role", "pid"),
@@ -97,9 +100,11 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "rebalance_max_retries",
         "rebalance_backoff_ms",  # zk-eager
         "jvm_pid",
-        "kafka_client",
-        "processing_ms_ignored",
-    ),  # java
+        "kafka_client",  # java, histories before client_version
+        "processing_ms_ignored",  # java
+        "client_library",
+        "client_version",
+    ),
     ev.SUBSCRIPTION_CHANGED: ("topics",),
     ev.GROUP_JOIN_SENT: (),
     ev.GROUP_JOINED: ("leader_id", "is_leader", "protocol_name", "members"),
@@ -126,6 +131,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.POLL_STALL_STARTED: ("fault_id", "duration_s"),
     ev.POLL_STALL_ENDED: ("fault_id",),
     ev.CLIENT_LOG: ("level", "message"),
+    ev.LOG_UNRECOGNISED: ("log", "missing", "client_version"),
     ev.REBALANCE_FAILED: ("attempts", "reason", "trigger"),
     ev.CONSUMER_STOPPED: ("reason",),
     ev.TEST_HOOK_ARMED: ("hook", "params"),

@@ -38,6 +38,7 @@ GroupProtocol = Literal["classic", "consumer"]
 # Who runs the assignor: the member the coordinator made leader, which hands the assignment out
 # through SyncGroup; the brokers (KIP-848); the project's coordinator itself (seed 001's first
 # design); or each member for itself, over the same sorted view of the group (the 0.8 consumer).
+KafkaNeed = Literal["zookeeper", "consumer-protocol"]
 AssignorHome = Literal["group-leader", "broker", "project-coordinator", "each-member"]
 
 
@@ -49,9 +50,11 @@ class Generation:
     # drivers that run this generation follow the table's own (read through _Drivers).
     drivers: Mapping[str, str]
     assignors: tuple[str, ...]  # the first is the default
-    # The Kafka line it exists on (compare runs it there); None: any line the scenario names.
-    kafka: str | None = None
-    kafka_why: str = ""  # why that line, for a scenario on a cluster of the other kind
+    # What it needs of the brokers: ZooKeeper mode, or the consumer group protocol (KIP-848); None:
+    # any cluster. Which releases give it is the release catalogue's (harness/components/versions.py);
+    # compare runs the generation on the default release that does.
+    needs: KafkaNeed | None = None
+    kafka_why: str = ""  # why it needs that, for a scenario on a cluster that cannot give it
     # The group protocol a Kafka client speaks to the brokers; None: the group lives elsewhere.
     group_protocol: GroupProtocol | None = None
     static_membership: bool = False  # KIP-345: members carry a group.instance.id that outlives their process
@@ -120,7 +123,7 @@ _COORDINATOR = dict(
     about="the project's coordinator",
     drivers=MappingProxyType({"librdkafka": "workloads.coordinated"}),
     assignors=("range", "roundrobin"),
-    kafka="3.9",
+    needs="zookeeper",
     kafka_why="the project's coordinator keeps its groups in ZooKeeper",
     group_home="project-coordinator",
     layouts=True,
@@ -136,7 +139,7 @@ GENERATIONS: Mapping[str, Generation] = MappingProxyType(
                 "the ZooKeeper-era consumer",
                 MappingProxyType({"librdkafka": "workloads.zk_eager"}),
                 ("range",),
-                kafka="3.9",
+                needs="zookeeper",
                 kafka_why="zk-eager rebalances through ZooKeeper",
                 assignor_runs_on="each-member",
                 fenced_commits=False,
@@ -171,8 +174,8 @@ GENERATIONS: Mapping[str, Generation] = MappingProxyType(
                 "the consumer protocol (KIP-848)",
                 MappingProxyType({"librdkafka": "workloads.consumer"}),
                 ("uniform", "range"),
-                kafka="4.1",
-                kafka_why="the consumer protocol (KIP-848) needs Kafka 4.x",
+                needs="consumer-protocol",
+                kafka_why="the consumer protocol (KIP-848) needs brokers that speak it",
                 group_protocol="consumer",
                 assignor_runs_on="broker",
                 broker_timing=True,

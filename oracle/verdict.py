@@ -234,8 +234,9 @@ def check_history(events: Iterable[Event] | History, checks: dict[str, dict | No
         history = events if isinstance(events, History) else History(events)
         # the history's own promises first, whatever the scenario selected (oracle/integrity.py)
         results = {history_integrity.NAME: _guarded(history_integrity.check, history, {})}
+        unread = unrecognised(history)
         results.update(
-            (name, _guarded(CHECKS[name].check, history, options))
+            (name, CheckResult(skipped=unread) if unread else _guarded(CHECKS[name].check, history, options))
             for name, options in resolve_checks(checks, history.run.get("plugins")).items()
         )
         failed: dict[str, CheckResult] = {}
@@ -244,6 +245,24 @@ def check_history(events: Iterable[Event] | History, checks: dict[str, dict | No
         stats = _measured(failed, "stats", run_stats, history, {})
         explanations = _measured(failed, "explanations", explain_rebalances, history, {})
     return Verdict(results, rebalances, duplicates, stats, failed, explanations)
+
+
+def unrecognised(history: History) -> str | None:
+    """Why no check may judge this history, if a log the run learns protocol steps from was not
+    recognised (``log_unrecognised``, whoever wrote it: a member of its client's log, the harness of a
+    broker's): its events are half of what happened, and a verdict on them would be a guess. None if
+    every log was read."""
+    said = {
+        (e.get(ev.SOURCE) or "?", e.get("log") or "?", e.get("missing") or "?", e.get("client_version"))
+        for e in history.named(ev.LOG_UNRECOGNISED)
+    }
+    if not said:
+        return None
+    parts = [
+        f"{source}: {missing} unreadable in its {log}" + (f" ({version})" if version else "")
+        for source, log, missing, version in sorted(said, key=str)
+    ]
+    return "log lines not recognised, " + "; ".join(parts[:5]) + (f"; {len(parts) - 5} more" if len(parts) > 5 else "")
 
 
 def _guarded(check: Callable[[History, dict], CheckResult], history: History, options: dict) -> CheckResult:

@@ -91,6 +91,8 @@ CONSUMER_ERROR = "consumer_error"
 POLL_STALL_STARTED = "poll_stall_started"
 POLL_STALL_ENDED = "poll_stall_ended"
 CLIENT_LOG = "client_log"
+# A log the run learns protocol steps from said none it could read: what is missing (no verdict without it).
+LOG_UNRECOGNISED = "log_unrecognised"
 REBALANCE_FAILED = "rebalance_failed"
 CONSUMER_STOPPED = "consumer_stopped"
 TEST_HOOK_ARMED = "test_hook_armed"
@@ -166,6 +168,7 @@ CONSUMER_EVENTS = (
     POLL_STALL_STARTED,
     POLL_STALL_ENDED,
     CLIENT_LOG,
+    LOG_UNRECOGNISED,
     REBALANCE_FAILED,
     CONSUMER_STOPPED,
     TEST_HOOK_ARMED,

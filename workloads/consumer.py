@@ -29,7 +29,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition, libversion
 
 from runtime.history import latency_histogram, now
 from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
@@ -52,6 +52,18 @@ class LibrdkafkaSettings:
     # Test-only switches for this member (workload.librdkafka.test_hooks, docs/history.md): "consume_unassigned"
     # ({topic, partition}), "sigterm_after_join" ({join}). None in every real run.
     test_hooks: dict | None = None
+
+
+def librdkafka_version() -> str:
+    """The librdkafka this process loaded, as it names itself (confluent-kafka 2.16.1 bundles librdkafka
+    2.16.0). ``libversion()`` is ``(text, int)``, but a bare text in some releases (2.12.0)."""
+    said = libversion()
+    return str(said[0] if isinstance(said, tuple) else said)
+
+
+def librdkafka_loaded() -> dict:
+    """consumer_started's ``client_library`` and ``client_version``."""
+    return {"client_library": "librdkafka", "client_version": librdkafka_version()}
 
 
 def client_config(spec: MemberSpec) -> dict:
@@ -119,6 +131,7 @@ class GroupLogReader:
         self.subscription_lines_due = 0
         self.epoch_zero_sent = False  # KIP-848: joining (again) — its epoch-0 heartbeat went out, no epoch yet
         self.rebalancing = False  # rebalance_started written, the member not yet synced again
+        self.synced = False  # a SyncGroup response was read since the last JoinGroup response
         self.line: ClientLine | None = None  # the line being read
 
     @property
@@ -140,7 +153,7 @@ class GroupLogReader:
             self._kip848(msg)
         elif "JoinGroup response:" in msg and (j := _JOINED.search(msg)):
             if int(j["gen"]) >= 0 and j["err"] == "(no error)":
-                m.generation, m.member_id = int(j["gen"]), j["member"]
+                m.generation, m.member_id, self.synced = int(j["gen"]), j["member"], False
                 self.events.group_joined(
                     generation=m.generation,
                     member_id=m.member_id,
@@ -155,7 +168,7 @@ class GroupLogReader:
             m.join_sent()
         elif "SyncGroup response:" in msg and (s := _SYNCED.search(msg)):
             if s["result"].startswith("Success"):
-                self.rebalancing = False
+                self.rebalancing, self.synced = False, True
                 self.events.group_synced()
             else:
                 self.events.group_sync_failed(s["result"])
@@ -215,6 +228,7 @@ class Member(TakesCommands, Driver):
     heartbeat thread goes on."""
 
     Settings = LibrdkafkaSettings
+    client_distribution = "confluent-kafka"
 
     def __init__(self, spec: MemberSpec[LibrdkafkaSettings], stop: threading.Event):
         self.spec = spec
@@ -233,8 +247,10 @@ class Member(TakesCommands, Driver):
         self.sigterm_after_join: int | None = (hooks.get("sigterm_after_join") or {}).get("join")
         # Written from the tap as it reads librdkafka's lines (no catching up: that is what it does) ...
         self.tap_events = MemberEvents(member_writer(spec), lambda: (self.member_id, self.generation))
+        self.unrecognised: set[str] = set()  # protocol steps its log said nothing readable of (_recognised)
         # No logger: librdkafka prints each line itself, from its own threads, as it happens.
-        self.tap = StderrTap(GroupLogReader(self, self.tap_events)).start()
+        self.reader = GroupLogReader(self, self.tap_events)
+        self.tap = StderrTap(self.reader).start()
         # ... and stamped now, once every line librdkafka wrote before is read: the event carries
         # the generation it acted in, and comes after the steps that led to it.
         self.events = replace(self.tap_events, catch_up=self.tap.caught_up)
@@ -257,7 +273,33 @@ class Member(TakesCommands, Driver):
 
     # --- rebalance callbacks (served from consume(), on this thread) ---------------
 
+    def _recognised(self) -> None:
+        """An assignment comes after the protocol steps that led to it, which librdkafka logged first:
+        if its log said none this reader could read, the history lacks them, and says so — once per
+        missing step (the run is then INCOMPLETE: oracle.verdict.unrecognised). Every line written
+        before the callback is read first (the tap's catch-up): one still in the pipe is no missing one."""
+        with self.tap.caught_up():
+            for what in self._missing_steps():
+                if what not in self.unrecognised:
+                    self.unrecognised.add(what)
+                    self.events.log_unrecognised(
+                        log="librdkafka cgrp log", missing=what, client_version=librdkafka_version()
+                    )
+
+    def _missing_steps(self) -> list[str]:
+        classic = self.spec.group_protocol == "classic"
+        if self.generation is None:
+            return [
+                "generation and member id (no JoinGroup response line read)"
+                if classic
+                else "member epoch (no ConsumerGroupHeartbeat response line read)"
+            ]
+        if classic and not self.reader.synced:
+            return ["the SyncGroup step (no SyncGroup response line read)"]
+        return []
+
     def _on_assign(self, consumer, partitions) -> None:
+        self._recognised()
         self.events.partitions_assigned(_tps(partitions), incremental=self.spec.cooperative)
         self.assigned |= {(p.topic, p.partition) for p in partitions}
         if self.spec.cooperative:
@@ -347,6 +389,7 @@ class Member(TakesCommands, Driver):
             processing=s.settings.processing,
             session_timeout_ms=s.session_timeout_ms,
             max_poll_interval_ms=s.max_poll_interval_ms,
+            **librdkafka_loaded(),
         )
         for hook, params in sorted((s.settings.test_hooks or {}).items()):
             self.events.test_hook_armed(hook, params)

@@ -60,7 +60,7 @@ from coordinator.protocol import (
 )
 from runtime.history import now, tp
 from workloads.client_log import warnings_logger
-from workloads.consumer import process_records
+from workloads.consumer import librdkafka_loaded, process_records
 from workloads.driver import Driver, MemberSpec
 from workloads.fetching import ManualFetcher
 from workloads.member_events import MemberEvents, member_writer
@@ -397,6 +397,7 @@ class CoordinatedMember(TakesCommands, Driver):
     the heartbeat thread goes on."""
 
     Settings = CoordinatedSettings
+    client_distribution = "confluent-kafka"  # its fetcher: the project's coordinator keeps the group
 
     def __init__(self, spec: MemberSpec[CoordinatedSettings], stop: threading.Event, fetcher=None):
         self.spec = spec
@@ -451,6 +452,7 @@ class CoordinatedMember(TakesCommands, Driver):
             commit_mode=s.commit,
             session_timeout_ms=s.session_timeout_ms,
             max_poll_interval_ms=s.max_poll_interval_ms,
+            **librdkafka_loaded(),
         )
         unsupported = self._unsupported()
         if unsupported:

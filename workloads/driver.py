@@ -82,6 +82,10 @@ class MemberSpec(Generic[S]):
     control_file: str | None = None  # commands from the harness (poll stalls), announced by SIGUSR1
     # Under the harness's own keys; secret values never in the file (runtime.secrets, read_spec).
     client_settings: dict = field(default_factory=dict)
+    # The client release this incarnation runs on ("confluent-kafka==2.3.0", "kafka-clients==3.9.2"): the
+    # harness starts it in that release's environment (harness/components/client_envs.py); None: the pinned
+    # one, the harness's own. Per incarnation: a restart may run another (a rolling client upgrade).
+    client: str | None = None
 
     @property
     def group_instance_id(self) -> str | None:
@@ -139,6 +143,9 @@ class Driver(ABC):
     needs_kafka_tools: ClassVar[bool] = False  # it runs Kafka's own Java tools, installed for the cluster's line
     one_topic_by_name: ClassVar[bool] = False  # it consumes exactly one topic, subscribed by name
     commits_before_processing: ClassVar[bool] = True  # it can commit a batch before processing it
+    # The client distribution workload.client may name a release of (workloads/client_versions.py):
+    # "confluent-kafka" (librdkafka), "kafka-clients" (Java); None: it runs on the harness's own only.
+    client_distribution: ClassVar[str | None] = None
     spec: MemberSpec
     events: MemberEvents
     command_pending: threading.Event

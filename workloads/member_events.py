@@ -122,12 +122,14 @@ class MemberEvents:
         consumer_id: str = ABSENT,
         rebalance_max_retries: int = ABSENT,
         rebalance_backoff_ms: int = ABSENT,
-        kafka_client: str = ABSENT,
         processing_ms_ignored: float | None = ABSENT,
+        client_library: str = ABSENT,
+        client_version: str | None = ABSENT,
     ) -> dict:
         """Driver-specific fields: ``processing`` (librdkafka); ``consumer_id``,
         ``rebalance_max_retries``, ``rebalance_backoff_ms`` (zk-eager); ``jvm_pid``,
-        ``kafka_client``, ``processing_ms_ignored`` (java)."""
+        ``processing_ms_ignored`` (java). ``client_library`` and ``client_version``: the client
+        library the process really loaded (every driver on a Kafka client)."""
         return self._write(
             ev.CONSUMER_STARTED,
             pid=pid,
@@ -143,8 +145,9 @@ class MemberEvents:
             consumer_id=consumer_id,
             rebalance_max_retries=rebalance_max_retries,
             rebalance_backoff_ms=rebalance_backoff_ms,
-            kafka_client=kafka_client,
             processing_ms_ignored=processing_ms_ignored,
+            client_library=client_library,
+            client_version=client_version,
         )
 
     def consumer_stopped(self, reason: str) -> dict:
@@ -155,6 +158,11 @@ class MemberEvents:
 
     def client_log(self, level: str, message: str) -> dict:
         return self._write(ev.CLIENT_LOG, level=level, message=message)
+
+    def log_unrecognised(self, *, log: str, missing: str, client_version: str | None) -> dict:
+        """The member acted on a protocol step its client's log said nothing readable of: the run
+        cannot be judged whole (oracle.verdict: every check skipped, INCOMPLETE)."""
+        return self._write(ev.LOG_UNRECOGNISED, log=log, missing=missing, client_version=client_version)
 
     def subscription_changed(self, topics: Mapping[str, int]) -> dict:
         return self._write(ev.SUBSCRIPTION_CHANGED, topics=dict(topics))

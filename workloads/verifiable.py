@@ -52,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -150,7 +151,7 @@ class JavaSettings:
     """What only the java driver reads (``MemberSpec.settings``): the JVM, from the harness (which
     installed it)."""
 
-    kafka_line: str = "3.9"  # the Kafka release the cluster runs: its client is the one that runs
+    kafka_line: str = "3.9"  # the Kafka release whose tools (and client) run: the cluster's, or workload.client's
     kafka_tools: str | None = None  # the tools' classpath for kafka_line (None: not installed, the member says so)
     jvm_options: list[str] = field(default_factory=list)  # what every JVM of a run gets
 
@@ -189,6 +190,21 @@ def kafka_tools(spec: MemberSpec[JavaSettings]) -> str:
             "are not installed. Run `rebalance-lab setup`."
         )
     return spec.settings.kafka_tools
+
+
+def client_release(classpath: str | None) -> str | None:
+    """The release of the kafka-clients jar on the classpath, read where the JVM's AppInfoParser reads
+    it ("Kafka version: …" in its log): ``kafka/kafka-version.properties`` inside the jar. None if
+    there is none, or it does not say."""
+    jar = next((p for p in (classpath or "").split(":") if Path(p).name.startswith("kafka-clients-")), None)
+    if jar is None:
+        return None
+    try:
+        with zipfile.ZipFile(jar) as z:
+            text = z.read("kafka/kafka-version.properties").decode("utf-8", "replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    return next((line.split("=", 1)[1].strip() for line in text.splitlines() if line.startswith("version=")), None)
 
 
 def command(spec: MemberSpec[JavaSettings], classpath: str, config_dir: Path) -> list[str]:
@@ -524,6 +540,7 @@ class JavaMember(Driver):
     Settings = JavaSettings
     takes_client_config = False  # VerifiableConsumer reads its settings from a file
     needs_kafka_tools = True
+    client_distribution = "kafka-clients"  # a release's tools and client (JavaSettings.kafka_tools)
     one_topic_by_name = True  # its --topic
     commits_before_processing = False  # it commits what it has consumed, after
 
@@ -546,7 +563,7 @@ class JavaMember(Driver):
 
     def run(self) -> int:
         s, t, stop = self.spec, self.translator, self.stop
-        reasons, error = unsupported(s), "UNSUPPORTED"
+        reasons, error, classpath = unsupported(s), "UNSUPPORTED", None
         if not reasons:
             try:
                 classpath = kafka_tools(s)
@@ -572,8 +589,9 @@ class JavaMember(Driver):
             commit_mode=s.commit,
             session_timeout_ms=s.session_timeout_ms,
             max_poll_interval_ms=s.max_poll_interval_ms,
-            kafka_client=s.settings.kafka_line,
             processing_ms_ignored=s.processing_ms or None,
+            client_library="kafka-clients",
+            client_version=client_release(classpath),
         )
         if jvm is None:
             t.events.consumer_error(error=error, error_code=None, fatal=True, message="; ".join(reasons))

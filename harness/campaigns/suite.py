@@ -12,7 +12,7 @@ how far it got), `junit.xml` and `index.html` (harness/reports/suite.py).
     scenarios: [../scenarios/smoke.yaml, ../scenarios/faulty-consumer.yaml]
     matrix:
       protocol: [classic-eager, classic-cooperative, consumer]
-      kafka: ["3.9", "4.1"]
+      kafka: ["3.9", "4.4"]
       client: ["confluent-kafka==2.3.0", "confluent-kafka==2.16.1"]
       seed: [1, 2]
     exclude:

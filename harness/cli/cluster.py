@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from harness.cli.common import (
     CLUSTER_STATE,
+    KafkaReleaseType,
     console,
     err_console,
     error,
@@ -87,7 +88,13 @@ def _sasl_plain(_ctx, _param, value: str | None):
 
 @cluster.command("up")
 @click.option("--backend", type=click.Choice(started_backends()), default="local", show_default=True)
-@click.option("--kafka", type=click.Choice(list(versions.KAFKA_RELEASES)), default="3.9", show_default=True)
+@click.option("--kafka", type=KafkaReleaseType(), default=versions.DEFAULT_KAFKA, show_default=True)
+@click.option(
+    "--metadata",
+    type=click.Choice(["zookeeper", "kraft"]),
+    default=None,
+    help="ZooKeeper or KRaft (default: ZooKeeper on a release that has it, KRaft on 4.x).",
+)
 @click.option("--brokers", type=click.IntRange(1, 9), default=3, show_default=True)
 @click.option("--zookeeper-nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
 @click.option(
@@ -112,6 +119,7 @@ def _sasl_plain(_ctx, _param, value: str | None):
 def cluster_up(
     backend: str,
     kafka: str,
+    metadata: str | None,
     brokers: int,
     zookeeper_nodes: str,
     topics: list[tuple[str, int]],
@@ -130,7 +138,7 @@ def cluster_up(
         able = ", ".join(name for name in BACKENDS if backend_class(name).sasl_plain_listeners)
         error(f"--sasl-plain: the {backend} backend's brokers have no SASL listener (backends with one: {able})")
     try:  # what a scenario's cluster may be: no ZooKeeper ensemble for a KRaft line
-        Cluster(kafka=kafka, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes))
+        Cluster(kafka=kafka, metadata=metadata, brokers=brokers, zookeeper_nodes=int(zookeeper_nodes))
     except ValidationError as e:
         error("; ".join(f"--{key.replace('_', '-')}: {reason}" for key, reason in validation_problems(e)))
     default_workdir = (lab_home() / "cluster").resolve()
@@ -149,6 +157,7 @@ def cluster_up(
     owner = f"cluster:{workdir}"
     spec = ClusterSpec(
         kafka=kafka,
+        metadata=metadata,
         brokers=brokers,
         zookeeper_nodes=int(zookeeper_nodes),
         topics=[TopicSpec(name, partitions) for name, partitions in topics],

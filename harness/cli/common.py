@@ -36,6 +36,21 @@ class FiniteFloatRange(click.FloatRange):
         return rv
 
 
+class KafkaReleaseType(click.ParamType):
+    """An Apache Kafka release, exact ("3.7.2") or a line ("3.7"), in the supported range
+    (harness.components.versions.kafka_release); the value is the exact release it names."""
+
+    name = "RELEASE"
+
+    def convert(self, value, param, ctx):
+        from harness.components import versions
+
+        try:
+            return versions.kafka_release(value).version
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
 def fail(e: LabError) -> None:
     error(str(e), e.exit_code)
 

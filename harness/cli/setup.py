@@ -8,8 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from harness.cli.common import CLUSTER_STATE, console, err_console, error, fail
-from harness.components import versions
+from harness.cli.common import CLUSTER_STATE, KafkaReleaseType, console, err_console, error, fail
 from harness.paths import lab_home, make_dirs
 from runtime.errors import (
     EXIT_INTERRUPTED,
@@ -24,8 +23,17 @@ from runtime.output_dirs import SafePath
     "--kafka",
     "lines",
     multiple=True,
-    type=click.Choice(list(versions.KAFKA_RELEASES)),
-    help="Kafka line(s) to install (default: all).",
+    type=KafkaReleaseType(),
+    help="Kafka release(s) to install, exact (3.7.2) or a line (3.7 = its newest tested release); "
+    "repeatable (default: the default 3.x and 4.x releases).",
+)
+@click.option(
+    "--client",
+    "clients",
+    multiple=True,
+    metavar="REQUIREMENT",
+    help="A members' client release to install ahead of its first run, e.g. confluent-kafka==2.3.0 "
+    "(an environment of its own under the lab home; repeatable). Installs only these, nothing else.",
 )
 @click.option(
     "--compose",
@@ -33,11 +41,14 @@ from runtime.output_dirs import SafePath
     help="Also what the compose backend needs: a Docker Engine (Debian's docker.io, when none answers), "
     "debootstrap, and its images, built here.",
 )
-def setup(lines: tuple[str, ...], compose: bool) -> None:
+def setup(lines: tuple[str, ...], clients: tuple[str, ...], compose: bool) -> None:
     """Install the real components (Kafka from Maven Central, Toxiproxy with go install). Idempotent."""
-    from harness.components.install import setup_all
+    from harness.components.install import default_kafka_releases, setup_all
     from harness.supervision.stop_signals import like_ctrl_c
 
+    if clients:
+        _setup_clients(clients)
+        return
     try:
         with like_ctrl_c(), console.status("setting up …") as status:
 
@@ -49,7 +60,7 @@ def setup(lines: tuple[str, ...], compose: bool) -> None:
             if compose:
                 from harness.components.containers.setup import setup_compose
 
-                changed |= setup_compose(report, list(lines) or list(versions.KAFKA_RELEASES))
+                changed |= setup_compose(report, list(lines) or default_kafka_releases())
     except LabError as e:
         fail(e)
     except KeyboardInterrupt:  # the tool it was running is stopped by now, and nothing it began is marked installed
@@ -59,6 +70,54 @@ def setup(lines: tuple[str, ...], compose: bool) -> None:
         )
         sys.exit(EXIT_INTERRUPTED)
     console.print("setup: everything was already installed; nothing to do." if not changed else "setup: done.")
+
+
+def _setup_clients(texts: tuple[str, ...]) -> None:
+    """`setup --client R …`: each release's environment (a Python client) or Kafka's tools of it (Java)."""
+    from harness.components import client_envs
+    from harness.components.install import install_kafka_tools
+    from harness.supervision.stop_signals import like_ctrl_c
+    from workloads.client_versions import parse_client
+
+    requirements = []
+    for text in texts:
+        try:
+            requirement = parse_client(text)
+        except ValueError as e:
+            error(f"--client: {e}")
+        dist = requirement.distribution
+        problem = (
+            f"{requirement}: below the floor, {dist.name} {dist.floor}: {dist.floor_why}"
+            if requirement.below_floor
+            else client_envs.java_release_problem(requirement)
+            if dist.registry == "maven"
+            else None
+        )
+        if problem:
+            error(f"--client: {problem}")
+        requirements.append(requirement)
+    changed = False
+    try:
+        with like_ctrl_c(), console.status("setting up …") as status:
+
+            def report(msg: str) -> None:
+                status.update(msg)
+                console.print(msg, markup=False)
+
+            for requirement in requirements:
+                if requirement.distribution.registry == "maven":
+                    changed |= install_kafka_tools(requirement.version, report)
+                    continue
+                problem = client_envs.pypi_problem(requirement)
+                if problem:
+                    raise SetupError(f"--client: {problem}")
+                changed |= client_envs.install_client(requirement, report)
+    except LabError as e:
+        fail(e)
+    except KeyboardInterrupt:
+        console.print("setup: interrupted; the release it was installing is not installed.", markup=False)
+        sys.exit(EXIT_INTERRUPTED)
+    console.print("setup: done." if changed else "setup: every client asked for was already installed.")
 
 
 # ----------------------------------------------------------------------------- cluster

@@ -28,7 +28,6 @@ from harness.cluster.local import KRAFT_CONTROLLER_ID, _kraft_cluster_id
 from harness.cluster.network import Hosts, NetworkPlan
 from harness.cluster.ports import free_port
 from harness.cluster.spec import ClusterSpec
-from harness.components import versions
 from harness.components.containers.images import Images
 
 FRAGMENTS = Path(__file__).resolve().parents[2] / "compose" / "services"
@@ -63,7 +62,8 @@ def render(
     directory = directory.resolve()
     for sub in ("config", "logs", "data"):
         (directory / sub).mkdir(parents=True, exist_ok=True)
-    zookeeper_mode = spec.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER
+    zookeeper_mode = spec.zookeeper_mode
+    log4j1 = spec.release.log4j == "log4j1"  # the release's logging family, not its metadata mode
     zk_nodes = [f"zookeeper-{i}" for i in range(1, spec.zookeeper_nodes + 1)] if zookeeper_mode else []
     zk_ports = {name: free_port() for name in zk_nodes}
     coordinators = spec.coordinator_names()
@@ -116,7 +116,7 @@ def render(
                         fill,
                         name,
                         images,
-                        zookeeper_mode,
+                        log4j1,
                         "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                         CONFIG / f"{name}.cfg",
                         [agent],
@@ -151,7 +151,7 @@ def render(
                     fill,
                     "controller-1",
                     images,
-                    zookeeper_mode,
+                    log4j1,
                     "kafka.Kafka",
                     CONFIG / "controller-1.properties",
                     [],
@@ -177,9 +177,7 @@ def render(
                 name=name,
                 image=images.kafka,
                 port=network.direct[i],
-                command=_jvm(
-                    fill, name, images, zookeeper_mode, "kafka.Kafka", CONFIG / f"{name}.properties", [], prepare
-                ),
+                command=_jvm(fill, name, images, log4j1, "kafka.Kafka", CONFIG / f"{name}.properties", [], prepare),
                 ports=_published(network.published_ports(name)),
                 depends_on=_healthy(["toxiproxy", *quorum]),
             )
@@ -262,9 +260,9 @@ class _Filler:
             string.Template(text).substitute({k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()})
         )
 
-    def log_config(self, name: str, zookeeper_mode: bool) -> str:
+    def log_config(self, name: str, log4j1: bool) -> str:
         """Write the node's log4j file (its server log lands in the run's logs/); the JVM option naming it."""
-        text, option = config.log_settings(zookeeper_mode, CONFIG / f"{name}.log4j", LOGS / f"{name}.log")
+        text, option = config.log_settings(log4j1, CONFIG / f"{name}.log4j", LOGS / f"{name}.log")
         (self.directory / "config" / f"{name}.log4j").write_text(text)
         return option
 
@@ -273,14 +271,14 @@ def _jvm(
     fill: _Filler,
     name: str,
     images: Images,
-    zookeeper_mode: bool,
+    log4j1: bool,
     main_class: str,
     config_file,
     agents: list[str],
     prepare: str,
 ) -> str:
     argv = config.kafka_jvm_argv(
-        main_class, config_file, images.kafka_classpath, LOGS, fill.log_config(name, zookeeper_mode), agents
+        main_class, config_file, images.kafka_classpath, LOGS, fill.log_config(name, log4j1), agents
     )
     if not prepare:
         return json.dumps(argv)

@@ -73,7 +73,7 @@ class LocalCluster:
         self.network: NetworkPlan | None = None
         self.toxiproxy_server: ToxiproxyServer | None = None
         self.zookeeper_nodes: dict[str, ZooKeeperNode] = {}
-        self.jolokia_agent: Path | None = jolokia_agent() if self.dist.zookeeper_mode else None
+        self.jolokia_agent: Path | None = jolokia_agent() if self.spec.zookeeper_mode else None
         self.controller_port: int | None = None
         self.kafka_admin: ClusterAdmin | None = None  # once the brokers have addresses
         self.sasl_ports: dict[str, int] = {}  # broker -> its SASL/PLAIN listener's port (spec.sasl_plain)
@@ -133,7 +133,7 @@ class LocalCluster:
         return {
             "backend": self.name,
             "kafka": self.dist.version,
-            "mode": "zookeeper" if self.dist.zookeeper_mode else "kraft",
+            "mode": "zookeeper" if self.spec.zookeeper_mode else "kraft",
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,
             "toxiproxy_api": self.toxiproxy_api,
@@ -165,7 +165,7 @@ class LocalCluster:
         )
         self.toxiproxy_server.start()
         self.toxiproxy_server.wait_ready(deadline)
-        if self.dist.zookeeper_mode:
+        if self.spec.zookeeper_mode:
             self._start_zookeeper()
         else:
             self.controller_port = free_port()
@@ -175,7 +175,7 @@ class LocalCluster:
         for route in self.network.routes.values():
             self.toxiproxy.create(route.proxy, route.listen, route.upstream)
         self._write_broker_configs()
-        if not self.dist.zookeeper_mode:
+        if not self.spec.zookeeper_mode:
             self._prepare_kraft()
         for name, i in self.broker_ids.items():
             self._add(
@@ -205,7 +205,7 @@ class LocalCluster:
             self._start_coordinators(deadline)
         self.report(
             f"cluster ready in {time.monotonic() - t0:.1f}s: Kafka {self.dist.version} "
-            f"({'ZooKeeper' if self.dist.zookeeper_mode else 'KRaft'}), {self.spec.brokers} brokers at {self.bootstrap_servers}"
+            f"({'ZooKeeper' if self.spec.zookeeper_mode else 'KRaft'}), {self.spec.brokers} brokers at {self.bootstrap_servers}"
         )
 
     def stop(self) -> None:
@@ -382,7 +382,7 @@ class LocalCluster:
             if self.spec.sasl_plain:
                 listeners = self._with_sasl_listener(name, listeners)
             data = self.workdir / "data" / name
-            if self.dist.zookeeper_mode:
+            if self.spec.zookeeper_mode:
                 props = config.zk_broker_properties(
                     i, listeners, data, self.spec.brokers, self.network.zookeeper_connect(i), self.spec.broker_config
                 )

@@ -46,7 +46,7 @@ class KafkaJvm(LocalProcess):
 
     def command(self) -> list[str]:
         log_config = self.workdir / "config" / f"{self.name}.log4j"
-        text, option = config.log_settings(self.dist.zookeeper_mode, log_config, self.logs["server"])
+        text, option = config.log_settings(self.dist.release.log4j == "log4j1", log_config, self.logs["server"])
         log_config.write_text(text)
         return config.kafka_jvm_argv(
             self.main_class, self.config_file, self.dist.classpath(), self.logs_dir, option, self.jvm_agents()

@@ -79,7 +79,7 @@ class ClusterPool:
     report: Report = lambda _m: None
     lanes: int = 0  # start every cluster with at least this many client lanes (a suite's widest run)
     # Two specs kept up at once: a matrix alternates protocols whose broker settings differ
-    # (3.9 and 4.1, say), and stopping one to start the other each time would undo the sharing.
+    # (3.9 and 4.4, say), and stopping one to start the other each time would undo the sharing.
     keep: int = 2
     clusters: dict[str, PooledCluster] = field(default_factory=dict)  # by share_key, least recently used first
     started: int = 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from harness.cluster import config
 from harness.cluster.admin import TopicSpec
+from harness.components import versions
 
 
 @dataclass
@@ -55,7 +56,8 @@ class ExternalTarget:
 
 @dataclass
 class ClusterSpec:
-    kafka: str = "3.9"
+    kafka: str = versions.DEFAULT_KAFKA  # exact release or line (versions.kafka_release)
+    metadata: str | None = None  # "zookeeper" | "kraft"; None: the release's default
     brokers: int = 3
     zookeeper_nodes: int = 1
     broker_config: dict = field(default_factory=dict)
@@ -66,6 +68,14 @@ class ClusterSpec:
     # `cluster up --sasl-plain`: every broker also listens with SASL_PLAINTEXT (PLAIN) for this user, on
     # 127.0.0.1; the harness's own listeners (client lanes, inter-broker, controller) stay PLAINTEXT.
     sasl_plain: SaslPlainUser | None = None
+
+    @property
+    def release(self) -> versions.KafkaRelease:
+        return versions.kafka_release(self.kafka)
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return (self.metadata or self.release.default_metadata) == "zookeeper"
 
     @property
     def broker_zookeeper_session_timeout_ms(self) -> int:

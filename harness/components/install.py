@@ -13,12 +13,15 @@ once per JDK and pyspark (analysis.class_archive).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -195,40 +198,52 @@ def _replace_dir(target: Path, staging: Path, name: str) -> None:
 
 @dataclass(frozen=True)
 class KafkaDist:
+    """An installed Kafka release (or its tools): where its jars are. What the release can do
+    is its catalogue entry's (`release`); which metadata mode a cluster runs is the scenario's."""
+
     line: str
     version: str
     lib_dir: Path
 
     @property
-    def zookeeper_mode(self) -> bool:
-        return self.line in versions.KAFKA_LINES_WITH_ZOOKEEPER
+    def release(self) -> versions.KafkaRelease:
+        return versions.kafka_release(self.version)
 
     def classpath(self) -> str:
         return ":".join(str(p) for p in sorted(self.lib_dir.glob("*.jar")))
 
 
-def _kafka_dir(line: str) -> Path:
-    return components_dir() / f"kafka-{versions.KAFKA_RELEASES[line]}"
+def _release(version: str) -> versions.KafkaRelease:
+    """The catalogue's entry for `version` (exact or line); SetupError naming the range if unsupported."""
+    try:
+        return versions.kafka_release(version)
+    except ValueError as e:
+        raise SetupError(str(e)) from None
 
 
-def _kafka_marker(line: str) -> dict:
+def _kafka_dir(release: versions.KafkaRelease) -> Path:
+    return components_dir() / f"kafka-{release.version}"
+
+
+def _kafka_marker(release: versions.KafkaRelease) -> dict:
     return {
-        "kafka": versions.KAFKA_RELEASES[line],
+        "kafka": release.version,
         "scala": versions.SCALA_BINARY,
-        "extra": [":".join(c) for c in versions.SLF4J_BINDINGS[line]],
+        "extra": [":".join(c) for c in release.slf4j_bindings],
     }
 
 
-def _kafka_pom(line: str, artifact: tuple[str, str] = ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}")) -> str:
-    deps = [(*artifact, versions.KAFKA_RELEASES[line])]
-    deps += versions.SLF4J_BINDINGS[line]
+def _kafka_pom(
+    release: versions.KafkaRelease, artifact: tuple[str, str] = ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}")
+) -> str:
+    deps = [(*artifact, release.version), *release.slf4j_bindings]
     dep_xml = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in deps
     )
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
-  <groupId>rebalance-lab</groupId><artifactId>kafka-{line}</artifactId><version>1</version>
+  <groupId>rebalance-lab</groupId><artifactId>kafka-{release.version}</artifactId><version>1</version>
   <packaging>pom</packaging>
   <dependencies>
 {dep_xml}
@@ -237,47 +252,85 @@ def _kafka_pom(line: str, artifact: tuple[str, str] = ("org.apache.kafka", f"kaf
 """
 
 
+@contextlib.contextmanager
+def component_lock(name: str):
+    """Hold the lock of one component directory (``components/.locks/<name>.lock``): several
+    pytest workers or campaigns asking for the same release at once install it once — the
+    others wait here, then find its marker. flock is released by the kernel if the holder dies."""
+    locks = components_dir() / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{name}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _resolve_classpath(what: str, pom: str, target: Path, marker: dict, report: Report) -> bool:
-    """Resolve a POM's runtime classpath into ``target/lib``. Returns False if already there."""
+    """Resolve a POM's runtime classpath into ``target/lib``. Returns False if already there.
+
+    Under the component's lock, into a staging directory beside the target (same file system)
+    that is renamed into place whole, the marker written last: a failed or interrupted install
+    leaves nothing that looks installed, and a reader never sees a half-copied lib/."""
     if _read_marker(target) == marker:
         report(f"{what}: already installed in {target}")
         return False
-    report(f"{what}: resolving from Maven Central with mvn …")
-    with tempfile.TemporaryDirectory(prefix="rl-kafka-") as tmp:
-        Path(tmp, "pom.xml").write_text(pom)
-        staging = Path(tmp, "lib")
-        _mvn(
-            f"resolving {what}",
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}",
-            "-DincludeScope=runtime",
-            cwd=tmp,
-        )
-        _replace_dir(target, staging, "lib")
-    _write_marker(target, marker)
+    with component_lock(target.name):
+        if _read_marker(target) == marker:  # another process installed it while we waited
+            report(f"{what}: installed meanwhile by another process, in {target}")
+            return False
+        report(f"{what}: resolving from Maven Central with mvn …")
+        started = time.monotonic()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+        try:
+            (staging / "pom").mkdir()
+            (staging / "pom" / "pom.xml").write_text(pom)
+            _mvn(
+                f"resolving {what}",
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging / 'lib'}",
+                "-DincludeScope=runtime",
+                cwd=str(staging / "pom"),
+            )
+            shutil.rmtree(staging / "pom")
+            _write_marker(staging, marker)
+            if target.exists():  # an older, unmarked or half-made one: out of the way first
+                old = target.with_name(f".{target.name}.old-{os.getpid()}")
+                target.rename(old)
+                shutil.rmtree(old, ignore_errors=True)
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     jars = len(list((target / "lib").glob("*.jar")))
-    report(f"{what}: installed ({jars} jars)")
+    report(f"{what}: installed ({jars} jars) in {time.monotonic() - started:.0f} s")
     return True
 
 
-def install_kafka(line: str, report: Report) -> bool:
-    """Resolve one Kafka release with its runtime classpath. Returns False if already there."""
+def install_kafka(version: str, report: Report) -> bool:
+    """Resolve one Kafka release (exact or line) with its runtime classpath. False if already there."""
+    release = _release(version)
+    untested = "" if release.tested else " (a release the project has not tested)"
     return _resolve_classpath(
-        f"Kafka {versions.KAFKA_RELEASES[line]}", _kafka_pom(line), _kafka_dir(line), _kafka_marker(line), report
+        f"Kafka {release.version}{untested}", _kafka_pom(release), _kafka_dir(release), _kafka_marker(release), report
     )
 
 
-def _known_line(line: str) -> None:
-    if line not in versions.KAFKA_RELEASES:
-        raise SetupError(f"unknown Kafka line {line!r}; known: {', '.join(versions.KAFKA_RELEASES)}")
+def kafka_installed(version: str) -> bool:
+    release = _release(version)
+    return _read_marker(_kafka_dir(release)) == _kafka_marker(release)
 
 
-def kafka_dist(line: str) -> KafkaDist:
-    _known_line(line)
-    target = _kafka_dir(line)
-    if _read_marker(target) != _kafka_marker(line):
-        raise SetupError(f"Kafka {versions.KAFKA_RELEASES[line]} is not installed. Run `rebalance-lab setup`.")
-    return KafkaDist(line, versions.KAFKA_RELEASES[line], target / "lib")
+def kafka_dist(version: str) -> KafkaDist:
+    """The installed release `version` (exact or line); SetupError if it is not installed."""
+    release = _release(version)
+    target = _kafka_dir(release)
+    if _read_marker(target) != _kafka_marker(release):
+        raise SetupError(
+            f"Kafka {release.version} is not installed. Run `rebalance-lab setup --kafka {release.version}`."
+        )
+    return KafkaDist(release.line, release.version, target / "lib")
 
 
 # --------------------------------------------------------------------------- Kafka tools
@@ -285,37 +338,43 @@ def kafka_dist(line: str) -> KafkaDist:
 # apart from the broker's classpath: it pulls Connect and Jetty the brokers never load.
 
 
-def _kafka_tools_dir(line: str) -> Path:
-    return components_dir() / f"kafka-tools-{versions.KAFKA_RELEASES[line]}"
+def _kafka_tools_dir(release: versions.KafkaRelease) -> Path:
+    return components_dir() / f"kafka-tools-{release.version}"
 
 
-def _kafka_tools_marker(line: str) -> dict:
+def _kafka_tools_marker(release: versions.KafkaRelease) -> dict:
     return {
-        "kafka-tools": ":".join((*versions.KAFKA_TOOLS_ARTIFACT, versions.KAFKA_RELEASES[line])),
-        "extra": _kafka_marker(line)["extra"],
+        "kafka-tools": ":".join((*versions.KAFKA_TOOLS_ARTIFACT, release.version)),
+        "extra": _kafka_marker(release)["extra"],
     }
 
 
-def install_kafka_tools(line: str, report: Report) -> bool:
+def install_kafka_tools(version: str, report: Report) -> bool:
+    release = _release(version)
     return _resolve_classpath(
-        f"Kafka tools {versions.KAFKA_RELEASES[line]}",
-        _kafka_pom(line, versions.KAFKA_TOOLS_ARTIFACT),
-        _kafka_tools_dir(line),
-        _kafka_tools_marker(line),
+        f"Kafka tools {release.version}",
+        _kafka_pom(release, versions.KAFKA_TOOLS_ARTIFACT),
+        _kafka_tools_dir(release),
+        _kafka_tools_marker(release),
         report,
     )
 
 
-def kafka_tools(line: str) -> KafkaDist:
-    """Kafka's tools (VerifiableConsumer) for one Kafka line, with their runtime classpath."""
-    _known_line(line)
-    target = _kafka_tools_dir(line)
-    if _read_marker(target) != _kafka_tools_marker(line):
+def kafka_tools_installed(version: str) -> bool:
+    release = _release(version)
+    return _read_marker(_kafka_tools_dir(release)) == _kafka_tools_marker(release)
+
+
+def kafka_tools(version: str) -> KafkaDist:
+    """Kafka's tools (VerifiableConsumer) of one release (exact or line), with their runtime classpath."""
+    release = _release(version)
+    target = _kafka_tools_dir(release)
+    if _read_marker(target) != _kafka_tools_marker(release):
         raise SetupError(
-            f"Kafka tools {versions.KAFKA_RELEASES[line]} (VerifiableConsumer, the java driver) "
-            "are not installed. Run `rebalance-lab setup`."
+            f"Kafka tools {release.version} (VerifiableConsumer, the java driver) "
+            f"are not installed. Run `rebalance-lab setup --kafka {release.version}`."
         )
-    return KafkaDist(line, versions.KAFKA_RELEASES[line], target / "lib")
+    return KafkaDist(release.line, release.version, target / "lib")
 
 
 # --------------------------------------------------------------------------- Jolokia
@@ -441,24 +500,64 @@ def install_python(report: Report) -> bool:
 # --------------------------------------------------------------------------- all
 
 
-def setup_all(report: Report, kafka_lines: list[str] | None = None) -> bool:
-    """Install everything; returns True if anything changed."""
+def default_kafka_releases() -> list[str]:
+    """What `setup` installs when asked for no release: the default of each major."""
+    return [versions.kafka_release(v).version for v in (versions.DEFAULT_KAFKA, versions.DEFAULT_KAFKA_4)]
+
+
+def setup_all(report: Report, kafka_releases: list[str] | None = None) -> bool:
+    """Install everything; returns True if anything changed. `kafka_releases`: exact releases or lines."""
     changed = install_python(report)
-    for line in kafka_lines or list(versions.KAFKA_RELEASES):
-        changed |= install_kafka(line, report)
-        changed |= install_kafka_tools(line, report)
+    for version in kafka_releases or default_kafka_releases():
+        changed |= install_kafka(version, report)
+        changed |= install_kafka_tools(version, report)
     changed |= install_jolokia(report)
     changed |= install_toxiproxy(report)
     changed |= install_class_archive(report)
     return changed
 
 
-def installed_for(scenario, kafka: str | None = None) -> None:
+def _to_stderr(message: str) -> None:
+    print(f"setup: {message}", file=sys.stderr, flush=True)
+
+
+def installed_for(scenario, kafka: str | None = None, report: Report = _to_stderr) -> None:
     """What a run of `scenario` (or, without one, a cluster of Kafka `kafka`) needs from this
-    machine, installed now: SetupError if it cannot be. An external cluster needs only clients."""
+    machine, installed now: SetupError if it cannot be. An external cluster needs only clients.
+
+    The Kafka release is the one component installed on first use (the issue's "resolved from
+    Maven Central on first use"): a scenario may name any supported release, and `setup` cannot
+    know them all in advance. Under the component's lock, so concurrent runs install it once."""
+    if scenario is not None and scenario.workload.client_requirement is not None:
+        _client_available(scenario.workload.client_requirement)
     if scenario is not None and scenario.cluster.external:
         return
-    line = kafka or scenario.cluster.kafka
-    kafka_dist(line), toxiproxy_binary(), jolokia_agent()
+    version = kafka or scenario.cluster.kafka
+    release = _release(version)
+    if not release.tested:
+        report(
+            f"Kafka {release.version} is a release the project has not tested (tested: "
+            f"{', '.join(versions.TESTED_KAFKA_RELEASES)}): a run whose broker log lines are not "
+            "recognised ends INCOMPLETE"
+        )
+    toxiproxy_binary(), jolokia_agent()  # what `setup` installs: missing, the run stops before fetching Kafka
+    if not kafka_installed(version):
+        install_kafka(version, report)
+    kafka_dist(version)
     if scenario is not None and scenario.workload.driver_class.needs_kafka_tools:
-        kafka_tools(line)
+        # Kafka's tools of the java driver's client release: workload.client's, else the cluster's own.
+        client = scenario.workload.client_requirement
+        tools = client.version if client is not None and client.distribution.registry == "maven" else version
+        if not kafka_tools_installed(tools):
+            install_kafka_tools(tools, report)
+        kafka_tools(tools)
+
+
+def _client_available(requirement) -> None:
+    """workload.client's release exists where it comes from (PyPI asked once, unless installed already); its
+    environment is installed by the run's first use, not here."""
+    from harness.components import client_envs  # it imports this module
+
+    problem = client_envs.pypi_problem(requirement) if requirement.distribution.registry == "pypi" else None
+    if problem:
+        raise SetupError(f"workload.client: {problem}")

@@ -120,6 +120,27 @@ def parse_line(line: str) -> tuple[float, str, dict] | None:
     return None
 
 
+# What a run needs of its group's coordinator, by the group protocol its members speak: the
+# event those lines give, and the lines in words. Without them the rebalances have no broker
+# clock and assignment-validity no member count: the run cannot be judged (INCOMPLETE).
+NEEDED = {
+    "classic": (ev.COORDINATOR_STABILIZED, "the GroupCoordinator's `Stabilized group G generation N` lines"),
+    "consumer": (
+        ev.COORDINATOR_TARGET_ASSIGNMENT,
+        "the group coordinator's `[GroupId G] Computed a new target assignment for epoch N` lines",
+    ),
+}
+
+
+def missing_lines(group_protocol: str, group: str, seen: set[str]) -> str | None:
+    """What a run of `group_protocol` needed from the brokers' logs and did not get (in words);
+    None when it got it (or needs nothing from them)."""
+    needed = NEEDED.get(group_protocol)
+    if needed is None or needed[0] in seen:
+        return None
+    return f"{needed[1]} of group {group}"
+
+
 def coordinator_events(log: Path, broker: str, group: str | None = None) -> Iterator[tuple[float, str, dict]]:
     """Coordinator events of one broker log, optionally for one group only."""
     yield from CoordinatorLog(log, broker, group).new_events()
@@ -132,10 +153,17 @@ class CoordinatorLog:
 
     def __init__(self, log: Path, broker: str, group: str | None = None):
         self.tail, self.broker, self.group = FileTail(log), broker, group
+        self.seen: set[str] = set()  # the event names its lines gave
+        # Some of its lines naming the group that gave no event: shown when lines it needs are missing.
+        self.unrecognised: list[str] = []
 
     def new_events(self) -> Iterator[tuple[float, str, dict]]:
         for raw in self.tail.new_lines():
-            parsed = parse_line(raw.decode(errors="replace"))
+            line = raw.decode(errors="replace")
+            parsed = parse_line(line)
             if parsed and (self.group is None or parsed[2].get("group") in (self.group, None)):
                 ts, name, fields = parsed
+                self.seen.add(name)
                 yield ts, name, {"broker": self.broker, **fields}
+            elif not parsed and self.group and self.group in line and len(self.unrecognised) < 5:
+                self.unrecognised.append(line.rstrip())

@@ -16,20 +16,21 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
-from functools import cached_property
 from pathlib import Path
 
 from harness.cluster.backend import ClusterBackend
 from harness.cluster.config import JVM_OPTS
 from harness.cluster.ports import free_port
-from harness.components import install
+from harness.components import client_envs
 from harness.scenario import Scenario
+from harness.scenario.workload import client_problem
 from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, StopTier
 from oracle.protocols import driver_plugin
 from runtime import secrets
-from runtime.errors import SetupError
+from workloads.client_versions import ClientRequirement
 from workloads.consumer import LibrdkafkaSettings
 from workloads.coordinated import CoordinatedSettings
 from workloads.driver import MemberSpec, driver_of, protocol_fields
@@ -40,6 +41,19 @@ from workloads.verifiable import JavaSettings
 from workloads.zk_settings import ZkEagerMemberSettings
 
 LEAVE_TIMEOUT_S = 30.0  # a member told to leave by the load profile is killed if it has not exited by then
+
+
+def run_client(scenario: Scenario) -> ClientRequirement | None:
+    """The client release the scenario's members run: ``workload.client``, else the default of the
+    distribution their driver takes (the pinned confluent-kafka; for the java driver, the Kafka tools of
+    the cluster's release). None for a driver that takes none (it runs on the harness's own)."""
+    w = scenario.workload
+    if w.client_requirement is not None:
+        return w.client_requirement
+    distribution = w.driver_class.client_distribution
+    if distribution is None:
+        return None
+    return client_envs.default_client(distribution, scenario.cluster.release.version)
 
 
 class Client(LocalProcess):
@@ -118,6 +132,24 @@ class Member(Client):
         self.lane = int(name.rsplit("-", 1)[1])
         w = workload.scenario.workload
         self.module = w.generation.drivers[w.driver]
+        # The client release its next incarnation runs on (use_client changes it: a rolling client upgrade).
+        self.client: ClientRequirement | None = run_client(workload.scenario)
+
+    def use_client(self, requirement: ClientRequirement) -> None:
+        """Run the member's next incarnations on ``requirement`` (installed, if need be, as it starts).
+        ValueError, with the reason, for a release its driver cannot run."""
+        w = self.workload.scenario.workload
+        problem = client_problem(requirement, driver_of(self.module), w.driver, w.generation)
+        if problem:
+            raise ValueError(f"{self.name}: {problem}")
+        self.client = requirement
+
+    def command(self) -> list[str]:
+        """Its driver, in the interpreter of its client release (client_envs.member_python)."""
+        return [client_envs.member_python(self.client, self.workload.report), "-m", self.module, str(self.spec_file)]
+
+    def environment(self) -> dict | None:
+        return {**(super().environment() or {}), **client_envs.member_environment(self.client)} or None
 
     @property
     def control_file(self) -> Path:
@@ -146,6 +178,7 @@ class Member(Client):
             metadata_refresh_ms=w.metadata_refresh_ms,
             client_settings=dict(s.cluster.client_config),
             settings=self.settings(),
+            client=str(self.client) if self.client else None,
         )
 
     def settings(self):
@@ -154,7 +187,10 @@ class Member(Client):
         w = s.workload
         kind = driver_of(self.module).Settings
         if kind is JavaSettings:
-            return JavaSettings(kafka_line=s.cluster.kafka, kafka_tools=self.workload.kafka_tools, jvm_options=JVM_OPTS)
+            release = self.client.version if self.client else s.cluster.kafka
+            return JavaSettings(
+                kafka_line=release, kafka_tools=self.workload.java_tools(self.client), jvm_options=JVM_OPTS
+            )
         if kind is ZkEagerMemberSettings:
             return ZkEagerMemberSettings(
                 zookeeper_connect=cluster.network.lane_zookeeper_connect(self.lane),
@@ -318,13 +354,22 @@ class WorkloadProcesses:
 
     service_kinds = (Producer, Member, Observer)
 
-    def __init__(self, scenario: Scenario, run_dir: Path, cluster: ClusterBackend, supervisor: Supervisor):
+    def __init__(
+        self,
+        scenario: Scenario,
+        run_dir: Path,
+        cluster: ClusterBackend,
+        supervisor: Supervisor,
+        report: Callable[[str], None] = lambda _m: None,
+    ):
         self.scenario = scenario
+        self.report = report  # progress of what a start installs (a client release's first use)
         self.run_dir = run_dir
         self.cluster = cluster
         self.supervisor = supervisor
         self.services: dict[str, Producer | Member | LoadDriver | LoadWorker] = {}
         self._leaving: dict[str, float] = {}  # members told to leave that have not exited yet, and since when
+        self._java_tools: dict[ClientRequirement, str | None] = {}
         for sub in ("workload", "control"):
             (run_dir / sub).mkdir(exist_ok=True)
 
@@ -343,14 +388,14 @@ class WorkloadProcesses:
             self.services[name] = Member(name, self.supervisor, self.run_dir, self)
         return self.services[name]
 
-    @cached_property
-    def kafka_tools(self) -> str | None:
-        """The java driver's classpath: Kafka's tools for the cluster's Kafka line. `run` checked
-        they are installed; if not, the member reports it in the history (NOT_INSTALLED)."""
-        try:
-            return install.kafka_tools(self.scenario.cluster.kafka).classpath()
-        except SetupError:
+    def java_tools(self, client: ClientRequirement | None) -> str | None:
+        """The java driver's classpath: Kafka's tools of the client's release. `run` checked they are
+        installed; if not, the member reports it in the history (NOT_INSTALLED)."""
+        if client is None:
             return None
+        if client not in self._java_tools:
+            self._java_tools[client] = client_envs.java_tools(client)
+        return self._java_tools[client]
 
     def test_hooks_of(self, name: str) -> dict | None:
         """The scenario's test-only switches aimed at this member (workload.librdkafka.test_hooks), or None."""

@@ -42,10 +42,12 @@ from harness.cluster.cleanup import clean_up_after_dead_harnesses
 from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
 from harness.cluster.shared import ClusterPool, unshareable
 from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
+from harness.components import client_envs
 from harness.paths import new_stamped_dir
 from harness.reports import run as reporting
+from harness.run import brokerlog
 from harness.run.brokerlog import CoordinatorLog
-from harness.run.clients import Observer, WorkloadProcesses
+from harness.run.clients import Observer, WorkloadProcesses, run_client
 from harness.run.targets import RunTargets
 from harness.scenario import Scenario, redacted_scenario_text
 from harness.supervision.processes import Supervisor, process_state
@@ -64,6 +66,7 @@ from runtime.errors import (
     LabError,
 )
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
+from runtime.recognition import log_unrecognised
 from runtime.secrets import redact_text
 from workloads.observer import ObserverSpec, ObserverStatus
 
@@ -160,6 +163,8 @@ class Run:
             self.scenario = scenario = scenario.isolated(scenario.isolation_prefix(self.run_dir.name))
         self.history_path = self.run_dir / "history.jsonl"
         self.history = HistoryWriter(self.history_path, "harness")
+        client = run_client(scenario)
+        self.client = str(client) if client else None  # run_started.client and run.json's: the members' release
         self.timings: dict[str, float] = {}
         self.supervisor = Supervisor(owner=run_owner(self.run_dir), on_start=self._on_start, on_exit=self._on_exit)
         self.stop_signal = RunStop()  # the run's Ctrl-C, SIGTERM and SIGHUP (execute installs it)
@@ -196,6 +201,9 @@ class Run:
                 "seed": self.scenario.seed,
                 "run_dir": str(self.run_dir),
                 "plugins": extensions.recorded(),
+                "client": self.client,
+                "kafka": self.scenario.cluster.recorded_kafka,
+                "metadata": self.scenario.cluster.recorded_metadata,
                 **extra,
             },
         )
@@ -298,6 +306,8 @@ class Run:
     def _run_phases(self) -> None:
         s = self.scenario
         clean_up_after_dead_harnesses(f"the start of run {self.run_dir.name}", self.report)
+        # A client release's first use installs its environment, here, before the run's clock starts.
+        client_envs.member_python(run_client(s), self.report)
         self.timings["start"] = time.monotonic()
         wall, mono = now()
         members = s.workload.member_names()
@@ -315,8 +325,11 @@ class Run:
             members=members,
             checks=s.checks or {},
             backend=s.cluster.backend,
+            kafka=s.cluster.recorded_kafka,
+            metadata=s.cluster.recorded_metadata,
             group_settings=group_settings(s),
             plugins=extensions.recorded(),
+            client=self.client,
             faults=self.schedule,
             clock_offset_ms=round(wall - mono, 3),
         )
@@ -334,7 +347,7 @@ class Run:
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
-        workload = self.workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor)
+        workload = self.workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor, self.report)
         self.observer = self._observer()
         self.observer.start()
         observer = self.observer.status
@@ -461,6 +474,7 @@ class Run:
             self.supervisor.stop_all()  # anything no service owns (none expected)
         if self.cluster:
             self._record_coordinator_events()  # the rest: the teardown's own rebalances
+            self._check_broker_logs_recognised()
         for _, writer in self._coordinator_logs.values():
             writer.close()
 
@@ -512,6 +526,26 @@ class Run:
             for ts, name, fields in log.new_events():
                 writer.emit(name, ts=ts, mono_ms=ts - offset, clock=BROKER_LOG_CLOCK, **fields)
 
+    def _check_broker_logs_recognised(self) -> None:
+        """A group whose members were given partitions was formed by a coordinator that logged it:
+        if none of the brokers' lines the run needs were recognised (another release's wording),
+        the history says so and the run is INCOMPLETE, not judged from half its events."""
+        s = self.scenario
+        protocol = s.workload.generation.group_protocol
+        if s.cluster.external or s.workload.generation.group_home != "kafka" or protocol is None:
+            return
+        if not self._coordinator_logs or not _members_were_assigned(self.history_path):
+            return
+        seen = set().union(*(log.seen for log, _ in self._coordinator_logs.values()))
+        missing = brokerlog.missing_lines(protocol, s.workload.group, seen)
+        if missing:
+            log_unrecognised(self.history, f"server logs of the brokers, Kafka {s.cluster.kafka}", missing)
+            self.report(f"not recognised in the brokers' logs (Kafka {s.cluster.kafka}): {missing}")
+            # Some of their lines that named the group and gave nothing: the wording to teach brokerlog.py.
+            for log, _ in self._coordinator_logs.values():
+                for line in log.unrecognised:
+                    self.report(f"  {log.broker}: {line[:300]}")
+
     def _judge(self) -> dict:
         verdict = check_history(
             load_history(self.history_path, compact_events=True), self.scenario.checks or {}
@@ -523,6 +557,7 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
     """What the scenario asks of the cluster (``history``: where the project's coordinator writes its events)."""
     return ClusterSpec(
         kafka=s.cluster.kafka,
+        metadata=s.cluster.metadata,
         brokers=s.cluster.brokers,
         zookeeper_nodes=s.cluster.zookeeper_nodes,
         broker_config=s.broker_config(),
@@ -581,3 +616,10 @@ def _stable_for(stable: Callable[[], bool], seconds: float) -> Callable[[], bool
         return time.monotonic() - since[0] >= seconds
 
     return check
+
+
+def _members_were_assigned(history_path: Path) -> bool:
+    """Whether any member of the run was given partitions (then its coordinator logged the group)."""
+    needle = f'{{"name":"{ev.PARTITIONS_ASSIGNED}",'.encode()  # HistoryWriter's lines begin with the name
+    with open(history_path, "rb") as f:
+        return any(line.startswith(needle) for line in f)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from faults.strict import Strict
 from faults.topic_names import TopicName
@@ -103,7 +103,11 @@ HARNESS_CLIENT_SETTINGS = frozenset(
 
 class Cluster(Strict):
     backend: Literal[tuple(BACKENDS)] = "local"  # type: ignore[valid-type]
-    kafka: Literal[tuple(versions.KAFKA_RELEASES)] = "3.9"  # type: ignore[valid-type]
+    # An exact Apache Kafka release ("3.7.2") or a line ("3.7" = its newest tested release);
+    # validation turns it into the exact release (harness/components/versions.py).
+    kafka: str = versions.DEFAULT_KAFKA
+    # ZooKeeper or KRaft; absent = ZooKeeper on releases that have it (≤ 3.9), else KRaft.
+    metadata: Literal["zookeeper", "kraft"] | None = None
     brokers: Annotated[int, Field(ge=1, le=9)] = 3
     zookeeper_nodes: Literal[1, 3] = 1
     broker_config: dict[str, Scalar] = {}
@@ -112,6 +116,25 @@ class Cluster(Strict):
     bootstrap_servers: Annotated[str, Field(pattern=r"^[^,\s]+:\d{1,5}(,[^,\s]+:\d{1,5})*$")] | None = None
     zookeeper_connect: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
     client_config: dict[str, Scalar] = {}
+
+    @field_validator("kafka", mode="before")
+    @classmethod
+    def _exact_release(cls, value):
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ValueError('a Kafka release as text: exact ("3.7.2") or a line ("3.7")')
+        return versions.kafka_release(str(value)).version  # ValueError with the reason
+
+    @model_validator(mode="after")
+    def _metadata_mode(self):
+        release = self.release
+        if self.metadata is None:
+            object.__setattr__(self, "metadata", release.default_metadata)
+        elif self.metadata not in release.metadata_modes:
+            raise ValueError(
+                f"metadata: Kafka {release.version} has no {self.metadata} mode "
+                + ("(ZooKeeper mode ends with 3.9; 4.x is KRaft only)" if self.metadata == "zookeeper" else "")
+            )
+        return self
 
     @model_validator(mode="after")
     def _harness_settings_stay(self):
@@ -138,8 +161,8 @@ class Cluster(Strict):
             ]
             if self.zookeeper_nodes != 1 and not self.zookeeper_mode:
                 problems.append(
-                    f"zookeeper_nodes: Kafka {self.kafka} runs without ZooKeeper (KRaft); lines with "
-                    f"ZooKeeper: {', '.join(versions.KAFKA_LINES_WITH_ZOOKEEPER)}"
+                    f"zookeeper_nodes: Kafka {self.kafka} runs without ZooKeeper (KRaft)"
+                    + (" here: metadata: kraft" if self.release.zookeeper else "")
                 )
         problems += [
             f"broker_config.{key}: the harness sets this for every broker (listeners, ids, log "
@@ -159,8 +182,22 @@ class Cluster(Strict):
         return self
 
     @property
+    def release(self) -> versions.KafkaRelease:
+        return versions.kafka_release(self.kafka)
+
+    @property
     def zookeeper_mode(self) -> bool:
-        return self.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER
+        return self.metadata == "zookeeper"
+
+    @property
+    def recorded_kafka(self) -> str | None:
+        """The exact broker release a run records (run_started.kafka, run.json): someone else's
+        cluster runs what it runs — null unless the scenario states it."""
+        return None if self.external and "kafka" not in self.model_fields_set else self.kafka
+
+    @property
+    def recorded_metadata(self) -> str | None:
+        return None if self.external and "metadata" not in self.model_fields_set else self.metadata
 
     @property
     def external(self) -> bool:

@@ -18,7 +18,7 @@ from pydantic import Field, TypeAdapter, ValidationError, model_validator
 from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS
 from faults.strict import Strict
 from faults.topic_names import TOPIC_NAME_MAX, topic_set_problems
-from harness.components import versions
+from harness.components import client_envs, versions
 from harness.paths import longest_stamped_name
 from harness.scenario import faults as fault_entries
 from harness.scenario.checks import check_problems
@@ -112,19 +112,20 @@ class Scenario(Strict):
         """The generation against the cluster: its Kafka line, and what an external cluster cannot give it."""
         problems = []
         generation, kafka = self.workload.generation, self.cluster.kafka
-        # A generation's Kafka line says which kind of cluster it needs: with ZooKeeper, or without.
-        if (
-            generation.kafka
-            and (generation.kafka in versions.KAFKA_LINES_WITH_ZOOKEEPER) != self.cluster.zookeeper_mode
-        ):
+        # What the generation needs of the brokers (ZooKeeper mode, the consumer protocol), against
+        # what this release in this metadata mode gives: the release catalogue decides.
+        problem = self.cluster.release.need_problem(generation.needs, self.cluster.metadata)
+        if problem:
+            fits = versions.release_meeting(generation.needs)
             problems.append(
-                f"workload.protocol: {generation.kafka_why}; "
-                + (
-                    f"cluster.kafka is {kafka}"
-                    if self.cluster.zookeeper_mode
-                    else f"Kafka {kafka} runs without one (use {generation.kafka})"
-                )
+                f"workload.protocol: {generation.kafka_why}; cluster.kafka {kafka} "
+                f"(metadata: {self.cluster.metadata}): {problem}" + (f" (e.g. cluster.kafka: {fits!r})" if fits else "")
             )
+        # KIP-848's ConsumerGroupHeartbeat: the members' client speaks one version (client_versions.py), the
+        # brokers answer one (3.7/3.8's early access v0, 4.x v1). Apart, a member never finds its coordinator
+        # ("ConsumerGroupHeartbeatRequest not supported by broker"): the run could only time out.
+        if not problem and generation.needs == "consumer-protocol":
+            problems += self._heartbeat_problems()
         if self.cluster.external:
             if generation.group_home != "kafka":
                 problems.append(
@@ -151,6 +152,30 @@ class Scenario(Strict):
                     "(group.min.session.timeout.ms), which on an external cluster is not the scenario's"
                 )
         return problems
+
+    def _heartbeat_problems(self) -> list[str]:
+        requirement, distribution = self.workload.client_requirement, self.workload.driver_class.client_distribution
+        client = requirement or (client_envs.default_client(distribution) if distribution else None)
+        spoken, answered = client and client.consumer_heartbeat_version, self.cluster.release.consumer_heartbeat_version
+        if spoken is None or answered is None or spoken == answered:
+            return []  # a client without KIP-848 is workload.client's to say; a release without it, the need's
+        fits = ", ".join(
+            f"{client.distribution.name} {first}" + (f" … before {nxt[0]}" if nxt else " on")
+            for (first, v), nxt in zip(
+                client.distribution.consumer_heartbeat, [*client.distribution.consumer_heartbeat[1:], None], strict=True
+            )
+            if v == answered
+        )
+        stage = "early access" if answered == 0 else "GA"
+        said = (
+            f"workload.client: {client}"
+            if requirement
+            else f"workload.protocol: the members' default client, {client},"
+        )
+        return [
+            f"{said} speaks KIP-848's ConsumerGroupHeartbeat v{spoken}; Kafka {self.cluster.kafka}'s consumer protocol "
+            f"({stage}) answers v{answered} only: its members would never find their coordinator (for it: {fits})"
+        ]
 
     def _driver_problems(self) -> list[str]:
         """What the members' driver says it cannot do (Kafka's VerifiableConsumer: one topic by name,
@@ -302,6 +327,8 @@ class Scenario(Strict):
         # The broker refuses session timeouts below group.min.session.timeout.ms (6 s by default).
         if w.session_timeout_ms < 6000:
             implied["group.min.session.timeout.ms"] = w.session_timeout_ms
+        if w.generation.needs == "consumer-protocol":  # 3.7/3.8's early access is switched on; GA needs nothing
+            implied.update(self.cluster.release.consumer_protocol_config())
         if w.generation.broker_timing:
             # The minimums are 45 s and 5 s: lowered as far as the scenario's timing needs.
             implied.update(

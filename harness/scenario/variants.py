@@ -12,12 +12,11 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import AfterValidator
 
 from harness.components import versions
-from harness.scenario.cluster import Cluster
 from harness.scenario.workload import FAMILIES, family_of
 from oracle import CHECK_NAMES
 from oracle.checks import not_applicable
@@ -36,25 +35,24 @@ def listed_twice(model, axes: tuple[str, ...]) -> None:
         raise ValueError("\n".join(problems))
 
 
-def key_type(model: type, key: str) -> Any:
-    """The type a scenario key is validated by (with its constraints), for an axis that sets it:
-    a suite's matrix, compare's options and the pytest plugin take what the key takes, and say
-    why not in the key's own words — there is no second list of valid values."""
-    info = model.model_fields[key]
-    return Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
-
-
-KafkaRelease = key_type(Cluster, "kafka")
-_KAFKA = TypeAdapter(KafkaRelease)
-
-
 def kafka_problem(value: str) -> str | None:
-    """Why `value` cannot be a Kafka axis (as cluster.kafka would refuse it), or None."""
+    """Why `value` cannot be a Kafka axis, as cluster.kafka refuses it (the release catalogue,
+    harness.components.versions: there is no second list of releases), or None."""
     try:
-        _KAFKA.validate_python(value)
-    except ValidationError as e:
-        return "; ".join(x["msg"] for x in e.errors())
+        versions.kafka_release(value)
+    except ValueError as e:
+        return str(e)
     return None
+
+
+def _release(value: str) -> str:
+    if why := kafka_problem(value):
+        raise ValueError(why)
+    return value  # as written (exact or a line): ids and run names keep it
+
+
+# An axis value that sets cluster.kafka (a suite's matrix and excludes)
+KafkaRelease = Annotated[str, AfterValidator(_release)]
 
 
 class Impossible(ValueError):
@@ -111,20 +109,32 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
         if family:  # another driver family's section would be refused: its members are not the variant's
             for section in FAMILIES.keys() - {family.section}:
                 workload.pop(section, None)
-        if generation.kafka:
-            cluster["kafka"] = generation.kafka
+        if generation.needs and _cluster_problem(cluster, generation.needs):
+            cluster["kafka"] = versions.release_meeting(generation.needs)  # the default release that gives it
+            cluster.pop("metadata", None)
         skipped = not_applicable(axes.protocol)
         checks = data.get("checks") or {name: {} for name in CHECK_NAMES}
         data["checks"] = {k: v for k, v in checks.items() if k not in skipped}
     if axes.kafka:
-        # The protocol that runs (the axis's, else the scenario's) may exist on one line only.
+        # The protocol that runs (the axis's, else the scenario's) may need what this release lacks.
         protocol = workload.get("protocol")
         generation = GENERATIONS.get(protocol) if isinstance(protocol, str) else None
-        if generation and generation.kafka and generation.kafka != axes.kafka:
-            raise Impossible(f"{protocol} runs on Kafka {generation.kafka} only ({generation.kafka_why})")
         cluster["kafka"] = axes.kafka
-    if cluster.get("kafka") not in (None, *versions.KAFKA_LINES_WITH_ZOOKEEPER):
-        cluster.pop("zookeeper_nodes", None)  # a KRaft line has no ZooKeeper ensemble to size
+        release = versions.kafka_release_or_none(axes.kafka)
+        if generation and generation.needs and release:
+            # 3.7/3.8's consumer protocol early access is KRaft only: such a release runs it in KRaft.
+            if (
+                "metadata" not in cluster
+                and not release.need_problem(generation.needs, "kraft")
+                and release.need_problem(generation.needs, release.default_metadata)
+            ):
+                cluster["metadata"] = "kraft"
+            problem = _cluster_problem(cluster, generation.needs)
+            if problem:
+                raise Impossible(f"{protocol} on Kafka {axes.kafka}: {generation.kafka_why}; {problem}")
+    release = versions.kafka_release_or_none(str(cluster.get("kafka", versions.DEFAULT_KAFKA)))
+    if release and cluster.get("metadata", release.default_metadata) != "zookeeper":
+        cluster.pop("zookeeper_nodes", None)  # a KRaft cluster has no ZooKeeper ensemble to size
     if axes.client:
         # Which distribution a driver takes is the driver's to say: validation names a mismatch.
         workload["client"] = axes.client
@@ -133,3 +143,12 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
     if axes.backend:
         cluster["backend"] = axes.backend
     return data, skipped
+
+
+def _cluster_problem(cluster: dict, need: str) -> str | None:
+    """Why the scenario's cluster section (kafka, metadata; defaults if absent) cannot give `need`."""
+    release = versions.kafka_release_or_none(str(cluster.get("kafka", versions.DEFAULT_KAFKA)))
+    if release is None:
+        return None  # a bad release is validation's to name
+    metadata = cluster.get("metadata", release.default_metadata)
+    return release.need_problem(need, metadata if metadata in ("zookeeper", "kraft") else release.default_metadata)

@@ -31,7 +31,9 @@ from pydantic import Field, model_validator
 
 from faults.base import DAY_S, MAX_MEMBERS
 from faults.strict import Strict
+from harness.components import client_envs
 from oracle.protocols import ASSIGNORS, DRIVER_NAMES, GENERATIONS, PROTOCOLS, Generation
+from workloads.client_versions import ClientRequirement, parse_client
 from workloads.driver import Driver, driver_of
 from workloads.zk_settings import ZkEagerSettings  # the driver's own settings
 
@@ -143,6 +145,10 @@ class Workload(Strict):
     assignor: Literal[ASSIGNORS] | None = None  # type: ignore[valid-type]
     # java: Kafka's own VerifiableConsumer; any other: an installed plugin's (docs/extending.md)
     driver: Literal[DRIVER_NAMES] = "librdkafka"  # type: ignore[valid-type]
+    # The members' client library at one exact release (workloads/client_versions.py):
+    # "confluent-kafka==2.3.0" for librdkafka's drivers, "kafka-clients==3.9.2" for the java driver.
+    # Absent: the pinned confluent-kafka (pyproject.toml); the java driver, the cluster's own release.
+    client: Annotated[str | None, Field(max_length=100)] = None
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 3
     topics: Annotated[list[str] | None, Field(max_length=100)] = None  # default: every topic of the scenario
     topic_pattern: Annotated[str | None, Field(max_length=1000)] = (
@@ -199,6 +205,21 @@ class Workload(Strict):
         return self
 
     @model_validator(mode="after")
+    def _client_fits_the_driver(self):
+        """A release of the distribution the driver takes, at or above its floor, able to speak the
+        generation's group protocol."""
+        if self.client is None or self.driver not in self.generation.drivers:  # _coherent says so
+            return self
+        try:
+            requirement = parse_client(self.client)
+        except ValueError as e:
+            raise ValueError(f"client: {e}") from None
+        problem = client_problem(requirement, self.driver_class, self.driver, self.generation)
+        if problem:
+            raise ValueError(f"client: {problem}")
+        return self
+
+    @model_validator(mode="after")
     def _sections_fit_the_family(self):
         """Only the running family's section may be written; within it, what its protocol lacks."""
         family, problems = self.family, []
@@ -239,9 +260,36 @@ class Workload(Strict):
         return driver_of(self.generation.drivers[self.driver])
 
     @property
+    def client_requirement(self) -> ClientRequirement | None:
+        """``client`` as a requirement; None when absent (the default, which the run resolves: run_client)."""
+        return parse_client(self.client) if self.client else None
+
+    @property
     def effective_assignor(self) -> str:
         return self.assignor or self.generation.assignors[0]
 
     def member_names(self) -> list[str]:
         """The members started with the workload."""
         return [f"consumer-{i}" for i in range(1, self.consumers + 1)]
+
+
+def client_problem(
+    requirement: ClientRequirement, driver: type[Driver], name: str, generation: Generation
+) -> str | None:
+    """Why members of ``driver`` (called ``name``) in ``generation`` cannot run on ``requirement``, or None:
+    what workload.client is refused for, and a restart on another client (a rolling upgrade) too."""
+    dist = requirement.distribution
+    takes = driver.client_distribution
+    if takes is None:
+        return f"{generation.name} members (driver: {name}) run on the harness's own client only; they take no client release"
+    if dist.name != takes:
+        return f"the {name} driver takes a release of {takes} ('{takes}==<version>'), not of {dist.name}"
+    if requirement.below_floor:
+        return f"{requirement}: below the floor, {dist.name} {dist.floor}: {dist.floor_why}"
+    if generation.group_protocol == "consumer" and requirement.consumer_heartbeat_version is None:
+        first = f"{dist.name}>={dist.consumer_heartbeat[0][0]}" if dist.consumer_heartbeat else "another client"
+        why = dist.consumer_heartbeat_why or f"{dist.name} members run the classic protocols only"
+        return f"{requirement}: protocol {generation.name} needs {first} ({why})"
+    if dist.registry == "maven":
+        return client_envs.java_release_problem(requirement)
+    return None

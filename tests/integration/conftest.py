@@ -21,6 +21,7 @@ import yaml
 
 from harness.cluster.shared import ClusterPool
 from harness.components.install import (
+    default_kafka_releases,
     jolokia_agent,
     kafka_dist,
     kafka_tools,
@@ -46,7 +47,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session", autouse=True)
 def components_installed():
     try:
-        for line in ("3.9", "4.1"):
+        for line in default_kafka_releases():
             kafka_dist(line), kafka_tools(line)
         toxiproxy_binary()
         jolokia_agent()

@@ -38,14 +38,14 @@ def test_compare_every_protocol_generation(tmp_path):
     rows = json.loads((out / "compare.json").read_text())
     assert [r["protocol"] for r in rows] == PROTOCOLS
     assert {r["protocol"]: r["kafka"] for r in rows} == {
-        "zk-eager": "3.9",
-        "classic-eager": "3.9",
-        "classic-cooperative": "3.9",
-        "classic-static": "3.9",
-        "consumer": "4.1",
-        "coordinator-v1": "3.9",
-        "coordinator-v2": "3.9",
-        "coordinator-v3": "3.9",
+        "zk-eager": "3.9.2",
+        "classic-eager": "3.9.2",
+        "classic-cooperative": "3.9.2",
+        "classic-static": "3.9.2",
+        "consumer": "4.4.0",
+        "coordinator-v1": "3.9.2",
+        "coordinator-v2": "3.9.2",
+        "coordinator-v3": "3.9.2",
     }
     for r in rows:
         assert r["ok"] and r["outcome"] == "completed", r

@@ -45,7 +45,7 @@ def engine():
         found = engines.ensure_engine()
     except Exception as e:
         pytest.fail(f"no Docker Engine: {e} (run `rebalance-lab setup --compose`)", pytrace=False)
-    if absent := missing(found.docker_host, ["3.9", "4.1"]):
+    if absent := missing(found.docker_host, ["3.9", "4.4"]):
         pytest.fail(f"images not built: {', '.join(absent)} (run `rebalance-lab setup --compose`)", pytrace=False)
     yield found
     if not was_running and found.ours:
@@ -133,7 +133,7 @@ def test_kraft_4_1_with_the_consumer_protocol_in_containers(compose_run):
     scenario = small_scenario(
         "compose-kip848", duration_s=25, faults=[{"kind": "pause", "target": "consumer-2", "at_s": 6, "duration_s": 10}]
     )
-    scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
+    scenario["cluster"] = {"kafka": "4.4", "brokers": 1}
     scenario["workload"].update(protocol="consumer", assignor="uniform")
     run = compose_run(scenario)
     assert run.exit_code == 0, run.output[-3000:]

@@ -4,7 +4,7 @@ The same scenario the librdkafka driver passes, with ``workload.driver: java``:
 a member paused past its session timeout is evicted and its partitions move,
 a broker crashes and comes back, and the oracle judges the Java client's
 history exactly as it judges librdkafka's. Once on Kafka 3.9 (ZooKeeper mode,
-eager range), once on 4.1 (KRaft) with cooperative-sticky, where the Java
+eager range), once on 4.4 (KRaft) with cooperative-sticky, where the Java
 rebalance callbacks carry deltas.
 """
 
@@ -34,8 +34,8 @@ def eager_39(module_run) -> RunOutcome:
 
 
 @pytest.fixture(scope="module")
-def cooperative_41(module_run) -> RunOutcome:
-    return module_run("java-41", java_smoke("4.1", protocol="classic-cooperative", assignor="cooperative-sticky"))
+def cooperative_44(module_run) -> RunOutcome:
+    return module_run("java-44", java_smoke("4.4", protocol="classic-cooperative", assignor="cooperative-sticky"))
 
 
 def _assert_passes_smoke(run: RunOutcome) -> None:
@@ -145,14 +145,14 @@ def test_java_driver_history_on_39(eager_39):
     _paused_member_comes_back(eager_39)
 
 
-def test_java_driver_passes_the_smoke_scenario_on_41_cooperative(cooperative_41):
-    _assert_passes_smoke(cooperative_41)
+def test_java_driver_passes_the_smoke_scenario_on_44_cooperative(cooperative_44):
+    _assert_passes_smoke(cooperative_44)
 
 
-def test_java_driver_history_on_41_cooperative(cooperative_41):
-    _assert_java_history(cooperative_41)
-    assigned = [e for e in cooperative_41.named("partitions_assigned") if e.get("member")]
+def test_java_driver_history_on_44_cooperative(cooperative_44):
+    _assert_java_history(cooperative_44)
+    assigned = [e for e in cooperative_44.named("partitions_assigned") if e.get("member")]
     assert all(e["incremental"] for e in assigned)
     # Deltas: the Java client calls onPartitionsAssigned after every rebalance, empty when nothing was added.
     assert any(e["partitions"] == [] for e in assigned)
-    _paused_member_comes_back(cooperative_41)
+    _paused_member_comes_back(cooperative_44)

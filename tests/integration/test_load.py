@@ -59,7 +59,7 @@ def test_locust_distributed_master_and_workers_on_localhost_run_the_profile(run_
     scenario = small_scenario(
         "load-dist", duration_s=10, load={"workers": 2, "stages": [{"kind": "ramp", "to": 4, "over_s": 6}]}
     )
-    scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
+    scenario["cluster"] = {"kafka": "4.4", "brokers": 1}
     scenario["workload"].update(protocol="consumer", assignor="uniform")
     for key in ("session_timeout_ms", "heartbeat_interval_ms"):  # a KIP-848 group's timing is the brokers'
         scenario["workload"].pop(key)

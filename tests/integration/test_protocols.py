@@ -20,7 +20,7 @@ def test_cooperative_sticky_moves_only_what_must_move(module_run):
     """Two members own 6 partitions; a third joins. Only the partitions the newcomer gets
     are revoked from the others, who keep consuming the rest through the rebalance."""
     scenario = small_scenario("cooperative", duration_s=30, faults=[{"kind": "join-storm", "consumers": 1, "at_s": 10}])
-    scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
+    scenario["cluster"] = {"kafka": "4.4", "brokers": 1}
     scenario["topics"] = [{"name": "events", "partitions": 6}]
     scenario["workload"].update(protocol="classic-cooperative", assignor="cooperative-sticky")
     run = module_run("cooperative", scenario)
@@ -54,7 +54,7 @@ def test_kip848_consumer_protocol_on_kafka_4(module_run, assignor):
         duration_s=30,
         faults=[{"kind": "pause", "target": "consumer-2", "at_s": 8, "duration_s": 12}],
     )
-    scenario["cluster"] = {"kafka": "4.1", "brokers": 1}
+    scenario["cluster"] = {"kafka": "4.4", "brokers": 1}
     scenario["workload"].update(protocol="consumer", assignor=assignor)
     run = module_run(f"kip848-{assignor}", scenario)
     joined = run.named("group_joined")

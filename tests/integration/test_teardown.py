@@ -30,7 +30,7 @@ def _pids_alive(pids):
     return [pid for pid in pids if process_state(pid) not in (None, "Z")]
 
 
-@pytest.mark.parametrize("kafka,quorum", [("3.9", "zookeeper-1"), ("4.1", "controller-1")])
+@pytest.mark.parametrize("kafka,quorum", [("3.9", "zookeeper-1"), ("4.4", "controller-1")])
 def test_cluster_up_is_ready_and_down_leaves_no_process(tmp_path, kafka, quorum):
     spec = ClusterSpec(kafka=kafka, brokers=3, topics=[TopicSpec("events", 6)])
     with local_cluster(spec, tmp_path / "cluster") as cluster:
@@ -54,7 +54,7 @@ def test_cluster_up_is_ready_and_down_leaves_no_process(tmp_path, kafka, quorum)
 def test_cli_cluster_up_status_down(tmp_path):
     if (lab_home() / "cluster.json").exists():
         pytest.fail("a standalone cluster is already up; run `rebalance-lab cluster down` first", pytrace=False)
-    # What an earlier `cluster up` of Kafka 4.1 left in the workdir: a ZooKeeper-mode broker refuses
+    # What an earlier `cluster up` of Kafka 4.4 left in the workdir: a ZooKeeper-mode broker refuses
     # to start on a KRaft node's meta.properties, so the next `cluster up` has to start from nothing.
     workdir = tmp_path / "c"
     (workdir / "data" / "broker-1").mkdir(parents=True)

@@ -24,7 +24,7 @@ def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_ra
     ]
     kip848 = next(p for p in sweep.points if p.protocol == "consumer" and p.members == 64)
     s = kip848.scenario
-    assert (s.cluster.kafka, s.workload.protocol, s.workload.consumers) == ("4.1", "consumer", 1)
+    assert (s.cluster.kafka, s.workload.protocol, s.workload.consumers) == ("4.4.0", "consumer", 1)
     assert (s.topics[0].partitions, s.workload.producer.rate) == (64, 400)
     assert s.load.peak(1) == 64 and s.load.length_s(1) == s.duration_s == 70  # the workload lasts until it is over
     assert [st.kind for st in s.load.stages] == ["ramp", "hold", "sawtooth"]

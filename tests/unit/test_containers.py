@@ -66,10 +66,10 @@ def test_the_coordinator_image_changes_with_the_project_s_code(monkeypatch, tmp_
     assert images.coordinator_recipe().tag != before.tag
 
 
-@pytest.mark.parametrize("line", ["3.9", "4.1"])
-def test_every_kafka_line_has_its_image(line):
+@pytest.mark.parametrize("line, version", [("3.9", "3.9.2"), ("4.1", "4.1.1")])
+def test_every_kafka_line_has_its_image(line, version):
     recipe = images.kafka_recipe(line)
-    assert recipe.name == f"kafka-{line}" and any(t == "jolokia-agent.jar" for _, t in recipe.files)
+    assert recipe.name == f"kafka-{version}" and any(t == "jolokia-agent.jar" for _, t in recipe.files)
     assert images.image_set(line).kafka == recipe.tag
 
 

@@ -24,7 +24,7 @@ def test_a_classic_variant_changes_only_the_protocol():
 
 def test_kip848_runs_on_kafka_4_and_zk_eager_on_3_9_without_fencing_checks():
     consumer, _ = variant(BASE, Axes(protocol="consumer"))
-    assert consumer["cluster"]["kafka"] == "4.1"
+    assert consumer["cluster"]["kafka"] == "4.4.0"
     assert Scenario.model_validate(consumer).broker_config()["group.consumer.session.timeout.ms"] == 6000
     zk, skipped = variant(BASE, Axes(protocol="zk-eager"))
     assert zk["cluster"]["kafka"] == "3.9" and "fenced-commits" in skipped and "fenced-commits" not in zk["checks"]
@@ -33,9 +33,9 @@ def test_kip848_runs_on_kafka_4_and_zk_eager_on_3_9_without_fencing_checks():
 
 def test_a_kraft_variant_of_a_three_node_zookeeper_scenario_drops_the_ensemble():
     base = {**BASE, "cluster": {**BASE["cluster"], "zookeeper_nodes": 3}}
-    for axes in (Axes(protocol="consumer"), Axes(kafka="4.1")):
+    for axes in (Axes(protocol="consumer"), Axes(kafka="4.4.0")):
         data, _ = variant(base, axes)
-        assert data["cluster"]["kafka"] == "4.1" and "zookeeper_nodes" not in data["cluster"]
+        assert data["cluster"]["kafka"] == "4.4.0" and "zookeeper_nodes" not in data["cluster"]
         Scenario.model_validate(data)
     assert variant(base, Axes(seed=3))[0]["cluster"]["zookeeper_nodes"] == 3
 

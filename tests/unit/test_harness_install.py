@@ -43,29 +43,33 @@ def test_classpath_lists_the_jars_sorted(tmp_path):
     assert dist.classpath() == ":".join(
         str(tmp_path / n) for n in ("kafka-clients-3.9.2.jar", "kafka_2.13-3.9.2.jar", "zookeeper-3.8.4.jar")
     )
-    assert dist.zookeeper_mode and not install.KafkaDist("4.1", "4.1.1", tmp_path).zookeeper_mode
+    assert dist.release.zookeeper and not install.KafkaDist("4.1", "4.1.1", tmp_path).release.zookeeper
     assert install.KafkaDist("3.9", "3.9.2", tmp_path / "missing").classpath() == ""
 
 
-@pytest.mark.parametrize("line", sorted(versions.KAFKA_RELEASES))
-def test_kafka_pom_pins_kafka_and_an_slf4j_binding(line):
-    pom = ElementTree.fromstring(install._kafka_pom(line))  # also proves it is well-formed XML
+@pytest.mark.parametrize("version", versions.TESTED_KAFKA_RELEASES)
+def test_kafka_pom_pins_kafka_and_an_slf4j_binding(version):
+    release = versions.kafka_release(version)
+    pom = ElementTree.fromstring(install._kafka_pom(release))  # also proves it is well-formed XML
     deps = [
         tuple(d.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version"))
         for d in pom.iterfind("m:dependencies/m:dependency", POM_NS)
     ]
-    assert ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", versions.KAFKA_RELEASES[line]) in deps
-    for binding in versions.SLF4J_BINDINGS[line]:
+    assert ("org.apache.kafka", f"kafka_{versions.SCALA_BINARY}", version) in deps
+    for binding in release.slf4j_bindings:
         assert binding in deps
-    assert len(deps) == 1 + len(versions.SLF4J_BINDINGS[line])
+    assert len(deps) == 1 + len(release.slf4j_bindings)
     assert pom.findtext("m:packaging", namespaces=POM_NS) == "pom"
 
 
 def test_kafka_pom_versions_are_the_pinned_ones():
-    assert "<version>3.9.2</version>" in install._kafka_pom("3.9")
-    assert "slf4j-reload4j" in install._kafka_pom("3.9")
-    assert "<version>4.1.1</version>" in install._kafka_pom("4.1")
-    assert "log4j-slf4j" in install._kafka_pom("4.1")
+    def pom(text):
+        return install._kafka_pom(versions.kafka_release(text))
+
+    assert "<version>3.9.2</version>" in pom("3.9")
+    assert "slf4j-reload4j" in pom("3.3.2") and "slf4j-reload4j" in pom("3.9")
+    assert "<version>4.4.0</version>" in pom("4.4")
+    assert "log4j-slf4j" in pom("4.0.2") and "log4j-slf4j" in pom("4.4")
 
 
 @pytest.fixture
@@ -93,9 +97,9 @@ def test_missing_tool_says_which_and_how_to_get_it(no_tools, action, tool, how):
 
 def test_kafka_dist_before_setup_says_to_run_setup(tmp_path, monkeypatch):
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
-    with pytest.raises(SetupError, match=r"Kafka 3\.9\.2 is not installed\. Run `rebalance-lab setup`"):
+    with pytest.raises(SetupError, match=r"Kafka 3\.9\.2 is not installed\. Run `rebalance-lab setup --kafka 3\.9\.2`"):
         install.kafka_dist("3.9")
-    with pytest.raises(SetupError, match="unknown Kafka line '2.8'"):
+    with pytest.raises(SetupError, match=r"Kafka 2\.8 is older than the supported range"):
         install.kafka_dist("2.8")
 
 

@@ -148,7 +148,7 @@ BAD_VALUES = [
     (
         lambda d: d["cluster"].update(kafka="4.1", zookeeper_nodes=3),
         "cluster.zookeeper_nodes",
-        "Kafka 4.1 runs without ZooKeeper (KRaft)",
+        "Kafka 4.1.1 runs without ZooKeeper (KRaft)",
     ),
     (lambda d: d.update(checks={"no-losss": {}}), "checks.no-losss", "unknown check"),
     (
@@ -166,7 +166,7 @@ BAD_VALUES = [
         "workload.heartbeat_interval_ms",
         "below session_timeout_ms",
     ),
-    (lambda d: d["cluster"].update(kafka="2.8"), "cluster.kafka", "'3.9' or '4.1'"),
+    (lambda d: d["cluster"].update(kafka="2.8"), "cluster.kafka", "older than the supported range"),
     (lambda d: d["workload"].update(warmup="stable"), "workload.warmup", "'group-formed' or 'none'"),
     (lambda d: d["workload"].update(warmup_timeout_s=0), "workload.warmup_timeout_s", "greater than 0"),
     (

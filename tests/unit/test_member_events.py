@@ -57,6 +57,10 @@ CALLS = {
         ),
     ),
     ev.SUBSCRIPTION_CHANGED: (dict(topics={"events": 4}), dict(topics={"events": 4})),
+    ev.LOG_UNRECOGNISED: (
+        dict(log="librdkafka cgrp", missing="generation", client_version="2.0.2"),
+        dict(log="librdkafka cgrp", missing="generation", client_version="2.0.2"),
+    ),
     ev.GROUP_JOIN_SENT: ({}, {}),
     ev.GROUP_JOINED: (
         dict(generation=3, member_id="m-1", leader_id="m-1", is_leader=True, protocol_name="range"),

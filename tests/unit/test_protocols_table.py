@@ -104,9 +104,11 @@ def test_kip848_epochs_are_no_layout_and_incremental():
     assert {g.name for g in EVERY if g.layouts} == LAYOUT_PROTOCOLS
 
 
-@pytest.mark.parametrize("generation", [g for g in EVERY if g.kafka], ids=[g.name for g in EVERY if g.kafka])
-def test_a_pinned_kafka_line_is_a_release_and_says_why(generation: Generation):
-    assert generation.kafka in versions.KAFKA_RELEASES and generation.kafka_why
+@pytest.mark.parametrize("generation", [g for g in EVERY if g.needs], ids=[g.name for g in EVERY if g.needs])
+def test_a_generations_need_is_met_by_a_default_release_and_says_why(generation: Generation):
+    release = versions.kafka_release(versions.release_meeting(generation.needs))
+    assert generation.kafka_why
+    assert release.need_problem(generation.needs, release.default_metadata) is None
 
 
 def test_validation_accepts_exactly_the_tables_protocols_and_assignors():
@@ -124,7 +126,14 @@ def test_compare_runs_every_generation_on_its_kafka_line(protocol: str):
     data, skipped = variant(BASE, Axes(protocol=protocol))
     scenario = Scenario.model_validate(data)
     generation = GENERATIONS[protocol]
-    assert scenario.cluster.kafka == (generation.kafka or BASE["cluster"]["kafka"])
+    release = scenario.cluster.release
+    assert release.need_problem(generation.needs, scenario.cluster.metadata) is None
+    if generation.needs and versions.kafka_release(BASE["cluster"]["kafka"]).need_problem(
+        generation.needs, versions.kafka_release(BASE["cluster"]["kafka"]).default_metadata
+    ):
+        assert release.version == versions.release_meeting(generation.needs)
+    else:
+        assert release.version == versions.kafka_release(BASE["cluster"]["kafka"]).version
     assert scenario.workload.effective_assignor == generation.assignors[0]
     assert skipped == not_applicable(protocol) and not set(skipped) & set(data["checks"])
 
@@ -137,7 +146,11 @@ def test_kip848_timing_goes_to_the_brokers_by_the_generations_row():
     for protocol, generation in GENERATIONS.items():
         assert generation.classic == (generation.group_protocol == "classic"), protocol
         scenario = Scenario.model_validate(
-            {**base, "cluster": {"kafka": generation.kafka or "3.9"}, "workload": {"protocol": protocol, **timing}}
+            {
+                **base,
+                "cluster": {"kafka": versions.release_meeting(generation.needs) or "3.9"},
+                "workload": {"protocol": protocol, **timing},
+            }
         )
         expected = {
             "group.consumer.session.timeout.ms": 10_000,

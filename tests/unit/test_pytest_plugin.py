@@ -95,7 +95,7 @@ def test_options_reach_the_scenario(lab, pytester):
     result.assert_outcomes(passed=1)
     [seen] = (pytester.path / "runs").glob("smoke-s9/seen.yaml")
     text = seen.read_text()
-    assert "protocol: consumer" in text and "kafka: '4.1'" in text  # KIP-848 runs where it exists
+    assert "protocol: consumer" in text and "kafka: 4.4.0" in text  # KIP-848 runs where it exists
     # The session's runs share clusters, kept under the runs directory, unless told not to.
     assert (seen.parent / "pool.txt").read_text().startswith(str(pytester.path / "runs" / "pytest-clusters-"))
     lab(str(pytester.path / "smoke.yaml"), "--chaos-seed", "10", "--chaos-fresh-clusters").assert_outcomes(passed=1)
@@ -123,7 +123,7 @@ def test_more_consumers_still_pass(chaos_run):
     result.assert_passed()
     assert result.figures()["rebalances"] == 1 and result.history[0]["name"] == "run_started"
     seen = (result.run_dir / "seen.yaml").read_text()
-    assert "consumers: 5" in seen and "protocol: consumer" in seen and "kafka: '4.1'" in seen and "seed: 4" in seen
+    assert "consumers: 5" in seen and "protocol: consumer" in seen and "kafka: 4.4.0" in seen and "seed: 4" in seen
 
 def test_a_bad_override_is_named(chaos_run):
     import pytest

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.components import versions
 from harness.scenario import Scenario, Workload, load_scenario, validation_problems
 from harness.scenario.variants import Axes, variant
 from harness.scenario.workload import FAMILIES, MOVED_TO_SECTIONS, family_of
@@ -56,7 +57,7 @@ SETTINGS = {  # a setting of each section, not its default
 
 def data_for(protocol: str, driver: str = "librdkafka", **workload) -> dict:
     data = copy.deepcopy(BASE)
-    data["cluster"]["kafka"] = GENERATIONS[protocol].kafka or "3.9"
+    data["cluster"]["kafka"] = versions.release_meeting(GENERATIONS[protocol].needs) or "3.9"
     data["workload"].update(protocol=protocol, driver=driver, **workload)
     return data
 
@@ -224,7 +225,7 @@ def test_the_docs_workload_examples_validate(where, example):
         "name": "example",
         "duration_s": 60,
         "topics": [{"name": "events", "partitions": 6}],
-        "cluster": {"kafka": GENERATIONS[protocol].kafka or "3.9"},
+        "cluster": {"kafka": versions.release_meeting(GENERATIONS[protocol].needs) or "3.9"},
         **example,
     }
     assert problems(data) == [], where

@@ -32,7 +32,7 @@ def test_the_shipped_release_suite_expands_to_every_valid_variant():
     assert len(suite.variants) == 3 * 3 * 2
     assert suite.variants[0].id == "smoke[classic-eager, seed 1]"
     consumer = next(v for v in suite.variants if v.axes.protocol == "consumer")
-    assert consumer.scenario_data["cluster"]["kafka"] == "4.1"  # KIP-848 runs where it exists
+    assert consumer.scenario_data["cluster"]["kafka"] == "4.4.0"  # KIP-848 runs where it exists
     assert consumer.scenario_data["name"] == "smoke-consumer" and consumer.scenario_data["seed"] == 1
     assert len({v.id for v in suite.variants}) == len(suite.variants)
 
@@ -54,8 +54,12 @@ exclude:
         load_suite(path)
     problems = dict(e.value.problems)
     assert "smoke[consumer, kafka 3.9]" not in problems  # excluded
-    assert problems["faulty-consumer[consumer, kafka 3.9]"].startswith("consumer runs on Kafka 4.1 only")
-    assert problems["smoke[zk-eager, kafka 4.1]"].startswith("zk-eager runs on Kafka 3.9 only")
+    assert problems["faulty-consumer[consumer, kafka 3.9]"].startswith(
+        "consumer on Kafka 3.9: the consumer protocol (KIP-848) needs brokers"
+    )
+    assert problems["smoke[zk-eager, kafka 4.1]"].startswith(
+        "zk-eager on Kafka 4.1: zk-eager rebalances through ZooKeeper; Kafka 4.1.1 has no ZooKeeper mode"
+    )
     assert problems["exclude.1.seed"] == "seed is not an axis of this suite's matrix (axes: protocol, kafka)"
     assert problems["exclude.2"] == "matches no variant of the matrix"  # classic-cooperative is not in it
     assert not (tmp_path / "runs").exists()

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.components.install import KafkaDist
 from oracle.protocols import GENERATIONS
 from workloads import verifiable
 from workloads.driver import MemberSpec, protocol_fields
@@ -62,7 +61,7 @@ def spec(tmp_path) -> MemberSpec:
 
 @pytest.fixture
 def fake_jvm(monkeypatch, tmp_path):
-    monkeypatch.setattr(verifiable, "kafka_tools", lambda line: KafkaDist(line, "0", tmp_path))
+    monkeypatch.setattr(verifiable, "kafka_tools", lambda spec: str(tmp_path / "kafka-tools.jar"))  # a classpath
     monkeypatch.setattr(verifiable, "command", lambda spec, classpath, config_dir: [sys.executable, "-c", FAKE_JVM])
 
 
@@ -110,7 +109,7 @@ def test_stop_terminates_the_jvm_which_revokes_and_says_shutdown_complete(spec, 
 
 
 def test_a_jvm_that_dies_on_its_own_is_an_error(spec, monkeypatch, tmp_path):
-    monkeypatch.setattr(verifiable, "kafka_tools", lambda line: KafkaDist(line, "0", tmp_path))
+    monkeypatch.setattr(verifiable, "kafka_tools", lambda spec: str(tmp_path / "kafka-tools.jar"))  # a classpath
     exits_at_once = 'print(\'{"name":"startup_complete"}\')'
     monkeypatch.setattr(verifiable, "command", lambda *_: [sys.executable, "-c", exits_at_once])
     assert verifiable.JavaMember(spec, threading.Event()).run() == 1

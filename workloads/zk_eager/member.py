@@ -17,7 +17,7 @@ from kazoo.retry import KazooRetry
 from runtime.history import now
 from runtime.zookeeper import publish_session
 from workloads.client_log import warnings_logger
-from workloads.consumer import process_records
+from workloads.consumer import librdkafka_loaded, process_records
 from workloads.driver import Driver, MemberSpec
 from workloads.fetching import ManualFetcher
 from workloads.member_events import MemberEvents, member_writer
@@ -369,6 +369,7 @@ class ZkEagerMember(TakesCommands, Driver):
             consumer_id=self.consumer_id,
             rebalance_max_retries=self.zk_eager.rebalance_max_retries,
             rebalance_backoff_ms=self.zk_eager.rebalance_backoff_ms,
+            **librdkafka_loaded(),
         )
         self.zk.add_listener(self._on_session)
         self.zk.start_async()  # the rebalancer registers once connected (the lane may be cut right now)

@@ -97,7 +97,7 @@ def kafka_recipe(line: str) -> Recipe:
     jars = sorted(Path(p) for p in dist.classpath().split(":"))
     agent = install.jolokia_agent()
     return Recipe(
-        f"kafka-{line}",
+        f"kafka-{dist.version}",
         jre_recipe(),
         (dist.version, *(f"{j.name}:{j.stat().st_size}" for j in jars), agent.name),
         dockerfile=(
