@@ -81,7 +81,8 @@ class KafkaRelease:
     @property
     def consumer_heartbeat_version(self) -> int | None:
         """The newest ConsumerGroupHeartbeat version its brokers answer (the consumer protocol's own
-        request): v0 in 3.7/3.8's early access (checked by ApiVersions on 3.7.2), v1 from 4.0 (GA)."""
+        request): v0 in 3.7/3.8's early access, v1 from 4.0 (GA) — as ApiVersions answered on 3.7.2 and
+        3.8.1 with the early-access settings (0..0) and on 4.4.0 (0..1)."""
         return {None: None, "early-access": 0, "ga": 1}[self.consumer_protocol]
 
     @property

@@ -2,8 +2,8 @@
 lines recorded from real brokers of each release (tests/fixtures/broker_logs/<version>[-consumer].log,
 only the group's lines), and what a run does when the lines it needs are not there.
 
-The classic ones and 4.4.0-consumer come from the smoke scenario's runs; 3.7.2-consumer from a
-group of confluent-kafka 2.6.1 members (librdkafka's KIP-848 early access) on a 3.7.2 KRaft broker
+The classic ones and 4.4.0-consumer come from the smoke scenario's runs; 3.7.2-consumer and
+3.8.1-consumer from a group of confluent-kafka 2.6.1 members (librdkafka's KIP-848 early access) on a 3.7.2 (3.8.1) KRaft broker
 with the early-access settings (versions.CONSUMER_PROTOCOL_EARLY_ACCESS_CONFIG)."""
 
 from __future__ import annotations

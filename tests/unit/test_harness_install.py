@@ -210,3 +210,52 @@ def test_a_stopped_setup_gives_a_step_time_to_clean_up_after_itself(tmp_path):
     with pytest.raises(KeyboardInterrupt), like_ctrl_c():  # as `setup` takes SIGTERM
         install.run_to_its_end(["sh", "-c", script], grace_s=30)
     assert cleaned.read_text() == "unmounted\n"
+
+
+def _fake_mvn(calls: list, fail: bool = False, hold_s: float = 0.3):
+    """A stand-in for Maven: writes one jar into the outputDirectory it is given, slowly."""
+
+    def mvn(what, *args, cwd):
+        calls.append(what)
+        time.sleep(hold_s)  # long enough for a second installer to arrive and wait on the lock
+        if fail:
+            raise SetupError(f"{what} failed.")
+        out = Path(next(a for a in args if a.startswith("-DoutputDirectory=")).split("=", 1)[1])
+        out.mkdir(parents=True)
+        (out / "kafka_2.13-3.7.2.jar").write_text("")
+
+    return mvn
+
+
+def test_concurrent_first_uses_install_a_release_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    calls: list = []
+    monkeypatch.setattr(install, "_mvn", _fake_mvn(calls))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(install.install_kafka("3.7.2", print))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and sorted(results) == [False, False, True]
+    assert install.kafka_dist("3.7").version == "3.7.2" and install.kafka_dist("3.7.2").classpath().endswith(".jar")
+    # Nothing but the release and the lock is left beside it: no staging directory.
+    assert {p.name for p in (tmp_path / "components").iterdir()} - {"logs"} == {".locks", "kafka-3.7.2"}
+
+
+def test_a_failed_install_leaves_nothing_that_looks_installed(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setattr(install, "_mvn", _fake_mvn([], fail=True, hold_s=0))
+    with pytest.raises(SetupError):
+        install.install_kafka("4.0.2", print)
+    assert not install.kafka_installed("4.0.2")
+    assert not (tmp_path / "components" / "kafka-4.0.2").exists()
+    assert not [p for p in (tmp_path / "components").iterdir() if "staging" in p.name]
+
+
+def test_an_unsupported_release_is_refused_before_maven(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setattr(install, "_mvn", _fake_mvn(calls := []))
+    with pytest.raises(SetupError, match="older than the supported range"):
+        install.install_kafka("3.2.3", print)
+    assert calls == []
