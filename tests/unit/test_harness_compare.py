@@ -112,11 +112,11 @@ def test_a_combination_that_cannot_run_is_named_before_anything_is_made(tmp_path
     with pytest.raises(ScenarioError) as e:
         plan_variants(BASE, COMPARE_PAUSE, ["classic-eager", "consumer"], ["3.9", "4.1"], [], 1)
     assert [k for k, _ in e.value.problems] == ["consumer, kafka 3.9"]
-    assert e.value.problems[0][1].startswith("consumer runs on Kafka")
+    assert e.value.problems[0][1].startswith("consumer on Kafka 3.9: ")
     result = _cli(
         "compare", str(COMPARE_PAUSE), "--protocols", "consumer", "--kafka", "3.9", "--runs-dir", str(tmp_path / "r")
     )
-    assert result.exit_code == 2 and "consumer, kafka 3.9: consumer runs on Kafka" in result.output, result.output
+    assert result.exit_code == 2 and "consumer, kafka 3.9: consumer on Kafka 3.9: " in result.output, result.output
     assert not (tmp_path / "r").exists()
 
 
