@@ -92,6 +92,8 @@ def compare_command(
     for axis, values in (("--protocols", wanted), ("--kafka", kafka), ("--client", clients)):
         if twice := sorted({v for v in values if values.count(v) > 1}):
             raise click.BadParameter(f"{', '.join(twice)} given twice (two runs would share a row)", param_hint=axis)
+    if any(not c.strip() for c in clients):
+        raise click.BadParameter("an empty requirement (e.g. confluent-kafka==2.3.0)", param_hint="--client")
     for release in kafka:  # as cluster.kafka refuses it, in its words
         if why := kafka_problem(release):
             raise click.BadParameter(f"{release}: {why}", param_hint="--kafka")

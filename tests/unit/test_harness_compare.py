@@ -127,6 +127,8 @@ def test_a_combination_that_cannot_run_is_named_before_anything_is_made(tmp_path
         (("--kafka", "2.0"), "--kafka"),
         (("--kafka", "3.9", "--kafka", "3.9"), "3.9 given twice"),
         (("--protocols", ""), "(none given)"),
+        (("--client", " "), "an empty requirement"),
+        (("--client", "kafka-clients==3.9.2"), "compare-pause.yaml: kafka-clients==3.9.2: workload.client: "),
     ],
 )
 def test_compare_options_are_refused_with_the_reason(tmp_path, args, said):
