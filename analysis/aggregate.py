@@ -1,7 +1,8 @@
 """Cross-run analysis: every per-run figure as a row of one long table, summarised in Spark.
 
-Every figure becomes a row `(run, protocol, assignor, kafka, scenario, faults,
-fault_kind, metric, value)`:
+Every figure becomes a row `(run, protocol, assignor, kafka, client, scenario, faults,
+fault_kind, metric, value)` — kafka the exact broker release the run ran, client the members'
+client requirement (analysis.run_tables; null for a history from before they were recorded):
 
 | metric | one value per | fault_kind |
 |---|---|---|
@@ -10,9 +11,9 @@ fault_kind, metric, value)`:
 | fault_to_detection_ms | fault the group noticed | that fault's kind |
 | rebalances, duplicates, lost_records, peak_lag, final_lag, produce_rps, consume_rps, commit_failures, stw_total_ms | run | every kind the run injected |
 
-`by_group` summarises per (protocol, assignor, kafka, faults, scenario, metric) — `faults`
-is the run's whole fault mix, so each group is a set of runs; `by_dimension` per single
-dimension (protocol, assignor, kafka, fault_kind, scenario). Both give count, sum,
+`by_group` summarises per (protocol, assignor, kafka, client, faults, scenario, metric) —
+`faults` is the run's whole fault mix, so each group is a set of runs; `by_dimension` per
+single dimension (protocol, assignor, kafka, client, fault_kind, scenario). Both give count, sum,
 mean, p50, p95, p99 (by nearest rank: `nearest_rank`) and max.
 """
 
@@ -23,8 +24,9 @@ from pyspark.sql import functions as F
 
 from oracle.rebalances import COMPLETED
 
-DIMENSIONS = ("protocol", "assignor", "kafka", "fault_kind", "scenario")
-GROUP = ("protocol", "assignor", "kafka", "faults", "scenario")
+from .schema import GROUP
+
+DIMENSIONS = ("protocol", "assignor", "kafka", "client", "fault_kind", "scenario")
 REBALANCE_METRICS = ("rebalance_ms", "stabilized_ms", "detect_ms", "join_ms", "sync_ms", "max_unowned_ms")
 RUN_METRICS = (
     "rebalances",
@@ -38,7 +40,7 @@ RUN_METRICS = (
     "stw_total_ms",
 )
 PERCENTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
-RUN_KEYS = ["run_key", "run", "protocol", "assignor", "kafka", "scenario", "faults"]
+RUN_KEYS = ["run_key", "run", "protocol", "assignor", "kafka", "client", "scenario", "faults"]
 # metric -> the rebalances column it is read from (a rebalance's time is its duration)
 REBALANCE_COLUMNS = {n: "duration_ms" if n == "rebalance_ms" else n for n in REBALANCE_METRICS}
 

@@ -45,7 +45,7 @@ from .cache import TableCache
 from .pages import RunPages, remove_old_pages, runs_with_pages
 from .run_tables import Row, tables_of
 from .runs import RunDir, Skipped, failed_runs, find_runs
-from .schema import PER_RUN, TABLES, as_tuples, typed
+from .schema import GROUP, PER_RUN, TABLES, as_tuples, typed
 
 ORDER = {  # deterministic row order for every output (identical results on any master)
     "runs": ["run"],
@@ -58,7 +58,7 @@ ORDER = {  # deterministic row order for every output (identical results on any 
     "duplicates": ["run", "topic", "partition"],
     "records": ["run", "topic", "partition"],
     "metrics": ["run", "metric", "fault_kinds", "value"],
-    "by_group": ["protocol", "assignor", "kafka", "faults", "scenario", "metric"],
+    "by_group": [*GROUP, "metric"],
     "by_dimension": ["dimension", "group", "metric"],
 }
 

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from . import plots
 from .pages import EVERY_RUN_PAGE_UP_TO, PAGE, PAGE_PLOTS
+from .schema import GROUP
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -86,6 +87,8 @@ RUN_FIELDS = (
     "protocol",
     "assignor",
     "kafka",
+    "client",
+    "client_version",
     "seed",
     "faults",
     "outcome",
@@ -213,7 +216,7 @@ TABLE_METRICS = (
     ("lost_records", ("sum",)),
     ("peak_lag", ("max",)),
 )
-GROUP_COLUMNS = ("protocol", "assignor", "kafka", "faults", "scenario")
+GROUP_COLUMNS = GROUP
 
 
 def comparison_rows(by_group: list[dict]) -> list[dict]:
@@ -325,6 +328,7 @@ def analysis_report(
                 "protocol",
                 "assignor",
                 "kafka",
+                "client",
                 "faults",
                 "outcome",
                 "rebalances",
@@ -337,7 +341,7 @@ def analysis_report(
                 "consume_rps",
                 "commits_failed",
             ],
-            left=("run", "scenario", "protocol", "assignor", "kafka", "faults", "outcome"),
+            left=("run", "scenario", "protocol", "assignor", "kafka", "client", "faults", "outcome"),
         ),
     ]
     if skipped:

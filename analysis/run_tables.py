@@ -15,7 +15,12 @@ verdict does not:
 - the observer's lag samples of this run's group, and per run its peak and final lag;
 - throughput: produced records per second of workload, deliveries per second of consuming;
 - every time also in seconds since the run started (`*_s`), and each row labelled with the
-  run.
+  run;
+- the versions the run really ran, its axes in a cross-run table: `kafka` (run_started.kafka,
+  the exact broker release), `client` (run_started.client, the members' client requirement)
+  and `client_version` (what the members' consumer_started say they loaded, '+'-joined when
+  they differ: a rolling upgrade). A history from before they were recorded has none (null;
+  `kafka` then is the scenario's, analysis.runs).
 
 Each table is a list of dicts, typed by `analysis.schema.TABLES`. A
 history the oracle cannot read, or one this code fails on, costs that run only: it comes
@@ -50,7 +55,6 @@ class RunRef(NamedTuple):
     key: str  # stable across analyses (the cache's key)
     run: str  # its label in this analysis
     path: str
-    kafka: str
 
 
 def tables_of(run: RunRef) -> tuple[str, dict[str, list[Row]] | str]:
@@ -348,7 +352,12 @@ class _RunTables:
             "scenario": run.get("scenario") or "unknown",
             "protocol": run.get("protocol") or "unknown",
             "assignor": run.get("assignor") or "unknown",
-            "kafka": self.run.kafka,
+            "kafka": _text(run.get("kafka")),
+            "client": _text(run.get("client")),
+            "client_version": "+".join(
+                sorted({str(e["client_version"]) for e in h.named(ev.CONSUMER_STARTED) if e.get("client_version")})
+            )
+            or None,
             "seed": run.get("seed"),
             "group": run.get("group"),
             "faults": "+".join(kinds) or NO_FAULT,

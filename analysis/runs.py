@@ -29,7 +29,7 @@ class RunDir:
     path: Path
     key: str  # stable: the cache partition of this run
     run: str  # unique label in this analysis (the directory name, disambiguated)
-    kafka: str = "unknown"
+    kafka: str | None = None  # the scenario's cluster.kafka, for a history that does not name its release
     fingerprint: dict = field(default_factory=dict)
 
     @property
@@ -38,18 +38,20 @@ class RunDir:
 
     def own(self, tables: dict[str, list[dict]]) -> dict[str, list[dict]]:
         """A run's tables, labelled for this analysis: its label on every row, and on its `runs` row
-        the path as given and its Kafka line (both this analysis's, not the history's)."""
+        the path as given and, where the history does not name the release it ran (a run recorded
+        before releases were), the Kafka its scenario asked for (both this analysis's, not the
+        history's)."""
         for rows in tables.values():
             for row in rows:
                 row["run"] = self.run
         for row in tables["runs"]:
-            row.update(path=str(self.path), kafka=self.kafka)
+            row.update(path=str(self.path), kafka=row.get("kafka") or self.kafka)
         return tables
 
     @property
     def ref(self) -> RunRef:
         """What a Spark task needs to know of it (plain values: an executor imports no more than the oracle)."""
-        return RunRef(self.key, self.run, str(self.path.resolve()), self.kafka)  # an executor's cwd is not ours
+        return RunRef(self.key, self.run, str(self.path.resolve()))  # an executor's cwd is not ours
 
 
 @dataclass
@@ -137,13 +139,13 @@ def _verdict_status(path: Path) -> str | None:
         return None
 
 
-def _kafka_version(path: Path) -> str:
+def _kafka_version(path: Path) -> str | None:
     try:
         scenario = yaml.safe_load((path / "scenario.yaml").read_text(encoding="utf-8")) or {}
         kafka = (scenario.get("cluster") or {}).get("kafka")
-        return str(kafka) if kafka is not None else "unknown"
+        return str(kafka) if kafka is not None else None
     except (OSError, yaml.YAMLError, AttributeError):
-        return "unknown"
+        return None
 
 
 def find_runs(patterns: list[str]) -> tuple[list[RunDir], list[Skipped]]:

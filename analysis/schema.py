@@ -13,7 +13,7 @@ from typing import Any
 
 TABLES = {
     "runs": "run_key string, run string, path string, scenario string, protocol string, assignor string, "
-    "kafka string, seed bigint, group string, faults string, fault_kinds array<string>, outcome string, "
+    "kafka string, client string, client_version string, seed bigint, group string, faults string, fault_kinds array<string>, outcome string, "
     "done boolean, events bigint, duration_s double, acked bigint, consumed bigint, deliveries bigint, "
     "duplicates bigint, duplicates_explained bigint, lost_records bigint, unconsumed bigint, "
     "rebalances bigint, rebalances_completed bigint, teardown_rebalances bigint, rebalance_total_ms double, "
@@ -45,9 +45,11 @@ TABLES = {
     "run string",
 }
 PER_RUN = tuple(TABLES)
+# what by_group summarises per (analysis.aggregate), as its table, the report and the CSV order it
+GROUP = ("protocol", "assignor", "kafka", "client", "faults", "scenario")
 # the long table (analysis.aggregate.metric_rows): one row per figure
 TABLES["metrics"] = (
-    "run_key string, run string, protocol string, assignor string, kafka string, scenario string, "
+    "run_key string, run string, protocol string, assignor string, kafka string, client string, scenario string, "
     "faults string, fault_kinds array<string>, metric string, value double"
 )
 

@@ -65,7 +65,11 @@ class SynthSpec:
     max_poll_interval_ms: int = 10000
     fault_at_s: float | None = None
     fault_duration_s: float | None = None
-    kafka: str | None = None
+    kafka: str | None = None  # the scenario's cluster.kafka (scenario.yaml)
+    # the versions run_started and consumer_started record (None: a history from before they were)
+    kafka_release: str | None = None
+    client: str | None = None
+    client_version: str | None = None
     assignor: str | None = None
     scenario: str | None = None
     staggered_stop: bool = False
@@ -382,6 +386,7 @@ class _Sim:
             checks={},
             faults=faults,
             clock_offset_ms=round(self.wall0 - self.mono0, 3),
+            **{k: v for k, v in (("kafka", s.kafka_release), ("client", s.client)) if v is not None},
         )
         start = 3000.0
         self.emit(start - 10, ev.PHASE, "harness", phase="workload")
@@ -493,6 +498,11 @@ class _Sim:
             commit_mode="sync",
             session_timeout_ms=self.s.session_timeout_ms,
             max_poll_interval_ms=self.s.max_poll_interval_ms,
+            **(
+                {"client_library": "librdkafka", "client_version": self.s.client_version}
+                if self.s.client_version
+                else {}
+            ),
         )
 
     def fault(self, t: float, what: str, victim: str, length: float, pending: list) -> float:

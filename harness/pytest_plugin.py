@@ -7,15 +7,16 @@
   (`workload` and `topics` at the top).
 - `chaos_run(scenario, **overrides)` runs a scenario (a path or plain data) from a test
   and returns a `ChaosResult`: the verdict, the history's events, the run directory.
-  `protocol=`, `kafka=`, `seed=`, `backend=` change what `suite` varies (with what a protocol
-  forces: its Kafka line, its default assignor); other overrides are the scenario's own keys,
-  nested with `__`: `workload__consumers=4`.
+  `protocol=`, `kafka=`, `client=`, `seed=`, `backend=` change what `suite` varies (with what a
+  protocol forces: its Kafka line, its default assignor); other overrides are the scenario's own
+  keys, nested with `__`: `workload__consumers=4`.
 - Scenario runs of one session share clusters (harness.cluster.shared: each run gets its own
   topics and group, a cluster a fault left unhealthy is replaced); `--chaos-fresh-clusters`
   gives every run a cluster of its own.
 - `lab_cluster`: one cluster for the whole session, for tests that drive their own clients.
-- `--chaos-protocol`, `--chaos-kafka`, `--chaos-seed`, `--chaos-backend` apply to every
-  scenario run (items and `chaos_run`); `--chaos-runs-dir` keeps the runs (default ./runs).
+- `--chaos-protocol`, `--chaos-kafka`, `--chaos-client`, `--chaos-seed`, `--chaos-backend` apply
+  to every scenario run (items and `chaos_run`); `--chaos-runs-dir` keeps the runs (default ./runs).
+  `--chaos-kafka` takes what `cluster.kafka` takes (a release or a line) and is refused in its words.
 - Every item and every test using these fixtures is marked `chaos`: `-m "not chaos"`
   leaves them out.
 """
@@ -67,6 +68,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="RELEASE",
         help="Run every scenario on this Kafka release: exact (3.7.2) or a line (3.7 = its newest tested release).",
+    )
+    group.addoption(
+        "--chaos-client",
+        default=None,
+        metavar="REQUIREMENT",
+        help="Run every scenario's members on this client (as workload.client takes it: confluent-kafka==2.3.0).",
     )
     group.addoption("--chaos-seed", type=int, default=None, help="Run every scenario with this seed.")
     group.addoption(
@@ -197,6 +204,9 @@ class ScenarioItem(pytest.Item):
         result = _run(self.config, self.path, {}, self.path.stem)
         for key, value in result.figures().items():  # --junitxml writes them as the testcase's properties
             self.user_properties.append((key, value))
+        for key, value in (("kafka", result.kafka), ("client", result.client)):  # the versions it ran
+            if value is not None:
+                self.user_properties.append((key, value))
         self.user_properties.append(("run_dir", str(result.run_dir)))
         if not result.passed:
             raise ChaosFailure(result)
@@ -234,6 +244,23 @@ class ChaosResult:
     @property
     def violations(self) -> list[dict]:
         return (self.verdict or {}).get("violations", [])
+
+    @cached_property
+    def ran(self) -> dict:
+        """The run's run.json."""
+        from harness.supervision.run_state import read_state
+
+        return read_state(self.run_dir) or {}
+
+    @property
+    def kafka(self) -> str | None:
+        """The exact Kafka release the run's cluster ran (None: not recorded, e.g. an external cluster)."""
+        return self.ran.get("kafka")
+
+    @property
+    def client(self) -> str | None:
+        """The client requirement the members ran (the default spelled out)."""
+        return self.ran.get("client")
 
     @cached_property
     def history(self) -> list[dict]:
@@ -288,10 +315,11 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     else:
         load_scenario(scenario)  # names the file's own problems
         base, source = read_scenario_data(scenario), str(scenario)
-    # protocol / kafka / seed / backend as `compare` and `suite` apply them (with what a protocol forces)
+    # protocol / kafka / client / seed / backend as `compare` and `suite` apply them (with what a
+    # protocol forces); a value is validated as the scenario key it sets, with the variant
     axes = {
         axis: overrides.pop(axis, config.getoption(f"chaos_{axis}"))
-        for axis in ("protocol", "kafka", "seed", "backend")
+        for axis in ("protocol", "kafka", "client", "seed", "backend")
     }
     try:
         data, _ = variant(base, Axes(**axes))
@@ -336,7 +364,7 @@ def _set(data: dict, keys: list[str], value: Any) -> None:
 
 @pytest.fixture
 def chaos_run(request: pytest.FixtureRequest):
-    """`chaos_run(scenario, protocol=…, seed=…, **overrides) -> ChaosResult`: run a scenario (a path
+    """`chaos_run(scenario, protocol=…, kafka=…, client=…, seed=…, **overrides) -> ChaosResult`: run a scenario (a path
     or plain data) against a real cluster (the session's shared one, where it can); overrides nest with `__` (`workload__consumers=4`)."""
 
     def run(scenario: str | Path | dict, **overrides: Any) -> ChaosResult:

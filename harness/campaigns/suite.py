@@ -1,8 +1,8 @@
-"""`rebalance-lab suite`: many scenarios across a matrix of protocols, Kafka lines, seeds and
-backends — the chaos suite a release is gated on.
+"""`rebalance-lab suite`: many scenarios across a matrix of protocols, Kafka releases, client
+versions, seeds and backends — the chaos suite a release is gated on.
 
 A suite file names scenario files and a matrix; every variant (scenario × protocol ×
-Kafka line × seed × backend, minus `exclude`) is built and validated before anything
+Kafka release × client × seed × backend, minus `exclude`) is built and validated before anything
 starts, so an impossible pair is named up front rather than found an hour in. Each
 variant then runs like `rebalance-lab run` (its own run directory, kept), and the suite
 directory gets `suite.json` (rewritten after every variant: a killed suite still says
@@ -12,6 +12,8 @@ how far it got), `junit.xml` and `index.html` (harness/reports/suite.py).
     scenarios: [../scenarios/smoke.yaml, ../scenarios/faulty-consumer.yaml]
     matrix:
       protocol: [classic-eager, classic-cooperative, consumer]
+      kafka: ["3.9", "4.4"]
+      client: ["confluent-kafka==2.3.0", "confluent-kafka==2.16.1"]
       seed: [1, 2]
     exclude:
       - {scenario: faulty-consumer, protocol: consumer}
@@ -24,6 +26,7 @@ import itertools
 import json
 import re
 import time
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,12 +34,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from faults.base import Strict
 from harness.cluster.backend import BACKENDS
 from harness.cluster.shared import ClusterPool, runs_in_a_row
-from harness.components import versions
 from harness.paths import new_stamped_dir
 from harness.reports.run import verdict_figures
 from harness.reports.suite import BROKEN, FAILED, PASSED, SKIPPED
@@ -50,7 +52,7 @@ from harness.scenario import (
     redact_scenario_data,
     validation_problems,
 )
-from harness.scenario.variants import Axes, Impossible, listed_twice, variant
+from harness.scenario.variants import Axes, Impossible, KafkaRelease, listed_twice, variant
 from harness.supervision.run_state import read_state, write_json_atomically
 from oracle.protocols import PROTOCOLS
 from runtime.errors import (
@@ -64,10 +66,13 @@ from runtime.errors import (
 )
 
 SUITE_JSON = "suite.json"
+AXES = ("protocol", "kafka", "client", "seed", "backend")  # harness.scenario.variants.Axes, in label order
 
 Protocol = Literal[tuple(PROTOCOLS)]  # type: ignore[valid-type]
-# An exact release or a line, as written (names and JUnit keep it); validated against the catalogue.
-KafkaLine = Annotated[str, AfterValidator(lambda v: versions.kafka_release(v) and v)]
+# An axis value is validated as the scenario key it sets is (no second list of releases): the
+# Kafka release by cluster.kafka's own type; a client requirement per variant, by the driver
+# that is to load it (which distribution it takes is the driver's to say).
+ClientRequirement = Annotated[str, Field(min_length=1, max_length=200)]
 Backend = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
 
 
@@ -75,13 +80,14 @@ class Matrix(Strict):
     """Each axis left out keeps every scenario's own value."""
 
     protocol: Annotated[list[Protocol], Field(min_length=1)] | None = None
-    kafka: Annotated[list[KafkaLine], Field(min_length=1)] | None = None
+    kafka: Annotated[list[KafkaRelease], Field(min_length=1)] | None = None
+    client: Annotated[list[ClientRequirement], Field(min_length=1)] | None = None
     seed: Annotated[list[Seed], Field(min_length=1, max_length=1000)] | None = None
     backend: Annotated[list[Backend], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _each_value_once(self) -> Matrix:
-        listed_twice(self, ("protocol", "kafka", "seed", "backend"))
+        listed_twice(self, AXES)
         return self
 
 
@@ -90,14 +96,15 @@ class Exclude(Strict):
 
     scenario: str | None = None
     protocol: Protocol | None = None
-    kafka: KafkaLine | None = None
+    kafka: KafkaRelease | None = None
+    client: ClientRequirement | None = None
     seed: Seed | None = None
     backend: Backend | None = None
 
     @model_validator(mode="after")
     def _says_something(self) -> Exclude:
         if not self.model_fields_set:
-            raise ValueError("an exclude names at least one of scenario, protocol, kafka, seed, backend")
+            raise ValueError(f"an exclude names at least one of scenario, {', '.join(AXES)}")
         return self
 
     def matches(self, scenario: str, axes: Axes) -> bool:
@@ -141,11 +148,15 @@ class VariantResult:
 
     def to_dict(self) -> dict:
         v, verdict = self.variant, (self.result.verdict if self.result else None) or {}
+        ran = (read_state(self.result.run_dir) or {}) if self.result else {}
         return {
             "id": v.id,
             "scenario": v.scenario,
             "protocol": verdict.get("stats", {}).get("protocol") or v.axes.protocol,
-            "kafka": v.scenario_data.get("cluster", {}).get("kafka"),
+            # what ran (run.json: the exact release, the client requirement, default included),
+            # else what was asked (a variant not run)
+            "kafka": ran.get("kafka") or v.scenario_data.get("cluster", {}).get("kafka"),
+            "client": ran.get("client") or v.scenario_data.get("workload", {}).get("client"),
             "seed": v.scenario_data.get("seed"),
             "backend": v.scenario_data.get("cluster", {}).get("backend", "local"),
             "state": self.state,
@@ -154,7 +165,7 @@ class VariantResult:
             "outcome": self.result.outcome if self.result else None,
             "status": verdict.get("status"),
             # the how-manieth run on a shared cluster this was (1: it started it), None: a cluster of its own
-            "shared_cluster": (read_state(self.result.run_dir) or {}).get("shared_cluster") if self.result else None,
+            "shared_cluster": ran.get("shared_cluster"),
             "exit_code": self.result.exit_code if self.result else None,
             "run_dir": str(self.result.run_dir) if self.result else None,
             "figures": verdict_figures(verdict) if verdict else None,
@@ -202,10 +213,11 @@ def load_suite(path: str | Path) -> Suite:
 
     m = spec.matrix
     variants, used = [], set()
-    for (name, base), protocol, kafka, seed, backend in itertools.product(
-        bases.items(), m.protocol or [None], m.kafka or [None], m.seed or [None], m.backend or [None]
-    ):
-        axes = Axes(protocol, kafka, seed, backend)
+    # per client axis value: the variants built with it, and their workload.client refusals
+    tried: Counter[str | None] = Counter()
+    refused: defaultdict[str | None, list[tuple[str, str]]] = defaultdict(list)
+    for (name, base), *values in itertools.product(bases.items(), *(getattr(m, axis) or [None] for axis in AXES)):
+        axes = Axes(**dict(zip(AXES, values, strict=True)))
         excluded = [i for i, x in enumerate(spec.exclude) if x.matches(name, axes)]
         used.update(excluded)
         if excluded:
@@ -218,13 +230,17 @@ def load_suite(path: str | Path) -> Suite:
             continue
         found = Variant(name, axes, data, skipped)
         data["name"] = found.run_name
+        tried[axes.client] += 1
         try:
             Scenario.model_validate(data)
         except ValidationError as e:
-            problems += [(label, f"{key}: {reason}") for key, reason in validation_problems(e)]
+            found_problems = validation_problems(e)
+            problems += [(label, f"{key}: {reason}") for key, reason in found_problems]
+            refused[axes.client] += [(label, reason) for key, reason in found_problems if key == "workload.client"]
             continue
         variants.append(found)
-    axes_given = [axis for axis in ("protocol", "kafka", "seed", "backend") if getattr(m, axis)]
+    problems = _client_refused_once(m, problems, tried, refused)
+    axes_given = [axis for axis in AXES if getattr(m, axis)]
     for i, x in enumerate(spec.exclude):
         if i in used or (x.scenario is not None and x.scenario not in bases):
             continue
@@ -245,6 +261,21 @@ def load_suite(path: str | Path) -> Suite:
     if not variants:
         raise ScenarioError(path, [("exclude", "every variant is excluded: nothing to run")])
     return Suite(spec, path, variants)
+
+
+def _client_refused_once(
+    m: Matrix, problems: list[tuple[str, str]], tried: Counter, refused: defaultdict
+) -> list[tuple[str, str]]:
+    """A client every variant refuses for one reason (a release the driver does not take, below the
+    floor) is named once, as the matrix's value, not once per variant."""
+    for i, client in enumerate(m.client or []):
+        reasons = {reason for _, reason in refused[client]}
+        if len(refused[client]) == tried[client] > 1 and len(reasons) == 1:
+            [reason] = reasons
+            labels = {label for label, _ in refused[client]}
+            problems = [p for p in problems if not (p[0] in labels and p[1] == f"workload.client: {reason}")]
+            problems.append((f"matrix.client.{i}", reason))
+    return problems
 
 
 def select(suite: Suite, only: tuple[str, ...], rerun_failed_of: dict | None) -> list[Variant]:

@@ -34,9 +34,25 @@ from runtime.output_dirs import SafePath
 
 @click.command("compare")
 @click.argument("scenario_file", type=SafePath(path_type=Path))
-@click.option("--protocols", required=True, help="Comma-separated: " + ", ".join(PROTOCOLS))
 @click.option(
-    "--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per protocol (seed, seed+1, …)."
+    "--protocols", default=None, help="Comma-separated: " + ", ".join(PROTOCOLS) + " (default: the scenario's)."
+)
+@click.option(
+    "--kafka",
+    "kafka",
+    multiple=True,
+    metavar="RELEASE",
+    help="A Kafka release or line to run on, as cluster.kafka takes it (repeatable: side by side).",
+)
+@click.option(
+    "--client",
+    "clients",
+    multiple=True,
+    metavar="REQUIREMENT",
+    help="The members' client, as workload.client takes it: confluent-kafka==2.3.0 (repeatable).",
+)
+@click.option(
+    "--seeds", type=click.IntRange(1, 100), default=1, show_default=True, help="Runs per variant (seed, seed+1, …)."
 )
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option(
@@ -49,24 +65,38 @@ from runtime.output_dirs import SafePath
 @client_config_option
 def compare_command(
     scenario_file: Path,
-    protocols: str,
+    protocols: str | None,
+    kafka: tuple[str, ...],
+    clients: tuple[str, ...],
     seeds: int,
     runs_dir: Path | None,
     backend: str | None,
     fresh_clusters: bool,
     client_config: Path | None,
 ) -> None:
-    """Run one scenario under several protocol generations and print them side by side.
-    Exit code 0 when every run passed the checks that apply to its protocol."""
+    """Run one scenario under several protocol generations, Kafka releases and client versions
+    (every combination of those given) and print them side by side. Exit code 0 when every
+    run passed the checks that apply to its protocol."""
     from harness.campaigns.compare import compare
     from harness.reports.run import print_comparison
+    from harness.scenario.variants import kafka_problem
 
-    wanted = [p.strip() for p in protocols.split(",") if p.strip()]
+    wanted = [p.strip() for p in (protocols or "").split(",") if p.strip()]
     unknown = [p for p in wanted if p not in PROTOCOLS]
-    if unknown or not wanted:
+    if unknown or (protocols is not None and not wanted):
         raise click.BadParameter(
             f"unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(PROTOCOLS)}", param_hint="--protocols"
         )
+    if not (wanted or kafka or clients):
+        raise click.UsageError("nothing to compare: give --protocols, --kafka or --client (each may list several)")
+    for axis, values in (("--protocols", wanted), ("--kafka", kafka), ("--client", clients)):
+        if twice := sorted({v for v in values if values.count(v) > 1}):
+            raise click.BadParameter(f"{', '.join(twice)} given twice (two runs would share a row)", param_hint=axis)
+    if any(not c.strip() for c in clients):
+        raise click.BadParameter("an empty requirement (e.g. confluent-kafka==2.3.0)", param_hint="--client")
+    for release in kafka:  # as cluster.kafka refuses it, in its words
+        if why := kafka_problem(release):
+            raise click.BadParameter(f"{release}: {why}", param_hint="--kafka")
     runs_dir = runs_dir or default_runs_dir()
     try:
         refuse_output_dir(runs_dir, "--runs-dir")
@@ -79,6 +109,8 @@ def compare_command(
             backend,
             share_clusters=not fresh_clusters,
             client_config=client_config,
+            kafka=list(kafka),
+            clients=list(clients),
         )
     except LabError as e:
         fail(e)
@@ -86,7 +118,8 @@ def compare_command(
     print_comparison(console, rows, out)
     if interrupted:
         sys.exit(EXIT_INTERRUPTED)
-    sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == len(wanted) * seeds else EXIT_CHECK_FAILED)
+    expected = max(len(wanted), 1) * max(len(kafka), 1) * max(len(clients), 1) * seeds
+    sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == expected else EXIT_CHECK_FAILED)
 
 
 @click.command("suite")
@@ -115,7 +148,7 @@ def suite_command(
     list_only: bool,
     fresh_clusters: bool,
 ) -> None:
-    """Run a chaos suite: scenarios × protocols × Kafka lines × seeds × backends.
+    """Run a chaos suite: scenarios × protocols × Kafka releases × clients × seeds × backends.
 
     Writes suite.json, junit.xml (one testcase per variant) and index.html next to the
     runs. Exit code 0 when every variant passed, 1 when a check failed, 2 on bad input,

@@ -275,6 +275,8 @@ def summary_markdown(verdict: dict, run_dir: Path) -> str:
 _COMPARISON = [
     ("protocol", "protocol"),
     ("kafka", "kafka"),
+    ("client", "client"),
+    ("loaded", "client_version"),  # what the members really loaded (librdkafka's version, the Java client's)
     ("seed", "seed"),
     ("rebalances", "rebalances"),
     ("total", "rebalance_total_ms"),
@@ -286,13 +288,18 @@ _COMPARISON = [
 ]
 
 
+_OPTIONAL = {"client", "client_version"}
+
+
 def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
-    table = Table(title="Protocols side by side", title_justify="left")
-    for header, _ in _COMPARISON:
+    table = Table(title="Side by side", title_justify="left")
+    # a column no run has a value for (the client versions of runs before they were recorded) is left out
+    shown = [(h, k) for h, k in _COMPARISON if k not in _OPTIONAL or any(r.get(k) is not None for r in rows)]
+    for header, _ in shown:
         table.add_column(header, overflow="fold")
     table.add_column("result", overflow="fold")
     for r in rows:
-        cells = [_ms(r[k]) if k.endswith("_ms") else str(r[k] if r[k] is not None else "—") for _, k in _COMPARISON]
+        cells = [_ms(r.get(k)) if k.endswith("_ms") else str(r[k] if r.get(k) is not None else "—") for _, k in shown]
         status = r["status"]
         if status is None:  # no verdict: the run itself was interrupted or broke
             result = f"[red]{r['outcome'].upper()}[/]"

@@ -7,7 +7,8 @@ scenario, one <testcase> per variant. A failed check is a <failure> whose messag
 names the violated checks and whose text lists every violation; a run that broke,
 raised or could not be judged is an <error>; a variant not run is <skipped>. That
 schema has no per-testcase properties, so each variant's figures are its scenario
-testsuite's properties, named `<variant id>.<figure>`; system-out carries the run's
+testsuite's properties, named `<variant id>.<figure>` (with the axes it ran: protocol,
+kafka, client, seed, backend); system-out carries the run's
 summary.md and the run directory (with Jenkins' attachment marker for its history).
 """
 
@@ -89,7 +90,8 @@ def _count(variants: list[dict], state: str) -> int:
 
 
 def _properties(v: dict) -> list[tuple[str, str]]:
-    out = [(k, str(v[k])) for k in ("protocol", "kafka", "seed", "backend") if v.get(k) is not None]
+    # the axes as the variant ran them: kafka the exact release, client the requirement its members loaded
+    out = [(k, str(v[k])) for k in ("protocol", "kafka", "client", "seed", "backend") if v.get(k) is not None]
     for key, _ in _FIGURES:
         value = (v.get("figures") or {}).get(key)
         if value is not None:

@@ -1,5 +1,5 @@
-"""A scenario's variants: the same scenario under another protocol generation, Kafka line,
-seed or cluster backend — what `compare` and `suite` run.
+"""A scenario's variants: the same scenario under another protocol generation, Kafka release,
+client version, seed or cluster backend — what `compare`, `suite` and the pytest plugin run.
 
 A variant changes only what it names and what that forces (a protocol's default
 assignor and driver, the Kafka line a generation exists on, the settings section of
@@ -10,7 +10,11 @@ validated like any scenario before anything starts.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from harness.components import versions
 from harness.scenario.workload import FAMILIES, family_of
@@ -31,6 +35,26 @@ def listed_twice(model, axes: tuple[str, ...]) -> None:
         raise ValueError("\n".join(problems))
 
 
+def kafka_problem(value: str) -> str | None:
+    """Why `value` cannot be a Kafka axis, as cluster.kafka refuses it (the release catalogue,
+    harness.components.versions: there is no second list of releases), or None."""
+    try:
+        versions.kafka_release(value)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _release(value: str) -> str:
+    if why := kafka_problem(value):
+        raise ValueError(why)
+    return value  # as written (exact or a line): ids and run names keep it
+
+
+# An axis value that sets cluster.kafka (a suite's matrix and excludes)
+KafkaRelease = Annotated[str, AfterValidator(_release)]
+
+
 class Impossible(ValueError):
     """This combination cannot run (a generation on a Kafka line it does not exist on)."""
 
@@ -41,14 +65,16 @@ class Axes:
 
     protocol: str | None = None
     kafka: str | None = None
+    client: str | None = None  # workload.client: a requirement such as "confluent-kafka==2.3.0"
     seed: int | None = None
     backend: str | None = None
 
     def label(self) -> str:
-        """'classic-eager, kafka 3.9, seed 2' — only the axes that are set."""
+        """'classic-eager, kafka 3.9.2, confluent-kafka==2.3.0, seed 2' — only the axes that are set."""
         parts = [
             self.protocol,
             self.kafka and f"kafka {self.kafka}",
+            self.client,
             None if self.seed is None else f"seed {self.seed}",
             self.backend,
         ]
@@ -56,8 +82,12 @@ class Axes:
 
     def run_name(self, scenario: str) -> str:
         """The variant's scenario name (names its run directory): the scenario's, plus the axes
-        the directory name does not carry already (the seed is in it)."""
-        return "-".join(filter(None, (scenario, self.protocol, self.kafka and f"kafka{self.kafka}", self.backend)))
+        the directory name does not carry already (the seed is in it). A client requirement
+        keeps only the characters a name may have (`confluent-kafka2.3.0`)."""
+        client = self.client and re.sub(r"[^A-Za-z0-9._-]+", "", self.client)
+        return "-".join(
+            filter(None, (scenario, self.protocol, self.kafka and f"kafka{self.kafka}", client, self.backend))
+        )
 
 
 def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
@@ -105,6 +135,9 @@ def variant(base: dict, axes: Axes) -> tuple[dict, dict[str, str]]:
     release = versions.kafka_release_or_none(str(cluster.get("kafka", versions.DEFAULT_KAFKA)))
     if release and cluster.get("metadata", release.default_metadata) != "zookeeper":
         cluster.pop("zookeeper_nodes", None)  # a KRaft cluster has no ZooKeeper ensemble to size
+    if axes.client is not None:  # an empty one too: validation names it
+        # Which distribution a driver takes is the driver's to say: validation names a mismatch.
+        workload["client"] = axes.client
     if axes.seed is not None:
         data["seed"] = axes.seed
     if axes.backend:

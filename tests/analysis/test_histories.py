@@ -349,3 +349,20 @@ def test_the_session_maps_the_class_archive_setup_built(spark):
     assert path.exists(), f"no class archive at {path}: `rebalance-lab setup` builds it"
     jvm = spark.sparkContext._jvm
     assert str(path) in Path(f"/proc/{jvm.java.lang.ProcessHandle.current().pid()}/maps").read_text()
+
+
+def test_one_protocol_side_by_side_across_releases_and_clients(spark, tmp_path):
+    """`kafka` and `client` are groups and dimensions: the same generation on two releases (and
+    two clients) is two rows of by_group, each release and client a group of by_dimension."""
+    versions = [("3.9.2", "confluent-kafka==2.10.1", "2.10.1"), ("4.4.0", "confluent-kafka==2.16.1", "2.12.1")]
+    for i, (release, client, loaded) in enumerate(versions):
+        spec = SynthSpec(60 + i, "classic-cooperative", "pause", kafka_release=release, client=client)
+        write_run(tmp_path / "runs" / f"v{i}", replace(spec, client_version=loaded))
+    result = analyze([str(tmp_path / "runs")], tmp_path / "out", spark=spark, run_reports="none")
+    rows = {(r["kafka"], r["client"]) for r in result.by_group if r["metric"] == "rebalance_ms"}
+    assert rows == {(k, c) for k, c, _ in versions}
+    dims = {(r["dimension"], r["group"]) for r in result.by_dimension if r["metric"] == "rebalance_ms"}
+    assert {("kafka", k) for k, _, _ in versions} | {("client", c) for _, c, _ in versions} <= dims
+    assert sorted(r["client_version"] for r in result.runs) == ["2.10.1", "2.12.1"]
+    header = (result.out / "csv" / "by_group.csv").read_text().splitlines()[0]
+    assert header.startswith("protocol,assignor,kafka,client,faults,scenario,metric")

@@ -62,4 +62,4 @@ def test_compare_every_protocol_generation(tmp_path):
     assert max(n or 0 for n in lent.values()) >= 2, lent
     assert all(lent[p] is None for p in PROTOCOLS if p.startswith("coordinator-")), lent
     table = proc.stdout
-    assert "Protocols side by side" in table and all(p in table for p in PROTOCOLS)
+    assert "Side by side" in table and all(p in table for p in PROTOCOLS)

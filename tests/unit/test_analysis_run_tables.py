@@ -16,7 +16,7 @@ from tests.unit.conftest import HistoryBuilder
 
 def _tables(tmp_path: Path, events: list[dict]) -> dict:
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    key, tables = tables_of(RunRef("k", "run-1", str(tmp_path), "3.9"))
+    key, tables = tables_of(RunRef("k", "run-1", str(tmp_path)))
     assert key == "k" and isinstance(tables, dict), tables
     return tables
 
@@ -84,7 +84,7 @@ def test_sums_over_nothing_are_still_milliseconds(tmp_path):
 @pytest.mark.parametrize("broken", ["not json\n", ""])
 def test_a_history_the_oracle_cannot_read_is_named_not_raised(tmp_path, broken):
     (tmp_path / "history.jsonl").write_text(broken)
-    key, reason = tables_of(RunRef("k", "run-1", str(tmp_path), "3.9"))
+    key, reason = tables_of(RunRef("k", "run-1", str(tmp_path)))
     assert key == "k" and isinstance(reason, str) and "history.jsonl" in reason
 
 

@@ -36,6 +36,9 @@ class FakeRun:
         verdict = {"status": "fail" if failing else "pass", "violations": [LOST] if failing else [], "findings": [],
                    "skipped_checks": {}, "errored_checks": {}, "duplicates": {"count": 0},
                    "rebalances": [{"status": "completed", "duration_ms": 1234.5, "max_unowned_ms": 600.0}]}
+        # what a run records of the versions it ran (run.json): the release as validated, the client asked
+        (self.run_dir / "run.json").write_text(json.dumps({"kafka": self.scenario.cluster.kafka,
+                                                           "client": self.scenario.workload.model_dump().get("client")}))
         (self.run_dir / "history.jsonl").write_text(json.dumps({"name": "run_started", "ts": 1.0, "mono_ms": 1.0,
                                                                 "source": "harness", "seq": 1}) + "\\n")
         # seed 99: a Ctrl-C came as the run wrote its verdict
@@ -171,3 +174,54 @@ def test_a_seed_no_scenario_takes_is_a_usage_error(lab, pytester):
     result = lab(str(pytester.path / "smoke.yaml"), "--chaos-seed", "-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--chaos-seed -1: Input should be greater than or equal to 0" in result.stderr.str()
+
+
+def test_kafka_and_client_options_reach_the_scenario_and_name_the_testcase(lab, pytester):
+    result = lab(
+        str(pytester.path / "smoke.yaml"),
+        "--chaos-kafka",
+        "4.1",
+        "--chaos-client",
+        "confluent-kafka==2.10.1",
+        "--chaos-seed",
+        "5",
+        "--junitxml=out.xml",
+    )
+    result.assert_outcomes(passed=1)
+    [seen] = (pytester.path / "runs").glob("smoke-*s5/seen.yaml")
+    data = __import__("yaml").safe_load(seen.read_text())
+    assert data["cluster"]["kafka"] == "4.1" and data["workload"]["client"] == "confluent-kafka==2.10.1"
+    xml = (pytester.path / "out.xml").read_text()
+    from harness.components.versions import kafka_release
+
+    assert f'name="kafka" value="{kafka_release("4.1").version}"' in xml  # the exact release it ran
+    assert 'name="client" value="confluent-kafka==2.10.1"' in xml
+
+
+def test_chaos_run_takes_kafka_and_client_overrides(lab, pytester):
+    pytester.makepyfile(
+        test_versions=f"""
+import pytest
+from runtime.errors import ScenarioError
+
+SMOKE = {str(REPO / "scenarios" / "smoke.yaml")!r}
+
+def test_versions(chaos_run):
+    result = chaos_run(SMOKE, kafka="4.1", client="confluent-kafka==2.10.1", seed=6)
+    result.assert_passed()
+    assert result.kafka.startswith("4.1") and result.client == "confluent-kafka==2.10.1"
+
+def test_a_client_the_driver_does_not_take_is_named(chaos_run):
+    with pytest.raises(ScenarioError, match="workload.client"):
+        chaos_run(SMOKE, client="kafka-clients==3.9.2")
+"""
+    )
+    lab("test_versions.py").assert_outcomes(passed=2)
+
+
+def test_a_kafka_release_no_cluster_takes_is_a_usage_error(lab, pytester):
+    from harness.scenario.variants import kafka_problem
+
+    result = lab(str(pytester.path / "smoke.yaml"), "--chaos-kafka", "2.0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--chaos-kafka" in result.stderr.str() and kafka_problem("2.0") in result.stderr.str(), result.stderr.str()

@@ -182,6 +182,9 @@ class FakeRun:
     def execute(self):
         self.run_dir.mkdir()
         (self.run_dir / "summary.md").write_text(f"# {self.scenario.name}\n")
+        if self.scenario.workload.model_dump().get("client"):  # what a run records of the versions it ran
+            ran = {"kafka": f"{self.scenario.cluster.kafka}.ran", "client": self.scenario.workload.client}
+            (self.run_dir / "run.json").write_text(json.dumps(ran))
         outcome, verdict = self.outcomes.get(self.scenario.name, ("completed", _verdict("pass")))
         if outcome == "sigterm-between-runs":
             import os
@@ -307,3 +310,79 @@ def test_sigterm_between_variants_stops_the_suite_with_its_reports(tmp_path, fak
     data = json.loads((run.dir / "suite.json").read_text())
     assert data["state"] == "interrupted" and [v["state"] for v in data["variants"]] == ["passed", "skipped", "skipped"]
     assert_valid_junit(run.dir / "junit.xml")
+
+
+CLIENTS = ["confluent-kafka==2.10.1", "confluent-kafka==2.16.1"]
+
+
+def _axes_suite(tmp_path: Path, extra: str = "") -> Path:
+    return write_suite(
+        tmp_path,
+        f"""
+name: versions
+scenarios: [SCENARIOS/smoke.yaml]
+matrix: {{kafka: ["3.9", "4.1"], client: {CLIENTS}}}
+{extra}""",
+    )
+
+
+def test_kafka_and_client_axes_make_a_variant_each_named_by_both(tmp_path):
+    suite = load_suite(_axes_suite(tmp_path, "exclude: [{kafka: '4.1', client: 'confluent-kafka==2.10.1'}]"))
+    assert [v.id for v in suite.variants] == [
+        "smoke[kafka 3.9, confluent-kafka==2.10.1]",
+        "smoke[kafka 3.9, confluent-kafka==2.16.1]",
+        "smoke[kafka 4.1, confluent-kafka==2.16.1]",
+    ]
+    v = suite.variants[0]
+    assert v.scenario_data["cluster"]["kafka"] == "3.9" and v.scenario_data["workload"]["client"] == CLIENTS[0]
+    assert v.run_name == "smoke-kafka3.9-confluent-kafka2.10.1"  # a scenario name's characters only
+    assert [x.id for x in select(suite, ("*confluent-kafka==2.16.1*",), None)] == [x.id for x in suite.variants[1:]]
+
+
+def test_an_axis_value_is_refused_in_the_scenario_keys_own_words(tmp_path):
+    from harness.scenario.variants import kafka_problem
+
+    with pytest.raises(ScenarioError) as e:
+        load_suite(write_suite(tmp_path, "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {kafka: ['2.0']}\n"))
+    [(key, reason)] = e.value.problems
+    assert key == "matrix.kafka.0" and reason == kafka_problem("2.0")
+    # a client the driver does not take is named per variant, by the scenario's validation
+    with pytest.raises(ScenarioError) as e:
+        load_suite(
+            write_suite(
+                tmp_path, "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {client: [kafka-clients==3.9.2]}\n"
+            )
+        )
+    [(key, reason)] = e.value.problems
+    assert key == "smoke[kafka-clients==3.9.2]" and reason.startswith("workload.client: "), reason
+    # refused by every variant for that one reason: named once, as the matrix's value
+    with pytest.raises(ScenarioError) as e:
+        load_suite(
+            write_suite(
+                tmp_path,
+                "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {client: [kafka-clients==3.9.2], seed: [1, 2]}\n",
+            )
+        )
+    assert e.value.problems == [("matrix.client.0", reason.removeprefix("workload.client: "))]
+    with pytest.raises(ScenarioError) as e:
+        load_suite(_axes_suite(tmp_path, "exclude: [{client: 'confluent-kafka==1.0.0'}]"))
+    assert e.value.problems == [("exclude.0", "matches no variant of the matrix")]
+
+
+def test_the_junit_of_a_suite_with_version_axes_names_them(tmp_path, fake_runs):
+    from harness.components.versions import kafka_release
+
+    suite = load_suite(_axes_suite(tmp_path))
+    run = SuiteRun(suite, suite.variants, tmp_path)
+    assert run.execute() == 0
+    data = json.loads((run.dir / "suite.json").read_text())
+    # suite.json says what ran (run.json: the exact release), the id what the axis asked for
+    assert [(v["id"], v["kafka"], v["client"]) for v in data["variants"]] == [
+        (f"smoke[kafka {k}, {c}]", f"{kafka_release(k).version}.ran", c) for k in ("3.9", "4.1") for c in CLIENTS
+    ]
+    assert_valid_junit(run.dir / "junit.xml")
+    root = ET.parse(run.dir / "junit.xml").getroot()
+    assert [c.get("name") for c in root.iter("testcase")] == [v["id"] for v in data["variants"]]
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    for v in data["variants"]:
+        assert props[f"{v['id']}.kafka"] == v["kafka"] and props[f"{v['id']}.client"] == v["client"]
