@@ -44,6 +44,7 @@ HEAVY_MODULES = frozenset(
         "test_external_target",
         "test_external_secrets",
         "test_fault_zookeeper_scenario",
+        "test_old_versions",
         "test_shared_cluster",
         "test_shipped_scenarios",
         "test_suite_and_plugin",
