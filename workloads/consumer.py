@@ -23,6 +23,7 @@ import contextlib
 import os
 import re
 import signal
+import struct
 import sys
 import threading
 import time
@@ -38,7 +39,8 @@ from workloads.member_events import CLIENT_CLOCK, MemberEvents, member_writer
 from workloads.poll_stall import TakesCommands
 from workloads.worker import Worker
 
-EMIT_EVERY_MS = 100  # processed ranges are written at least this often while a batch runs
+EMIT_EVERY_MS = 100
+CGMD_MAGIC = b"CGMDv2:"  # rd_kafka_consumer_group_metadata_write's, every release the harness runs (2.0.2 on)  # processed ranges are written at least this often while a batch runs
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,9 @@ _EPOCH = re.compile(
     r'ConsumerGroupHeartbeat response received for member id "(?P<member>[^"]*)" with epoch (?P<epoch>-?\d+)'
 )
 _EPOCH_ZERO_SENT = re.compile(r"ConsumerGroupHeartbeat of member id .*generation id 0,")
+# The epoch a heartbeat request carries: the one the member holds. librdkafka before 2.10 (ConsumerGroupHeartbeat
+# v0) logs responses without it ("response received target assignment ..."): its requests are where it is said.
+_EPOCH_SENT = re.compile(r'ConsumerGroupHeartbeat of member id "(?P<member>[^"]+)", .*generation id (?P<epoch>\d+),')
 # The effective subscription (what JoinGroup carries): a header line, then one line per topic.
 _SUBSCRIPTION = re.compile(r"effective subscription list changed from \d+ to (?P<count>\d+) topic\(s\)")
 _SUBSCRIBED_TOPIC = re.compile(r"\bTopic (?P<topic>\S+) with (?P<partitions>-?\d+) partition\(s\)$")
@@ -201,17 +206,8 @@ class GroupLogReader:
     def _kip848(self, msg: str) -> None:
         """The member's epoch is its generation: it reaches the group epoch whose target
         assignment it is reconciling towards. Heartbeats repeat it; only changes matter."""
-        m = self.member
-        if (e := _EPOCH.search(msg)) and int(e["epoch"]) > 0:
-            if int(e["epoch"]) != m.generation or self.epoch_zero_sent:
-                m.generation, m.member_id, self.epoch_zero_sent = int(e["epoch"]), e["member"], False
-                self.events.group_joined(
-                    generation=m.generation,
-                    member_id=m.member_id,
-                    leader_id=None,
-                    is_leader=False,
-                    protocol_name=m.spec.assignor,
-                )
+        if (e := _EPOCH.search(msg) or _EPOCH_SENT.search(msg)) and int(e["epoch"]) > 0:
+            self.epoch_learned(int(e["epoch"]), e["member"], self.events)
         elif _EPOCH_ZERO_SENT.search(msg) and not self.epoch_zero_sent:
             # The first join, or a rejoin after the member was fenced: its epoch starts from 0 again.
             # (Retried epoch-0 heartbeats are the same join.)
@@ -220,6 +216,16 @@ class GroupLogReader:
         elif "Target assignment acked" in msg:
             self.rebalancing = False
             self.events.group_synced()
+
+    def epoch_learned(self, epoch: int, member_id: str, events: MemberEvents) -> None:
+        """A KIP-848 member's epoch, from its log or (before an assignment) from librdkafka itself:
+        a new one is a join (group_joined), written with ``events`` (stamped by the line, or now)."""
+        m = self.member
+        if epoch != m.generation or self.epoch_zero_sent:
+            m.generation, m.member_id, self.epoch_zero_sent = epoch, member_id, False
+            events.group_joined(
+                generation=epoch, member_id=member_id, leader_id=None, is_leader=False, protocol_name=m.spec.assignor
+            )
 
 
 # --------------------------------------------------------------------- the member
@@ -291,6 +297,22 @@ class Member(TakesCommands, Driver):
                         log="librdkafka cgrp log", missing=what, client_version=librdkafka_version()
                     )
 
+    def _epoch_now(self, consumer) -> None:
+        """KIP-848: the epoch the assignment came with, before the callback stamps it. librdkafka before
+        2.10 logs it only with the next heartbeat request, which it sends once this callback has
+        assigned; what it holds now (set as the response arrived, before the assignment was handed
+        over) is in its consumer group metadata, the serialization rd_kafka_consumer_group_metadata_write
+        defines: "CGMDv2:", the generation id (int32, native order), the group id and the member id
+        (NUL-terminated). Anything else is left unread: the epoch is then missing, and said so."""
+        said = consumer.consumer_group_metadata()  # asked of librdkafka's main thread: outside the tap's lock
+        if not (isinstance(said, bytes) and said.startswith(CGMD_MAGIC) and len(said) > len(CGMD_MAGIC) + 4):
+            return
+        (epoch,) = struct.unpack_from("=i", said, len(CGMD_MAGIC))
+        parts = said[len(CGMD_MAGIC) + 4 :].split(b"\0")
+        if epoch > 0 and len(parts) >= 2 and parts[1]:
+            with self.tap.caught_up():  # the lines written before it first: the epoch may be read already
+                self.reader.epoch_learned(epoch, parts[1].decode("utf-8", "replace"), self.events)
+
     def _missing_steps(self) -> list[str]:
         classic = self.spec.group_protocol == "classic"
         if self.generation is None:
@@ -304,6 +326,8 @@ class Member(TakesCommands, Driver):
         return []
 
     def _on_assign(self, consumer, partitions) -> None:
+        if self.spec.group_protocol == "consumer":
+            self._epoch_now(consumer)
         self._recognised()
         self.events.partitions_assigned(_tps(partitions), incremental=self.spec.cooperative)
         self.assigned |= {(p.topic, p.partition) for p in partitions}

@@ -55,6 +55,9 @@ class ObserverSpec:
     coordinators: dict[str, str] | None = None  # coordinator-v*: instance -> address; the group lives there
     # cluster.client_config of an external cluster (security settings): under the harness's own keys
     client_settings: dict = field(default_factory=dict)
+    # Kafka 3.7's unstable ConsumerGroupDescribe: the group is described with its schema, by the observer
+    # itself (workloads/group_describe.py); the release catalogue says where (KafkaRelease).
+    describe_unstable_37: bool = False
     incarnation: int = 1  # the supervisor restarts it: each life writes the history as a writer of its own
 
 
@@ -72,6 +75,7 @@ class GroupObserver:
         }
         self.admin = AdminClient(self.settings)
         self._offsets = None  # the consumer handle committed() reads through, made at its first call
+        self._topic_names: dict[tuple[int, int], str] = {}  # topic id -> name (Kafka 3.7's describe: ids only)
 
     def refresh_partitions(self) -> None:
         """The group's partitions as of now: partitions and topics may be added mid-run."""
@@ -147,6 +151,8 @@ class GroupObserver:
     def describe(self) -> dict:
         if not self.partitions:
             self.refresh_partitions()
+        if self.spec.describe_unstable_37:
+            return self._describe_37()
         fut = self.admin.describe_consumer_groups([self.spec.group], request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
         d = fut.result(REQUEST_TIMEOUT_S)
         members = {
@@ -161,6 +167,35 @@ class GroupObserver:
             "coordinator": d.coordinator.id if d.coordinator else None,
             "members": members,
             "covers_all": assigned >= self.wanted(m.client_id for m in d.members),
+        }
+
+    def _describe_37(self) -> dict:
+        from workloads.group_describe import describe_37
+
+        d = describe_37(self.spec.bootstrap_servers, self.spec.group, REQUEST_TIMEOUT_S)
+        ids = {topic_id for m in d.members for topic_id, _ in m.assignment}
+        if not ids <= self._topic_names.keys():  # 3.7 names assigned topics by id only
+            self._topic_names = self._topic_ids()
+        members = {
+            f"{m.client_id}/{m.member_id}": sorted([self._topic_names.get(t, ""), p] for t, p in m.assignment)
+            for m in d.members
+        }
+        assigned = {tuple(tp) for tps in members.values() for tp in tps}
+        return {
+            "state": d.state.upper(),  # "stable" -> "STABLE", as the admin client names the states
+            "coordinator": d.coordinator,
+            "members": members,
+            "covers_all": assigned >= self.wanted(m.client_id for m in d.members),
+        }
+
+    def _topic_ids(self) -> dict[tuple[int, int], str]:
+        from confluent_kafka import TopicCollection
+
+        topics = sorted({t for t, _ in self.partitions})
+        described = self.admin.describe_topics(TopicCollection(topics), request_timeout=REQUEST_TIMEOUT_S)
+        return {
+            (d.topic_id.get_most_significant_bits(), d.topic_id.get_least_significant_bits()): d.name
+            for d in (f.result(REQUEST_TIMEOUT_S) for f in described.values())
         }
 
 

@@ -47,7 +47,17 @@ CONSUMER_PROTOCOL_GA = (4, 0)
 _EARLY_ACCESS = MappingProxyType(
     {"group.coordinator.rebalance.protocols": "classic,consumer", "transaction.partition.verification.enable": "false"}
 )
-CONSUMER_PROTOCOL_EARLY_ACCESS_CONFIG = MappingProxyType({(3, 7): _EARLY_ACCESS, (3, 8): _EARLY_ACCESS})
+# 3.7 also ships ConsumerGroupDescribe (the consumer protocol's own DescribeGroups) as an unstable API
+# (latestVersionUnstable in its ConsumerGroupDescribeRequest.json; the only one of 3.7.2): its brokers
+# advertise it only with unstable.api.versions.enable, which in 3.7.2 changes nothing else
+# (ApiVersionManager alone reads it). Without it the observer's describe falls back to the classic
+# DescribeGroups, which answers a consumer-protocol group as Dead without members, and the harness
+# never sees the group form. 3.8 made the API stable, with another schema: on 3.7 the observer asks
+# with 3.7's (workloads/group_describe.py), librdkafka's parse of it aborting the process.
+CONSUMER_GROUP_DESCRIBE_UNSTABLE = ((3, 7),)
+CONSUMER_PROTOCOL_EARLY_ACCESS_CONFIG = MappingProxyType(
+    {(3, 7): MappingProxyType({**_EARLY_ACCESS, "unstable.api.versions.enable": "true"}), (3, 8): _EARLY_ACCESS}
+)
 
 # Kafka 3.x logs through reload4j (log4j 1 API); 4.x through log4j2. Neither brings an
 # SLF4J binding with it (the binding is the distribution tarball's, not the Maven
@@ -93,6 +103,12 @@ class KafkaRelease:
     @property
     def metadata_modes(self) -> tuple[Metadata, ...]:
         return tuple(m for m, ok in (("zookeeper", self.zookeeper), ("kraft", self.kraft)) if ok)
+
+    @property
+    def consumer_group_describe_unstable(self) -> bool:
+        """Its brokers answer ConsumerGroupDescribe with 3.7's unstable schema (see
+        CONSUMER_PROTOCOL_EARLY_ACCESS_CONFIG): the observer describes the group itself."""
+        return _key(self.line) in CONSUMER_GROUP_DESCRIBE_UNSTABLE
 
     def consumer_protocol_config(self) -> dict[str, str]:
         """Broker settings a KRaft cluster of this release needs for the consumer protocol."""

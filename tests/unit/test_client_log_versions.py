@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from workloads.client_versions import DISTRIBUTIONS, parse_client, version_key
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "client_logs"
 VERSIONS = sorted((p.stem for p in FIXTURES.glob("*.log")), key=version_key)
-# KIP-848 members (group.protocol=consumer), on the releases that run it (client_versions: GA from 2.12.0).
+# KIP-848 members (group.protocol=consumer), on the releases that run it (client_versions.consumer_heartbeat).
 CONSUMER_VERSIONS = sorted((p.stem for p in (FIXTURES / "consumer").glob("*.log")), key=version_key)
 _MEMBER_ID = re.compile(r"^consumer-1-[0-9a-f-]{36}$")
 
@@ -74,14 +75,18 @@ def test_there_is_a_recording_of_each_consumergroupheartbeat_version_and_of_the_
 
 # librdkafka before 2.10 (ConsumerGroupHeartbeat v0, Kafka 3.7/3.8's early access) logs no member epoch with
 # the heartbeat response: only the next request carries it ("generation id N"), after the assignment
-# callback ran. Its members cannot stamp their assignments: their runs end INCOMPLETE, saying so.
+# callback ran. The member asks librdkafka for it there (consumer_group_metadata: Member._epoch_now).
 EPOCH_NOT_LOGGED = [
     v for v in CONSUMER_VERSIONS if parse_client(f"confluent-kafka=={v}").consumer_heartbeat_version == 0
 ]
 
 
+def test_there_is_a_recording_of_an_early_access_client():
+    assert EPOCH_NOT_LOGGED
+
+
 @pytest.mark.parametrize("version", EPOCH_NOT_LOGGED)
-def test_an_early_access_members_epoch_is_not_there_when_its_assignment_comes(version):
+def test_an_early_access_members_epoch_is_not_in_its_log_when_its_assignment_comes(version):
     lines = lines_of(version, "consumer")
     first_assignment = next(
         i for i, line in enumerate(lines) if "ConsumerGroupHeartbeat response received target" in line
@@ -91,16 +96,18 @@ def test_an_early_access_members_epoch_is_not_there_when_its_assignment_comes(ve
     assert member.recording.of(ev.GROUP_JOIN_SENT)  # its epoch-0 heartbeat is read
 
 
-@pytest.mark.parametrize("version", [v for v in CONSUMER_VERSIONS if v not in EPOCH_NOT_LOGGED])
-def test_a_kip848_members_epochs_joins_and_acks_are_read(version):
+@pytest.mark.parametrize("version", EPOCH_NOT_LOGGED)
+def test_an_early_access_members_later_epochs_are_read_from_its_requests(version):
+    """Epochs that come without an assignment (the group's epoch moved on) are said by the next
+    request only: read there, each once."""
     lines = lines_of(version, "consumer")
     assert all(parse_line(line) is not None for line in lines)
     member = read(lines, RecordingMember(assignor="uniform", protocol="consumer"))
     said = member.recording
-    joined = said.of(ev.GROUP_JOINED)
-    assert joined and all(j["protocol_name"] == "uniform" and j["leader_id"] is None for j in joined)
-    assert member.generation >= 1 and re.fullmatch(r"[A-Za-z0-9+/_-]{22}", member.member_id), member.member_id
-    assert said.of(ev.GROUP_JOIN_SENT), f"librdkafka {version}: no epoch-0 heartbeat read"
+    sent = sorted({int(e) for e in re.findall(r"generation id (\d+),", "\n".join(lines)) if int(e) > 0})
+    assert [j["generation"] for j in member.written if j["name"] == ev.GROUP_JOINED] == sent and sent
+    assert all(j["protocol_name"] == "uniform" and j["leader_id"] is None for j in said.of(ev.GROUP_JOINED))
+    assert re.fullmatch(r"[A-Za-z0-9+/_-]{22}", member.member_id), member.member_id
     assert said.of(ev.GROUP_SYNCED), f"librdkafka {version}: no acknowledged target assignment read"
     assert not said.of(ev.CLIENT_LOG)
 
@@ -183,3 +190,63 @@ def test_lines_still_in_the_pipe_when_the_assignment_comes_are_read_before_anyth
     member.events, member.tap = recording.events, type("Tap", (), {"caught_up": staticmethod(caught_up)})()
     member._on_assign(type("Consumer", (), {"assign": lambda self, p: None})(), [])
     assert not recording.of(ev.LOG_UNRECOGNISED)
+
+
+class KIP848Spec:
+    group_protocol, assignor = "consumer", "uniform"
+    cooperative = incremental = True
+
+
+def _kip848_member(recording: Recording) -> consumer.Member:
+    member = consumer.Member.__new__(consumer.Member)  # its callbacks only: no client, no tap
+    member.spec, member.generation, member.member_id, member.unrecognised, member.assigned = (
+        KIP848Spec(),
+        None,
+        None,
+        set(),
+        set(),
+    )
+    member.reader = consumer.GroupLogReader(member, recording.events)
+    member.events, member.tap = recording.events, Tap()
+    return member
+
+
+def _librdkafka(metadata: bytes):
+    return type(
+        "Consumer",
+        (),
+        {"incremental_assign": lambda self, p: None, "consumer_group_metadata": lambda self: metadata},
+    )()
+
+
+def test_an_early_access_assignment_carries_the_epoch_librdkafka_holds():
+    """Where the log has not said the epoch yet (librdkafka < 2.10), the member reads it from librdkafka's
+    consumer group metadata — its own serialization, as 2.6.1 writes it — and joins in it, then is assigned."""
+    recording = Recording(lambda: (member.member_id, member.generation))
+    member = _kip848_member(recording)
+    metadata = b"CGMDv2:" + struct.pack("=i", 3) + b"ea\0jw2FlRt2Rqms4VMfW4TkHQ\0\x01"
+    member._on_assign(_librdkafka(metadata), [])
+    [joined] = [e for e in recording.written if e["name"] == ev.GROUP_JOINED]
+    assert (joined["generation"], joined["member_id"], joined["protocol_name"]) == (
+        3,
+        "jw2FlRt2Rqms4VMfW4TkHQ",
+        "uniform",
+    )
+    [assigned] = [e for e in recording.written if e["name"] == ev.PARTITIONS_ASSIGNED]
+    assert (assigned["generation"], assigned["member_id"]) == (3, "jw2FlRt2Rqms4VMfW4TkHQ")
+    assert not recording.of(ev.LOG_UNRECOGNISED)
+    # The same epoch again (a second assignment of it, or its request line read later): no second join.
+    member._on_assign(_librdkafka(metadata), [])
+    assert len(recording.of(ev.GROUP_JOINED)) == 1
+
+
+@pytest.mark.parametrize(
+    "metadata", [b"CGMDv3:\x03\0\0\0ea\0m\0\x01", b"CGMDv2:" + struct.pack("=i", -1) + b"ea\0\0\x01"]
+)
+def test_metadata_it_cannot_read_or_without_an_epoch_leaves_the_epoch_missing_and_said(metadata):
+    recording = Recording(lambda: (member.member_id, member.generation))
+    member = _kip848_member(recording)
+    member._on_assign(_librdkafka(metadata), [])
+    assert not recording.of(ev.GROUP_JOINED)
+    [said] = recording.of(ev.LOG_UNRECOGNISED)
+    assert said["missing"] == "member epoch (no ConsumerGroupHeartbeat response line read)"

@@ -56,6 +56,11 @@ def test_the_consumer_protocol_early_access_is_kraft_only_with_its_broker_settin
     assert "metadata: kraft" in early.consumer_protocol_problem("zookeeper")
     assert early.consumer_protocol_config()["group.coordinator.rebalance.protocols"] == "classic,consumer"
     assert versions.kafka_release("4.4.0").consumer_protocol_config() == {}  # GA: nothing to enable
+    # 3.7's ConsumerGroupDescribe is unstable: advertised only when asked, and described with 3.7's schema.
+    assert early.consumer_protocol_config()["unstable.api.versions.enable"] == "true"
+    assert early.consumer_group_describe_unstable
+    assert "unstable.api.versions.enable" not in versions.kafka_release("3.8.1").consumer_protocol_config()
+    assert not any(versions.kafka_release(v).consumer_group_describe_unstable for v in ("3.8.1", "4.0", "4.4"))
     assert "no `consumer` group protocol" in versions.kafka_release("3.9").consumer_protocol_problem("kraft")
 
 
