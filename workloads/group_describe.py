@@ -146,7 +146,7 @@ def _assignment_37(r: Reader) -> list[tuple[tuple[int, int], int]]:
     return tps
 
 
-def parse_describe_37(r: Reader, coordinator: int) -> DescribedGroup:
+def parse_describe_early_access(r: Reader, coordinator: int) -> DescribedGroup:
     r.int32()  # throttle
 
     def member():
@@ -222,7 +222,9 @@ def describe_37(bootstrap_servers: str, group: str, timeout_s: float) -> Describ
                 first.close()
             coordinator = Connection(c_host, c_port, timeout_s)
             try:
-                return parse_describe_37(coordinator.ask(CONSUMER_GROUP_DESCRIBE, 0, describe_body(group)), node)
+                return parse_describe_early_access(
+                    coordinator.ask(CONSUMER_GROUP_DESCRIBE, 0, describe_body(group)), node
+                )
             finally:
                 coordinator.close()
         except (OSError, KafkaProtocolError) as e:

@@ -57,7 +57,7 @@ class ObserverSpec:
     client_settings: dict = field(default_factory=dict)
     # Kafka 3.7's unstable ConsumerGroupDescribe: the group is described with its schema, by the observer
     # itself (workloads/group_describe.py); the release catalogue says where (KafkaRelease).
-    describe_unstable_37: bool = False
+    describe_by_own_request: bool = False
     incarnation: int = 1  # the supervisor restarts it: each life writes the history as a writer of its own
 
 
@@ -151,8 +151,8 @@ class GroupObserver:
     def describe(self) -> dict:
         if not self.partitions:
             self.refresh_partitions()
-        if self.spec.describe_unstable_37:
-            return self._describe_37()
+        if self.spec.describe_by_own_request:
+            return self._describe_early_access()
         fut = self.admin.describe_consumer_groups([self.spec.group], request_timeout=REQUEST_TIMEOUT_S)[self.spec.group]
         d = fut.result(REQUEST_TIMEOUT_S)
         members = {
@@ -169,7 +169,7 @@ class GroupObserver:
             "covers_all": assigned >= self.wanted(m.client_id for m in d.members),
         }
 
-    def _describe_37(self) -> dict:
+    def _describe_early_access(self) -> dict:
         from workloads.group_describe import describe_37
 
         d = describe_37(self.spec.bootstrap_servers, self.spec.group, REQUEST_TIMEOUT_S)

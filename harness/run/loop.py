@@ -425,7 +425,7 @@ class Run:
             # the project's coordinator keeps the group: the observer asks it, directly.
             coordinators=self.cluster.coordinator_addresses() or None,
             client_settings=dict(s.cluster.client_config),
-            describe_unstable_37=bool(
+            describe_by_own_request=bool(
                 s.workload.generation.group_protocol == "consumer"
                 and s.cluster.release
                 and s.cluster.release.consumer_group_describe_unstable

@@ -64,7 +64,7 @@ def answer_37(members: list[bytes], error: int = 0, state: str = "stable") -> by
 
 def test_a_37_answer_is_read_member_by_member_with_its_assignments():
     members = [_member("m1", "consumer-1", [0, 2]), _member("m2", "consumer-2", [1])]
-    described = gd.parse_describe_37(gd.Reader(answer_37(members)), coordinator=1)
+    described = gd.parse_describe_early_access(gd.Reader(answer_37(members)), coordinator=1)
     assert (described.state, described.epoch, described.coordinator) == ("stable", 4, 1)
     assert [(m.client_id, m.member_id, m.assignment) for m in described.members] == [
         ("consumer-1", "m1", [(ID, 0), (ID, 2)]),
@@ -75,9 +75,9 @@ def test_a_37_answer_is_read_member_by_member_with_its_assignments():
 def test_an_answer_of_another_schema_or_with_an_error_is_refused_not_misread():
     stable_v0 = answer_37([_member("m1", "consumer-1", [0])]).replace(struct.pack(">bi", 0, 1) + gd._uvarint(1), b"")
     with pytest.raises(gd.KafkaProtocolError):
-        gd.parse_describe_37(gd.Reader(stable_v0), coordinator=1)
+        gd.parse_describe_early_access(gd.Reader(stable_v0), coordinator=1)
     with pytest.raises(gd.KafkaProtocolError, match="error 69"):
-        gd.parse_describe_37(gd.Reader(answer_37([], error=69, state="dead")), coordinator=1)
+        gd.parse_describe_early_access(gd.Reader(answer_37([], error=69, state="dead")), coordinator=1)
 
 
 def test_requests_are_framed_with_header_v2():
