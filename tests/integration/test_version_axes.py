@@ -48,3 +48,26 @@ def test_a_suite_with_version_axes_runs_and_its_junit_names_them(tmp_path, compo
         assert props[f"{v['id']}.client"] == started["client"] == CLIENT
         loaded = {e.get("client_version") for e in events if e["name"] == "consumer_started"}
         assert len(loaded) == 1 and None not in loaded, loaded  # the library version the member really loaded
+
+
+@pytest.mark.campaign
+@pytest.mark.timeout(600)
+def test_compare_puts_one_generation_side_by_side_across_two_releases(tmp_path, components_installed):
+    """`compare --kafka A --kafka B`: one generation, two releases, one row each, from what each
+    run recorded (campaign: `python3 -m pytest -m campaign -n 1 tests/integration/test_version_axes.py`)."""
+    scenario = small_scenario("axes-compare", duration_s=5, recovery={"timeout_s": 30, "stable_for_s": 1})
+    (tmp_path / "axes.yaml").write_text(yaml.safe_dump(scenario))
+    args = ["compare", str(tmp_path / "axes.yaml"), "--protocols", "classic-eager"]
+    for release in RELEASES:
+        args += ["--kafka", release]
+    proc = lab(*args, "--runs-dir", str(tmp_path / "runs"), timeout=560)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    [out] = (tmp_path / "runs").glob("compare-*")
+    rows = json.loads((out / "compare.json").read_text())
+    assert [(r["protocol"], r["kafka"]) for r in rows] == [("classic-eager", release) for release in RELEASES]
+    for r in rows:
+        assert r["ok"] and r["outcome"] == "completed", r
+        assert r["client_version"], r  # the librdkafka its members really loaded
+        recorded = json.loads((out / r["run_dir"].rsplit("/", 1)[-1] / "run.json").read_text())
+        assert recorded["kafka"] == r["kafka"]
+    assert "Side by side" in proc.stdout and all(release in proc.stdout for release in RELEASES)
