@@ -50,11 +50,10 @@ def test_a_suite_with_version_axes_runs_and_its_junit_names_them(tmp_path, compo
         assert len(loaded) == 1 and None not in loaded, loaded  # the library version the member really loaded
 
 
-@pytest.mark.campaign
 @pytest.mark.timeout(600)
 def test_compare_puts_one_generation_side_by_side_across_two_releases(tmp_path, components_installed):
     """`compare --kafka A --kafka B`: one generation, two releases, one row each, from what each
-    run recorded (campaign: `python3 -m pytest -m campaign -n 1 tests/integration/test_version_axes.py`)."""
+    run recorded."""
     scenario = small_scenario("axes-compare", duration_s=5, recovery={"timeout_s": 30, "stable_for_s": 1})
     (tmp_path / "axes.yaml").write_text(yaml.safe_dump(scenario))
     args = ["compare", str(tmp_path / "axes.yaml"), "--protocols", "classic-eager"]
