@@ -28,10 +28,9 @@ the members run and until when the first is busy)."""
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
@@ -41,7 +40,6 @@ from faults.base import (
     DAY_S,
     NO_EFFECTS,
     Effects,
-    Fault,
     FaultSpec,
     MemberChanges,
     ScenarioFacts,
@@ -49,6 +47,7 @@ from faults.base import (
     Targets,
 )
 from faults.capabilities import Capability
+from faults.rounds import Round
 from oracle.protocols import GENERATIONS, PROTOCOLS
 
 EXIT_WAIT_S = 60.0  # a member that has not exited by then is killed (it is stuck in its close)
@@ -170,15 +169,14 @@ class ProtocolMigrationSpec(FaultSpec):
 
 
 @dataclass
-class ProtocolMigration(Fault[ProtocolMigrationSpec]):
+class ProtocolMigration(Round[ProtocolMigrationSpec]):
     """Each member in turn: stopped, its exit awaited, started again on ``to``; ``interval_s``
     between members. Runs in its own thread so other faults keep their times; healed when the
     round is over (a heal at the end of the run finishes it at once, every member running)."""
 
     Spec = ProtocolMigrationSpec
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _names: list[str] = field(default_factory=list)
+    thread_name = "migration"
+    heal_join_s = EXIT_WAIT_S * 2
 
     @property
     def changes(self) -> MemberChanges:
@@ -188,23 +186,17 @@ class ProtocolMigration(Fault[ProtocolMigrationSpec]):
     def heal_after_s(self) -> float:
         return self.spec.round_s(len(self._names) or 1)
 
-    @property
-    def in_progress(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def inject(self, targets: Targets) -> dict:
         which = self.spec.members
         self._names = targets.group_names(which) if isinstance(which, str) else list(which)
-        self._thread = threading.Thread(
-            target=self._round, args=(targets,), name=f"{self.fault_id}-migration", daemon=True
-        )
-        self._thread.start()
+        self._start(targets)
         return {"order": self._names, "to": self.spec.to}
 
     def _round(self, targets: Targets) -> None:
         for i, name in enumerate(self._names):
             if self._stop.is_set():
                 return
+            self._at(name)
             self._move(targets, name)
             if i < len(self._names) - 1:
                 self._stop.wait(self.spec.interval_s)
@@ -222,11 +214,3 @@ class ProtocolMigration(Fault[ProtocolMigrationSpec]):
                 while targets.is_running(name):
                     time.sleep(0.05)
         targets.restart(name, self.changes)
-
-    def heal(self, targets: Targets) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=EXIT_WAIT_S * 2)
-        for name in self._names:
-            if not targets.is_running(name):
-                targets.restart(name)  # with the changes it was given, if any: the slot keeps them

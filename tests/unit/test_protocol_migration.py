@@ -104,3 +104,21 @@ def test_each_member_in_turn_is_stopped_and_started_on_the_other_generation():
     ]
     fault.heal(targets)  # every member runs: nothing to start again
     assert len(targets.actions()) == 6
+
+
+def test_a_migration_that_breaks_on_a_member_is_said_by_its_heal_and_goes_no_further():
+    class RestartBreaks(FakeTargets):
+        def restart(self, name, changes=None):
+            if name == "consumer-1":
+                raise RuntimeError("its process exited at once")
+            super().restart(name, changes)
+
+    fault = catalogue.from_spec(
+        {"fault_id": "f1", "kind": "protocol-migration", "at_s": 0, "to": "consumer", "interval_s": 0}
+    )
+    targets = RestartBreaks(consumers=3)
+    fault.inject(targets)
+    fault._thread.join(5)
+    assert targets.actions() == [("kill", "consumer-1", signal.SIGTERM)]  # consumer-2 and consumer-3 untouched
+    with pytest.raises(RuntimeError, match="the round stopped at consumer-1: RuntimeError: its process exited"):
+        fault.heal(targets)
