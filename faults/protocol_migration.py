@@ -3,8 +3,8 @@ protocol — the brokers' online migration between the classic protocol and KIP-
 ``consumer`` protocol.
 
 What Kafka does (its group coordinator, ``GroupMetadataManager``, 4.0 on; the broker setting
-``group.consumer.migration.policy``, ``bidirectional`` by default from 4.0, ``disabled`` on
-3.8/3.9, absent on 3.7):
+``group.consumer.migration.policy``, ``bidirectional`` by default from 4.0; which releases
+migrate is the release catalogue's ``KafkaRelease.migrates_groups_online``):
 
 - **upgrade**: the first ConsumerGroupHeartbeat to a non-empty classic group whose members use
   the consumer embedded protocol converts it to a consumer group. Each classic member becomes
@@ -51,11 +51,6 @@ from faults.rounds import Round
 from oracle.protocols import GENERATIONS, PROTOCOLS
 
 EXIT_WAIT_S = 60.0  # a member that has not exited by then is killed (it is stuck in its close)
-# The release facts that make an online migration possible (harness/components/versions.py's
-# KafkaRelease.consumer_protocol): only where the consumer protocol is generally available does
-# the broker migrate by default. 3.8/3.9 have the code but the policy off (and the protocol in
-# early access), 3.7 none: a consumer-protocol member there is refused by a non-empty classic group.
-MIGRATES = "ga"
 
 
 class ProtocolMigrationSpec(FaultSpec):
@@ -116,16 +111,9 @@ class ProtocolMigrationSpec(FaultSpec):
                     f"({scenario.protocol}): a migration moves them to the other one",
                 )
             )
-        elif scenario.consumer_protocol != MIGRATES or scenario.zookeeper:
-            problems.append(
-                (
-                    "to",
-                    f"Kafka {scenario.kafka}{' in ZooKeeper mode' if scenario.zookeeper else ''} cannot migrate a "
-                    "group online between the classic and consumer protocols: the brokers do it from 4.0 in "
-                    "KRaft mode (group.consumer.migration.policy; 3.8 and 3.9 ship it disabled with the protocol "
-                    "in early access, 3.7 has no migration at all)",
-                )
-            )
+        elif scenario.group_migration_problem:
+            # the release catalogue's word (KafkaRelease.group_migration_problem), via ScenarioFacts
+            problems.append(("to", scenario.group_migration_problem))
         elif target.group_protocol == "consumer" and scenario.assignor in scenario.driver_assignment_user_data:
             problems.append(
                 (

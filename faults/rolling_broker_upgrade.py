@@ -17,7 +17,7 @@ migration (KIP-866) first, which this fault does not do.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -96,16 +96,12 @@ class RollingBrokerUpgradeSpec(FaultSpec):
 
     def after(self, scenario: ScenarioFacts) -> ScenarioFacts:
         target, _ = self._target(scenario)
-        return scenario if target is None else _with_release(scenario, target)
+        return scenario if target is None else scenario.with_release(target)
 
     def nodes(self, brokers: int, zookeeper: bool) -> int:
         """How many node restarts it makes: each broker (and KRaft's controller), and in ZooKeeper
         mode each broker again to finalize."""
         return brokers * (2 if zookeeper and self.finalize else 1) + (0 if zookeeper else 1)
-
-
-def _with_release(scenario: ScenarioFacts, release: Any) -> ScenarioFacts:
-    return replace(scenario, release=release)
 
 
 @dataclass
