@@ -68,17 +68,36 @@ class ScenarioFacts:
     client: Any = None
     client_release: Callable[[str], Any] | None = None
     # The protocol generation the members run (workload.protocol; an earlier protocol-migration's
-    # ``to`` for the entries after it) and KIP-848 on the scenario's Kafka release: None (the
-    # release has none), "early-access" or "ga" (the release catalogue's consumer_protocol).
+    # ``to`` for the entries after it).
     protocol: str | None = None
     assignor: str | None = None  # the assignor the members run (workload.assignor or the generation's)
+    # KIP-848 on the brokers' release, in their metadata mode: None (none), "early-access" or "ga"
+    # (the release catalogue's consumer_protocol); and why they cannot migrate a group online
+    # between the classic and consumer protocols (None: they can). Both come from ``release_facts``.
     consumer_protocol: str | None = None
+    group_migration_problem: str | None = "the cluster's Kafka release is not known here"
     # Classic assignors the driver writes its own user data into assignments with (Driver.assignment_user_data).
     driver_assignment_user_data: frozenset[str] = frozenset()
     members_busy_until_s: float = 0.0  # a protocol-migration's round moves the members until then
 
     def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
         return replace(self, topics={**self.topics, topic: partitions})
+
+    def with_release(self, release: Any) -> ScenarioFacts:
+        """The facts once the cluster runs ``release`` (after a rolling upgrade): every fact that
+        comes from the release moves with it."""
+        return replace(self, release=release, **release_facts(release, self.zookeeper))
+
+
+def release_facts(release: Any, zookeeper: bool) -> dict[str, Any]:
+    """ScenarioFacts' facts of the brokers' release (the catalogue's KafkaRelease) in their
+    metadata mode: the one place they are derived, for a scenario and after each upgrade."""
+    metadata = "zookeeper" if zookeeper else "kraft"
+    return {
+        "kafka": release.version,
+        "consumer_protocol": None if zookeeper else release.consumer_protocol,
+        "group_migration_problem": release.group_migration_problem(metadata),
+    }
 
 
 @dataclass(frozen=True)

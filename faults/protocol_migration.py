@@ -3,8 +3,8 @@ protocol — the brokers' online migration between the classic protocol and KIP-
 ``consumer`` protocol.
 
 What Kafka does (its group coordinator, ``GroupMetadataManager``, 4.0 on; the broker setting
-``group.consumer.migration.policy``, ``bidirectional`` by default from 4.0, ``disabled`` on
-3.8/3.9, absent on 3.7):
+``group.consumer.migration.policy``, ``bidirectional`` by default from 4.0; which releases
+migrate is the release catalogue's ``KafkaRelease.migrates_groups_online``):
 
 - **upgrade**: the first ConsumerGroupHeartbeat to a non-empty classic group whose members use
   the consumer embedded protocol converts it to a consumer group. Each classic member becomes
@@ -28,10 +28,9 @@ the members run and until when the first is busy)."""
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
@@ -41,7 +40,6 @@ from faults.base import (
     DAY_S,
     NO_EFFECTS,
     Effects,
-    Fault,
     FaultSpec,
     MemberChanges,
     ScenarioFacts,
@@ -49,14 +47,10 @@ from faults.base import (
     Targets,
 )
 from faults.capabilities import Capability
+from faults.rounds import Round
 from oracle.protocols import GENERATIONS, PROTOCOLS
 
 EXIT_WAIT_S = 60.0  # a member that has not exited by then is killed (it is stuck in its close)
-# The release facts that make an online migration possible (harness/components/versions.py's
-# KafkaRelease.consumer_protocol): only where the consumer protocol is generally available does
-# the broker migrate by default. 3.8/3.9 have the code but the policy off (and the protocol in
-# early access), 3.7 none: a consumer-protocol member there is refused by a non-empty classic group.
-MIGRATES = "ga"
 
 
 class ProtocolMigrationSpec(FaultSpec):
@@ -117,16 +111,9 @@ class ProtocolMigrationSpec(FaultSpec):
                     f"({scenario.protocol}): a migration moves them to the other one",
                 )
             )
-        elif scenario.consumer_protocol != MIGRATES or scenario.zookeeper:
-            problems.append(
-                (
-                    "to",
-                    f"Kafka {scenario.kafka}{' in ZooKeeper mode' if scenario.zookeeper else ''} cannot migrate a "
-                    "group online between the classic and consumer protocols: the brokers do it from 4.0 in "
-                    "KRaft mode (group.consumer.migration.policy; 3.8 and 3.9 ship it disabled with the protocol "
-                    "in early access, 3.7 has no migration at all)",
-                )
-            )
+        elif scenario.group_migration_problem:
+            # the release catalogue's word (KafkaRelease.group_migration_problem), via ScenarioFacts
+            problems.append(("to", scenario.group_migration_problem))
         elif target.group_protocol == "consumer" and scenario.assignor in scenario.driver_assignment_user_data:
             problems.append(
                 (
@@ -170,15 +157,14 @@ class ProtocolMigrationSpec(FaultSpec):
 
 
 @dataclass
-class ProtocolMigration(Fault[ProtocolMigrationSpec]):
+class ProtocolMigration(Round[ProtocolMigrationSpec]):
     """Each member in turn: stopped, its exit awaited, started again on ``to``; ``interval_s``
     between members. Runs in its own thread so other faults keep their times; healed when the
     round is over (a heal at the end of the run finishes it at once, every member running)."""
 
     Spec = ProtocolMigrationSpec
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _names: list[str] = field(default_factory=list)
+    thread_name = "migration"
+    heal_join_s = EXIT_WAIT_S * 2
 
     @property
     def changes(self) -> MemberChanges:
@@ -188,23 +174,17 @@ class ProtocolMigration(Fault[ProtocolMigrationSpec]):
     def heal_after_s(self) -> float:
         return self.spec.round_s(len(self._names) or 1)
 
-    @property
-    def in_progress(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def inject(self, targets: Targets) -> dict:
         which = self.spec.members
         self._names = targets.group_names(which) if isinstance(which, str) else list(which)
-        self._thread = threading.Thread(
-            target=self._round, args=(targets,), name=f"{self.fault_id}-migration", daemon=True
-        )
-        self._thread.start()
+        self._start(targets)
         return {"order": self._names, "to": self.spec.to}
 
     def _round(self, targets: Targets) -> None:
         for i, name in enumerate(self._names):
             if self._stop.is_set():
                 return
+            self._at(name)
             self._move(targets, name)
             if i < len(self._names) - 1:
                 self._stop.wait(self.spec.interval_s)
@@ -222,11 +202,3 @@ class ProtocolMigration(Fault[ProtocolMigrationSpec]):
                 while targets.is_running(name):
                     time.sleep(0.05)
         targets.restart(name, self.changes)
-
-    def heal(self, targets: Targets) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=EXIT_WAIT_S * 2)
-        for name in self._names:
-            if not targets.is_running(name):
-                targets.restart(name)  # with the changes it was given, if any: the slot keeps them

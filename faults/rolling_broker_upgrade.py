@@ -16,15 +16,15 @@ migration (KIP-866) first, which this fault does not do.
 
 from __future__ import annotations
 
-import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from faults.base import DAY_S, NO_EFFECTS, Effects, Fault, FaultSpec, ScenarioFacts, Targets
+from faults.base import DAY_S, NO_EFFECTS, Effects, FaultSpec, ScenarioFacts, Targets
 from faults.capabilities import Capability
+from faults.rounds import Round
 
 INTER_BROKER_PROTOCOL = "inter.broker.protocol.version"  # ZooKeeper mode's version of the brokers' own protocol
 NODE_RESTART_S = 25.0  # what one node's stop, start and the cluster's recovery take here, roughly (a nominal length)
@@ -96,7 +96,7 @@ class RollingBrokerUpgradeSpec(FaultSpec):
 
     def after(self, scenario: ScenarioFacts) -> ScenarioFacts:
         target, _ = self._target(scenario)
-        return scenario if target is None else _with_release(scenario, target)
+        return scenario if target is None else scenario.with_release(target)
 
     def nodes(self, brokers: int, zookeeper: bool) -> int:
         """How many node restarts it makes: each broker (and KRaft's controller), and in ZooKeeper
@@ -104,22 +104,16 @@ class RollingBrokerUpgradeSpec(FaultSpec):
         return brokers * (2 if zookeeper and self.finalize else 1) + (0 if zookeeper else 1)
 
 
-def _with_release(scenario: ScenarioFacts, release: Any) -> ScenarioFacts:
-    return replace(scenario, release=release)
-
-
 @dataclass
-class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
+class RollingBrokerUpgrade(Round[RollingBrokerUpgradeSpec]):
     """In its own thread, so other faults keep their times. ``heal_after_s`` is the round's
     nominal length; the scheduled heal waits while the round goes on, and a heal at the end of
     the workload or the run ends it at once, starting again any node it left stopped (on
     whichever release that node was last given)."""
 
     Spec = RollingBrokerUpgradeSpec
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    failed: str | None = None  # why the round stopped short, if it did
-    _names: list[str] = field(default_factory=list)  # in the order restarted: controllers, then brokers
+    thread_name = "upgrade"
+    # _names: in the order restarted, controllers then brokers
     _brokers: list[str] = field(default_factory=list)
     _zookeeper: bool = False
     steps: list[dict] = field(default_factory=list)  # each node restart, as restart_node told it
@@ -129,10 +123,6 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
         restarts = self.spec.nodes(len(self._brokers) or 1, self._zookeeper)
         return restarts * (NODE_RESTART_S + self.spec.interval_s) + (NODE_RESTART_S if self.spec.finalize else 0)
 
-    @property
-    def in_progress(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def inject(self, targets: Targets) -> dict:
         release, metadata = targets.cluster_kafka()
         target = targets.kafka_release(self.spec.to)
@@ -141,13 +131,7 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
         self._brokers = targets.group_names("brokers")
         self._names = [*controllers, *self._brokers]
         pin = {INTER_BROKER_PROTOCOL: release.line} if self._zookeeper else {}
-        self._thread = threading.Thread(
-            target=self._run_round,
-            args=(targets, target, pin, release),
-            name=f"{self.fault_id}-upgrade",
-            daemon=True,
-        )
-        self._thread.start()
+        self._start(targets, target, pin, release)
         return {
             "from": release.version,
             "to": target.version,
@@ -161,6 +145,7 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
         for i, name in enumerate(self._names):
             if self._stop.is_set():
                 return
+            self._at(name)
             self.steps.append(targets.restart_node(name, target.version, pin if name in brokers else {}))
             if i < len(self._names) - 1 or self.spec.finalize:
                 self._stop.wait(self.spec.interval_s)
@@ -172,25 +157,10 @@ class RollingBrokerUpgrade(Fault[RollingBrokerUpgradeSpec]):
             for i, name in enumerate(brokers):
                 if self._stop.is_set():
                     return
+                self._at(name)
                 self.steps.append(targets.restart_node(name, None, {INTER_BROKER_PROTOCOL: target.line}))
                 if i < len(brokers) - 1:
                     self._stop.wait(self.spec.interval_s)
         if not self._stop.is_set():
+            self._at(None)  # the cluster as a whole
             targets.finalize_features(target.version, began)
-
-    def _run_round(self, targets: Targets, *args) -> None:
-        """The round, its failure kept: the heal raises it, and the history says it (fault_heal_failed)."""
-        try:
-            self._round(targets, *args)
-        except Exception as e:
-            self.failed = f"{type(e).__name__}: {e}"
-
-    def heal(self, targets: Targets) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=120)
-        for name in self._names:
-            if not targets.is_running(name):
-                targets.restart(name)
-        if self.failed:
-            raise RuntimeError(f"the round stopped: {self.failed}")

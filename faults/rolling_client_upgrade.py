@@ -6,16 +6,16 @@ loaded (``consumer_started.client_version``)."""
 from __future__ import annotations
 
 import signal
-import threading
 from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from faults.base import DAY_S, NO_EFFECTS, Effects, Fault, FaultSpec, MemberChanges, ScenarioFacts, StopSignal, Targets
+from faults.base import DAY_S, NO_EFFECTS, Effects, FaultSpec, MemberChanges, ScenarioFacts, StopSignal, Targets
 from faults.capabilities import Capability
 from faults.rolling_broker_upgrade import release_key
+from faults.rounds import Round
 
 
 class RollingClientUpgradeSpec(FaultSpec):
@@ -66,25 +66,17 @@ def _with_client(scenario: ScenarioFacts, client: Any) -> ScenarioFacts:
 
 
 @dataclass
-class RollingClientUpgrade(Fault[RollingClientUpgradeSpec]):
+class RollingClientUpgrade(Round[RollingClientUpgradeSpec]):
     """In its own thread, as a rolling restart; a member's new client stays with its slot (a later
     restart starts it on that client too). A heal ends the round at once and starts any member
     it left stopped — on the new client: it was stopped to be upgraded."""
 
     Spec = RollingClientUpgradeSpec
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    failed: str | None = None  # why the round stopped short, if it did
-    _names: list[str] = field(default_factory=list)
-    _done: set[str] = field(default_factory=set)
+    thread_name = "clients"
 
     @property
     def heal_after_s(self) -> float:
         return (len(self._names) or 1) * (self.spec.interval_s + 5)  # a member's stop and start: a few seconds
-
-    @property
-    def in_progress(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
 
     @property
     def changes(self) -> MemberChanges:
@@ -92,10 +84,7 @@ class RollingClientUpgrade(Fault[RollingClientUpgradeSpec]):
 
     def inject(self, targets: Targets) -> dict:
         self._names = targets.group_names("consumers")
-        self._thread = threading.Thread(
-            target=self._round, args=(targets,), name=f"{self.fault_id}-clients", daemon=True
-        )
-        self._thread.start()
+        self._start(targets)
         return {"order": self._names, "to": self.spec.to}
 
     def _round(self, targets: Targets) -> None:
@@ -103,25 +92,11 @@ class RollingClientUpgrade(Fault[RollingClientUpgradeSpec]):
         for i, name in enumerate(self._names):
             if self._stop.is_set():
                 return
+            self._at(name)
             targets.kill(name, sig)
             targets.restart(name, self.changes)
-            self._done.add(name)
             if i < len(self._names) - 1:
                 self._stop.wait(self.spec.interval_s)
 
-    def _run_round(self, targets: Targets, *args) -> None:
-        """The round, its failure kept: the heal raises it, and the history says it (fault_heal_failed)."""
-        try:
-            self._round(targets, *args)
-        except Exception as e:
-            self.failed = f"{type(e).__name__}: {e}"
-
-    def heal(self, targets: Targets) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=120)
-        for name in self._names:
-            if not targets.is_running(name):
-                targets.restart(name, self.changes)
-        if self.failed:
-            raise RuntimeError(f"the round stopped: {self.failed}")
+    def _start_again(self, targets: Targets, name: str) -> None:
+        targets.restart(name, self.changes)  # it was stopped to be upgraded

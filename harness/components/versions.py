@@ -125,6 +125,32 @@ class KafkaRelease:
             return f"the `consumer` group protocol on Kafka {self.version} needs `metadata: kraft`"
         return None
 
+    @property
+    def migrates_groups_online(self) -> bool:
+        """Its brokers convert a group between the classic and consumer protocols as its members move
+        (KIP-848's online migration, group.consumer.migration.policy): by default only where the
+        consumer protocol is generally available. The early-access releases have the policy off (3.8)
+        or no migration at all (3.7); in ZooKeeper mode there is no consumer protocol to move to."""
+        return self.consumer_protocol == "ga"
+
+    def group_migration_problem(self, metadata: Metadata) -> str | None:
+        """Why a cluster of this release in `metadata` mode cannot migrate a group online between the
+        classic and consumer protocols; None if it can."""
+        if metadata == "kraft" and self.migrates_groups_online:
+            return None
+        ga, early = _line_text(CONSUMER_PROTOCOL_GA), "/".join(map(_line_text, CONSUMER_PROTOCOL_EARLY_ACCESS))
+        if self.consumer_protocol is None:
+            why = "it has no consumer protocol"
+        elif metadata != "kraft":
+            why = "the consumer protocol runs in KRaft mode only"
+        else:
+            why = "its consumer protocol is in early access, whose brokers do not migrate groups by default"
+        return (
+            f"Kafka {self.version}{' in ZooKeeper mode' if metadata == 'zookeeper' else ''} cannot migrate a group "
+            f"online between the classic and consumer protocols: {why} (the brokers migrate from {ga} in KRaft "
+            f"mode, group.consumer.migration.policy; the consumer protocol is in early access on {early})"
+        )
+
     def need_problem(self, need: str | None, metadata: Metadata) -> str | None:
         """Why a cluster of this release in `metadata` mode cannot run a generation that needs
         `need` (oracle/protocols.py's Generation.needs); None if it can."""

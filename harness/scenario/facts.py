@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from faults.base import ScenarioFacts
+from faults.base import ScenarioFacts, release_facts
 from faults.capabilities import Capability
 from harness.cluster.backend import backend_class
 from harness.components import client_envs, versions
@@ -30,7 +30,6 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
         members=tuple(scenario.member_slots()),
         brokers=tuple(f"broker-{i}" for i in range(1, scenario.cluster.brokers + 1)) if runs_nodes else (),
         coordinator_instances=tuple(scenario.coordinator_instances()) if runs_nodes else (),
-        kafka=scenario.cluster.kafka,
         zookeeper=scenario.cluster.zookeeper_mode and runs_nodes,
         driver=scenario.workload.driver,
         driver_stalls_polls=scenario.workload.driver_class.stalls_polls(),
@@ -45,15 +44,9 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
         protocol=scenario.workload.protocol,
         assignor=scenario.workload.effective_assignor,
         driver_assignment_user_data=scenario.workload.driver_class.assignment_user_data,
-        consumer_protocol=_consumer_protocol(scenario),
+        # the release's facts in the cluster's real mode (an external one's too: its members run on it)
+        **release_facts(scenario.cluster.release, scenario.cluster.zookeeper_mode),
     )
-
-
-def _consumer_protocol(scenario: Scenario) -> str | None:
-    """KIP-848 on the scenario's brokers: the release catalogue's word for its release, in KRaft mode."""
-    if scenario.cluster.zookeeper_mode:
-        return None
-    return scenario.cluster.release.consumer_protocol
 
 
 def _members_client(scenario: Scenario):

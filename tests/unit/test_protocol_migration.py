@@ -104,3 +104,49 @@ def test_each_member_in_turn_is_stopped_and_started_on_the_other_generation():
     ]
     fault.heal(targets)  # every member runs: nothing to start again
     assert len(targets.actions()) == 6
+
+
+def test_a_migration_that_breaks_on_a_member_is_said_by_its_heal_and_goes_no_further():
+    class RestartBreaks(FakeTargets):
+        def restart(self, name, changes=None):
+            if name == "consumer-1":
+                raise RuntimeError("its process exited at once")
+            super().restart(name, changes)
+
+    fault = catalogue.from_spec(
+        {"fault_id": "f1", "kind": "protocol-migration", "at_s": 0, "to": "consumer", "interval_s": 0}
+    )
+    targets = RestartBreaks(consumers=3)
+    fault.inject(targets)
+    fault._thread.join(5)
+    assert targets.actions() == [("kill", "consumer-1", signal.SIGTERM)]  # consumer-2 and consumer-3 untouched
+    with pytest.raises(RuntimeError, match="the round stopped at consumer-1: RuntimeError: its process exited"):
+        fault.heal(targets)
+
+
+def test_a_migration_after_a_rolling_broker_upgrade_is_held_to_the_upgraded_release(tmp_path):
+    # KRaft 3.8.1 has the consumer protocol in early access only: no online migration there; after
+    # the upgrade to 4.4.0 every fact of the release (kafka, consumer_protocol …) is 4.4.0's.
+    d = data()
+    d["cluster"] = {**d["cluster"], "kafka": "3.8.1", "metadata": "kraft", "brokers": 1}
+    d["duration_s"] = 300
+    first, second = d["faults"]
+    d["faults"] = [
+        {"kind": "rolling-broker-upgrade", "at_s": 3, "to": "4.4.0", "interval_s": 0},
+        {**first, "at_s": 120},
+        {**second, "at_s": 180},
+    ]
+    assert problems(tmp_path, d) == ""
+    d["faults"] = d["faults"][1:]  # without the upgrade, the same migrations are refused on 3.8.1
+    assert "Kafka 3.8.1 cannot migrate a group online" in problems(tmp_path, d)
+
+
+def test_the_refusal_says_the_catalogues_facts():
+    from harness.components import versions
+
+    for text in versions.TESTED_KAFKA_RELEASES:
+        release = versions.kafka_release(text)
+        assert (release.group_migration_problem("kraft") is None) == release.migrates_groups_online
+        assert release.group_migration_problem("zookeeper") is not None
+        if release.consumer_protocol is None:  # 3.9 included: it has none to migrate to
+            assert "it has no consumer protocol" in release.group_migration_problem("kraft")

@@ -211,3 +211,34 @@ def test_a_round_that_breaks_is_said_by_its_heal_not_lost_in_its_thread():
     fault._thread.join(timeout=10)
     with pytest.raises(RuntimeError, match="the round stopped: RuntimeError: kafka-features describe"):
         fault.heal(targets)
+
+
+class RestartBreaks(FakeTargets):
+    """A member whose restart fails (its new incarnation does not start), as a real one may."""
+
+    def __init__(self, breaks: str, **kwargs):
+        super().__init__(**kwargs)
+        self.breaks = breaks
+
+    def restart(self, name, changes=None):
+        if name == self.breaks:
+            raise RuntimeError("its process exited at once")
+        super().restart(name, changes)
+
+
+def test_a_client_upgrade_that_breaks_on_a_member_is_said_by_its_heal_and_goes_no_further():
+    targets = RestartBreaks("consumer-1", consumers=3)
+    fault = from_spec(
+        {
+            "fault_id": "f1",
+            "kind": "rolling-client-upgrade",
+            "at_s": 0,
+            "to": "confluent-kafka==2.16.1",
+            "interval_s": 0,
+        }
+    )
+    fault.inject(targets)
+    fault._thread.join(timeout=10)
+    assert targets.actions() == [("kill", "consumer-1", 15)]  # consumer-2 and consumer-3 untouched
+    with pytest.raises(RuntimeError, match="the round stopped at consumer-1: RuntimeError: its process exited"):
+        fault.heal(targets)
