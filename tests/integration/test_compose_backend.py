@@ -129,7 +129,7 @@ def test_coordinator_v3_leader_paused_in_its_container_the_other_instance_takes_
     assert run.verdict["checks"]["no-loss"]["status"] == "passed"
 
 
-def test_kraft_4_1_with_the_consumer_protocol_in_containers(compose_run):
+def test_kraft_4_with_the_consumer_protocol_in_containers(compose_run):
     scenario = small_scenario(
         "compose-kip848", duration_s=25, faults=[{"kind": "pause", "target": "consumer-2", "at_s": 6, "duration_s": 10}]
     )
