@@ -283,6 +283,9 @@ def _resolve_classpath(what: str, pom: str, target: Path, marker: dict, report: 
         report(f"{what}: resolving from Maven Central with mvn …")
         started = time.monotonic()
         target.parent.mkdir(parents=True, exist_ok=True)
+        # What an installer killed outright (SIGKILL: no finally ran) left: ours to clear, under the lock.
+        for left in [*target.parent.glob(f".{target.name}.staging-*"), *target.parent.glob(f".{target.name}.old-*")]:
+            shutil.rmtree(left, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
         try:
             (staging / "pom").mkdir()

@@ -253,6 +253,17 @@ def test_a_failed_install_leaves_nothing_that_looks_installed(tmp_path, monkeypa
     assert not [p for p in (tmp_path / "components").iterdir() if "staging" in p.name]
 
 
+def test_what_a_killed_installer_left_is_cleared_by_the_next(tmp_path, monkeypatch):
+    monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
+    monkeypatch.setattr(install, "_mvn", _fake_mvn([], hold_s=0))
+    components = tmp_path / "components"
+    # A SIGKILLed installer runs no `finally`: its staging directory and a half-moved old one stay.
+    for left in (".kafka-3.7.2.staging-abc123", ".kafka-3.7.2.old-4242"):
+        (components / left / "lib").mkdir(parents=True)
+    assert install.install_kafka("3.7.2", print)
+    assert {p.name for p in components.iterdir()} - {"logs"} == {".locks", "kafka-3.7.2"}
+
+
 def test_an_unsupported_release_is_refused_before_maven(tmp_path, monkeypatch):
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path))
     monkeypatch.setattr(install, "_mvn", _fake_mvn(calls := []))
