@@ -33,7 +33,8 @@ from runtime.output_dirs import SafePath
     multiple=True,
     metavar="REQUIREMENT",
     help="A members' client release to install ahead of its first run, e.g. confluent-kafka==2.3.0 "
-    "(an environment of its own under the lab home; repeatable). Installs only these, nothing else.",
+    "(an environment of its own under the lab home; repeatable). Installs only these, and the --kafka "
+    "releases given with them.",
 )
 @click.option(
     "--compose",

@@ -97,3 +97,20 @@ def test_a_migration_is_checked_against_the_client_the_members_run_by_then(tmp_p
     assert key == "faults.1.to" and reason.startswith(
         "confluent-kafka==2.9.0 speaks KIP-848's ConsumerGroupHeartbeat v0"
     )
+
+
+def test_setup_with_kafka_and_client_installs_both(monkeypatch):
+    from click.testing import CliRunner
+
+    from harness.cli import setup as setup_cli
+    from harness.components import install
+
+    done = []
+    monkeypatch.setattr(setup_cli, "_setup_clients", lambda texts: done.append(("client", texts)))
+    monkeypatch.setattr(install, "setup_all", lambda report, lines: done.append(("kafka", lines)) or False)
+    result = CliRunner().invoke(setup_cli.setup, ["--kafka", "3.8.1", "--client", "confluent-kafka==2.6.1"])
+    assert result.exit_code == 0, result.output
+    assert done == [("client", ("confluent-kafka==2.6.1",)), ("kafka", ["3.8.1"])]
+    done.clear()
+    assert CliRunner().invoke(setup_cli.setup, ["--client", "confluent-kafka==2.6.1"]).exit_code == 0
+    assert done == [("client", ("confluent-kafka==2.6.1",))]  # --client alone: those only
