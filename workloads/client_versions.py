@@ -90,6 +90,12 @@ class ClientRequirement:
         return floor is not None and version_key(self.version) < version_key(floor)
 
     @property
+    def floor_problem(self) -> str | None:
+        """Why the harness does not run this release (below its distribution's floor), or None."""
+        dist = self.distribution
+        return f"{self}: below the floor, {dist.name} {dist.floor}: {dist.floor_why}" if self.below_floor else None
+
+    @property
     def consumer_heartbeat_version(self) -> int | None:
         """The ConsumerGroupHeartbeat version its members speak (KIP-848), or None: none at all."""
         key = version_key(self.version)

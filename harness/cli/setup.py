@@ -33,7 +33,8 @@ from runtime.output_dirs import SafePath
     multiple=True,
     metavar="REQUIREMENT",
     help="A members' client release to install ahead of its first run, e.g. confluent-kafka==2.3.0 "
-    "(an environment of its own under the lab home; repeatable). Installs only these, nothing else.",
+    "(an environment of its own under the lab home; repeatable). Installs only these, and the --kafka "
+    "releases given with them.",
 )
 @click.option(
     "--compose",
@@ -48,7 +49,8 @@ def setup(lines: tuple[str, ...], clients: tuple[str, ...], compose: bool) -> No
 
     if clients:
         _setup_clients(clients)
-        return
+        if not lines and not compose:  # --client alone: only those; with --kafka, those releases too
+            return
     try:
         with like_ctrl_c(), console.status("setting up …") as status:
 
@@ -85,13 +87,8 @@ def _setup_clients(texts: tuple[str, ...]) -> None:
             requirement = parse_client(text)
         except ValueError as e:
             error(f"--client: {e}")
-        dist = requirement.distribution
-        problem = (
-            f"{requirement}: below the floor, {dist.name} {dist.floor}: {dist.floor_why}"
-            if requirement.below_floor
-            else client_envs.java_release_problem(requirement)
-            if dist.registry == "maven"
-            else None
+        problem = requirement.floor_problem or (
+            client_envs.java_release_problem(requirement) if requirement.distribution.registry == "maven" else None
         )
         if problem:
             error(f"--client: {problem}")

@@ -90,9 +90,12 @@ class KafkaRelease:
 
     @property
     def consumer_heartbeat_version(self) -> int | None:
-        """The newest ConsumerGroupHeartbeat version its brokers answer (the consumer protocol's own
-        request): v0 in 3.7/3.8's early access, v1 from 4.0 (GA) — as ApiVersions answered on 3.7.2 and
-        3.8.1 with the early-access settings (0..0) and on 4.4.0 (0..1)."""
+        """The ConsumerGroupHeartbeat version (the consumer protocol's own request) the harness runs
+        members on against its brokers: v0 in 3.7/3.8's early access, the only one they answer
+        (ConsumerGroupHeartbeatRequest.json: validVersions "0"; ApiVersions 0..0 on 3.7.2 and 3.8.1);
+        v1 from 4.0 (GA). 4.x brokers answer 0..1 (validVersions "0-1": v1 adds SubscribedTopicRegex
+        and the member-generated id of KIP-1082; ApiVersions 0..1 on 4.4.0) and still take v0, but an
+        early-access client on GA brokers is a pairing no run has verified: the harness holds to v1."""
         return {None: None, "early-access": 0, "ga": 1}[self.consumer_protocol]
 
     @property

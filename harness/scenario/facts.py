@@ -59,10 +59,12 @@ def _members_client(scenario: Scenario):
 
 
 def _client_release(scenario: Scenario, text: str):
-    """Another client release for the members, or ValueError with why they cannot run it."""
+    """Another client release for the members, or ValueError with why they cannot run it at all.
+    Whether it runs the protocol the members run by then, against the brokers, is the schedule's
+    check (faults.moved_members_problems), which knows what the faults before it changed."""
     w = scenario.workload
     requirement = parse_client(text)
-    problem = client_problem(requirement, w.driver_class, w.driver, w.generation)
+    problem = client_problem(requirement, w.driver_class, w.driver, None)
     if problem:
         raise ValueError(problem)
     return requirement

@@ -19,6 +19,9 @@ from faults import catalogue, random_schedule
 from faults.base import COORDINATOR, DAY_S, Drawing, FaultSpec, ScenarioFacts
 from faults.capabilities import lacking
 from faults.strict import Strict
+from harness.scenario.workload import client_problem
+from oracle.protocols import GENERATIONS
+from workloads.driver import driver_of
 
 if TYPE_CHECKING:
     from harness.scenario.model import Scenario
@@ -48,8 +51,14 @@ def written_problems(scenario: Scenario, facts: ScenarioFacts) -> list[str]:
     problems = []
     declared = facts
     for i, f in sorted(enumerate(scenario.faults), key=lambda item: (item[1].on is not None, item[1].at_s)):
-        problems += [f"faults.{i}.{key}: {reason}" for key, reason in entry_problems(scenario, f, facts)]
-        facts = f.after(facts)  # what this fault creates or grows is there for the faults after it
+        own = entry_problems(scenario, f, facts)
+        problems += [f"faults.{i}.{key}: {reason}" for key, reason in own]
+        after = f.after(facts)  # what this fault creates or grows is there for the faults after it
+        if not own:
+            problems += [
+                f"faults.{i}.{key}: {reason}" for key, reason in moved_members_problems(scenario, f, facts, after)
+            ]
+        facts = after
     return problems + timeline_problems(scenario, declared.members)
 
 
@@ -63,6 +72,32 @@ def entry_problems(scenario: Scenario, f: FaultSpec, facts: ScenarioFacts) -> li
     if f.on and f.on.member is not None and f.on.member not in facts.members:
         out.append(("on.member", f"no member {f.on.member!r} in this scenario (members: {', '.join(facts.members)})"))
     return out
+
+
+def moved_members_problems(
+    scenario: Scenario, f: FaultSpec, before: ScenarioFacts, after: ScenarioFacts
+) -> list[tuple[str, str]]:
+    """Each (client, generation) pair ``f`` starts members on — a new client (rolling-client-upgrade),
+    another generation (protocol-migration: ``member_protocols``, ``after.protocol``) — checked by the
+    rule the workload's own pair is (workload.client_problem), against the brokers the members meet."""
+    if after.client is None:
+        return []
+    w = scenario.workload
+    key = "to" if "to" in type(f).model_fields else "kind"
+    release = after.release if after.consumer_protocol else None  # KIP-848 served: its heartbeat version
+    protocols = dict.fromkeys(p for p in (after.protocol, *f.member_protocols()) if p)
+    out = []
+    for protocol in protocols:
+        if (after.client, protocol) == (before.client, before.protocol):
+            continue  # what the members ran before: checked where it began
+        generation = GENERATIONS[protocol]
+        if w.driver not in generation.drivers:
+            continue  # the fault's kind says so (protocol-migration's own problems)
+        driver = driver_of(generation.drivers[w.driver])
+        problem = client_problem(after.client, driver, w.driver, generation, release)
+        if problem:
+            out.append((key, problem))
+    return list(dict.fromkeys(out))
 
 
 def timeline_problems(scenario: Scenario, members: tuple[str, ...]) -> list[str]:

@@ -26,7 +26,7 @@ from harness.scenario.cluster import Cluster, Topic
 from harness.scenario.errors import validation_problems
 from harness.scenario.facts import fault_facts
 from harness.scenario.faults import Fault, RandomFaults
-from harness.scenario.workload import Workload
+from harness.scenario.workload import Workload, client_problem
 from oracle.protocols import GENERATIONS
 from runtime.errors import ScenarioError
 from workloads.load.profile import LoadProfile  # the load profile's own model
@@ -177,28 +177,20 @@ class Scenario(Strict):
         return problems
 
     def _heartbeat_problems(self) -> list[str]:
-        requirement, distribution = self.workload.client_requirement, self.workload.driver_class.client_distribution
+        """The members' client against the brokers' ConsumerGroupHeartbeat (client_problem's rule, the
+        one every client and generation a fault moves members to is checked by too)."""
+        w = self.workload
+        requirement, distribution = w.client_requirement, w.driver_class.client_distribution
         client = requirement or (client_envs.default_client(distribution) if distribution else None)
-        spoken, answered = client and client.consumer_heartbeat_version, self.cluster.release.consumer_heartbeat_version
-        if spoken is None or answered is None or spoken == answered:
-            return []  # a client without KIP-848 is workload.client's to say; a release without it, the need's
-        fits = ", ".join(
-            f"{client.distribution.name} {first}" + (f" … before {nxt[0]}" if nxt else " on")
-            for (first, v), nxt in zip(
-                client.distribution.consumer_heartbeat, [*client.distribution.consumer_heartbeat[1:], None], strict=True
-            )
-            if v == answered
-        )
-        stage = "early access" if answered == 0 else "GA"
-        said = (
-            f"workload.client: {client}"
-            if requirement
-            else f"workload.protocol: the members' default client, {client},"
-        )
-        return [
-            f"{said} speaks KIP-848's ConsumerGroupHeartbeat v{spoken}; Kafka {self.cluster.kafka}'s consumer protocol "
-            f"({stage}) answers v{answered} only: its members would never find their coordinator (for it: {fits})"
-        ]
+        if client is None:
+            return []
+        problem = client_problem(client, w.driver_class, w.driver, w.generation, self.cluster.release)
+        if not problem:
+            return []
+        if requirement:
+            return [f"workload.client: {problem}"]
+        # (a default client's other problems cannot be: only the brokers' answer is left)
+        return [f"workload.protocol: the members' default client, {client},{problem.removeprefix(str(client))}"]
 
     def _driver_problems(self) -> list[str]:
         """What the members' driver says it cannot do (Kafka's VerifiableConsumer: one topic by name,

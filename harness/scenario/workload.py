@@ -32,6 +32,7 @@ from pydantic import Field, model_validator
 from faults.base import DAY_S, MAX_MEMBERS
 from faults.strict import Strict
 from harness.components import client_envs
+from harness.components.versions import KafkaRelease
 from harness.scenario.cluster import Rack
 from oracle.protocols import ASSIGNORS, DRIVER_NAMES, GENERATIONS, PROTOCOLS, Generation
 from workloads.client_versions import ClientRequirement, parse_client
@@ -350,22 +351,57 @@ class Workload(Strict):
 
 
 def client_problem(
-    requirement: ClientRequirement, driver: type[Driver], name: str, generation: Generation
+    requirement: ClientRequirement,
+    driver: type[Driver],
+    name: str,
+    generation: Generation | None,
+    release: KafkaRelease | None = None,
 ) -> str | None:
-    """Why members of ``driver`` (called ``name``) in ``generation`` cannot run on ``requirement``, or None:
-    what workload.client is refused for, and a restart on another client (a rolling upgrade) too."""
+    """Why members of ``driver`` (called ``name``) in ``generation`` cannot run on ``requirement``
+    against brokers of ``release``, or None. The one rule for every (client, generation) pair a run
+    has: the workload's own, and each one a fault moves members to (a rolling upgrade, a protocol
+    migration). ``generation`` None: the client alone (its distribution, floor, release);
+    ``release`` None: whatever the brokers answer (it is checked where the release is known)."""
     dist = requirement.distribution
     takes = driver.client_distribution
     if takes is None:
-        return f"{generation.name} members (driver: {name}) run on the harness's own client only; they take no client release"
+        who = f"{generation.name} members" if generation else "its members"
+        return f"{who} (driver: {name}) run on the harness's own client only; they take no client release"
     if dist.name != takes:
         return f"the {name} driver takes a release of {takes} ('{takes}==<version>'), not of {dist.name}"
-    if requirement.below_floor:
-        return f"{requirement}: below the floor, {dist.name} {dist.floor}: {dist.floor_why}"
-    if generation.group_protocol == "consumer" and requirement.consumer_heartbeat_version is None:
-        first = f"{dist.name}>={dist.consumer_heartbeat[0][0]}" if dist.consumer_heartbeat else "another client"
-        why = dist.consumer_heartbeat_why or f"{dist.name} members run the classic protocols only"
-        return f"{requirement}: protocol {generation.name} needs {first} ({why})"
+    if requirement.floor_problem:
+        return requirement.floor_problem
+    if generation is not None and generation.group_protocol == "consumer":
+        if requirement.consumer_heartbeat_version is None:
+            first = f"{dist.name}>={dist.consumer_heartbeat[0][0]}" if dist.consumer_heartbeat else "another client"
+            why = dist.consumer_heartbeat_why or f"{dist.name} members run the classic protocols only"
+            return f"{requirement}: protocol {generation.name} needs {first} ({why})"
+        if release is not None and (problem := _heartbeat_problem(requirement, release)):
+            return problem
     if dist.registry == "maven":
         return client_envs.java_release_problem(requirement)
     return None
+
+
+def _heartbeat_problem(client: ClientRequirement, release: KafkaRelease) -> str | None:
+    """KIP-848's ConsumerGroupHeartbeat: the client speaks one version (client_versions.py), the
+    harness pairs the release with one (the release catalogue's consumer_heartbeat_version). A
+    v1 client on 3.7/3.8 never finds its coordinator ("ConsumerGroupHeartbeatRequest not supported
+    by broker"): the run could only time out. 4.x brokers still answer v0, but an early-access
+    client on GA brokers is a pairing no run has verified: the harness does not run it."""
+    spoken, served = client.consumer_heartbeat_version, release.consumer_heartbeat_version
+    if spoken is None or served is None or spoken == served:
+        return None  # a release without KIP-848 is the generation's need to say
+    steps = client.distribution.consumer_heartbeat
+    fits = ", ".join(
+        f"{client.distribution.name} {first}" + (f" … before {nxt[0]}" if nxt else " on")
+        for (first, v), nxt in zip(steps, [*steps[1:], None], strict=True)
+        if v == served
+    )
+    said = f"{client} speaks KIP-848's ConsumerGroupHeartbeat v{spoken}; Kafka {release.version}'s consumer protocol "
+    if release.consumer_protocol == "early-access":
+        return f"{said}(early access) answers v{served} only: its members would never find their coordinator (for it: {fits})"
+    return (
+        f"{said}(GA) is v{served}'s: its brokers still answer the early access's v{spoken}, but the harness runs "
+        f"early-access clients on early-access brokers only (for it: {fits})"
+    )

@@ -105,7 +105,7 @@ def test_the_docs_example_and_the_releases_at_and_above_the_floor_load(tmp_path)
         with pytest.raises(ScenarioError) as info:
             load_scenario(tmp_path / "c.yaml")
         [(key, reason)] = info.value.problems
-        assert key == "workload.client" and "its members would never find their coordinator" in reason
+        assert key == "workload.client" and "(for it: confluent-kafka " in reason
         assert reason.split(": its members")[0].split(" speaks ")[1].split(";")[0] in INPUTS.replace("`", "")
 
 
