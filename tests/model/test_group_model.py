@@ -329,6 +329,18 @@ def fault_says_nothing(events: list[Event]) -> str:
     return f"fault seq {e['seq']}"
 
 
+def mixed_member_says_no_protocol(events: list[Event]) -> str:
+    """One member incarnation ran another generation than the run's (the group is mixed, as a
+    protocol migration makes it), and another incarnation says nothing of what it ran."""
+    started = [e for e in events if e["name"] == "consumer_started"]
+    if len(started) < 2:
+        raise NotApplicable("one member incarnation only")
+    first, last = started[0], started[-1]
+    first["protocol"] = "consumer" if first.get("protocol") != "consumer" else "classic-eager"
+    del last["protocol"]
+    return f"{last['source']} seq {last['seq']}"
+
+
 # mutation -> (the promise of oracle/integrity.py it breaks, and nothing else; the mutation)
 BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
     "seq-from-1": ("writer-sequence", seq_not_from_1),
@@ -345,6 +357,7 @@ BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
     "one-run-finished": ("run-bounds", run_finished_twice),
     "run-finished-last": ("run-bounds", run_finished_not_last),
     "fault-effects": ("fault-effects", fault_says_nothing),
+    "member-protocol": ("member-protocol", mixed_member_says_no_protocol),
 }
 
 
