@@ -39,12 +39,14 @@ def comparison_table(by_group: list[dict]) -> Table:
     from .report import GROUP_COLUMNS, comparison_rows
 
     t = Table(
-        title="Rebalances across runs (per protocol / assignor / Kafka / faults / scenario)",
+        title=f"Rebalances across runs (per {' / '.join(GROUP_COLUMNS)})",
         title_justify="left",
         header_style="bold",
     )
     for c in GROUP_COLUMNS:
-        t.add_column(c, overflow="fold")
+        # The short keys (a protocol's name, a release) are read whole and grepped for: never folded
+        # when the table is wider than the console. A client requirement or scenario name may fold.
+        t.add_column(c, overflow="fold", no_wrap=c not in ("client", "scenario"))
     headers = [
         ("runs", "runs", 0),
         ("rebalances", "rebal.", 0),
