@@ -432,6 +432,10 @@ class Member(TakesCommands, Driver):
             while not stop.is_set():
                 if self.command_pending.is_set():
                     self._obey(stop)
+                    if stop.is_set():
+                        # Stopped inside its stall: straight to close, as an application whose long
+                        # step was cut short by its shutdown, with no poll to serve what waits.
+                        break
                 batch = self.consumer.consume(num_messages=s.batch_size, timeout=0.2)
                 self._handle(batch)
                 if self.non_owner and self.generation is not None:
