@@ -54,7 +54,7 @@ def member(stopped_in_stall: bool):
 
 
 def test_stopped_inside_its_stall_it_closes_without_polling(monkeypatch):
-    monkeypatch.setattr(consumer_module, "librdkafka_loaded", lambda: {})
+    monkeypatch.setattr(consumer_module, "librdkafka_loaded", dict)
     m = member(stopped_in_stall=True)
     assert m.run() == 0
     assert m.consumer.polls == 0
@@ -62,7 +62,7 @@ def test_stopped_inside_its_stall_it_closes_without_polling(monkeypatch):
 
 
 def test_a_stall_that_ran_its_course_polls_again(monkeypatch):
-    monkeypatch.setattr(consumer_module, "librdkafka_loaded", lambda: {})
+    monkeypatch.setattr(consumer_module, "librdkafka_loaded", dict)
     m = member(stopped_in_stall=False)
     assert m.run() == 0
     assert m.consumer.polls == 1
