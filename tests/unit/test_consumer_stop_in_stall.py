@@ -66,3 +66,24 @@ def test_a_stall_that_ran_its_course_polls_again(monkeypatch):
     m = member(stopped_in_stall=False)
     assert m.run() == 0
     assert m.consumer.polls == 1
+
+
+class FatalEvent:
+    """The _FATAL event a consumer's poll returns once its instance failed fatally."""
+
+    def error(self):
+        return consumer_module.KafkaError(consumer_module.KafkaError._FATAL)
+
+
+def test_a_fatal_error_is_recorded_fatal_and_stops_the_member(monkeypatch):
+    monkeypatch.setattr(consumer_module, "librdkafka_loaded", dict)
+    m = member(stopped_in_stall=False)
+    m.command_pending.clear()
+    m.consumer.consume = lambda **kwargs: [FatalEvent()]
+    del m._handle  # the real one: records_of writes the error
+    m.spec.commit = "sync"
+    m.spec.settings.processing = "inline"
+    m._commit_progress = lambda retry: None
+    assert m.run() == 1
+    m.events.consumer_error.assert_called_once()
+    assert m.events.consumer_error.call_args.kwargs["fatal"] is True
