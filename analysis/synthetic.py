@@ -79,6 +79,7 @@ class SynthSpec:
     racks: bool = False  # run_started.broker_racks and each member's consumer_started.client_rack
     upgrade_to: str | None = None  # a rolling-broker-upgrade of broker-1 to this release, then finalized
     log_unrecognised: bool = False  # a member could not read a step from its library's log
+    close_hang: bool = False  # the last member's close hangs at the end: the harness kills it (client-health)
 
     @property
     def incremental(self) -> bool:
@@ -505,8 +506,22 @@ class _Sim:
         if m.owned:
             self.memit(t, m, ev.PARTITIONS_REVOKED, partitions=self.tps(m.owned), incremental=self.s.incremental)
             m.owned = set()
-        self.memit(t + 10, m, ev.CONSUMER_STOPPED, reason="end-of-run")
-        self.emit(t + 100, ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+        if (
+            self.s.close_hang and m.name == f"consumer-{self.s.consumers}"
+        ):  # asked to stop at t, killed once its timeout ran out
+            self.emit(
+                t + 100,
+                ev.PROCESS_EXITED,
+                "harness",
+                process=m.name,
+                role="consumer",
+                pid=m.pid,
+                returncode=-9,
+                **{ev.ESCALATED_AFTER_MS: 100},
+            )
+        else:
+            self.memit(t + 10, m, ev.CONSUMER_STOPPED, reason="end-of-run")
+            self.emit(t + 100, ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
         m.alive = False
 
     def stray(self, t: float) -> bool:

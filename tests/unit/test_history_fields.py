@@ -141,7 +141,13 @@ def test_the_synthetic_histories_write_none_either(tmp_path, monkeypatch):
     specs += [SynthSpec(seed=2, protocol=protocol, staggered_stop=True, stray_at_s=12.0) for protocol in PROTOCOLS]
     specs.append(  # every opt-in field and event
         SynthSpec(
-            seed=3, metadata="kraft", racks=True, upgrade_to="4.4.0", log_unrecognised=True, client_version="2.2.0"
+            seed=3,
+            metadata="kraft",
+            racks=True,
+            upgrade_to="4.4.0",
+            log_unrecognised=True,
+            client_version="2.2.0",
+            close_hang=True,
         )
     )
     events = itertools.chain.from_iterable(map(synthetic_history, specs))

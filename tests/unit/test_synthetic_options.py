@@ -55,3 +55,13 @@ def test_log_unrecognised_makes_the_verdict_incomplete(tmp_path):
     assert len(_named(events, "log_unrecognised")) == 3
     check_integrity(tmp_path, events)
     assert check_history(events).to_dict()["status"] == "incomplete"
+
+
+def test_a_hung_close_is_killed_and_named(tmp_path):
+    events = _history(close_hang=True)
+    [exit_] = [e for e in _named(events, "process_exited") if e.get("escalated_after_ms") is not None]
+    assert (exit_["process"], exit_["returncode"]) == ("consumer-3", -9)
+    check_integrity(tmp_path, events)
+    verdict = check_history(events).to_dict()
+    assert verdict["status"] == "fail"
+    assert [(v["check"], v["kind"]) for v in verdict["violations"]] == [("client-health", "close-hang")]
