@@ -92,6 +92,9 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
                 )
             )
         )
+    if scenario.expect:  # said, not acted on: a suite or pytest holds a variant to it, over its attempts
+        line = scenario.expect.run_line(result.outcome, result.verdict)
+        console.print(escape(line[0].upper() + line[1:]), highlight=False, soft_wrap=True)
     sys.exit(result.exit_code)
 
 
