@@ -73,7 +73,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ),
     ev.PHASE: ("phase", "members", "reason"),
     ev.PROCESS_STARTED: ("process", "role", "pid", "kafka"),
-    ev.PROCESS_EXITED: ("process", "role", "pid", "returncode"),
+    ev.PROCESS_EXITED: ("process", "role", "pid", "returncode", ev.ESCALATED_AFTER_MS),
     ev.PARTITIONS_ADDED: (ev.TOPIC, "partitions", "subscribed"),
     ev.TOPIC_CREATED: (ev.TOPIC, "partitions", "subscribed"),
     ev.HEAL_CHECKED: ("stopped_processes", "proxies", "proxies_with_toxics", "proxies_disabled"),

@@ -55,6 +55,8 @@ RUN_STARTED = "run_started"
 PHASE = "phase"
 PROCESS_STARTED = "process_started"
 PROCESS_EXITED = "process_exited"
+# process_exited: the harness asked it to stop (SIGTERM) and killed it (SIGKILL) that many ms later
+ESCALATED_AFTER_MS = "escalated_after_ms"
 PARTITIONS_ADDED = "partitions_added"
 TOPIC_CREATED = "topic_created"
 HEAL_CHECKED = "heal_checked"

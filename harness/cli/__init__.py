@@ -41,6 +41,7 @@ for command in (
     campaigns.suite_command,
     campaigns.capacity_command,
     campaigns.shrink_command,
+    campaigns.bugs_command,
     runs.schedule,
     runs.check,
     setup.cleanup,

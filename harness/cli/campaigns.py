@@ -345,3 +345,43 @@ def shrink_command(
     rate = f", failed in {result.confirmed[0]} of {result.confirmed[1]} runs" if result.confirmed else ""
     console.print(escape(f"minimal: {result.minimal.describe()}{rate} — {result.out / 'minimal.yaml'}"))
     sys.exit(EXIT_OK)
+
+
+@click.command("bugs")
+@click.option(
+    "--write-docs", is_flag=True, help="Rewrite each bug's README.md and docs/known-bugs.md's table from the corpus."
+)
+@click.option("--check-docs", is_flag=True, help="Exit 1 if a generated file differs from what the corpus gives.")
+def bugs_command(write_docs: bool, check_docs: bool) -> None:
+    """The corpus of known bugs (bugs/): each bug, the releases it runs on, the check that names it,
+    and how often it reproduced. Its suite: `rebalance-lab suite suites/known-bugs.yaml`."""
+    from harness.campaigns import bug_corpus
+
+    try:
+        bugs = bug_corpus.load_corpus()
+    except LabError as e:
+        fail(e)
+    stale = bug_corpus.stale_docs(bugs)
+    if write_docs:
+        for path, text in stale.items():
+            path.write_text(text)
+            console.print(f"wrote {path}")
+        return
+    if check_docs:
+        for path in stale:
+            err_console.print(f"out of date: {path} (rebalance-lab bugs --write-docs)")
+        sys.exit(EXIT_CHECK_FAILED if stale else EXIT_OK)
+    view = Table(title=f"{len(bugs)} known bugs (bugs/)")
+    for column in ("bug", "component", "affected → fixed", "named by", "reproduced → fixed", "wall per run"):
+        view.add_column(column, overflow="fold")
+    for b in bugs:
+        fixed = b.release(b.fixed) if b.fixed else "not fixed yet"
+        view.add_row(
+            escape(f"{b.id}: {b.facts.title}"),
+            b.facts.component,
+            f"{b.release(b.affected)} → {fixed}",
+            escape(b.names_it().replace("`", "")),
+            b.rate(),
+            b.wall(),
+        )
+    console.print(view)

@@ -187,7 +187,9 @@ class Run:
         self.history.emit(ev.PROCESS_STARTED, process=proc.name, role=proc.role, pid=proc.pid, **meta)
 
     def _on_exit(self, proc, code) -> None:
-        self.history.emit(ev.PROCESS_EXITED, process=proc.name, role=proc.role, pid=proc.pid, returncode=code)
+        escalated = getattr(proc, "escalated_after_ms", None)  # a container's record has none
+        extra = {ev.ESCALATED_AFTER_MS: escalated} if escalated is not None else {}
+        self.history.emit(ev.PROCESS_EXITED, process=proc.name, role=proc.role, pid=proc.pid, returncode=code, **extra)
 
     def _phase(self, phase: str, **fields) -> None:
         self.history.emit(ev.PHASE, phase=phase, **fields)

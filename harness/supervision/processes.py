@@ -85,6 +85,8 @@ class ManagedProcess:
     registration: Path
     paused: bool = False
     meta: dict = field(default_factory=dict)
+    stop_asked_at: float | None = None  # monotonic: when it was first asked to stop (SIGTERM)
+    escalated_after_ms: float | None = None  # asked to stop, it was killed (SIGKILL) that long after
 
     @property
     def pid(self) -> int:
@@ -249,15 +251,27 @@ class Supervisor:
         if proc.paused:  # a stopped process cannot act on SIGTERM
             _signal_group(proc.pid, signal.SIGCONT)
             proc.paused = False
+        if sig == signal.SIGKILL:
+            self._escalating(proc)
+        elif sig == signal.SIGTERM and proc.stop_asked_at is None:
+            proc.stop_asked_at = time.monotonic()
         _signal_group(proc.pid, sig)
         try:
             proc.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            self._escalating(proc)
             _signal_group(proc.pid, signal.SIGKILL)
             proc.popen.wait()
         # Anything else left in its group (a child of a child) goes too.
         _signal_group(proc.pid, signal.SIGKILL)
         return self._reap(proc)
+
+    @staticmethod
+    def _escalating(proc: ManagedProcess) -> None:
+        """A process asked to stop that has not: its kill is the harness's, and its close did not end
+        (process_exited's ``escalated_after_ms``: a client's close that hangs is a finding of its own)."""
+        if proc.stop_asked_at is not None and proc.escalated_after_ms is None:
+            proc.escalated_after_ms = round((time.monotonic() - proc.stop_asked_at) * 1000)
 
     def _reap(self, proc: ManagedProcess) -> int | None:
         code = proc.popen.poll()
@@ -280,6 +294,8 @@ class Supervisor:
         if proc.running():
             if proc.paused:
                 self.resume(name)
+            if proc.stop_asked_at is None:
+                proc.stop_asked_at = time.monotonic()
             _signal_group(proc.pid, signal.SIGTERM)
 
     def wait_stopped(self, name: str, deadline: float) -> None:

@@ -19,6 +19,7 @@ from .. import extensions
 from ..protocols import GENERATIONS, LACKING
 from . import (
     assignment_validity,
+    client_health,
     commit_monotonicity,
     contiguity,
     convergence,
@@ -40,6 +41,7 @@ BUILT_IN: dict[str, ModuleType] = {
         duplicates,
         convergence,
         assignment_validity,
+        client_health,
     )
 }
 

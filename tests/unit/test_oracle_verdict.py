@@ -17,6 +17,7 @@ def test_check_names():
         "duplicates",
         "convergence",
         "assignment-validity",
+        "client-health",
     )
 
 

@@ -1,0 +1,98 @@
+"""client-health: a member's client library neither crashes, nor hangs in its close, nor gives up.
+
+Chaos may take a member away — a fault kills it, pauses it, cuts it off — but the library itself
+must not: every member process that ends does so because it was told to (SIGTERM, then its
+close: LeaveGroup), or because a fault killed it (a `fault_started` whose effects say
+`down: killed`). Anything else is the library failing, and each incarnation is named once, by
+the first of:
+
+- `close-hang`: the harness asked it to stop and had to kill it when its stop timeout ran out
+  (`process_exited.escalated_after_ms`): its close never returned (librdkafka #4527);
+- `fatal-error`: the library reported a fatal error (`consumer_error` with `fatal: true`), after
+  which a client cannot consume again (librdkafka's `rd_kafka_fatal_error`, a Java client's
+  FencedInstanceIdException and the like);
+- `library-crash`: the process died on a signal a library raises against itself (SIGSEGV, SIGABRT,
+  SIGBUS, …: librdkafka #4312); a SIGTERM or SIGKILL is someone's stop, not a crash;
+- `unexpected-exit`: it exited with a non-zero code on its own, no error said (the driver failed).
+
+Only consumer processes are judged: the observer and the producer are the harness's instruments.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from .. import vocabulary as ev
+from ..anomalies import Anomaly, CheckResult, duration
+from ..history import Event, History, Instant, effects_of
+
+NAME = "client-health"
+OPTIONS: dict = {}
+CONSUMER = "consumer"  # process_started/_exited `role` of a member's process
+# What a process raises against itself when its code is broken: a bad access, an abort (an assertion, a
+# double free), a bad instruction. SIGTERM / SIGINT / SIGKILL are stops someone sent, not crashes.
+CRASH_SIGNALS = frozenset(
+    {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGSYS, signal.SIGTRAP}
+)
+
+
+def check(history: History, options: dict) -> CheckResult:
+    result = CheckResult()
+    incarnation_of: dict[int, tuple[str, int]] = {}  # pid -> (member, incarnation)
+    fatal: dict[tuple[str, int], Event] = {}  # the first fatal error of each incarnation
+    doomed: set[str] = set()  # members a fault is killing: their next exit is its doing
+    for e in history.named(ev.CONSUMER_STARTED, ev.CONSUMER_ERROR, ev.FAULT_STARTED, ev.PROCESS_EXITED):
+        name = e[ev.NAME]
+        if name == ev.CONSUMER_STARTED and e.get("pid") is not None:
+            incarnation_of[e["pid"]] = (e[ev.MEMBER], e.get("incarnation"))
+        elif name == ev.CONSUMER_ERROR and e.get("fatal"):
+            key = (e[ev.MEMBER], e.get("incarnation"))
+            if key not in fatal:
+                fatal[key] = e
+                result.violations.append(_fatal_error(e))
+        elif name == ev.FAULT_STARTED and effects_of(e).get(ev.DOWN) == ev.KILLED:
+            doomed.add(e.get("target"))
+        elif name == ev.PROCESS_EXITED and e.get("role") == CONSUMER:
+            if e.get("process") in doomed:
+                doomed.discard(e.get("process"))
+                continue
+            member, incarnation = incarnation_of.get(e.get("pid"), (e.get("process"), None))
+            if (anomaly := _exit_anomaly(e, member, incarnation, (member, incarnation) in fatal)) is not None:
+                result.violations.append(anomaly)
+    kinds = [a.kind for a in result.violations]
+    result.detail = {"by_kind": {k: kinds.count(k) for k in sorted(set(kinds))}}
+    return result
+
+
+def _fatal_error(e: Event) -> Anomaly:
+    said = f": {e['message']}" if e.get("message") else ""
+    return Anomaly(
+        NAME,
+        "fatal-error",
+        f"{e[ev.MEMBER]} (incarnation {e.get('incarnation')}) got a fatal error from its client library, "
+        f"{e.get('error')}{said}: it cannot consume again",
+        members=(e[ev.MEMBER],),
+        times={"error": Instant.of(e)},
+    )
+
+
+def _exit_anomaly(e: Event, member: str, incarnation: int | None, failed_fatally: bool) -> Anomaly | None:
+    code, who = e.get("returncode"), f"{member} (incarnation {incarnation}, pid {e.get('pid')})"
+    escalated = e.get(ev.ESCALATED_AFTER_MS)
+    if escalated is not None:
+        kind = "close-hang"
+        message = (
+            f"{who} was asked to stop and had not exited {duration(escalated)} later: its close hung, "
+            "and the harness killed it"
+        )
+    elif failed_fatally or code in (0, None):
+        return None  # a fatal error is named where it was said
+    elif code < 0:
+        if -code not in CRASH_SIGNALS:
+            return None
+        kind = "library-crash"
+        message = f"{who} died on {signal.Signals(-code).name}: its client library crashed"
+    else:
+        kind = "unexpected-exit"
+        message = f"{who} exited with code {code} on its own, without a fatal error from its library"
+    return Anomaly(NAME, kind, message, members=(member,), times={"exited": Instant.of(e)})
