@@ -341,6 +341,7 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         read_scenario_data,
         validation_problems,
     )
+    from harness.scenario.expect import not_applicable_problems
     from harness.scenario.variants import Axes, Impossible, variant
 
     if isinstance(scenario, dict):
@@ -355,12 +356,15 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         for axis in ("protocol", "kafka", "client", "seed", "backend")
     }
     try:
-        data, _ = variant(base, Axes(**axes))
+        data, skipped = variant(base, Axes(**axes))
     except Impossible as e:  # e.g. --chaos-kafka 3.9 for a `consumer` (KIP-848) scenario
         given = ", ".join(f"{axis} {value}" for axis, value in axes.items() if value is not None)
         raise ScenarioError(source, [(given, str(e))]) from None
     for key, value in overrides.items():
         _set(data, key.split("__"), value)
+    # a check the protocol does not run cannot be expected to fail: said with the protocol's reason
+    if dropped := not_applicable_problems(data.get("expect"), skipped, axes["protocol"]):
+        raise ScenarioError(source, [(p.split(": ", 1)[0], p.split(": ", 1)[1]) for p in dropped])
     try:
         parsed = Scenario.model_validate(data)
     except ValidationError as e:

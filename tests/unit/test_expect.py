@@ -467,3 +467,32 @@ def test_a_broken_attempt_breaks_the_variant_and_a_stop_ends_the_suite(tmp_path,
     assert (first["state"], len(first["attempts"]), rest["state"]) == ("broken", 1, "skipped")
     assert "interrupted after attempt 1 of 4" in first["reason"]
     assert_valid_junit(run.dir / "junit.xml")
+
+
+# ---------------------------------------------------------------------------- `run` says it, judges as ever
+
+
+def test_run_says_whether_its_one_run_met_the_expectation_and_keeps_its_exit_code(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import harness.cli.runs as runs_cli
+    import harness.run.loop as loop
+    from harness.cli import main  # the `rebalance-lab` group
+
+    class Broke:
+        def __init__(self, scenario, path, runs_dir, report, progress=None, pool=None):
+            self.run_dir = runs_dir / "r"
+
+        def execute(self):
+            return RunResult(self.run_dir, "error", None, "broker-1 never started")
+
+    monkeypatch.setattr(loop, "Run", Broke)
+    monkeypatch.setattr(runs_cli, "installed_for", lambda *a, **k: None)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({**SMOKE, "expect": {"fails": ["no-loss"], "attempts": 2}}))
+    out = CliRunner().invoke(main, ["run", str(path), "--runs-dir", str(tmp_path / "runs")])
+    assert out.exit_code == 3, out.output  # the run's own exit code: it broke
+    assert (
+        "Expected: fails no-loss in at least 1 of 2 attempts (suite and pytest hold it); this run did not meet it: "
+        "the run error, no verdict" in " ".join(out.output.split())
+    )
