@@ -17,6 +17,10 @@ how far it got), `junit.xml` and `index.html` (harness/reports/suite.py).
       seed: [1, 2]
     exclude:
       - {scenario: faulty-consumer, protocol: consumer}
+    expect:            # the variants that must fail, and how (harness/scenario/expect.py)
+      - {scenario: faulty-consumer, fails: [no-loss/lost-write, contiguity/skip-at-handover], attempts: 3}
+
+A variant with an expectation runs until it is decided (harness/campaigns/expectation.py).
 """
 
 from __future__ import annotations
