@@ -432,8 +432,15 @@ class Member(TakesCommands, Driver):
             while not stop.is_set():
                 if self.command_pending.is_set():
                     self._obey(stop)
+                    if stop.is_set():
+                        # Stopped inside its stall: straight to close, as an application whose long
+                        # step was cut short by its shutdown, with no poll to serve what waits.
+                        break
                 batch = self.consumer.consume(num_messages=s.batch_size, timeout=0.2)
                 self._handle(batch)
+                if any((err := msg.error()) is not None and is_fatal(err) for msg in batch):
+                    reason = "error"  # the instance cannot consume again: as an application, it stops
+                    break
                 if self.non_owner and self.generation is not None:
                     self.non_owner.consume(self.assigned, self.events)
         except KafkaException as e:
@@ -559,8 +566,14 @@ def records_of(batch, events: MemberEvents) -> list:
     if len(records) < len(batch):
         for msg in batch:
             if (err := msg.error()) is not None:
-                events.consumer_error(error=err.name(), error_code=err.code(), fatal=err.fatal())
+                events.consumer_error(error=err.name(), error_code=err.code(), fatal=is_fatal(err))
     return records
+
+
+def is_fatal(err: KafkaError) -> bool:
+    """A fatal error: flagged so, or the _FATAL event librdkafka gives a consumer when its instance
+    failed fatally (the error itself is rd_kafka_fatal_error's; the event's own flag is not set)."""
+    return err.fatal() or err.code() == KafkaError._FATAL
 
 
 def process_records(
