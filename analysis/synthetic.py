@@ -74,6 +74,12 @@ class SynthSpec:
     scenario: str | None = None
     staggered_stop: bool = False
     stray_at_s: float | None = None
+    # opt-in fields and events (None / False: the histories written before them, byte for byte)
+    metadata: str | None = None  # run_started.metadata: zookeeper | kraft
+    racks: bool = False  # run_started.broker_racks and each member's consumer_started.client_rack
+    upgrade_to: str | None = None  # a rolling-broker-upgrade of broker-1 to this release, then finalized
+    log_unrecognised: bool = False  # a member could not read a step from its library's log
+    close_hang: bool = False  # the last member's close hangs at the end: the harness kills it (client-health)
 
     @property
     def incremental(self) -> bool:
@@ -386,7 +392,16 @@ class _Sim:
             checks={},
             faults=faults,
             clock_offset_ms=round(self.wall0 - self.mono0, 3),
-            **{k: v for k, v in (("kafka", s.kafka_release), ("client", s.client)) if v is not None},
+            **{
+                k: v
+                for k, v in (
+                    ("kafka", s.kafka_release),
+                    ("client", s.client),
+                    ("metadata", s.metadata),
+                    ("broker_racks", {"broker-1": "rack-a"} if s.racks else None),
+                )
+                if v is not None
+            },
         )
         start = 3000.0
         self.emit(start - 10, ev.PHASE, "harness", phase="workload")
@@ -418,6 +433,8 @@ class _Sim:
             for m in self.members.values():
                 if m.alive and not m.stopped and m.owned:
                     self.consume(t + rng.uniform(1, 60), m)
+        if s.upgrade_to:
+            self.upgrade(end - 500)
         for when, what in sorted(pending):  # whatever was still due heals now
             busy_until = max(busy_until, self.fault(max(when, end), what, victim, length, []))
         self.emit(end + 5, ev.PRODUCER_STOPPED, "producer", sent=sum(self.hw.values()), unacknowledged=0)
@@ -452,13 +469,59 @@ class _Sim:
         self.emit(t + 400, ev.RUN_FINISHED, "harness", outcome="completed")
         return _as_written(self.events)
 
+    def upgrade(self, t: float) -> None:
+        """The rolling-broker-upgrade of the one broker, as the harness writes it: the node's exit,
+        its start on the new release, node_restarted, then cluster_finalized."""
+        kraft = (self.s.metadata or "kraft") == "kraft"
+        self.emit(t, ev.PROCESS_EXITED, "harness", process="broker-1", role="broker", pid=3000, returncode=0)
+        self.emit(t + 50, ev.PROCESS_STARTED, "harness", process="broker-1", role="broker", pid=3001)
+        self.emit(
+            t + 60,
+            ev.NODE_RESTARTED,
+            "harness",
+            process="broker-1",
+            role="broker",
+            kafka=self.s.upgrade_to,
+            settings={},
+            stop_ms=40.0,
+            ready_ms=5.0,
+            problems=[],
+        )
+        line = ".".join(self.s.upgrade_to.split(".")[:2])
+        self.emit(
+            t + 80,
+            ev.CLUSTER_FINALIZED,
+            "harness",
+            kafka=self.s.upgrade_to,
+            metadata="kraft" if kraft else "zookeeper",
+            feature="metadata.version" if kraft else "inter.broker.protocol.version",
+            previous="4.3-IV0" if kraft else "3.8",
+            level=f"{line}-IV0" if kraft else line,
+            **({"features": {"metadata.version": f"{line}-IV0"}} if kraft else {}),
+            started_mono_ms=round(self.mono0 + t + 70, 3),
+        )
+
     def stop(self, t: float, m: _Member) -> None:
         """A member closes: gives its partitions up, leaves the group and exits."""
         if m.owned:
             self.memit(t, m, ev.PARTITIONS_REVOKED, partitions=self.tps(m.owned), incremental=self.s.incremental)
             m.owned = set()
-        self.memit(t + 10, m, ev.CONSUMER_STOPPED, reason="end-of-run")
-        self.emit(t + 100, ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+        if (
+            self.s.close_hang and m.name == f"consumer-{self.s.consumers}"
+        ):  # asked to stop at t, killed once its timeout ran out
+            self.emit(
+                t + 100,
+                ev.PROCESS_EXITED,
+                "harness",
+                process=m.name,
+                role="consumer",
+                pid=m.pid,
+                returncode=-9,
+                **{ev.ESCALATED_AFTER_MS: 100},
+            )
+        else:
+            self.memit(t + 10, m, ev.CONSUMER_STOPPED, reason="end-of-run")
+            self.emit(t + 100, ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
         m.alive = False
 
     def stray(self, t: float) -> bool:
@@ -503,7 +566,17 @@ class _Sim:
                 if self.s.client_version
                 else {}
             ),
+            **({"client_rack": "rack-a"} if self.s.racks else {}),
         )
+        if self.s.log_unrecognised:
+            self.memit(
+                t + 1,
+                m,
+                ev.LOG_UNRECOGNISED,
+                log="librdkafka cgrp log",
+                missing="the SyncGroup step (no SyncGroup response line read)",
+                client_version=self.s.client_version,
+            )
 
     def fault(self, t: float, what: str, victim: str, length: float, pending: list) -> float:
         s, m = self.s, self.members[victim]

@@ -79,6 +79,7 @@ class ScenarioFacts:
     # Classic assignors the driver writes its own user data into assignments with (Driver.assignment_user_data).
     driver_assignment_user_data: frozenset[str] = frozenset()
     members_busy_until_s: float = 0.0  # a protocol-migration's round moves the members until then
+    heartbeat_interval_ms: int | None = None  # workload.heartbeat_interval_ms (None: not known here)
 
     def with_topic(self, topic: str, partitions: int) -> ScenarioFacts:
         return replace(self, topics={**self.topics, topic: partitions})
@@ -170,11 +171,16 @@ class MemberChanges:
       (``workloads.driver.protocol_fields``). ``assignor`` goes with it: None is the generation's
       default, or the workload's own assignor when the generation is the workload's.
     - ``client``: another client library release, in ``workload.client``'s form
-      (``"confluent-kafka==2.10.1"``)."""
+      (``"confluent-kafka==2.10.1"``).
+    - ``session_timeout_ms``, ``max_poll_interval_ms``: the client's own timing (the classic
+      protocols' session and rebalance timeouts, which a JoinGroup carries), as a deploy that
+      changes them brings them."""
 
     protocol: str | None = None
     assignor: str | None = None
     client: str | None = None
+    session_timeout_ms: int | None = None
+    max_poll_interval_ms: int | None = None
 
     def __post_init__(self):
         if self.assignor is not None and self.protocol is None:
@@ -183,7 +189,13 @@ class MemberChanges:
     def then(self, later: MemberChanges) -> MemberChanges:
         """These changes, then ``later``'s on top (a protocol brings its own assignor)."""
         protocol, assignor = (later.protocol, later.assignor) if later.protocol else (self.protocol, self.assignor)
-        return MemberChanges(protocol=protocol, assignor=assignor, client=later.client or self.client)
+        return MemberChanges(
+            protocol=protocol,
+            assignor=assignor,
+            client=later.client or self.client,
+            session_timeout_ms=later.session_timeout_ms or self.session_timeout_ms,
+            max_poll_interval_ms=later.max_poll_interval_ms or self.max_poll_interval_ms,
+        )
 
 
 class FaultSpec(Strict):

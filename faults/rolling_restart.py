@@ -1,5 +1,6 @@
 """rolling-restart: stop and start each target in turn — a rolling bounce of brokers, or a
-rolling deploy of consumers (with static membership when the protocol is classic-static)."""
+rolling deploy of consumers (with static membership when the protocol is classic-static),
+which may bring the members new timeouts (``session_timeout_ms``, ``max_poll_interval_ms``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,20 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, DAY_S, NO_EFFECTS, Effects, Fault, FaultSpec, ScenarioFacts, StopSignal, Targets
+from faults.base import (
+    COORDINATOR,
+    DAY_S,
+    NO_EFFECTS,
+    Effects,
+    Fault,
+    FaultSpec,
+    MemberChanges,
+    ScenarioFacts,
+    StopSignal,
+    Targets,
+)
 from faults.capabilities import Capability
+from oracle.protocols import GENERATIONS
 
 
 class RollingRestartSpec(FaultSpec):
@@ -24,6 +37,10 @@ class RollingRestartSpec(FaultSpec):
     signal: StopSignal = "SIGTERM"
     down_s: Annotated[float, Field(ge=0, le=DAY_S)] = 2
     interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
+    # A deploy that changes the members' timeouts: each comes back with these (None: as before).
+    # A static member's JoinGroup carries them; the classic coordinator must take them (KAFKA-14009).
+    session_timeout_ms: Annotated[int | None, Field(ge=1000, le=300_000)] = None
+    max_poll_interval_ms: Annotated[int | None, Field(ge=1000, le=DAY_S * 1000)] = None
 
     def needs_by_key(self) -> dict[str, frozenset[Capability]]:
         # Named targets: problems() holds each to the scenario's targets, which list the cluster's
@@ -36,10 +53,36 @@ class RollingRestartSpec(FaultSpec):
         return NO_EFFECTS  # no one target: each process it restarts writes its own exit and start
 
     def problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        found = self._timeout_problems(scenario)
         if isinstance(self.targets, str):
-            return []
+            return found
         unknown = [t for t in self.targets if t not in scenario.targets or t == COORDINATOR]
-        return [("targets", f"no process {', '.join(map(repr, unknown))} in this scenario")] if unknown else []
+        return (
+            [("targets", f"no process {', '.join(map(repr, unknown))} in this scenario")] + found if unknown else found
+        )
+
+    @property
+    def changes(self) -> MemberChanges | None:
+        """What the members come back with; None: a plain restart."""
+        if self.session_timeout_ms is None and self.max_poll_interval_ms is None:
+            return None
+        return MemberChanges(session_timeout_ms=self.session_timeout_ms, max_poll_interval_ms=self.max_poll_interval_ms)
+
+    def _timeout_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
+        if self.changes is None:
+            return []
+        key = "session_timeout_ms" if self.session_timeout_ms is not None else "max_poll_interval_ms"
+        if self.targets == "brokers" or (
+            not isinstance(self.targets, str) and any(t not in scenario.members for t in self.targets)
+        ):
+            return [(key, "new timeouts are the members' client settings: a rolling restart of members only")]
+        generation = GENERATIONS.get(scenario.protocol or "")
+        if self.session_timeout_ms is not None and generation is not None and generation.broker_timing:
+            return [(key, f"{scenario.protocol} members' session timeout is the brokers' (KIP-848), not theirs")]
+        hb = scenario.heartbeat_interval_ms
+        if self.session_timeout_ms is not None and hb is not None and self.session_timeout_ms <= hb:
+            return [(key, f"must be above workload.heartbeat_interval_ms ({hb})")]
+        return []
 
     def acts_on_members(self, members: Collection[str]) -> bool:
         return self.targets == "consumers" or (
@@ -86,7 +129,7 @@ class RollingRestart(Fault[RollingRestartSpec]):
                 return
             targets.kill(name, sig)
             self._stop.wait(self.spec.down_s)
-            targets.restart(name)
+            targets.restart(name, self.spec.changes)
             if i < len(self._names) - 1:
                 self._stop.wait(self.spec.interval_s)
 
@@ -96,4 +139,4 @@ class RollingRestart(Fault[RollingRestartSpec]):
             self._thread.join(timeout=120)
         for name in self._names:
             if not targets.is_running(name):
-                targets.restart(name)
+                targets.restart(name, self.spec.changes)

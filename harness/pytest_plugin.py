@@ -9,7 +9,8 @@
   and returns a `ChaosResult`: the verdict, the history's events, the run directory.
   `protocol=`, `kafka=`, `client=`, `seed=`, `backend=` change what `suite` varies (with what a
   protocol forces: its Kafka line, its default assignor); other overrides are the scenario's own
-  keys, nested with `__`: `workload__consumers=4`.
+  keys, nested with `__`: `workload__consumers=4`; `expect={"fails": ["no-loss"], "attempts": 3}` (or the
+  scenario's own `expect:`) runs it until that is decided, as a suite's variant: `.met`, `.assert_met()`.
 - Scenario runs of one session share clusters (harness.cluster.shared: each run gets its own
   topics and group, a cluster a fault left unhealthy is replaced); `--chaos-fresh-clusters`
   gives every run a cluster of its own.
@@ -24,7 +25,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -208,7 +209,14 @@ class ScenarioItem(pytest.Item):
             if value is not None:
                 self.user_properties.append((key, value))
         self.user_properties.append(("run_dir", str(result.run_dir)))
-        if not result.passed:
+        if result.expected:  # its `expect:`: what it had to fail with, and each attempt held to it
+            self.user_properties += [
+                ("expected", result.expected),
+                ("attempts", len(result.attempts)),
+                ("reproduced", result.reproduced),
+            ]
+            self.user_properties += [(f"attempt.{n}.run_dir", str(a.run_dir)) for n, a in enumerate(result.attempts, 1)]
+        if not result.met:
             raise ChaosFailure(result)
 
     def repr_failure(self, excinfo, style=None):
@@ -232,6 +240,13 @@ class ChaosResult:
     verdict: dict | None
     error: str | None
     exit_code: int
+    # With an expectation (the scenario's `expect:`, or chaos_run(..., expect={...})): what it says, every
+    # attempt (this result is the last), how many reproduced it, whether it was met and how it ended.
+    expected: str | None = None
+    attempts: list[ChaosResult] = field(default_factory=list)
+    reproduced: int | None = None
+    expectation_met: bool | None = None
+    expectation: str = ""
 
     @property
     def status(self) -> str | None:
@@ -239,7 +254,16 @@ class ChaosResult:
 
     @property
     def passed(self) -> bool:
+        """This run's verdict passed (with an expectation: see `met`)."""
         return self.status == "pass"
+
+    @property
+    def met(self) -> bool:
+        """What the test asks: the expectation met over the attempts, else this run passed."""
+        return self.passed if self.expectation_met is None else self.expectation_met
+
+    def assert_met(self) -> None:
+        assert self.met, self.explain()
 
     @property
     def violations(self) -> list[dict]:
@@ -275,6 +299,13 @@ class ChaosResult:
         return verdict_figures(self.verdict or {})
 
     def explain(self) -> str:
+        if self.expected is not None:
+            lines = [self.expectation]
+            lines += [f"  attempt {n}: {a._said()}" for n, a in enumerate(self.attempts, 1)]
+            return "\n".join(lines)
+        return self._said()
+
+    def _said(self) -> str:
         if self.verdict is None:
             return f"the run {self.outcome}: {self.error or 'no verdict'} ({self.run_dir})"
         from harness.reports.run import anomaly_line
@@ -301,6 +332,8 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     overrides = dict(overrides)
     from pydantic import ValidationError
 
+    from harness.campaigns.expectation import run_attempts
+    from harness.reports.suite import PASSED
     from harness.run.loop import Run
     from harness.scenario import (
         Scenario,
@@ -308,6 +341,7 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         read_scenario_data,
         validation_problems,
     )
+    from harness.scenario.expect import not_applicable_problems
     from harness.scenario.variants import Axes, Impossible, variant
 
     if isinstance(scenario, dict):
@@ -322,12 +356,15 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
         for axis in ("protocol", "kafka", "client", "seed", "backend")
     }
     try:
-        data, _ = variant(base, Axes(**axes))
+        data, skipped = variant(base, Axes(**axes))
     except Impossible as e:  # e.g. --chaos-kafka 3.9 for a `consumer` (KIP-848) scenario
         given = ", ".join(f"{axis} {value}" for axis, value in axes.items() if value is not None)
         raise ScenarioError(source, [(given, str(e))]) from None
     for key, value in overrides.items():
         _set(data, key.split("__"), value)
+    # a check the protocol does not run cannot be expected to fail: said with the protocol's reason
+    if dropped := not_applicable_problems(data.get("expect"), skipped, axes["protocol"]):
+        raise ScenarioError(source, [(p.split(": ", 1)[0], p.split(": ", 1)[1]) for p in dropped])
     try:
         parsed = Scenario.model_validate(data)
     except ValidationError as e:
@@ -346,10 +383,24 @@ def _run(config: pytest.Config, scenario: str | Path | dict, overrides: dict[str
     from harness.components.install import installed_for
 
     installed_for(parsed)
-    result = Run(parsed, path, runs_dir, report, pool=cluster_pool(config)).execute()
-    if result.stop_requested:  # a Ctrl-C as the run ended: the session stops, as it would have a moment before
-        raise KeyboardInterrupt
-    return ChaosResult(result.run_dir, result.outcome, result.verdict, result.error, result.exit_code)
+
+    def attempt(n: int):
+        said = report if not parsed.expect or parsed.expect.attempts == 1 else lambda m: report(f"attempt {n}: {m}")
+        result = Run(parsed, path, runs_dir, said, pool=cluster_pool(config)).execute()
+        if result.stop_requested:  # a Ctrl-C as the run ended: the session stops, as it would have a moment before
+            raise KeyboardInterrupt
+        return result
+
+    # held to its expectation over attempts as a suite's variant is (harness/campaigns/expectation.py)
+    ran = run_attempts(parsed.expect, attempt)
+    runs = [
+        ChaosResult(r.run_dir, r.outcome, r.verdict, r.error, r.exit_code) for r in (a.result for a in ran.attempts)
+    ]
+    last = runs[-1]
+    if parsed.expect:
+        last.expected, last.attempts, last.reproduced = parsed.expect.describe(), runs, ran.reproduced
+        last.expectation_met, last.expectation = ran.state == PASSED, ran.message
+    return last
 
 
 def _runs_dir(config: pytest.Config) -> Path:
@@ -365,7 +416,8 @@ def _set(data: dict, keys: list[str], value: Any) -> None:
 @pytest.fixture
 def chaos_run(request: pytest.FixtureRequest):
     """`chaos_run(scenario, protocol=…, kafka=…, client=…, seed=…, **overrides) -> ChaosResult`: run a scenario (a path
-    or plain data) against a real cluster (the session's shared one, where it can); overrides nest with `__` (`workload__consumers=4`)."""
+    or plain data) against a real cluster (the session's shared one, where it can); overrides nest with `__` (`workload__consumers=4`);
+    `expect={...}` (a scenario's `expect:`; None: none) holds it to an expected failure over attempts (`.met`)."""
 
     def run(scenario: str | Path | dict, **overrides: Any) -> ChaosResult:
         return _run(request.config, scenario, overrides, request.node.name.replace("/", "_")[:60])

@@ -172,6 +172,10 @@ OPTION_RULES: dict[tuple[str, str], tuple[Callable[[Any], bool], str]] = {
         lambda v: v is None or _seconds(v),
         "a number of seconds, 0 to 10⁹, or null (the default)",
     ),
+    ("convergence", "loop_rebalances"): (
+        lambda v: _count(v) and v >= 2,
+        "a whole number ≥ 2 (how many unexplained rebalances in a row make a rebalance-loop)",
+    ),
     ("duplicates", "max"): (lambda v: v is None or _count(v), "a whole number ≥ 0, or null (no limit)"),
     ("exclusive-ownership", "split_brain"): (
         lambda v: v in SPLIT_BRAIN_MODES,

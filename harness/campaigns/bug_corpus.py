@@ -152,7 +152,8 @@ def load_bug(folder: Path) -> Bug:
 
 
 def load_corpus(root: Path = CORPUS) -> list[Bug]:
-    return [load_bug(f) for f in sorted(root.iterdir()) if (f / FACTS).is_file()]
+    folders = sorted(root.iterdir()) if root.is_dir() else []
+    return [load_bug(f) for f in folders if (f / FACTS).is_file()]
 
 
 # ---------------------------------------------------------------------------------------- the docs

@@ -17,26 +17,32 @@ how far it got), `junit.xml` and `index.html` (harness/reports/suite.py).
       seed: [1, 2]
     exclude:
       - {scenario: faulty-consumer, protocol: consumer}
+    expect:            # the variants that must fail, and how (harness/scenario/expect.py)
+      - {scenario: faulty-consumer, fails: [no-loss/lost-write, contiguity/skip-at-handover], attempts: 3}
+
+A variant with an expectation runs until it is decided (harness/campaigns/expectation.py).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import glob
 import itertools
 import json
+import os
 import re
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from faults.base import Strict
+from harness.campaigns.expectation import Attempts, run_attempts
 from harness.cluster.backend import BACKENDS
 from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.paths import new_stamped_dir
@@ -52,6 +58,7 @@ from harness.scenario import (
     redact_scenario_data,
     validation_problems,
 )
+from harness.scenario.expect import Expect, not_applicable_problems
 from harness.scenario.variants import Axes, Impossible, KafkaRelease, listed_twice, variant
 from harness.supervision.run_state import read_state, write_json_atomically
 from oracle.protocols import PROTOCOLS
@@ -91,8 +98,11 @@ class Matrix(Strict):
         return self
 
 
-class Exclude(Strict):
-    """Variants to leave out: every key given must match (a scenario by its name)."""
+MATCH_KEYS = ("scenario", *AXES)
+
+
+class Matcher(Strict):
+    """The variants an entry is about: every key given must match (a scenario by its name)."""
 
     scenario: str | None = None
     protocol: Protocol | None = None
@@ -101,15 +111,56 @@ class Exclude(Strict):
     seed: Seed | None = None
     backend: Backend | None = None
 
+    @property
+    def match_keys(self) -> set[str]:
+        return self.model_fields_set & set(MATCH_KEYS)
+
     @model_validator(mode="after")
-    def _says_something(self) -> Exclude:
-        if not self.model_fields_set:
-            raise ValueError(f"an exclude names at least one of scenario, {', '.join(AXES)}")
+    def _says_something(self) -> Matcher:
+        if not self.match_keys:
+            raise ValueError(f"names at least one of scenario, {', '.join(AXES)} (the variants it is about)")
         return self
 
     def matches(self, scenario: str, axes: Axes) -> bool:
-        wanted = {k: getattr(self, k) for k in self.model_fields_set}
+        wanted = {k: getattr(self, k) for k in self.match_keys}
         return all((scenario if k == "scenario" else getattr(axes, k)) == v for k, v in wanted.items())
+
+
+class Exclude(Matcher):
+    """Variants to leave out."""
+
+
+class ExpectEntry(Matcher):
+    """What the variants it matches must do, over the scenario's own `expect:` (harness/scenario/expect.py):
+    its keys, or `passes: true` — they must simply pass."""
+
+    passes: Literal[True] | None = None
+    # validated as a scenario's `expect:` is (Expect), in its words
+    fails: Any = None
+    outcome: Any = None
+    attempts: Any = None
+    at_least: Any = None
+
+    @model_validator(mode="after")
+    def _one_expectation(self) -> ExpectEntry:
+        given = self.model_fields_set - set(MATCH_KEYS) - {"passes"}
+        if self.passes and given:
+            raise ValueError(f"with passes: true the variants must simply pass: no {', '.join(sorted(given))}")
+        if not self.passes:
+            try:
+                Expect.model_validate(self.expectation())
+            except ValidationError as e:  # as expect.<i>.<key>: reason
+                raise ValueError(
+                    "\n".join(f"{k}: {r}" if k != "(scenario)" else r for k, r in validation_problems(e))
+                ) from None
+        return self
+
+    def expectation(self) -> dict | None:
+        """The expectation as a scenario's `expect:` says it; None: the variant must pass."""
+        if self.passes:
+            return None
+        keys = self.model_fields_set - set(MATCH_KEYS) - {"passes"}
+        return {k: getattr(self, k) for k in Expect.model_fields if k in keys}
 
 
 class SuiteSpec(Strict):
@@ -118,6 +169,7 @@ class SuiteSpec(Strict):
     scenarios: Annotated[list[str], Field(min_length=1, max_length=200)]
     matrix: Matrix = Matrix()
     exclude: list[Exclude] = []
+    expect: list[ExpectEntry] = []  # expectations of the variants they match, over the scenarios' own
 
 
 @dataclass
@@ -126,6 +178,7 @@ class Variant:
     axes: Axes
     scenario_data: dict
     not_applicable: dict[str, str]  # checks the protocol has no premise for -> why
+    expect: Expect | None = None  # what it must fail with (the suite's expect entry, else the scenario's)
 
     @property
     def id(self) -> str:
@@ -143,8 +196,9 @@ class VariantResult:
     variant: Variant
     state: str  # PASSED, FAILED, BROKEN, SKIPPED
     seconds: float = 0.0
-    result: RunResult | None = None
-    reason: str = ""  # why skipped or broken
+    result: RunResult | None = None  # its last attempt's
+    reason: str = ""  # why skipped or broken; how its expectation ended
+    attempts: Attempts | None = None
 
     def to_dict(self) -> dict:
         v, verdict = self.variant, (self.result.verdict if self.result else None) or {}
@@ -162,6 +216,7 @@ class VariantResult:
             "state": self.state,
             "reason": self.reason,
             "seconds": round(self.seconds, 1),
+            # the last attempt's (the only one, without an expectation)
             "outcome": self.result.outcome if self.result else None,
             "status": verdict.get("status"),
             # the how-manieth run on a shared cluster this was (1: it started it), None: a cluster of its own
@@ -171,6 +226,11 @@ class VariantResult:
             "figures": verdict_figures(verdict) if verdict else None,
             "violations": [{k: a[k] for k in ("check", "kind", "message")} for a in verdict.get("violations", [])],
             "not_applicable": v.not_applicable,
+            # the expectation as given (None: the variant must pass), what it says, and each run held to it
+            "expect": v.expect.model_dump(exclude_unset=True) if v.expect else None,
+            "expected": v.expect.describe() if v.expect else None,
+            "attempts": [a.to_dict() for a in self.attempts.attempts] if self.attempts else [],
+            "reproduced": self.attempts.reproduced if self.attempts and v.expect else None,
         }
 
 
@@ -186,15 +246,14 @@ def load_suite(path: str | Path) -> Suite:
     ScenarioError (exit 2) naming each problem — an impossible pair as `scenario[axes]` —
     before anything starts."""
     path = Path(path)
-    data = read_scenario_data(path, "a suite is a mapping of keys such as name, scenarios, matrix, exclude")
+    data = read_scenario_data(path, "a suite is a mapping of keys such as name, scenarios, matrix, exclude, expect")
     try:
         spec = SuiteSpec.model_validate(data)
     except ValidationError as e:
         raise ScenarioError(path, validation_problems(e)) from None
     problems: list[tuple[str, str]] = []
     bases: dict[str, dict] = {}
-    for i, entry in enumerate(spec.scenarios):
-        file = (path.parent / entry).resolve()
+    for i, entry, file in _scenario_files(path, spec, problems):
         try:
             name = load_scenario(file).name
         except ScenarioError as e:
@@ -206,13 +265,14 @@ def load_suite(path: str | Path) -> Suite:
     if problems:
         raise ScenarioError(path, problems)
     problems = [
-        (f"exclude.{i}.scenario", f"no scenario of this suite is named {x.scenario!r} (known: {', '.join(bases)})")
-        for i, x in enumerate(spec.exclude)
+        (f"{what}.{i}.scenario", f"no scenario of this suite is named {x.scenario!r} (known: {', '.join(bases)})")
+        for what, entries in (("exclude", spec.exclude), ("expect", spec.expect))
+        for i, x in enumerate(entries)
         if x.scenario is not None and x.scenario not in bases
     ]
 
     m = spec.matrix
-    variants, used = [], set()
+    variants, used, expected = [], set(), defaultdict(list)
     # per client axis value: the variants built with it, and their workload.client refusals
     tried: Counter[str | None] = Counter()
     refused: defaultdict[str | None, list[tuple[str, str]]] = defaultdict(list)
@@ -231,36 +291,77 @@ def load_suite(path: str | Path) -> Suite:
         found = Variant(name, axes, data, skipped)
         data["name"] = found.run_name
         tried[axes.client] += 1
+        matched = [i for i, x in enumerate(spec.expect) if x.matches(name, axes)]
+        for i in matched:
+            expected[i].append(label)
+        where = label
+        if len(matched) > 1:
+            problems += [
+                (f"expect.{i}", f"matches {label}, which expect.{matched[0]} matches too: one expectation per variant")
+                for i in matched[1:]
+            ]
+        elif matched:  # the suite's word over the scenario's own
+            where, entry = f"expect.{matched[0]}", spec.expect[matched[0]]
+            if entry.expectation() is None:
+                data.pop("expect", None)
+            else:
+                data["expect"] = entry.expectation()
+        # a check the protocol drops is not run: it cannot fail (said once, with the protocol's reason)
+        dropped = not_applicable_problems(data.get("expect"), skipped, axes.protocol)
+        problems += [(where, f"{label}: {p}" if where != label else p) for p in dropped]
         try:
-            Scenario.model_validate(data)
+            found.expect = Scenario.model_validate(data).expect
         except ValidationError as e:
-            found_problems = validation_problems(e)
+            found_problems = [
+                (key, reason)
+                for key, reason in validation_problems(e)
+                if not (dropped and key.startswith("expect.fails."))  # said above, with the reason
+            ]
             problems += [(label, f"{key}: {reason}") for key, reason in found_problems]
             refused[axes.client] += [(label, reason) for key, reason in found_problems if key == "workload.client"]
             continue
-        variants.append(found)
+        if not dropped:
+            variants.append(found)
     problems = _client_refused_once(m, problems, tried, refused)
     axes_given = [axis for axis in AXES if getattr(m, axis)]
-    for i, x in enumerate(spec.exclude):
-        if i in used or (x.scenario is not None and x.scenario not in bases):
-            continue
-        if off := sorted(
-            x.model_fields_set - {"scenario", *axes_given}
-        ):  # it matches a variant's axes, not its scenario's own values
-            problems += [
-                (
-                    f"exclude.{i}.{key}",
-                    f"{key} is not an axis of this suite's matrix (axes: {', '.join(axes_given) or 'none'})",
-                )
-                for key in off
-            ]
-        else:
-            problems.append((f"exclude.{i}", "matches no variant of the matrix"))
+    for what, entries, hit in (("exclude", spec.exclude, used), ("expect", spec.expect, set(expected))):
+        for i, x in enumerate(entries):
+            if i in hit or (x.scenario is not None and x.scenario not in bases):
+                continue
+            if off := sorted(
+                x.match_keys - {"scenario", *axes_given}
+            ):  # it matches a variant's axes, not its scenario's own values
+                problems += [
+                    (
+                        f"{what}.{i}.{key}",
+                        f"{key} is not an axis of this suite's matrix (axes: {', '.join(axes_given) or 'none'})",
+                    )
+                    for key in off
+                ]
+            else:
+                problems.append((f"{what}.{i}", "matches no variant of the matrix"))
     if problems:
         raise ScenarioError(path, problems)
     if not variants:
         raise ScenarioError(path, [("exclude", "every variant is excluded: nothing to run")])
     return Suite(spec, path, variants)
+
+
+_GLOB = re.compile(r"[*?[]")
+
+
+def _scenario_files(path: Path, spec: SuiteSpec, problems: list[tuple[str, str]]):
+    """(index, as written, file) for each scenario entry; a glob (`../bugs/*/affected.yaml`) gives the
+    files it matches, sorted, and one that matches none is a problem."""
+    for i, entry in enumerate(spec.scenarios):
+        if not _GLOB.search(entry):
+            yield i, entry, (path.parent / entry).resolve()
+            continue
+        files = sorted(glob.glob(str(path.parent / entry)))
+        if not files:
+            problems.append((f"scenarios.{i}", f"{entry}: no file matches"))
+        for file in files:
+            yield i, os.path.relpath(file, path.parent), Path(file).resolve()
 
 
 def _client_refused_once(
@@ -401,16 +502,22 @@ class SuiteRun:
                 self.results.append(VariantResult(v, SKIPPED, reason=stop_reason))
                 continue
             self.on_variant(i, v)
-            t0 = time.monotonic()
-            result = Run(scenario, p, self.dir, lambda m, v=v: self.report(f"{v.id}: {m}"), pool=pool).execute()
-            done = VariantResult(v, _state_of(result), time.monotonic() - t0, result, reason=result.error or "")
+            # the same scenario each attempt (its seed fixes the faults' schedule): harness/campaigns/expectation.py
+            ran = run_attempts(v.expect, lambda n, v=v, p=p, scenario=scenario: self._attempt(v, n, p, scenario, pool))
+            done = VariantResult(v, ran.state, ran.seconds, ran.last, reason=ran.message, attempts=ran)
             self.results.append(done)
             self._write_json()
-            if result.stopped:
+            if ran.stopped:
+                result = ran.last
                 when = "during" if result.outcome == "interrupted" else "after"  # a Ctrl-C as its run ended
                 self.state, stop_reason = "interrupted", f"not run: the suite was interrupted {when} {v.id}"
             elif self.fail_fast and done.state != PASSED:
                 stop_reason = f"not run: --fail-fast after {v.id} {done.state}"
+
+    def _attempt(self, v: Variant, n: int, path: Path, scenario: Scenario, pool: ClusterPool | None) -> RunResult:
+        total = v.expect.attempts if v.expect else 1
+        who = f"{v.id} (attempt {n} of {total})" if total > 1 else v.id
+        return Run(scenario, path, self.dir, lambda m: self.report(f"{who}: {m}"), pool=pool).execute()
 
     @property
     def exit_code(self) -> int:
@@ -436,10 +543,3 @@ class SuiteRun:
 
     def _write_json(self) -> None:
         write_json_atomically(self.dir / SUITE_JSON, self.to_dict())
-
-
-def _state_of(result: RunResult) -> str:
-    """A failed check is a failure; a run that broke, raised or could not be judged is broken."""
-    if result.outcome == "completed" and result.verdict:
-        return {"pass": PASSED, "fail": FAILED}.get(result.verdict["status"], BROKEN)
-    return BROKEN

@@ -164,7 +164,7 @@ def suite_command(
         chosen = select(suite, only, last_suite_json(runs_dir, suite.spec.name) if rerun_failed else None)
         if list_only or not chosen:
             for v in chosen:
-                console.print(escape(v.id))
+                console.print(escape(v.id + (f"  (expected: {v.expect.describe()})" if v.expect else "")))
             if not chosen:
                 console.print("nothing to run: every variant of the suite's last run passed")
             sys.exit(EXIT_OK)

@@ -92,6 +92,9 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
                 )
             )
         )
+    if scenario.expect:  # said, not acted on: a suite or pytest holds a variant to it, over its attempts
+        line = scenario.expect.run_line(result.outcome, result.verdict)
+        console.print(escape(line[0].upper() + line[1:]), highlight=False, soft_wrap=True)
     sys.exit(result.exit_code)
 
 
@@ -175,12 +178,15 @@ def check(run_dir: Path, write: bool) -> None:
         **verdict,
     }
     print_verdict(console, verdict, run_dir)
+    expected = _expectation_line(run_dir, verdict)
+    if expected:
+        console.print(escape(expected[0].upper() + expected[1:]), highlight=False, soft_wrap=True)
     note = run_state_note(read_state(run_dir))
     if note:
         console.print(note, markup=False, soft_wrap=True)
     if write:
         try:
-            (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir))
+            (run_dir / "summary.md").write_text(summary_markdown(verdict, run_dir, expected))
             write_json_atomically(run_dir / "verdict.json", verdict)
             if state := read_state(run_dir):  # run.json says the verdict too
                 write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
@@ -188,3 +194,18 @@ def check(run_dir: Path, write: bool) -> None:
             error(f"--write: {e.filename or run_dir}: cannot write it: {e.strerror or e}")
     gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
+
+
+def _expectation_line(run_dir: Path, verdict: dict) -> str | None:
+    """What the run's scenario (its copy in the run directory) expected, against this verdict; None
+    without an `expect:` — or a copy that cannot say (an older run's, an edited one): not the history's to say."""
+    from pydantic import ValidationError
+
+    from harness.scenario import read_scenario_data
+    from harness.scenario.expect import Expect
+
+    try:
+        data = read_scenario_data(run_dir / "scenario.yaml")
+        return Expect.model_validate(data["expect"]).run_line("completed", verdict) if data.get("expect") else None
+    except (LabError, ValidationError, TypeError):
+        return None

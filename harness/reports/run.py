@@ -201,13 +201,15 @@ def run_state_note(state: dict | None) -> str | None:
 DUPLICATE_RANGES = 20  # summary.md lists this many re-delivered ranges; verdict.json has them all
 
 
-def summary_markdown(verdict: dict, run_dir: Path) -> str:
+def summary_markdown(verdict: dict, run_dir: Path, expectation: str | None = None) -> str:
+    """``expectation``: what the scenario's `expect:` says of this run (harness/scenario/expect.py)."""
     s = verdict["stats"]
     lines = [
         f"# {verdict.get('scenario', s.get('scenario'))} — {verdict['status'].upper()}",
         "",
         f"**{verdict['status'].upper()}**: {_headline(verdict)}",
         "",
+        *([f"{expectation[0].upper()}{expectation[1:]}.", ""] if expectation else []),
         f"Run `{run_dir.name}`, seed {verdict.get('seed')}, protocol {s.get('protocol')}. "
         + (
             f"{s['acked']} records acknowledged, {s['consumed']} consumed ({s['deliveries']} deliveries); "
@@ -327,7 +329,9 @@ def print_suite(console: Console, suite: dict, out: Path) -> None:
     for v in suite["variants"]:
         f = v.get("figures") or {}
         why = (
-            ", ".join(f["violated_checks"])
+            v["reason"]  # with an expectation: how it ended against it, met or not
+            if v.get("expected")
+            else ", ".join(f["violated_checks"])
             if v["state"] == "failed"
             else (v["reason"] if v["state"] != "passed" else "")
         )

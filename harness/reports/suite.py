@@ -10,6 +10,9 @@ schema has no per-testcase properties, so each variant's figures are its scenari
 testsuite's properties, named `<variant id>.<figure>` (with the axes it ran: protocol,
 kafka, client, seed, backend); system-out carries the run's
 summary.md and the run directory (with Jenkins' attachment marker for its history).
+A variant expected to fail (`expect:`) that failed that way is a passing testcase whose
+properties say the expectation, the attempts, the reproductions and each attempt's run
+directory; one that did not is a <failure type="expectation"> saying how it ended.
 """
 
 from __future__ import annotations
@@ -98,14 +101,31 @@ def _properties(v: dict) -> list[tuple[str, str]]:
             out.append((key, str(value)))
     if v.get("run_dir"):
         out.append(("run_dir", v["run_dir"]))
+    if v.get("expected"):  # what it had to fail with, and each attempt held to that
+        attempts = v.get("attempts") or []
+        out += [("expected", v["expected"]), ("attempts", str(len(attempts))), ("reproduced", str(v["reproduced"]))]
+        out += [(f"attempt.{n}.run_dir", a["run_dir"]) for n, a in enumerate(attempts, 1)]
+        out += [(f"attempt.{n}.result", _attempt_line(a)) for n, a in enumerate(attempts, 1)]
     return out
+
+
+def _attempt_line(a: dict) -> str:
+    """'reproduced: failed no-loss (3)' / 'not reproduced: passed'."""
+    return f"{'reproduced' if a['reproduced'] else 'not reproduced'}: {a.get('said') or a['status'] or a['outcome']}"
 
 
 def _testcase(parent: ET.Element, suite: str, v: dict) -> None:
     case = ET.SubElement(
         parent, "testcase", name=v["id"], classname=f"{suite}.{v['scenario']}", time=_seconds(v["seconds"])
     )
-    if v["state"] == FAILED:
+    if v["state"] == FAILED and v.get("expected"):  # it did not fail as expected: the reason says how
+        failure = ET.SubElement(case, "failure", type="expectation", message=v["reason"])
+        failure.text = "\n".join(
+            [f"expected: {v['expected']}"]
+            + [f"attempt {n}: {_attempt_line(a)} ({a['run_dir']})" for n, a in enumerate(v["attempts"], 1)]
+            + [anomaly_line(x) for x in v["violations"]]
+        )
+    elif v["state"] == FAILED:
         checks = sorted({x["check"] for x in v["violations"]})
         failure = ET.SubElement(
             case, "failure", type="violation", message=f"{len(v['violations'])} violation(s): {', '.join(checks)}"
@@ -142,8 +162,10 @@ def html_page(suite: dict, out: Path) -> str:
         notes = [anomaly_line(x) for x in v["violations"][:5]]
         if len(v["violations"]) > 5:
             notes.append(f"… {len(v['violations']) - 5} more in verdict.json")
-        if v["reason"] and v["state"] != PASSED:
+        if v["reason"] and (v["state"] != PASSED or v.get("expected")):
             notes.append(v["reason"])
+        expected = html.escape(v.get("expected") or "passes")
+        cells.append(f"<td>{expected}</td>")
         cells.append("<td>" + "<br>".join(html.escape(n) for n in notes) + "</td>")
         links = []
         if v.get("run_dir"):
@@ -156,11 +178,18 @@ def html_page(suite: dict, out: Path) -> str:
             report = Path(v["run_dir"]) / "analysis" / "runs" / Path(v["run_dir"]).name / "report.html"
             if report.exists():
                 links.append(f"<a href='{html.escape(os.path.relpath(report, out))}'>report</a>")
+        if len(v.get("attempts") or []) > 1:  # the others: each attempt's summary, with how it ended
+            links += [
+                f"<br>attempt {n}: <a href='{html.escape(os.path.relpath(a['run_dir'], out))}/summary.md'>"
+                f"{html.escape(_attempt_line(a))}</a>"
+                for n, a in enumerate(v["attempts"], 1)
+            ]
         cells.append("<td>" + " ".join(links) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     counts = ", ".join(f"{_count(suite['variants'], s)} {s}" for s in (PASSED, FAILED, BROKEN, SKIPPED))
     heads = "".join(
-        f"<th>{h}</th>" for h in ("variant", "result", "time", *(h for _, h in _FIGURES), "violations / notes", "run")
+        f"<th>{h}</th>"
+        for h in ("variant", "result", "time", *(h for _, h in _FIGURES), "expected", "violations / notes", "run")
     )
     title = html.escape(f"suite {suite['suite']}")
     return f"""<!doctype html>
@@ -172,6 +201,7 @@ td,th{{border:1px solid #d0d7de;padding:4px 8px;vertical-align:top;text-align:le
 <p>{html.escape(suite.get("description") or "")}</p>
 <p>{html.escape(suite["state"])}, started {html.escape(suite["started"])}: {counts}; exit code {suite.get("exit_code")}.
 Files: <a href="suite.json">suite.json</a>, <a href="junit.xml">junit.xml</a>.
+A variant expected to fail passes when it failed that way in enough attempts (expected: what it had to do).
 Rebalance times are from the start of a rebalance to the last member's assignment (p95: nearest rank over the run's
 completed rebalances); stop-the-world is the longest time one partition had no consuming owner.</p>
 <table><tr>{heads}</tr>

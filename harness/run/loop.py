@@ -229,7 +229,8 @@ class Run:
                     if outcome == "completed":
                         stop.arm()  # a Ctrl-C during the teardown stops the run here, unjudged
                         verdict = self._judge()
-                        summary = reporting.summary_markdown(verdict, self.run_dir)
+                        expected = self.scenario.expect.run_line(outcome, verdict) if self.scenario.expect else None
+                        summary = reporting.summary_markdown(verdict, self.run_dir, expected)
                 finally:
                     stop.disarm()  # the run's last words must not be cut short by a second Ctrl-C
             except (KeyboardInterrupt, Interrupted):

@@ -24,6 +24,7 @@ from harness.scenario import faults as fault_entries
 from harness.scenario.checks import check_problems
 from harness.scenario.cluster import Cluster, Topic
 from harness.scenario.errors import validation_problems
+from harness.scenario.expect import Expect, expect_check_problems
 from harness.scenario.facts import fault_facts
 from harness.scenario.faults import Fault, RandomFaults
 from harness.scenario.workload import Workload, client_problem
@@ -66,6 +67,9 @@ class Scenario(Strict):
     # The group's size follows a profile run by Locust (workloads/load/); the warm-up's group is
     # workload.consumers, the profile starts from it.
     load: LoadProfile | None = None
+    # What the run must fail with for `suite` and the pytest plugin to pass it (harness/scenario/expect.py);
+    # `run` judges as ever and says whether this one run met it.
+    expect: Expect | None = None
 
     @model_validator(mode="after")
     def _references(self):
@@ -78,6 +82,7 @@ class Scenario(Strict):
             problems += self._load_problems(facts.members)
         problems += self._test_hook_problems(list(facts.members))
         problems += check_problems(self.checks)
+        problems += expect_check_problems(self.expect, self.checks)
         for t in self.topics if not self.cluster.external else ():  # how many brokers it has is not ours to know
             if (t.replication_factor or 0) > self.cluster.brokers:
                 problems.append(

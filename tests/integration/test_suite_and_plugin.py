@@ -115,3 +115,58 @@ def test_scenario_files_are_pytest_items(tmp_path):
     assert json.loads((run_dir / "verdict.json").read_text())["status"] == "pass" and _evicted(run_dir, "consumer-2")
     assert int(props["rebalances"]) >= 2
     assert all(alive_pids(list(load_history(d))) == [] for d in (tmp_path / "runs").glob("*-s1"))
+
+
+@pytest.mark.timeout(600)
+def test_an_expected_failure_passes_the_suite_and_an_unexpected_pass_fails_it(tmp_path):
+    import yaml
+
+    # the faulty consumer on one broker (quick-pause's cluster: both variants run on it), a short run
+    faulty = yaml.safe_load(FAULTY.read_text())
+    faulty.update(duration_s=18)
+    faulty["cluster"]["brokers"] = 1
+    faulty["topics"][0]["replication_factor"] = 1
+    (tmp_path / "faulty.yaml").write_text(yaml.safe_dump(faulty))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"""
+name: expected
+scenarios: [{QUICK}, {tmp_path / "faulty.yaml"}]
+expect:
+  - {{scenario: faulty-consumer, fails: [no-loss/lost-write, contiguity/skip-at-handover], attempts: 3}}
+  - {{scenario: quick-pause, fails: [no-loss]}}
+""")
+    proc = lab("suite", str(suite), "--runs-dir", str(tmp_path / "runs"), timeout=540)
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-4000:]  # quick-pause passed: not what it expected
+    [out] = (tmp_path / "runs").glob("suite-*-expected")
+    data = json.loads((out / "suite.json").read_text())
+    by_id = {v["id"]: v for v in data["variants"]}
+    quick, lost = by_id["quick-pause"], by_id["faulty-consumer"]
+    assert (quick["state"], quick["reason"]) == (
+        "failed",
+        "expected to fail no-loss in ≥ 1 of 1 attempts: reproduced 0 (1 passed)",
+    )
+    assert lost["state"] == "passed" and lost["reproduced"] == 1
+    # each attempt as its run's own verdict says: the ones before the reproduction passed
+    for a in lost["attempts"]:
+        verdict = json.loads((Path(a["run_dir"]) / "verdict.json").read_text())
+        kinds = {(x["check"], x["kind"]) for x in verdict["violations"]}
+        assert a["reproduced"] == (kinds == {("no-loss", "lost-write"), ("contiguity", "skip-at-handover")})
+        assert a["status"] == verdict["status"]
+    assert [a["reproduced"] for a in lost["attempts"]][-1] and {a["status"] for a in lost["attempts"][:-1]} <= {"pass"}
+    assert (
+        "Expected: fails no-loss/lost-write and contiguity/skip-at-handover in at least 1 of 3 attempts"
+        in (Path(lost["run_dir"]) / "summary.md").read_text()
+    )
+
+    assert_valid_junit(out / "junit.xml")
+    root = ET.parse(out / "junit.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["faulty-consumer"].find("failure") is None
+    assert cases["quick-pause"].find("failure").get("type") == "expectation"
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert (
+        props["faulty-consumer.expected"]
+        == "fails no-loss/lost-write and contiguity/skip-at-handover in at least 1 of 3 attempts"
+    )
+    assert props["faulty-consumer.attempts"] == str(len(lost["attempts"]))
+    assert all(alive_pids(list(load_history(a["run_dir"]))) == [] for v in data["variants"] for a in v["attempts"])

@@ -73,9 +73,7 @@ class ConsumerBuilder:
             assignor=self.history.assignor,
             group_instance_id=group_instance_id,
             commit_mode=commit_mode,
-            session_timeout_ms=10000,
-            max_poll_interval_ms=300000,
-            **more,
+            **{"session_timeout_ms": 10000, "max_poll_interval_ms": 300000, **more},
         )
         return self
 

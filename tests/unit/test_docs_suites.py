@@ -16,7 +16,7 @@ BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```$", DOC, flags=re.M | re.S)
 
 
 def _suite(tmp_path: Path):
-    [text] = [body for lang, body in BLOCKS if lang == "yaml"]
+    [text] = [body for lang, body in BLOCKS if lang == "yaml" and not body.startswith("# expected failures")]
     path = tmp_path / "suites" / "release.yaml"  # beside a scenarios/ directory, as ../scenarios/ says
     path.parent.mkdir()
     (tmp_path / "scenarios").symlink_to(REPO / "scenarios")
@@ -50,4 +50,27 @@ def test_the_example_module_uses_the_plugins_fixtures_and_overrides():
     }
     plugin = (REPO / "harness" / "pytest_plugin.py").read_text()
     axes = set(re.search(r"for axis in \(([^)]*)\)", plugin).group(1).replace('"', "").replace(" ", "").split(","))
-    assert {"kafka", "client", "protocol", "seed"} <= overrides and overrides - {"workload__consumers"} <= axes
+    assert {"kafka", "client", "protocol", "seed"} <= overrides and overrides - {
+        "workload__consumers",
+        "expect",
+    } <= axes
+
+
+def test_the_expected_failures_example_validates_as_the_page_says(tmp_path):
+    [text] = [body for lang, body in BLOCKS if lang == "yaml" and body.startswith("# expected failures")]
+    path = tmp_path / "suites" / "release.yaml"
+    path.parent.mkdir()
+    (tmp_path / "scenarios").symlink_to(REPO / "scenarios")
+    path.write_text(text)
+    said = {v.id: v.expect and v.expect.describe() for v in load_suite(path).variants}
+    faulty = "fails no-loss/lost-write and contiguity/skip-at-handover in at least 1 of 3 attempts"
+    assert said == {
+        "smoke[classic-eager]": None,
+        "smoke[consumer]": None,
+        "faulty-consumer[classic-eager]": faulty,
+        "faulty-consumer[consumer]": faulty,
+    }
+    # the shipped release suite says the same of its faulty consumer
+    shipped = load_suite(REPO / "suites" / "release.yaml")
+    assert {v.expect and v.expect.describe() for v in shipped.variants if v.scenario == "faulty-consumer"} == {faulty}
+    assert all(v.expect is None for v in shipped.variants if v.scenario != "faulty-consumer")

@@ -220,9 +220,9 @@ def test_a_ctrl_c_during_the_last_words_waits_for_them_and_asks_the_caller_to_st
 def test_a_ctrl_c_once_judged_leaves_no_verdict(execute, monkeypatch, handlers_kept):
     summary = harness.run.loop.reporting.summary_markdown
 
-    def ctrl_c_then_summary(verdict, run_dir):
+    def ctrl_c_then_summary(verdict, run_dir, expectation=None):
         signal.raise_signal(signal.SIGINT)
-        return summary(verdict, run_dir)
+        return summary(verdict, run_dir, expectation)
 
     monkeypatch.setattr(harness.run.loop.reporting, "summary_markdown", ctrl_c_then_summary)
     result, state, _, _ = execute()

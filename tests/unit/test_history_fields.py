@@ -139,6 +139,17 @@ def test_the_synthetic_histories_write_none_either(tmp_path, monkeypatch):
         SynthSpec(seed=1, protocol=protocol, fault=fault) for protocol, fault in itertools.product(PROTOCOLS, FAULTS)
     ]
     specs += [SynthSpec(seed=2, protocol=protocol, staggered_stop=True, stray_at_s=12.0) for protocol in PROTOCOLS]
+    specs.append(  # every opt-in field and event
+        SynthSpec(
+            seed=3,
+            metadata="kraft",
+            racks=True,
+            upgrade_to="4.4.0",
+            log_unrecognised=True,
+            client_version="2.2.0",
+            close_hang=True,
+        )
+    )
     events = itertools.chain.from_iterable(map(synthetic_history, specs))
     count, unknown = _unknown(events)
     assert count > 10_000

@@ -14,7 +14,7 @@ from faults.base import MemberChanges
 from harness.run.clients import Member, WorkloadProcesses
 from harness.run.targets import RunTargets
 from harness.scenario import load_scenario
-from runtime.errors import ClusterError
+from runtime.errors import ClusterError, ScenarioError
 
 BASE = {
     "name": "t",
@@ -112,3 +112,71 @@ def test_targets_restart_a_member_changed_and_refuse_changes_to_anything_else(tm
     assert started == [("change", changes), "start", "start"]
     with pytest.raises(ClusterError, match="broker-1 is not a member of the group"):
         targets.restart("broker-1", changes)
+
+
+def test_a_member_changed_comes_back_with_its_new_timeouts_and_keeps_them(tmp_path):
+    w = workload(tmp_path)
+    one, two = w.member("consumer-1"), w.member("consumer-2")
+    assert (spec_of(one).session_timeout_ms, spec_of(one).max_poll_interval_ms) == (6000, 300_000)
+    one.change(MemberChanges(session_timeout_ms=20_000))
+    assert (spec_of(one).session_timeout_ms, spec_of(one).max_poll_interval_ms) == (20_000, 300_000)
+    one.change(MemberChanges(max_poll_interval_ms=10_000))  # a later change keeps the earlier one
+    assert (spec_of(one).session_timeout_ms, spec_of(one).max_poll_interval_ms) == (20_000, 10_000)
+    one.change(MemberChanges(client="confluent-kafka==2.10.1"))
+    assert spec_of(one).session_timeout_ms == 20_000
+    assert (spec_of(two).session_timeout_ms, spec_of(two).max_poll_interval_ms) == (6000, 300_000)  # the others stay
+
+
+def scenario_problems(tmp_path: Path, fault: dict, **workload) -> str:
+    data = {**BASE, "workload": {**BASE["workload"], **workload}, "faults": [fault]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    try:
+        load_scenario(path)
+    except ScenarioError as e:
+        return str(e)
+    return ""
+
+
+def test_a_rolling_restart_brings_new_timeouts_to_members_only(tmp_path):
+    deploy = {"kind": "rolling-restart", "at_s": 3, "targets": ["consumer-1"], "session_timeout_ms": 20_000}
+    assert scenario_problems(tmp_path, deploy) == ""
+    assert scenario_problems(tmp_path, {**deploy, "targets": "consumers", "max_poll_interval_ms": 9000}) == ""
+    assert "a rolling restart of members only" in scenario_problems(tmp_path, {**deploy, "targets": "brokers"})
+    assert "a rolling restart of members only" in scenario_problems(tmp_path, {**deploy, "targets": ["broker-1"]})
+    assert "above workload.heartbeat_interval_ms (1000)" in scenario_problems(
+        tmp_path, {**deploy, "session_timeout_ms": 1000}
+    )
+    assert "is the brokers'" in scenario_problems(tmp_path, deploy, protocol="consumer")
+    # KIP-848 members still take a new max.poll.interval.ms: it is their own
+    assert (
+        scenario_problems(
+            tmp_path, {**deploy, "session_timeout_ms": None, "max_poll_interval_ms": 9000}, protocol="consumer"
+        )
+        == ""
+    )
+    assert "session_timeout_ms" in scenario_problems(tmp_path, {**deploy, "session_timeout_ms": 999})
+
+
+def test_a_rolling_restart_restarts_each_member_with_its_changes():
+    from faults.rolling_restart import RollingRestart, RollingRestartSpec
+
+    restarted = []
+    targets = SimpleNamespace(
+        kill=lambda name, sig: None,
+        restart=lambda name, changes=None: restarted.append((name, changes)),
+        is_running=lambda name: True,
+    )
+    spec = RollingRestartSpec(
+        kind="rolling-restart", at_s=0, targets=["consumer-1"], down_s=0, max_poll_interval_ms=9000
+    )
+    fault = RollingRestart(spec=spec, fault_id="f1")
+    fault._names = ["consumer-1"]
+    fault._round(targets)
+    assert restarted == [("consumer-1", MemberChanges(max_poll_interval_ms=9000))]
+    plain = RollingRestart(
+        spec=RollingRestartSpec(kind="rolling-restart", at_s=0, targets=["consumer-1"], down_s=0), fault_id="f2"
+    )
+    plain._names = ["consumer-1"]
+    plain._round(targets)
+    assert restarted[-1] == ("consumer-1", None)

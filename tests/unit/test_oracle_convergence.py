@@ -143,3 +143,64 @@ def test_a_load_profile_is_judged_from_its_last_change_and_the_members_it_stoppe
     assert result.status == "passed", result.violations
     assert result.detail["since"] == "the load profile's last change (to 1 members)"
     assert result.detail["converged_after_ms"] == pytest.approx(115, abs=1)  # consumer-1 owns both at 5115
+
+
+def _looping_group(b, generations: int, every_ms: int = 2000):
+    """Two members that form generation 1, then rejoin again and again: every later
+    generation's leader fails to hand out an assignment (the members join but are never
+    synced), so the group keeps rebalancing with nobody joining or leaving."""
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.phase("workload")
+    b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4]}, at=100)
+    for generation in range(2, generations + 2):
+        t = generation * every_ms
+        c1.at(t).revoked()
+        c2.revoked()
+        c1.join_sent()
+        c2.join_sent()
+        c1.at(t + 10).joined(generation, leader=True)
+        c2.joined(generation)
+    b.at((generations + 2) * every_ms).done()
+    return b
+
+
+def test_a_group_that_keeps_rebalancing_with_nothing_to_explain_it_is_a_rebalance_loop(history_builder):
+    b = _looping_group(history_builder(), generations=6)
+    [v] = run(b).violations
+    assert v.kind == "rebalance-loop"
+    # generation 1 is the group forming (the first after the anchor); 2–7 have nothing to explain them
+    assert v.message == (
+        "the group kept rebalancing after the workload started: 6 rebalances (generations 2–7) in 10.0 s "
+        "from t+4.000s, each with the same members (consumer-1, consumer-2), none explained by a member "
+        "joining or leaving, a subscription or partition change or a fault; at t+16.000s events-0,1,2,3,4 unowned"
+    )
+    assert {k: i.mono_ms for k, i in v.times.items()} == {"first": 4000.0, "last": 14000.0, "horizon": 16000.0}
+
+
+def test_fewer_unexplained_rebalances_than_the_threshold_stay_not_converged(history_builder):
+    b = _looping_group(history_builder(), generations=6)
+    assert [v.kind for v in run(b, loop_rebalances=7).violations] == ["not-converged"]
+    assert [v.kind for v in run(_looping_group(history_builder(), generations=4)).violations] == ["not-converged"]
+
+
+def test_members_joining_explain_the_rebalances(history_builder):
+    b = _looping_group(history_builder(), generations=6)
+    for i, t in enumerate((5000, 9000)):  # a new member started before generations 3 and 5: runs of 2
+        b.consumer(f"consumer-{3 + i}").at(t).start()
+    assert [v.kind for v in run(b).violations] == ["not-converged"]
+
+
+def test_an_active_fault_explains_the_rebalances(history_builder):
+    b = _looping_group(history_builder(), generations=6)
+    b.at(5000).fault("network-partition", "consumer-2")  # never healed: active to the end
+    assert [v.kind for v in run(b).violations] == ["not-converged"]
+
+
+def test_a_group_that_settles_in_time_after_a_few_rebalances_passes(history_builder):
+    b = history_builder()
+    b.consumer("consumer-1").start()
+    b.phase("workload")
+    for generation in range(1, 8):  # seven rebalances, the last assigns everything, within the bound
+        b.rebalance(generation, {"consumer-1": [0, 1, 2, 3, 4]}, at=generation * 100)
+    b.at(5000).done()
+    assert run(b).status == "passed"

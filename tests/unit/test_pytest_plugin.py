@@ -29,10 +29,15 @@ class FakeRun:
         self.pool = pool
 
     def execute(self):
+        base, attempt = self.run_dir, 1
+        while self.run_dir.exists():  # an expectation's next attempt: a run directory of its own
+            attempt += 1
+            self.run_dir = base.with_name(f"{base.name}-{attempt}")
         self.run_dir.mkdir(parents=True)
         (self.run_dir / "seen.yaml").write_text(Path(self.path).read_text())
         (self.run_dir / "pool.txt").write_text(str(self.pool.workdir) if self.pool else "none")
-        failing = self.scenario.workload.commit == "before-processing"
+        # seed 7: the faulty consumer's first attempt misses (a kill between batches)
+        failing = self.scenario.workload.commit == "before-processing" and (self.scenario.seed != 7 or attempt > 1)
         verdict = {"status": "fail" if failing else "pass", "violations": [LOST] if failing else [], "findings": [],
                    "skipped_checks": {}, "errored_checks": {}, "duplicates": {"count": 0},
                    "rebalances": [{"status": "completed", "duration_ms": 1234.5, "max_unowned_ms": 600.0}]}
@@ -225,3 +230,68 @@ def test_a_kafka_release_no_cluster_takes_is_a_usage_error(lab, pytester):
     result = lab(str(pytester.path / "smoke.yaml"), "--chaos-kafka", "2.0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--chaos-kafka" in result.stderr.str() and kafka_problem("2.0") in result.stderr.str(), result.stderr.str()
+
+
+def test_a_scenario_items_expect_is_held_over_its_attempts(lab, pytester):
+    import yaml
+
+    for name, expect in (
+        ("faulty-consumer", {"fails": ["no-loss"], "attempts": 3}),
+        ("smoke", {"fails": ["no-loss"], "attempts": 2}),
+    ):
+        path = pytester.path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "seed": 7, "expect": expect}))
+    result = lab(str(pytester.path), "--junitxml=out.xml", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*faulty-consumer.yaml::faulty-consumer PASSED*",
+            "*smoke.yaml::smoke FAILED*",
+            "*expected to fail no-loss in ≥ 1 of 2 attempts: reproduced 0 (2 passed)*",
+            "*attempt 2: PASS*",
+        ]
+    )
+    assert sorted(p.name for p in (pytester.path / "runs").glob("faulty-consumer-s7*")) == [
+        "faulty-consumer-s7",
+        "faulty-consumer-s7-2",
+    ]
+    import xml.etree.ElementTree as ET
+
+    case = next(c for c in ET.parse(pytester.path / "out.xml").iter("testcase") if c.get("name") == "faulty-consumer")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["expected"] == "fails no-loss in at least 1 of 3 attempts"
+    assert (props["attempts"], props["reproduced"]) == ("2", "1")
+    assert props["attempt.2.run_dir"] == props["run_dir"] and props["attempt.1.run_dir"].endswith("faulty-consumer-s7")
+
+
+def test_chaos_run_takes_an_expectation(lab, pytester):
+    pytester.makepyfile(
+        test_expected=f"""
+FAULTY = {str(REPO / "scenarios" / "faulty-consumer.yaml")!r}
+
+def test_the_faulty_consumer_loses_records(chaos_run):
+    result = chaos_run(FAULTY, seed=7, expect={{"fails": ["no-loss/lost-records"], "attempts": 2}})
+    result.assert_met()
+    assert not result.passed and len(result.attempts) == 2 and result.reproduced == 1
+    assert result.expected == "fails no-loss/lost-records in at least 1 of 2 attempts"
+
+def test_failing_otherwise_is_not_met(chaos_run):
+    result = chaos_run(FAULTY, seed=3, expect={{"fails": ["exclusive-ownership"], "attempts": 4}})
+    assert not result.met and len(result.attempts) == 1
+    assert result.expectation == (
+        "expected to fail exclusive-ownership; attempt 1 of 4 failed no-loss; not exclusive-ownership; "
+        "no-loss not expected"
+    )
+
+def test_without_one_a_failing_run_is_not_met(chaos_run):
+    result = chaos_run(FAULTY, seed=3)
+    assert not result.met and result.expected is None and result.attempts == []
+
+def test_a_check_the_protocol_does_not_run_cannot_be_expected(chaos_run):
+    import pytest
+    from runtime.errors import ScenarioError
+    with pytest.raises(ScenarioError, match="expect.fails.0: fenced-commits: not applicable to zk-eager"):
+        chaos_run(FAULTY, protocol="zk-eager", expect={{"fails": ["fenced-commits"]}})
+"""
+    )
+    lab("test_expected.py").assert_outcomes(passed=4)
