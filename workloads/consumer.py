@@ -445,7 +445,9 @@ class Member(TakesCommands, Driver):
                     self.non_owner.consume(self.assigned, self.events)
         except KafkaException as e:
             err = e.args[0]
-            self.events.consumer_error(error=err.name(), error_code=err.code(), fatal=err.fatal())
+            self.events.consumer_error(
+                error=err.name(), error_code=err.code(), fatal=err.fatal(), message=err.str()[:500]
+            )
             reason = "error"
         finally:
             if self.non_owner:
@@ -566,7 +568,10 @@ def records_of(batch, events: MemberEvents) -> list:
     if len(records) < len(batch):
         for msg in batch:
             if (err := msg.error()) is not None:
-                events.consumer_error(error=err.name(), error_code=err.code(), fatal=is_fatal(err))
+                # its words: _FATAL's say which error underneath (librdkafka #5541: INVALID_REQUEST)
+                events.consumer_error(
+                    error=err.name(), error_code=err.code(), fatal=is_fatal(err), message=err.str()[:500]
+                )
     return records
 
 

@@ -3,8 +3,9 @@
 Chaos may take a member away — a fault kills it, pauses it, cuts it off — but the library itself
 must not: every member process that ends does so because it was told to (SIGTERM, then its
 close: LeaveGroup), or because a fault killed it (a `fault_started` whose effects say
-`down: killed`). Anything else is the library failing, and each incarnation is named once, by
-the first of:
+`down: killed`: SIGKILL, or SIGTERM and its close). Anything else is the library failing — a
+fault's SIGTERM followed by a close that hangs or a crash signal too — and each incarnation is
+named once, by the first of:
 
 - `close-hang`: the harness asked it to stop and had to kill it when its stop timeout ran out
   (`process_exited.escalated_after_ms`): its close never returned (librdkafka #4527);
@@ -53,11 +54,13 @@ def check(history: History, options: dict) -> CheckResult:
         elif name == ev.FAULT_STARTED and effects_of(e).get(ev.DOWN) == ev.KILLED:
             doomed.add(e.get("target"))
         elif name == ev.PROCESS_EXITED and e.get("role") == CONSUMER:
-            if e.get("process") in doomed:
-                doomed.discard(e.get("process"))
-                continue
+            killed_by_fault = e.get("process") in doomed
+            doomed.discard(e.get("process"))
             member, incarnation = incarnation_of.get(e.get("pid"), (e.get("process"), None))
-            if (anomaly := _exit_anomaly(e, member, incarnation, (member, incarnation) in fatal)) is not None:
+            anomaly = _exit_anomaly(e, member, incarnation, (member, incarnation) in fatal)
+            # A fault stops its target with SIGKILL or SIGTERM: that explains an exit, never a close
+            # that hung after its SIGTERM nor a crash signal the library raised meanwhile.
+            if anomaly is not None and not (killed_by_fault and anomaly.kind == "unexpected-exit"):
                 result.violations.append(anomaly)
     kinds = [a.kind for a in result.violations]
     result.detail = {"by_kind": {k: kinds.count(k) for k in sorted(set(kinds))}}

@@ -85,6 +85,14 @@ def test_a_batch_s_errors_are_written_and_its_records_kept_in_order():
     records = records_of([*batch((0, 0)), eof, *batch((1, 0))], recording.events)
     assert [(m.partition(), m.offset()) for m in records] == [(0, 0), (1, 0)]
     assert recording.said == [
-        ("consumer_error", {"error": "_PARTITION_EOF", "error_code": KafkaError._PARTITION_EOF, "fatal": False})
+        (
+            "consumer_error",
+            {
+                "error": "_PARTITION_EOF",
+                "error_code": KafkaError._PARTITION_EOF,
+                "fatal": False,
+                "message": "Broker: No more messages",
+            },
+        )
     ]
     assert records_of(batch((0, 1)), recording.events) and len(recording.said) == 1

@@ -146,8 +146,12 @@ def test_errors_in_a_batch_are_written_as_consumer_errors():
         def fatal(self):
             return False
 
+        def str(self):
+            return "Local: Broker transport failure"
+
     f, _, recording = fetcher()
     f.fetch([TopicPartition(TOPIC, 0, 0)])
     epoch = f.follow()
     assert offsets(f.take([Message(0, 0, error=Error()), Message(0, 0)], epoch)) == [(0, 0)]
-    assert recording.said == [("consumer_error", {"error": "_TRANSPORT", "error_code": -195, "fatal": False})]
+    said = {"error": "_TRANSPORT", "error_code": -195, "fatal": False, "message": "Local: Broker transport failure"}
+    assert recording.said == [("consumer_error", said)]

@@ -57,11 +57,23 @@ def test_a_fault_that_kills_its_target_explains_the_exit(history_builder):
         params={},
         effects={"down": "killed"},
     )
-    b["consumer-1"].exited(-11)
+    b["consumer-1"].exited(-9)
     b.consumer("consumer-1", incarnation=2).start()
     b.at(200)
-    b["consumer-1"].exited(-11)  # the fault's kill was the first incarnation's: this one crashed
-    assert kinds(b) == [("library-crash", ("consumer-1",))]
+    b["consumer-1"].exited(1)  # the fault's kill was the first incarnation's: this one failed on its own
+    assert kinds(b) == [("unexpected-exit", ("consumer-1",))]
+
+
+def test_a_faults_stop_explains_neither_a_hung_close_nor_a_crash(history_builder):
+    b = started(history_builder, "consumer-1", "consumer-2")
+    for name in ("consumer-1", "consumer-2"):
+        b.emit(
+            "fault_started", "fault", fault_id=name, kind="crash", target=name, params={}, effects={"down": "killed"}
+        )
+    b["consumer-1"].exited(-9)
+    b.events[-1]["escalated_after_ms"] = 30_000  # the crash fault's SIGTERM, then its close hung
+    b["consumer-2"].exited(-6)  # aborted in its close
+    assert kinds(b) == [("close-hang", ("consumer-1",)), ("library-crash", ("consumer-2",))]
 
 
 def test_a_member_killed_after_its_stop_timeout_hung_in_its_close(history_builder):
