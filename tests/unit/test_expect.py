@@ -54,6 +54,9 @@ def problems(data: dict) -> list[tuple[str, str]]:
         ({"fails": ["no-loss"], "attempts": True}, "expect.attempts", "valid integer"),
         ({"fails": ["no-loss"], "attempts": 2, "at_least": 3}, "expect.at_least", "cannot happen in 2 attempt"),
         ({"fails": ["no-loss"], "tries": 2}, "expect.tries", "unknown key"),
+        ({"outcome": "fail", "may_also_fail": ["no-loss"]}, "expect", "may_also_fail goes with fails"),
+        ({"fails": ["no-loss"], "may_also_fail": ["no-los"]}, "expect.may_also_fail.0", "unknown check 'no-los'"),
+        ({"fails": ["no-loss"], "may_also_fail": ["no-loss"]}, "expect.may_also_fail.0", "no-loss is in fails"),
     ],
 )
 def test_a_bad_expectation_names_its_key_and_reason(expect, key, reason):
@@ -147,6 +150,28 @@ def _verdict(status: str, violations=(), **extra) -> dict:
         ({"outcome": "incomplete"}, "completed", _verdict("incomplete"), REPRODUCED, "ended incomplete"),
         ({"outcome": "incomplete"}, "completed", _verdict("fail", [LOST]), OTHERWISE, "failed no-loss"),
         ({"outcome": "fail"}, "completed", _verdict("fail", [TWICE]), REPRODUCED, "ended fail: exclusive-ownership"),
+        # a consequence the expectation allows may come with it, or not; it is never required
+        (
+            {"fails": ["no-loss"], "may_also_fail": ["exclusive-ownership"]},
+            "completed",
+            _verdict("fail", [LOST, TWICE]),
+            REPRODUCED,
+            "failed exclusive-ownership (1), no-loss (1)",
+        ),
+        (
+            {"fails": ["no-loss"], "may_also_fail": ["exclusive-ownership"]},
+            "completed",
+            _verdict("fail", [LOST]),
+            REPRODUCED,
+            "failed no-loss (1)",
+        ),
+        (
+            {"fails": ["exclusive-ownership"], "may_also_fail": ["no-loss"]},
+            "completed",
+            _verdict("fail", [LOST]),
+            OTHERWISE,
+            "failed no-loss; not exclusive-ownership",
+        ),
     ],
 )
 def test_one_run_against_an_expectation(expect, outcome, verdict, how, said):
