@@ -176,6 +176,8 @@ def table(bugs: list[Bug]) -> str:
 def readme(b: Bug) -> str:
     e = b.expectation
     attempts = f"at least {e.get('at_least', 1)} of {e.get('attempts', 1)} attempts"
+    if e.get("may_also_fail"):
+        attempts += f"; {', '.join(e['may_also_fail'])} may fail with it"
     lines = [
         f"# {b.id}: {b.facts.title}",
         "",
