@@ -54,3 +54,8 @@ def test_the_table_command_prints_every_bug():
     out = CliRunner().invoke(main, ["bugs"], terminal_width=200)
     assert out.exit_code == 0, out.output
     assert all(b.id in out.output for b in bug_corpus.load_corpus())
+
+
+def test_the_page_names_the_files_a_bug_folder_holds():
+    for name in (bug_corpus.FACTS, bug_corpus.AFFECTED, bug_corpus.FIXED, bug_corpus.MEASURED, "README.md"):
+        assert f"bugs/<id>/{name}" in DOC, name
