@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.campaigns import bug_corpus
-from oracle import load_history
+from oracle import History, load_history
 from tests.integration.conftest import lab
 
 pytestmark = pytest.mark.integration
@@ -38,12 +38,12 @@ def test_a_known_bug_fails_as_named_on_its_affected_release_and_passes_on_the_fi
     reproducing = [a for a in affected["attempts"] if a["reproduced"]]
     assert all(set(a["failed_checks"]) == expected for a in reproducing)
     # what the history of a reproducing attempt shows: a member asked to stop, killed when its close hung
-    history = load_history(Path(reproducing[0]["run_dir"]) / "history.jsonl")
+    history = History(load_history(Path(reproducing[0]["run_dir"]) / "history.jsonl"))
     hung = [e for e in history.named("process_exited") if e.get("escalated_after_ms") is not None]
     assert [e["role"] for e in hung] == ["consumer"], hung
     assert history.first("run_started")["client"] == bug.affected["workload"]["client"]
 
     assert fixed["state"] == "passed" and fixed["status"] == "pass"
-    history = load_history(Path(fixed["run_dir"]) / "history.jsonl")
+    history = History(load_history(Path(fixed["run_dir"]) / "history.jsonl"))
     assert not [e for e in history.named("process_exited") if e.get("escalated_after_ms") is not None]
     assert history.first("run_started")["client"] == bug.fixed["workload"]["client"]
