@@ -232,12 +232,18 @@ def test_ctrl_c_and_sigkill_leave_nothing_in_the_engine(tmp_path, engine):
     harness.kill()  # SIGKILL, as a CI job's timeout does: no teardown at all, a container left frozen
     harness.wait()
     killed_at = time.monotonic()
-    while leftovers(engine, f"run:{run_dir}")["containers"] and time.monotonic() - killed_at < 10:
+
+    def state() -> dict:
+        return json.loads((run_dir / "run.json").read_text())
+
+    # Its watchdog (or a run starting meanwhile on another pytest worker) removes the project,
+    # then marks the run: wait for both, the mark comes a moment after the containers go.
+    while (
+        leftovers(engine, f"run:{run_dir}")["containers"] or state()["state"] != "killed"
+    ) and time.monotonic() - killed_at < 10:
         time.sleep(0.5)
     assert leftovers(engine, f"run:{run_dir}") == NOTHING, "left 10 s after the harness was killed"
-    # Its watchdog removed the project (or a run starting meanwhile on another pytest worker did).
-    state = json.loads((run_dir / "run.json").read_text())
-    assert state["state"] == "killed" and state["killed"]["by"], state
+    assert state()["state"] == "killed" and state()["killed"]["by"], state()
     cleanup = lab("cleanup")
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     found = engines.find_engine()
