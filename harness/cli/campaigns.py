@@ -14,9 +14,14 @@ from harness.cli.common import (
     FiniteFloatRange,
     client_config_option,
     console,
+    emit_json,
     err_console,
     fail,
     fresh_clusters_option,
+    human,
+    no_progress_bar,
+    quiet,
+    say,
 )
 from harness.cluster.backend import BACKENDS
 from harness.components.install import installed_for
@@ -105,7 +110,7 @@ def compare_command(
             wanted,
             seeds,
             runs_dir,
-            console.log,
+            say,
             backend,
             share_clusters=not fresh_clusters,
             client_config=client_config,
@@ -115,11 +120,23 @@ def compare_command(
     except LabError as e:
         fail(e)
     rows = [e.row() for e in entries]
-    print_comparison(console, rows, out)
+    if human():
+        print_comparison(console, rows, out)
     if interrupted:
+        _emit_comparison(EXIT_INTERRUPTED, rows, out)
         sys.exit(EXIT_INTERRUPTED)
     expected = max(len(wanted), 1) * max(len(kafka), 1) * max(len(clients), 1) * seeds
-    sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == expected else EXIT_CHECK_FAILED)
+    code = EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == expected else EXIT_CHECK_FAILED
+    _emit_comparison(code, rows, out)
+    sys.exit(code)
+
+
+def _emit_comparison(code: int, rows: list[dict], out: Path) -> None:
+    """`compare --json`'s document (harness/reports/json_output.py)."""
+    from harness.reports.json_output import CompareOutput, CompareRow
+
+    status = {EXIT_OK: "passed", EXIT_INTERRUPTED: "interrupted"}.get(code, "failed")
+    emit_json(CompareOutput(exit_code=code, status=status, dir=str(out), rows=[CompareRow(**r) for r in rows]))
 
 
 @click.command("suite")
@@ -179,6 +196,7 @@ def suite_command(
         TextColumn("{task.completed:.0f}/{task.total:.0f}"),
         TimeElapsedColumn(),
         console=console,
+        disable=no_progress_bar(),
     ) as progress:
         task = progress.add_task(f"suite {suite.spec.name}", total=len(chosen))
 
@@ -190,7 +208,7 @@ def suite_command(
             chosen,
             runs_dir,
             fail_fast,
-            lambda m: progress.console.log(escape(m)),
+            say,
             on_variant,
             share_clusters=not fresh_clusters,
         )
@@ -199,8 +217,17 @@ def suite_command(
         except LabError as e:  # the suite's directory could not be made
             fail(e)
         progress.update(task, completed=len(chosen), description=escape(f"suite {suite.spec.name}"))
-    print_suite(console, run.to_dict(), run.dir)
+    if human():
+        print_suite(console, run.to_dict(), run.dir, brief=quiet())
+    _emit_suite(run.to_dict(), run.dir, code)
     sys.exit(code)
+
+
+def _emit_suite(suite: dict, out: Path, code: int) -> None:
+    """`suite --json`'s document (harness/reports/json_output.py)."""
+    from harness.reports.json_output import suite_model
+
+    emit_json(suite_model({**suite, "exit_code": code}, out))
 
 
 @click.command("capacity")
@@ -223,7 +250,7 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         for point in sweep.points:
             installed_for(point.scenario)
         make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
-        run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
+        run = CapacityRun(sweep, runs_dir, fresh, say)
     except LabError as e:
         fail(e)
     with Progress(
@@ -232,6 +259,7 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         TextColumn("{task.completed:.0f}/{task.total:.0f}"),
         TimeElapsedColumn(),
         console=console,
+        disable=no_progress_bar(),
     ) as progress:
         task = progress.add_task(f"capacity {sweep.spec.name}", total=len(sweep.points))
 
@@ -250,19 +278,11 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
             console.print(f"interrupted: `rebalance-lab capacity {sweep_file}` resumes from {run.dir}")
             sys.exit(EXIT_INTERRUPTED)
         progress.update(task, completed=len(sweep.points), description=escape(f"capacity {sweep.spec.name}"))
-    from analysis.capacity import COLUMNS
-
     try:
-        result = run.table(master, progress=lambda m: console.log(escape(m)))
+        result = run.table(master, progress=say)
     except LabError as e:  # no point ran to a verdict, say
         fail(e)
-    table = Table(title=f"Capacity — {sweep.spec.name}", title_justify="left")
-    columns = [c for c in COLUMNS if c not in ("run", "rebalance_max_ms", "broker_p50_ms", "broker_max_ms")]
-    for c in columns:
-        table.add_column(c, justify="left" if c == "protocol" else "right")
-    for row in result.rows:
-        table.add_row(*("–" if row[c] is None else str(row[c]) for c in columns))
-    console.print(table)
+    console.print(capacity_table(sweep.spec.name, result.rows, console.width))
     console.print(f"{result.report}")
     if any(p.get("outcome") != "completed" or not p.get("verdict") for p in ran):  # a run broke, or was not judged
         sys.exit(EXIT_RUN_ERROR)
@@ -323,7 +343,7 @@ def shrink_command(
             run_dir,
             check,
             runs_dir,
-            console.log,
+            say,
             repeats=repeats,
             max_runs=max_runs,
             max_minutes=max_minutes,
@@ -385,3 +405,19 @@ def bugs_command(write_docs: bool, check_docs: bool) -> None:
             b.wall(),
         )
     console.print(view)
+
+
+def capacity_table(name: str, rows: list[dict], width: int):
+    """The capacity table on the terminal, its columns fitted to it (capacity.csv has them all)."""
+    from analysis.capacity import COLUMNS
+    from runtime.console import Column, fitted_table
+
+    names = [c for c in COLUMNS if c not in ("run", "rebalance_max_ms", "broker_p50_ms", "broker_max_ms")]
+    # a narrow terminal keeps the point's coordinates and the headline figures
+    keep = {"protocol", "members", "partitions", "rate", "rebalance_p95_ms", "stw_p95_ms"}
+    columns = [
+        Column(c, justify="left" if c == "protocol" else "right", drop=0 if c in keep else len(names) - i)
+        for i, c in enumerate(names)
+    ]
+    cells = [["–" if row[c] is None else escape(str(row[c])) for c in names] for row in rows]
+    return fitted_table(f"Capacity — {name}", columns, cells, width)

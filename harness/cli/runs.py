@@ -11,7 +11,19 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli.common import client_config_option, console, err_console, error, fail
+from harness.cli.common import (
+    client_config_option,
+    console,
+    detail,
+    emit_json,
+    err_console,
+    error,
+    fail,
+    human,
+    no_progress_bar,
+    quiet,
+    say,
+)
 from harness.cluster.backend import BACKENDS
 from harness.components.install import installed_for
 from harness.paths import default_runs_dir, make_dirs
@@ -63,6 +75,7 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
         TimeElapsedColumn(),
         console=console,
         transient=False,
+        disable=no_progress_bar(),
     ) as progress:
         tasks: dict[str, int] = {}
 
@@ -71,16 +84,14 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
                 tasks[phase] = progress.add_task(phase, total=total, note=f"≤ {total:.0f}s")
             progress.update(tasks[phase], completed=done)
 
-        def report(msg: str) -> None:
-            progress.console.log(msg)
-
         try:
-            this_run = Run(scenario, scenario_file, runs_dir, report, on_progress)
+            this_run = Run(scenario, scenario_file, runs_dir, say, on_progress, detail=detail)
         except LabError as e:  # its directory could not be made: nothing has started
             fail(e)
         result = this_run.execute()
     if result.verdict:
-        print_verdict(console, result.verdict, result.run_dir)
+        if human():
+            print_verdict(console, result.verdict, result.run_dir, brief=quiet())
         if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
             err_console.print(escape(f"warning: {result.error}"))
     else:
@@ -92,10 +103,35 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
                 )
             )
         )
+    expectation = None
     if scenario.expect:  # said, not acted on: a suite or pytest holds a variant to it, over its attempts
-        line = scenario.expect.run_line(result.outcome, result.verdict)
+        line = expectation = scenario.expect.run_line(result.outcome, result.verdict)
         console.print(escape(line[0].upper() + line[1:]), highlight=False, soft_wrap=True)
+    emit_json_of_run(result, scenario, expectation)
     sys.exit(result.exit_code)
+
+
+def emit_json_of_run(result, scenario, expectation: str | None) -> None:
+    """`run --json`'s document (harness/reports/json_output.py)."""
+    from harness.reports.json_output import RunOutput, verdict_model
+    from harness.supervision.run_state import read_state
+
+    state = read_state(result.run_dir) or {}
+    emit_json(
+        RunOutput(
+            exit_code=result.exit_code,
+            status=result.verdict["status"] if result.verdict else result.outcome,
+            outcome=result.outcome,
+            error=redact_text(result.error) if result.error else None,
+            run_dir=str(result.run_dir),
+            scenario=scenario.name,
+            seed=scenario.seed,
+            harness_version=state.get("harness_version"),
+            components=state.get("components") or {},
+            expectation=expectation,
+            verdict=verdict_model(result.verdict) if result.verdict else None,
+        )
+    )
 
 
 @click.command()
@@ -115,7 +151,22 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
             error(f"--seed {seed}: {why}")
         scenario = scenario.model_copy(update={"seed": seed})
     faults = scenario.schedule()
-    click.echo(json.dumps(faults, indent=2, sort_keys=True))
+    if human():  # as before --json: the bare list
+        click.echo(json.dumps(faults, indent=2, sort_keys=True))
+    else:
+        from harness.reports.json_output import ScheduleOutput
+
+        rf = scenario.random_faults
+        emit_json(
+            ScheduleOutput(
+                exit_code=0,
+                scenario=scenario.name,
+                seed=scenario.seed,
+                faults=faults,
+                random_drawn=len(faults) - len(scenario.faults) if rf else None,
+                random_asked=rf.count if rf else None,
+            )
+        )
     if scenario.random_faults and (drawn := len(faults) - len(scenario.faults)) < scenario.random_faults.count:
         err_console.print(
             escape(
@@ -177,12 +228,13 @@ def check(run_dir: Path, write: bool) -> None:
         "seed": started.get("seed"),
         **verdict,
     }
-    print_verdict(console, verdict, run_dir)
+    if human():
+        print_verdict(console, verdict, run_dir, brief=quiet())
     expected = _expectation_line(run_dir, verdict)
     if expected:
         console.print(escape(expected[0].upper() + expected[1:]), highlight=False, soft_wrap=True)
     note = run_state_note(read_state(run_dir))
-    if note:
+    if note and not quiet():
         console.print(note, markup=False, soft_wrap=True)
     if write:
         try:
@@ -192,6 +244,21 @@ def check(run_dir: Path, write: bool) -> None:
                 write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
         except OSError as e:  # a directory where summary.md goes, a read-only run directory
             error(f"--write: {e.filename or run_dir}: cannot write it: {e.strerror or e}")
+    from harness.reports.json_output import CheckOutput, verdict_model
+
+    emit_json(
+        CheckOutput(
+            exit_code=EXIT_FOR_VERDICT[verdict["status"]],
+            status=verdict["status"],
+            run_dir=str(run_dir),
+            scenario=verdict.get("scenario"),
+            seed=verdict.get("seed"),
+            run_state=(read_state(run_dir) or {}).get("state"),
+            expectation=expected,
+            wrote=write,
+            verdict=verdict_model(verdict),
+        )
+    )
     gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
 
