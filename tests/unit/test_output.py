@@ -348,3 +348,45 @@ def test_run_components(tmp_path):
     assert c["kafka"] == "4.4.0" and "zookeeper" not in c
     assert c["librdkafka"] == "2.12.0" and c["client"] == "confluent-kafka==2.12.0"
     assert c["toxiproxy"] and c["python"]
+
+
+def test_run_json_keys_are_documented(tmp_path):
+    from harness.run.loop import Run
+    from harness.scenario import load_scenario
+
+    path = REPO / "scenarios" / "smoke.yaml"
+    run = Run(load_scenario(path), path, tmp_path, lambda m: None)
+    run._state("running", started="now", components=run._components())
+    written = set(json.loads((run.run_dir / "run.json").read_text()))
+    run._state("completed", error=None, verdict="pass", phases={}, components=run._components())
+    written |= set(json.loads((run.run_dir / "run.json").read_text()))
+    doc = (REPO / "docs" / "reference" / "run-json.md").read_text()
+    documented = set(re.findall(r"^\| `(\w+)` \|", doc, flags=re.M))
+    assert written <= documented, written - documented
+    assert documented - written <= {"shared_cluster", "killed"}
+    assert {"harness_version", "components"} <= written
+    components = json.loads((run.run_dir / "run.json").read_text())["components"]
+    assert {"kafka", "client", "java", "python"} <= set(components)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_analysis_table_fits(width):
+    from analysis.cli import comparison_table
+
+    row = {
+        "protocol": "classic-cooperative",
+        "assignor": "cooperative-sticky",
+        "kafka": "3.9.2",
+        "client": "confluent-kafka==2.16.1",
+        "faults": "crash+pause",
+        "scenario": "random-chaos",
+        "runs": 3,
+        "metric": "rebalances",
+        "sum": 4,
+    }
+    c = _piped(width)
+    c.print(comparison_table([row], width))
+    text = c.file.getvalue()
+    _assert_fits(text, width)
+    assert _tallest_row(text, text.splitlines()[0]) <= MAX_CELL_LINES, text
+    assert "classic-cooperative" in text and "3.9.2" in text
