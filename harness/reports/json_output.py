@@ -67,7 +67,7 @@ class RunOutput(_Document):
     """`rebalance-lab run FILE --json`."""
 
     schema_: Literal["rebalance-lab.run/1"] = Field("rebalance-lab.run/1", alias="schema")
-    exit_code: int = Field(description="The command's exit code (docs: exit codes)")
+    exit_code: int = Field(description="The command's exit code")
     status: str = Field(
         description="The verdict's status (pass, fail, error, incomplete), else how the run ended "
         "without one (interrupted, error)"
@@ -80,7 +80,7 @@ class RunOutput(_Document):
     harness_version: str | None = Field(description="run.json's harness_version")
     components: dict[str, str | None] = Field(description="run.json's components: each one's version")
     expectation: str | None = Field(description="What the scenario's expect: says of this run")
-    verdict: Verdict | None = Field(description="None when the run has no verdict")
+    verdict: Verdict | None = Field(description="null when the run has no verdict")
 
 
 class CheckOutput(_Document):
@@ -104,12 +104,12 @@ class SuiteVariant(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     state: str = Field(description="passed, failed, broken or skipped")
-    status: str | None = Field(description="Its verdict's status; None without one")
+    status: str | None = Field(description="Its verdict's status; null without one")
     exit_code: int | None
     reason: str | None
     seconds: float
     run_dir: str | None
-    replay: str | None = Field(description="The command that runs this variant again (None when not known)")
+    replay: str | None = Field(description="The command that runs this variant again (null when not known)")
     violated_checks: list[str]
     rebalances: int | None
     rebalance_p95_ms: float | None
@@ -172,7 +172,7 @@ class ScheduleOutput(_Document):
     scenario: str
     seed: int | None
     faults: list[dict[str, Any]] = Field(description="The written faults and the seeded random ones, by time")
-    random_drawn: int | None = Field(description="random_faults drawn (None: the scenario has none)")
+    random_drawn: int | None = Field(description="random_faults drawn (null: the scenario has none)")
     random_asked: int | None = Field(description="random_faults.count")
 
 
@@ -296,12 +296,21 @@ def _type(spec: dict, defs: dict) -> str:
 
 
 def _fields(schema: dict, defs: dict) -> list[str]:
-    required = set(schema.get("required", ()))
-    lines = ["| key | type | | meaning |", "|---|---|---|---|"]
+    """Every key is always there (null where the type allows it)."""
+    lines = ["| key | type | meaning |", "|---|---|---|"]
     for name, spec in schema.get("properties", {}).items():
-        meaning = (spec.get("description") or "").replace("|", "\\|")
-        lines.append(f"| `{name}` | {_type(spec, defs)} | {'' if name in required else 'optional'} | {meaning} |")
+        meaning = (spec.get("description") or _COMMON.get(name, "")).replace("|", "\\|")
+        lines.append(f"| `{name}` | {_type(spec, defs)} | {meaning} |")
     return lines
+
+
+_COMMON = {
+    "schema": "The document's format and its version",
+    "exit_code": "The command's exit code",
+    "run_dir": "The run's directory",
+    "scenario": "The scenario's name",
+    "seed": "The run's seed",
+}
 
 
 def reference_markdown() -> str:
@@ -316,11 +325,16 @@ def reference_markdown() -> str:
         "JSON document, and every other line (progress, warnings, errors) goes to stderr. Each document",
         'names its format in `"schema"` (`"rebalance-lab.run/1"`): a key may be added to a format without',
         "a new number; a key renamed or removed, or a meaning changed, gives it a new number. The exit code",
-        "is the command's (`exit_code` repeats it).",
+        "is the command's (`exit_code` repeats it). Every key below is always there, null where its type",
+        "allows it.",
         "",
         "```sh",
-        "rebalance-lab run scenarios/smoke.yaml --json > run.json.out",
+        "rebalance-lab run scenarios/smoke.yaml --json",
+        "rebalance-lab schedule scenarios/random-chaos.yaml --json",
         "```",
+        "",
+        "`-q` (`--quiet`, before or after the command's name) prints only the result lines and errors, `-v`",
+        "(`--verbose`) also each process started and each that exited; `--json` prints no progress bar.",
         "",
         "A command stopped by an error of its own (bad input, a setup that failed) prints an",
         '`"rebalance-lab.error/1"` document; click\'s usage errors (an unknown option) print none.',
