@@ -403,6 +403,8 @@ def print_suite(console: Console, suite: dict, out: Path, brief: bool = False) -
                     highlight=False,
                     soft_wrap=True,
                 )
+                if v.get("replay"):  # what runs it again
+                    console.print(escape(f"  replay: {v['replay']}"), highlight=False, soft_wrap=True)
         console.print(escape(f"{suite['state']}: suite.json, junit.xml, index.html in {out}"), soft_wrap=True)
         return
     rows = []

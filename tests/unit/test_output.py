@@ -176,6 +176,11 @@ def test_quiet_brief_lines(verdicts):
     print_suite(c, _suite(), Path("runs/suite"), brief=True)
     lines = c.file.getvalue().splitlines()
     assert [line.split()[0] for line in lines] == ["FAILED", "BROKEN", "SKIPPED", "failed:"]
+    suite = _suite()
+    suite["variants"][1]["replay"] = "rebalance-lab run scenarios/random-chaos.yaml --seed 1"
+    c = _piped(80)
+    print_suite(c, suite, Path("runs/suite"), brief=True)
+    assert "  replay: rebalance-lab run scenarios/random-chaos.yaml --seed 1" in c.file.getvalue().splitlines()
 
 
 # ----------------------------------------------------------------------------- the command line
@@ -232,7 +237,7 @@ def test_schedule_json_and_its_old_output():
 
 def _fake_run(verdict: dict):
     class FakeRun:
-        def __init__(self, scenario, path, runs_dir, report, progress=None, pool=None, detail=None):
+        def __init__(self, scenario, path, runs_dir, report, progress=None, detail=None, **_):
             self.run_dir = Path(runs_dir) / f"{scenario.name}-{len(list(Path(runs_dir).iterdir()))}"
             self.report, self.detail = report, detail
 
