@@ -98,6 +98,17 @@ def fitted_table(title: str | None, columns: Sequence[Column], rows: Sequence[Se
         if sum(natural(j) for j in shown) + 3 * len(shown) + 1 <= width:
             break
         shown.remove(i)
+    # The folded columns share what the others leave, each at least its width, the rest by how much
+    # each would take: set here, as rich's own collapse may leave a table wider than the console.
+    folded = [i for i in shown if columns[i].wrap]
+    room = width - sum(natural(i) for i in shown if not columns[i].wrap) - 3 * len(shown) - 1
+    whole = {i: max([len(columns[i].header), *(_cell_width(r[i]) for r in rows)]) for i in folded}
+    fixed: dict[int, int | None] = dict.fromkeys(folded)
+    if folded and sum(whole.values()) > room:
+        base = {i: min(columns[i].width, whole[i]) for i in folded}
+        extra, want = max(room - sum(base.values()), 0), {i: whole[i] - base[i] for i in folded}
+        share = {i: extra * want[i] // (sum(want.values()) or 1) for i in folded}
+        fixed = {i: base[i] + share[i] for i in folded}
     table = Table(title=title, title_justify="left")
     for i in shown:
         c = columns[i]
@@ -106,7 +117,7 @@ def fitted_table(title: str | None, columns: Sequence[Column], rows: Sequence[Se
             justify=c.justify,
             no_wrap=not c.wrap,
             overflow="fold" if c.wrap else "ellipsis",
-            min_width=c.width if c.wrap else None,
+            width=fixed.get(i),
         )
     for r in rows:
         table.add_row(*(r[i] for i in shown))

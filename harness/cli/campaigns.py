@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from harness.cli.common import (
     FiniteFloatRange,
@@ -391,20 +390,30 @@ def bugs_command(write_docs: bool, check_docs: bool) -> None:
         for path in stale:
             err_console.print(f"out of date: {path} (rebalance-lab bugs --write-docs)")
         sys.exit(EXIT_CHECK_FAILED if stale else EXIT_OK)
-    view = Table(title=f"{len(bugs)} known bugs (bugs/)")
-    for column in ("bug", "component", "affected → fixed", "named by", "reproduced → fixed", "wall per run"):
-        view.add_column(column, overflow="fold")
+    from runtime.console import Column, fitted_table
+
+    columns = (
+        Column("bug", wrap=True, width=28),
+        Column("component", drop=2),
+        Column("affected → fixed"),
+        Column("named by", wrap=True, width=14, drop=1),
+        Column("reproduced → fixed", drop=3),
+        Column("wall per run", drop=4),
+    )
+    rows = []
     for b in bugs:
         fixed = b.release(b.fixed) if b.fixed else "not fixed yet"
-        view.add_row(
-            escape(f"{b.id}: {b.facts.title}"),
-            b.facts.component,
-            f"{b.release(b.affected)} → {fixed}",
-            escape(b.names_it().replace("`", "")),
-            b.rate(),
-            b.wall(),
+        rows.append(
+            (
+                escape(f"{b.id}: {b.facts.title}"),
+                b.facts.component,
+                f"{b.release(b.affected)} → {fixed}",
+                escape(b.names_it().replace("`", "")),
+                b.rate(),
+                b.wall(),
+            )
         )
-    console.print(view)
+    console.print(fitted_table(f"{len(bugs)} known bugs (bugs/)", columns, rows, console.width))
 
 
 def capacity_table(name: str, rows: list[dict], width: int):

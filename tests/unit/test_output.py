@@ -63,6 +63,8 @@ def _assert_fits(text: str, width: int) -> None:
     for line in lines:
         assert len(line) <= width, f"wider than {width}: {line!r}"
         assert line == line.rstrip(" "), f"padded: {line!r}"
+        if line[:1] in ("┏", "┃", "┡", "│", "└"):  # a table's line: whole, not cut at the console's edge
+            assert line[-1] in ("┓", "┃", "┩", "│", "┘"), f"cut: {line!r}"
 
 
 def _tallest_row(text: str, title: str) -> int:
@@ -395,3 +397,11 @@ def test_the_analysis_table_fits(width):
     _assert_fits(text, width)
     assert _tallest_row(text, text.splitlines()[0]) <= MAX_CELL_LINES, text
     assert "classic-cooperative" in text and "3.9.2" in text
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_known_bugs_table_fits(width):
+    r = CliRunner().invoke(main, ["bugs"], env={"COLUMNS": str(width)})
+    assert r.exit_code == 0, r.output
+    _assert_fits(r.stdout, width)
+    assert r.stdout.splitlines()[1].endswith("┓")  # whole, not cut at the console's edge
