@@ -183,6 +183,9 @@ def suite_command(
                 console.print(escape(v.id + (f"  (expected: {v.expect.describe()})" if v.expect else "")))
             if not chosen:
                 console.print("nothing to run: every variant of the suite's last run passed")
+            _emit_suite(
+                {"suite": suite.spec.name, "state": "listed", "variants": [_listed(v) for v in chosen]}, None, 0
+            )
             sys.exit(EXIT_OK)
         for v in chosen:
             installed_for(Scenario.model_validate(v.scenario_data))
@@ -222,7 +225,12 @@ def suite_command(
     sys.exit(code)
 
 
-def _emit_suite(suite: dict, out: Path, code: int) -> None:
+def _listed(v) -> dict:
+    """A variant as `suite --list --json` gives it: nothing run."""
+    return {"id": v.id, "state": "listed", "seconds": 0.0, "replay": None}
+
+
+def _emit_suite(suite: dict, out: Path | None, code: int) -> None:
     """`suite --json`'s document (harness/reports/json_output.py)."""
     from harness.reports.json_output import suite_model
 

@@ -103,7 +103,7 @@ class SuiteVariant(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str
-    state: str = Field(description="passed, failed, broken or skipped")
+    state: str = Field(description="passed, failed, broken or skipped; listed (`--list`: not run)")
     status: str | None = Field(description="Its verdict's status; null without one")
     exit_code: int | None
     reason: str | None
@@ -121,9 +121,9 @@ class SuiteOutput(_Document):
 
     schema_: Literal["rebalance-lab.suite/1"] = Field("rebalance-lab.suite/1", alias="schema")
     exit_code: int
-    status: str = Field(description="The suite's state: passed, failed, broken, interrupted, …")
+    status: str = Field(description="The suite's state: passed, failed, broken, interrupted, …; listed (`--list`)")
     suite: str
-    dir: str = Field(description="The suite's directory (suite.json, junit.xml, index.html)")
+    dir: str | None = Field(description="The suite's directory (suite.json, junit.xml, index.html); null with --list")
     variants: list[SuiteVariant]
 
 
@@ -245,7 +245,7 @@ def verdict_model(verdict: dict) -> Verdict:
     )
 
 
-def suite_model(suite: dict, out: Path) -> SuiteOutput:
+def suite_model(suite: dict, out: Path | None) -> SuiteOutput:
     """suite.json's dict in brief."""
     variants = []
     for v in suite["variants"]:
@@ -270,7 +270,7 @@ def suite_model(suite: dict, out: Path) -> SuiteOutput:
         exit_code=suite.get("exit_code") if suite.get("exit_code") is not None else 0,
         status=suite["state"],
         suite=suite["suite"],
-        dir=str(out),
+        dir=str(out) if out else None,
         variants=variants,
     )
 

@@ -295,6 +295,9 @@ def test_suite_json(verdicts, tmp_path, monkeypatch, no_install):
     assert r.exit_code == out.exit_code == 0, r.stderr
     assert [v.state for v in out.variants] == ["passed", "passed"]
     assert all(v.run_dir for v in out.variants)
+    r = CliRunner().invoke(main, ["suite", str(suite), "--list", "--json"])
+    listed = json_output.SuiteOutput.model_validate(_json(r))
+    assert r.exit_code == 0 and listed.status == "listed" and len(listed.variants) == 2
 
 
 def test_compare_json(verdicts, tmp_path, monkeypatch):
