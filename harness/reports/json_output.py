@@ -353,17 +353,30 @@ def reference_markdown() -> str:
     lines += [
         "## JSON Schema",
         "",
-        "Each document's JSON Schema, for a validator:",
+        "Each document's JSON Schema, for a validator, is printed by:",
         "",
-        "```json",
-        json.dumps({m.__name__: m.model_json_schema(by_alias=True) for m in DOCUMENTS}, indent=2, sort_keys=True),
+        "```sh",
+        "python3 -m harness.reports.json_output --schema",
         "```",
         "",
     ]
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # rewrite docs/reference/json.md
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(reference_markdown())
-    print(f"wrote {DOC}")
+def json_schemas() -> dict[str, dict]:
+    """Each document's JSON Schema, by its ``schema`` name."""
+    return {
+        m.model_json_schema(by_alias=True)["properties"]["schema"]["const"]: m.model_json_schema(by_alias=True)
+        for m in DOCUMENTS
+    }
+
+
+if __name__ == "__main__":  # rewrite docs/reference/json.md; --schema: print the JSON Schemas
+    import sys
+
+    if sys.argv[1:] == ["--schema"]:
+        print(json.dumps(json_schemas(), indent=2, sort_keys=True))
+    else:
+        DOC.parent.mkdir(parents=True, exist_ok=True)
+        DOC.write_text(reference_markdown())
+        print(f"wrote {DOC}")

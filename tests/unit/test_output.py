@@ -408,3 +408,11 @@ def test_the_known_bugs_table_fits(width):
     assert r.exit_code == 0, r.output
     _assert_fits(r.stdout, width)
     assert r.stdout.splitlines()[1].endswith("┓")  # whole, not cut at the console's edge
+
+
+def test_each_document_has_a_json_schema():
+    schemas = json_output.json_schemas()
+    assert sorted(schemas) == sorted(
+        f"rebalance-lab.{n}/1" for n in ("run", "check", "suite", "compare", "schedule", "error")
+    )
+    assert all(s["properties"]["schema"]["const"] == name for name, s in schemas.items())
