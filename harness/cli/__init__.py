@@ -15,7 +15,7 @@ from analysis.cli import analyze
 from harness.cli import campaigns, cluster, runs, setup
 from harness.cli.common import error
 from oracle.extensions import ExtensionError
-from runtime.errors import EXIT_BAD_INPUT
+from runtime.errors import EXIT_BAD_INPUT, EXIT_CODES_TEXT
 
 
 class _Lab(click.Group):
@@ -28,7 +28,7 @@ class _Lab(click.Group):
             error(str(e), EXIT_BAD_INPUT)
 
 
-@click.group(cls=_Lab, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Lab, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_TEXT)
 def main() -> None:
     """Chaos testing of Kafka consumer-group rebalancing against real ZooKeeper and Kafka."""
 
@@ -49,3 +49,14 @@ for command in (
     analyze,
 ):
     main.add_command(command)
+
+
+def _every_command(group: click.Group):
+    for command in group.commands.values():
+        yield command
+        if isinstance(command, click.Group):
+            yield from _every_command(command)
+
+
+for command in _every_command(main):  # the one contract, at the foot of every command's --help
+    command.epilog = EXIT_CODES_TEXT
