@@ -42,7 +42,7 @@ AXIS_OPTIONS = {
 }
 
 Part = str | int  # a mapping's key, or a list's index (zero-based here, one-based as written)
-_TOKEN = re.compile(r'\[(?P<index>\d+)\]|(?:^|\.)(?:"(?P<quoted>[^"]+)"|(?P<key>[^.\[\]"\s]+))')
+_TOKEN = re.compile(r'\[(?P<index>\d+)\]|(?:^|\.)(?:"(?P<quoted>[^"]+)"|(?P<key>[^.\[\]"\s()=]+))')
 
 
 class OverrideError(ValueError):
