@@ -465,9 +465,14 @@ def check_outputs(out: Path | None, junit: Path | None) -> None:
         if any(out.iterdir()):
             raise BadSuiteArgument(f"--out {out}: not empty; give a new or empty directory")
     if junit is not None:
-        if junit.is_dir():
-            raise BadSuiteArgument(f"--junit {junit}: a directory; give the file to write (e.g. {junit / 'junit.xml'})")
         make_dirs(junit.parent, "--junit")
+        try:
+            if junit.is_dir():
+                raise BadSuiteArgument(f"--junit {junit}: a directory; give the file to write ({junit / 'junit.xml'})")
+            with junit.open("ab"):  # writable (written when the suite ends)
+                pass
+        except OSError as e:
+            raise BadSuiteArgument(f"--junit {junit}: cannot write it: {e.strerror or e}") from None
 
 
 Report = Callable[[str], None]

@@ -26,6 +26,12 @@ from runtime.output_dirs import SafePath
 from runtime.secrets import redact_text
 
 
+def _not_empty(_ctx, _param, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("empty")
+    return value
+
+
 def _sets(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, object]]:
     from harness.scenario.overrides import OverrideError, parse_set
 
@@ -45,9 +51,19 @@ def _sets(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, object]]:
     default=None,
     help="Over workload.protocol, with what it forces (its default assignor, the Kafka line it needs), as a suite's axis.",
 )
-@click.option("--kafka", default=None, metavar="RELEASE", help="Over cluster.kafka: a release or a line (4.1).")
 @click.option(
-    "--client", default=None, metavar="REQUIREMENT", help="Over workload.client, e.g. confluent-kafka==2.3.0."
+    "--kafka",
+    default=None,
+    metavar="RELEASE",
+    callback=_not_empty,
+    help="Over cluster.kafka: a release or a line (4.1).",
+)
+@click.option(
+    "--client",
+    default=None,
+    metavar="REQUIREMENT",
+    callback=_not_empty,
+    help="Over workload.client, e.g. confluent-kafka==2.3.0.",
 )
 @click.option(
     "--backend",
