@@ -5,7 +5,7 @@ command (EXIT_CODES_TEXT, which each command's --help and docs/ci.md show): 0 pa
 1 a check failed, 2 bad input or setup, 3 the run itself broke (cluster never became
 ready, a process died unexpectedly) or a check raised, 4 incomplete (no violation, but a
 check could not judge the history: the run ended before `phase: done`), 130 interrupted.
-A command that runs many (suite, compare, capacity, shrink) returns the worst of them,
+A command that runs many (suite, compare, capacity) returns the worst of them, in
 worst_exit's order.
 """
 
@@ -35,10 +35,29 @@ EXIT_MEANINGS = {
 EXIT_CODES_TEXT = (
     "Exit codes (every command): "
     + "; ".join(f"{code} {EXIT_MEANINGS[code]}" for code in sorted(EXIT_MEANINGS))
-    + ". Many runs (suite, compare, capacity, shrink) exit with the worst of theirs, in the order "
+    + ". Many runs (suite, compare, capacity) exit with the worst of theirs, in the order "
     + " > ".join(map(str, EXIT_SEVERITY))
     + "."
 )
+
+
+def exit_codes_markdown() -> str:
+    """docs/reference/exit-codes.md, from EXIT_MEANINGS and EXIT_SEVERITY (a test holds the page to it)."""
+    rows = "".join(f"| {code} | {EXIT_MEANINGS[code]} |\n" for code in sorted(EXIT_MEANINGS))
+    return (
+        "# Exit codes\n\n"
+        "<!-- generated from runtime/errors.py (EXIT_MEANINGS, EXIT_SEVERITY); "
+        "tests/unit/test_exit_codes.py holds it equal -->\n\n"
+        "One contract for every `rebalance-lab` command; each command's `--help` ends with it.\n\n"
+        "| code | meaning |\n|---|---|\n" + rows + "\n"
+        "A command that runs many — `suite`, `compare`, `capacity` — exits with the worst of "
+        "its runs' codes, in the order " + " > ".join(f"**{c}**" for c in EXIT_SEVERITY) + ": an interruption "
+        "first, then bad input, a broken run, a failed check, an incomplete verdict. A suite variant that "
+        "failed as its `expect:` said counts as passed.\n\n"
+        "Some commands give a code a narrower meaning (their `--help` says it): `shrink` exits 0 when it "
+        "wrote a minimal scenario, 1 when the failure did not reproduce, 3 when the failing schedule's runs broke; `cluster status` 1 when no cluster is up; `bugs --check-docs` 1 when a "
+        "generated page is stale; `cleanup` and `cluster down` 3 when something could not be stopped.\n"
+    )
 
 
 def worst_exit(codes: Iterable[int]) -> int:

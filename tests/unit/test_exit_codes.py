@@ -534,3 +534,10 @@ def test_a_suite_json_says_the_same_code(env):
     CliRunner().invoke(main, ["suite", suite_file(env), "--out", str(env.tmp / "out")])
     data = json.loads((env.tmp / "out" / "suite.json").read_text())
     assert data["exit_code"] == 4 and [v["exit_code"] for v in data["variants"]] == [0, 4]
+
+
+def test_the_docs_page_is_the_contract():
+    from runtime.errors import exit_codes_markdown
+
+    page = REPO / "docs" / "reference" / "exit-codes.md"
+    assert page.read_text() == exit_codes_markdown(), "stale: write exit_codes_markdown() to it"

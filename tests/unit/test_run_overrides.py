@@ -278,3 +278,19 @@ def test_capacity_dry_run_lists_the_points_and_runs_nothing(tmp_path):
     assert result.exit_code == 0, result.output
     assert "classic-static-m4-p8-r100" in result.output and "9 of 9 points would run" in result.output
     assert not runs.exists()
+
+
+@pytest.mark.parametrize("page", ["inputs.md", "suites.md"])
+def test_the_docs_run_commands_make_their_scenario(tmp_path, captured, monkeypatch, page):
+    import re
+
+    monkeypatch.chdir(REPO)
+    text = (REPO / "docs" / page).read_text()
+    commands = [
+        c for block in re.findall(r"^```(?:sh)?\n(.*?)^```$", text, flags=re.M | re.S) for c in block.splitlines()
+    ]
+    runs = [shlex.split(c[c.index("rebalance-lab run") :]) for c in commands if "rebalance-lab run " in c]
+    assert runs, page
+    for argv in runs:
+        result = CliRunner().invoke(main, [*argv[1:], "--runs-dir", str(tmp_path / "runs")])
+        assert result.exit_code == 3 and captured.made.pop(), (argv, result.output)  # made and run (stood in for)
