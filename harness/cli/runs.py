@@ -44,26 +44,26 @@ def _sets(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, object]]:
 @click.command()
 @click.argument("scenario_file", type=SafePath(path_type=Path))
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
-@click.option("--seed", type=int, default=None, help="Over the scenario's seed (its random faults' draws).")
+@click.option("--seed", type=int, default=None, help="Instead of the scenario's seed (its random faults' draws).")
 @click.option(
     "--protocol",
     type=click.Choice(list(PROTOCOLS)),
     default=None,
-    help="Over workload.protocol, with what it forces (its default assignor, the Kafka line it needs), as a suite's axis.",
+    help="Instead of workload.protocol, with what it forces (its default assignor, the Kafka line it needs), as a suite's axis.",
 )
 @click.option(
     "--kafka",
     default=None,
     metavar="RELEASE",
     callback=_not_empty,
-    help="Over cluster.kafka: a release or a line (4.1).",
+    help="Instead of cluster.kafka: a release or a line (4.1).",
 )
 @click.option(
     "--client",
     default=None,
     metavar="REQUIREMENT",
     callback=_not_empty,
-    help="Over workload.client, e.g. confluent-kafka==2.3.0.",
+    help="Instead of workload.client, e.g. confluent-kafka==2.3.0.",
 )
 @click.option(
     "--backend",
@@ -95,9 +95,9 @@ def run(
 ) -> None:
     """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
 
-    --seed, --protocol, --kafka, --client and --backend make the scenario a suite's variant of it
-    does (and name it so); the command each suite variant prints replays it. RUNS_DIR/latest
-    points to the newest run directory."""
+    --seed, --protocol, --kafka, --client and --backend change the scenario as a suite's matrix
+    axes do, and name it as a suite names that variant; --set changes any key. Each suite variant
+    prints the `run` command that replays it. RUNS_DIR/latest points to the newest run directory."""
     from harness.reports.run import print_verdict
     from harness.run.loop import Run
     from harness.scenario import load_scenario_data, read_scenario_data
