@@ -15,7 +15,7 @@ from analysis.cli import analyze
 from harness.cli import campaigns, cluster, runs, setup
 from harness.cli.common import error, json_option, output_options, reset_output
 from oracle.extensions import ExtensionError
-from runtime.errors import EXIT_BAD_INPUT
+from runtime.errors import EXIT_BAD_INPUT, EXIT_CODES_TEXT
 
 
 class _Lab(click.Group):
@@ -41,7 +41,7 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         ctx.exit(0)
 
 
-@click.group(cls=_Lab, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Lab, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_TEXT)
 @click.option(
     "--version",
     is_flag=True,
@@ -74,3 +74,14 @@ for command in (
 for command in (runs.run, runs.check, runs.schedule, campaigns.suite_command, campaigns.compare_command):
     command.params.append(json_option())
 main.params.extend(output_options())
+
+
+def _every_command(group: click.Group):
+    for command in group.commands.values():
+        yield command
+        if isinstance(command, click.Group):
+            yield from _every_command(command)
+
+
+for command in _every_command(main):  # the one contract, at the foot of every command's --help
+    command.epilog = EXIT_CODES_TEXT

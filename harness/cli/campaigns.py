@@ -32,6 +32,7 @@ from runtime.errors import (
     EXIT_OK,
     EXIT_RUN_ERROR,
     LabError,
+    worst_exit,
 )
 from runtime.output_dirs import SafePath
 
@@ -79,8 +80,8 @@ def compare_command(
     client_config: Path | None,
 ) -> None:
     """Run one scenario under several protocol generations, Kafka releases and client versions
-    (every combination of those given) and print them side by side. Exit code 0 when every
-    run passed the checks that apply to its protocol."""
+    (every combination of those given) and print them side by side; exits with the worst of
+    the runs' codes."""
     from harness.campaigns.compare import compare
     from harness.reports.run import print_comparison
     from harness.scenario.variants import kafka_problem
@@ -121,11 +122,8 @@ def compare_command(
     rows = [e.row() for e in entries]
     if human():
         print_comparison(console, rows, out)
-    if interrupted:
-        _emit_comparison(EXIT_INTERRUPTED, rows, out)
-        sys.exit(EXIT_INTERRUPTED)
-    expected = max(len(wanted), 1) * max(len(kafka), 1) * max(len(clients), 1) * seeds
-    code = EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == expected else EXIT_CHECK_FAILED
+    # the worst of the runs': a broken one is 3, an incomplete one 4, as `run` says each
+    code = worst_exit([e.result.exit_code for e in entries] + [EXIT_INTERRUPTED] * interrupted)
     _emit_comparison(code, rows, out)
     sys.exit(code)
 
@@ -154,6 +152,21 @@ def _emit_comparison(code: int, rows: list[dict], out: Path) -> None:
     help="Run only the variants that did not pass in this suite's last run (failed, broke, or never ran).",
 )
 @click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
+@click.option(
+    "--out",
+    type=SafePath(path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="The suite's directory (suite.json, junit.xml, index.html, the runs): new or empty. "
+    "Default: RUNS_DIR/suite-<UTC time>-<name>.",
+)
+@click.option(
+    "--junit",
+    type=SafePath(path_type=Path),
+    default=None,
+    metavar="PATH",
+    help="Also write the JUnit file here (the suite's directory keeps its junit.xml); its directory is made.",
+)
 @fresh_clusters_option
 def suite_command(
     suite_file: Path,
@@ -162,15 +175,17 @@ def suite_command(
     fail_fast: bool,
     rerun_failed: bool,
     list_only: bool,
+    out: Path | None,
+    junit: Path | None,
     fresh_clusters: bool,
 ) -> None:
     """Run a chaos suite: scenarios × protocols × Kafka releases × clients × seeds × backends.
 
     Writes suite.json, junit.xml (one testcase per variant) and index.html next to the
-    runs. Exit code 0 when every variant passed, 1 when a check failed, 2 on bad input,
-    3 when a run broke or could not be judged, 130 when interrupted.
+    runs; exits with the worst of the variants' codes (a variant that failed as it was
+    expected to passes).
     """
-    from harness.campaigns.suite import SuiteRun, last_suite_json, load_suite, select
+    from harness.campaigns.suite import SuiteRun, check_outputs, last_suite_json, load_suite, select
     from harness.reports.run import print_suite
     from harness.scenario import Scenario
 
@@ -181,6 +196,7 @@ def suite_command(
         if list_only or not chosen:
             for v in chosen:
                 console.print(escape(v.id + (f"  (expected: {v.expect.describe()})" if v.expect else "")))
+                console.print(escape(f"  {v.replay}"), soft_wrap=True)
             if not chosen:
                 console.print("nothing to run: every variant of the suite's last run passed")
             _emit_suite(
@@ -190,6 +206,7 @@ def suite_command(
         for v in chosen:
             installed_for(Scenario.model_validate(v.scenario_data))
         make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
+        check_outputs(out, junit)
     except LabError as e:
         fail(e)
     with Progress(
@@ -213,6 +230,8 @@ def suite_command(
             say,
             on_variant,
             share_clusters=not fresh_clusters,
+            out=out,
+            junit=junit,
         )
         try:
             code = run.execute()
@@ -222,6 +241,8 @@ def suite_command(
     if human():
         print_suite(console, run.to_dict(), run.dir, brief=quiet())
     _emit_suite(run.to_dict(), run.dir, code)
+    if junit is not None and human():
+        console.print(escape(f"JUnit also in {junit}"), soft_wrap=True)
     sys.exit(code)
 
 
@@ -242,18 +263,27 @@ def _emit_suite(suite: dict, out: Path | None, code: int) -> None:
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--fresh", is_flag=True, help="Run every point again (default: resume, skipping points already judged).")
 @click.option("--master", default=None, metavar="URL", help="Spark master for the table (default: local[2]).")
-def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, master: str | None) -> None:
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Validate the sweep and print its points, what each would run and which a resume would skip; "
+    "run nothing, install nothing.",
+)
+def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, master: str | None, dry_run: bool) -> None:
     """A capacity sweep: group size × partitions × produce rate × protocol, each point a load run
     (harness/campaigns/capacity.py); then the capacity table and its plots (capacity.html, capacity.csv).
 
-    Exit code 0 when every point ran and passed its checks, 1 when a check failed, 2 on bad
-    input, 3 when a run broke, 130 when interrupted (run it again to resume).
+    Exits with the worst of the points' codes; interrupted (130), run it again to resume.
     """
-    from harness.campaigns.capacity import CapacityRun, load_sweep
+    from harness.campaigns.capacity import CapacityRun, load_sweep, point_exit_code
 
     runs_dir = runs_dir or default_runs_dir()
     try:
         sweep = load_sweep(sweep_file)
+        if dry_run:
+            refuse_output_dir(runs_dir, "--runs-dir")
+            _print_sweep(sweep, CapacityRun(sweep, runs_dir, fresh))
+            sys.exit(EXIT_OK)
         for point in sweep.points:
             installed_for(point.scenario)
         make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
@@ -291,9 +321,43 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         fail(e)
     console.print(capacity_table(sweep.spec.name, result.rows, console.width))
     console.print(f"{result.report}")
-    if any(p.get("outcome") != "completed" or not p.get("verdict") for p in ran):  # a run broke, or was not judged
-        sys.exit(EXIT_RUN_ERROR)
-    sys.exit(EXIT_CHECK_FAILED if any(p.get("verdict") != "pass" for p in ran) else EXIT_OK)
+    sys.exit(worst_exit(point_exit_code(p) for p in ran))  # as `run` says each point
+
+
+def _print_sweep(sweep, run) -> None:
+    """`capacity --dry-run`: a row per point, what its run would be, and whether a resume skips it."""
+    from runtime.console import Column, fitted_table
+
+    columns = (
+        Column("point", wrap=True, width=16),
+        Column("protocol"),
+        Column("members", justify="right"),
+        Column("partitions", justify="right"),
+        Column("rate", justify="right"),
+        Column("kafka", drop=1),
+        Column("duration", justify="right", drop=2),
+        Column("would"),
+    )
+    rows = [
+        (
+            escape(point.id),
+            point.protocol,
+            str(point.members),
+            str(point.partitions),
+            f"{point.rate:g}/s",
+            point.scenario.cluster.kafka,
+            f"{point.scenario.duration_s:g} s",
+            "skip (ran before)" if run.done(point) else "run",
+        )
+        for point in sweep.points
+    ]
+    title = f"Capacity sweep {sweep.spec.name}: {len(sweep.points)} points"
+    console.print(fitted_table(title, columns, rows, console.width))
+    todo = [p for p in sweep.points if not run.done(p)]
+    console.print(
+        escape(f"dry run: {len(todo)} of {len(sweep.points)} points would run, into {run.dir}; nothing was run"),
+        soft_wrap=True,
+    )
 
 
 @click.command("shrink")
@@ -337,9 +401,9 @@ def shrink_command(
     """Search, with real runs, for the smallest scenario that still fails RUN_DIR's check:
     drop faults, shorten them, move them earlier, end the run sooner.
 
-    Writes minimal.yaml, report.md and shrink.json in a new shrink directory. Exit code 0
-    when a minimal scenario was written, 1 when the failure did not reproduce, 2 on bad
-    input, 3 when the failing schedule's runs broke, 130 when interrupted.
+    Writes minimal.yaml, report.md and shrink.json in a new shrink directory: exit code 0
+    when a minimal scenario was written, 1 when the failure did not reproduce, 3 when the
+    failing schedule's runs broke.
     """
     from harness.campaigns.shrink import shrink
 

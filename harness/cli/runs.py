@@ -28,42 +28,106 @@ from harness.cluster.backend import BACKENDS
 from harness.components.install import installed_for
 from harness.paths import default_runs_dir, make_dirs
 from oracle import vocabulary as ev
+from oracle.protocols import PROTOCOLS
 from runtime.errors import (
     EXIT_FOR_VERDICT,
     LabError,
+    ScenarioError,
 )
 from runtime.output_dirs import SafePath
 from runtime.secrets import redact_text
 
 
+def _not_empty(_ctx, _param, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("empty")
+    return value
+
+
+def _sets(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, object]]:
+    from harness.scenario.overrides import OverrideError, parse_set
+
+    try:
+        return [parse_set(v) for v in values]
+    except OverrideError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 @click.command()
 @click.argument("scenario_file", type=SafePath(path_type=Path))
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--seed", type=int, default=None, help="Instead of the scenario's seed (its random faults' draws).")
+@click.option(
+    "--protocol",
+    type=click.Choice(list(PROTOCOLS)),
+    default=None,
+    help="Instead of workload.protocol, with what it forces (its default assignor, the Kafka line it needs), as a suite's axis.",
+)
+@click.option(
+    "--kafka",
+    default=None,
+    metavar="RELEASE",
+    callback=_not_empty,
+    help="Instead of cluster.kafka: a release or a line (4.1).",
+)
+@click.option(
+    "--client",
+    default=None,
+    metavar="REQUIREMENT",
+    callback=_not_empty,
+    help="Instead of workload.client, e.g. confluent-kafka==2.3.0.",
+)
 @click.option(
     "--backend",
     type=click.Choice(list(BACKENDS)),
     default=None,
     help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).",
 )
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY.PATH=VALUE",
+    callback=_sets,
+    help="Set a key of the scenario, the value read as YAML (null removes the key), list entries as [1], [2]: "
+    "--set workload.consumers=4 --set 'faults[1].at_s=12' (repeatable; after the options above). "
+    "Validated as the file is; the run directory keeps the scenario it made.",
+)
 @client_config_option
-def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_config: Path | None) -> None:
+def run(
+    scenario_file: Path,
+    runs_dir: Path | None,
+    seed: int | None,
+    protocol: str | None,
+    kafka: str | None,
+    client: str | None,
+    backend: str | None,
+    sets: list[tuple[str, object]],
+    client_config: Path | None,
+) -> None:
     """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
 
-    Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
-    failure, 3 when the run itself broke or a check raised, 4 when a check could
-    not judge the run (incomplete), 130 when interrupted.
-    """
+    --seed, --protocol, --kafka, --client and --backend change the scenario as a suite's matrix
+    axes do, and name it as a suite names that variant; --set changes any key. Each suite variant
+    prints the `run` command that replays it. RUNS_DIR/latest points to the newest run directory."""
     from harness.reports.run import print_verdict
     from harness.run.loop import Run
-    from harness.scenario import load_scenario
+    from harness.scenario import load_scenario_data, read_scenario_data
+    from harness.scenario.overrides import Overrides, scenario_text
+    from harness.scenario.variants import Axes
 
+    overrides = Overrides(Axes(protocol=protocol, kafka=kafka, client=client, seed=seed, backend=backend), tuple(sets))
+    text = None
     try:
-        if client_config is not None:  # merged before validation: the backend decides whether it may be given
-            scenario = load_scenario(scenario_file, client_config=client_config, backend=backend)
-        else:
-            scenario = load_scenario(scenario_file)
-            if backend:
-                scenario = scenario.with_backend(backend)
+        data = read_scenario_data(scenario_file)
+        try:
+            if overrides:
+                data = overrides.apply(data, scenario_file)
+                text = scenario_text(data)
+            # client settings merged before validation: the backend decides whether they may be given
+            scenario = load_scenario_data(data, scenario_file, client_config)
+        except ScenarioError as e:
+            raise overrides.name_options(e) from None
         installed_for(scenario)  # fail before creating a run directory
         runs_dir = make_dirs(runs_dir or default_runs_dir(), "--runs-dir")  # validated: it is ours to make
     except LabError as e:
@@ -85,7 +149,7 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
             progress.update(tasks[phase], completed=done)
 
         try:
-            this_run = Run(scenario, scenario_file, runs_dir, say, on_progress, detail=detail)
+            this_run = Run(scenario, scenario_file, runs_dir, say, on_progress, detail=detail, scenario_text=text)
         except LabError as e:  # its directory could not be made: nothing has started
             fail(e)
         result = this_run.execute()
@@ -180,12 +244,8 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
 @click.argument("run_dir", type=SafePath(exists=True, file_okay=False, path_type=Path))
 @click.option("--write/--no-write", default=False, help="Rewrite verdict.json and summary.md.")
 def check(run_dir: Path, write: bool) -> None:
-    """Judge a run's history again (the oracle never needs the cluster).
-
-    Exit code 0 when every check held, 1 when one failed, 2 on bad input, 3 when a
-    check raised, 4 when a check could not judge the history (incomplete: a run that
-    never reached `phase: done`, interrupted or killed).
-    """
+    """Judge a run's history again (the oracle never needs the cluster). Incomplete (4): a run
+    that never reached `phase: done` (interrupted or killed)."""
     from harness.reports.run import print_verdict, run_state_note, summary_markdown
     from harness.supervision.run_state import (
         RUN_STATE,

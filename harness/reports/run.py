@@ -429,4 +429,7 @@ def print_suite(console: Console, suite: dict, out: Path, brief: bool = False) -
             )
         )
     console.print(fitted_table(f"Suite {suite['suite']}", _SUITE_COLUMNS, rows, console.width))
+    for v in suite["variants"]:  # what to run again, one command each (`rebalance-lab run …`)
+        if v["state"] in ("failed", "broken") and v.get("replay"):
+            console.print(escape(f"replay {v['id']}: {v['replay']}"), soft_wrap=True, highlight=False)
     console.print(escape(f"{suite['state']}: suite.json, junit.xml, index.html in {out}"), soft_wrap=True)

@@ -43,7 +43,7 @@ from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
 from harness.cluster.shared import ClusterPool, unshareable
 from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
 from harness.components import client_envs, inventory
-from harness.paths import new_stamped_dir
+from harness.paths import new_stamped_dir, point_latest
 from harness.reports import run as reporting
 from harness.run import brokerlog
 from harness.run.brokerlog import CoordinatorLog
@@ -146,14 +146,19 @@ class Run:
         progress: Callable[[str, float, float], None] | None = None,
         pool: ClusterPool | None = None,
         detail: Report | None = None,
+        scenario_text: str | None = None,
     ):
         self.scenario = scenario
         # what only -v shows: each process started, each that exited
         self.detail = (lambda message: detail(redact_text(message))) if detail else (lambda _message: None)
         self.scenario_path = scenario_path
+        # what the run directory keeps as scenario.yaml: the file as written, or (`run --set …`) the
+        # scenario it was made into (harness.scenario.overrides.scenario_text)
+        self.scenario_text = scenario_text
         self.report = lambda message: report(redact_text(message))  # no secret value on the console
         self.progress = progress or (lambda _phase, _done, _total: None)
         self.run_dir = new_stamped_dir(runs_dir, scenario.run_name)
+        point_latest(self.run_dir)  # runs_dir/latest: the newest run
         self.schedule = scenario.schedule()
         # A pool lends this run a cluster other runs use too, unless the run cannot share one.
         self.pool = (
@@ -234,7 +239,8 @@ class Run:
         stop = self.stop_signal
         with handled_by(stop):  # a Ctrl-C before this is a KeyboardInterrupt, as anywhere before a run
             # As given, but never a secret value (runtime.secrets): "***" in its place.
-            (self.run_dir / "scenario.yaml").write_text(redacted_scenario_text(self.scenario_path))
+            text = redacted_scenario_text(self.scenario_path) if self.scenario_text is None else self.scenario_text
+            (self.run_dir / "scenario.yaml").write_text(redact_text(text))
             (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
             self._state("running", started=datetime.now(UTC).isoformat(), components=self._components())
             outcome, error, verdict, summary = "error", None, None, ""
