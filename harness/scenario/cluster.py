@@ -128,9 +128,10 @@ class Cluster(Strict):
     @field_validator("kafka", mode="before")
     @classmethod
     def _exact_release(cls, value):
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ValueError('a Kafka release as text: exact ("3.7.2") or a line ("3.7")')
-        return versions.kafka_release(str(value)).version  # ValueError with the reason
+        # Text only: unquoted, YAML reads `kafka: 3.10` as the number 3.1 (errors.located tells to quote it).
+        if not isinstance(value, str):
+            return value  # refused by the type, as text wanted
+        return versions.kafka_release(value).version  # ValueError with the reason
 
     @model_validator(mode="after")
     def _metadata_mode(self):

@@ -290,7 +290,7 @@ def test_without_one_a_failing_run_is_not_met(chaos_run):
 def test_a_check_the_protocol_does_not_run_cannot_be_expected(chaos_run):
     import pytest
     from runtime.errors import ScenarioError
-    with pytest.raises(ScenarioError, match="expect.fails.0: fenced-commits: not applicable to zk-eager"):
+    with pytest.raises(ScenarioError, match="expect.fails[1]: fenced-commits: not applicable to zk-eager"):
         chaos_run(FAULTY, protocol="zk-eager", expect={{"fails": ["fenced-commits"]}})
 """
     )

@@ -144,7 +144,7 @@ def test_a_moved_key_is_one_problem_among_the_others(tmp_path):
     data = data_for("classic-eager", revoke_hold_ms=5, consumerz=1, processing="worker")
     data["topics"][0]["partitions"] = 0
     assert sorted(key for key, _ in problems(data)) == [
-        "topics.0.partitions",
+        "topics[1].partitions",
         "workload.consumerz",
         "workload.processing",
         "workload.revoke_hold_ms",

@@ -71,7 +71,7 @@ def test_members_are_dealt_to_the_entries_in_order_and_later_ones_in_turn():
 def test_a_fault_names_an_entry_of_the_workload():
     s = scenario(faults=[{"kind": "scale", "at_s": 5, "consumers": 5, "subscription": "both"}])
     assert s.schedule()[0]["subscription"] == "both"
-    assert "faults.0.subscription: 'all' is not one of workload.subscriptions (orders-only, both)" in problems(
+    assert "faults[1].subscription: 'all' is not one of workload.subscriptions (orders-only, both)" in problems(
         faults=[{"kind": "join-storm", "at_s": 5, "consumers": 1, "subscription": "all"}]
     )
     data = copy.deepcopy(BASE)
@@ -92,7 +92,7 @@ def test_a_fault_names_an_entry_of_the_workload():
         ),
         (
             {"subscriptions": [{"name": "a", "members": 1, "topics": ["refunds"]}]},
-            "workload.subscriptions.0.topics.0: topic 'refunds' is not declared under topics",
+            "workload.subscriptions[1].topics.0: topic 'refunds' is not declared under topics",
         ),
         (
             {"subscriptions": [{"name": "a", "members": 1, "topics": ["orders", "orders"]}]},
@@ -234,7 +234,7 @@ def test_range_layouts_are_not_judged_where_kip_881_may_place_by_rack(history_bu
         ({"workload": {"topics": ["orders"]}}, "workload.subscriptions: give either subscriptions or topics"),
         (
             {"faults": [{"kind": "scale", "at_s": 5, "consumers": 5, "subscription": "all"}]},
-            "faults.0.subscription: 'all' is not one of workload.subscriptions (orders-only, both)",
+            "faults[1].subscription: 'all' is not one of workload.subscriptions (orders-only, both)",
         ),
         ({"cluster": {"broker_racks": ["a", "b"]}}, "cluster.broker_racks: one rack per broker: 2 for 1 brokers"),
     ],

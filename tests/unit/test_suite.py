@@ -60,8 +60,8 @@ exclude:
     assert problems["smoke[zk-eager, kafka 4.1]"].startswith(
         "zk-eager on Kafka 4.1: zk-eager rebalances through ZooKeeper; Kafka 4.1.1 has no ZooKeeper mode"
     )
-    assert problems["exclude.1.seed"] == "seed is not an axis of this suite's matrix (axes: protocol, kafka)"
-    assert problems["exclude.2"] == "matches no variant of the matrix"  # classic-cooperative is not in it
+    assert problems["exclude[2].seed"] == "seed is not an axis of this suite's matrix (axes: protocol, kafka)"
+    assert problems["exclude[3]"] == "matches no variant of the matrix"  # classic-cooperative is not in it
     assert not (tmp_path / "runs").exists()
 
 
@@ -71,22 +71,22 @@ exclude:
         ("name: s\nscenarios: []\n", "scenarios", "at least 1"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {protocol: [classic-eagerly]}\n",
-            "matrix.protocol.0",
+            "matrix.protocol[1]",
             "Input should be",
         ),
         ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {seed: [1, 1]}\n", "matrix.seed", "listed twice"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml, SCENARIOS/smoke.yaml]\n",
-            "scenarios.1",
+            "scenarios[2]",
             "a second scenario named",
         ),
-        ("name: s\nscenarios: [nope.yaml]\n", "scenarios.0", "No such file"),
+        ("name: s\nscenarios: [nope.yaml]\n", "scenarios[1]", "No such file"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smok}]\n",
-            "exclude.0.scenario",
+            "exclude[1].scenario",
             "no scenario of this suite",
         ),
-        ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{}]\n", "exclude.0", "at least one"),
+        ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{}]\n", "exclude[1]", "at least one"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smoke}]\n",
             "exclude",
@@ -353,7 +353,7 @@ def test_an_axis_value_is_refused_in_the_scenario_keys_own_words(tmp_path):
     with pytest.raises(ScenarioError) as e:
         load_suite(write_suite(tmp_path, "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {kafka: ['2.0']}\n"))
     [(key, reason)] = e.value.problems
-    assert key == "matrix.kafka.0" and reason == kafka_problem("2.0")
+    assert key == "matrix.kafka[1]" and reason == kafka_problem("2.0")
     # a client the driver does not take is named per variant, by the scenario's validation
     with pytest.raises(ScenarioError) as e:
         load_suite(
@@ -371,10 +371,10 @@ def test_an_axis_value_is_refused_in_the_scenario_keys_own_words(tmp_path):
                 "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {client: [kafka-clients==3.9.2], seed: [1, 2]}\n",
             )
         )
-    assert e.value.problems == [("matrix.client.0", reason.removeprefix("workload.client: "))]
+    assert e.value.problems == [("matrix.client[1]", reason.removeprefix("workload.client: "))]
     with pytest.raises(ScenarioError) as e:
         load_suite(_axes_suite(tmp_path, "exclude: [{client: 'confluent-kafka==1.0.0'}]"))
-    assert e.value.problems == [("exclude.0", "matches no variant of the matrix")]
+    assert e.value.problems == [("exclude[1]", "matches no variant of the matrix")]
 
 
 def test_the_junit_of_a_suite_with_version_axes_names_them(tmp_path, fake_runs):

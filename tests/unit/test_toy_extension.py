@@ -83,7 +83,7 @@ def test_the_plugins_kind_validates_its_entries(tmp_path):
     result = lab("schedule", str(path))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert (
-        f"{path}: faults.0.target: a toy nap is for members (consumer-1, consumer-2), not 'broker-1'" in result.stderr
+        f"{path}: faults[1].target: a toy nap is for members (consumer-1, consumer-2), not 'broker-1'" in result.stderr
     )
     assert f"{path}: random_faults.kinds: toy-nap needs member targets only" in result.stderr
 
@@ -102,7 +102,7 @@ def test_without_the_plugin_its_names_are_unknown(tmp_path):
     result = lab("schedule", str(path), path=())
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{path}: workload.driver: Input should be 'librdkafka' or 'java'" in result.stderr
-    assert f"{path}: faults.0.kind: unknown fault kind 'toy-nap' (known: pause, crash," in result.stderr
+    assert f"{path}: faults[1].kind: unknown fault kind 'toy-nap' (known: pause, crash," in result.stderr
 
 
 def recorded_run(tmp_path: Path, checks: dict) -> Path:
