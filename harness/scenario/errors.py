@@ -37,7 +37,7 @@ _PATHED = re.compile(r"^(?P<key>[^\s:]+): (?P<reason>.*)$")  # a key is what the
 # ------------------------------------------------------------------------------------ key paths
 
 Part = str | int  # a mapping's key, or a list's index (zero-based inside, one-based when shown)
-_TOKEN = re.compile(r"\[(?P<index>\d+)\]|(?:^|\.)(?P<key>[^.\[\]\s()…]+)")
+_TOKEN = re.compile(r"\[(?P<index>\d+)\]|(?:^|\.)(?P<key>[A-Za-z_][A-Za-z0-9_-]*|\d+)")
 
 
 def key_parts(key: str) -> tuple[Part, ...] | None:
@@ -55,7 +55,7 @@ def key_parts(key: str) -> tuple[Part, ...] | None:
             parts.append(int(m["index"]) - 1)
         else:
             parts.append(int(m["key"]) if m["key"].isdigit() else m["key"])
-    return tuple(parts) if parts and end == len(key) else None
+    return tuple(parts) if parts and isinstance(parts[0], str) and end == len(key) else None
 
 
 def show_parts(parts: tuple[Part, ...]) -> str:

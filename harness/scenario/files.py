@@ -180,8 +180,9 @@ def read_scenario_data(path: str | Path, kind: str = "scenario") -> dict:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ScenarioError(path, [(_where(data, e.start), f"not UTF-8 text (byte 0x{data[e.start]:02x})")]) from None
-    loader = _ScenarioLoader(text)
+    loader = None
     try:  # composed once: the tree locates problems (errors.located), the data is built from it
+        loader = _ScenarioLoader(text)
         root = loader.get_single_node()
         if root is not None:
             remember_tree(path, root)
@@ -203,7 +204,8 @@ def read_scenario_data(path: str | Path, kind: str = "scenario") -> dict:
         )
         raise ScenarioError(path, [(where, f"not valid YAML: {getattr(e, 'reason', None) or e}")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(parsed, dict):
         raise ScenarioError(path, [("(top level)", what)])
     if (wrong := _wrong_kind(parsed, path, kind)) is not None:

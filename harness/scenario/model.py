@@ -49,7 +49,7 @@ def seed_problem(seed: object) -> str | None:
     try:
         TypeAdapter(Seed).validate_python(seed)
     except ValidationError as e:
-        return e.errors()[0]["msg"]
+        return validation_problems(e)[0][1]
     return None
 
 

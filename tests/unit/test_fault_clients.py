@@ -11,6 +11,7 @@ import yaml
 
 from harness.scenario import load_scenario
 from runtime.errors import ScenarioError
+from tests.lines import unlined
 
 REPO = Path(__file__).resolve().parents[2]
 INPUTS = (REPO / "docs" / "inputs.md").read_text()
@@ -31,7 +32,7 @@ def load(tmp_path: Path, data: dict):
 def problems(tmp_path: Path, data: dict) -> list[tuple[str, str]]:
     with pytest.raises(ScenarioError) as info:
         load(tmp_path, data)
-    return info.value.problems
+    return unlined(info.value.problems)
 
 
 def migration(client: str | None) -> dict:
@@ -110,7 +111,7 @@ def test_setup_with_kafka_and_client_installs_both(monkeypatch):
     monkeypatch.setattr(setup_cli, "_setup_clients", lambda texts: done.append(("client", texts)))
     monkeypatch.setattr(install, "setup_all", lambda report, lines: done.append(("kafka", lines)) or False)
     result = CliRunner().invoke(setup_cli.setup, ["--kafka", "3.8.1", "--client", "confluent-kafka==2.6.1"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, unlined(result.output)
     assert done == [("client", ("confluent-kafka==2.6.1",)), ("kafka", ["3.8.1"])]
     done.clear()
     assert CliRunner().invoke(setup_cli.setup, ["--client", "confluent-kafka==2.6.1"]).exit_code == 0

@@ -237,7 +237,7 @@ def test_no_reason_is_pydantics_own():
             Scenario.model_validate({**base, **change})
         for e in info.value.errors():
             assert e["type"] in REASONS, e
-        for key, reason in validation_problems(info.value):
+        for _key, reason in validation_problems(info.value):
             assert "Input should" not in reason and "Field required" not in reason, (change, reason)
             assert "should have" not in reason and "String should" not in reason, (change, reason)
 

@@ -14,6 +14,7 @@ from faults.base import MemberChanges
 from harness.scenario import load_scenario
 from runtime.errors import ScenarioError
 from tests.fake_targets import FakeTargets
+from tests.lines import unlined
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "protocol-migration.yaml"
 
@@ -28,7 +29,7 @@ def problems(tmp_path: Path, d: dict) -> str:
     try:
         load_scenario(path)
     except ScenarioError as e:
-        return str(e)
+        return unlined(str(e))
     return ""
 
 
