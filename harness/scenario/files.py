@@ -24,7 +24,7 @@ import yaml
 from pydantic import ValidationError
 
 from harness.cluster.backend import started_backends
-from harness.scenario.cluster import HARNESS_CLIENT_SETTINGS
+from harness.scenario.cluster import HARNESS_CLIENT_SETTINGS, TEXT_VALUED_SETTINGS
 from harness.scenario.errors import MAX_PROBLEMS, remember_tree, show_parts, validation_problems
 from harness.scenario.kinds import FILE_KINDS
 from harness.scenario.model import Scenario
@@ -154,6 +154,49 @@ def _duplicates(root: yaml.Node) -> list[tuple[str, str]]:
     return sorted(found, key=lambda p: int(p[0].rsplit("line ", 1)[1].rstrip(")")))
 
 
+_NUMBERS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}  # (`on` read as true is Kafka's true too)
+
+
+def _changed_settings(root: yaml.Node) -> list[tuple[str, str]]:
+    """Settings (TEXT_VALUED_SETTINGS) written unquoted that YAML reads as another value than written:
+    Kafka would be given ``3.1`` for ``3.10``."""
+    found = []
+
+    def under(node, path, parts):
+        if not path:
+            for k, v in node.value if isinstance(node, yaml.MappingNode) else ():
+                if not (isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)):
+                    continue
+                if v.style is not None or v.tag not in _NUMBERS:
+                    continue
+                try:
+                    read = yaml.safe_load(v.value)
+                except yaml.YAMLError:
+                    continue
+                if str(read) != v.value:
+                    shown = show_parts((*parts, k.value))
+                    found.append(
+                        (
+                            f"{shown} (line {k.start_mark.line + 1})",
+                            f"YAML reads {v.value} as the number {read}, "
+                            f'which Kafka would be given: write it quoted, {k.value}: "{v.value}"',
+                        )
+                    )
+            return
+        step, rest = path[0], path[1:]
+        if step == "*" and isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                under(item, rest, (*parts, i))
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == step:
+                    under(v, rest, (*parts, step))
+
+    for path in TEXT_VALUED_SETTINGS:
+        under(root, path, ())
+    return found
+
+
 def _where(data: bytes, offset: int) -> str:
     line, line_start = data.count(b"\n", 0, offset) + 1, data.rfind(b"\n", 0, offset) + 1
     return f"line {line}, column {offset - line_start + 1}"
@@ -188,6 +231,8 @@ def read_scenario_data(path: str | Path, kind: str = "scenario") -> dict:
             remember_tree(path, root)
             if duplicates := _duplicates(root):
                 raise ScenarioError(path, duplicates)
+            if kind == "scenario" and (changed := _changed_settings(root)):
+                raise ScenarioError(path, changed)
         parsed = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as e:
         if (wrong := _wrong_kind(_history_line(text), path, kind)) is not None:

@@ -122,6 +122,22 @@ def test_an_unquoted_version_anywhere_text_is_wanted_is_told_to_quote_it(tmp_pat
     assert said[1].endswith("(unquoted, YAML reads 3.10 as the number 3.1)"), said
 
 
+def test_a_setting_yaml_would_hand_kafka_changed_is_told_to_quote_it(tmp_path):
+    text = SCENARIO.replace(
+        "  brokers: 1\n", "  brokers: 1\n  broker_config:\n    inter.broker.protocol.version: 3.10\n    x.ratio: 0.5\n"
+    )
+    text = text.replace("    partitions: 6\n", "    partitions: 6\n    config: {retention.ms: 010, segment.ms: 1000}\n")
+    path = write(tmp_path, text)
+    assert refused(path) == [
+        f"{path}: cluster.broker_config.inter.broker.protocol.version (line 7): YAML reads 3.10 as the number 3.1, "
+        'which Kafka would be given: write it quoted, inter.broker.protocol.version: "3.10"',
+        f"{path}: topics[1].config.retention.ms (line 12): YAML reads 010 as the number 8, "
+        'which Kafka would be given: write it quoted, retention.ms: "010"',
+    ]
+    quoted = text.replace(": 3.10", ': "3.10"').replace(": 010", ': "010"')
+    assert load_scenario(write(tmp_path, quoted)).cluster.broker_config["x.ratio"] == 0.5
+
+
 def test_quoted_the_release_loads(tmp_path):
     assert load_scenario(write(tmp_path, SCENARIO.replace('"3.9"', '"3.9.2"'))).cluster.kafka == "3.9.2"
 
@@ -287,3 +303,14 @@ def test_the_pytest_plugin_refuses_an_invalid_scenario_at_collection(pytester, m
     assert "ERROR collecting bad.yaml" in out or "error" in out.lower(), out
     assert "workload.consumers (line 10): must be a whole number, got 'ten'" in out, out
     assert "Traceback" not in out, out
+
+
+def test_the_pytest_plugin_refuses_a_scenario_found_in_a_directory_with_a_key_written_twice(pytester, monkeypatch):
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "twice.yaml").write_text(SCENARIO + "duration_s: 20\n")
+    (pytester.path / "scenarios" / "settings.yaml").write_text("just: settings\njust: again\n")  # no scenario
+    result = pytester.runpytest_inprocess("-p", "harness.pytest_plugin", "scenarios", "--collect-only", "-q")
+    out = result.stdout.str()
+    assert "duration_s (line 16): written twice (first at line 2)" in out, out
+    assert "settings.yaml" not in out, out
