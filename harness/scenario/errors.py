@@ -177,8 +177,8 @@ _BRANCH = {
     "int_parsing": "a whole number",
     "float_type": "a number",
     "float_parsing": "a number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
+    "bool_type": "true/false",
+    "bool_parsing": "true/false",
     "list_type": "a list",
     "dict_type": "a mapping of keys",
     "model_type": "a mapping of keys",
@@ -214,7 +214,7 @@ def _unknown_key(loc: tuple) -> str:
 
 def _union_branches(errors: list[dict]) -> list[dict]:
     """A union's branches (``Scalar = str | int | float | bool``) failing at one key: one error, its
-    branches in words ("must be text, a whole number, a number or true or false, got a list")."""
+    branches in words ("must be text, a whole number, a number or true/false, got a list")."""
     out: list[dict] = []
     for e in errors:
         loc = e["loc"]
@@ -271,7 +271,7 @@ def _problems(err: ValidationError) -> list[tuple[str, str]]:
 # -------------------------------------------------------------------------- lines in the file
 
 _TREES: OrderedDict[str, yaml.Node] = OrderedDict()  # a file's real path -> the node tree it was read into
-_KEEP = 16
+_KEEP = 256  # a suite reads its scenarios after itself: its own tree must still be here for its problems
 
 
 def remember_tree(path, root: yaml.Node) -> None:

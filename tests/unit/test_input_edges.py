@@ -228,7 +228,7 @@ def test_a_union_of_value_types_is_said_once():
             }
         )
     assert validation_problems(info.value) == [
-        ("cluster.broker_config.a", "must be text, a whole number, a number or true or false, got a list")
+        ("cluster.broker_config.a", "must be text, a whole number, a number or true/false, got a list")
     ]
 
 
