@@ -20,7 +20,8 @@ from .pages import EVERY_RUN_PAGE_UP_TO, PAGE, PAGE_PLOTS
 from .schema import GROUP
 
 # Narrow windows: a wide table scrolls in its own box, a figure shrinks to the page's width (its
-# labels laid out apart in the PNG stay apart), a long path or name wraps anywhere.
+# labels laid out apart in the PNG stay apart), a long path or name wraps anywhere; a figure in a
+# table never wraps, a text cell wraps between words.
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:22px;margin-bottom:4px;overflow-wrap:anywhere}
@@ -31,7 +32,7 @@ p,.meta{overflow-wrap:anywhere}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
-td.l{min-width:4em;max-width:40em;overflow-wrap:anywhere}
+td{white-space:nowrap}td.l{white-space:normal;min-width:10em;max-width:40em;overflow-wrap:break-word}
 img{display:block;max-width:100%;height:auto;border:1px solid #eee;margin:6px 0}
 .bad{color:#b00}.ok{color:#070}
 details summary{cursor:pointer;font-weight:600;margin:8px 0}

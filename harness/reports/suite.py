@@ -155,7 +155,7 @@ def html_page(suite: dict, out: Path) -> str:
     for v in suite["variants"]:
         figures = v.get("figures") or {}
         cells = [
-            f"<td><code>{html.escape(v['id'])}</code></td>",
+            f"<td class='w'><code>{html.escape(v['id'])}</code></td>",
             f"<td style='color:{_COLOURS[v['state']]};font-weight:bold'>{v['state'].upper()}</td>",
             f"<td>{format_s(v['seconds'])}</td>",
         ]
@@ -166,8 +166,8 @@ def html_page(suite: dict, out: Path) -> str:
         if v["reason"] and (v["state"] != PASSED or v.get("expected")):
             notes.append(v["reason"])
         expected = html.escape(v.get("expected") or "passes")
-        cells.append(f"<td>{expected}</td>")
-        cells.append("<td>" + "<br>".join(html.escape(n) for n in notes) + "</td>")
+        cells.append(f"<td class='w'>{expected}</td>")
+        cells.append("<td class='w notes'>" + "<br>".join(html.escape(n) for n in notes) + "</td>")
         links = []
         if v.get("run_dir"):
             rel = os.path.relpath(v["run_dir"], out)
@@ -185,7 +185,7 @@ def html_page(suite: dict, out: Path) -> str:
                 f"{html.escape(_attempt_line(a))}</a>"
                 for n, a in enumerate(v["attempts"], 1)
             ]
-        cells.append("<td>" + " ".join(links) + "</td>")
+        cells.append("<td class='w'>" + " ".join(links) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     counts = ", ".join(f"{_count(suite['variants'], s)} {s}" for s in (PASSED, FAILED, BROKEN, SKIPPED))
     heads = "".join(
@@ -199,7 +199,9 @@ def html_page(suite: dict, out: Path) -> str:
 <style>body{{font-family:sans-serif;margin:2em}} h1,p{{overflow-wrap:anywhere}}
 .scroll{{overflow-x:auto;max-width:100%}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #d0d7de;padding:4px 8px;vertical-align:top;text-align:left}} th{{background:#f6f8fa}}
-td{{overflow-wrap:anywhere;min-width:3em}} td:first-child{{min-width:12em}}</style>
+table{{font-size:13px}} td{{white-space:nowrap}}
+td.w{{white-space:normal;overflow-wrap:break-word;min-width:8em}}
+td.notes{{overflow-wrap:anywhere;min-width:20em}}</style>
 </head><body>
 <h1>{title}</h1>
 <p>{html.escape(suite.get("description") or "")}</p>
