@@ -6,6 +6,12 @@ fault windows shaded and labelled, rebalances marked (span from start to end,
 a line at the start, the generation written above). Where two members owned a
 partition at once (a paused zombie and its successor) the row splits into lanes,
 so the overlap is visible rather than painted over.
+
+No label covers another: the fault names over the timeline, the generations under it and the
+categories under a bar chart each go to the nearest lane (row of labels) their extent, measured
+by the figure's renderer, clears; the margins and the figure's height follow the measured text
+(tick labels, legend, title). tests/unit/test_report_figures.py holds them to that with
+analysis.text_layout.overlapping_texts on a run crowded on purpose.
 """
 
 from __future__ import annotations
