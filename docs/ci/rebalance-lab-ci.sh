@@ -54,7 +54,11 @@ command -v go >/dev/null || missing+=("go (Go 1.23+: Toxiproxy is built with go 
 t0=$SECONDS
 if [ ! -x "$venv/bin/python" ]; then
 	venv_options=()
-	[ "${RL_CI_SYSTEM_SITE_PACKAGES:-0}" = 1 ] && venv_options+=(--system-site-packages)
+	if [ "${RL_CI_SYSTEM_SITE_PACKAGES:-0}" = 1 ]; then
+		venv_options+=(--system-site-packages)
+		# that Python's pip serves the venv too: no copy of pip to install (seconds)
+		"$python" -m pip --version >/dev/null 2>&1 && venv_options+=(--without-pip)
+	fi
 	"$python" -m venv "${venv_options[@]}" "$venv" || die "could not make the virtual environment $venv"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -e . || die "pip install -e . failed"
