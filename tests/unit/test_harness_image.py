@@ -4,6 +4,7 @@ The real build and a suite run in it against an external cluster: docs/ci.md, wi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,18 @@ def test_image_build_is_a_documented_command():
     result = CliRunner().invoke(main, ["image", "build", "--help"])
     assert result.exit_code == 0 and "rebalance-lab/harness:<version>" in result.output
     assert "docs/ci.md" in Path(harness_image.__file__).read_text()
+
+
+def test_the_documented_suite_in_the_image_validates_and_names_the_image(tmp_path):
+    from harness.campaigns.suite import load_suite
+
+    doc = (Path(images.REPO) / "docs" / "ci.md").read_text()
+    image_part = doc[doc.index("## A container image") :]
+    scenario, suite = re.findall(r"```yaml\n(.*?)```", image_part, re.S)
+    (tmp_path / "ext.yaml").write_text(scenario)
+    (tmp_path / "ext-suite.yaml").write_text(suite)
+    [variant] = load_suite(tmp_path / "ext-suite.yaml").variants
+    assert variant.scenario_data["cluster"]["backend"] == "external"
+    assert variant.scenario_data["cluster"]["bootstrap_servers"].startswith("127.0.0.1:")  # the host's, nothing else
+    run = f'docker run --rm --network host -v "$PWD:/work" {harness_image.version_tag()} suite ext-suite.yaml'
+    assert run in image_part
