@@ -75,7 +75,8 @@ junit="$out/junit.xml"
 rm -f "$junit"
 mkdir -p "$out/runs" || die "cannot make $out/runs"
 junit_option=()
-if "$lab" suite --help | grep -q -- '--junit'; then
+suite_help=$("$lab" suite --help)
+if [[ $suite_help == *--junit* ]]; then
 	junit_option=(--junit "$junit")
 fi
 t0=$SECONDS
