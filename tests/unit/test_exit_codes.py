@@ -381,6 +381,19 @@ class Path_:
     code: int
 
 
+def image_build_with(build):
+    def setup(env):
+        import harness.components.containers.harness_image as harness_image
+
+        env.mp.setattr(harness_image, "build_harness_image", build)
+        return ["image", "build"]
+
+    return setup
+
+
+BUILT = {"size_bytes": 1e9, "tag": "rebalance-lab/harness:0", "digest_tag": "d", "kafka": ["3.9.2"], "built": True}
+
+
 P = Path_
 EXIT_PATHS = [
     P("setup", "installed", setup_with(lambda *_a, **_k: True), 0),
@@ -473,6 +486,10 @@ EXIT_PATHS = [
     ),
     P("compose render", "an output directory in use", render_into_a_full_directory, 2),
     P("compose render", "the project cannot be made of it", render_with(raises(LabError("no image for it"))), 2),
+    P("image build", "built", image_build_with(lambda *_a, **_k: {**BUILT, "seconds": 1.0}), 0),
+    P("image build", "a bad --kafka", lambda env: ["image", "build", "--kafka", "1.0"], 2),
+    P("image build", "the build failed", image_build_with(raises(SetupError("building image x failed"))), 2),
+    P("image build", "interrupted", image_build_with(raises(KeyboardInterrupt())), 130),
     P("analyze", "written", analyze_with(lambda *_a, **_k: object()), 0),
     P("analyze", "nothing to analyse", lambda env: ["analyze", str(env.tmp / "none")], 2),
     P("analyze", "Spark failed", analyze_with(raises(RuntimeError("JVM gone"))), 3),
