@@ -141,6 +141,7 @@ class ExpectEntry(Matcher):
     outcome: Any = None
     attempts: Any = None
     at_least: Any = None
+    may_also_fail: Any = None
 
     @model_validator(mode="after")
     def _one_expectation(self) -> ExpectEntry:

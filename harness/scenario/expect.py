@@ -70,11 +70,16 @@ class Expect(Strict):
             seen.add(entry)
         if self.may_also_fail is not None and self.fails is None:
             problems.append("may_also_fail goes with fails: the checks that may fail beside those that must")
-        for i, check in enumerate(self.may_also_fail or []):
-            if check not in known:
-                problems.append(f"may_also_fail.{i}: unknown check {check!r} (known: {', '.join(known)})")
-            elif check in self.checks:
-                problems.append(f"may_also_fail.{i}: {check} is in fails: it must fail there")
+        for i, entry in enumerate(self.may_also_fail or []):
+            m = _ENTRY.match(entry)
+            if not m:
+                problems.append(f"may_also_fail.{i}: {entry!r} is not `check` or `check/kind`")
+            elif m["check"] not in known:
+                problems.append(f"may_also_fail.{i}: unknown check {m['check']!r} (known: {', '.join(known)})")
+            elif m["kind"] is not None and not _KIND.match(m["kind"]):
+                problems.append(f"may_also_fail.{i}: {m['kind']!r} is not a violation's kind (lower case, digits, -)")
+            elif m["check"] in self.checks:
+                problems.append(f"may_also_fail.{i}: {m['check']} is in fails: it must fail there")
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -88,6 +93,12 @@ class Expect(Strict):
     def kinds(self) -> set[tuple[str, str]]:
         """(check, kind) pairs a violation of each must be."""
         return {tuple(e.split("/", 1)) for e in self.fails or () if "/" in e}  # type: ignore[misc]
+
+    def _may_fail(self, check: str, violations: list[dict]) -> bool:
+        """Whether ``may_also_fail`` lets ``check`` fail as it did: named whole (`check`), or each of its
+        violations of a kind named (`check/kind`)."""
+        allowed = set(self.may_also_fail or ())
+        return check in allowed or all(f"{check}/{v['kind']}" in allowed for v in violations if v["check"] == check)
 
     def what(self) -> str:
         """'fail no-loss' / 'end incomplete': what one run must do."""
@@ -121,7 +132,7 @@ class Expect(Strict):
         if status != "fail":
             return Judged(OTHERWISE, _ended(status, verdict, failed))
         missing = sorted(self.checks - set(failed))
-        other = sorted(set(failed) - self.checks - set(self.may_also_fail or ()))
+        other = sorted(c for c in set(failed) - self.checks if not self._may_fail(c, verdict["violations"]))
         if missing or other:
             said = [f"failed {', '.join(sorted(failed))}"]
             if missing:

@@ -58,6 +58,12 @@ def problems(data: dict) -> list[tuple[str, str]]:
         ({"outcome": "fail", "may_also_fail": ["no-loss"]}, "expect", "may_also_fail goes with fails"),
         ({"fails": ["no-loss"], "may_also_fail": ["no-los"]}, "expect.may_also_fail[1]", "unknown check 'no-los'"),
         ({"fails": ["no-loss"], "may_also_fail": ["no-loss"]}, "expect.may_also_fail[1]", "no-loss is in fails"),
+        ({"fails": ["no-loss"], "may_also_fail": ["no-loss/x"]}, "expect.may_also_fail[1]", "no-loss is in fails"),
+        (
+            {"fails": ["no-loss"], "may_also_fail": ["convergence/Stall"]},
+            "expect.may_also_fail[1]",
+            "not a violation's kind",
+        ),
     ],
 )
 def test_a_bad_expectation_names_its_key_and_reason(expect, key, reason):
@@ -165,6 +171,21 @@ def _verdict(status: str, violations=(), **extra) -> dict:
             _verdict("fail", [LOST]),
             REPRODUCED,
             "failed no-loss (1)",
+        ),
+        # `check/kind`: that check may fail with violations of that kind only
+        (
+            {"fails": ["no-loss"], "may_also_fail": ["exclusive-ownership/double-owner"]},
+            "completed",
+            _verdict("fail", [LOST, TWICE]),
+            REPRODUCED,
+            "failed exclusive-ownership (1), no-loss (1)",
+        ),
+        (
+            {"fails": ["no-loss"], "may_also_fail": ["exclusive-ownership/stale-owner"]},
+            "completed",
+            _verdict("fail", [LOST, TWICE]),
+            OTHERWISE,
+            "failed exclusive-ownership, no-loss; exclusive-ownership not expected",
         ),
         (
             {"fails": ["exclusive-ownership"], "may_also_fail": ["no-loss"]},
