@@ -1,0 +1,54 @@
+"""The docs build as a site in strict mode (mkdocs.yml): a dead link or anchor between pages, a page
+left out of the nav, or a link to a repository file that does not exist fails the build."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _build(config_file: Path, site: Path) -> None:
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    build(load_config(str(config_file), site_dir=str(site), strict=True))
+
+
+def test_the_site_builds_in_strict_mode(tmp_path):
+    _build(REPO / "mkdocs.yml", tmp_path / "site")
+    assert (tmp_path / "site" / "index.html").is_file()
+    assert (tmp_path / "site" / "tutorials" / "release-engineer.html").is_file()
+    assert not (tmp_path / "site" / ".hooks").exists()  # the hook is no page of the site
+
+
+@pytest.mark.parametrize(
+    "link, says",
+    [
+        ("[a](no-such-page.md)", "not found among documentation files"),
+        ("[a](index.md#no-such-anchor)", "no such anchor"),
+        ("[a](../no-such-dir/x.yaml)", "no such file"),
+    ],
+)
+def test_a_dead_link_fails_the_build(tmp_path, link, says, caplog):
+    from mkdocs.exceptions import Abort
+
+    docs = tmp_path / "docs"
+    (docs / ".hooks").mkdir(parents=True)
+    (docs / ".hooks" / "links.py").write_text((REPO / "docs" / ".hooks" / "links.py").read_text())
+    (docs / "index.md").write_text(f"# Home\n\n{link}\n")
+    config = (REPO / "mkdocs.yml").read_text().split("\nnav:")[0] + "\nnav:\n  - Home: index.md\n"
+    (tmp_path / "mkdocs.yml").write_text(config)
+    with caplog.at_level(logging.WARNING, logger="mkdocs"), pytest.raises(Abort):
+        _build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert says in caplog.text
+
+
+def test_mkdocs_is_pinned_in_the_test_extra():
+    import tomllib
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert any(req.startswith("mkdocs==") for req in extra)
