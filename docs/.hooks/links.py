@@ -1,7 +1,7 @@
 """mkdocs hook: links from docs/ to the repository's other files (scenarios/, suites/, benchmarks/ …).
 
-On GitHub or GitLab a relative link such as `../scenarios/smoke.yaml` opens the file; the site
-has no such page. This hook checks each such link names a file that exists — a warning
+On GitHub or GitLab a relative link such as `../scenarios/smoke.yaml` (or a directory, `ci/`)
+opens the file; the site has no such page. This hook checks each such link names a file that exists — a warning
 otherwise, which `mkdocs build --strict` turns into a failed build — and shows it on the site
 as a link into the repository (`repo_url` in mkdocs.yml) or, without one, as the path in code.
 Links between pages of docs/ are mkdocs's own to check (`validation:` in mkdocs.yml)."""
@@ -20,12 +20,15 @@ LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]*)\]\((?P<target>[^)\s#]+)(?P<anchor
 FENCE = re.compile(r"^(```|~~~)")
 
 
-def outside_target(page_src: str, target: str, docs_dir: Path) -> Path | None:
-    """The repository file a relative link from ``page_src`` names, when it lies outside docs/."""
+def repo_target(page_src: str, target: str, docs_dir: Path) -> Path | None:
+    """The repository file a relative link from ``page_src`` names, when the site has no page for it:
+    a file outside docs/, or a directory (docs/ci/ holds files, no page)."""
     if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
         return None
     path = Path(posixpath.normpath(posixpath.join(posixpath.dirname(page_src), target)))
     if path.parts and path.parts[0] == "..":
+        return (docs_dir / path).resolve()
+    if target.endswith("/") or (docs_dir / path).is_dir():
         return (docs_dir / path).resolve()
     return None
 
@@ -41,7 +44,7 @@ def on_page_markdown(markdown: str, page, config, files):
         if not fenced:
 
             def rewrite(m: re.Match) -> str:
-                target = outside_target(page.file.src_uri, m.group("target"), docs_dir)
+                target = repo_target(page.file.src_uri, m.group("target"), docs_dir)
                 if target is None:
                     return m.group(0)
                 try:
@@ -53,7 +56,7 @@ def on_page_markdown(markdown: str, page, config, files):
                     log.warning(f"{page.file.src_uri}: link to {m.group('target')}: no such file {relative}")
                     return m.group(0)
                 if repo_url:
-                    return f"[{m.group('text')}]({repo_url}/blob/main/{relative})"
+                    return f"[{m.group('text')}]({repo_url}/{'tree' if target.is_dir() else 'blob'}/main/{relative})"
                 text = m.group("text")
                 return text if text.strip("`") == relative else f"{text} (`{relative}`)"
 

@@ -171,11 +171,27 @@ def commands(block: Block) -> list[list[str]]:
                 words = shlex.split(part, comments=True)
             except ValueError as e:
                 pytest.fail(f"{block.where}: {part!r}: {e}")
+            words = _without_redirections(words)
             if words[:1] == ["rebalance-lab"]:
                 found.append(words[1:])
             elif words[:3] == ["python3", "-m", "harness"]:
                 found.append(words[3:])
     return found
+
+
+def _without_redirections(words: list[str]) -> list[str]:
+    """The words a command gets: the shell's redirections (`> out.json`, `2>&1`) are not its."""
+    kept, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif re.fullmatch(r"\d?(>>?|<)(&\d)?", word) or word == "&>":
+            skip = not word.endswith(("&1", "&2"))
+        elif re.match(r"^\d?(>>?|<)", word):
+            continue
+        else:
+            kept.append(word)
+    return kept
 
 
 def _parse(args: list[str]) -> list[click.Context]:
@@ -288,6 +304,11 @@ def test_the_readmes_links_and_anchors_resolve():
         assert page.exists(), f"README links to {target}: no such file"
         if anchor:
             assert anchor in anchors(page), f"README links to {target}: {page.name} has no such heading"
+
+
+def test_redirections_are_the_shells():
+    assert _without_redirections(["run", "s.yaml", "--json", ">", "out.json", "2>&1"]) == ["run", "s.yaml", "--json"]
+    assert _without_redirections(["run", "s.yaml", ">out.json", "2>", "err"]) == ["run", "s.yaml"]
 
 
 def test_the_slug_is_the_anchor_the_pages_link_to():

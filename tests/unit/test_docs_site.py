@@ -31,20 +31,38 @@ def test_the_site_builds_in_strict_mode(tmp_path):
         ("[a](no-such-page.md)", "not found among documentation files"),
         ("[a](index.md#no-such-anchor)", "no such anchor"),
         ("[a](../no-such-dir/x.yaml)", "no such file"),
+        ("[a](no-such-dir/)", "no such file"),
     ],
 )
 def test_a_dead_link_fails_the_build(tmp_path, link, says, caplog):
     from mkdocs.exceptions import Abort
 
+    with caplog.at_level(logging.WARNING, logger="mkdocs"), pytest.raises(Abort):
+        _build(_site_of(tmp_path, link), tmp_path / "site")
+    assert says in caplog.text
+
+
+def test_links_to_the_repositorys_files_and_directories_build(tmp_path):
+    """On GitHub they open the file or the folder; on the site they show its path."""
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "s.yaml").write_text("name: s\n")
+    config = _site_of(tmp_path, "[the scenario](../scenarios/s.yaml) and [its folder](sub/)")
+    (tmp_path / "docs" / "sub").mkdir()
+    (tmp_path / "docs" / "sub" / "x.sh").write_text("true\n")
+    _build(config, tmp_path / "site")
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "<code>scenarios/s.yaml</code>" in page and "<code>docs/sub</code>" in page
+
+
+def _site_of(tmp_path: Path, markdown: str) -> Path:
+    """A site of one page holding ``markdown``, built with the project's settings and hook."""
     docs = tmp_path / "docs"
     (docs / ".hooks").mkdir(parents=True)
     (docs / ".hooks" / "links.py").write_text((REPO / "docs" / ".hooks" / "links.py").read_text())
-    (docs / "index.md").write_text(f"# Home\n\n{link}\n")
+    (docs / "index.md").write_text(f"# Home\n\n{markdown}\n")
     config = (REPO / "mkdocs.yml").read_text().split("\nnav:")[0] + "\nnav:\n  - Home: index.md\n"
     (tmp_path / "mkdocs.yml").write_text(config)
-    with caplog.at_level(logging.WARNING, logger="mkdocs"), pytest.raises(Abort):
-        _build(tmp_path / "mkdocs.yml", tmp_path / "site")
-    assert says in caplog.text
+    return tmp_path / "mkdocs.yml"
 
 
 def test_mkdocs_is_pinned_in_the_test_extra():
