@@ -189,6 +189,38 @@ SCENARIO_NOTES: dict[str, str] = {
     "random_faults.kinds": "the kinds to draw from",
     "random_faults.start_s": "the window's start (workload+)",
     "random_faults.duration_s": "each drawn fault's length: [min, max]",
+    "cluster": "where the brokers run and what they are",
+    "workload": "the consumer group and the producer",
+    "random_faults": "faults drawn from the seed",
+    "topics.name": "the topic's name",
+    "topics.partitions": "how many partitions",
+    "topics.replication_factor": "absent: the brokers', capped at the number of brokers",
+    "topics.config": "topic-level configuration (`cleanup.policy`, …)",
+    "workload.warmup_timeout_s": "…or after this long, noted in the history",
+    "workload.producer": "the recording producer: acks=all, idempotent",
+    "workload.java": "settings of the java driver's members",
+    "workload.coordinator": "settings of the project's coordinator (`coordinator-v*` protocols)",
+    "workload.zk_eager": "settings of the ZooKeeper-era consumer (`zk-eager`)",
+    "workload.subscriptions.members": "how many members take this subscription",
+    "workload.subscriptions.topics": "the declared topics they subscribe to",
+    "workload.producer.value_bytes": "each record's value size",
+    "workload.coordinator.zookeeper_session_timeout_ms": "the coordinator's own ZooKeeper session",
+    "workload.zk_eager.rebalance_max_retries": "the 0.8 consumer's rebalance.max.retries",
+    "workload.zk_eager.rebalance_backoff_ms": "its rebalance.backoff.ms",
+    "workload.zk_eager.zookeeper_session_timeout_ms": "its zookeeper.session.timeout.ms",
+    "load.stages": "in order, from `workload.consumers` (the warm-up's group)",
+    "load.stages (kind: hold).for_s": "seconds at the count before",
+    "load.stages (kind: ramp).to": "members at the end",
+    "load.stages (kind: ramp).over_s": "seconds the ramp takes",
+    "load.stages (kind: step).to": "members at the end",
+    "load.stages (kind: step).by": "members a step adds (or removes)",
+    "load.stages (kind: step).every_s": "seconds between steps",
+    "load.stages (kind: spike).to": "members during the spike",
+    "load.stages (kind: spike).for_s": "seconds the spike lasts",
+    "load.stages (kind: sawtooth).low": "members at the bottom of a tooth",
+    "load.stages (kind: sawtooth).high": "members at its top",
+    "load.stages (kind: sawtooth).period_s": "seconds a tooth takes: up one by one, then down at once",
+    "load.stages (kind: sawtooth).for_s": "seconds of teeth",
     "expect.fails": "the checks (or `check/kind`) that must fail",
     "expect.outcome": "or the verdict status the run must end with",
     "expect.attempts": "runs to try",
@@ -205,6 +237,27 @@ SUITE_NOTES: dict[str, str] = {
     "matrix.client": "client releases, as `workload.client` writes one",
     "matrix.seed": "seeds",
     "matrix.backend": "cluster backends",
+    **{
+        f"{entry}.{key}": f"{what} ({'every key given must match' if entry == 'exclude' else 'the variants it is about'})"
+        for entry in ("exclude", "expect")
+        for key, what in (
+            ("scenario", "a scenario, by its `name`"),
+            ("protocol", "a protocol of the matrix"),
+            ("kafka", "a Kafka release of the matrix"),
+            ("client", "a client of the matrix"),
+            ("seed", "a seed of the matrix"),
+            ("backend", "a backend of the matrix"),
+        )
+    },
+    "expect.passes": "`true`: the variants must simply pass, whatever their scenario's `expect`",
+    "expect.fails": "as a scenario's `expect.fails`",
+    "expect.outcome": "as a scenario's `expect.outcome`",
+    "expect.attempts": "as a scenario's `expect.attempts`",
+    "expect.at_least": "as a scenario's `expect.at_least`",
+    "expect (a scenario's own).fails": "the checks (or `check/kind`) that must fail",
+    "expect (a scenario's own).outcome": "or the verdict status the run must end with",
+    "expect (a scenario's own).attempts": "runs to try",
+    "expect (a scenario's own).at_least": "how many of them must fail as expected",
 }
 SWEEP_NOTES: dict[str, str] = {
     "name": "the sweep's name: its runs go to `runs/capacity-<name>/`",
@@ -320,7 +373,7 @@ def suite_page() -> str:
         + "How suites run, their outputs and the pytest plugin: [Suites](../suites.md).\n\n"
         + model_tables(SuiteSpec, "", (), SUITE_NOTES).replace("## ``", "## The top level", 1)
         + "\n"
-        + model_tables(Expect, "expect (a scenario's own)", (), SCENARIO_NOTES)
+        + model_tables(Expect, "expect (a scenario's own)", (), SUITE_NOTES)
     )
 
 
