@@ -261,6 +261,42 @@ def test_every_page_has_examples_the_tests_see():
     assert not unread, f"commands in a fence with no language (say ```sh): {unread}"
 
 
+# ---------------------------------------------------------------- the commands page
+
+
+def _synopses() -> list[tuple[list[str], str]]:
+    """docs/commands.md's table: (the command's words, the synopsis after them), one per row."""
+    rows = re.findall(r"^\| `rebalance-lab ([^`]*)` \|", (REPO / "docs" / "commands.md").read_text(), re.M)
+    found = []
+    for row in rows:
+        words = row.replace("\\|", "|").split()
+        names = []
+        for w in words:
+            if not re.fullmatch(r"[a-z][a-z-]*", w):
+                break
+            names.append(w)
+        found.append((names, " ".join(words[len(names) :])))
+    return found
+
+
+def test_the_commands_page_has_every_command_with_its_real_options():
+    from harness.cli import main
+
+    documented: set[str] = set()
+    for names, synopsis in _synopses():
+        command, path = main, []
+        for name in names:
+            if not isinstance(command, click.Group) or name not in command.commands:
+                break
+            command, path = command.commands[name], [*path, name]
+        assert path, f"docs/commands.md: rebalance-lab {' '.join(names)}: no such command"
+        documented.add(path[0])
+        opts = {o for p in [*command.params, *main.params] for o in (*p.opts, *p.secondary_opts)}
+        for option in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", synopsis):
+            assert option in opts, f"docs/commands.md: rebalance-lab {' '.join(path)} has no option {option}"
+    assert set(main.commands) <= documented, f"not on docs/commands.md: {set(main.commands) - documented}"
+
+
 # ---------------------------------------------------------------- the README
 
 
