@@ -18,12 +18,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runtime.console import Column, LabConsole, fitted_table
 from runtime.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, LabError
 from runtime.output_dirs import SafePath, make_dirs, refuse_output_dir
 
 from .pages import EVERY_RUN_PAGE_UP_TO, RUN_REPORTS
 
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+console = LabConsole(highlight=False)  # the terminal's width; piped, COLUMNS (else 120), no line padded
+console.fit()
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -35,38 +37,55 @@ def _num(v, digits: int = 0) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def comparison_table(by_group: list[dict]) -> Table:
+# The figures a narrow terminal leaves out first (the csv/ and parquet/ tables have them all).
+_FIGURES = [
+    ("runs", "runs", 0, 0),
+    ("rebalances", "rebal.", 0, 0),
+    ("rebalance_ms.count", "done", 0, 9),
+    ("rebalance_ms.p50", "p50 ms", 0, 6),
+    ("rebalance_ms.p95", "p95 ms", 0, 0),
+    ("rebalance_ms.p99", "p99 ms", 0, 8),
+    ("rebalance_ms.max", "max ms", 0, 0),
+    ("unowned_ms.p95", "STW p95", 0, 7),
+    ("unowned_ms.max", "STW max", 0, 0),
+    ("fault_to_detection_ms.p50", "detect p50", 0, 5),
+    ("duplicates.sum", "dups", 0, 3),
+    ("lost_records.sum", "lost", 0, 0),
+    ("peak_lag.max", "peak lag", 0, 4),
+]
+
+
+_FOLDED_KEYS = ("client", "scenario", "faults")
+_KEY_WIDTH = 12  # a folded key's column
+
+
+def comparison_table(by_group: list[dict], width: int | None = None) -> Table:
+    """The group keys (the short ones — a protocol's name, a release — read whole and grepped for,
+    never folded; a client requirement or a scenario's name may fold), then the figures that fit
+    ``width`` (the console's). A key every row has the same value of goes to the title when the
+    table would not fit with it."""
     from .report import GROUP_COLUMNS, comparison_rows
 
-    t = Table(
-        title=f"Rebalances across runs (per {' / '.join(GROUP_COLUMNS)})",
-        title_justify="left",
-        header_style="bold",
-    )
-    for c in GROUP_COLUMNS:
-        # The short keys (a protocol's name, a release) are read whole and grepped for: never folded
-        # when the table is wider than the console. A client requirement or scenario name may fold.
-        t.add_column(c, overflow="fold", no_wrap=c not in ("client", "scenario"))
-    headers = [
-        ("runs", "runs", 0),
-        ("rebalances", "rebal.", 0),
-        ("rebalance_ms.count", "done", 0),
-        ("rebalance_ms.p50", "p50 ms", 0),
-        ("rebalance_ms.p95", "p95 ms", 0),
-        ("rebalance_ms.p99", "p99 ms", 0),
-        ("rebalance_ms.max", "max ms", 0),
-        ("unowned_ms.p95", "STW p95", 0),
-        ("unowned_ms.max", "STW max", 0),
-        ("fault_to_detection_ms.p50", "detect p50", 0),
-        ("duplicates.sum", "dups", 0),
-        ("lost_records.sum", "lost", 0),
-        ("peak_lag.max", "peak lag", 0),
-    ]
-    for _, title, _ in headers:
-        t.add_column(title, justify="right")
-    for row in comparison_rows(by_group):
-        t.add_row(*[str(row[c]) for c in GROUP_COLUMNS], *[_num(row.get(k), d) for k, _, d in headers])
-    return t
+    width = width or console.width
+    rows = comparison_rows(by_group)
+
+    def need(key: str) -> int:
+        return _KEY_WIDTH if key in _FOLDED_KEYS else max([len(key), *(len(str(r[key])) for r in rows)])
+
+    keys = list(GROUP_COLUMNS)
+    kept = [title for _, title, _, drop in _FIGURES if not drop]
+    constant = [k for k in keys if rows and len({str(r[k]) for r in rows}) == 1]
+    while constant and sum(map(need, keys)) + sum(map(len, kept)) + 3 * (len(keys) + len(kept)) + 1 > width:
+        keys.remove(constant.pop())  # from the last key (the scenario) back
+    title = f"Rebalances across runs (per {' / '.join(GROUP_COLUMNS)})"
+    if moved := [k for k in GROUP_COLUMNS if k not in keys]:
+        title += "; every row's " + ", ".join(f"{k} {rows[0][k]}" for k in moved)
+    columns = [Column(c, wrap=c in _FOLDED_KEYS, width=_KEY_WIDTH) for c in keys]
+    columns += [Column(title_, justify="right", drop=drop) for _, title_, _, drop in _FIGURES]
+    cells = [[escape(str(row[c])) for c in keys] + [_num(row.get(k), d) for k, _, d, _ in _FIGURES] for row in rows]
+    table = fitted_table(escape(title), columns, cells, width)
+    table.header_style = "bold"
+    return table
 
 
 def _cause(e: Exception) -> str:

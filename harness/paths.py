@@ -1,6 +1,8 @@
 """Where the lab keeps downloads, process registrations and runs."""
 
+import contextlib
 import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,3 +52,23 @@ def new_stamped_dir(parent: Path, name: str, kind: str = "") -> Path:
             path = Path(f"{base}-{n}")
         except (OSError, ValueError) as e:
             raise unusable_dir(parent, e) from None
+
+
+LATEST = "latest"  # runs/latest: the newest run directory (a relative symlink)
+
+
+def point_latest(run_dir: Path) -> None:
+    """``<its parent>/latest`` -> ``run_dir`` (relative: the runs directory may move), replaced
+    atomically (a symlink made under a temporary name, renamed over the old one): a reader never
+    finds it missing. A ``latest`` that is not a symlink is someone's own: left alone. Best effort:
+    a directory that takes no symlink costs the run nothing."""
+    link = run_dir.parent / LATEST
+    temporary = run_dir.parent / f".{LATEST}-{os.getpid()}-{threading.get_ident()}"
+    try:
+        if link.exists() and not link.is_symlink():
+            return
+        temporary.symlink_to(run_dir.name)
+        os.replace(temporary, link)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()

@@ -790,6 +790,7 @@ def output_commands(scenario: Path, suite: Path, sweep: Path, run_dir: Path) -> 
         (["run", str(scenario)], "--runs-dir", True),
         (["compare", str(scenario), "--protocols", "classic-eager"], "--runs-dir", True),
         (["suite", str(suite)], "--runs-dir", True),
+        (["suite", str(suite)], "--out", True),
         (["capacity", str(sweep)], "--runs-dir", True),
         (["shrink", str(run_dir)], "--runs-dir", True),
         (["analyze", str(run_dir)], "--out", True),
@@ -842,7 +843,9 @@ def commands(
     return out
 
 
-OUTPUT_PARAMS = {"runs_dir", "out", "cache_dir", "workdir", "output"}  # the output-path family's
+OUTPUT_PARAMS = {"runs_dir", "out", "cache_dir", "workdir", "output", "junit"}  # the output-path family's
+# Commands whose options all have good values here, so that a value in range (`--seed 0`) would start it.
+STARTS_WITH_GOOD_VALUES = {("run",)}
 BAD_INTS = ["x", "", "-1", "0", "1.5", "nan", "1e3", "99999999999999999999999", "0x10", "[/bold]"]
 BAD_FLOATS = ["x", "", "-1", "0", "nan", "inf", "-inf", "1e999", "[/bold]"]
 BAD_CHOICES = ["nope", "", "[/bold]", "3.9 ", "LOCAL"]
@@ -917,6 +920,8 @@ def option_cases(
                 (value,) if value else ()
             )
             if _accepts(param, value):  # in range after all (--confirm 0): another input may be what is refused
+                if words in STARTS_WITH_GOOD_VALUES:
+                    continue  # nothing else is: it would run
                 names = ("rror",)
             label = param.name if isinstance(param, click.Argument) else param.opts[-1]
             cases.append((f"{label}={value[:20]!r}", [*words, *with_value(param, value)], names))

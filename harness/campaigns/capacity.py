@@ -44,7 +44,7 @@ from harness.scenario import Scenario, Seed, read_scenario_data, validation_prob
 from harness.scenario.variants import Axes, Impossible, listed_twice, variant
 from harness.supervision.run_state import write_json_atomically
 from oracle.protocols import PROTOCOLS
-from runtime.errors import ScenarioError, SetupError
+from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, ScenarioError, SetupError
 from workloads.load.profile import LoadProfile
 
 CAPACITY_JSON = "capacity.json"
@@ -187,6 +187,16 @@ def load_sweep(path: str | Path) -> Sweep:
     if problems:
         raise ScenarioError(str(path), problems)
     return Sweep(path, spec, points)
+
+
+def point_exit_code(point: dict) -> int:
+    """A point's exit code as `rebalance-lab run` said it (capacity.json's outcome and verdict): an
+    interrupted run 130, a run that broke or was not judged 3, else its verdict's (runtime.errors)."""
+    if point.get("outcome") == "interrupted":
+        return EXIT_INTERRUPTED
+    if point.get("outcome") != "completed" or point.get("verdict") not in EXIT_FOR_VERDICT:
+        return EXIT_RUN_ERROR
+    return EXIT_FOR_VERDICT[point["verdict"]]
 
 
 class CapacityRun:

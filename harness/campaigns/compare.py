@@ -21,8 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.components.install import installed_for
 from harness.paths import new_stamped_dir
@@ -33,8 +31,8 @@ from harness.scenario import (
     load_scenario,
     load_scenario_data,
     read_scenario_data,
-    redact_scenario_data,
 )
+from harness.scenario.overrides import scenario_text
 from harness.scenario.variants import Axes, Impossible, variant
 from harness.supervision.run_state import read_state
 from oracle import vocabulary as ev
@@ -149,7 +147,7 @@ def compare(
     for p in plans:
         path = out / f"{p.data['name']}-s{p.data['seed']}.yaml"
         # The file holds no secret value (runtime.secrets); the run is made from the data itself.
-        path.write_text(yaml.safe_dump(redact_scenario_data(p.data), sort_keys=False))
+        path.write_text(scenario_text(p.data))
         runs.append((p, load_scenario_data(p.data, path, client_config), path))
     entries: list[Entry] = []
     interrupted = False

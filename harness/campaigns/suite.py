@@ -38,14 +38,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from faults.base import Strict
 from harness.campaigns.expectation import Attempts, run_attempts
 from harness.cluster.backend import BACKENDS
 from harness.cluster.shared import ClusterPool, runs_in_a_row
-from harness.paths import new_stamped_dir
+from harness.paths import make_dirs, new_stamped_dir
 from harness.reports.run import verdict_figures
 from harness.reports.suite import BROKEN, FAILED, PASSED, SKIPPED
 from harness.run.loop import Run, RunResult
@@ -55,10 +54,10 @@ from harness.scenario import (
     load_scenario,
     load_scenario_data,
     read_scenario_data,
-    redact_scenario_data,
     validation_problems,
 )
 from harness.scenario.expect import Expect, not_applicable_problems
+from harness.scenario.overrides import display_path, replay_command, scenario_text
 from harness.scenario.variants import Axes, Impossible, KafkaRelease, listed_twice, variant
 from harness.supervision.run_state import read_state, write_json_atomically
 from oracle.protocols import PROTOCOLS
@@ -70,6 +69,7 @@ from runtime.errors import (
     EXIT_RUN_ERROR,
     LabError,
     ScenarioError,
+    worst_exit,
 )
 
 SUITE_JSON = "suite.json"
@@ -179,6 +179,21 @@ class Variant:
     scenario_data: dict
     not_applicable: dict[str, str]  # checks the protocol has no premise for -> why
     expect: Expect | None = None  # what it must fail with (the suite's expect entry, else the scenario's)
+    file: Path | None = None  # the scenario file it is a variant of
+    own_expect: Any = None  # that file's `expect:` (the suite's entry may stand for it)
+
+    @property
+    def replay(self) -> str:
+        """The `rebalance-lab run` command whose scenario is this variant's (harness.scenario.overrides):
+        its axes, and the suite's expectation when it is not the file's own."""
+        sets = (
+            []
+            if self.scenario_data.get("expect") == self.own_expect
+            else [("expect", self.scenario_data.get("expect"))]
+        )
+        return replay_command(
+            display_path(self.file or self.scenario), self.scenario_data.get("seed", 0), self.axes, sets
+        )
 
     @property
     def id(self) -> str:
@@ -200,12 +215,23 @@ class VariantResult:
     reason: str = ""  # why skipped or broken; how its expectation ended
     attempts: Attempts | None = None
 
+    @property
+    def exit_code(self) -> int:
+        """What `rebalance-lab run` of it would exit with, held to its expectation: passed 0 (a failure
+        it expected included), failed 1; broken as its last run ended (3 broke, 4 incomplete, 2 bad
+        input found by running, 130 interrupted); skipped 0 (what stopped the suite counts, not this)."""
+        if self.state == BROKEN:
+            code = self.result.exit_code if self.result else EXIT_RUN_ERROR
+            return code if code not in (EXIT_OK, EXIT_CHECK_FAILED) else EXIT_RUN_ERROR
+        return EXIT_CHECK_FAILED if self.state == FAILED else EXIT_OK
+
     def to_dict(self) -> dict:
         v, verdict = self.variant, (self.result.verdict if self.result else None) or {}
         ran = (read_state(self.result.run_dir) or {}) if self.result else {}
         return {
             "id": v.id,
             "scenario": v.scenario,
+            "replay": v.replay,  # the `rebalance-lab run` command that gives its scenario
             "protocol": verdict.get("stats", {}).get("protocol") or v.axes.protocol,
             # what ran (run.json: the exact release, the client requirement, default included),
             # else what was asked (a variant not run)
@@ -253,6 +279,7 @@ def load_suite(path: str | Path) -> Suite:
         raise ScenarioError(path, validation_problems(e)) from None
     problems: list[tuple[str, str]] = []
     bases: dict[str, dict] = {}
+    files: dict[str, Path] = {}
     for i, entry, file in _scenario_files(path, spec, problems):
         try:
             name = load_scenario(file).name
@@ -261,7 +288,7 @@ def load_suite(path: str | Path) -> Suite:
             continue
         if name in bases:
             problems.append((f"scenarios.{i}", f"{entry}: a second scenario named {name!r} (names identify variants)"))
-        bases[name] = read_scenario_data(file)
+        bases[name], files[name] = read_scenario_data(file), file
     if problems:
         raise ScenarioError(path, problems)
     problems = [
@@ -288,7 +315,7 @@ def load_suite(path: str | Path) -> Suite:
         except Impossible as e:
             problems.append((label, f"{e}: leave it out with an exclude"))
             continue
-        found = Variant(name, axes, data, skipped)
+        found = Variant(name, axes, data, skipped, file=files[name], own_expect=base.get("expect"))
         data["name"] = found.run_name
         tried[axes.client] += 1
         matched = [i for i, x in enumerate(spec.expect) if x.matches(name, axes)]
@@ -430,6 +457,24 @@ class BadSuiteArgument(LabError):
     exit_code = EXIT_BAD_INPUT
 
 
+def check_outputs(out: Path | None, junit: Path | None) -> None:
+    """`--out DIR` (made now; refused unless new or empty: two suites' files never mix) and `--junit
+    PATH` (a file, its directory made now): bad input before anything runs."""
+    if out is not None:
+        make_dirs(out, "--out")
+        if any(out.iterdir()):
+            raise BadSuiteArgument(f"--out {out}: not empty; give a new or empty directory")
+    if junit is not None:
+        make_dirs(junit.parent, "--junit")
+        try:
+            if junit.is_dir():
+                raise BadSuiteArgument(f"--junit {junit}: a directory; give the file to write ({junit / 'junit.xml'})")
+            with junit.open("ab"):  # writable (written when the suite ends)
+                pass
+        except OSError as e:
+            raise BadSuiteArgument(f"--junit {junit}: cannot write it: {e.strerror or e}") from None
+
+
 Report = Callable[[str], None]
 
 
@@ -445,7 +490,12 @@ class SuiteRun:
         report: Report = lambda _m: None,
         on_variant: Callable[[int, Variant], None] = lambda _i, _v: None,
         share_clusters: bool = True,
+        out: Path | None = None,
+        junit: Path | None = None,
     ):
+        """``out``: the suite's directory (`--out`, new or empty; made by check_outputs), instead of
+        runs_dir/suite-<stamp>-<name>; ``junit``: where the JUnit file is written too (`--junit`)."""
+        self.out, self.junit = out, junit
         self.suite, self.chosen, self.fail_fast = suite, chosen, fail_fast
         self.share_clusters = share_clusters
         self.report, self.on_variant = report, on_variant
@@ -457,13 +507,15 @@ class SuiteRun:
     def execute(self) -> int:
         from harness.reports.suite import write_reports
 
-        self.dir = new_stamped_dir(self.runs_dir, self.suite.spec.name, kind="suite")
+        self.dir = (
+            self.out if self.out is not None else new_stamped_dir(self.runs_dir, self.suite.spec.name, kind="suite")
+        )
         scenarios = self.dir / "scenarios"
         scenarios.mkdir()
         paths = []
         for v in self.chosen:
             p = scenarios / f"{v.run_name}-s{v.scenario_data.get('seed', 0)}.yaml"
-            p.write_text(yaml.safe_dump(redact_scenario_data(v.scenario_data), sort_keys=False))  # no secret value
+            p.write_text(scenario_text(v.scenario_data))  # no secret value; as `run` with v.replay's options writes it
             paths.append(p)
         scenarios_of = [load_scenario_data(v.scenario_data, p) for v, p in zip(self.chosen, paths, strict=False)]
         # Variants whose cluster spec matches share a cluster (harness.cluster.shared), started with
@@ -492,7 +544,7 @@ class SuiteRun:
                 for v in self.chosen[len(self.results) :]
             ]
             self._write_json()
-            write_reports(self.to_dict(), self.dir)
+            write_reports(self.to_dict(), self.dir, self.junit)
         return self.exit_code
 
     def _run_variants(self, paths: list[Path], scenarios_of: list[Scenario], pool: ClusterPool | None) -> None:
@@ -507,6 +559,7 @@ class SuiteRun:
             done = VariantResult(v, ran.state, ran.seconds, ran.last, reason=ran.message, attempts=ran)
             self.results.append(done)
             self._write_json()
+            self.report(f"{v.id}: {done.state}; replay: {v.replay}")
             if ran.stopped:
                 result = ran.last
                 when = "during" if result.outcome == "interrupted" else "after"  # a Ctrl-C as its run ended
@@ -521,12 +574,8 @@ class SuiteRun:
 
     @property
     def exit_code(self) -> int:
-        states = {r.state for r in self.results}
-        if self.state == "interrupted":
-            return EXIT_INTERRUPTED
-        if BROKEN in states:
-            return EXIT_RUN_ERROR
-        return EXIT_CHECK_FAILED if FAILED in states else EXIT_OK
+        """The worst of the variants' (runtime.errors.worst_exit), 130 once interrupted."""
+        return worst_exit([r.exit_code for r in self.results] + [EXIT_INTERRUPTED] * (self.state == "interrupted"))
 
     def to_dict(self) -> dict:
         return {

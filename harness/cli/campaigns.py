@@ -8,15 +8,19 @@ from pathlib import Path
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from harness.cli.common import (
     FiniteFloatRange,
     client_config_option,
     console,
+    emit_json,
     err_console,
     fail,
     fresh_clusters_option,
+    human,
+    no_progress_bar,
+    quiet,
+    say,
 )
 from harness.cluster.backend import BACKENDS
 from harness.components.install import installed_for
@@ -28,6 +32,7 @@ from runtime.errors import (
     EXIT_OK,
     EXIT_RUN_ERROR,
     LabError,
+    worst_exit,
 )
 from runtime.output_dirs import SafePath
 
@@ -75,8 +80,8 @@ def compare_command(
     client_config: Path | None,
 ) -> None:
     """Run one scenario under several protocol generations, Kafka releases and client versions
-    (every combination of those given) and print them side by side. Exit code 0 when every
-    run passed the checks that apply to its protocol."""
+    (every combination of those given) and print them side by side; exits with the worst of
+    the runs' codes."""
     from harness.campaigns.compare import compare
     from harness.reports.run import print_comparison
     from harness.scenario.variants import kafka_problem
@@ -105,7 +110,7 @@ def compare_command(
             wanted,
             seeds,
             runs_dir,
-            console.log,
+            say,
             backend,
             share_clusters=not fresh_clusters,
             client_config=client_config,
@@ -115,11 +120,20 @@ def compare_command(
     except LabError as e:
         fail(e)
     rows = [e.row() for e in entries]
-    print_comparison(console, rows, out)
-    if interrupted:
-        sys.exit(EXIT_INTERRUPTED)
-    expected = max(len(wanted), 1) * max(len(kafka), 1) * max(len(clients), 1) * seeds
-    sys.exit(EXIT_OK if rows and all(r["ok"] for r in rows) and len(rows) == expected else EXIT_CHECK_FAILED)
+    if human():
+        print_comparison(console, rows, out)
+    # the worst of the runs': a broken one is 3, an incomplete one 4, as `run` says each
+    code = worst_exit([e.result.exit_code for e in entries] + [EXIT_INTERRUPTED] * interrupted)
+    _emit_comparison(code, rows, out)
+    sys.exit(code)
+
+
+def _emit_comparison(code: int, rows: list[dict], out: Path) -> None:
+    """`compare --json`'s document (harness/reports/json_output.py)."""
+    from harness.reports.json_output import CompareOutput, CompareRow
+
+    status = {EXIT_OK: "passed", EXIT_INTERRUPTED: "interrupted"}.get(code, "failed")
+    emit_json(CompareOutput(exit_code=code, status=status, dir=str(out), rows=[CompareRow(**r) for r in rows]))
 
 
 @click.command("suite")
@@ -138,6 +152,21 @@ def compare_command(
     help="Run only the variants that did not pass in this suite's last run (failed, broke, or never ran).",
 )
 @click.option("--list", "list_only", is_flag=True, help="Validate and list the variants; run nothing.")
+@click.option(
+    "--out",
+    type=SafePath(path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="The suite's directory (suite.json, junit.xml, index.html, the runs): new or empty. "
+    "Default: RUNS_DIR/suite-<UTC time>-<name>.",
+)
+@click.option(
+    "--junit",
+    type=SafePath(path_type=Path),
+    default=None,
+    metavar="PATH",
+    help="Also write the JUnit file here (the suite's directory keeps its junit.xml); its directory is made.",
+)
 @fresh_clusters_option
 def suite_command(
     suite_file: Path,
@@ -146,15 +175,17 @@ def suite_command(
     fail_fast: bool,
     rerun_failed: bool,
     list_only: bool,
+    out: Path | None,
+    junit: Path | None,
     fresh_clusters: bool,
 ) -> None:
     """Run a chaos suite: scenarios × protocols × Kafka releases × clients × seeds × backends.
 
     Writes suite.json, junit.xml (one testcase per variant) and index.html next to the
-    runs. Exit code 0 when every variant passed, 1 when a check failed, 2 on bad input,
-    3 when a run broke or could not be judged, 130 when interrupted.
+    runs; exits with the worst of the variants' codes (a variant that failed as it was
+    expected to passes).
     """
-    from harness.campaigns.suite import SuiteRun, last_suite_json, load_suite, select
+    from harness.campaigns.suite import SuiteRun, check_outputs, last_suite_json, load_suite, select
     from harness.reports.run import print_suite
     from harness.scenario import Scenario
 
@@ -165,12 +196,17 @@ def suite_command(
         if list_only or not chosen:
             for v in chosen:
                 console.print(escape(v.id + (f"  (expected: {v.expect.describe()})" if v.expect else "")))
+                console.print(escape(f"  {v.replay}"), soft_wrap=True)
             if not chosen:
                 console.print("nothing to run: every variant of the suite's last run passed")
+            _emit_suite(
+                {"suite": suite.spec.name, "state": "listed", "variants": [_listed(v) for v in chosen]}, None, 0
+            )
             sys.exit(EXIT_OK)
         for v in chosen:
             installed_for(Scenario.model_validate(v.scenario_data))
         make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
+        check_outputs(out, junit)
     except LabError as e:
         fail(e)
     with Progress(
@@ -179,6 +215,7 @@ def suite_command(
         TextColumn("{task.completed:.0f}/{task.total:.0f}"),
         TimeElapsedColumn(),
         console=console,
+        disable=no_progress_bar(),
     ) as progress:
         task = progress.add_task(f"suite {suite.spec.name}", total=len(chosen))
 
@@ -190,17 +227,35 @@ def suite_command(
             chosen,
             runs_dir,
             fail_fast,
-            lambda m: progress.console.log(escape(m)),
+            say,
             on_variant,
             share_clusters=not fresh_clusters,
+            out=out,
+            junit=junit,
         )
         try:
             code = run.execute()
         except LabError as e:  # the suite's directory could not be made
             fail(e)
         progress.update(task, completed=len(chosen), description=escape(f"suite {suite.spec.name}"))
-    print_suite(console, run.to_dict(), run.dir)
+    if human():
+        print_suite(console, run.to_dict(), run.dir, brief=quiet())
+    _emit_suite(run.to_dict(), run.dir, code)
+    if junit is not None and human():
+        console.print(escape(f"JUnit also in {junit}"), soft_wrap=True)
     sys.exit(code)
+
+
+def _listed(v) -> dict:
+    """A variant as `suite --list --json` gives it: nothing run."""
+    return {"id": v.id, "state": "listed", "seconds": 0.0, "replay": None}
+
+
+def _emit_suite(suite: dict, out: Path | None, code: int) -> None:
+    """`suite --json`'s document (harness/reports/json_output.py)."""
+    from harness.reports.json_output import suite_model
+
+    emit_json(suite_model({**suite, "exit_code": code}, out))
 
 
 @click.command("capacity")
@@ -208,22 +263,31 @@ def suite_command(
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
 @click.option("--fresh", is_flag=True, help="Run every point again (default: resume, skipping points already judged).")
 @click.option("--master", default=None, metavar="URL", help="Spark master for the table (default: local[2]).")
-def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, master: str | None) -> None:
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Validate the sweep and print its points, what each would run and which a resume would skip; "
+    "run nothing, install nothing.",
+)
+def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, master: str | None, dry_run: bool) -> None:
     """A capacity sweep: group size × partitions × produce rate × protocol, each point a load run
     (harness/campaigns/capacity.py); then the capacity table and its plots (capacity.html, capacity.csv).
 
-    Exit code 0 when every point ran and passed its checks, 1 when a check failed, 2 on bad
-    input, 3 when a run broke, 130 when interrupted (run it again to resume).
+    Exits with the worst of the points' codes; interrupted (130), run it again to resume.
     """
-    from harness.campaigns.capacity import CapacityRun, load_sweep
+    from harness.campaigns.capacity import CapacityRun, load_sweep, point_exit_code
 
     runs_dir = runs_dir or default_runs_dir()
     try:
         sweep = load_sweep(sweep_file)
+        if dry_run:
+            refuse_output_dir(runs_dir, "--runs-dir")
+            _print_sweep(sweep, CapacityRun(sweep, runs_dir, fresh))
+            sys.exit(EXIT_OK)
         for point in sweep.points:
             installed_for(point.scenario)
         make_dirs(runs_dir, "--runs-dir")  # validated: it is ours to make
-        run = CapacityRun(sweep, runs_dir, fresh, lambda m: console.log(escape(m)))
+        run = CapacityRun(sweep, runs_dir, fresh, say)
     except LabError as e:
         fail(e)
     with Progress(
@@ -232,6 +296,7 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
         TextColumn("{task.completed:.0f}/{task.total:.0f}"),
         TimeElapsedColumn(),
         console=console,
+        disable=no_progress_bar(),
     ) as progress:
         task = progress.add_task(f"capacity {sweep.spec.name}", total=len(sweep.points))
 
@@ -250,23 +315,49 @@ def capacity_command(sweep_file: Path, runs_dir: Path | None, fresh: bool, maste
             console.print(f"interrupted: `rebalance-lab capacity {sweep_file}` resumes from {run.dir}")
             sys.exit(EXIT_INTERRUPTED)
         progress.update(task, completed=len(sweep.points), description=escape(f"capacity {sweep.spec.name}"))
-    from analysis.capacity import COLUMNS
-
     try:
-        result = run.table(master, progress=lambda m: console.log(escape(m)))
+        result = run.table(master, progress=say)
     except LabError as e:  # no point ran to a verdict, say
         fail(e)
-    table = Table(title=f"Capacity — {sweep.spec.name}", title_justify="left")
-    columns = [c for c in COLUMNS if c not in ("run", "rebalance_max_ms", "broker_p50_ms", "broker_max_ms")]
-    for c in columns:
-        table.add_column(c, justify="left" if c == "protocol" else "right")
-    for row in result.rows:
-        table.add_row(*("–" if row[c] is None else str(row[c]) for c in columns))
-    console.print(table)
+    console.print(capacity_table(sweep.spec.name, result.rows, console.width))
     console.print(f"{result.report}")
-    if any(p.get("outcome") != "completed" or not p.get("verdict") for p in ran):  # a run broke, or was not judged
-        sys.exit(EXIT_RUN_ERROR)
-    sys.exit(EXIT_CHECK_FAILED if any(p.get("verdict") != "pass" for p in ran) else EXIT_OK)
+    sys.exit(worst_exit(point_exit_code(p) for p in ran))  # as `run` says each point
+
+
+def _print_sweep(sweep, run) -> None:
+    """`capacity --dry-run`: a row per point, what its run would be, and whether a resume skips it."""
+    from runtime.console import Column, fitted_table
+
+    columns = (
+        Column("point", wrap=True, width=16),
+        Column("protocol"),
+        Column("members", justify="right"),
+        Column("partitions", justify="right"),
+        Column("rate", justify="right"),
+        Column("kafka", drop=1),
+        Column("duration", justify="right", drop=2),
+        Column("would"),
+    )
+    rows = [
+        (
+            escape(point.id),
+            point.protocol,
+            str(point.members),
+            str(point.partitions),
+            f"{point.rate:g}/s",
+            point.scenario.cluster.kafka,
+            f"{point.scenario.duration_s:g} s",
+            "skip (ran before)" if run.done(point) else "run",
+        )
+        for point in sweep.points
+    ]
+    title = f"Capacity sweep {sweep.spec.name}: {len(sweep.points)} points"
+    console.print(fitted_table(title, columns, rows, console.width))
+    todo = [p for p in sweep.points if not run.done(p)]
+    console.print(
+        escape(f"dry run: {len(todo)} of {len(sweep.points)} points would run, into {run.dir}; nothing was run"),
+        soft_wrap=True,
+    )
 
 
 @click.command("shrink")
@@ -310,9 +401,9 @@ def shrink_command(
     """Search, with real runs, for the smallest scenario that still fails RUN_DIR's check:
     drop faults, shorten them, move them earlier, end the run sooner.
 
-    Writes minimal.yaml, report.md and shrink.json in a new shrink directory. Exit code 0
-    when a minimal scenario was written, 1 when the failure did not reproduce, 2 on bad
-    input, 3 when the failing schedule's runs broke, 130 when interrupted.
+    Writes minimal.yaml, report.md and shrink.json in a new shrink directory: exit code 0
+    when a minimal scenario was written, 1 when the failure did not reproduce, 3 when the
+    failing schedule's runs broke.
     """
     from harness.campaigns.shrink import shrink
 
@@ -323,7 +414,7 @@ def shrink_command(
             run_dir,
             check,
             runs_dir,
-            console.log,
+            say,
             repeats=repeats,
             max_runs=max_runs,
             max_minutes=max_minutes,
@@ -371,17 +462,43 @@ def bugs_command(write_docs: bool, check_docs: bool) -> None:
         for path in stale:
             err_console.print(f"out of date: {path} (rebalance-lab bugs --write-docs)")
         sys.exit(EXIT_CHECK_FAILED if stale else EXIT_OK)
-    view = Table(title=f"{len(bugs)} known bugs (bugs/)")
-    for column in ("bug", "component", "affected → fixed", "named by", "reproduced → fixed", "wall per run"):
-        view.add_column(column, overflow="fold")
+    from runtime.console import Column, fitted_table
+
+    columns = (
+        Column("bug", wrap=True, width=28),
+        Column("component", drop=2),
+        Column("affected → fixed"),
+        Column("named by", wrap=True, width=14, drop=1),
+        Column("reproduced → fixed", drop=3),
+        Column("wall per run", drop=4),
+    )
+    rows = []
     for b in bugs:
         fixed = b.release(b.fixed) if b.fixed else "not fixed yet"
-        view.add_row(
-            escape(f"{b.id}: {b.facts.title}"),
-            b.facts.component,
-            f"{b.release(b.affected)} → {fixed}",
-            escape(b.names_it().replace("`", "")),
-            b.rate(),
-            b.wall(),
+        rows.append(
+            (
+                escape(f"{b.id}: {b.facts.title}"),
+                b.facts.component,
+                f"{b.release(b.affected)} → {fixed}",
+                escape(b.names_it().replace("`", "")),
+                b.rate(),
+                b.wall(),
+            )
         )
-    console.print(view)
+    console.print(fitted_table(f"{len(bugs)} known bugs (bugs/)", columns, rows, console.width))
+
+
+def capacity_table(name: str, rows: list[dict], width: int):
+    """The capacity table on the terminal, its columns fitted to it (capacity.csv has them all)."""
+    from analysis.capacity import COLUMNS
+    from runtime.console import Column, fitted_table
+
+    names = [c for c in COLUMNS if c not in ("run", "rebalance_max_ms", "broker_p50_ms", "broker_max_ms")]
+    # a narrow terminal keeps the point's coordinates and the headline figures
+    keep = {"protocol", "members", "partitions", "rate", "rebalance_p95_ms", "stw_p95_ms"}
+    columns = [
+        Column(c, justify="left" if c == "protocol" else "right", drop=0 if c in keep else len(names) - i)
+        for i, c in enumerate(names)
+    ]
+    cells = [["–" if row[c] is None else escape(str(row[c])) for c in names] for row in rows]
+    return fitted_table(f"Capacity — {name}", columns, cells, width)

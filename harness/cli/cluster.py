@@ -225,7 +225,7 @@ def _abandon(owner: str) -> None:
 
 @cluster.command("down")
 def cluster_down() -> None:
-    """Stop the standalone cluster."""
+    """Stop the standalone cluster. Exit code 3 when something of it could not be stopped."""
     state_file = lab_home() / CLUSTER_STATE
     if not state_file.exists():
         console.print("no cluster is up.")
@@ -241,7 +241,8 @@ def cluster_down() -> None:
 
 @cluster.command("status")
 def cluster_status() -> None:
-    """Show the standalone cluster and whether each process and broker is up."""
+    """Show the standalone cluster and whether each process and broker is up. Exit code 1 when
+    no cluster is up."""
     from confluent_kafka.admin import AdminClient
 
     from harness.supervision.processes import registered

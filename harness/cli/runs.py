@@ -11,47 +11,123 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.cli.common import client_config_option, console, err_console, error, fail
+from harness.cli.common import (
+    client_config_option,
+    console,
+    detail,
+    emit_json,
+    err_console,
+    error,
+    fail,
+    human,
+    no_progress_bar,
+    quiet,
+    say,
+)
 from harness.cluster.backend import BACKENDS
 from harness.components.install import installed_for
 from harness.paths import default_runs_dir, make_dirs
 from oracle import vocabulary as ev
+from oracle.protocols import PROTOCOLS
 from runtime.errors import (
     EXIT_FOR_VERDICT,
     LabError,
+    ScenarioError,
 )
 from runtime.output_dirs import SafePath
 from runtime.secrets import redact_text
 
 
+def _not_empty(_ctx, _param, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("empty")
+    return value
+
+
+def _sets(_ctx, _param, values: tuple[str, ...]) -> list[tuple[str, object]]:
+    from harness.scenario.overrides import OverrideError, parse_set
+
+    try:
+        return [parse_set(v) for v in values]
+    except OverrideError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 @click.command()
 @click.argument("scenario_file", type=SafePath(path_type=Path))
 @click.option("--runs-dir", type=SafePath(path_type=Path), default=None, help="Default: ./runs")
+@click.option("--seed", type=int, default=None, help="Instead of the scenario's seed (its random faults' draws).")
+@click.option(
+    "--protocol",
+    type=click.Choice(list(PROTOCOLS)),
+    default=None,
+    help="Instead of workload.protocol, with what it forces (its default assignor, the Kafka line it needs), as a suite's axis.",
+)
+@click.option(
+    "--kafka",
+    default=None,
+    metavar="RELEASE",
+    callback=_not_empty,
+    help="Instead of cluster.kafka: a release or a line (4.1).",
+)
+@click.option(
+    "--client",
+    default=None,
+    metavar="REQUIREMENT",
+    callback=_not_empty,
+    help="Instead of workload.client, e.g. confluent-kafka==2.3.0.",
+)
 @click.option(
     "--backend",
     type=click.Choice(list(BACKENDS)),
     default=None,
     help="Run the cluster with this backend (default: the scenario's cluster.backend, else local).",
 )
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY.PATH=VALUE",
+    callback=_sets,
+    help="Set a key of the scenario, the value read as YAML (null removes the key), list entries as [1], [2]: "
+    "--set workload.consumers=4 --set 'faults[1].at_s=12' (repeatable; after the options above). "
+    "Validated as the file is; the run directory keeps the scenario it made.",
+)
 @client_config_option
-def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_config: Path | None) -> None:
+def run(
+    scenario_file: Path,
+    runs_dir: Path | None,
+    seed: int | None,
+    protocol: str | None,
+    kafka: str | None,
+    client: str | None,
+    backend: str | None,
+    sets: list[tuple[str, object]],
+    client_config: Path | None,
+) -> None:
     """Run a scenario: cluster, workload, faults, recovery, then the oracle's verdict.
 
-    Exit code 0 when every check held, 1 when one failed, 2 on bad input or setup
-    failure, 3 when the run itself broke or a check raised, 4 when a check could
-    not judge the run (incomplete), 130 when interrupted.
-    """
+    --seed, --protocol, --kafka, --client and --backend change the scenario as a suite's matrix
+    axes do, and name it as a suite names that variant; --set changes any key. Each suite variant
+    prints the `run` command that replays it. RUNS_DIR/latest points to the newest run directory."""
     from harness.reports.run import print_verdict
     from harness.run.loop import Run
-    from harness.scenario import load_scenario
+    from harness.scenario import load_scenario_data, read_scenario_data
+    from harness.scenario.overrides import Overrides, scenario_text
+    from harness.scenario.variants import Axes
 
+    overrides = Overrides(Axes(protocol=protocol, kafka=kafka, client=client, seed=seed, backend=backend), tuple(sets))
+    text = None
     try:
-        if client_config is not None:  # merged before validation: the backend decides whether it may be given
-            scenario = load_scenario(scenario_file, client_config=client_config, backend=backend)
-        else:
-            scenario = load_scenario(scenario_file)
-            if backend:
-                scenario = scenario.with_backend(backend)
+        data = read_scenario_data(scenario_file)
+        try:
+            if overrides:
+                data = overrides.apply(data, scenario_file)
+                text = scenario_text(data)
+            # client settings merged before validation: the backend decides whether they may be given
+            scenario = load_scenario_data(data, scenario_file, client_config)
+        except ScenarioError as e:
+            raise overrides.name_options(e) from None
         installed_for(scenario)  # fail before creating a run directory
         runs_dir = make_dirs(runs_dir or default_runs_dir(), "--runs-dir")  # validated: it is ours to make
     except LabError as e:
@@ -63,6 +139,7 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
         TimeElapsedColumn(),
         console=console,
         transient=False,
+        disable=no_progress_bar(),
     ) as progress:
         tasks: dict[str, int] = {}
 
@@ -71,16 +148,14 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
                 tasks[phase] = progress.add_task(phase, total=total, note=f"≤ {total:.0f}s")
             progress.update(tasks[phase], completed=done)
 
-        def report(msg: str) -> None:
-            progress.console.log(msg)
-
         try:
-            this_run = Run(scenario, scenario_file, runs_dir, report, on_progress)
+            this_run = Run(scenario, scenario_file, runs_dir, say, on_progress, detail=detail, scenario_text=text)
         except LabError as e:  # its directory could not be made: nothing has started
             fail(e)
         result = this_run.execute()
     if result.verdict:
-        print_verdict(console, result.verdict, result.run_dir)
+        if human():
+            print_verdict(console, result.verdict, result.run_dir, brief=quiet())
         if result.error:  # judged, but something around it went wrong (an external cluster not cleaned up)
             err_console.print(escape(f"warning: {result.error}"))
     else:
@@ -92,10 +167,35 @@ def run(scenario_file: Path, runs_dir: Path | None, backend: str | None, client_
                 )
             )
         )
+    expectation = None
     if scenario.expect:  # said, not acted on: a suite or pytest holds a variant to it, over its attempts
-        line = scenario.expect.run_line(result.outcome, result.verdict)
+        line = expectation = scenario.expect.run_line(result.outcome, result.verdict)
         console.print(escape(line[0].upper() + line[1:]), highlight=False, soft_wrap=True)
+    emit_json_of_run(result, scenario, expectation)
     sys.exit(result.exit_code)
+
+
+def emit_json_of_run(result, scenario, expectation: str | None) -> None:
+    """`run --json`'s document (harness/reports/json_output.py)."""
+    from harness.reports.json_output import RunOutput, verdict_model
+    from harness.supervision.run_state import read_state
+
+    state = read_state(result.run_dir) or {}
+    emit_json(
+        RunOutput(
+            exit_code=result.exit_code,
+            status=result.verdict["status"] if result.verdict else result.outcome,
+            outcome=result.outcome,
+            error=redact_text(result.error) if result.error else None,
+            run_dir=str(result.run_dir),
+            scenario=scenario.name,
+            seed=scenario.seed,
+            harness_version=state.get("harness_version"),
+            components=state.get("components") or {},
+            expectation=expectation,
+            verdict=verdict_model(result.verdict) if result.verdict else None,
+        )
+    )
 
 
 @click.command()
@@ -115,7 +215,22 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
             error(f"--seed {seed}: {why}")
         scenario = scenario.model_copy(update={"seed": seed})
     faults = scenario.schedule()
-    click.echo(json.dumps(faults, indent=2, sort_keys=True))
+    if human():  # as before --json: the bare list
+        click.echo(json.dumps(faults, indent=2, sort_keys=True))
+    else:
+        from harness.reports.json_output import ScheduleOutput
+
+        rf = scenario.random_faults
+        emit_json(
+            ScheduleOutput(
+                exit_code=0,
+                scenario=scenario.name,
+                seed=scenario.seed,
+                faults=faults,
+                random_drawn=len(faults) - len(scenario.faults) if rf else None,
+                random_asked=rf.count if rf else None,
+            )
+        )
     if scenario.random_faults and (drawn := len(faults) - len(scenario.faults)) < scenario.random_faults.count:
         err_console.print(
             escape(
@@ -129,12 +244,8 @@ def schedule(scenario_file: Path, seed: int | None) -> None:
 @click.argument("run_dir", type=SafePath(exists=True, file_okay=False, path_type=Path))
 @click.option("--write/--no-write", default=False, help="Rewrite verdict.json and summary.md.")
 def check(run_dir: Path, write: bool) -> None:
-    """Judge a run's history again (the oracle never needs the cluster).
-
-    Exit code 0 when every check held, 1 when one failed, 2 on bad input, 3 when a
-    check raised, 4 when a check could not judge the history (incomplete: a run that
-    never reached `phase: done`, interrupted or killed).
-    """
+    """Judge a run's history again (the oracle never needs the cluster). Incomplete (4): a run
+    that never reached `phase: done` (interrupted or killed)."""
     from harness.reports.run import print_verdict, run_state_note, summary_markdown
     from harness.supervision.run_state import (
         RUN_STATE,
@@ -177,12 +288,13 @@ def check(run_dir: Path, write: bool) -> None:
         "seed": started.get("seed"),
         **verdict,
     }
-    print_verdict(console, verdict, run_dir)
+    if human():
+        print_verdict(console, verdict, run_dir, brief=quiet())
     expected = _expectation_line(run_dir, verdict)
     if expected:
         console.print(escape(expected[0].upper() + expected[1:]), highlight=False, soft_wrap=True)
     note = run_state_note(read_state(run_dir))
-    if note:
+    if note and not quiet():
         console.print(note, markup=False, soft_wrap=True)
     if write:
         try:
@@ -192,6 +304,21 @@ def check(run_dir: Path, write: bool) -> None:
                 write_json_atomically(run_dir / RUN_STATE, {**state, "verdict": verdict["status"]})
         except OSError as e:  # a directory where summary.md goes, a read-only run directory
             error(f"--write: {e.filename or run_dir}: cannot write it: {e.strerror or e}")
+    from harness.reports.json_output import CheckOutput, verdict_model
+
+    emit_json(
+        CheckOutput(
+            exit_code=EXIT_FOR_VERDICT[verdict["status"]],
+            status=verdict["status"],
+            run_dir=str(run_dir),
+            scenario=verdict.get("scenario"),
+            seed=verdict.get("seed"),
+            run_state=(read_state(run_dir) or {}).get("state"),
+            expectation=expected,
+            wrote=write,
+            verdict=verdict_model(verdict),
+        )
+    )
     gc.freeze()  # the process ends here: the exit's last collection would only walk the whole history again
     sys.exit(EXIT_FOR_VERDICT[verdict["status"]])
 

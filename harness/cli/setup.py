@@ -11,7 +11,9 @@ from rich.markup import escape
 from harness.cli.common import CLUSTER_STATE, KafkaReleaseType, console, err_console, error, fail
 from harness.paths import lab_home, make_dirs
 from runtime.errors import (
+    EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
+    EXIT_RUN_ERROR,
     LabError,
     SetupError,
 )
@@ -124,7 +126,8 @@ def _setup_clients(texts: tuple[str, ...]) -> None:
 def cleanup() -> None:
     """Stop every process and remove every container the lab started and left behind (also
     resumes paused ones), and stop the project's Docker Engine unless a running harness uses
-    it; the runs whose harness died are marked `killed` in their run.json."""
+    it; the runs whose harness died are marked `killed` in their run.json. Exit code 3 when
+    something could not be stopped or removed (each said)."""
     from harness.cluster.backend import CleanupScope
     from harness.cluster.cleanup import clean_up, tally
     from harness.supervision.run_state import read_state
@@ -138,6 +141,8 @@ def cleanup() -> None:
     for run_dir in dict.fromkeys(c.run_dir for c in done.cleaned if c.run_dir):
         console.print(f"run {run_dir}: {(read_state(run_dir) or {}).get('state', 'no run.json')}", markup=False)
     console.print(f"cleanup: {tally(done.cleaned, names=False)} left behind, stopped or removed.", markup=False)
+    if done.problems:  # something could not be stopped or removed: said above, and not a pass
+        sys.exit(EXIT_RUN_ERROR)
 
 
 # ----------------------------------------------------------------------------- compose
@@ -178,8 +183,8 @@ def compose_render(scenario_file: Path, output: Path) -> None:
         topology = render(
             cluster_spec(scenario), output, images, f"rl-{scenario.name}".lower(), owner=f"render:{output.resolve()}"
         )
-    except LabError as e:
-        fail(e)
+    except LabError as e:  # it starts nothing, so nothing can break: what stops it is the input or the setup
+        error(str(e), EXIT_BAD_INPUT if e.exit_code == EXIT_RUN_ERROR else e.exit_code)
     except OSError as e:  # made, but not writable after all (a read-only mount)
         error(f"--output {output}: {e.strerror or e}")
     console.print(f"wrote {topology.compose_file} (start it there with `docker compose up -d --wait`)", markup=False)

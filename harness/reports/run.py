@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from oracle.checks.duplicates import summary as duplicates_summary
 from oracle.checks.history_integrity import NAME as HISTORY_INTEGRITY
 from oracle.explain import NOTABLE_MS
 from oracle.integrity import LoadReport
 from oracle.verdict import clocks_line, fault_lines, headline, migration_lines
+from runtime.console import Column, fitted_table
 
 _COLOUR = {"pass": "green", "fail": "red", "error": "red", "incomplete": "yellow"}
 
@@ -116,25 +117,78 @@ def _checks_and_measurements(verdict: dict) -> list[tuple[str, dict]]:
     ]
 
 
-def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) -> None:
-    table = Table(title="Rebalances", title_justify="left")
-    for h in _REBALANCE_HEADERS:
-        table.add_column(h, overflow="fold")
-    for row in _rebalance_rows(verdict):
-        table.add_row(*map(escape, row))  # member names, triggers: text, never markup
-    console.print(table)
+# The terminal's rebalance table: what a narrow one leaves out first (the coordinator's view, then the
+# join and sync phases; summary.md and verdict.json have them all), and the trigger folded, never cut.
+_REBALANCE_COLUMNS = (
+    Column("gen", justify="right"),
+    Column("status"),
+    Column("stabilized", justify="right", drop=2),
+    Column("broker's view", justify="right", drop=5),
+    Column("assigned", justify="right"),
+    Column("join", justify="right", drop=4),
+    Column("sync", justify="right", drop=3),
+    Column("max unowned", justify="right", drop=1),
+    Column("moved", justify="right"),
+    Column("trigger", wrap=True, width=20),
+)
+assert tuple(c.header for c in _REBALANCE_COLUMNS) == _REBALANCE_HEADERS
+
+_CHECK_COLUMNS = (
+    Column("check"),
+    Column("status"),
+    Column("violations", justify="right"),
+    Column("findings", justify="right"),
+    Column("note", wrap=True, width=16),
+)
+
+
+_MEMBER_UUID = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+TRIGGER_CHARS = 44  # a trigger on the terminal: two or three lines of its column at most
+
+
+def _short(trigger: str) -> str:
+    """A trigger as the terminal's table shows it: a member id's UUID left out, the rest cut at
+    TRIGGER_CHARS (summary.md and verdict.json have it whole)."""
+    trigger = _MEMBER_UUID.sub("", trigger)
+    return trigger if len(trigger) <= TRIGGER_CHARS else trigger[: TRIGGER_CHARS - 1].rstrip() + "…"
+
+
+def verdict_line(verdict: dict, run_dir: Path | None = None) -> str:
+    """The verdict in one greppable line (markup): 'PASS: 0 violations, 0 findings — runs/…'."""
+    status = verdict["status"]
+    return (
+        f"[{_COLOUR[status]}]{status.upper()}[/]: "
+        + escape(_headline(verdict))
+        + (f" — {escape(str(run_dir))}" if run_dir else "")
+    )
+
+
+def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None, brief: bool = False) -> None:
+    """The verdict on the terminal: its tables and lines, then the verdict's line; ``brief`` (-q):
+    the verdict's line, its violations and the checks that raised."""
+    if brief:
+        for name, c in _checks_and_measurements(verdict):
+            if c["status"] == "error":
+                console.print("[red]error[/] " + escape(f"[{name}] {c['reason']}"), highlight=False)
+        for a in verdict["violations"]:
+            console.print("[red]violation[/] " + escape(anomaly_line(a)), highlight=False)
+        console.print(verdict_line(verdict, run_dir), highlight=False, soft_wrap=True)
+        return
+    rows = [
+        tuple(escape(_short(c) if i == len(row) - 1 else c) for i, c in enumerate(row))  # never markup
+        for row in _rebalance_rows(verdict)
+    ]
+    console.print(fitted_table("Rebalances", _REBALANCE_COLUMNS, rows, console.width))
     for line in _explanations(verdict, slow_only=True):
         console.print(escape(f"  {line}"), highlight=False)
 
-    checks = Table(title="Checks", title_justify="left")
-    for h in ("check", "status", "violations", "findings", "note"):
-        checks.add_column(h, overflow="fold")
+    checks = []
     for name, c in _checks_and_measurements(verdict):
         colour = {"passed": "green", "failed": "red", "error": "red"}.get(c["status"], "yellow")
-        checks.add_row(
-            name, f"[{colour}]{c['status']}[/]", str(c["violations"]), str(c["findings"]), escape(c.get("reason", ""))
+        checks.append(
+            (name, f"[{colour}]{c['status']}[/]", str(c["violations"]), str(c["findings"]), escape(c.get("reason", "")))
         )
-    console.print(checks)
+    console.print(fitted_table("Checks", _CHECK_COLUMNS, checks, console.width))
 
     console.print(escape(f"duplicates: {duplicates_summary(verdict['duplicates'])}"), highlight=False)
     if verdict.get("stats", {}).get("faults") is not None:  # a verdict written before they were recorded has none
@@ -153,14 +207,7 @@ def print_verdict(console: Console, verdict: dict, run_dir: Path | None = None) 
         console.print("[yellow]fault[/] " + escape(line), highlight=False)
     for line in history_notes(verdict):
         console.print("[yellow]history[/] " + escape(line), highlight=False)
-    status = verdict["status"]
-    console.print(
-        f"[{_COLOUR[status]}]{status.upper()}[/]: "
-        + escape(_headline(verdict))
-        + (f" — {escape(str(run_dir))}" if run_dir else ""),
-        highlight=False,
-        soft_wrap=True,
-    )  # one greppable line
+    console.print(verdict_line(verdict, run_dir), highlight=False, soft_wrap=True)  # one greppable line
 
 
 def history_notes(verdict: dict) -> list[str]:
@@ -293,15 +340,28 @@ _COMPARISON = [
 _OPTIONAL = {"client", "client_version"}
 
 
+# What a narrow terminal leaves out of the comparison first (compare.json and --json have it all).
+_COMPARISON_DROP = {"total": 5, "mean": 4, "loaded": 3, "duplicates": 2, "stop-the-world": 1}
+_COMPARISON_WRAP = {"client", "loaded"}
+
+
 def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
-    table = Table(title="Side by side", title_justify="left")
     # a column no run has a value for (the client versions of runs before they were recorded) is left out
     shown = [(h, k) for h, k in _COMPARISON if k not in _OPTIONAL or any(r.get(k) is not None for r in rows)]
-    for header, _ in shown:
-        table.add_column(header, overflow="fold")
-    table.add_column("result", overflow="fold")
+    columns = [
+        Column(
+            h,
+            wrap=h in _COMPARISON_WRAP,
+            width=14,
+            drop=_COMPARISON_DROP.get(h, 0),
+            justify="left" if h in ("protocol", "kafka", "client", "loaded") else "right",
+        )
+        for h, _ in shown
+    ] + [Column("result", wrap=True, width=14)]
+    cells = []
     for r in rows:
-        cells = [_ms(r.get(k)) if k.endswith("_ms") else str(r[k] if r.get(k) is not None else "—") for _, k in shown]
+        row = [_ms(r.get(k)) if k.endswith("_ms") else str(r[k] if r.get(k) is not None else "—") for _, k in shown]
+        row = [escape(c) for c in row]
         status = r["status"]
         if status is None:  # no verdict: the run itself was interrupted or broke
             result = f"[red]{r['outcome'].upper()}[/]"
@@ -310,8 +370,8 @@ def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
             result = f"[{_COLOUR[status]}]{status.upper()}[/] {', '.join(which)}".rstrip()
         if r["not_applicable"]:
             result += f" (n/a: {', '.join(r['not_applicable'])})"
-        table.add_row(*cells, result)
-    console.print(table)
+        cells.append((*row, result))
+    console.print(fitted_table("Side by side", columns, cells, console.width))
     console.print(
         f"stop-the-world: the longest time one partition had no consuming owner during a rebalance. "
         f"Runs and compare.json in {out}"
@@ -319,13 +379,35 @@ def print_comparison(console: Console, rows: list[dict], out: Path) -> None:
 
 
 _SUITE_COLOURS = {"passed": "green", "failed": "red", "broken": "red", "skipped": "yellow"}
+# a variant's id folded, never cut: it is what --only and the replay command take
+_SUITE_COLUMNS = (
+    Column("variant", wrap=True, width=24),
+    Column("result"),
+    Column("time", justify="right"),
+    Column("rebalances", justify="right", drop=2),
+    Column("p95", justify="right", drop=1),
+    Column("stop-the-world", justify="right", drop=3),
+    Column("violated checks / reason", wrap=True, width=16),
+)
 
 
-def print_suite(console: Console, suite: dict, out: Path) -> None:
-    """suite.json as a table: a row per variant (its id, how it ended, its figures)."""
-    table = Table(title=f"Suite {suite['suite']}", title_justify="left")
-    for h in ("variant", "result", "time", "rebalances", "p95", "stop-the-world", "violated checks / reason"):
-        table.add_column(h, overflow="fold")
+def print_suite(console: Console, suite: dict, out: Path, brief: bool = False) -> None:
+    """suite.json as a table: a row per variant (its id, how it ended, its figures); ``brief`` (-q): a
+    line per variant that did not pass, then the suite's line."""
+    if brief:
+        for v in suite["variants"]:
+            if v["state"] != "passed":
+                console.print(
+                    f"[{_SUITE_COLOURS[v['state']]}]{v['state'].upper()}[/] "
+                    + escape(f"{v['id']}: {v.get('reason') or ''}".rstrip(": ")),
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                if v.get("replay"):  # what runs it again
+                    console.print(escape(f"  replay: {v['replay']}"), highlight=False, soft_wrap=True)
+        console.print(escape(f"{suite['state']}: suite.json, junit.xml, index.html in {out}"), soft_wrap=True)
+        return
+    rows = []
     for v in suite["variants"]:
         f = v.get("figures") or {}
         why = (
@@ -335,14 +417,19 @@ def print_suite(console: Console, suite: dict, out: Path) -> None:
             if v["state"] == "failed"
             else (v["reason"] if v["state"] != "passed" else "")
         )
-        table.add_row(
-            escape(v["id"]),
-            f"[{_SUITE_COLOURS[v['state']]}]{v['state'].upper()}[/]",
-            f"{v['seconds']:.0f} s",
-            str(f.get("rebalances", "—")),
-            _ms(f.get("rebalance_p95_ms")),
-            _ms(f.get("stop_the_world_max_ms")),
-            escape(why),
+        rows.append(
+            (
+                escape(v["id"]),
+                f"[{_SUITE_COLOURS[v['state']]}]{v['state'].upper()}[/]",
+                f"{v['seconds']:.0f} s",
+                str(f.get("rebalances", "—")),
+                _ms(f.get("rebalance_p95_ms")),
+                _ms(f.get("stop_the_world_max_ms")),
+                escape(why),
+            )
         )
-    console.print(table)
+    console.print(fitted_table(f"Suite {suite['suite']}", _SUITE_COLUMNS, rows, console.width))
+    for v in suite["variants"]:  # what to run again, one command each (`rebalance-lab run …`)
+        if v["state"] in ("failed", "broken") and v.get("replay"):
+            console.print(escape(f"replay {v['id']}: {v['replay']}"), soft_wrap=True, highlight=False)
     console.print(escape(f"{suite['state']}: suite.json, junit.xml, index.html in {out}"), soft_wrap=True)

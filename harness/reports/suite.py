@@ -8,8 +8,9 @@ names the violated checks and whose text lists every violation; a run that broke
 raised or could not be judged is an <error>; a variant not run is <skipped>. That
 schema has no per-testcase properties, so each variant's figures are its scenario
 testsuite's properties, named `<variant id>.<figure>` (with the axes it ran: protocol,
-kafka, client, seed, backend); system-out carries the run's
-summary.md and the run directory (with Jenkins' attachment marker for its history).
+kafka, client, seed, backend, and `<variant id>.replay`: the `rebalance-lab run` command that
+replays it); system-out carries the run's summary.md, the replay command and the run directory
+(with Jenkins' attachment marker for its history).
 A variant expected to fail (`expect:`) that failed that way is a passing testcase whose
 properties say the expectation, the attempts, the reproductions and each attempt's run
 directory; one that did not is a <failure type="expectation"> saying how it ended.
@@ -43,9 +44,13 @@ _FIGURES = [
 ]
 
 
-def write_reports(suite: dict, out: Path) -> None:
+def write_reports(suite: dict, out: Path, junit: Path | None = None) -> None:
+    """junit.xml and index.html in ``out``; the JUnit file at ``junit`` too (`suite --junit PATH`)."""
     suite = redact(suite)  # no secret value in a report (runtime.secrets): an error may quote one
-    (out / JUNIT_XML).write_bytes(junit_xml(suite))
+    xml = junit_xml(suite)
+    (out / JUNIT_XML).write_bytes(xml)
+    if junit is not None:
+        junit.write_bytes(xml)
     (out / INDEX_HTML).write_text(html_page(suite, out))
 
 
@@ -101,6 +106,8 @@ def _properties(v: dict) -> list[tuple[str, str]]:
             out.append((key, str(value)))
     if v.get("run_dir"):
         out.append(("run_dir", v["run_dir"]))
+    if v.get("replay"):
+        out.append(("replay", v["replay"]))
     if v.get("expected"):  # what it had to fail with, and each attempt held to that
         attempts = v.get("attempts") or []
         out += [("expected", v["expected"]), ("attempts", str(len(attempts))), ("reproduced", str(v["reproduced"]))]
@@ -137,12 +144,15 @@ def _testcase(parent: ET.Element, suite: str, v: dict) -> None:
         error.text = f"outcome {v['outcome']}, verdict {v['status'] or 'none'}; see {v['run_dir']}"
     elif v["state"] == SKIPPED:
         ET.SubElement(case, "skipped", message=v["reason"])
+    lines = [f"replay: {v['replay']}"] if v.get("replay") else []
     if v.get("run_dir"):
         run_dir = Path(v["run_dir"])
         summary = run_dir / "summary.md"
         text = summary.read_text() if summary.exists() else ""
+        lines = [text, *lines, f"run directory: {run_dir}", f"[[ATTACHMENT|{run_dir / 'history.jsonl'}]]"]
+    if lines:
         out = ET.SubElement(case, "system-out")
-        out.text = f"{text}\nrun directory: {run_dir}\n[[ATTACHMENT|{run_dir / 'history.jsonl'}]]\n"
+        out.text = "\n".join(lines) + "\n"
 
 
 _COLOURS = {PASSED: "#1a7f37", FAILED: "#cf222e", BROKEN: "#bc4c00", SKIPPED: "#6e7781"}

@@ -42,8 +42,8 @@ from harness.cluster.cleanup import clean_up_after_dead_harnesses
 from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
 from harness.cluster.shared import ClusterPool, unshareable
 from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
-from harness.components import client_envs
-from harness.paths import new_stamped_dir
+from harness.components import client_envs, inventory
+from harness.paths import new_stamped_dir, point_latest
 from harness.reports import run as reporting
 from harness.run import brokerlog
 from harness.run.brokerlog import CoordinatorLog
@@ -145,12 +145,20 @@ class Run:
         report: Report,
         progress: Callable[[str, float, float], None] | None = None,
         pool: ClusterPool | None = None,
+        detail: Report | None = None,
+        scenario_text: str | None = None,
     ):
         self.scenario = scenario
+        # what only -v shows: each process started, each that exited
+        self.detail = (lambda message: detail(redact_text(message))) if detail else (lambda _message: None)
         self.scenario_path = scenario_path
+        # what the run directory keeps as scenario.yaml: the file as written, or (`run --set …`) the
+        # scenario it was made into (harness.scenario.overrides.scenario_text)
+        self.scenario_text = scenario_text
         self.report = lambda message: report(redact_text(message))  # no secret value on the console
         self.progress = progress or (lambda _phase, _done, _total: None)
         self.run_dir = new_stamped_dir(runs_dir, scenario.run_name)
+        point_latest(self.run_dir)  # runs_dir/latest: the newest run
         self.schedule = scenario.schedule()
         # A pool lends this run a cluster other runs use too, unless the run cannot share one.
         self.pool = (
@@ -185,22 +193,35 @@ class Run:
         # A Kafka node's release (``kafka``), as its service gave it at this start (ManagedProcess.meta).
         meta = getattr(proc, "meta", {})
         self.history.emit(ev.PROCESS_STARTED, process=proc.name, role=proc.role, pid=proc.pid, **meta)
+        self.detail(f"started {proc.name} ({proc.role}, pid {proc.pid})")
 
     def _on_exit(self, proc, code) -> None:
         escalated = getattr(proc, "escalated_after_ms", None)  # a container's record has none
         extra = {ev.ESCALATED_AFTER_MS: escalated} if escalated is not None else {}
         self.history.emit(ev.PROCESS_EXITED, process=proc.name, role=proc.role, pid=proc.pid, returncode=code, **extra)
+        self.detail(f"{proc.name} (pid {proc.pid}) exited with code {code}")
 
     def _phase(self, phase: str, **fields) -> None:
         self.history.emit(ev.PHASE, phase=phase, **fields)
         self.timings[phase] = time.monotonic()
         self.report(f"phase: {phase}" + (f" ({fields['reason']})" if fields.get("reason") else ""))
 
+    def _components(self) -> dict[str, str | None]:
+        """run.json's ``components``: the versions of what this run used (harness/components/inventory.py)."""
+        return inventory.run_components(
+            kafka=self.scenario.cluster.recorded_kafka,
+            metadata_mode=self.scenario.cluster.recorded_metadata,
+            client=self.client,
+            toxiproxy=bool(self.cluster and getattr(self.cluster, "toxiproxy", None)),
+            history=self.history_path,
+        )
+
     def _state(self, state: str, **extra) -> None:
         write_json_atomically(
             self.run_dir / RUN_STATE,
             {
                 "state": state,
+                "harness_version": inventory.harness_version(),
                 "scenario": self.scenario.name,
                 "seed": self.scenario.seed,
                 "run_dir": str(self.run_dir),
@@ -218,9 +239,10 @@ class Run:
         stop = self.stop_signal
         with handled_by(stop):  # a Ctrl-C before this is a KeyboardInterrupt, as anywhere before a run
             # As given, but never a secret value (runtime.secrets): "***" in its place.
-            (self.run_dir / "scenario.yaml").write_text(redacted_scenario_text(self.scenario_path))
+            text = redacted_scenario_text(self.scenario_path) if self.scenario_text is None else self.scenario_text
+            (self.run_dir / "scenario.yaml").write_text(redact_text(text))
             (self.run_dir / "schedule.json").write_text(json.dumps(self.schedule, indent=2, sort_keys=True) + "\n")
-            self._state("running", started=datetime.now(UTC).isoformat())
+            self._state("running", started=datetime.now(UTC).isoformat(), components=self._components())
             outcome, error, verdict, summary = "error", None, None, ""
             try:
                 try:
@@ -254,6 +276,7 @@ class Run:
                     **({"verdict": verdict["status"]} if verdict else {}),
                     **({"shared_cluster": self.cluster.pooled.runs} if self.pool and self.cluster else {}),
                     phases={k: round(v - self.timings.get("start", v), 3) for k, v in self.timings.items()},
+                    components=self._components(),
                 )
                 if verdict:
                     (self.run_dir / "summary.md").write_text(summary)

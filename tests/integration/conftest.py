@@ -127,7 +127,7 @@ def write_scenario(path: Path, scenario: dict) -> Path:
 
 
 def only_run_dir(runs: Path) -> Path | None:
-    dirs = [d for d in runs.iterdir() if d.is_dir()] if runs.exists() else []
+    dirs = [d for d in runs.iterdir() if d.is_dir() and not d.is_symlink()] if runs.exists() else []  # not runs/latest
     assert len(dirs) <= 1, dirs
     return dirs[0] if dirs else None
 

@@ -212,7 +212,7 @@ def _harness_mid_run(tmp_path, paused: str | None = None):
     deadline = time.monotonic() + 180
     while not (runs.exists() and any(runs.iterdir())) and time.monotonic() < deadline:
         time.sleep(0.2)
-    run_dir = next(runs.iterdir())
+    run_dir = next(d for d in runs.iterdir() if not d.is_symlink())  # not runs/latest
     wait_for_event(run_dir / "history.jsonl", lambda e: e["name"] == "phase" and e["phase"] == "workload", timeout=240)
     if paused:
         wait_for_event(run_dir / "history.jsonl", lambda e: e["name"] == "fault_started", timeout=60)

@@ -93,7 +93,7 @@ def _harness_mid_pause(tmp_path: Path):
         deadline = time.monotonic() + 60
         while not (runs.exists() and any(runs.iterdir())) and time.monotonic() < deadline:
             time.sleep(0.2)
-        run_dir = next(runs.iterdir())
+        run_dir = next(d for d in runs.iterdir() if not d.is_symlink())  # not runs/latest
         wait_for_event(run_dir / "history.jsonl", lambda e: e["name"] == "fault_started")
     except BaseException:
         harness.kill()

@@ -505,7 +505,7 @@ def test_run_says_whether_its_one_run_met_the_expectation_and_keeps_its_exit_cod
     from harness.cli import main  # the `rebalance-lab` group
 
     class Broke:
-        def __init__(self, scenario, path, runs_dir, report, progress=None, pool=None):
+        def __init__(self, scenario, path, runs_dir, report, progress=None, pool=None, detail=None, scenario_text=None):
             self.run_dir = runs_dir / "r"
 
         def execute(self):
