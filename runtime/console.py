@@ -61,6 +61,9 @@ class LabConsole(Console):
         columns = os.environ.get("COLUMNS", "")
         piped = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
         self._width = None if self.is_terminal else piped
+        # Piped, a message stays one line however long (a path, a replay command): grep finds it
+        # whole; tables still fit the width.
+        self.soft_wrap = not self.is_terminal
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(buffer if self.is_terminal else without_line_end_padding(buffer))

@@ -80,11 +80,14 @@ class ScenarioError(LabError):
     """A scenario file that does not validate. Names the file, the key and the reason."""
 
     exit_code = EXIT_BAD_INPUT
+    # Shows each problem's key as a person reads it, with its line in the file (one-based list
+    # indices: faults[1].at_s (line 14)); set by harness.scenario.errors, which reads the files.
+    locate = None
 
     def __init__(self, path, problems: list[tuple[str, str]]):
         self.path = str(path)
-        self.problems = problems
-        lines = [f"{self.path}: {key}: {reason}" for key, reason in problems]
+        self.problems = type(self).locate(self.path, problems) if type(self).locate else list(problems)
+        lines = [f"{self.path}: {key}: {reason}" if key else f"{self.path}: {reason}" for key, reason in self.problems]
         super().__init__("\n".join(lines))
 
 

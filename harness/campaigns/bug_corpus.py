@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
 from faults.base import Strict
 from harness.scenario import read_scenario_data, validation_problems
+from harness.scenario.kinds import FILE_KINDS, FileKind
 from runtime.errors import ScenarioError
 
 CORPUS = Path(__file__).resolve().parents[2] / "bugs"
@@ -40,6 +41,8 @@ Text = Annotated[str, Field(min_length=1, max_length=2000)]
 
 class BugFacts(Strict):
     """bug.yaml: what the public record says about the bug."""
+
+    FILE_KIND: ClassVar[FileKind] = FILE_KINDS["bug"]  # the keys that tell a bug.yaml from others
 
     title: Annotated[str, Field(min_length=1, max_length=120)]
     component: Literal["librdkafka", "kafka-clients", "broker"]  # whose release the scenarios pin
@@ -128,7 +131,7 @@ def _without(scenario: dict, pinned: tuple[str, str]) -> dict:
 def load_bug(folder: Path) -> Bug:
     """One folder of the corpus; ScenarioError naming the file, the key and the reason."""
     path = folder / FACTS
-    data = read_scenario_data(path, "bug.yaml is a mapping: title, component, report, fix, affected, trigger, symptom")
+    data = read_scenario_data(path, "bug")
     try:
         facts = BugFacts.model_validate(data)
     except ValidationError as e:

@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -41,6 +41,7 @@ from harness.paths import make_dirs
 from harness.reports.run import verdict_figures
 from harness.run.loop import Run
 from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
+from harness.scenario.kinds import FILE_KINDS, FileKind
 from harness.scenario.variants import Axes, Impossible, listed_twice, variant
 from harness.supervision.run_state import write_json_atomically
 from oracle.protocols import PROTOCOLS
@@ -89,6 +90,8 @@ class PointProfile(Strict):
 
 
 class SweepSpec(Strict):
+    FILE_KIND: ClassVar[FileKind] = FILE_KINDS["sweep"]  # the keys that tell a sweep file from others
+
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,60}$")]
     description: str = ""
     base: str
@@ -135,7 +138,7 @@ class Sweep:
 def load_sweep(path: str | Path) -> Sweep:
     """The sweep and every point's scenario, validated; ScenarioError (exit 2) naming each problem."""
     path = Path(path)
-    data = read_scenario_data(path, "a sweep is a mapping of keys such as name, base, sweep, profile")
+    data = read_scenario_data(path, "sweep")
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as e:

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -58,6 +58,7 @@ from harness.scenario import (
 )
 from harness.scenario.expect import Expect, not_applicable_problems
 from harness.scenario.overrides import display_path, replay_command, scenario_text
+from harness.scenario.kinds import FILE_KINDS, FileKind
 from harness.scenario.variants import Axes, Impossible, KafkaRelease, listed_twice, variant
 from harness.supervision.run_state import read_state, write_json_atomically
 from oracle.protocols import PROTOCOLS
@@ -164,6 +165,8 @@ class ExpectEntry(Matcher):
 
 
 class SuiteSpec(Strict):
+    FILE_KIND: ClassVar[FileKind] = FILE_KINDS["suite"]  # the keys that tell a suite file from others
+
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,80}$")]
     description: str = ""
     scenarios: Annotated[list[str], Field(min_length=1, max_length=200)]
@@ -272,7 +275,7 @@ def load_suite(path: str | Path) -> Suite:
     ScenarioError (exit 2) naming each problem — an impossible pair as `scenario[axes]` —
     before anything starts."""
     path = Path(path)
-    data = read_scenario_data(path, "a suite is a mapping of keys such as name, scenarios, matrix, exclude, expect")
+    data = read_scenario_data(path, "suite")
     try:
         spec = SuiteSpec.model_validate(data)
     except ValidationError as e:
@@ -342,7 +345,7 @@ def load_suite(path: str | Path) -> Suite:
             found_problems = [
                 (key, reason)
                 for key, reason in validation_problems(e)
-                if not (dropped and key.startswith("expect.fails."))  # said above, with the reason
+                if not (dropped and key.startswith("expect.fails["))  # said above, with the reason
             ]
             problems += [(label, f"{key}: {reason}") for key, reason in found_problems]
             refused[axes.client] += [(label, reason) for key, reason in found_problems if key == "workload.client"]

@@ -329,7 +329,7 @@ def _print_sweep(sweep, run) -> None:
     from runtime.console import Column, fitted_table
 
     columns = (
-        Column("point", wrap=True, width=16),
+        Column("point"),  # an id: one line
         Column("protocol"),
         Column("members", justify="right"),
         Column("partitions", justify="right"),

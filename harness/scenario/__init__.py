@@ -1,7 +1,8 @@
 """Scenario files: what cluster, which group, which faults when, which checks.
 
 Validated with pydantic before anything starts; every problem is reported as
-``FILE: key.path: reason`` (a ScenarioError, exit code 2), all of them at once. What a
+``FILE: key (line N): reason`` (a ScenarioError, exit code 2; ``faults[1].at_s`` is the first
+fault's), all of them at once. What a
 scenario may hold is bounded: docs/inputs.md.
 
 Where each part is:
@@ -9,7 +10,10 @@ Where each part is:
 - ``files``     reading a file (YAML within bounds), ``${NAME}`` client settings and
                 ``--client-config`` files, the copy a run keeps with secrets masked,
                 ``load_scenario``
-- ``errors``    pydantic's errors as ``key.path: reason`` problems
+- ``errors``    pydantic's errors as problems in the lab's words, keys one-based with
+                their lines in the file
+- ``kinds``     the kinds of file (scenario, suite, sweep, bug, history) and the keys
+                that tell them apart
 - ``model``     ``Scenario``: the sections together, what is checked across them, and
                 what a run asks of the whole (member slots, schedule, broker settings)
 - ``cluster``   the ``cluster:`` section and the ``topics:``, the settings the harness owns

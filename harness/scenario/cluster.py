@@ -18,6 +18,12 @@ from harness.components import versions
 
 Scalar = str | int | float | bool
 
+# The settings sections whose values reach Kafka as text (a properties line, the AdminClient's
+# configs): a value YAML reads as another number than written (`3.10` as 3.1, `010` as 8, `1_000`
+# as 1000) would reach it changed, so it is refused where it is read
+# (files.read_scenario_data), told to write it quoted. `*` is every topic.
+TEXT_VALUED_SETTINGS = (("cluster", "broker_config"), ("cluster", "client_config"), ("topics", "*", "config"))
+
 
 def config_problems(config: dict, key: str) -> list[str]:
     """Settings are written one per line into server.properties (or sent to the AdminClient):
@@ -128,9 +134,10 @@ class Cluster(Strict):
     @field_validator("kafka", mode="before")
     @classmethod
     def _exact_release(cls, value):
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ValueError('a Kafka release as text: exact ("3.7.2") or a line ("3.7")')
-        return versions.kafka_release(str(value)).version  # ValueError with the reason
+        # Text only: unquoted, YAML reads `kafka: 3.10` as the number 3.1 (errors.located tells to quote it).
+        if not isinstance(value, str):
+            return value  # refused by the type, as text wanted
+        return versions.kafka_release(value).version  # ValueError with the reason
 
     @model_validator(mode="after")
     def _metadata_mode(self):

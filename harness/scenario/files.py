@@ -2,10 +2,12 @@
 
 - ``read_scenario_data``: a file as plain data, UTF-8 YAML within bounds (docs/inputs.md): at
   most 1 MiB (a byte order mark is fine), no YAML tags, at most 20 levels deep and 50,000
-  values once aliases are expanded; a value YAML cannot build is an error at its line. Suite
-  and sweep files are read the same way.
+  values once aliases are expanded, no key written twice in a mapping; a value YAML cannot
+  build is an error at its line. Suite, sweep and bug files are read the same way, each
+  told from the others by the keys only it has (``FILE_KINDS``): a suite given to ``run`` is
+  named a suite. The node tree is kept (errors.remember_tree): problems get their lines.
 - ``load_scenario``: a file validated into a Scenario; ``--client-config`` and ``--backend``
-  applied first. Every problem is reported as ``FILE: key.path: reason`` (a ScenarioError,
+  applied first. Every problem is reported as ``FILE: key (line N): reason`` (a ScenarioError,
   exit code 2), all of them at once.
 - Secrets: ``${NAME}`` in ``cluster.client_config`` read from the environment; client settings
   from a properties file; the scenario as a run directory keeps it, no secret value in it.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import codecs
+import json
 import re
 from pathlib import Path
 
@@ -21,9 +24,11 @@ import yaml
 from pydantic import ValidationError
 
 from harness.cluster.backend import started_backends
-from harness.scenario.cluster import HARNESS_CLIENT_SETTINGS
-from harness.scenario.errors import MAX_PROBLEMS, validation_problems
+from harness.scenario.cluster import HARNESS_CLIENT_SETTINGS, TEXT_VALUED_SETTINGS
+from harness.scenario.errors import MAX_PROBLEMS, remember_tree, show_parts, validation_problems
+from harness.scenario.kinds import FILE_KINDS
 from harness.scenario.model import Scenario
+from harness.supervision.run_state import RUN_STATE
 from runtime.errors import ScenarioError
 
 MAX_SCENARIO_BYTES = 2**20  # a scenario is a page of YAML
@@ -84,18 +89,127 @@ class _ScenarioLoader(yaml.SafeLoader):
             ) from None
 
 
+def _wrong_kind(data: object, path: Path, kind: str | None) -> tuple[str, str] | None:
+    """The problem of a file of another kind than ``kind``: none of its keys, some of another's."""
+    if kind not in FILE_KINDS or not isinstance(data, dict):
+        return None
+    keys = {k for k in data if isinstance(k, str)}
+    if keys & set(FILE_KINDS[kind].keys):
+        return None
+    score, other = max(((len(keys & set(k.keys)), k) for n, k in FILE_KINDS.items() if n != kind), key=lambda x: x[0])
+    if not score:
+        return None
+    folder = path.parent if str(path.parent) != "." else Path(".")
+    use = other.command.replace("DIR", str(folder)).replace("FILE", str(path))
+    return ("", f"this is {other.name}, not {FILE_KINDS[kind].name}: use `{use}`")
+
+
+def _directory_problem(path: Path) -> str:
+    """Why a directory is not the file asked for; a run directory is named as one."""
+    if (path / RUN_STATE).is_file() or (path / "history.jsonl").is_file():
+        return (
+            f"this is a run directory: `rebalance-lab check {path}` judges it again; "
+            f"`rebalance-lab run {path / 'scenario.yaml'}` runs its scenario again"
+        )
+    return "a directory, not a file"
+
+
+def _history_line(text: str) -> dict | None:
+    """The first line as a JSON object, if it is one (a history's, say, which YAML cannot read whole)."""
+    try:
+        first = json.loads(text.split("\n", 1)[0])
+    except ValueError:
+        return None
+    return first if isinstance(first, dict) else None
+
+
+def _duplicates(root: yaml.Node) -> list[tuple[str, str]]:
+    """Every key written twice in one mapping, with both lines (YAML would keep the last silently).
+    A key a merge (``<<: *base``) brings in may be written again: that is what a merge is for."""
+    found, seen, stack = [], set(), [(root, ())]
+    while stack:
+        node, parts = stack.pop()
+        if id(node) in seen:  # an alias: its anchor's mapping was looked at
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(v, (*parts, i)) for i, v in reversed(list(enumerate(node.value)))]
+        elif isinstance(node, yaml.MappingNode):
+            first: dict = {}
+            for k, _ in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                    name = (k.tag, k.value)
+                    if name in first:
+                        where = show_parts((*parts, k.value))
+                        found.append(
+                            (
+                                f"{where} (line {k.start_mark.line + 1})",
+                                f"written twice (first at line {first[name].start_mark.line + 1}): "
+                                "YAML would keep the last silently; keep one",
+                            )
+                        )
+                    else:
+                        first[name] = k
+            stack += [(v, (*parts, k.value)) for k, v in reversed(node.value) if isinstance(k, yaml.ScalarNode)]
+    return sorted(found, key=lambda p: int(p[0].rsplit("line ", 1)[1].rstrip(")")))
+
+
+_NUMBERS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}  # (`on` read as true is Kafka's true too)
+
+
+def _changed_settings(root: yaml.Node) -> list[tuple[str, str]]:
+    """Settings (TEXT_VALUED_SETTINGS) written unquoted that YAML reads as another value than written:
+    Kafka would be given ``3.1`` for ``3.10``."""
+    found = []
+
+    def under(node, path, parts):
+        if not path:
+            for k, v in node.value if isinstance(node, yaml.MappingNode) else ():
+                if not (isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)):
+                    continue
+                if v.style is not None or v.tag not in _NUMBERS:
+                    continue
+                try:
+                    read = yaml.safe_load(v.value)
+                except yaml.YAMLError:
+                    continue
+                if str(read) != v.value:
+                    shown = show_parts((*parts, k.value))
+                    found.append(
+                        (
+                            f"{shown} (line {k.start_mark.line + 1})",
+                            f"YAML reads {v.value} as the number {read}, "
+                            f'which Kafka would be given: write it quoted, {k.value}: "{v.value}"',
+                        )
+                    )
+            return
+        step, rest = path[0], path[1:]
+        if step == "*" and isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                under(item, rest, (*parts, i))
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == step:
+                    under(v, rest, (*parts, step))
+
+    for path in TEXT_VALUED_SETTINGS:
+        under(root, path, ())
+    return found
+
+
 def _where(data: bytes, offset: int) -> str:
     line, line_start = data.count(b"\n", 0, offset) + 1, data.rfind(b"\n", 0, offset) + 1
     return f"line {line}, column {offset - line_start + 1}"
 
 
-def read_scenario_data(
-    path: str | Path, what: str = "a scenario is a mapping of keys such as name, duration_s, topics"
-) -> dict:
-    """The scenario file (or a suite file: `what` it should be) as plain data, before validation:
-    UTF-8 YAML within the limits above."""
+def read_scenario_data(path: str | Path, kind: str = "scenario") -> dict:
+    """The scenario file (or a suite, sweep or bug file: the ``kind`` of FILE_KINDS it should be) as
+    plain data, before validation: UTF-8 YAML within the limits above, of that kind."""
     path = Path(path)
+    what = FILE_KINDS[kind].what if kind in FILE_KINDS else kind  # (a sentence: what it should be)
     try:
+        if path.is_dir():
+            raise ScenarioError(path, [("", _directory_problem(path))])
         if path.exists() and not path.is_file():
             raise ScenarioError(path, [("(file)", "not a regular file")])
         with path.open("rb") as fh:
@@ -109,9 +223,20 @@ def read_scenario_data(
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ScenarioError(path, [(_where(data, e.start), f"not UTF-8 text (byte 0x{data[e.start]:02x})")]) from None
-    try:
-        parsed = yaml.load(text, Loader=_ScenarioLoader)
+    loader = None
+    try:  # composed once: the tree locates problems (errors.located), the data is built from it
+        loader = _ScenarioLoader(text)
+        root = loader.get_single_node()
+        if root is not None:
+            remember_tree(path, root)
+            if duplicates := _duplicates(root):
+                raise ScenarioError(path, duplicates)
+            if kind == "scenario" and (changed := _changed_settings(root)):
+                raise ScenarioError(path, changed)
+        parsed = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as e:
+        if (wrong := _wrong_kind(_history_line(text), path, kind)) is not None:
+            raise ScenarioError(path, [wrong]) from None
         mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(yaml)"
         reason = e.problem if isinstance(e, _Refused) else f"not valid YAML: {e.problem or e}"
@@ -123,8 +248,13 @@ def read_scenario_data(
             else "(yaml)"
         )
         raise ScenarioError(path, [(where, f"not valid YAML: {getattr(e, 'reason', None) or e}")]) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     if not isinstance(parsed, dict):
         raise ScenarioError(path, [("(top level)", what)])
+    if (wrong := _wrong_kind(parsed, path, kind)) is not None:
+        raise ScenarioError(path, [wrong])
     return parsed
 
 

@@ -11,7 +11,7 @@ same scenario isolated on a shared cluster or on another backend.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
@@ -27,6 +27,7 @@ from harness.scenario.errors import validation_problems
 from harness.scenario.expect import Expect, expect_check_problems
 from harness.scenario.facts import fault_facts
 from harness.scenario.faults import Fault, RandomFaults
+from harness.scenario.kinds import FILE_KINDS, FileKind
 from harness.scenario.workload import Workload, client_problem
 from oracle.protocols import GENERATIONS
 from runtime.errors import ScenarioError
@@ -48,11 +49,13 @@ def seed_problem(seed: object) -> str | None:
     try:
         TypeAdapter(Seed).validate_python(seed)
     except ValidationError as e:
-        return e.errors()[0]["msg"]
+        return validation_problems(e)[0][1]
     return None
 
 
 class Scenario(Strict):
+    FILE_KIND: ClassVar[FileKind] = FILE_KINDS["scenario"]  # the keys that tell a scenario file from others
+
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,80}$")]
     description: str = ""
     seed: Seed = 0

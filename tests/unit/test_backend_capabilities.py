@@ -91,7 +91,7 @@ def test_every_kind_runs_on_a_backend_with_every_capability():
 def test_a_kind_whose_needs_the_backend_lacks_is_refused_with_the_reason(kind):
     lacks = [c for c in Capability if c in catalogue.SPECS[kind].needs - backend_class("external").capabilities]
     said = problems(scenario("external", [kind]))
-    assert said == [f"faults.0.kind: {c.refusal('external')}" for c in lacks]
+    assert said == [f"faults[1].kind: {c.refusal('external')}" for c in lacks]
 
 
 def test_the_reason_comes_from_the_backend_not_from_its_name(monkeypatch):
@@ -102,14 +102,14 @@ def test_the_reason_comes_from_the_backend_not_from_its_name(monkeypatch):
     )
     said = problems(scenario("local", ["network", "rolling-restart", "pause", "crash"]))
     assert said[0] == (
-        "faults.0.kind: the local backend cannot cut or degrade network links: its clients and brokers "
+        "faults[1].kind: the local backend cannot cut or degrade network links: its clients and brokers "
         "do not talk through the harness's own Toxiproxy"
     )
     assert said[1] == (
-        "faults.1.targets: the local backend cannot pause, stop or restart the cluster's brokers, "
+        "faults[2].targets: the local backend cannot pause, stop or restart the cluster's brokers, "
         "ZooKeeper or coordinator: it does not run them"
     )
-    assert said[2].startswith("faults.2.target: the local backend cannot pause, stop or restart the cluster's brokers")
+    assert said[2].startswith("faults[3].target: the local backend cannot pause, stop or restart the cluster's brokers")
     assert said[2].endswith("not 'broker-1'") and len(said) == 3  # the crash is a member's: accepted
 
 
@@ -122,6 +122,6 @@ def test_an_option_can_need_more_than_its_kind():
     ]
     said = problems(data)
     assert said == [
-        f"faults.1.kind: {Capability.ZOOKEEPER_SESSIONS.refusal('external')}",
-        f"faults.1.method: {Capability.NETWORK_LANES.refusal('external')}",
+        f"faults[2].kind: {Capability.ZOOKEEPER_SESSIONS.refusal('external')}",
+        f"faults[2].method: {Capability.NETWORK_LANES.refusal('external')}",
     ]

@@ -5,6 +5,7 @@ ends with exit code 2 and one message naming the file, the line or key, and the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ SCENARIO_CAUSES = [
         "nested deeper than 20 levels",
     ),
     ("huge-integer", SCENARIO + b"seed: 1" + b"0" * 5000, "line 4, column 7: not valid YAML: cannot read"),
-    ("huge-seed", SCENARIO + b"seed: 1" + b"0" * 30, "seed: Input should be less than or equal to"),
+    ("huge-seed", SCENARIO + b"seed: 1" + b"0" * 30, "seed: must be at most"),
     (
         "regex-repeat",
         SCENARIO + b"workload: {topic_pattern: '^a{99999999999}'}",
@@ -62,18 +63,18 @@ SCENARIO_CAUSES = [
     (
         "billion-partitions",
         SCENARIO.replace(b"partitions: 3", b"partitions: 1000000000"),
-        "topics.0.partitions: Input should be less than or equal to 1000",
+        "topics[1].partitions: must be at most 1000",
     ),
     (
         "huge-consumer-count",
         SCENARIO + b"workload: {consumers: 100000}",
-        "workload.consumers: Input should be less than or equal to 128",
+        "workload.consumers: must be at most 128",
     ),
-    ("infinite-duration", SCENARIO.replace(b"30", b".inf"), "duration_s: Input should be a finite number"),
+    ("infinite-duration", SCENARIO.replace(b"30", b".inf"), "duration_s: must be a finite number"),
     (
         "linger-an-hour",
         SCENARIO + b"workload: {producer: {linger_ms: 3600000}}",
-        "workload.producer.linger_ms: Input should be less than or equal to 60000",
+        "workload.producer.linger_ms: must be at most 60000",
     ),
     (
         "check-option-type",
@@ -88,7 +89,7 @@ SCENARIO_CAUSES = [
     (
         "no-random-kinds",
         SCENARIO + b"random_faults: {count: 2, kinds: []}",
-        "random_faults.kinds: List should have at least 1",
+        "random_faults.kinds: must not be empty",
     ),
     (
         "random-network-on-producer",
@@ -122,12 +123,12 @@ SCENARIO_CAUSES = [
     (
         "load-stage-kind",
         SCENARIO + b"load: {stages: [{kind: wobble}]}",
-        "load.stages.0.kind: unknown stage kind 'wobble' (known: hold, ramp, step, spike, sawtooth)",
+        "load.stages[1].kind: unknown stage kind 'wobble' (known: hold, ramp, step, spike, sawtooth)",
     ),
     (
         "load-stage-key",
         SCENARIO + b"load: {stages: [{kind: ramp, to: 4, over_s: 10, by: 2}]}",
-        "load.stages.0.by: unknown key",
+        "load.stages[1].by: unknown key",
     ),
     (
         "load-too-big",
@@ -142,18 +143,18 @@ SCENARIO_CAUSES = [
     (
         "load-sawtooth-upside-down",
         SCENARIO + b"load: {stages: [{kind: sawtooth, low: 5, high: 2, period_s: 5, for_s: 10}]}",
-        "load.stages.0.high: 2 is below low (5)",
+        "load.stages[1].high: 2 is below low (5)",
     ),
     (
         "load-and-member-fault",
         SCENARIO + b"load: {stages: [{kind: ramp, to: 6, over_s: 10}]}\n"
         b"faults: [{kind: pause, target: consumer-5, at_s: 2, duration_s: 3}]",
-        "faults.0.kind: pause on members: the load profile decides the group's members",
+        "faults[1].kind: pause on members: the load profile decides the group's members",
     ),
     (
         "load-and-scale",
         SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nfaults: [{kind: scale, consumers: 2, at_s: 2}]",
-        "faults.0.kind: scale on members",
+        "faults[1].kind: scale on members",
     ),
     (
         "load-and-random-members",
@@ -182,14 +183,14 @@ SCENARIO_CAUSES = [
     (
         "random-length-nan",
         SCENARIO + b"random_faults: {count: 3, duration_s: [.nan, 2]}",
-        "random_faults.duration_s.0: Input should be a finite number",
+        "random_faults.duration_s[1]: must be a finite number",
     ),
     (
         "random-lengths-reversed",
         SCENARIO + b"random_faults: {count: 3, duration_s: [5, 2]}",
         "is not a [min, max] range",
     ),
-    ("random-count-zero", SCENARIO + b"random_faults: {count: 0}", "random_faults.count: Input should be greater than"),
+    ("random-count-zero", SCENARIO + b"random_faults: {count: 0}", "random_faults.count: must be at least 1, got 0"),
     (
         "random-window-empty",
         SCENARIO + b"random_faults: {count: 3, start_s: 20, end_s: 20}",
@@ -211,12 +212,16 @@ def test_a_bad_scenario_is_one_message_naming_file_key_and_reason(tmp_path, cont
     if reason is None:
         assert result.exit_code == 0, result.output
     else:
-        assert result.exit_code == 2 and f"{path}: " in result.output and reason in result.output, result.output
+        assert (
+            result.exit_code == 2
+            and f"{path}: " in result.output
+            and reason in re.sub(r" \(line \d+\)", "", result.output)
+        ), result.output
 
 
 def test_a_scenario_that_is_not_a_file_or_is_too_large(tmp_path):
     (tmp_path / "dir.yaml").mkdir()
-    assert "dir.yaml: (file): not a regular file" in cli("schedule", str(tmp_path / "dir.yaml")).output
+    assert "dir.yaml: a directory, not a file" in cli("schedule", str(tmp_path / "dir.yaml")).output
     (tmp_path / "big.yaml").write_bytes(SCENARIO + b"#" * 2**20)
     assert "big.yaml: (file): larger than 1 MiB" in cli("schedule", str(tmp_path / "big.yaml")).output
 
@@ -228,7 +233,7 @@ def test_a_bad_scenario_creates_no_run_directory(tmp_path):
         ["compare", str(tmp_path / "bad.yaml"), "--protocols", "zk-eager"],
     ):
         result = cli(*args, "--runs-dir", str(tmp_path / "runs"))
-        assert result.exit_code == 2 and "checks.duplicates: max must be" in result.output
+        assert result.exit_code == 2 and "checks.duplicates (line 4): max must be" in result.output
     assert not (tmp_path / "runs").exists()
 
 
@@ -327,7 +332,9 @@ HISTORY_CAUSES = [
 @pytest.mark.parametrize("damage, reason", [c[1:] for c in HISTORY_CAUSES], ids=[c[0] for c in HISTORY_CAUSES])
 def test_a_bad_history_is_one_message_naming_file_line_and_reason(tmp_path, history_builder, damage, reason):
     result, path = check(tmp_path, b"\n".join(damage(lines(good_history(history_builder)))) + b"\n")
-    assert result.exit_code == 2 and path in result.output and reason in result.output, result.output
+    assert result.exit_code == 2 and path in result.output and reason in re.sub(r" \(line \d+\)", "", result.output), (
+        result.output
+    )
 
 
 def test_a_history_with_a_byte_order_mark_or_a_torn_last_line_is_judged(tmp_path, history_builder):
@@ -360,6 +367,6 @@ def test_a_commit_without_a_request_time_next_to_a_timed_one_is_judged(tmp_path,
 @pytest.mark.parametrize("value", ["1" + "0" * 400, ".nan", "true", "[1]"])
 def test_a_check_option_of_the_wrong_kind_of_number_is_refused(tmp_path, value):
     result, path = schedule(tmp_path, SCENARIO + b"checks: {convergence: {stall_s: %s}}" % value.encode())
-    assert result.exit_code == 2 and "checks.convergence: stall_s must be a number of seconds" in result.output, (
-        result.output
-    )
+    assert (
+        result.exit_code == 2 and "checks.convergence (line 4): stall_s must be a number of seconds" in result.output
+    ), result.output

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from harness.campaigns.capacity import load_sweep
 from harness.cli import main
 from runtime.errors import ScenarioError
+from tests.lines import unlined
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
@@ -45,7 +46,7 @@ def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_ra
         ),
         (
             "name: x\nbase: capacity-base.yaml\nsweep: {members: [0], protocol: [classic-eager]}",
-            "sweep.members.0: Input should be",
+            "sweep.members[1]: must be at least 1, got 0",
         ),
         (
             "name: x\nbase: pattern-base.yaml\nsweep: {members: [2], protocol: [coordinator-v1]}",
@@ -53,7 +54,7 @@ def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_ra
         ),
         (
             "name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager], partitions: [2000]}",
-            "sweep.partitions.0: Input should be less than or equal to 1000",
+            "sweep.partitions[1]: must be at most 1000",
         ),
     ],
 )
@@ -66,9 +67,9 @@ def test_a_bad_sweep_is_named_before_anything_runs(tmp_path, text, reason):
     (tmp_path / "sweep.yaml").write_text(text)
     with pytest.raises(ScenarioError) as e:
         load_sweep(tmp_path / "sweep.yaml")
-    assert reason in str(e.value), str(e.value)
+    assert reason in unlined(str(e.value)), unlined(str(e.value))
     result = CliRunner().invoke(main, ["capacity", str(tmp_path / "sweep.yaml"), "--runs-dir", str(tmp_path / "runs")])
-    assert result.exit_code == 2 and reason in result.output and not (tmp_path / "runs").exists()
+    assert result.exit_code == 2 and reason in unlined(result.output) and not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize(
@@ -84,8 +85,8 @@ def test_a_file_in_the_sweeps_way_is_bad_input(tmp_path, in_the_way, reason):
     result = CliRunner().invoke(
         main, ["capacity", str(PROFILES / "capacity-small.yaml"), "--runs-dir", str(tmp_path / "runs")]
     )
-    assert result.exit_code == 2 and reason in result.output.replace("\n", ""), result.output
-    assert "Traceback" not in result.output
+    assert result.exit_code == 2 and reason in result.output.replace("\n", ""), unlined(result.output)
+    assert "Traceback" not in unlined(result.output)
     if in_the_way == "runs":
         assert f"--runs-dir {tmp_path / 'runs'}: a file" in result.output.replace("\n", "")
 
@@ -98,7 +99,7 @@ def test_a_value_listed_twice_is_refused(tmp_path):
     )
     with pytest.raises(ScenarioError) as e:
         load_sweep(tmp_path / "sweep.yaml")
-    assert e.value.problems == [
+    assert unlined(e.value.problems) == [
         ("sweep.members", "2 is listed twice"),
         ("sweep.rate", "100 is listed twice"),
     ]  # once each

@@ -12,6 +12,7 @@ import yaml
 from harness.components import versions
 from harness.scenario import load_scenario
 from runtime.errors import ScenarioError
+from tests.lines import unlined
 
 REPO = Path(__file__).resolve().parents[2]
 SECTION = (REPO / "docs" / "inputs.md").read_text().split("## Kafka releases", 1)[1].split("\n## ", 1)[0]
@@ -47,7 +48,7 @@ def test_each_refusal_reads_as_documented(tmp_path, start):
     path = _write(tmp_path, REFUSED[start])
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
-    said = str(info.value).replace(str(path), "s.yaml")
+    said = unlined(str(info.value)).replace(str(path), "s.yaml")
     documented = [line.removeprefix("error: ") for line in SECTION.splitlines() if start in line]
     assert documented == [said]
     assert info.value.exit_code == 2

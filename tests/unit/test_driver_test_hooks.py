@@ -12,6 +12,7 @@ import yaml
 from harness.run.clients import WorkloadProcesses
 from harness.scenario import load_scenario
 from runtime.errors import ScenarioError
+from tests.lines import unlined
 
 BASE = {
     "name": "t",
@@ -85,7 +86,7 @@ def test_a_topic_can_be_named(tmp_path):
 def test_bad_values_are_named(tmp_path, workload, where):
     with pytest.raises(ScenarioError) as info:
         scenario(tmp_path, **workload)
-    assert where in str(info.value)
+    assert where in unlined(str(info.value))
 
 
 @pytest.mark.parametrize(
@@ -98,7 +99,7 @@ def test_bad_values_are_named(tmp_path, workload, where):
 def test_hooks_only_where_the_driver_has_them(tmp_path, workload, reason):
     with pytest.raises(ScenarioError) as info:
         scenario(tmp_path, test_hooks={"consume_unassigned": {"member": "consumer-1", "partition": 0}}, **workload)
-    ((key, why),) = info.value.problems
+    ((key, why),) = unlined(info.value.problems)
     assert key == "workload.librdkafka" and reason in why
 
 
@@ -118,7 +119,7 @@ def test_sigterm_after_join_needs_a_joingroup(tmp_path):
     )
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
-    assert "classic protocols only" in str(info.value)
+    assert "classic protocols only" in unlined(str(info.value))
 
 
 def test_a_hook_names_a_member_the_run_starts_and_a_partition_that_exists(tmp_path):
@@ -137,7 +138,7 @@ workload:
 """)
     with pytest.raises(LabError) as e:
         load_scenario(path)
-    message = str(e.value)
+    message = unlined(str(e.value))
     assert (
         "workload.librdkafka.test_hooks.consume_unassigned.member: consumer-5 is not a member this run starts"
         in message

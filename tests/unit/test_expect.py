@@ -22,6 +22,7 @@ from harness.scenario import Scenario, load_scenario, validation_problems
 from harness.scenario.expect import NOT_REPRODUCED, OTHERWISE, REPRODUCED, Expect
 from runtime.errors import ScenarioError
 from tests.junit_schema import assert_valid_junit
+from tests.lines import unlined
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
@@ -44,19 +45,19 @@ def problems(data: dict) -> list[tuple[str, str]]:
     [
         ({}, "expect", "expected either fails"),
         ({"fails": ["no-loss"], "outcome": "fail"}, "expect", "expected either fails"),
-        ({"fails": ["no-los"]}, "expect.fails.0", "unknown check 'no-los' (known: "),
-        ({"fails": ["no-loss/Lost Records"]}, "expect.fails.0", "is not `check` or `check/kind`"),
-        ({"fails": ["no-loss/LOST"]}, "expect.fails.0", "'LOST' is not a violation's kind"),
-        ({"fails": ["no-loss", "no-loss"]}, "expect.fails.1", "no-loss is listed twice"),
-        ({"fails": []}, "expect.fails", "at least 1"),
-        ({"outcome": "pass"}, "expect.outcome", "'fail', 'incomplete' or 'error'"),
-        ({"fails": ["no-loss"], "attempts": 21}, "expect.attempts", "less than or equal to 20"),
-        ({"fails": ["no-loss"], "attempts": True}, "expect.attempts", "valid integer"),
+        ({"fails": ["no-los"]}, "expect.fails[1]", "unknown check 'no-los' (known: "),
+        ({"fails": ["no-loss/Lost Records"]}, "expect.fails[1]", "is not `check` or `check/kind`"),
+        ({"fails": ["no-loss/LOST"]}, "expect.fails[1]", "'LOST' is not a violation's kind"),
+        ({"fails": ["no-loss", "no-loss"]}, "expect.fails[2]", "no-loss is listed twice"),
+        ({"fails": []}, "expect.fails", "must not be empty"),
+        ({"outcome": "pass"}, "expect.outcome", "must be one of 'fail', 'incomplete', 'error'; got 'pass'"),
+        ({"fails": ["no-loss"], "attempts": 21}, "expect.attempts", "must be at most 20"),
+        ({"fails": ["no-loss"], "attempts": True}, "expect.attempts", "must be a whole number"),
         ({"fails": ["no-loss"], "attempts": 2, "at_least": 3}, "expect.at_least", "cannot happen in 2 attempt"),
         ({"fails": ["no-loss"], "tries": 2}, "expect.tries", "unknown key"),
         ({"outcome": "fail", "may_also_fail": ["no-loss"]}, "expect", "may_also_fail goes with fails"),
-        ({"fails": ["no-loss"], "may_also_fail": ["no-los"]}, "expect.may_also_fail.0", "unknown check 'no-los'"),
-        ({"fails": ["no-loss"], "may_also_fail": ["no-loss"]}, "expect.may_also_fail.0", "no-loss is in fails"),
+        ({"fails": ["no-loss"], "may_also_fail": ["no-los"]}, "expect.may_also_fail[1]", "unknown check 'no-los'"),
+        ({"fails": ["no-loss"], "may_also_fail": ["no-loss"]}, "expect.may_also_fail[1]", "no-loss is in fails"),
     ],
 )
 def test_a_bad_expectation_names_its_key_and_reason(expect, key, reason):
@@ -73,10 +74,10 @@ def test_a_check_the_scenario_leaves_out_cannot_be_expected_to_fail(tmp_path):
         load_scenario(path)
     assert e.value.exit_code == 2
     line = (
-        "expect.fails.0: no-loss/lost-write: no-loss is not among the scenario's checks (exclusive-ownership): "
+        "expect.fails[1]: no-loss/lost-write: no-loss is not among the scenario's checks (exclusive-ownership): "
         "a check that does not judge the run cannot fail"
     )
-    assert str(e.value) == f"{path}: {line}"
+    assert unlined(str(e.value)) == f"{path}: {line}"
     assert f"error: s.yaml: {line}" in (REPO / "docs" / "inputs.md").read_text()
     # history-integrity judges every run, whatever `checks:` selects
     assert not problems({**SMOKE, "checks": {"no-loss": {}}, "expect": {"fails": ["history-integrity"]}})
@@ -302,40 +303,40 @@ def test_a_suite_may_overrule_a_scenarios_own_expectation_with_passes(tmp_path):
 @pytest.mark.parametrize(
     "entries, key, reason",
     [
-        ("[{scenario: smoke, seed: 7, fails: [no-loss]}]", "expect.0", "matches no variant of the matrix"),
-        ("[{kafka: '3.9', fails: [no-loss]}]", "expect.0.kafka", "kafka is not an axis of this suite's matrix"),
-        ("[{scenario: smok, fails: [no-loss]}]", "expect.0.scenario", "no scenario of this suite"),
+        ("[{scenario: smoke, seed: 7, fails: [no-loss]}]", "expect[1]", "matches no variant of the matrix"),
+        ("[{kafka: '3.9', fails: [no-loss]}]", "expect[1].kafka", "kafka is not an axis of this suite's matrix"),
+        ("[{scenario: smok, fails: [no-loss]}]", "expect[1].scenario", "no scenario of this suite"),
         (
             "[{scenario: smoke, fails: [no-loss]}, {seed: 1, passes: true}]",
-            "expect.1",
-            "matches smoke[classic-eager, seed 1], which expect.0 matches too: one expectation per variant",
+            "expect[2]",
+            "matches smoke[classic-eager, seed 1], which expect[1] matches too: one expectation per variant",
         ),
-        ("[{fails: [no-loss]}]", "expect.0", "names at least one of scenario"),
-        ("[{seed: 1}]", "expect.0", "expected either fails"),
-        ("[{seed: 1, fails: [nope]}]", "expect.0.fails.0", "unknown check 'nope'"),
+        ("[{fails: [no-loss]}]", "expect[1]", "names at least one of scenario"),
+        ("[{seed: 1}]", "expect[1]", "expected either fails"),
+        ("[{seed: 1, fails: [nope]}]", "expect[1].fails[1]", "unknown check 'nope'"),
         (
             "[{seed: 1, passes: true, attempts: 3}]",
-            "expect.0",
+            "expect[1]",
             "with passes: true the variants must simply pass: no attempts",
         ),
-        ("[{seed: 1, passes: false}]", "expect.0.passes", "Input should be True"),
-        ("[{seed: 1, fails: [no-loss], attempts: 2, at_least: 5}]", "expect.0.at_least", "cannot happen"),
+        ("[{seed: 1, passes: false}]", "expect[1].passes", "must be one of True"),
+        ("[{seed: 1, fails: [no-loss], attempts: 2, at_least: 5}]", "expect[1].at_least", "cannot happen"),
     ],
 )
 def test_a_bad_suite_expectation_is_named_as_expect_i(tmp_path, entries, key, reason):
     with pytest.raises(ScenarioError) as e:
         load_suite(write_suite(tmp_path, SUITE + f"expect: {entries}\n"))
     assert e.value.exit_code == 2
-    assert any(k == key and reason in r for k, r in e.value.problems), e.value.problems
+    assert any(k == key and reason in r for k, r in unlined(e.value.problems)), unlined(e.value.problems)
 
 
 def test_a_check_the_protocol_does_not_run_cannot_be_expected_to_fail(tmp_path):
     text = "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {protocol: [classic-eager, zk-eager]}\n"
     with pytest.raises(ScenarioError) as e:
         load_suite(write_suite(tmp_path, text + "expect: [{scenario: smoke, fails: [fenced-commits]}]\n"))
-    [(key, reason)] = e.value.problems
-    assert key == "expect.0" and reason.startswith(
-        "smoke[zk-eager]: expect.fails.0: fenced-commits: not applicable to zk-eager (the ZooKeeper-era consumer "
+    [(key, reason)] = unlined(e.value.problems)
+    assert key == "expect[1]" and reason.startswith(
+        "smoke[zk-eager]: expect.fails[1]: fenced-commits: not applicable to zk-eager (the ZooKeeper-era consumer "
         "has no commit fencing"
     )
 
@@ -350,7 +351,7 @@ def test_scenario_entries_may_be_globs_sorted_and_one_matching_nothing_is_an_err
     assert [v.id for v in suite.variants] == ["a-1-affected", "b-2-affected"]
     with pytest.raises(ScenarioError) as e:
         load_suite(write_suite(tmp_path / "suites", "name: s\nscenarios: [../bugs/*/fixed.yaml]\n"))
-    assert e.value.problems == [("scenarios.0", "../bugs/*/fixed.yaml: no file matches")]
+    assert unlined(e.value.problems) == [("scenarios[1]", "../bugs/*/fixed.yaml: no file matches")]
 
 
 class FakeRun:

@@ -11,6 +11,7 @@ import yaml
 
 from harness.scenario import load_scenario
 from runtime.errors import ScenarioError
+from tests.lines import unlined
 
 REPO = Path(__file__).resolve().parents[2]
 INPUTS = (REPO / "docs" / "inputs.md").read_text()
@@ -31,7 +32,7 @@ def load(tmp_path: Path, data: dict):
 def problems(tmp_path: Path, data: dict) -> list[tuple[str, str]]:
     with pytest.raises(ScenarioError) as info:
         load(tmp_path, data)
-    return info.value.problems
+    return unlined(info.value.problems)
 
 
 def migration(client: str | None) -> dict:
@@ -43,13 +44,13 @@ def migration(client: str | None) -> dict:
 
 def test_a_migration_to_the_consumer_protocol_on_a_client_without_kip848_is_refused(tmp_path):
     [said] = problems(tmp_path, migration("confluent-kafka==2.2.0"))
-    assert said == ("faults.0.to", NO_KIP848)  # the workload's own refusal, word for word
+    assert said == ("faults[1].to", NO_KIP848)  # the workload's own refusal, word for word
 
 
 def test_a_migration_to_the_consumer_protocol_on_a_client_speaking_another_heartbeat_version_is_refused(tmp_path):
     [said] = problems(tmp_path, migration("confluent-kafka==2.6.1"))
     key, reason = said
-    assert key == "faults.0.to"
+    assert key == "faults[1].to"
     assert reason.startswith(
         "confluent-kafka==2.6.1 speaks KIP-848's ConsumerGroupHeartbeat v0; Kafka 4.4.0's consumer protocol (GA) "
         "is v1's: its brokers still answer the early access's v0, but the harness runs early-access clients on "
@@ -78,7 +79,7 @@ def test_a_rolling_client_upgrade_to_a_client_the_brokers_heartbeat_cannot_serve
     load(tmp_path, upgrade("confluent-kafka==2.6.1", "confluent-kafka==2.8.0"))  # v0 to v0: runs
     [said] = problems(tmp_path, upgrade("confluent-kafka==2.6.1", "confluent-kafka==2.16.1"))
     assert said == (
-        "faults.0.to",
+        "faults[1].to",
         "confluent-kafka==2.16.1 speaks KIP-848's ConsumerGroupHeartbeat v1; Kafka 3.8.1's consumer protocol "
         "(early access) answers v0 only: its members would never find their coordinator "
         "(for it: confluent-kafka 2.4.0 … before 2.10.0)",
@@ -95,7 +96,7 @@ def test_a_migration_is_checked_against_the_client_the_members_run_by_then(tmp_p
     load(tmp_path, data)  # 2.10.1 speaks v1, which 4.4 serves
     data["faults"][0]["to"] = "confluent-kafka==2.9.0"  # still v0
     [(key, reason)] = problems(tmp_path, data)
-    assert key == "faults.1.to" and reason.startswith(
+    assert key == "faults[2].to" and reason.startswith(
         "confluent-kafka==2.9.0 speaks KIP-848's ConsumerGroupHeartbeat v0"
     )
 
@@ -110,7 +111,7 @@ def test_setup_with_kafka_and_client_installs_both(monkeypatch):
     monkeypatch.setattr(setup_cli, "_setup_clients", lambda texts: done.append(("client", texts)))
     monkeypatch.setattr(install, "setup_all", lambda report, lines: done.append(("kafka", lines)) or False)
     result = CliRunner().invoke(setup_cli.setup, ["--kafka", "3.8.1", "--client", "confluent-kafka==2.6.1"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, unlined(result.output)
     assert done == [("client", ("confluent-kafka==2.6.1",)), ("kafka", ["3.8.1"])]
     done.clear()
     assert CliRunner().invoke(setup_cli.setup, ["--client", "confluent-kafka==2.6.1"]).exit_code == 0

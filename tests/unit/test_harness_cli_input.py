@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.lines import unlined
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -28,10 +30,10 @@ def test_run_with_bad_scenario_exits_2_without_a_run_directory(tmp_path):
         "name: bad\nduration_s: 10\ntopics: [{name: t, partitions: 0}]\nworkload: {consumerz: 3}\n"
     )
     result = cli(tmp_path, "run", "bad.yaml", "--runs-dir", "runs")
-    assert result.returncode == 2, result.stderr
-    assert "bad.yaml: topics.0.partitions: Input should be greater than or equal to 1" in result.stderr
-    assert "bad.yaml: workload.consumerz: unknown key" in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 2, unlined(result.stderr)
+    assert "bad.yaml: topics[1].partitions: must be at least 1" in unlined(result.stderr)
+    assert "bad.yaml: workload.consumerz: unknown key" in unlined(result.stderr)
+    assert "Traceback" not in result.stdout + unlined(result.stderr)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
@@ -39,19 +41,21 @@ def test_run_with_invalid_yaml_exits_2(tmp_path):
     (tmp_path / "broken.yaml").write_text("name: x\ntopics: [\n")
     result = cli(tmp_path, "run", "broken.yaml", "--runs-dir", "runs")
     assert result.returncode == 2
-    assert "broken.yaml: line 3" in result.stderr and "not valid YAML" in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    assert "broken.yaml: line 3" in unlined(result.stderr) and "not valid YAML" in unlined(result.stderr)
+    assert "Traceback" not in result.stdout + unlined(result.stderr)
     assert not (tmp_path / "runs").exists()
 
 
 def test_run_without_installed_kafka_exits_2_before_creating_a_run_directory(tmp_path):
     # A valid scenario, but REBALANCE_LAB_HOME is empty: setup has not been run.
     result = cli(tmp_path, "run", str(REPO / "scenarios" / "smoke.yaml"), "--runs-dir", "runs")
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 2, unlined(result.stderr)
     # Kafka itself would be installed on first use; what `setup` alone installs stops the run first.
-    assert re.search(r"is not (installed|built)", result.stderr) and "rebalance-lab setup" in result.stderr
-    assert "resolving from Maven Central" not in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    assert re.search(r"is not (installed|built)", unlined(result.stderr)) and "rebalance-lab setup" in unlined(
+        result.stderr
+    )
+    assert "resolving from Maven Central" not in unlined(result.stderr)
+    assert "Traceback" not in result.stdout + unlined(result.stderr)
     assert not (tmp_path / "runs").exists()
 
 
@@ -59,8 +63,8 @@ def test_check_on_a_directory_without_history_exits_2(tmp_path):
     (tmp_path / "empty-run").mkdir()
     result = cli(tmp_path, "check", "empty-run")
     assert result.returncode == 2
-    assert "empty-run/history.jsonl: no history in this directory" in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    assert "empty-run/history.jsonl: no history in this directory" in unlined(result.stderr)
+    assert "Traceback" not in result.stdout + unlined(result.stderr)
 
 
 def test_error_lines_are_not_wrapped_for_long_paths(tmp_path):
@@ -69,16 +73,16 @@ def test_error_lines_are_not_wrapped_for_long_paths(tmp_path):
     (deep / "bad.yaml").write_text("name: bad\nduration_s: 10\ntopics: [{name: t, partitions: 1}]\nworkload: {x: 1}\n")
     result = cli(tmp_path, "run", str(deep / "bad.yaml"), "--runs-dir", "runs")
     assert result.returncode == 2
-    assert f"{deep / 'bad.yaml'}: workload.x: unknown key" in result.stderr
+    assert f"{deep / 'bad.yaml'}: workload.x: unknown key" in unlined(result.stderr)
 
 
 def test_cluster_up_refuses_a_workdir_it_did_not_make_and_keeps_its_files(tmp_path):
     (tmp_path / "mine" / "data").mkdir(parents=True)
     (tmp_path / "mine" / "data" / "notes.txt").write_text("someone's\n")
     result = cli(tmp_path, "cluster", "up", "--workdir", "mine")
-    assert result.returncode == 2, result.stderr
-    assert f"--workdir {tmp_path / 'mine'}: holds files rebalance-lab did not write" in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 2, unlined(result.stderr)
+    assert f"--workdir {tmp_path / 'mine'}: holds files rebalance-lab did not write" in unlined(result.stderr)
+    assert "Traceback" not in result.stdout + unlined(result.stderr)
     assert (tmp_path / "mine" / "data" / "notes.txt").read_text() == "someone's\n"
     assert not (tmp_path / "home" / "cluster.json").exists()
 
@@ -108,22 +112,24 @@ def test_cluster_up_refuses_a_bad_topic_before_starting_anything(tmp_path):
         ("a_b:2", "'a.b' collides with topic 'a_b'"),
     ]:
         result = cli(tmp_path, "cluster", "up", "--topic", value, *(["--topic", "a.b"] if value == "a_b:2" else []))
-        assert result.returncode == 2, result.stderr
-        assert "Invalid value for '--topic': " in result.stderr and reason in result.stderr, result.stderr
-        assert "Traceback" not in result.stderr and not (tmp_path / "home" / "cluster").exists()
+        assert result.returncode == 2, unlined(result.stderr)
+        assert "Invalid value for '--topic': " in unlined(result.stderr) and reason in unlined(result.stderr), unlined(
+            result.stderr
+        )
+        assert "Traceback" not in unlined(result.stderr) and not (tmp_path / "home" / "cluster").exists()
 
 
 def test_cluster_up_refuses_a_zookeeper_ensemble_for_a_kraft_line(tmp_path):
     result = cli(tmp_path, "cluster", "up", "--kafka", "4.1", "--zookeeper-nodes", "3")
-    assert result.returncode == 2 and "--zookeeper-nodes: Kafka 4.1.1 runs without ZooKeeper (KRaft)" in result.stderr
-    assert "Traceback" not in result.stderr and not (tmp_path / "home" / "cluster").exists()
+    assert result.returncode == 2 and "--zookeeper-nodes: Kafka 4.1.1 runs without ZooKeeper (KRaft)" in unlined(
+        result.stderr
+    )
+    assert "Traceback" not in unlined(result.stderr) and not (tmp_path / "home" / "cluster").exists()
 
 
 def test_schedule_holds_seed_to_a_scenarios_bounds(tmp_path):
     result = cli(tmp_path, "schedule", str(REPO / "scenarios" / "random-chaos.yaml"), "--seed=-1")
-    assert result.returncode == 2 and "--seed -1: Input should be greater than or equal to 0" in result.stderr, (
-        result.stderr
-    )
+    assert result.returncode == 2 and "--seed -1: must be at least 0" in unlined(result.stderr), unlined(result.stderr)
     assert result.stdout == ""
 
 
@@ -141,8 +147,10 @@ def test_a_runs_dir_that_is_a_file_is_bad_input(tmp_path):
 def test_cluster_up_on_a_workdir_that_is_a_file_is_bad_input(tmp_path):
     (tmp_path / "afile").write_text("x\n")
     result = cli(tmp_path, "cluster", "up", "--workdir", "afile")
-    assert result.returncode == 2 and "--workdir afile: a file, not a directory" in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.returncode == 2 and "--workdir afile: a file, not a directory" in unlined(result.stderr), unlined(
+        result.stderr
+    )
+    assert "Traceback" not in unlined(result.stderr)
 
 
 def test_schedule_says_how_many_random_draws_found_every_target_busy(tmp_path):
@@ -155,4 +163,6 @@ def test_schedule_says_how_many_random_draws_found_every_target_busy(tmp_path):
     )
     result = cli(tmp_path, "schedule", str(scenario))
     assert result.returncode == 0 and len(json.loads(result.stdout)) == 1
-    assert "random_faults: 1 of 20 drawn; the other draws found every target they may hit busy then" in result.stderr
+    assert "random_faults: 1 of 20 drawn; the other draws found every target they may hit busy then" in unlined(
+        result.stderr
+    )

@@ -15,6 +15,7 @@ from faults.crash import Crash
 from faults.pause import Pause
 from faults.schedule import FaultScheduler
 from tests.fake_targets import FakeTargets
+from tests.lines import unlined
 
 
 def from_spec(fault_id: str, spec: dict):
@@ -435,7 +436,7 @@ faults:
 """)
     with pytest.raises(ScenarioError) as e:
         load_scenario(path)
-    assert e.value.problems == [("faults.2.partitions", "2 is not more than the 4 partitions events-new has")]
+    assert unlined(e.value.problems) == [("faults[3].partitions", "2 is not more than the 4 partitions events-new has")]
 
 
 class SlowPauseTargets(FakeTargets):

@@ -67,35 +67,35 @@ def test_minimal_scenario_loads_with_defaults(tmp_path):
 
 BAD_VALUES = [
     (lambda d: d["workload"].update(consumerz=3), "workload.consumerz", "unknown key"),
-    (lambda d: d["workload"].update(consumers="many"), "workload.consumers", "valid integer"),
-    (lambda d: d["topics"][0].update(partitions=0), "topics.0.partitions", "greater than or equal to 1"),
-    (lambda d: d["topics"][0].update(name="."), "topics.0.name", "Kafka refuses a topic named '.'"),
-    (lambda d: d["topics"][0].update(name="__consumer_offsets"), "topics.0.name", "one of Kafka's internal topics"),
-    (lambda d: d["topics"].append({**d["topics"][0], "partitions": 2}), "topics.1.name", "is declared twice"),
+    (lambda d: d["workload"].update(consumers="many"), "workload.consumers", "must be a whole number, got 'many'"),
+    (lambda d: d["topics"][0].update(partitions=0), "topics[1].partitions", "must be at least 1, got 0"),
+    (lambda d: d["topics"][0].update(name="."), "topics[1].name", "Kafka refuses a topic named '.'"),
+    (lambda d: d["topics"][0].update(name="__consumer_offsets"), "topics[1].name", "one of Kafka's internal topics"),
+    (lambda d: d["topics"].append({**d["topics"][0], "partitions": 2}), "topics[2].name", "is declared twice"),
     (
         lambda d: d.update(topics=[{"name": "a_b", "partitions": 1}, {"name": "a.b", "partitions": 1}]),
-        "topics.1.name",
+        "topics[2].name",
         "'a.b' collides with topic 'a_b' ('.' and '_' are one to Kafka)",
     ),
     (
         lambda d: d["faults"].append({"kind": "partition", "target": "consumer-1", "at_s": 1}),
-        "faults.1.kind",
+        "faults[2].kind",
         "unknown fault kind 'partition'",
     ),
-    (lambda d: d["faults"][0].pop("kind"), "faults.0.kind", "missing"),
-    (lambda d: d["faults"][0].pop("duration_s"), "faults.0.duration_s", "Field required"),
-    (lambda d: d["faults"][0].update(target="consumer-9"), "faults.0.target", "no process 'consumer-9'"),
+    (lambda d: d["faults"][0].pop("kind"), "faults[1].kind", "missing"),
+    (lambda d: d["faults"][0].pop("duration_s"), "faults[1].duration_s", "missing: this key is required"),
+    (lambda d: d["faults"][0].update(target="consumer-9"), "faults[1].target", "no process 'consumer-9'"),
     (
         lambda d: (d["cluster"].update(kafka="4.1"), d["faults"][0].update(target="zookeeper-1")),
-        "faults.0.target",
+        "faults[1].target",
         "no process 'zookeeper-1'",
     ),
-    (lambda d: d["faults"][0].update(at_s=45), "faults.0.at_s", "not within duration_s (30.0s)"),
+    (lambda d: d["faults"][0].update(at_s=45), "faults[1].at_s", "not within duration_s (30.0s)"),
     (
         lambda d: d["faults"].append(
             {"kind": "create-topic", "topic": "__consumer_offsets", "partitions": 1, "at_s": 1}
         ),
-        "faults.1.topic",
+        "faults[2].topic",
         "one of Kafka's internal topics",
     ),
     (
@@ -103,7 +103,7 @@ BAD_VALUES = [
             d["faults"].append({"kind": "create-topic", "topic": "even.ts", "partitions": 1, "at_s": 1})
             or d["topics"].append({"name": "even_ts", "partitions": 1})
         ),
-        "faults.1.topic",
+        "faults[2].topic",
         "collides with topic 'even_ts'",
     ),
     (
@@ -111,18 +111,18 @@ BAD_VALUES = [
             d["faults"].append({"kind": "scale", "consumers": 4, "at_s": 8})
             or d["faults"][0].update(target="consumer-4")
         ),
-        "faults.0.target",
+        "faults[1].target",
         "consumer-4 is not running at workload+5s (the group's members then: consumer-1, consumer-2, consumer-3)",
     ),
     (
         lambda d: d["faults"].insert(0, {"kind": "scale", "consumers": 1, "at_s": 1}),
-        "faults.1.target",
+        "faults[2].target",
         "consumer-2 is not running at workload+5s (the group's members then: consumer-1)",
     ),
     (
         lambda d: d["faults"].append({"kind": "crash", "target": "consumer-2", "at_s": 2, "restart_after_s": 8}),
-        "faults.0.target",
-        "consumer-2 is down at workload+5s: faults.1 crashed it at workload+2s and restarts it at workload+10s",
+        "faults[1].target",
+        "consumer-2 is down at workload+5s: faults[2] crashed it at workload+2s and restarts it at workload+10s",
     ),
     (
         lambda d: (
@@ -131,7 +131,7 @@ BAD_VALUES = [
                 {"kind": "network", "target": "broker-1", "link": "brokers", "at_s": 1, "duration_s": 2}
             )
         ),
-        "faults.1.link",
+        "faults[2].link",
         "'brokers' is not a link of broker-1 (links: zookeeper, clients)",
     ),
     (
@@ -141,10 +141,10 @@ BAD_VALUES = [
                 {"kind": "add-partitions", "topic": "events", "partitions": 8, "at_s": 2},
             ]
         ),
-        "faults.1.partitions",
+        "faults[2].partitions",
         "7 is not more than the 8 partitions events has",
     ),
-    (lambda d: d.update(seed=True), "seed", "Input should be a valid integer"),
+    (lambda d: d.update(seed=True), "seed", "must be a whole number, got true"),
     (
         lambda d: d["cluster"].update(kafka="4.1", zookeeper_nodes=3),
         "cluster.zookeeper_nodes",
@@ -167,12 +167,16 @@ BAD_VALUES = [
         "below session_timeout_ms",
     ),
     (lambda d: d["cluster"].update(kafka="2.8"), "cluster.kafka", "older than the supported range"),
-    (lambda d: d["workload"].update(warmup="stable"), "workload.warmup", "'group-formed' or 'none'"),
-    (lambda d: d["workload"].update(warmup_timeout_s=0), "workload.warmup_timeout_s", "greater than 0"),
+    (
+        lambda d: d["workload"].update(warmup="stable"),
+        "workload.warmup",
+        "must be one of 'group-formed', 'none'; got 'stable'",
+    ),
+    (lambda d: d["workload"].update(warmup_timeout_s=0), "workload.warmup_timeout_s", "must be more than 0, got 0"),
     (
         lambda d: d["workload"].update(librdkafka={"processing": "async"}),
         "workload.librdkafka.processing",
-        "'inline' or 'worker'",
+        "must be one of 'inline', 'worker'; got 'async'",
     ),
     (
         lambda d: d["workload"].update(protocol="zk-eager", librdkafka={"processing": "worker"}),
@@ -181,16 +185,16 @@ BAD_VALUES = [
         "this workload's members (protocol: zk-eager, driver: librdkafka) take workload.zk_eager",
     ),
     # One bound for every way a group grows (faults.base.MAX_MEMBERS): 128 members at most.
-    (lambda d: d["workload"].update(consumers=129), "workload.consumers", "less than or equal to 128"),
+    (lambda d: d["workload"].update(consumers=129), "workload.consumers", "must be at most 128, got 129"),
     (
         lambda d: d["faults"].append({"kind": "scale", "consumers": 129, "at_s": 1}),
-        "faults.1.consumers",
-        "less than or equal to 128",
+        "faults[2].consumers",
+        "must be at most 128, got 129",
     ),
     (
         lambda d: d["faults"].append({"kind": "join-storm", "consumers": 129, "at_s": 1}),
-        "faults.1.consumers",
-        "less than or equal to 128",
+        "faults[2].consumers",
+        "must be at most 128, got 129",
     ),
 ]
 
@@ -200,9 +204,9 @@ def test_bad_value_names_file_key_and_reason(tmp_path, change, key, reason):
     err, path = problems_of(tmp_path, change)
     assert err.exit_code == EXIT_BAD_INPUT
     assert len(err.problems) == 1, err.problems
-    assert err.problems[0][0] == key
+    assert err.problems[0][0].split(" (line ")[0] == key  # one-based, with its line in the file
     assert reason in err.problems[0][1]
-    assert str(err).startswith(f"{path}: {key}: ")
+    assert str(err).startswith(f"{path}: {key} (line ")
 
 
 def test_zookeeper_target_is_fine_in_zookeeper_mode_and_controller_in_kraft(tmp_path):
@@ -221,7 +225,11 @@ def test_all_problems_of_a_file_are_reported_together(tmp_path):
         d["faults"][0]["kind"] = "partition"
 
     err, path = problems_of(tmp_path, many_field_problems)
-    assert {key for key, _ in err.problems} == {"workload.consumerz", "topics.0.partitions", "faults.0.kind"}
+    assert {key.split(" (line ")[0] for key, _ in err.problems} == {
+        "workload.consumerz",
+        "topics[1].partitions",
+        "faults[1].kind",
+    }
     assert len(str(err).splitlines()) == 3
 
     def many_reference_problems(d):
@@ -229,7 +237,12 @@ def test_all_problems_of_a_file_are_reported_together(tmp_path):
         d["checks"] = {"nope": {}, "convergence": {"within": 1}}
 
     err, path = problems_of(tmp_path, many_reference_problems)
-    assert [key for key, _ in err.problems] == ["faults.0.target", "faults.0.at_s", "checks.nope", "checks.convergence"]
+    assert [key.split(" (line ")[0] for key, _ in err.problems] == [
+        "faults[1].target",
+        "faults[1].at_s",
+        "checks.nope",
+        "checks.convergence",
+    ]
     assert all(line.startswith(f"{path}: ") for line in str(err).splitlines())
 
 
@@ -292,7 +305,7 @@ def test_a_topic_name_too_long_for_a_runs_prefix_is_refused_up_front(tmp_path):
     data.update(name="n" * 80, seed=0, topics=[{"name": "t" * 143, "partitions": 1}])
     with pytest.raises(ScenarioError) as info:
         load_scenario(write(tmp_path, data))
-    assert "topics.0.name: 143 characters" in str(info.value) and "only up to 142" in str(info.value)
+    assert "topics[1].name (line 7): 143 characters" in str(info.value) and "only up to 142" in str(info.value)
     data["topics"][0]["name"] = "t" * 142
     scenario = load_scenario(write(tmp_path, data))
     # the longest run directory name: a UTC stamp, the name and seed, a "-99" for the 99th in one second

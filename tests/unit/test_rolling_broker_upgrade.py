@@ -106,9 +106,9 @@ def test_an_upgrade_to_a_newer_release_is_accepted():
 @pytest.mark.parametrize(
     ("kafka", "to", "said"),
     [
-        ("3.9.2", "3.8.1", "faults.0.to: Kafka 3.8.1 is a downgrade (Kafka 3.9.2); an upgrade goes to a newer one"),
-        ("3.9.2", "3.9.2", "faults.0.to: Kafka 3.9.2 is the release the cluster runs (Kafka 3.9.2)"),
-        ("3.9.2", "4.4.0", "faults.0.to: Kafka 4.4.0 runs without ZooKeeper: a ZooKeeper-mode cluster"),
+        ("3.9.2", "3.8.1", "faults[1].to: Kafka 3.8.1 is a downgrade (Kafka 3.9.2); an upgrade goes to a newer one"),
+        ("3.9.2", "3.9.2", "faults[1].to: Kafka 3.9.2 is the release the cluster runs (Kafka 3.9.2)"),
+        ("3.9.2", "4.4.0", "faults[1].to: Kafka 4.4.0 runs without ZooKeeper: a ZooKeeper-mode cluster"),
     ],
 )
 def test_a_downgrade_a_standstill_and_leaving_zookeeper_are_refused(kafka, to, said):
@@ -118,12 +118,12 @@ def test_a_downgrade_a_standstill_and_leaving_zookeeper_are_refused(kafka, to, s
 
 def test_a_release_the_catalogue_lacks_is_refused_with_its_reason():
     [problem] = problems("3.9.2", "9.9.9")
-    assert problem.startswith("faults.0.to: ") and "9.9.9" in problem
+    assert problem.startswith("faults[1].to: ") and "9.9.9" in problem
 
 
 def test_the_upgrade_owns_the_inter_broker_protocol():
     [problem] = problems("3.8.1", "3.9.2", broker_config={INTER_BROKER_PROTOCOL: "3.8"})
-    assert problem.startswith(f"faults.0.to: cluster.broker_config sets {INTER_BROKER_PROTOCOL}")
+    assert problem.startswith(f"faults[1].to: cluster.broker_config sets {INTER_BROKER_PROTOCOL}")
 
 
 def test_chained_upgrades_are_each_held_to_the_release_before_them():
@@ -136,13 +136,13 @@ def test_chained_upgrades_are_each_held_to_the_release_before_them():
     ]
     with pytest.raises(ValidationError) as e:
         Scenario.model_validate(data)
-    assert [key for key, _ in validation_problems(e.value)] == ["faults.1.to"]
+    assert [key for key, _ in validation_problems(e.value)] == ["faults[2].to"]
 
 
 def test_the_compose_backend_cannot_restart_a_node_on_another_release():
     [problem] = problems("3.8.1", "3.9.2", backend="compose")
     assert problem == (
-        "faults.0.kind: the compose backend cannot restart the cluster's nodes on another Kafka release: "
+        "faults[1].kind: the compose backend cannot restart the cluster's nodes on another Kafka release: "
         "each of its images holds one Kafka release"
     )
 
@@ -190,14 +190,14 @@ def test_a_client_upgrade_goes_to_a_newer_release_the_driver_takes():
     assert client_problems("confluent-kafka==2.16.1") == []
     [older] = client_problems("confluent-kafka==2.6.1")
     assert older == (
-        "faults.0.to: confluent-kafka==2.6.1 is a downgrade (confluent-kafka==2.10.1); an upgrade goes to a newer release"
+        "faults[1].to: confluent-kafka==2.6.1 is a downgrade (confluent-kafka==2.10.1); an upgrade goes to a newer release"
     )
     [other] = client_problems("kafka-clients==3.9.2")
-    assert other.startswith("faults.0.to: the librdkafka driver takes a release of confluent-kafka")
+    assert other.startswith("faults[1].to: the librdkafka driver takes a release of confluent-kafka")
     [floor] = client_problems("confluent-kafka==1.9.2")
-    assert floor.startswith("faults.0.to: confluent-kafka==1.9.2: below the floor")
+    assert floor.startswith("faults[1].to: confluent-kafka==1.9.2: below the floor")
     [same] = client_problems("confluent-kafka==2.16.1", client=None)  # the pinned default
-    assert same.startswith("faults.0.to: confluent-kafka==2.16.1 is the client the members run")
+    assert same.startswith("faults[1].to: confluent-kafka==2.16.1 is the client the members run")
 
 
 def test_a_round_that_breaks_is_said_by_its_heal_not_lost_in_its_thread():

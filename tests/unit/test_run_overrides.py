@@ -33,7 +33,7 @@ class Capture:
 
     made: list[Capture] = []
 
-    def __init__(self, scenario, path, runs_dir, report, progress=None, pool=None, scenario_text=None):
+    def __init__(self, scenario, path, runs_dir, report, progress=None, pool=None, scenario_text=None, detail=None):
         self.scenario, self.path, self.text = scenario, path, scenario_text
         self.run_dir = runs_dir / f"{scenario.name}-s{scenario.seed}"
         Capture.made.append(self)

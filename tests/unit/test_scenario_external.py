@@ -43,23 +43,23 @@ def test_faults_on_the_runs_own_processes_are_accepted():
     [
         (
             {"kind": "crash", "target": "broker-2", "at_s": 5},
-            "faults.0.target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper or "
+            "faults[1].target: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper or "
             "coordinator: it does not run them; faults act only on the processes the run starts (consumer-1, ",
         ),
         ({"kind": "pause", "target": "coordinator", "at_s": 5, "duration_s": 3}, "not 'coordinator'"),
         (
             {"kind": "network", "target": "consumer-1", "at_s": 5, "duration_s": 3},
-            "faults.0.kind: the external backend cannot cut or degrade network links: its clients and brokers do not talk "
+            "faults[1].kind: the external backend cannot cut or degrade network links: its clients and brokers do not talk "
             "through the harness's own Toxiproxy",
         ),
         (
             {"kind": "zk-session-expiry", "target": "broker-1", "at_s": 5},
-            "faults.0.kind: the external backend cannot expire ZooKeeper sessions: that needs control of the cluster's "
+            "faults[1].kind: the external backend cannot expire ZooKeeper sessions: that needs control of the cluster's "
             "brokers and ZooKeeper",
         ),
         (
             {"kind": "add-partitions", "topic": "events", "partitions": 12, "at_s": 5},
-            "faults.0.kind: the external backend cannot create or grow topics during the run: the harness only creates "
+            "faults[1].kind: the external backend cannot create or grow topics during the run: the harness only creates "
             "the run's own topics there",
         ),
         (
@@ -70,7 +70,7 @@ def test_faults_on_the_runs_own_processes_are_accepted():
                 "duration_s": 3,
                 "on": {"state": "PreparingRebalance"},
             },
-            "faults.0.on: the external backend cannot read the brokers' logs, where a trigger sees the group's states",
+            "faults[1].on: the external backend cannot read the brokers' logs, where a trigger sees the group's states",
         ),
     ],
 )
@@ -158,7 +158,7 @@ def test_rolling_restarts_of_their_brokers_and_kip848_timing_are_refused():
     data = external()
     data["faults"] = [{"kind": "rolling-restart", "targets": "brokers", "at_s": 5}]
     assert (
-        "faults.0.targets: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
+        "faults[1].targets: the external backend cannot pause, stop or restart the cluster's brokers, ZooKeeper "
         "or coordinator: it does not run them"
     ) in problems(data)
     data = external(kafka="4.1")

@@ -10,6 +10,7 @@ import pytest
 from harness.scenario import load_scenario, redact_scenario_data, redacted_scenario_text
 from runtime import secrets
 from runtime.errors import ScenarioError
+from tests.lines import unlined
 
 
 @pytest.fixture(autouse=True)
@@ -180,7 +181,10 @@ def test_a_missing_variable_names_the_file_key_and_variable(tmp_path, monkeypatc
     path.write_text(SCENARIO)
     with pytest.raises(ScenarioError) as e:
         load_scenario(path)
-    assert str(e.value) == f"{path}: cluster.client_config.sasl.username: ${{RL_USER}} is not set in the environment"
+    assert (
+        unlined(str(e.value))
+        == f"{path}: cluster.client_config.sasl.username: ${{RL_USER}} is not set in the environment"
+    )
     assert e.value.exit_code == 2
 
 

@@ -16,6 +16,7 @@ from harness.reports.suite import junit_xml
 from harness.run.loop import RunResult
 from runtime.errors import LabError, ScenarioError
 from tests.junit_schema import assert_valid_junit
+from tests.lines import unlined
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
@@ -52,7 +53,7 @@ exclude:
     )
     with pytest.raises(ScenarioError) as e:
         load_suite(path)
-    problems = dict(e.value.problems)
+    problems = dict(unlined(e.value.problems))
     assert "smoke[consumer, kafka 3.9]" not in problems  # excluded
     assert problems["faulty-consumer[consumer, kafka 3.9]"].startswith(
         "consumer on Kafka 3.9: the consumer protocol (KIP-848) needs brokers"
@@ -60,33 +61,33 @@ exclude:
     assert problems["smoke[zk-eager, kafka 4.1]"].startswith(
         "zk-eager on Kafka 4.1: zk-eager rebalances through ZooKeeper; Kafka 4.1.1 has no ZooKeeper mode"
     )
-    assert problems["exclude.1.seed"] == "seed is not an axis of this suite's matrix (axes: protocol, kafka)"
-    assert problems["exclude.2"] == "matches no variant of the matrix"  # classic-cooperative is not in it
+    assert problems["exclude[2].seed"] == "seed is not an axis of this suite's matrix (axes: protocol, kafka)"
+    assert problems["exclude[3]"] == "matches no variant of the matrix"  # classic-cooperative is not in it
     assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize(
     "text, key, reason",
     [
-        ("name: s\nscenarios: []\n", "scenarios", "at least 1"),
+        ("name: s\nscenarios: []\n", "scenarios", "must not be empty"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {protocol: [classic-eagerly]}\n",
-            "matrix.protocol.0",
-            "Input should be",
+            "matrix.protocol[1]",
+            "must be one of 'zk-eager', 'classic-eager',",
         ),
         ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {seed: [1, 1]}\n", "matrix.seed", "listed twice"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml, SCENARIOS/smoke.yaml]\n",
-            "scenarios.1",
+            "scenarios[2]",
             "a second scenario named",
         ),
-        ("name: s\nscenarios: [nope.yaml]\n", "scenarios.0", "No such file"),
+        ("name: s\nscenarios: [nope.yaml]\n", "scenarios[1]", "No such file"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smok}]\n",
-            "exclude.0.scenario",
+            "exclude[1].scenario",
             "no scenario of this suite",
         ),
-        ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{}]\n", "exclude.0", "at least one"),
+        ("name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{}]\n", "exclude[1]", "at least one"),
         (
             "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nexclude: [{scenario: smoke}]\n",
             "exclude",
@@ -98,7 +99,7 @@ exclude:
 def test_bad_suite_files_name_the_key_and_the_reason(tmp_path, text, key, reason):
     with pytest.raises(ScenarioError) as e:
         load_suite(write_suite(tmp_path, text))
-    assert any(k == key and reason in r for k, r in e.value.problems), e.value.problems
+    assert any(k == key and reason in r for k, r in unlined(e.value.problems)), unlined(e.value.problems)
 
 
 def test_a_variant_the_scenario_rules_refuse_is_named_with_the_scenarios_own_reason(tmp_path):
@@ -115,7 +116,7 @@ def test_a_variant_the_scenario_rules_refuse_is_named_with_the_scenarios_own_rea
     path = write_suite(tmp_path, f"name: s\nscenarios: [{scenario}]\nmatrix: {{kafka: ['3.9', '4.1']}}\n")
     with pytest.raises(ScenarioError) as e:
         load_suite(path)
-    assert [k for k, _ in e.value.problems] == ["smoke[kafka 4.1]"]
+    assert [k for k, _ in unlined(e.value.problems)] == ["smoke[kafka 4.1]"]
 
 
 def test_only_and_rerun_failed_choose_variants(tmp_path):
@@ -352,8 +353,8 @@ def test_an_axis_value_is_refused_in_the_scenario_keys_own_words(tmp_path):
 
     with pytest.raises(ScenarioError) as e:
         load_suite(write_suite(tmp_path, "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {kafka: ['2.0']}\n"))
-    [(key, reason)] = e.value.problems
-    assert key == "matrix.kafka.0" and reason == kafka_problem("2.0")
+    [(key, reason)] = unlined(e.value.problems)
+    assert key == "matrix.kafka[1]" and reason == kafka_problem("2.0")
     # a client the driver does not take is named per variant, by the scenario's validation
     with pytest.raises(ScenarioError) as e:
         load_suite(
@@ -361,7 +362,7 @@ def test_an_axis_value_is_refused_in_the_scenario_keys_own_words(tmp_path):
                 tmp_path, "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {client: [kafka-clients==3.9.2]}\n"
             )
         )
-    [(key, reason)] = e.value.problems
+    [(key, reason)] = unlined(e.value.problems)
     assert key == "smoke[kafka-clients==3.9.2]" and reason.startswith("workload.client: "), reason
     # refused by every variant for that one reason: named once, as the matrix's value
     with pytest.raises(ScenarioError) as e:
@@ -371,10 +372,10 @@ def test_an_axis_value_is_refused_in_the_scenario_keys_own_words(tmp_path):
                 "name: s\nscenarios: [SCENARIOS/smoke.yaml]\nmatrix: {client: [kafka-clients==3.9.2], seed: [1, 2]}\n",
             )
         )
-    assert e.value.problems == [("matrix.client.0", reason.removeprefix("workload.client: "))]
+    assert unlined(e.value.problems) == [("matrix.client[1]", reason.removeprefix("workload.client: "))]
     with pytest.raises(ScenarioError) as e:
         load_suite(_axes_suite(tmp_path, "exclude: [{client: 'confluent-kafka==1.0.0'}]"))
-    assert e.value.problems == [("exclude.0", "matches no variant of the matrix")]
+    assert unlined(e.value.problems) == [("exclude[1]", "matches no variant of the matrix")]
 
 
 def test_the_junit_of_a_suite_with_version_axes_names_them(tmp_path, fake_runs):

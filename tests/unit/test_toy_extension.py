@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.lines import unlined
 from tests.unit.test_extensions import distribution
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +61,7 @@ def scenario(tmp_path: Path, **changes) -> Path:
 
 def test_a_scenario_takes_the_plugins_kind_check_and_driver(tmp_path):
     result = lab("schedule", str(scenario(tmp_path)))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, unlined(result.stderr)
     faults = json.loads(result.stdout)
     assert faults[0] == {
         "fault_id": "f1",
@@ -81,11 +82,11 @@ def test_the_plugins_kind_validates_its_entries(tmp_path):
         random_faults={"count": 1, "kinds": ["toy-nap"], "targets": ["broker-1"]},
     )
     result = lab("schedule", str(path))
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert (
-        f"{path}: faults.0.target: a toy nap is for members (consumer-1, consumer-2), not 'broker-1'" in result.stderr
+    assert result.returncode == 2 and "Traceback" not in unlined(result.stderr)
+    assert f"{path}: faults[1].target: a toy nap is for members (consumer-1, consumer-2), not 'broker-1'" in unlined(
+        result.stderr
     )
-    assert f"{path}: random_faults.kinds: toy-nap needs member targets only" in result.stderr
+    assert f"{path}: random_faults.kinds: toy-nap needs member targets only" in unlined(result.stderr)
 
 
 def test_the_plugins_driver_runs_the_generations_it_says(tmp_path):
@@ -94,15 +95,15 @@ def test_the_plugins_driver_runs_the_generations_it_says(tmp_path):
     assert result.returncode == 2
     assert (
         f"{path}: workload.driver: the toy driver runs classic-eager, classic-static, not 'classic-cooperative'"
-    ) in result.stderr
+    ) in unlined(result.stderr)
 
 
 def test_without_the_plugin_its_names_are_unknown(tmp_path):
     path = scenario(tmp_path)
     result = lab("schedule", str(path), path=())
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert f"{path}: workload.driver: Input should be 'librdkafka' or 'java'" in result.stderr
-    assert f"{path}: faults.0.kind: unknown fault kind 'toy-nap' (known: pause, crash," in result.stderr
+    assert result.returncode == 2 and "Traceback" not in unlined(result.stderr)
+    assert f"{path}: workload.driver: must be one of 'librdkafka', 'java'" in unlined(result.stderr)
+    assert f"{path}: faults[1].kind: unknown fault kind 'toy-nap' (known: pause, crash," in unlined(result.stderr)
 
 
 def recorded_run(tmp_path: Path, checks: dict) -> Path:
@@ -127,12 +128,12 @@ def recorded_run(tmp_path: Path, checks: dict) -> Path:
 def test_the_oracle_judges_with_the_plugins_check(tmp_path):
     run = recorded_run(tmp_path, {"toy-commits": {"min_commits": 1}})
     result = lab("check", str(run))
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + unlined(result.stderr)
     assert "toy-commits" in result.stdout and "PASS" in result.stdout
 
     run = recorded_run(tmp_path / "strict", {"toy-commits": {"min_commits": 10_000}})
     result = lab("check", str(run), "--write")
-    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.returncode == 1, result.stdout + unlined(result.stderr)
     verdict = json.loads((run / "verdict.json").read_text())
     assert {v["kind"] for v in verdict["violations"]} == {"no-commits"}
     assert verdict["violations"][0]["message"].startswith("consumer-1 consumed records but had ")
@@ -150,14 +151,14 @@ def not_installed(run: Path) -> str:
 def test_a_history_naming_a_check_not_installed_says_which_plugin_it_needs(tmp_path):
     run = recorded_run(tmp_path, {"toy-commits": {"min_commits": 1}})
     result = lab("check", str(run), path=())
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "Traceback" not in unlined(result.stderr)
     assert result.stderr.replace("\n", "") == not_installed(run)
     # Every check installed judges a run that named none: the plugin's that is not is said, not judged.
     result = lab("check", str(recorded_run(tmp_path / "all", {})), path=())
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, unlined(result.stderr)
     assert (
         "note: the run also had check 'toy-commits' from rebalance-lab-toy 0.1.0, not installed here: not judged"
-        in result.stderr
+        in unlined(result.stderr)
     )
 
 
@@ -197,7 +198,7 @@ def test_a_plugin_that_cannot_be_used_is_bad_input_naming_it(tmp_path, case):
         {"toy_broken/__init__.py": "class Odd:\n    pass\n", "toy_broken/late.py": "import not_installed_anywhere\n"},
     )
     result = lab("schedule", str(scenario(tmp_path)), path=(TOY, broken_dist))
-    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2 and "Traceback" not in unlined(result.stderr), unlined(result.stderr)
     assert result.stderr.replace("\n", "") == message
 
 

@@ -18,6 +18,7 @@ from faults.base import MemberChanges
 from harness.components import client_envs
 from harness.scenario import load_scenario
 from runtime.errors import ScenarioError, SetupError
+from tests.lines import unlined
 from workloads.client_versions import DISTRIBUTIONS, parse_client, version_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ def scenario(tmp_path: Path, **workload) -> Path:
 def refused(tmp_path: Path, **workload) -> list[tuple[str, str]]:
     with pytest.raises(ScenarioError) as info:
         load_scenario(scenario(tmp_path, **workload))
-    return info.value.problems
+    return unlined(info.value.problems)
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,7 @@ def test_a_client_the_members_cannot_run_is_refused_naming_the_key_and_why(tmp_p
         scenario(tmp_path).write_text(yaml.safe_dump(data))
         with pytest.raises(ScenarioError) as info:
             load_scenario(tmp_path / "s.yaml")
-        problems = info.value.problems
+        problems = unlined(info.value.problems)
     else:
         problems = refused(tmp_path, **workload)
     [said] = [reason for key, reason in problems if key == "workload.client"]
@@ -104,7 +105,7 @@ def test_the_docs_example_and_the_releases_at_and_above_the_floor_load(tmp_path)
         (tmp_path / "c.yaml").write_text(yaml.safe_dump({**data, "cluster": {"kafka": kafka, "metadata": "kraft"}}))
         with pytest.raises(ScenarioError) as info:
             load_scenario(tmp_path / "c.yaml")
-        [(key, reason)] = info.value.problems
+        [(key, reason)] = unlined(info.value.problems)
         assert key == "workload.client" and "(for it: confluent-kafka " in reason
         assert reason.split(": its members")[0].split(" speaks ")[1].split(";")[0] in INPUTS.replace("`", "")
 
@@ -156,9 +157,9 @@ def test_run_refuses_a_release_pypi_lacks_with_exit_2_before_a_run_directory(tmp
         text=True,
         timeout=60,
     )
-    assert result.returncode == 2, result.stderr
-    assert "workload.client: PyPI has no release 2.3.7 of confluent-kafka" in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 2, unlined(result.stderr)
+    assert "workload.client: PyPI has no release 2.3.7 of confluent-kafka" in unlined(result.stderr)
+    assert "Traceback" not in result.stdout + unlined(result.stderr)
     assert not (tmp_path / "runs").exists()
 
 
