@@ -93,7 +93,7 @@ def sandbox(tmp_path: Path, page: Path) -> Path:
             (top / entry.name).mkdir()
             for inner in entry.iterdir():
                 (top / entry.name / inner.name).symlink_to(inner)
-        elif not entry.name.startswith("."):
+        elif not entry.name.startswith(".") and entry.name != "runs":  # runs/: the sandbox's own
             (top / entry.name).symlink_to(entry)
     (top / "runs" / "latest").mkdir(parents=True)  # what `runs/latest` is after any run
     for b in blocks(page):
