@@ -6,6 +6,12 @@ fault windows shaded and labelled, rebalances marked (span from start to end,
 a line at the start, the generation written above). Where two members owned a
 partition at once (a paused zombie and its successor) the row splits into lanes,
 so the overlap is visible rather than painted over.
+
+No label covers another: the fault names over the timeline, the generations under it and the
+categories under a bar chart each go to the nearest lane (row of labels) their extent, measured
+by the figure's renderer, clears; the margins and the figure's height follow the measured text
+(tick labels, legend, title). tests/unit/test_report_figures.py holds them to that with
+analysis.text_layout.overlapping_texts on a run crowded on purpose.
 """
 
 from __future__ import annotations
@@ -13,24 +19,133 @@ from __future__ import annotations
 import io
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.transforms import Bbox
+
+from .text_layout import lanes
 
 DPI = 96
 FAULT_COLOUR = "#d62728"
 REBALANCE_COLOUR = "#1f77b4"
 PALETTE = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors + plt.get_cmap("Set1").colors
 
+LABEL_PT = 7  # the fault and rebalance labels, the categories under a bar chart
+LABEL_GAP_PX = 4  # least room between two labels side by side in one lane
+MARGIN_PX = 6  # between the outermost text and the figure's edge
+LEGEND_ROWS = 16  # a longer legend takes more columns
+TICK_PT = 3.5  # matplotlib's tick length
 
-def _png(fig, right: float = 0.84) -> bytes:
-    """Fixed margins (legend outside on the right): `bbox_inches="tight"` would draw everything twice."""
-    fig.subplots_adjust(left=0.09, right=right, top=0.86, bottom=0.17)
+
+def _pt(px: float) -> float:
+    return px * 72 / DPI
+
+
+def _figure(width_in: float, axes_height_in: float):
+    """A figure whose axes are ``axes_height_in`` tall; _fit sets its margins around its text."""
+    fig, ax = plt.subplots(figsize=(width_in, axes_height_in + 1.5), dpi=DPI)
+    _set_axes_height(fig, axes_height_in, top_px=0.7 * DPI, bottom_px=0.8 * DPI)
+    return fig, ax
+
+
+def _set_axes_height(fig, axes_height_in: float, top_px: float, bottom_px: float) -> None:
+    height = axes_height_in + (top_px + bottom_px) / DPI
+    fig.set_size_inches(fig.get_figwidth(), height)
+    fig.subplots_adjust(bottom=bottom_px / (height * DPI), top=1 - top_px / (height * DPI))
+
+
+def _legend(ax, handles=None, fontsize: float = 8, **kw):
+    """Outside the axes on the right, in as many columns as keep it to LEGEND_ROWS rows."""
+    count = len(handles) if handles is not None else len(ax.get_legend_handles_labels()[0])
+    return ax.legend(
+        **({"handles": handles} if handles is not None else {}),
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=fontsize,
+        frameon=False,
+        ncols=max(1, math.ceil(count / LEGEND_ROWS)),
+        **kw,
+    )
+
+
+def _text_extent(ax, renderer) -> Bbox:
+    """Where the axes and their text reach, in pixels: the frame, tick labels and axis labels,
+    title, legend, labels (ax.get_tightbbox's answer, without going over every bar and line)."""
+    boxes = [ax.bbox, ax.xaxis.get_tightbbox(renderer), ax.yaxis.get_tightbbox(renderer)]
+    boxes += [a.get_window_extent(renderer) for a in (ax.title, ax.get_legend(), *ax.texts) if a is not None]
+    return Bbox.union([b for b in boxes if b is not None and b.width and b.height])
+
+
+def _fit(fig, ax, axes_height_in: float, place: Callable[[], None] = lambda: None) -> None:
+    """Margins from the axes' own text, measured by the figure's renderer: first the axes' height
+    (at least the legend's), then the left and right margins (tick labels, y label, the legend on
+    the right), then ``place`` (labels whose lanes depend on the axes' width), then the top and
+    bottom margins (title, labels, tick labels, x label): the figure grows to hold them."""
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend()
+    if legend is not None:
+        axes_height_in = max(axes_height_in, legend.get_window_extent(renderer).height / DPI)
+        _set_axes_height(fig, axes_height_in, top_px=0.7 * DPI, bottom_px=0.8 * DPI)
+    tight, frame, width = _text_extent(ax, renderer), ax.bbox, fig.bbox.width
+    left = max(frame.x0 - tight.x0, 0) + MARGIN_PX
+    right = max(tight.x1 - frame.x1, 0) + MARGIN_PX
+    fig.subplots_adjust(left=left / width, right=1 - right / width)
+    place()
+    tight, frame = _text_extent(ax, renderer), ax.bbox
+    top = max(tight.y1 - frame.y1, 0) + MARGIN_PX
+    bottom = max(frame.y0 - tight.y0, 0) + MARGIN_PX
+    _set_axes_height(fig, axes_height_in, top, bottom)
+
+
+def _lane_labels(ax, items: list[tuple[float, str, Any]], above: bool, start_pt: float, ha: str = "left") -> float:
+    """Labels at data x positions, above the axes (from ``start_pt`` over their top) or below
+    them (from ``start_pt`` under their bottom), each in the nearest lane where its extent —
+    measured by the figure's renderer — clears every label already there; a label that would
+    reach past the axes' side is moved back inside. -> the height of the lanes, in points."""
+    if not items:
+        return 0.0
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    dx = 2 if ha == "left" else 0
+    texts = [
+        ax.annotate(
+            text,
+            xy=(x, 1.0 if above else 0.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(dx, 0),
+            textcoords="offset points",
+            fontsize=LABEL_PT,
+            color=colour,
+            ha=ha,
+            va="bottom" if above else "top",
+            annotation_clip=False,
+        )
+        for x, text, colour in items
+    ]
+    frame = ax.bbox
+    extents, shifts = [], []
+    for t in texts:
+        box = t.get_window_extent(renderer)
+        shift = min(frame.x1 - box.x1, 0) or max(frame.x0 - box.x0, 0)  # px: back inside the axes' width
+        extents.append((box.x0 + shift, box.x1 + shift))
+        shifts.append(shift)
+    lane_of = lanes(extents, gap=LABEL_GAP_PX)
+    lane_pt = _pt(max(t.get_window_extent(renderer).height for t in texts)) + 1.5
+    sign = 1 if above else -1
+    for t, lane, shift in zip(texts, lane_of, shifts, strict=True):
+        t.xyann = (dx + _pt(shift), sign * (start_pt + lane * lane_pt))
+    return (max(lane_of) + 1) * lane_pt
+
+
+def _png(fig) -> bytes:
+    """The figure as laid out by _fit (`bbox_inches="tight"` would draw everything twice)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
@@ -65,43 +180,36 @@ def _lanes(sessions: list[dict], end: float) -> list[tuple[dict, int, int]]:
     return out
 
 
-def _mark_faults_and_rebalances(
-    ax, faults: list[dict], rebalances: list[dict], label_y: float | None = None, annotate: bool = True
-) -> None:
+def fault_label(f: dict) -> str:
+    return f"{f['fault_id']} {f['kind']} {f.get('target') or ''}".strip()
+
+
+def _mark_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict]) -> None:
+    """Fault windows shaded; each rebalance a line at its start (dotted: not completed), shaded until its end."""
     for f in faults:
         ax.axvspan(f["start_s"], f["end_s"], color=FAULT_COLOUR, alpha=0.10, lw=0)
-        if annotate:
-            ax.annotate(
-                f"{f['fault_id']} {f['kind']} {f.get('target') or ''}".strip(),
-                xy=(f["start_s"], 1.0),
-                xycoords=("data", "axes fraction"),
-                xytext=(2, 2),
-                textcoords="offset points",
-                fontsize=7,
-                color=FAULT_COLOUR,
-                va="bottom",
-                rotation=0,
-                clip_on=False,
-            )
     for r in rebalances:
         if r.get("start_s") is None:
             continue
         if r.get("end_s") is not None:
             ax.axvspan(r["start_s"], r["end_s"], color=REBALANCE_COLOUR, alpha=0.18, lw=0)
         ax.axvline(r["start_s"], color=REBALANCE_COLOUR, lw=0.8, ls="-" if r["status"] == "completed" else ":")
-        if annotate:
-            ax.annotate(
-                f"g{r['generation']}",
-                xy=(r["start_s"], 0.0),
-                xycoords=("data", "axes fraction"),
-                xytext=(1, -11),
-                textcoords="offset points",
-                fontsize=7,
-                color=REBALANCE_COLOUR,
-            )
 
 
-def ownership_timeline(run: dict, sessions: list[dict], faults: list[dict], rebalances: list[dict]) -> bytes:
+def _label_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict]) -> tuple[float, float]:
+    """Each fault named over the axes, each rebalance's generation under them, in lanes.
+    -> (points taken above, points taken below)."""
+    above = _lane_labels(ax, [(f["start_s"], fault_label(f), FAULT_COLOUR) for f in faults], True, 2)
+    below = _lane_labels(
+        ax,
+        [(r["start_s"], f"g{r['generation']}", REBALANCE_COLOUR) for r in rebalances if r.get("start_s") is not None],
+        False,
+        TICK_PT + 1,
+    )
+    return above, below
+
+
+def timeline_figure(run: dict, sessions: list[dict], faults: list[dict], rebalances: list[dict]) -> Figure:
     partitions = sorted({s["partition_label"] for s in sessions}, key=_partition_key)
     end = max(
         [run.get("duration_s") or 0.0]
@@ -110,15 +218,15 @@ def ownership_timeline(run: dict, sessions: list[dict], faults: list[dict], reba
         + [f["end_s"] for f in faults]
     )
     colours = member_colours(s["member"] for s in sessions)
-    height = max(2.2, 0.42 * len(partitions) + 1.4)
-    fig, ax = plt.subplots(figsize=(12, height))
+    axes_height = max(0.8, 0.42 * len(partitions) + 0.2)
+    fig, ax = _figure(12, axes_height)
     by_tp: dict[str, list[dict]] = defaultdict(list)
     for s in sessions:
         by_tp[s["partition_label"]].append(s)
     for row, tp in enumerate(partitions):
-        for s, lane, lanes in _lanes(by_tp[tp], end):
+        for s, lane, lanes_ in _lanes(by_tp[tp], end):
             stop = s["end_s"] if s["end_s"] is not None else end
-            h = 0.8 / lanes
+            h = 0.8 / lanes_
             y = row - 0.4 + lane * h
             ax.broken_barh(
                 [(s["start_s"], max(stop - s["start_s"], end / 2000))],
@@ -132,19 +240,32 @@ def ownership_timeline(run: dict, sessions: list[dict], faults: list[dict], reba
     ax.set_ylim(len(partitions) - 0.5, -0.5)
     ax.set_xlim(0, end * 1.01 if end > 0 else 1)
     ax.set_xlabel("seconds since run start")
-    ax.set_title(f"Ownership — {run['run']} ({run['protocol']}, {run['assignor']})", fontsize=10, pad=14)
     handles = [Patch(color=c, label=m) for m, c in colours.items()]
     handles += [
         Patch(color=FAULT_COLOUR, alpha=0.15, label="fault window"),
         Patch(color=REBALANCE_COLOUR, alpha=0.3, label="rebalance"),
     ]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    _legend(ax, handles)
     ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
+    title = f"Ownership — {run['run']} ({run['protocol']}, {run['assignor']})"
+    ax.set_title(title, fontsize=10)
+
+    def place() -> None:
+        above, below = _label_faults_and_rebalances(ax, faults, rebalances)
+        ax.set_title(title, fontsize=10, pad=above + 6)
+        ax.tick_params(axis="x", pad=below + 2)  # the tick labels under the generations
+
+    _fit(fig, ax, axes_height, place)
+    return fig
 
 
-def lag_over_time(run: dict, lag: list[dict], faults: list[dict], rebalances: list[dict]) -> bytes:
-    fig, ax = plt.subplots(figsize=(12, 3.2))
+def ownership_timeline(run: dict, sessions: list[dict], faults: list[dict], rebalances: list[dict]) -> bytes:
+    return _png(timeline_figure(run, sessions, faults, rebalances))
+
+
+def lag_figure(run: dict, lag: list[dict], faults: list[dict], rebalances: list[dict]) -> Figure:
+    axes_height = 2.2
+    fig, ax = _figure(12, axes_height)
     series: dict[str, list[tuple[float, int]]] = defaultdict(list)
     totals: dict[float, int] = defaultdict(int)
     for r in lag:
@@ -156,19 +277,32 @@ def lag_over_time(run: dict, lag: list[dict], faults: list[dict], rebalances: li
     if totals:
         xs, ys = zip(*sorted(totals.items()), strict=False)
         ax.plot(xs, ys, lw=1.8, color="black", label="total")
-    _mark_faults_and_rebalances(ax, faults, rebalances, annotate=False)
+    _mark_faults_and_rebalances(ax, faults, rebalances)  # named on the timeline above it
     ax.set_xlabel("seconds since run start")
     ax.set_ylabel("records behind")
     ax.set_title(f"Consumer lag — {run['run']}", fontsize=10)
     if series:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+        _legend(ax, fontsize=7)
     ax.grid(alpha=0.3)
-    return _png(fig)
+    _fit(fig, ax, axes_height)
+    return fig
 
 
-def rebalance_durations(run: dict, rebalances: list[dict]) -> bytes:
+def lag_over_time(run: dict, lag: list[dict], faults: list[dict], rebalances: list[dict]) -> bytes:
+    return _png(lag_figure(run, lag, faults, rebalances))
+
+
+def _category_labels(ax, texts: list[str]) -> None:
+    """Under the ticks 0, 1, …: a label each, in lanes where they would collide."""
+    ax.set_xticks(range(len(texts)))
+    ax.tick_params(axis="x", labelbottom=False)
+    _lane_labels(ax, [(i, t, "black") for i, t in enumerate(texts)], False, TICK_PT + 2, ha="center")
+
+
+def rebalances_figure(run: dict, rebalances: list[dict]) -> Figure:
     rows = [r for r in rebalances if r["status"] == "completed"]
-    fig, ax = plt.subplots(figsize=(12, 3.0))
+    axes_height = 2.1
+    fig, ax = _figure(12, axes_height)
     parts = (
         ("duration_ms", "total", "#333333"),
         ("detect_ms", "detect", "#ff7f0e"),
@@ -180,39 +314,55 @@ def rebalance_durations(run: dict, rebalances: list[dict]) -> bytes:
     for i, (key, label, colour) in enumerate(parts):
         xs = [j + (i - len(parts) / 2 + 0.5) * width for j in range(len(rows))]
         ax.bar(xs, [r.get(key) or 0 for r in rows], width=width, color=colour, label=label)
-    ax.set_xticks(range(len(rows)), [f"g{r['generation']}\n{r.get('fault_kind') or ''}" for r in rows], fontsize=8)
     ax.set_ylabel("ms")
     ax.set_title(f"Rebalances (completed) — {run['run']}", fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend(ax)
     ax.grid(axis="y", alpha=0.3)
-    if not rows:
+    if rows:
+        ax.set_xlim(-0.5, len(rows) - 0.5)
+    else:
+        ax.set_xticks([])
         ax.text(0.5, 0.5, "no completed rebalance", transform=ax.transAxes, ha="center")
-    return _png(fig)
+    labels = [f"g{r['generation']}\n{r.get('fault_kind') or ''}".strip() for r in rows]
+    _fit(fig, ax, axes_height, lambda: _category_labels(ax, labels))
+    return fig
 
 
-def distributions(values: dict[str, list[float]], title: str, unit: str) -> bytes:
+def rebalance_durations(run: dict, rebalances: list[dict]) -> bytes:
+    return _png(rebalances_figure(run, rebalances))
+
+
+def distributions_figure(values: dict[str, list[float]], title: str, unit: str) -> Figure:
     """Box plot (with the points) of one metric per group."""
     groups = [g for g in sorted(values) if values[g]]
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(groups) + 2), 3.6))
+    axes_height = 2.5
+    fig, ax = _figure(max(6, 1.3 * len(groups) + 2), axes_height)
     if groups:
-        ax.boxplot([values[g] for g in groups], showfliers=False)
-        for i, g in enumerate(groups, 1):
+        ax.boxplot([values[g] for g in groups], positions=range(len(groups)), showfliers=False)
+        for i, g in enumerate(groups):
             vs = values[g]
             jitter = [i + 0.12 * math.sin(k * 2.399) for k in range(len(vs))]
             ax.scatter(jitter, vs, s=8, alpha=0.6, color=REBALANCE_COLOUR, zorder=3)
-        ax.set_xticks(range(1, len(groups) + 1), [f"{g}\n(n={len(values[g])})" for g in groups], fontsize=8)
+        ax.set_xlim(-0.5, len(groups) - 0.5)
     else:
+        ax.set_xticks([])
         ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center")
     ax.set_ylabel(unit)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    return _png(fig, right=0.97)
+    _fit(fig, ax, axes_height, lambda: _category_labels(ax, [f"{g}\n(n={len(values[g])})" for g in groups]))
+    return fig
 
 
-def by_protocol(rows: list[dict], x: str, y: str, title: str) -> bytes:
+def distributions(values: dict[str, list[float]], title: str, unit: str) -> bytes:
+    return _png(distributions_figure(values, title, unit))
+
+
+def by_protocol_figure(rows: list[dict], x: str, y: str, title: str) -> Figure:
     """One line per protocol of ``y`` against ``x`` over a sweep's points (the mean where points
     share an x); a point without the figure is left out."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    axes_height = 2.9
+    fig, ax = _figure(7.5, axes_height)
     lines: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r.get(x) is not None and r.get(y) is not None:
@@ -231,5 +381,10 @@ def by_protocol(rows: list[dict], x: str, y: str, title: str) -> bytes:
     ax.set_ylabel(y)
     ax.grid(alpha=0.3)
     if lines:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    return _png(fig, right=0.78)
+        _legend(ax)
+    _fit(fig, ax, axes_height)
+    return fig
+
+
+def by_protocol(rows: list[dict], x: str, y: str, title: str) -> bytes:
+    return _png(by_protocol_figure(rows, x, y, title))

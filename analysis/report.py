@@ -13,18 +13,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from oracle.units import MISSING, format_ms, format_number, format_offset_s, format_s
+
 from . import plots
 from .pages import EVERY_RUN_PAGE_UP_TO, PAGE, PAGE_PLOTS
 from .schema import GROUP
 
+# Narrow windows: a wide table scrolls in its own box, a figure shrinks to the page's width (its
+# labels laid out apart in the PNG stay apart), a long path or name wraps anywhere; a figure in a
+# table never wraps, a text cell wraps between words.
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
-h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+h1{font-size:22px;margin-bottom:4px;overflow-wrap:anywhere}
+h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 .meta{color:#666;font-size:13px}
+p,.meta{overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
-img{max-width:100%;border:1px solid #eee;margin:6px 0}
+td{white-space:nowrap}td.l{white-space:normal;min-width:10em;max-width:40em;overflow-wrap:break-word}
+img{display:block;max-width:100%;height:auto;border:1px solid #eee;margin:6px 0}
 .bad{color:#b00}.ok{color:#070}
 details summary{cursor:pointer;font-weight:600;margin:8px 0}
 """
@@ -34,11 +43,34 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def fmt(value: Any) -> str:
+# How a column's figures are written: by the unit its name ends in (`_ms`, `_s`), one rule for every
+# page (oracle.units, the console's too). A statistic of a metric (by_group: `p95` of `rebalance_ms`,
+# the comparison's `rebalance_ms.p95`) is in its metric's unit; a count of it is a count.
+OFFSETS = frozenset({"start_s", "end_s", "t_s"})  # moments of the run (the timeline's x), not durations
+STATISTICS = frozenset({"sum", "mean", "min", "p50", "p95", "p99", "max"})
+
+
+def unit_of(key: str, row: dict | None = None) -> str | None:
+    """'ms', 's', 'offset' or None (a count, a rate, anything else) for the column ``key``."""
+    metric, _, stat = key.rpartition(".")
+    if metric and stat not in STATISTICS:
+        return None
+    name = metric or (row.get("metric") if key in STATISTICS and row and row.get("metric") else key)
+    if name in OFFSETS:
+        return "offset"
+    return "ms" if name.endswith("_ms") else "s" if name.endswith("_s") else None
+
+
+def fmt(value: Any, key: str = "", row: dict | None = None) -> str:
     if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else str(value)
+        return MISSING
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        unit = unit_of(key, row)
+        if unit == "ms":
+            return format_ms(value)
+        if unit == "s":
+            return format_s(value)
+        return format_offset_s(value) if unit == "offset" else format_number(value)
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
     if isinstance(value, dict):
@@ -56,9 +88,9 @@ def table(rows: Sequence[dict], columns: Sequence[str | tuple[str, str]], left: 
         for k, _ in cols:
             v = r.get(k)
             raw = isinstance(v, Markup)
-            cells.append(f'<td class="{"l" if k in left else ""}">{v if raw else esc(fmt(v))}</td>')
+            cells.append(f'<td class="{"l" if k in left else ""}">{v if raw else esc(fmt(v, k, r))}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div class='scroll'><table><tr>{head}</tr>{''.join(body)}</table></div>"
 
 
 class Markup(str):
@@ -71,7 +103,9 @@ def img(png: bytes, alt: str) -> str:
 
 def page(title: str, body: str) -> str:
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>{esc(title)}</title>"
         f"<style>{CSS}</style></head><body>{body}</body></html>\n"
     )
 
@@ -132,7 +166,7 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
     for name, png in zip(PAGE_PLOTS, (timeline, lag, durations), strict=False):
         _write_png(directory, name, png)
 
-    summary = [{"k": k, "v": run.get(k)} for k in RUN_FIELDS]
+    summary = [{"k": k, "v": fmt(run.get(k), k)} for k in RUN_FIELDS]  # each in its own unit
     reb_rows = [{**r, "members": ", ".join(r.get("members") or []), "start_s": r.get("start_s")} for r in rebalances]
     parts = [
         f"<h1>Run {esc(run['run'])}</h1>",
@@ -153,14 +187,14 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
                 "generation",
                 "status",
                 ("start_s", "start s"),
-                ("stabilized_ms", "stabilized ms"),
-                ("duration_ms", "assigned ms"),
+                ("stabilized_ms", "stabilized"),
+                ("duration_ms", "assigned"),
                 ("detect_ms", "detect"),
                 ("join_ms", "join"),
                 ("sync_ms", "sync"),
                 ("coordinator_ms", "broker's view"),
                 ("partitions_moved", "moved"),
-                ("max_unowned_ms", "max unowned ms"),
+                ("max_unowned_ms", "max unowned"),
                 ("fault_kind", "fault"),
                 "members",
                 "trigger",
@@ -181,7 +215,7 @@ def run_report(directory: Path, run: dict, data: dict[str, list[dict]], index_hr
                 ("start_s", "start s"),
                 ("end_s", "end s"),
                 "healed_how",
-                ("detection_ms", "start → detection ms"),
+                ("detection_ms", "start → detection"),
                 ("detected_generation", "generation"),
             ],
             left=("fault_id", "kind", "target", "healed_how"),
@@ -240,14 +274,14 @@ COMPARISON_COLUMNS = (
     [(c, c) for c in GROUP_COLUMNS]
     + [("runs", "runs"), ("rebalances", "rebalances")]
     + [
-        (f"rebalance_ms.{s}", f"rebalance ms {s}" if s != "count" else "completed")
+        (f"rebalance_ms.{s}", f"rebalance {s}" if s != "count" else "completed")
         for s in ("count", "p50", "p95", "p99", "max")
     ]
     + [
-        ("unowned_ms.p95", "stop-the-world ms p95"),
-        ("unowned_ms.max", "stop-the-world ms max"),
-        ("fault_to_detection_ms.p50", "fault→detection ms p50"),
-        ("fault_to_detection_ms.max", "fault→detection ms max"),
+        ("unowned_ms.p95", "stop-the-world p95"),
+        ("unowned_ms.max", "stop-the-world max"),
+        ("fault_to_detection_ms.p50", "fault→detection p50"),
+        ("fault_to_detection_ms.max", "fault→detection max"),
         ("duplicates.sum", "duplicates"),
         ("lost_records.sum", "lost"),
         ("peak_lag.max", "peak lag"),
@@ -304,7 +338,7 @@ def analysis_report(
         f"<div class='meta'>{len(runs)} runs analysed"
         + (f", <span class='bad'>{len(skipped)} skipped</span>" if skipped else "")
         + " · "
-        + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+        + ", ".join(f"{k} {format_s(v)}" for k, v in timings.items())
         + "</div>",
         "<h2>Comparison</h2>",
         table(comparison_rows(by_group), COMPARISON_COLUMNS, left=GROUP_COLUMNS),

@@ -705,3 +705,75 @@ def write_run(directory: Path, spec: SynthSpec, verdict: bool = True) -> Path:
 
         (directory / VERDICT).write_text(json.dumps(check_history(events).to_dict(), default=str))
     return directory
+
+
+def crowded_page(
+    faults: int = 14, rebalances: int = 18, partitions: int = 8, members: int = 6, span_s: float = 12.0
+) -> tuple[dict, dict[str, list[dict]]]:
+    """A run's page data (the runs row and its tables, as analysis.run_tables makes them) crowded
+    on purpose, for the report's figures and page: long names, and the faults and rebalances
+    close together (all inside ``span_s`` of a 60 s run), so that any two labels would collide
+    unless laid out apart. -> (run, tables) for analysis.report.run_report."""
+    rng = random.Random(44)
+    kinds = ("pause", "crash", "network", "poll-stall", "protocol-migration", "broker-restart")
+    names = [f"consumer-with-a-rather-long-name-{i}" for i in range(1, members + 1)]
+    topic = "an-events-topic-with-a-long-name"
+    run = {
+        "run": "20261128T173008Z-a-scenario-with-a-long-name-for-the-labels-s1234567",
+        "path": "/runs/20261128T173008Z-a-scenario-with-a-long-name-for-the-labels-s1234567",
+        "scenario": "a-scenario-with-a-long-name-for-the-labels",
+        "protocol": "classic-cooperative",
+        "assignor": "cooperative-sticky",
+        "outcome": "completed",
+        "duration_s": 60.123456,
+        "rebalance_total_ms": 123456.789012,
+        "rebalance_max_ms": 9876.54321,
+        "stw_max_ms": 812.3456,
+        "produce_rps": 199.8765,
+        "consume_rps": 12.34567,
+    }
+    fault_rows = [
+        {
+            "fault_id": f"f{i}",
+            "kind": kinds[i % len(kinds)],
+            "target": names[i % members],
+            "start_s": 20 + span_s * i / faults,
+            "end_s": 20 + span_s * i / faults + rng.uniform(2, 8),
+            "healed_how": "scheduled",
+            "detection_ms": rng.uniform(50, 12000),
+            "detected_generation": i + 2,
+        }
+        for i in range(faults)
+    ]
+    rebalance_rows = []
+    for g in range(1, rebalances + 1):
+        start = 18 + span_s * g / rebalances
+        phases = {k: rng.uniform(1, 4000) for k in ("detect_ms", "join_ms", "sync_ms", "max_unowned_ms")}
+        rebalance_rows.append(
+            {
+                "generation": g,
+                "status": "completed" if g % 5 else "abandoned",
+                "start_s": start,
+                "end_s": start + rng.uniform(0.05, 0.6),
+                "stabilized_ms": rng.uniform(1, 20000),
+                "duration_ms": sum(phases.values()),
+                "coordinator_ms": rng.uniform(1, 20000),
+                "partitions_moved": rng.randrange(partitions),
+                "fault_kind": kinds[g % len(kinds)],
+                "members": names,
+                "trigger": f"group_join_sent by {names[g % members]}",
+                "explanation": f"the join phase waited {rng.uniform(1, 9):.1f} s for {names[g % members]}",
+                **phases,
+            }
+        )
+    ownership, lag = [], []
+    for p in range(partitions):
+        t = 0.0
+        while t < 60:
+            stop = min(60.0, t + rng.uniform(3, 15))
+            ownership.append(
+                {"partition_label": f"{topic}-{p}", "member": rng.choice(names), "start_s": t, "end_s": stop}
+            )
+            t = stop + rng.uniform(0, 0.8)
+        lag += [{"partition_label": f"{topic}-{p}", "t_s": float(s), "lag": rng.randrange(5000)} for s in range(61)]
+    return run, {"faults": fault_rows, "rebalances": rebalance_rows, "ownership": ownership, "lag": lag}

@@ -718,6 +718,7 @@ STARTERS = [
     ("harness.campaigns.capacity", "CapacityRun.run_points"),
     ("analysis.session", "spark_session"),
     ("harness.components.install", "setup_all"),
+    ("harness.components.containers.harness_image", "build_harness_image"),
     ("harness.supervision.processes", "cleanup_leftovers"),
     ("harness.cluster.cleanup", "clean_up"),
 ]

@@ -57,8 +57,8 @@ from harness.scenario import (
     validation_problems,
 )
 from harness.scenario.expect import Expect, not_applicable_problems
-from harness.scenario.overrides import display_path, replay_command, scenario_text
 from harness.scenario.kinds import FILE_KINDS, FileKind
+from harness.scenario.overrides import display_path, replay_command, scenario_text
 from harness.scenario.variants import Axes, Impossible, KafkaRelease, listed_twice, variant
 from harness.supervision.run_state import read_state, write_json_atomically
 from oracle.protocols import PROTOCOLS

@@ -1,6 +1,7 @@
 """The `rebalance-lab` command line: one module per family of commands.
 
 - ``setup``: the lab's components, what it left behind (``setup``, ``cleanup``, ``compose render``);
+- ``image``: the harness as a container image (``image build``);
 - ``cluster``: a standalone cluster that outlives one command;
 - ``runs``: one scenario (``run``, ``schedule``, ``check``);
 - ``campaigns``: many runs (``compare``, ``suite``, ``capacity``, ``shrink``);
@@ -12,7 +13,7 @@ from __future__ import annotations
 import click
 
 from analysis.cli import analyze
-from harness.cli import campaigns, cluster, runs, setup
+from harness.cli import campaigns, cluster, image, runs, setup
 from harness.cli.common import error, json_option, output_options, reset_output
 from oracle.extensions import ExtensionError
 from runtime.errors import EXIT_BAD_INPUT, EXIT_CODES_TEXT
@@ -67,6 +68,7 @@ for command in (
     runs.check,
     setup.cleanup,
     setup.compose,
+    image.image,
     analyze,
 ):
     main.add_command(command)

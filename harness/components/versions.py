@@ -277,3 +277,6 @@ CONTAINER_DEBS = {
 IMAGE_SUITE = "bookworm"  # the images' Debian release
 IMAGE_MIRROR = "http://deb.debian.org/debian"
 IMAGE_PACKAGES = ("openjdk-17-jre-headless", "python3")  # the JVMs and the project's coordinator
+# `rebalance-lab image build`: the pip that installs the harness's wheels in the image (the Debian
+# image has none) and the setuptools its editable install builds with (pyproject: >= 68).
+HARNESS_IMAGE_PIP = ("pip==24.3.1", "setuptools==75.8.0")

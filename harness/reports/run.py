@@ -13,6 +13,7 @@ from oracle.checks.duplicates import summary as duplicates_summary
 from oracle.checks.history_integrity import NAME as HISTORY_INTEGRITY
 from oracle.explain import NOTABLE_MS
 from oracle.integrity import LoadReport
+from oracle.units import format_ms
 from oracle.verdict import clocks_line, fault_lines, headline, migration_lines
 from runtime.console import Column, fitted_table
 
@@ -29,10 +30,7 @@ def _headline(verdict: dict) -> str:
     )
 
 
-def _ms(value) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.0f} ms" if value < 1000 else f"{value / 1000:.2f} s"
+_ms = format_ms  # one rule for every report's durations (oracle.units)
 
 
 def _rebalance_rows(verdict: dict) -> list[tuple[str, ...]]:

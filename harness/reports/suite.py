@@ -26,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.reports.run import anomaly_line
+from oracle.units import MISSING, format_ms, format_number, format_s
 from runtime.secrets import redact
 
 # How a variant ended, as suite.json, JUnit and the page say it.
@@ -164,9 +165,9 @@ def html_page(suite: dict, out: Path) -> str:
     for v in suite["variants"]:
         figures = v.get("figures") or {}
         cells = [
-            f"<td><code>{html.escape(v['id'])}</code></td>",
+            f"<td class='w'><code>{html.escape(v['id'])}</code></td>",
             f"<td style='color:{_COLOURS[v['state']]};font-weight:bold'>{v['state'].upper()}</td>",
-            f"<td>{v['seconds']:.0f} s</td>",
+            f"<td>{format_s(v['seconds'])}</td>",
         ]
         cells += [f"<td>{_shown(figures.get(key), key)}</td>" for key, _ in _FIGURES]
         notes = [anomaly_line(x) for x in v["violations"][:5]]
@@ -175,8 +176,8 @@ def html_page(suite: dict, out: Path) -> str:
         if v["reason"] and (v["state"] != PASSED or v.get("expected")):
             notes.append(v["reason"])
         expected = html.escape(v.get("expected") or "passes")
-        cells.append(f"<td>{expected}</td>")
-        cells.append("<td>" + "<br>".join(html.escape(n) for n in notes) + "</td>")
+        cells.append(f"<td class='w'>{expected}</td>")
+        cells.append("<td class='w notes'>" + "<br>".join(html.escape(n) for n in notes) + "</td>")
         links = []
         if v.get("run_dir"):
             rel = os.path.relpath(v["run_dir"], out)
@@ -194,7 +195,7 @@ def html_page(suite: dict, out: Path) -> str:
                 f"{html.escape(_attempt_line(a))}</a>"
                 for n, a in enumerate(v["attempts"], 1)
             ]
-        cells.append("<td>" + " ".join(links) + "</td>")
+        cells.append("<td class='w'>" + " ".join(links) + "</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     counts = ", ".join(f"{_count(suite['variants'], s)} {s}" for s in (PASSED, FAILED, BROKEN, SKIPPED))
     heads = "".join(
@@ -203,9 +204,14 @@ def html_page(suite: dict, out: Path) -> str:
     )
     title = html.escape(f"suite {suite['suite']}")
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #d0d7de;padding:4px 8px;vertical-align:top;text-align:left}} th{{background:#f6f8fa}}</style>
+<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{title}</title>
+<style>body{{font-family:sans-serif;margin:2em}} h1,p{{overflow-wrap:anywhere}}
+.scroll{{overflow-x:auto;max-width:100%}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #d0d7de;padding:4px 8px;vertical-align:top;text-align:left}} th{{background:#f6f8fa}}
+table{{font-size:13px}} td{{white-space:nowrap}}
+td.w{{white-space:normal;overflow-wrap:break-word;min-width:8em}}
+td.notes{{overflow-wrap:anywhere;min-width:20em}}</style>
 </head><body>
 <h1>{title}</h1>
 <p>{html.escape(suite.get("description") or "")}</p>
@@ -214,13 +220,13 @@ Files: <a href="suite.json">suite.json</a>, <a href="junit.xml">junit.xml</a>.
 A variant expected to fail passes when it failed that way in enough attempts (expected: what it had to do).
 Rebalance times are from the start of a rebalance to the last member's assignment (p95: nearest rank over the run's
 completed rebalances); stop-the-world is the longest time one partition had no consuming owner.</p>
-<table><tr>{heads}</tr>
+<div class="scroll"><table><tr>{heads}</tr>
 {chr(10).join(rows)}
-</table></body></html>
+</table></div></body></html>
 """
 
 
 def _shown(value, key: str) -> str:
     if value is None:
-        return "—"
-    return f"{value:.0f} ms" if key.endswith("_ms") else str(value)
+        return MISSING
+    return format_ms(value) if key.endswith("_ms") else format_number(value)

@@ -32,12 +32,14 @@ def _evicted(run_dir: Path, member: str) -> bool:
 
 @pytest.mark.timeout(900)
 def test_a_suite_runs_every_variant_and_reports_them_as_junit(tmp_path):
+    # Its passing variant, quick-pause[classic-cooperative], is the CI recipe's run
+    # (tests/integration/test_ci_recipe.py): the same checks, on the JUnit the script leaves.
     suite = tmp_path / "suite.yaml"
     suite.write_text(f"""
 name: ci
 scenarios: [{QUICK}, {FAULTY}]
 matrix: {{protocol: [classic-cooperative, classic-eager]}}
-exclude: [{{scenario: quick-pause, protocol: classic-eager}}, {{scenario: faulty-consumer, protocol: classic-cooperative}}]
+exclude: [{{scenario: quick-pause}}, {{scenario: faulty-consumer, protocol: classic-cooperative}}]
 """)
     proc = lab("suite", str(suite), "--runs-dir", str(tmp_path / "runs"), timeout=840)
     assert proc.returncode == 1, (proc.stdout + proc.stderr)[-4000:]  # the faulty consumer's check failed
@@ -45,34 +47,27 @@ exclude: [{{scenario: quick-pause, protocol: classic-eager}}, {{scenario: faulty
     data = json.loads((out / "suite.json").read_text())
     assert data["state"] == "completed" and data["exit_code"] == 1
     states = {v["id"]: v["state"] for v in data["variants"]}
-    assert states == {"quick-pause[classic-cooperative]": "passed", "faulty-consumer[classic-eager]": "failed"}
+    assert states == {"faulty-consumer[classic-eager]": "failed"}
 
     assert_valid_junit(out / "junit.xml")
     root = ET.parse(out / "junit.xml").getroot()
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert set(cases) == set(states)
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
-    for v in data["variants"]:
-        verdict = json.loads((Path(v["run_dir"]) / "verdict.json").read_text())
-        completed = [r["duration_ms"] for r in verdict["rebalances"] if r["status"] == "completed"]
-        # What CI reads is what the oracle measured on that run's history.
-        assert props[f"{v['id']}.rebalances"] == str(len(completed))
-        assert float(props[f"{v['id']}.rebalance_max_ms"]) == round(max(completed), 1)
-        assert props[f"{v['id']}.protocol"] == v["id"].split("[")[1].rstrip("]")
-        if v["scenario"] == "quick-pause":  # the paused member was evicted and the group went on
-            assert len(completed) >= 2 and _evicted(Path(v["run_dir"]), "consumer-2")
-            assert cases[v["id"]].find("failure") is None
+    [v] = data["variants"]
+    verdict = json.loads((Path(v["run_dir"]) / "verdict.json").read_text())
+    completed = [r["duration_ms"] for r in verdict["rebalances"] if r["status"] == "completed"]
+    # What CI reads is what the oracle measured on that run's history.
+    assert props[f"{v['id']}.rebalances"] == str(len(completed))
+    assert float(props[f"{v['id']}.rebalance_max_ms"]) == round(max(completed), 1)
+    assert props[f"{v['id']}.protocol"] == "classic-eager"
     failure = cases["faulty-consumer[classic-eager]"].find("failure")
-    lost = [
-        x
-        for x in json.loads((Path(data["variants"][1]["run_dir"]) / "verdict.json").read_text())["violations"]
-        if x["check"] == "no-loss"
-    ]
+    lost = [x for x in verdict["violations"] if x["check"] == "no-loss"]
     assert lost and failure.get("message").endswith("no-loss")
     assert all(f"[no-loss/{x['kind']}] {x['message']}" in failure.text for x in lost)
     page = (out / "index.html").read_text()
-    assert page.count("<tr>") == 3 and "FAILED" in page
-    assert all(alive_pids(list(load_history(v["run_dir"]))) == [] for v in data["variants"])  # each run stopped its own
+    assert page.count("<tr>") == 2 and "FAILED" in page
+    assert alive_pids(list(load_history(v["run_dir"]))) == []  # the run stopped its own
 
 
 @pytest.mark.timeout(900)

@@ -1,0 +1,101 @@
+"""The report pages' figures: no label covers another or runs off the figure, judged from the
+figure's own renderer and the extents of its text artists (analysis/text_layout.py), on a run
+crowded on purpose (analysis.synthetic.crowded_page: long names, faults and rebalances close
+together) drawn at the size the page shows it."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.figure import Figure
+
+from analysis import plots
+from analysis.report import run_report
+from analysis.synthetic import crowded_page
+from analysis.text_layout import describe, lanes, overlapping_texts, texts_outside
+
+
+@pytest.fixture(scope="module")
+def saved_figures(tmp_path_factory) -> dict[str, Figure]:
+    """Every figure as the pages save it (a run's page and the analysis's distributions): what
+    savefig was given, laid out as it was written to the PNG."""
+    figures: list[Figure] = []
+    savefig = Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        figures.append(fig)
+        return savefig(fig, *args, **kwargs)
+
+    Figure.savefig = keep
+    try:
+        run, tables = crowded_page()
+        run_report(tmp_path_factory.mktemp("page"), run, tables)
+        groups = {f"a-fault-kind-with-a-long-name-{i}": [float(i), 2.0 * i, 3.0] for i in range(6)}
+        plots.distributions(groups, "Rebalance duration per fault kind", "ms")
+        sweep = [{"protocol": p, "members": m, "rebalance_p95_ms": m * 100.0} for p in ("a", "b") for m in (1, 2)]
+        plots.by_protocol(sweep, "members", "rebalance_p95_ms", "Rebalance time (p95) vs group size")
+    finally:
+        Figure.savefig = savefig
+    names = ("timeline", "lag", "rebalances", "distributions", "by protocol")
+    assert len(figures) == len(names)
+    yield dict(zip(names, figures, strict=True))
+    for fig in figures:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("name", ["timeline", "lag", "rebalances", "distributions", "by protocol"])
+def test_no_text_of_a_crowded_figure_overlaps_another_or_leaves_the_figure(saved_figures, name):
+    fig = saved_figures[name]
+    overlaps = overlapping_texts(fig)
+    assert not overlaps, f"{name}: {len(overlaps)} overlapping: " + "; ".join(map(describe, overlaps[:5]))
+    outside = texts_outside(fig)
+    assert not outside, f"{name}: cut off at the edge: {describe(outside[:5])}"
+
+
+def test_every_fault_and_rebalance_is_named_on_the_timeline(saved_figures):
+    _, tables = crowded_page()
+    texts = {t.get_text() for t in saved_figures["timeline"].findobj(matplotlib.text.Text)}
+    assert {plots.fault_label(f) for f in tables["faults"]} <= texts
+    assert {f"g{r['generation']}" for r in tables["rebalances"]} <= texts
+
+
+def test_the_check_finds_labels_on_top_of_each_other_and_past_the_edge():
+    fig, ax = plt.subplots(figsize=(5, 3), dpi=96)
+    ax.text(0.5, 0.5, "one label", transform=ax.transAxes)
+    ax.text(0.52, 0.5, "another label", transform=ax.transAxes)
+    ax.text(0.1, 0.1, "on its own", transform=ax.transAxes)
+    ax.text(0.98, 0.9, "reaching past the right edge", transform=fig.transFigure)
+    try:
+        assert [describe(pair) for pair in overlapping_texts(fig)] == ["'one label' and 'another label'"]
+        assert [t.get_text() for t in texts_outside(fig)] == ["reaching past the right edge"]
+    finally:
+        plt.close(fig)
+
+
+def test_the_check_reads_only_the_tick_labels_drawn():
+    """A tick outside the view keeps its label artist, undrawn: it covers nothing."""
+    fig, ax = plt.subplots(figsize=(4, 2), dpi=96)
+    ax.set_xticks([0, 5, 10, 1000], ["0", "5", "10", "far away"])
+    ax.set_xlim(0, 10)
+    ax.text(1000, 0, "far away")  # where the undrawn tick label would be, clipped off
+    try:
+        assert overlapping_texts(fig) == []
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "extents, expected",
+    [
+        ([], []),
+        ([(0, 10), (20, 30)], [0, 0]),  # side by side
+        ([(0, 10), (5, 15), (14, 20)], [0, 1, 0]),  # the third fits back in the first lane
+        ([(0, 10), (11, 20)], [0, 1]),  # 1 px apart: closer than the gap of 4
+        ([(20, 30), (0, 25), (0, 5)], [1, 0, 1]),  # taken from the left, answered in the order given
+    ],
+)
+def test_labels_go_to_the_lowest_lane_they_clear(extents, expected):
+    assert lanes(extents, gap=4) == expected
