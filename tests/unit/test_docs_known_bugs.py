@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "known-bugs.md").read_text()
 COMMANDS = [
     shlex.split(line.split("#")[0])
-    for block in re.findall(r"^```\n(.*?)^```$", DOC, flags=re.M | re.S)
+    for block in re.findall(r"^```(?:sh)?\n(.*?)^```$", DOC, flags=re.M | re.S)
     for line in block.splitlines()
     if line.startswith(("rebalance-lab ", "python3 "))
 ]

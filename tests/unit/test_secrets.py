@@ -205,12 +205,12 @@ def test_a_properties_file_is_held_to_the_client_rules(tmp_path, monkeypatch):
 
 
 def test_the_readme_example(tmp_path, monkeypatch):
-    """README, Secrets: its properties file reads as written, with the password from the environment,
-    and the external scenario it describes takes it."""
+    """docs/scenarios.md, Secrets: its properties file reads as written, with the password from the
+    environment, and the external scenario it describes takes it."""
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("#### Secrets") :]
+    readme = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text()
+    section = readme[readme.index("### Secrets") :]
     props = section[section.index("```properties\n") + len("```properties\n") :]
     props = props[: props.index("```")]
     commands = section[section.index("```sh\n") :]
