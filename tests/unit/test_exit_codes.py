@@ -100,6 +100,7 @@ def env(tmp_path, monkeypatch, history_builder):
     import harness.run.loop as loop
 
     monkeypatch.setenv("REBALANCE_LAB_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)  # a command's default ./runs is made here, never in the checkout
     for module in (loop, suite, compare, capacity):
         monkeypatch.setattr(module, "Run", FakeRun)
     for module in (runs_cli, campaigns_cli, compare):
