@@ -145,12 +145,13 @@ expect:
     for a in lost["attempts"]:
         verdict = json.loads((Path(a["run_dir"]) / "verdict.json").read_text())
         kinds = {(x["check"], x["kind"]) for x in verdict["violations"]}
-        assert a["reproduced"] == (kinds == {("no-loss", "lost-write"), ("contiguity", "skip-at-handover")})
+        expected = {("no-loss", "lost-write"), ("contiguity", "skip-at-handover")}
+        assert a["reproduced"] == (kinds - {("convergence", "stalled")} == expected)  # a stall allowed beside
         assert a["status"] == verdict["status"]
     assert [a["reproduced"] for a in lost["attempts"]][-1] and {a["status"] for a in lost["attempts"][:-1]} <= {"pass"}
     assert (
-        "Expected: fails no-loss/lost-write and contiguity/skip-at-handover in at least 1 of 3 attempts"
-        in (Path(lost["run_dir"]) / "summary.md").read_text()
+        "Expected: fails no-loss/lost-write and contiguity/skip-at-handover (convergence/stalled may fail with it)"
+        " in at least 1 of 3 attempts" in (Path(lost["run_dir"]) / "summary.md").read_text()
     )
 
     assert_valid_junit(out / "junit.xml")
