@@ -37,12 +37,15 @@ _PATHED = re.compile(r"^(?P<key>[^\s:]+): (?P<reason>.*)$")  # a key is what the
 # ------------------------------------------------------------------------------------ key paths
 
 Part = str | int  # a mapping's key, or a list's index (zero-based inside, one-based when shown)
-_TOKEN = re.compile(r"\[(?P<index>\d+)\]|(?:^|\.)(?P<key>[A-Za-z_][A-Za-z0-9_-]*|\d+)")
+# a list entry [1], or a key after a dot: "quoted" when it holds dots itself
+_TOKEN = re.compile(r'\[(?P<index>\d+)\]|(?:^|\.)(?:"(?P<quoted>[^"]+)"|(?P<key>[^.\[\]"\s()=]+))')
 
 
-def key_parts(key: str) -> tuple[Part, ...] | None:
-    """A shown (``faults[1].at_s``) or dotted (``faults.0.at_s``: a model validator's) key as its parts,
-    None if it is not a key path (``(file)``, ``line 7, column 3``, a suite's ``smoke[seed 1]``)."""
+def key_parts(key: str, dotted_indices: bool = True) -> tuple[Part, ...] | None:
+    """A shown key (``faults[1].at_s``, ``a."b.c"``) as its parts, zero-based (``('faults', 0, 'at_s')``);
+    None if it is no key path (``(file)``, ``line 7, column 3``, a suite's ``smoke[seed 1]``).
+    ``dotted_indices``: a bare number is a zero-based index too (``faults.0.at_s``, as pydantic and the
+    model validators locate a problem); `--set` paths are written one-based only."""
     parts: list[Part] = []
     end = 0
     for m in _TOKEN.finditer(key):
@@ -53,8 +56,10 @@ def key_parts(key: str) -> tuple[Part, ...] | None:
             if int(m["index"]) < 1:
                 return None
             parts.append(int(m["index"]) - 1)
+        elif m["quoted"] is not None:
+            parts.append(m["quoted"])
         else:
-            parts.append(int(m["key"]) if m["key"].isdigit() else m["key"])
+            parts.append(int(m["key"]) if dotted_indices and m["key"].isdigit() else m["key"])
     return tuple(parts) if parts and isinstance(parts[0], str) and end == len(key) else None
 
 

@@ -20,7 +20,6 @@ scenario (suite.json's ``replay``, its JUnit testcase's property and console lin
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from harness.scenario.errors import Part, key_parts
 from harness.scenario.variants import Axes, Impossible, variant
 from runtime.errors import ScenarioError
 
@@ -41,32 +41,9 @@ AXIS_OPTIONS = {
     "backend": ("--backend", ("cluster", "backend")),
 }
 
-Part = str | int  # a mapping's key, or a list's index (zero-based here, one-based as written)
-_TOKEN = re.compile(r'\[(?P<index>\d+)\]|(?:^|\.)(?:"(?P<quoted>[^"]+)"|(?P<key>[^.\[\]"\s()=]+))')
-
 
 class OverrideError(ValueError):
     """A ``--set`` the command line cannot take (no ``=``, not a key path, a value that is no YAML)."""
-
-
-def key_parts(key: str, dotted_indices: bool = False) -> tuple[Part, ...] | None:
-    """``faults[1].at_s`` as ``('faults', 0, 'at_s')``; None if it is no key path. ``dotted_indices``: a
-    bare number is a zero-based index too (``faults.0.at_s``, as pydantic locates a problem)."""
-    parts: list[Part] = []
-    end = 0
-    for m in _TOKEN.finditer(key):
-        if m.start() != end:
-            return None
-        end = m.end()
-        if m["index"] is not None:
-            if int(m["index"]) < 1:
-                return None
-            parts.append(int(m["index"]) - 1)
-        elif m["quoted"] is not None:
-            parts.append(m["quoted"])
-        else:
-            parts.append(int(m["key"]) if dotted_indices and m["key"].isdigit() else m["key"])
-    return tuple(parts) if parts and end == len(key) else None
 
 
 def parse_set(text: str) -> tuple[str, Any]:
@@ -75,7 +52,7 @@ def parse_set(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key:
         raise OverrideError(f"{text!r}: KEY.PATH=VALUE, e.g. workload.consumers=4")
-    if key_parts(key) is None:
+    if key_parts(key, dotted_indices=False) is None:
         raise OverrideError(
             f"{key!r}: not a key path (keys joined by dots, list entries as [1], [2], …; a key with dots "
             'in double quotes: cluster.broker_config."group.initial.rebalance.delay.ms")'
@@ -109,7 +86,7 @@ class Overrides:
             if isinstance(data.get("name"), str):
                 data["name"] = self.axes.run_name(data["name"])  # as a suite names its variant
         for key, value in self.sets:
-            problem = _set(data, key_parts(key) or (), value)
+            problem = _set(data, key_parts(key, dotted_indices=False) or (), value)
             if problem:
                 raise ScenarioError(path, [(f"{SET} {key}", problem)])
         return data
@@ -117,7 +94,9 @@ class Overrides:
     def name_options(self, error: ScenarioError) -> ScenarioError:
         """The file's problems, those about a key an option set named by the option: ``--set
         workload.consumers`` (or ``--kafka``) rather than ``workload.consumers``."""
-        given = [(key_parts(k) or (), f"{SET} {k}") for k, _ in reversed(self.sets)]  # the last --set wins
+        given = [
+            (key_parts(k, dotted_indices=False) or (), f"{SET} {k}") for k, _ in reversed(self.sets)
+        ]  # the last --set wins
         given += [(key, option) for axis, (option, key) in AXIS_OPTIONS.items() if getattr(self.axes, axis) is not None]
         problems, renamed = [], False
         for key, reason in error.problems:

@@ -192,7 +192,7 @@ def test_a_bad_override_is_bad_input_naming_the_option(tmp_path, captured, args,
 
 
 def test_key_paths_read_as_errors_write_them():
-    assert key_parts("faults[1].at_s") == ("faults", 0, "at_s")
+    assert key_parts("faults[1].at_s", dotted_indices=False) == ("faults", 0, "at_s")
     assert key_parts("faults.0.at_s", dotted_indices=True) == ("faults", 0, "at_s")
     assert key_parts('a."b.c"') == ("a", "b.c")
     assert key_parts("faults[0]") is None and key_parts("(file)") is None
