@@ -74,19 +74,10 @@ say "setup done ($((SECONDS - t0)) s)"
 junit="$out/junit.xml"
 rm -f "$junit"
 mkdir -p "$out/runs" || die "cannot make $out/runs"
-junit_option=()
-suite_help=$("$lab" suite --help)
-if [[ $suite_help == *--junit* ]]; then
-	junit_option=(--junit "$junit")
-fi
 t0=$SECONDS
-"$lab" suite "$suite" --runs-dir "$out/runs" "${junit_option[@]}" "$@"
+"$lab" suite "$suite" --runs-dir "$out/runs" --junit "$junit" "$@"
 code=$?
 say "suite exit code $code ($((SECONDS - t0)) s)"
-if [ ! -f "$junit" ]; then # a harness without `suite --junit`: the suite directory's own copy
-	found=$(find "$out/runs" -maxdepth 2 -name junit.xml -path '*/suite-*' | sort | tail -n 1)
-	[ -n "$found" ] && cp "$found" "$junit"
-fi
 if [ -f "$junit" ]; then
 	say "JUnit: $junit; run directories: $out/runs"
 else
