@@ -39,7 +39,7 @@ def _num(v, digits: int = 0) -> str:
 
 # The figures a narrow terminal leaves out first (the csv/ and parquet/ tables have them all).
 _FIGURES = [
-    ("runs", "runs", 0, 0),
+    ("runs", "runs", 0, 1),
     ("rebalances", "rebal.", 0, 0),
     ("rebalance_ms.count", "done", 0, 9),
     ("rebalance_ms.p50", "p50 ms", 0, 6),
