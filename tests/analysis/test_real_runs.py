@@ -218,7 +218,8 @@ def test_standalone_cluster_gives_the_same_results_as_local(local_analysis, real
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [app] = requests.get(status, timeout=5).json()["completedapps"]  # the job ran on the cluster's executors
     assert app["name"] == "rebalance-lab-analyze" and app["cores"] == 2
-    assert "Rebalances across runs" in proc.stdout and "classic-cooperative" in proc.stdout
+    # the console table's cells are the console's business (tests/unit/test_output.py); here, that it came
+    assert "Rebalances across runs" in proc.stdout
     assert "3 runs analysed (3 read, 0 from the cache)" in proc.stdout
     ours = sorted(p.name for p in (local_analysis.out / "csv").iterdir())
     assert ours == sorted(p.name for p in (tmp_path / "out" / "csv").iterdir()) and len(ours) == 12
