@@ -57,29 +57,15 @@ class Expect(Strict):
             problems.append(f"at_least: {self.at_least} reproductions cannot happen in {self.attempts} attempt(s)")
         known = _check_names()
         seen: set[str] = set()
-        for i, entry in enumerate(self.fails or []):
-            m = _ENTRY.match(entry)
-            if not m:
-                problems.append(f"fails.{i}: {entry!r} is not `check` or `check/kind`")
-            elif m["check"] not in known:
-                problems.append(f"fails.{i}: unknown check {m['check']!r} (known: {', '.join(known)})")
-            elif m["kind"] is not None and not _KIND.match(m["kind"]):
-                problems.append(f"fails.{i}: {m['kind']!r} is not a violation's kind (lower case, digits, -)")
-            elif entry in seen:
+        for i, entry, _check in _entries("fails", self.fails, known, problems):
+            if entry in seen:
                 problems.append(f"fails.{i}: {entry} is listed twice")
             seen.add(entry)
         if self.may_also_fail is not None and self.fails is None:
             problems.append("may_also_fail goes with fails: the checks that may fail beside those that must")
-        for i, entry in enumerate(self.may_also_fail or []):
-            m = _ENTRY.match(entry)
-            if not m:
-                problems.append(f"may_also_fail.{i}: {entry!r} is not `check` or `check/kind`")
-            elif m["check"] not in known:
-                problems.append(f"may_also_fail.{i}: unknown check {m['check']!r} (known: {', '.join(known)})")
-            elif m["kind"] is not None and not _KIND.match(m["kind"]):
-                problems.append(f"may_also_fail.{i}: {m['kind']!r} is not a violation's kind (lower case, digits, -)")
-            elif m["check"] in self.checks:
-                problems.append(f"may_also_fail.{i}: {m['check']} is in fails: it must fail there")
+        for i, _entry, check in _entries("may_also_fail", self.may_also_fail, known, problems):
+            if check in self.checks:
+                problems.append(f"may_also_fail.{i}: {check} is in fails: it must fail there")
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -193,3 +179,18 @@ def not_applicable_problems(expect: dict | None, not_applicable: dict[str, str],
         for i, entry in enumerate(fails)
         if isinstance(entry, str) and entry.split("/")[0] in not_applicable
     ]
+
+
+def _entries(key: str, entries: list[str] | None, known: list[str], problems: list[str]):
+    """The well-formed `check` / `check/kind` entries of ``key``, as (index, entry, check); what is
+    wrong with the others goes to ``problems``."""
+    for i, entry in enumerate(entries or []):
+        m = _ENTRY.match(entry)
+        if not m:
+            problems.append(f"{key}.{i}: {entry!r} is not `check` or `check/kind`")
+        elif m["check"] not in known:
+            problems.append(f"{key}.{i}: unknown check {m['check']!r} (known: {', '.join(known)})")
+        elif m["kind"] is not None and not _KIND.match(m["kind"]):
+            problems.append(f"{key}.{i}: {m['kind']!r} is not a violation's kind (lower case, digits, -)")
+        else:
+            yield i, entry, m["check"]
