@@ -173,3 +173,22 @@ def test_existing_seeded_schedules_do_not_change():
     data["random_faults"] = {"count": 6, "start_s": 5, "duration_s": [1, 3]}
     kinds = [f["kind"] for f in Scenario.model_validate(data).schedule()]
     assert "message" not in kinds
+
+
+def test_a_message_proxy_that_dies_mid_run_breaks_the_run(tmp_path):
+    """Every message fault's effect went with it: the run is broken (exit 3), never a member's fault."""
+    from types import SimpleNamespace
+
+    from harness.run.loop import Run
+    from harness.scenario import load_scenario
+    from runtime.errors import EXIT_RUN_ERROR, ClusterError
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml"
+    run = Run(load_scenario(path), path, tmp_path, lambda m: None)
+    dead = SimpleNamespace(
+        name="message-proxy", role="message-proxy", popen=SimpleNamespace(returncode=-9), log_path=tmp_path / "log"
+    )
+    run.supervisor = SimpleNamespace(poll_exits=lambda: [dead])
+    with pytest.raises(ClusterError, match="the message proxy exited with code -9 while the run went on") as e:
+        run._wait("workload", 5.0, lambda: False)
+    assert e.value.exit_code == EXIT_RUN_ERROR
