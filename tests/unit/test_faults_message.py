@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import ValidationError
 
 from faults import catalogue
 from faults.capabilities import Capability
 from faults.message_proxy import apis
 from harness.run.loop import cluster_spec
-from harness.scenario import Scenario, validation_problems
+from harness.scenario import Scenario
 from oracle.protocols import GENERATIONS
 from tests.fake_targets import FakeTargets
+from tests.unit.test_backend_capabilities import problems
 
 SMOKE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml").read_text())
 
@@ -29,14 +29,6 @@ def scenario(*faults: dict, protocol: str = "classic-cooperative", kafka: str = 
     data["workload"].pop("assignor", None)  # the generation's own
     data["faults"] = [{"kind": "message", "at_s": 5, "duration_s": 10, **f} for f in faults]
     return {**data, **extra}
-
-
-def problems(data: dict) -> list[str]:
-    try:
-        Scenario.model_validate(data)
-    except ValidationError as e:
-        return [f"{key}: {reason}" for key, reason in validation_problems(e)]
-    return []
 
 
 def test_each_generation_sends_the_apis_it_declares_and_each_is_one_the_proxy_knows():
