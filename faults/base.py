@@ -110,6 +110,7 @@ class Drawing:
     zookeeper: bool
     brokers: int = 3  # how many: a lone broker has no other to be cut from
     kafka_apis: tuple[str, ...] = ()  # what the members send to the brokers (their generation's kafka_apis)
+    directions: tuple[str, ...] = ("both",)  # a member's drawn cut: random_faults.directions
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,16 @@ The effects, in Toxiproxy terms:
   overlap (a cut of one broker link inside a longer cut of the whole lane): the proxy is
   enabled again only when the last fault refusing it heals.
 - latency (+ jitter), bandwidth, reset (``reset_peer``: connections reset).
+
+A member's lane may be cut one way (``direction``), from the member's side: every proxy of a
+member's link has the member as its client, so ``outbound`` is Toxiproxy's ``upstream``
+stream (what the member sends) and ``inbound`` its ``downstream`` (what it is sent).
+``outbound`` blackhole: nothing the member sends arrives — no request, so no answer either,
+and the coordinator hears nothing of it. ``inbound`` blackhole: every request arrives and
+is processed (heartbeats, commits, joins), and no answer comes back: the member times its
+requests out while the coordinator keeps it. Toxiproxy's ``timeout`` toxic with timeout 0
+holds the stream's data until the toxic goes, and closes nothing. A refusal disables the
+proxy, which has no direction.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
+from faults.base import COORDINATOR, NO_EFFECTS, Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
 from faults.capabilities import Capability
 
 
@@ -94,6 +104,9 @@ def proxies(net, target: str, link: str) -> list[str]:
     return carriers(net, target, link)
 
 
+DIRECTIONS = ("both", "outbound", "inbound")  # of a cut: from the target member's side
+
+
 class NetworkSpec(TimedSpec):
     """A link of one process degraded through Toxiproxy for ``duration_s``.
 
@@ -107,6 +120,7 @@ class NetworkSpec(TimedSpec):
     kind: Literal["network"]
     link: str = "brokers"
     effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"
+    direction: Literal[DIRECTIONS] = "both"  # type: ignore[valid-type]  # a member's lane: outbound, inbound
     latency_ms: Annotated[int, Field(ge=0, le=600_000)] = 500
     jitter_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
     rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 64
@@ -114,8 +128,11 @@ class NetworkSpec(TimedSpec):
     @property
     def effects(self) -> Effects:
         # Whatever the link and the effect, as the oracle has always read a network fault: a blackhole
-        # or a refusal cuts the member off; latency, bandwidth and resets may, while they last.
-        return Effects(silences="heartbeats", silenced_as="cut off")
+        # or a refusal cuts the member off; latency, bandwidth and resets may, while they last. Cut
+        # inbound only, every request still reaches the brokers, heartbeats too: the coordinator hears it.
+        if self.direction == "inbound":
+            return NO_EFFECTS
+        return Effects(silences="heartbeats", silenced_as="cut off" if self.direction == "both" else "cut off outbound")
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         of_target = links(self.target, scenario)
@@ -124,6 +141,15 @@ class NetworkSpec(TimedSpec):
         if self.link not in of_target or self.link == self.target:
             listed = ", ".join(link for link in of_target if link != self.target)
             return [("link", f"{self.link!r} is not a link of {self.target} (links: {listed})")]
+        if self.direction != "both" and self.target not in scenario.members:
+            return [("direction", f"one-way cuts are of a member's lane, from its side; {self.target} is no member")]
+        if self.direction != "both" and self.effect == "refuse":
+            return [
+                (
+                    "direction",
+                    "refuse disables the proxy, both ways at once: cut one way with blackhole, latency, bandwidth or reset",
+                )
+            ]
         return []
 
     draw_targets = "consumers, and brokers with another broker or ZooKeeper to be cut from,"
@@ -136,14 +162,33 @@ class NetworkSpec(TimedSpec):
     def draw(cls, rng: random.Random, target: str, length_s: float, drawing: Drawing) -> dict:
         links = drawn_links(target, drawing)
         link = links[0] if len(links) == 1 else rng.choice(links)
-        return {cls.length_key: length_s, "link": link, "effect": rng.choice(DRAWN_EFFECTS)}
+        drawn = {cls.length_key: length_s, "link": link, "effect": rng.choice(DRAWN_EFFECTS)}
+        # Drawn only where random_faults lists more than one direction: a schedule seeded before
+        # one-way cuts existed (every cut both ways) draws what it always drew.
+        directions = drawn_directions(target, drawn["effect"], drawing)
+        if directions != ("both",):
+            drawn["direction"] = directions[0] if len(directions) == 1 else rng.choice(directions)
+        return drawn
 
     @classmethod
     def draw_shapes(cls, target: str, drawing: Drawing) -> list[dict]:
-        return [{"duration_s": 1.0, "link": link} for link in drawn_links(target, drawing)]
+        return [
+            {"duration_s": 1.0, "link": link, "effect": effect, "direction": direction}
+            for link in drawn_links(target, drawing)
+            for effect in DRAWN_EFFECTS
+            for direction in drawn_directions(target, effect, drawing)
+        ]
 
 
 DRAWN_EFFECTS = ("blackhole", "refuse", "latency")
+
+
+def drawn_directions(target: str, effect: str, drawing: Drawing) -> tuple[str, ...]:
+    """The directions a drawn cut of ``target`` may take: random_faults.directions for a member's
+    lane, but a refusal, which has none."""
+    if target not in drawing.members or effect == "refuse":
+        return ("both",)
+    return tuple(drawing.directions)
 
 
 def drawn_links(target: str, drawing: Drawing) -> list[str]:
@@ -163,7 +208,7 @@ class Network(TimedFault[NetworkSpec]):
     def inject(self, targets: Targets) -> dict:
         self.proxies = targets.proxies(self.resolved, self.spec.link)
         degrade(targets.toxiproxy(), self.proxies, self.fault_id, self.spec.effect, self.spec.model_dump())
-        return {"proxies": self.proxies}
+        return {"proxies": self.proxies, "direction": self.spec.direction}
 
     def heal(self, targets: Targets) -> None:
         restore(targets.toxiproxy(), self.proxies, self.fault_id, self.spec.effect, self.spec.model_dump())
@@ -218,19 +263,21 @@ def reset(client) -> None:
         _refusing.pop(client, None)
 
 
-_TOXIC_OPTIONS = ("latency_ms", "jitter_ms", "rate_kbps")
+_TOXIC_OPTIONS = ("latency_ms", "jitter_ms", "rate_kbps", "direction")
+# A member's lane, from its side: Toxiproxy's upstream is what the proxy's client (the member) sends.
+STREAMS = {"both": ("upstream", "downstream"), "outbound": ("upstream",), "inbound": ("downstream",)}
 
 
 def toxics_for(effect: str, options: Mapping) -> list[tuple[str, str, dict]]:
-    """The effect as Toxiproxy toxics: (toxic kind, stream, attributes) on both streams."""
+    """The effect as Toxiproxy toxics: (toxic kind, stream, attributes) on the streams of its direction."""
     o = {name: options.get(name, NetworkSpec.model_fields[name].default) for name in _TOXIC_OPTIONS}
-    both = ("upstream", "downstream")
+    streams = STREAMS[o["direction"]]
     if effect == "blackhole":
-        return [("timeout", s, {"timeout": 0}) for s in both]
+        return [("timeout", s, {"timeout": 0}) for s in streams]
     if effect == "latency":
-        return [("latency", s, {"latency": o["latency_ms"], "jitter": o["jitter_ms"]}) for s in both]
+        return [("latency", s, {"latency": o["latency_ms"], "jitter": o["jitter_ms"]}) for s in streams]
     if effect == "bandwidth":
-        return [("bandwidth", s, {"rate": o["rate_kbps"]}) for s in both]
+        return [("bandwidth", s, {"rate": o["rate_kbps"]}) for s in streams]
     if effect == "reset":
-        return [("reset_peer", s, {"timeout": 0}) for s in both]
+        return [("reset_peer", s, {"timeout": 0}) for s in streams]
     raise ValueError(f"no toxics for effect {effect!r}")

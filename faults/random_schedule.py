@@ -43,6 +43,7 @@ def draw(
         zookeeper=zookeeper,
         brokers=brokers,
         kafka_apis=tuple(kafka_apis),
+        directions=tuple(spec.get("directions") or ("both",)),
     )
     start = spec["start_s"]
     end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5

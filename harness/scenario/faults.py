@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 
 from pydantic import Field, TypeAdapter
 
-from faults import catalogue, random_schedule
+from faults import catalogue, network, random_schedule
 from faults.base import COORDINATOR, DAY_S, Drawing, FaultSpec, ScenarioFacts
 from faults.capabilities import lacking
 from faults.strict import Strict
@@ -43,6 +43,8 @@ class RandomFaults(Strict):
     start_s: Annotated[float, Field(ge=0, le=DAY_S)] = 5
     end_s: Annotated[float | None, Field(gt=0, le=DAY_S)] = None  # default: duration_s - 5
     duration_s: tuple[Annotated[float, Field(gt=0, le=DAY_S)], Annotated[float, Field(gt=0, le=DAY_S)]] = (2.0, 15.0)
+    # The directions a drawn cut of a member's lane may take (network.DIRECTIONS): both ways unless listed.
+    directions: Annotated[list[Literal[network.DIRECTIONS]], Field(min_length=1)] = ["both"]  # type: ignore[valid-type]
 
 
 def written_problems(scenario: Scenario, facts: ScenarioFacts) -> list[str]:
@@ -169,6 +171,7 @@ def random_problems(scenario: Scenario, facts: ScenarioFacts) -> list[str]:
         zookeeper=facts.zookeeper,
         brokers=len(facts.brokers),
         kafka_apis=scenario.workload.generation.kafka_apis,
+        directions=tuple(r.directions),
     )
     for kind in dict.fromkeys(r.kinds):
         spec = catalogue.SPECS[kind]
