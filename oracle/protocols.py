@@ -182,6 +182,22 @@ GENERATIONS: Mapping[str, Generation] = MappingProxyType(
                 incremental=True,
                 member_epochs=True,
             ),
+            # KIP-848 with static membership: each member's group.instance.id rides in its
+            # ConsumerGroupHeartbeat (KIP-345's idea in the new protocol).
+            Generation(
+                "consumer-static",
+                "the consumer protocol (KIP-848) with static membership",
+                MappingProxyType({"librdkafka": "workloads.consumer"}),
+                ("uniform", "range"),
+                needs="consumer-protocol",
+                kafka_why="the consumer protocol (KIP-848) needs brokers that speak it",
+                group_protocol="consumer",
+                static_membership=True,
+                assignor_runs_on="broker",
+                broker_timing=True,
+                incremental=True,
+                member_epochs=True,
+            ),
             # The project's coordinator, seeds 001-004's designs: v1 assigns in JoinGroup, v2 lets the
             # leader assign (SyncGroup), v3 adds KIP-62's rebalance timeout and KIP-134's initial delay.
             Generation(
