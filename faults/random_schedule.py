@@ -31,12 +31,19 @@ def draw(
     zookeeper: bool = True,
     brokers: int = 3,
     written: Sequence[FaultSpec] = (),
+    kafka_apis: Sequence[str] = (),
 ) -> list[dict]:
     """The drawn faults; ``written``: the scenario's own timed faults, whose targets are busy
-    as theirs are (a scenario without written faults draws what it always drew)."""
+    as theirs are (a scenario without written faults draws what it always drew); ``kafka_apis``:
+    what the members send the brokers (their generation's), which message faults act on."""
     rng = random.Random(seed)
     targets = spec.get("targets") or consumers
-    drawing = Drawing(members=[t for t in targets if MEMBER.fullmatch(t)], zookeeper=zookeeper, brokers=brokers)
+    drawing = Drawing(
+        members=[t for t in targets if MEMBER.fullmatch(t)],
+        zookeeper=zookeeper,
+        brokers=brokers,
+        kafka_apis=tuple(kafka_apis),
+    )
     start = spec["start_s"]
     end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5
     shortest, longest = spec["duration_s"]

@@ -67,10 +67,7 @@ def test_the_capabilities_say_what_the_generations_are():
         where(group_protocol="consumer")
         == where(broker_timing=True)
         == where(member_epochs=True)
-        == (
-            "consumer",
-            "consumer-static",
-        )
+        == ("consumer", "consumer-static")
     )
     assert {g.name: g.assignor_runs_on for g in EVERY if g.assignor_runs_on != "group-leader"} == {
         "zk-eager": "each-member",
