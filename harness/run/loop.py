@@ -475,7 +475,7 @@ class Run:
                 if proc.role == MessageProxyKind.role:  # every message fault's effect went with it
                     raise ClusterError(
                         f"the message proxy exited with code {proc.popen.returncode} while the run went on: "
-                        f"the run is broken, not a member (its log: {self.cluster.describe()['logs'].get(proc.name)})"
+                        f"the run is broken, not a member (its log: {proc.log_path})"
                     )
                 if self.observer and proc.name == self.observer.name:  # it may give up; it is only a witness
                     self.observer.start()
