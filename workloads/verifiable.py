@@ -119,6 +119,7 @@ KAFKA_ERRORS = {
     "Specified group generation id is not valid.": ("ILLEGAL_GENERATION", 22),
     "The coordinator is not aware of this member.": ("UNKNOWN_MEMBER_ID", 25),
     "The group is rebalancing, so a rejoin is needed.": ("REBALANCE_IN_PROGRESS", 27),
+    "The group began another rebalance.": ("REBALANCE_IN_PROGRESS", 27),  # "SyncGroup failed: …"
     "Group authorization failed.": ("GROUP_AUTHORIZATION_FAILED", 30),
     "The group member needs to have a valid member id before actually entering a consumer group.": (
         "MEMBER_ID_REQUIRED",

@@ -16,16 +16,25 @@ named once, by the first of:
   SIGBUS, …: librdkafka #4312); a SIGTERM or SIGKILL is someone's stop, not a crash;
 - `unexpected-exit`: it exited with a non-zero code on its own, no error said (the driver failed).
 
+And the library must not give up its assignment for nothing: `needless-loss` names a classic-protocol
+member that declared its partitions lost (`partitions_lost`) when every group error it had been
+answered since its last sync was REBALANCE_IN_PROGRESS — an answer that asks a member to rejoin and
+says nothing against its member id or generation, so it rejoins owning what it owns (KIP-429). A
+loss after UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, a fencing error, an error this reader cannot name,
+or no error at all (a session the client itself timed out) is not judged (KAFKA-14016: Java clients
+3.3.0 – 3.3.1 reset their generation on a SyncGroup REBALANCE_IN_PROGRESS and lost everything).
+
 Only consumer processes are judged: the observer and the producer are the harness's instruments.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 
 from .. import vocabulary as ev
 from ..anomalies import Anomaly, CheckResult, duration
-from ..history import Event, History, Instant, effects_of
+from ..history import Event, History, Instant, MemberSlot, TopicPartition, effects_of, render_partitions
 
 NAME = "client-health"
 OPTIONS: dict = {}
@@ -62,6 +71,7 @@ def check(history: History, options: dict) -> CheckResult:
             # that hung after its SIGTERM nor a crash signal the library raised meanwhile.
             if anomaly is not None and not (killed_by_fault and anomaly.kind == "unexpected-exit"):
                 result.violations.append(anomaly)
+    result.violations.extend(_needless_losses(history))
     kinds = [a.kind for a in result.violations]
     result.detail = {"by_kind": {k: kinds.count(k) for k in sorted(set(kinds))}}
     return result
@@ -99,3 +109,56 @@ def _exit_anomaly(e: Event, member: str, incarnation: int | None, failed_fatally
         kind = "unexpected-exit"
         message = f"{who} exited with code {code} on its own, without a fatal error from its library"
     return Anomaly(NAME, kind, message, members=(member,), times={"exited": Instant.of(e)})
+
+
+# The answer that asks a member to rejoin and nothing more, however a client words it: its name or
+# code, librdkafka's "Broker: Group rebalance in progress", a Java client's RebalanceInProgressException
+# (a refused commit) or "SyncGroup failed: The group began another rebalance".
+REJOIN_ONLY_CODE = 27
+REJOIN_ONLY_WORDS = ("rebalanceinprogress", "groupbegananotherrebalance")
+# What a member was answered or hit since its last sync; any one of them not a rejoin-only answer (a
+# library error, a failed rebalance) leaves its loss unjudged.
+_GROUP_ERRORS = (
+    ev.GROUP_JOIN_FAILED,
+    ev.GROUP_SYNC_FAILED,
+    ev.HEARTBEAT_FAILED,
+    ev.CONSUMER_ERROR,
+    ev.REBALANCE_FAILED,
+)
+
+
+def _rejoin_only(e: Event) -> bool:
+    words = re.sub(r"[^a-z]", "", str(e.get("error") or "").lower())
+    return e.get("error_code") == REJOIN_ONLY_CODE or any(w in words for w in REJOIN_ONLY_WORDS)
+
+
+def _needless_losses(history: History) -> list[Anomaly]:
+    """Each classic-protocol incarnation's losses that only REBALANCE_IN_PROGRESS answers preceded."""
+    found = []
+    answers: dict[MemberSlot, list[Event]] = {}  # the group errors since its last sync
+    for e in history.named(
+        ev.CONSUMER_STARTED, ev.GROUP_SYNCED, ev.OFFSETS_COMMITTED, ev.PARTITIONS_LOST, *_GROUP_ERRORS
+    ):
+        slot, name = MemberSlot.of(e), e[ev.NAME]
+        if name in (ev.CONSUMER_STARTED, ev.GROUP_SYNCED):
+            answers[slot] = []
+        elif name in _GROUP_ERRORS or (name == ev.OFFSETS_COMMITTED and e.get("error")):
+            answers.setdefault(slot, []).append(e)
+        elif name == ev.PARTITIONS_LOST:
+            before, answers[slot] = answers.get(slot, []), []
+            generation = history.generation_of(slot)
+            if before and generation is not None and generation.classic and all(map(_rejoin_only, before)):
+                found.append(_needless_loss(e, slot, before))
+    return found
+
+
+def _needless_loss(e: Event, slot: MemberSlot, answers: list[Event]) -> Anomaly:
+    said = ", ".join(sorted({a[ev.NAME] for a in answers}))
+    return Anomaly(
+        NAME,
+        "needless-loss",
+        f"{slot} declared {render_partitions(TopicPartition.of(p) for p in e.get('partitions') or [])} lost after only REBALANCE_IN_PROGRESS "
+        f"answers ({said}): that asks it to rejoin, keeping what it owns, not to give its partitions up",
+        members=(slot.member,),
+        times={"lost": Instant.of(e), "answered": Instant.of(answers[-1])},
+    )

@@ -105,3 +105,62 @@ def test_only_members_are_judged(history_builder):
     b = started(history_builder, "consumer-1")
     b.emit("process_exited", "harness", process="observer", role="observer", pid=77, returncode=-6)
     assert kinds(b) == []
+
+
+def cooperative_pair(history_builder, client_words: str, **error_fields):
+    """consumer-1 and consumer-2 share a cooperative group; consumer-2's SyncGroup of generation 2 is
+    answered `client_words` (how its client logged the error), and it then declares events-1 lost."""
+    b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
+    b.consumer("consumer-1").start()
+    b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=10)
+    b.at(50)
+    b["consumer-2"].joined(2).emit("group_sync_failed", error=client_words, **error_fields)
+    b["consumer-2"].lost(1)
+    return b
+
+
+def test_a_loss_after_only_rebalance_in_progress_is_needless(history_builder):
+    # KAFKA-14016: kafka-clients 3.3.1 reset its generation on a SyncGroup REBALANCE_IN_PROGRESS
+    words = "SyncGroup failed: The group began another rebalance. Need to re-join the group."
+    b = cooperative_pair(history_builder, words)
+    b["consumer-2"].emit("offsets_committed", error="RebalanceInProgressException", offsets=[])
+    [anomaly] = judge(b).violations
+    assert (anomaly.kind, anomaly.members) == ("needless-loss", ("consumer-2",))
+    assert "events-1" in anomaly.message and "group_sync_failed" in anomaly.message
+    assert round(anomaly.times["lost"].mono_ms) == 50
+
+
+def test_a_loss_after_a_membership_error_or_none_is_not_judged(history_builder):
+    for words, fields in (("ILLEGAL_GENERATION", {"error_code": 22}), ("Broker: Unknown member", {})):
+        assert kinds(cooperative_pair(history_builder, words, **fields)) == []
+    # no error at all: a session its client timed out (librdkafka), or one this reader cannot see
+    b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
+    b.consumer("consumer-1").start()
+    b.rebalance(1, {"consumer-1": [0, 1]}, at=10)
+    b.at(50)
+    b["consumer-1"].lost(0, 1)
+    assert kinds(b) == []
+
+
+def test_rejoin_answers_in_any_words_and_what_clears_them(history_builder):
+    b = cooperative_pair(history_builder, "Broker: Group rebalance in progress")
+    assert kinds(b) == [("needless-loss", ("consumer-2",))]  # librdkafka's words for it
+    assert kinds(cooperative_pair(history_builder, "?", error_code=27)) == [("needless-loss", ("consumer-2",))]
+    b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
+    b.consumer("consumer-1").start()
+    b.rebalance(1, {"consumer-1": [0]}, at=10)
+    b.at(50)
+    b["consumer-1"].emit("heartbeat_failed", error="REBALANCE_IN_PROGRESS")
+    b["consumer-1"].emit("consumer_error", error="IllegalStateException", fatal=False)
+    b["consumer-1"].lost(0)
+    assert kinds(b) == []
+    # a sync since the rejoin answer clears it: the loss after a later, silent session is not judged
+    b = history_builder(protocol="classic-cooperative", assignor="cooperative-sticky")
+    b.consumer("consumer-1").start()
+    b.at(20)
+    b["consumer-1"].emit("heartbeat_failed", error="REBALANCE_IN_PROGRESS")
+    b.rebalance(2, {"consumer-1": [0]}, at=30)
+    b.at(60)
+    b["consumer-1"].lost(0)
+    assert kinds(b) == []

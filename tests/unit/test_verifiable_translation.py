@@ -374,6 +374,11 @@ def test_kafka_error_names_what_a_log_line_names_or_quotes():
         "SyncGroup failed: The group is rebalancing, so a rejoin is needed. Need to re-join the group."
     ) == ("REBALANCE_IN_PROGRESS", 27)
     assert kafka_error("Specified group generation id is not valid.") == ("ILLEGAL_GENERATION", 22)
+    # how kafka-clients 3.3 – 4.x log a SyncGroup answered REBALANCE_IN_PROGRESS
+    assert kafka_error(
+        "SyncGroup failed: The group began another rebalance. Need to re-join the group. Sent generation was "
+        "Generation{generationId=5, memberId='consumer-2-cf86', protocol='cooperative-sticky'}"
+    ) == ("REBALANCE_IN_PROGRESS", 27)
     assert kafka_error("coordinator unavailable") == (None, None)
 
 
