@@ -68,7 +68,9 @@ def test_locust_distributed_master_and_workers_on_localhost_run_the_profile(run_
     assert run.exit_code == 0, run.output[-3000:]
     exits = {e["process"]: e["returncode"] for e in run.named("process_exited") if e["process"].startswith("load")}
     assert exits == {"load": 0, "load-worker-1": 0, "load-worker-2": 0}, exits  # the master quit, the workers with it
-    assert [e["members"] for e in run.named("group_resized")] == [3, 4]
+    # The harness follows the user count every half second: on a loaded machine it may see 2 -> 4 at once.
+    resized = [e["members"] for e in run.named("group_resized")]
+    assert resized and resized[-1] == 4 and resized == sorted(set(resized)), resized
     durations = [r["duration_ms"] for r in run.verdict["rebalances"] if r["status"] == "completed"]
     [row] = [r for r in csv.DictReader((run.run_dir / "load" / "locust_stats.csv").open()) if r["Type"] == "rebalance"]
     assert row["Name"] == "consumer"
