@@ -20,7 +20,8 @@ stream (what the member sends) and ``inbound`` its ``downstream`` (what it is se
 ``outbound`` blackhole: nothing the member sends arrives — no request, so no answer either,
 and the coordinator hears nothing of it. ``inbound`` blackhole: every request arrives and
 is processed (heartbeats, commits, joins), and no answer comes back: the member times its
-requests out while the coordinator keeps it. Toxiproxy's ``timeout`` toxic with timeout 0
+requests out, and sends no heartbeat after the unanswered one, so its coordinator evicts it
+at its session timeout all the same. Toxiproxy's ``timeout`` toxic with timeout 0
 holds the stream's data until the toxic goes, and closes nothing. A refusal disables the
 proxy, which has no direction.
 """
@@ -37,7 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, NO_EFFECTS, Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
+from faults.base import COORDINATOR, Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
 from faults.capabilities import Capability
 
 
@@ -128,11 +129,13 @@ class NetworkSpec(TimedSpec):
     @property
     def effects(self) -> Effects:
         # Whatever the link and the effect, as the oracle has always read a network fault: a blackhole
-        # or a refusal cuts the member off; latency, bandwidth and resets may, while they last. Cut
-        # inbound only, every request still reaches the brokers, heartbeats too: the coordinator hears it.
-        if self.direction == "inbound":
-            return NO_EFFECTS
-        return Effects(silences="heartbeats", silenced_as="cut off" if self.direction == "both" else "cut off outbound")
+        # or a refusal cuts the member off; latency, bandwidth and resets may, while they last. One way
+        # too: cut inbound, its requests still arrive, but a client keeps one heartbeat in flight and
+        # sends the next only once the last is answered or timed out, so the coordinator hears one
+        # heartbeat and then nothing (measured: evicted at its session timeout).
+        return Effects(
+            silences="heartbeats", silenced_as="cut off" if self.direction == "both" else f"cut off {self.direction}"
+        )
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         of_target = links(self.target, scenario)

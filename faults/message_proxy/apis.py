@@ -37,6 +37,9 @@ class Api:
     # The answer to a group-level error as a broker writes it: the error at the group's level and
     # its per-partition lists empty (OffsetFetch); else every error code the answer has is set.
     group_level: bool = False
+    # The member's heartbeat: a client keeps one in flight and sends the next only once this one is
+    # answered or timed out, so an answer held back or withheld silences the member meanwhile.
+    heartbeat: bool = False
 
     @cached_property
     def schema_name(self) -> str:
@@ -95,6 +98,7 @@ APIS: dict[str, Api] = {
             12,
             COORDINATOR_ERRORS
             + ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID"),
+            heartbeat=True,
         ),
         # LeaveGroupResponse.java (top level and per member); GroupMetadataManager.classicGroupLeave.
         Api("LeaveGroup", 13, COORDINATOR_ERRORS + ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID")),
@@ -113,6 +117,7 @@ APIS: dict[str, Api] = {
                 "FENCED_INSTANCE_ID",
                 "GROUP_MAX_SIZE_REACHED",
             ),
+            heartbeat=True,
         ),
         # OffsetCommitResponse.java's "Possible error codes" (per partition: UNKNOWN_TOPIC_OR_PARTITION,
         # the coordinator's three, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS), less

@@ -56,8 +56,11 @@ DECLARED: dict[str, tuple[dict, Effects]] = {
     "create-topic": ({"topic": "events-2", "partitions": 4}, Effects()),
     "rolling-broker-upgrade": ({"to": "3.9.2", "interval_s": 0}, Effects()),
     "rolling-client-upgrade": ({"to": "confluent-kafka==2.99.0", "interval_s": 0}, Effects()),
-    # Its requests reach the broker, heartbeats too: what the member makes of a lost answer is its own.
-    "message": ({"target": "consumer-1", "duration_s": 0.05, "api": "Heartbeat", "action": "delay"}, Effects()),
+    # A heartbeat answer held back: the member sends its next only once it comes.
+    "message": (
+        {"target": "consumer-1", "duration_s": 0.05, "api": "Heartbeat", "action": "delay"},
+        Effects(silences="heartbeats", silenced_as="waiting for a Heartbeat answer the message proxy held back"),
+    ),
 }
 
 
@@ -228,7 +231,7 @@ def test_a_kill_for_good_keeps_convergence_busy_until_the_group_rebalanced(histo
 # -- histories written before the declarations -----------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", sorted(DECLARED))
+@pytest.mark.parametrize("kind", sorted(set(DECLARED) - SINCE_FORMAT_3))  # a newer kind's histories all say theirs
 def test_the_legacy_table_gives_an_old_fault_what_its_kind_declares(kind):
     fault = fault_of(kind)
     old = {"name": ev.FAULT_STARTED, "fault_id": "f1", "kind": kind, "target": fault.target, "params": fault.params}

@@ -207,3 +207,19 @@ def test_the_clients_own_timeout_per_api_is_its_drivers():
         java.answer_timeout_ms("JoinGroup", **timing) == 305_000
         and java.answer_timeout_ms("SyncGroup", **timing) == 30_000
     )
+
+
+@pytest.mark.parametrize(
+    "api, action, silenced_as",
+    [
+        ("Heartbeat", "withhold", "waiting for a Heartbeat answer the message proxy withheld"),
+        ("ConsumerGroupHeartbeat", "delay", "waiting for a ConsumerGroupHeartbeat answer the message proxy held back"),
+        ("Heartbeat", "error", None),  # answered at once: it heartbeats on (or rejoins)
+        ("OffsetCommit", "withhold", None),  # its heartbeats go on beside the commit
+    ],
+)
+def test_a_heartbeat_answer_held_back_or_withheld_silences_the_member(api, action, silenced_as):
+    entry = {"fault_id": "f1", "kind": "message", "at_s": 0, "target": "consumer-1", "duration_s": 1}
+    options = {"api": api, "action": action, **({"error": "REBALANCE_IN_PROGRESS"} if action == "error" else {})}
+    effects = catalogue.from_spec({**entry, **options}).effects
+    assert effects.silenced_as == silenced_as and (effects.silences == "heartbeats") == (silenced_as is not None)
