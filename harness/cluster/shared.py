@@ -58,6 +58,8 @@ def unshareable(backend: str, spec: ClusterSpec, fault_kinds: set[str]) -> str |
         return f"backend {backend} is a cluster the harness does not start"
     if spec.coordinator is not None:
         return "the project's coordinator writes into one run's history"
+    if spec.message_proxy is not None:
+        return "its message faults' proxy writes into one run's history"
     if kinds := sorted(fault_kinds & TOPIC_KINDS):
         return f"its {', '.join(kinds)} faults name topics of the scenario, not of the run"
     if kinds := sorted(fault_kinds & CLUSTER_CHANGING_KINDS):

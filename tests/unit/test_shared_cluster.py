@@ -11,7 +11,7 @@ import pytest
 from harness.cluster import shared
 from harness.cluster.admin import TopicSpec
 from harness.cluster.shared import ClusterPool, health_problems, share_key, unshareable
-from harness.cluster.spec import ClusterSpec, ProjectCoordinator
+from harness.cluster.spec import ClusterSpec, MessageProxySpec, ProjectCoordinator
 from harness.supervision.processes import Supervisor
 
 
@@ -109,6 +109,8 @@ def test_what_cannot_share_says_why():
     assert unshareable("local", spec(), {"pause", "crash"}) is None
     assert "does not start" in unshareable("external", spec(), set())
     assert "coordinator" in unshareable("local", spec(coordinator=ProjectCoordinator("v1")), set())
+    message_lanes = MessageProxySpec(frozenset({1, 2}))
+    assert "message faults' proxy" in unshareable("local", spec(message_proxy=message_lanes), {"message"})
     assert "create-topic" in unshareable("local", spec(), {"create-topic", "pause"})
     assert "add-partitions" in unshareable("local", spec(), {"add-partitions"})
 
