@@ -28,6 +28,7 @@ from faults.trigger import Trigger
 from oracle import vocabulary as ev
 
 if TYPE_CHECKING:
+    from faults.message_proxy.client import MessageProxyClient
     from faults.toxiproxy import ToxiproxyClient
 
 # The most members a group may have at once (workload.consumers, scale, join-storm): a member is a
@@ -108,6 +109,7 @@ class Drawing:
     members: Collection[str]  # which of the candidate targets are consumers
     zookeeper: bool
     brokers: int = 3  # how many: a lone broker has no other to be cut from
+    kafka_apis: tuple[str, ...] = ()  # what the members send to the brokers (their generation's kafka_apis)
 
 
 @dataclass(frozen=True)
@@ -387,6 +389,10 @@ class Targets(Protocol):
     def group_names(self, which: str) -> list[str]: ...  # "brokers" | "consumers" | "controllers"
     def proxies(self, target: str, link: str) -> list[str]: ...  # faults.network.LINKS
     def toxiproxy(self) -> ToxiproxyClient: ...
+    def request_timeout_ms(self, member: str, api: str) -> int: ...  # how long its client waits for an answer
+    def message_proxy(
+        self,
+    ) -> MessageProxyClient: ...  # the message proxy of the run's lanes (Capability.MESSAGE_LANES)
     def command(self, member: str, command: dict) -> None: ...
     def expire_zookeeper_session(self, name: str) -> dict: ...
     def zookeeper_session_timeout_s(self, name: str) -> float: ...

@@ -27,6 +27,13 @@ class Capability(enum.Enum):
         "cut or degrade network links",
         "its clients and brokers do not talk through the harness's own Toxiproxy",
     )
+    # The message proxy (faults/message_proxy/) in front of every member lane's Toxiproxy proxies:
+    # it reads the Kafka protocol, so a fault can act on one request or response of one member.
+    # Both backends that start the cluster run it as a process of this machine.
+    MESSAGE_LANES = (
+        "act on single Kafka protocol messages",
+        "its clients do not talk through the harness's own message proxy",
+    )
     # Ending a broker's or coordinator instance's ZooKeeper session on the server.
     ZOOKEEPER_SESSIONS = ("expire ZooKeeper sessions", "that needs control of the cluster's brokers and ZooKeeper")
     # Creating or growing topics while the run goes, beyond those the run starts with.

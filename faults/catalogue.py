@@ -11,6 +11,7 @@ from faults.base import Fault, FaultSpec
 from faults.crash import Crash
 from faults.create_topic import CreateTopic
 from faults.join_storm import JoinStorm
+from faults.message import Message
 from faults.network import Network
 from faults.pause import Pause
 from faults.poll_stall import PollStall
@@ -38,6 +39,7 @@ BUILT_IN: dict[str, type[Fault]] = {
         CreateTopic,
         RollingBrokerUpgrade,
         RollingClientUpgrade,
+        Message,
     )
 }
 

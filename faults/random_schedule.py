@@ -11,11 +11,13 @@ recovery. Each kind draws its own options (``FaultSpec.draw``).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 
 from faults.base import Drawing, FaultSpec
 from faults.catalogue import SPECS
 
+MEMBER = re.compile(r"consumer-\d+")  # a member's name: its slot
 RECOVERY_MARGIN_S = 5.0  # after a fault on a process, leave it alone this long before the next
 RESOLUTION_S = 0.001  # drawn times and lengths are rounded to the millisecond (schedules stay readable)
 
@@ -29,12 +31,19 @@ def draw(
     zookeeper: bool = True,
     brokers: int = 3,
     written: Sequence[FaultSpec] = (),
+    kafka_apis: Sequence[str] = (),
 ) -> list[dict]:
     """The drawn faults; ``written``: the scenario's own timed faults, whose targets are busy
-    as theirs are (a scenario without written faults draws what it always drew)."""
+    as theirs are (a scenario without written faults draws what it always drew); ``kafka_apis``:
+    what the members send the brokers (their generation's), which message faults act on."""
     rng = random.Random(seed)
     targets = spec.get("targets") or consumers
-    drawing = Drawing(members=[t for t in targets if t.startswith("consumer-")], zookeeper=zookeeper, brokers=brokers)
+    drawing = Drawing(
+        members=[t for t in targets if MEMBER.fullmatch(t)],
+        zookeeper=zookeeper,
+        brokers=brokers,
+        kafka_apis=tuple(kafka_apis),
+    )
     start = spec["start_s"]
     end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5
     shortest, longest = spec["duration_s"]

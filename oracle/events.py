@@ -135,6 +135,14 @@ _EFFECT_VALUES: dict[str, tuple[Any, ...]] = {
 }
 
 
+def _message_action(d: dict) -> str | None:
+    if d["action"] not in ev.MESSAGE_ACTIONS:
+        return f"action {d['action']!r} is none of {', '.join(ev.MESSAGE_ACTIONS)}"
+    if d["action"] == "error" and not d.get("error"):
+        return "an error action says the error it put in"
+    return None
+
+
 def _fault_effects(d: dict) -> str | None:
     effects = d.get(ev.EFFECTS)
     if effects is None:
@@ -314,6 +322,23 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.FAULT_HEALED: ((*_FAULT, OPT_STR("how"), OPT_NUMBER("started_mono_ms")), (), None),
     ev.FAULT_FAILED: _ENVELOPE_ONLY,
     ev.FAULT_HEAL_FAILED: _ENVELOPE_ONLY,
+    ev.MESSAGE_FAULTED: (
+        (
+            STR("fault_id"),
+            OPT_STR(ev.MEMBER),
+            OPT_STR("broker"),
+            STR("api"),
+            OPT_INT("api_version"),
+            OPT_INT("correlation_id"),
+            STR("action"),
+            OPT_INT("delay_ms"),
+            OPT_INT("close_after_ms"),
+            OPT_STR("error"),
+            OPT_STR("replaced_error"),
+        ),
+        ("fault_id", "api", "action"),
+        _message_action,
+    ),
     ev.COORDINATOR_PREPARING_REBALANCE: ((*_GROUP, OPT_INT("old_generation"), OPT_STR("reason")), (), None),
     ev.COORDINATOR_STABILIZED: ((*_GROUP, OPT_INT("members")), (), None),
     ev.COORDINATOR_TARGET_ASSIGNMENT: (_GROUP, (), None),

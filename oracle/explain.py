@@ -6,7 +6,7 @@ This module says what made it as long as it was, as the critical path of waits:
 - **trigger**: what began it, and how long that took to be noticed — a member
   paused, crashed or cut off is evicted only when its session times out, a member
   stuck in processing leaves only when its max.poll.interval.ms runs out, a member
-  joined or left;
+  joined or left, or rejoined after a message fault took one answer from it;
 - **join**: whom the coordinator waited for before answering the JoinGroups — a member
   of the previous generation that never rejoined holds the phase until its rebalance
   timeout (max.poll.interval.ms), a new, empty group is held open for the initial
@@ -42,6 +42,7 @@ CAUSES = {
     "leader-assignment": "the leader's assignment",
     "slowest-sync": "the last member to get its assignment",
     "member-signal": "a member's own sign",
+    "message": "a protocol message the message proxy held back, withheld, cut or rewrote (a message fault)",
 }
 # A wait this short is the protocol doing its work, not a story worth telling.
 NOTABLE_MS = 1000.0
@@ -124,6 +125,7 @@ class _Explainer:
         )
         self.faults = history.named(ev.FAULT_STARTED)
         self.stalls = history.named(ev.POLL_STALL_STARTED)
+        self.messages = history.named(ev.MESSAGE_FAULTED)
         self.assignment_received = {
             e.get("generation"): e for e in history.of_our_group(ev.COORDINATOR_ASSIGNMENT_RECEIVED)
         }
@@ -187,6 +189,44 @@ class _Explainer:
             f"{fault.get('kind')})"
         )
 
+    def message_on(self, member: str | None, before_ms: float, within_ms: float) -> Event | None:
+        """The latest message the proxy acted on for ``member`` (any member: None) in the ``within_ms``
+        before ``before_ms``: a member that lost or was refused an answer rejoins on its own."""
+        hits = [
+            m
+            for m in self.messages
+            if member in (None, m.get(ev.MEMBER)) and before_ms - within_ms <= m["mono_ms"] <= before_ms
+        ]
+        return max(hits, key=lambda e: e["mono_ms"], default=None)
+
+    @staticmethod
+    def message_said(m: Event) -> str:
+        """What the proxy did to the message, as a sentence says it."""
+        whose = f"{m.get(ev.MEMBER)}'s {m['api']} response"
+        done = {
+            "delay": f"was held back {m.get('delay_ms')} ms",
+            "withhold": "never came (the proxy withheld it and closed the connection "
+            f"{m.get('close_after_ms')} ms after the request)",
+            "cut-after-request": "was cut: the broker processed the request, the connection closed before the answer",
+            "error": f"was replaced by {m.get('error')}"
+            + (f" (the broker said {m['replaced_error']})" if m.get("replaced_error") not in (None, "NONE") else ""),
+        }.get(m["action"], m["action"])
+        return f"{whose} {done} (fault {m['fault_id']})"
+
+    def after_message(self, r: Rebalance, member: str | None, detail: str) -> Wait | None:
+        """The rebalance began on a member's own sign right after a message fault acted on its messages."""
+        message = self.message_on(member, r.start.mono_ms, ONSET_SLACK_MS)
+        if message is None:
+            return None
+        waited = r.start.mono_ms - message["mono_ms"]
+        return Wait(
+            "trigger",
+            "message",
+            waited,
+            message.get(ev.MEMBER),
+            f"{self.message_said(message)}, and {detail} {_s(waited)} later",
+        )
+
     @staticmethod
     def stopped_polling(fault: Event | None) -> bool:
         """The member kept heartbeating but did not poll: it leaves only at its max.poll.interval.ms."""
@@ -244,11 +284,16 @@ class _Explainer:
         if member and ("adding" in low and "member" in low):
             return Wait("trigger", "joined", 0.0, member, f"{member} joined the group")
         if member and ("re-joining" in low or "updating metadata" in low):
-            return Wait("trigger", "rejoined", 0.0, member, f"{member} rejoined with new metadata")
+            return self.after_message(r, member, f"{member} rejoined") or Wait(
+                "trigger", "rejoined", 0.0, member, f"{member} rejoined with new metadata"
+            )
         # No coordinator line naming a member (KIP-848's epoch bumps, zk-eager, the project's
         # coordinator without one): the members' first sign.
         first = r.trigger or "a member's sign"
-        return Wait("trigger", "member-signal", 0.0, self.member_in(first), f"it began with {first}")
+        signer = self.member_in(first)
+        return self.after_message(r, signer, f"the rebalance began with {first}") or Wait(
+            "trigger", "member-signal", 0.0, signer, f"it began with {first}"
+        )
 
     def coordinator_moved(self, r: Rebalance, previous: Rebalance | None) -> Wait | None:
         """The group's coordinator changed between the previous rebalance and this one's start: as

@@ -76,7 +76,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.PROCESS_EXITED: ("process", "role", "pid", "returncode", ev.ESCALATED_AFTER_MS),
     ev.PARTITIONS_ADDED: (ev.TOPIC, "partitions", "subscribed"),
     ev.TOPIC_CREATED: (ev.TOPIC, "partitions", "subscribed"),
-    ev.HEAL_CHECKED: ("stopped_processes", "proxies", "proxies_with_toxics", "proxies_disabled"),
+    ev.HEAL_CHECKED: ("stopped_processes", "proxies", "proxies_with_toxics", "proxies_disabled", "message_rules"),
     ev.RUN_FINISHED: ("outcome", "error"),
     ev.GROUP_RESIZED: ("members", "started", "stopped"),
     ev.NODE_RESTARTED: ("process", "role", "kafka", "settings", "stop_ms", "ready_ms", "problems"),
@@ -147,6 +147,18 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     # faults
     ev.FAULT_STARTED: (*_FAULT, "requested_target", "params", ev.EFFECTS, "details", *_FIRED),
     ev.FAULT_HEALED: (*_FAULT, "how", "started_mono_ms"),
+    ev.MESSAGE_FAULTED: (
+        "fault_id",
+        "broker",
+        "api",
+        "api_version",
+        "correlation_id",
+        "action",
+        "delay_ms",
+        "close_after_ms",
+        "error",
+        "replaced_error",
+    ),
     ev.FAULT_FAILED: (*_FAULT, "error", *_FIRED),
     ev.FAULT_HEAL_FAILED: (*_FAULT, "error"),
     # coordinators: a broker's log, or the project's coordinator

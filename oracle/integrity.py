@@ -104,6 +104,14 @@ PROMISES: dict[str, Promise] = {
             "a fault that says nothing would be judged as one that did nothing",
         ),
         Promise(
+            "message-faults",
+            "every message_faulted names a fault whose fault_started is in the history, stamped no "
+            "later than the message it acted on",
+            REFUSE,
+            "the explanations blame what a member did next on the message the proxy acted on: one "
+            "that names no fault, or acted before its fault began, would be blamed on nothing",
+        ),
+        Promise(
             "member-protocol",
             "a member incarnation says once which protocol generation it runs (consumer_started's "
             "protocol); where the run's members ran more than one, every incarnation says it, naming a "
@@ -240,6 +248,10 @@ class Audit:
         self._writers: dict[tuple[Any, Any], _Writer] = {}
         self._restarts: list[tuple[str, int]] = []  # (writer, line): seq back to 1 without an incarnation
         self._unsaid: list[tuple[str, int]] = []  # (fault id, line): a fault_started without its effects
+        self._fault_starts: dict[Any, float] = {}  # fault id -> its fault_started's mono_ms
+        # (fault id, mono_ms, line) of each message_faulted: its fault_started may come later in the file
+        # (written once the injection returned), so they are matched in `finish`.
+        self._messages: list[tuple[Any, float, int]] = []
         self._run_protocol: Any = None
         self._protocols: dict[tuple[Any, Any], list[tuple[Any, int]]] = {}  # member writer -> (protocol, line)
         self._run_started: int | None = None
@@ -321,8 +333,12 @@ class Audit:
             self._counts[event["topic"]] = max(self._counts.get(event["topic"], 0), event["partitions"])
         elif name == ev.CONSUMER_STARTED and event.get(ev.MEMBER) is not None:
             self._protocols.setdefault(key, []).append((event.get("protocol"), line))
-        elif name == ev.FAULT_STARTED and event.get(ev.EFFECTS) is None:  # fine before format 3 (`finish`)
-            self._unsaid.append((f"{event.get('fault_id') or 'a fault'} ({event.get('kind')})", line))
+        elif name == ev.FAULT_STARTED:
+            self._fault_starts[event.get("fault_id")] = mono
+            if event.get(ev.EFFECTS) is None:  # fine before format 3 (`finish`)
+                self._unsaid.append((f"{event.get('fault_id') or 'a fault'} ({event.get('kind')})", line))
+        elif name == ev.MESSAGE_FAULTED:
+            self._messages.append((event["fault_id"], mono, line))
 
         named = _PARTITION_LISTS.get(name)
         if named is not None:
@@ -398,6 +414,16 @@ class Audit:
                     "fault-effects",
                     (line,),
                     f"fault_started {fault} says nothing of what it does to its target: no effects",
+                )
+        for fault_id, mono, line in self._messages:
+            started = self._fault_starts.get(fault_id)
+            if started is None:
+                self._break("message-faults", (line,), f"message_faulted names fault {fault_id}, which never started")
+            elif mono < started:
+                self._break(
+                    "message-faults",
+                    (line,),
+                    f"message_faulted of fault {fault_id} stamped {started - mono:.3f} ms before its fault_started",
                 )
         # Every writer stamps an instant no later than it writes; the harness writes run_started
         # before it starts anything, and run_finished once everything else has stopped.

@@ -67,6 +67,9 @@ class Generation:
     member_epochs: bool = False  # KIP-848: members reach an epoch one by one, each on its own heartbeat
     fenced_commits: bool = True  # the group refuses a former owner's commits (by generation or epoch)
     group_home: GroupHome = "kafka"  # where the group's membership lives
+    # The Kafka APIs its members send to the brokers, by Kafka's names: what a message fault may act
+    # on (faults/message.py). The group APIs are their protocol's; every Kafka client fetches.
+    kafka_apis: tuple[str, ...] = ("Fetch",)
     # Eager range / roundrobin generations must match oracle/assignors.py's layouts: the members
     # sort themselves the way those definitions say (KIP-848's brokers assign their own way).
     layouts: bool = False
@@ -118,7 +121,23 @@ class _Drivers(Mapping[str, str]):
 
 
 _CLASSIC_DRIVERS = MappingProxyType({"librdkafka": "workloads.consumer", "java": "workloads.verifiable"})
-_CLASSIC = dict(drivers=_CLASSIC_DRIVERS, group_protocol="classic")
+# Both group protocols commit and fetch offsets at the group's coordinator, found with FindCoordinator.
+_OFFSET_APIS = ("OffsetCommit", "OffsetFetch", "FindCoordinator", "Fetch")
+CLASSIC_APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", *_OFFSET_APIS)
+CONSUMER_APIS = ("ConsumerGroupHeartbeat", *_OFFSET_APIS)
+_CLASSIC = dict(drivers=_CLASSIC_DRIVERS, group_protocol="classic", kafka_apis=CLASSIC_APIS)
+_CONSUMER = dict(
+    drivers=MappingProxyType({"librdkafka": "workloads.consumer"}),
+    assignors=("uniform", "range"),
+    needs="consumer-protocol",
+    kafka_why="the consumer protocol (KIP-848) needs brokers that speak it",
+    group_protocol="consumer",
+    assignor_runs_on="broker",
+    broker_timing=True,
+    incremental=True,
+    member_epochs=True,
+    kafka_apis=CONSUMER_APIS,
+)
 _COORDINATOR = dict(
     about="the project's coordinator",
     drivers=MappingProxyType({"librdkafka": "workloads.coordinated"}),
@@ -169,18 +188,13 @@ GENERATIONS: Mapping[str, Generation] = MappingProxyType(
                 **_CLASSIC,
             ),
             # KIP-848: the assignors are the brokers' remote assignors.
+            Generation("consumer", "the consumer protocol (KIP-848)", **_CONSUMER),
+            # With instance ids: a member started again within its session comes back as itself.
             Generation(
-                "consumer",
-                "the consumer protocol (KIP-848)",
-                MappingProxyType({"librdkafka": "workloads.consumer"}),
-                ("uniform", "range"),
-                needs="consumer-protocol",
-                kafka_why="the consumer protocol (KIP-848) needs brokers that speak it",
-                group_protocol="consumer",
-                assignor_runs_on="broker",
-                broker_timing=True,
-                incremental=True,
-                member_epochs=True,
+                "consumer-static",
+                "the consumer protocol with static membership (KIP-848)",
+                static_membership=True,
+                **_CONSUMER,
             ),
             # The project's coordinator, seeds 001-004's designs: v1 assigns in JoinGroup, v2 lets the
             # leader assign (SyncGroup), v3 adds KIP-62's rebalance timeout and KIP-134's initial delay.

@@ -110,6 +110,10 @@ FAULT_STARTED = "fault_started"
 FAULT_HEALED = "fault_healed"
 FAULT_FAILED = "fault_failed"
 FAULT_HEAL_FAILED = "fault_heal_failed"
+# The message proxy (source: message-proxy) acted on one response of a member, for a message fault:
+# `action` is one of MESSAGE_ACTIONS (faults/message.py says what each does on the connection).
+MESSAGE_FAULTED = "message_faulted"
+MESSAGE_ACTIONS = ("delay", "withhold", "cut-after-request", "error")
 # What a fault does to its target, as its kind declares it (faults/base.py: Effects): fault_started's
 # `effects`, so that no reader decides by a kind's name.
 EFFECTS = "effects"
@@ -183,6 +187,7 @@ CONSUMER_EVENTS = (
     COORDINATOR_LOST,
 )
 FAULT_EVENTS = (FAULT_STARTED, FAULT_HEALED, FAULT_FAILED, FAULT_HEAL_FAILED)
+MESSAGE_PROXY_EVENTS = (MESSAGE_FAULTED,)
 COORDINATOR_EVENTS = (
     COORDINATOR_PREPARING_REBALANCE,
     COORDINATOR_STABILIZED,
@@ -200,5 +205,11 @@ COORDINATOR_EVENTS = (
 )
 
 EVENT_NAMES = frozenset(
-    HARNESS_EVENTS + OBSERVER_EVENTS + PRODUCER_EVENTS + CONSUMER_EVENTS + FAULT_EVENTS + COORDINATOR_EVENTS
+    HARNESS_EVENTS
+    + OBSERVER_EVENTS
+    + PRODUCER_EVENTS
+    + CONSUMER_EVENTS
+    + FAULT_EVENTS
+    + MESSAGE_PROXY_EVENTS
+    + COORDINATOR_EVENTS
 )

@@ -50,6 +50,19 @@ class FakeToxiproxy:
         self.targets._record("remove_toxic", proxy, name)
 
 
+class FakeMessageProxy:
+    """Records the rules a message fault gives the message proxy, in its targets' ``calls``."""
+
+    def __init__(self, targets: FakeTargets):
+        self.targets = targets
+
+    def add_rule(self, rule: dict) -> None:
+        self.targets._record("add_rule", rule["member"], rule)
+
+    def remove_rule(self, fault_id: str) -> None:
+        self.targets._record("remove_rule", fault_id)
+
+
 class FakeTargets:
     def __init__(
         self,
@@ -71,6 +84,7 @@ class FakeTargets:
         self.session_timeout_s = zookeeper_session_timeout_s
         self.stopped: set[str] = set()
         self._toxiproxy = FakeToxiproxy(self)
+        self._message_proxy = FakeMessageProxy(self)
         self.release, self.metadata = fake_release(kafka), metadata
         self.controllers = ["controller-1"] if metadata == "kraft" else []
 
@@ -133,6 +147,12 @@ class FakeTargets:
 
     def toxiproxy(self):
         return self._toxiproxy
+
+    def message_proxy(self):
+        return self._message_proxy
+
+    def request_timeout_ms(self, member, api):
+        return 60_000 + (3_000 if api == "JoinGroup" else 0)  # a librdkafka member's, max.poll.interval.ms aside
 
     # --- ZooKeeper --------------------------------------------------------------------------
 

@@ -544,6 +544,8 @@ class JavaMember(Driver):
     client_distribution = "kafka-clients"  # a release's tools and client (JavaSettings.kafka_tools)
     one_topic_by_name = True  # its --topic
     commits_before_processing = False  # it commits what it has consumed, after
+    request_timeout_ms = 30_000  # the Java consumer's request.timeout.ms
+    join_timeout_margin_ms = 5_000  # ConsumerNetworkClient: a JoinGroup waits the rebalance timeout + 5 s
 
     def __init__(self, spec: MemberSpec[JavaSettings], stop: threading.Event):
         self.spec = spec

@@ -36,6 +36,7 @@ from harness.cluster.kinds import (
     ToxiproxyKind,
     ZooKeeperKind,
 )
+from harness.cluster.message_lanes import MessageProxyServer, start_message_proxy
 from harness.cluster.network import NetworkPlan
 from harness.cluster.spec import ClusterSpec
 from harness.paths import registry_dir
@@ -205,6 +206,7 @@ class ComposeCluster:
         self.kafka_admin: ClusterAdmin | None = None
         self._toxiproxy = None
         self._registration: Path | None = None
+        self.message_proxy_server: MessageProxyServer | None = None  # a process of this machine, not a container
 
     # ----------------------------------------------------------------- addresses
 
@@ -232,6 +234,10 @@ class ComposeCluster:
             self._toxiproxy = ToxiproxyClient(f"http://127.0.0.1:{self.topology.toxiproxy_api_port}")
         return self._toxiproxy
 
+    @property
+    def message_proxy(self):
+        return self.message_proxy_server.client if self.message_proxy_server else None
+
     def broker_names(self) -> list[str]:
         return list(self.topology.broker_ids)
 
@@ -258,6 +264,7 @@ class ComposeCluster:
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,
             "toxiproxy_api": f"http://127.0.0.1:{self.topology.toxiproxy_api_port}",
+            **({"message_proxy_api": self.message_proxy_server.api} if self.message_proxy_server else {}),
             "brokers": {n: {"id": b.broker_id, "port": b.port} for n, b in self.brokers.items()},
             "containers": {n: s._id for n, s in self.services.items()},
             "logs": {n: {k: str(v) for k, v in s.logs.items()} for n, s in self.services.items()},
@@ -290,6 +297,10 @@ class ComposeCluster:
             else None,
         )
         self._make_services()
+        if self.spec.message_proxy:  # listening before any broker advertises it
+            self.message_proxy_server = start_message_proxy(
+                self.spec.message_proxy, self.network, self.supervisor, self.workdir / "logs", deadline
+            )
         import docker
         from testcontainers.compose import DockerCompose
 
@@ -347,10 +358,13 @@ class ComposeCluster:
     def stop(self) -> None:
         """Every container in stop-tier order, their output kept in logs/, then the project removed."""
         if self.compose is None:
+            stop_in_order([self.message_proxy_server] if self.message_proxy_server else [])
             self._unregister()
             return
         try:
-            stop_in_order(self.services.values())
+            stop_in_order(
+                [*self.services.values(), *([self.message_proxy_server] if self.message_proxy_server else [])]
+            )
             for service in self.services.values():
                 try:
                     service.logs["stdout"].write_bytes(service.container.logs())

@@ -25,6 +25,7 @@ import yaml
 
 from harness.cluster import config, zookeeper
 from harness.cluster.local import KRAFT_CONTROLLER_ID, _kraft_cluster_id
+from harness.cluster.message_lanes import message_lanes
 from harness.cluster.network import Hosts, NetworkPlan
 from harness.cluster.ports import free_port
 from harness.cluster.spec import ClusterSpec
@@ -68,7 +69,15 @@ def render(
     zk_ports = {name: free_port() for name in zk_nodes}
     coordinators = spec.coordinator_names()
     broker_ids = {f"broker-{i}": i for i in range(1, spec.brokers + 1)}
-    network = NetworkPlan(list(broker_ids.values()), spec.lanes, zk_ports, free_port, coordinators, hosts=HOSTS)
+    network = NetworkPlan(
+        list(broker_ids.values()),
+        spec.lanes,
+        zk_ports,
+        free_port,
+        coordinators,
+        hosts=HOSTS,
+        message_lanes=message_lanes(spec),
+    )
     topology = Topology(project, directory, spec.kafka, zookeeper_mode, network, free_port(), broker_ids)
     labels = {OWNER_LABEL: owner}
     fill = _Filler(directory, labels)

@@ -39,6 +39,13 @@ class ToxiproxyKind:
     role, tier = "toxiproxy", StopTier.NETWORK
 
 
+class MessageProxyKind:
+    """The Kafka-protocol-aware proxy in front of the member lanes' Toxiproxy proxies (network.py):
+    message faults act there. Stopped with the other proxies, after every client is gone."""
+
+    role, tier = "message-proxy", StopTier.NETWORK
+
+
 class CoordinatorKind:
     """An instance of the project's own group coordinator (the ``coordinator`` package)."""
 
@@ -61,4 +68,4 @@ def coordinator_leader(addresses: dict[str, str]) -> str | None:
     return None
 
 
-CLUSTER_KINDS = (ToxiproxyKind, ZooKeeperKind, KRaftControllerKind, BrokerKind, CoordinatorKind)
+CLUSTER_KINDS = (ToxiproxyKind, MessageProxyKind, ZooKeeperKind, KRaftControllerKind, BrokerKind, CoordinatorKind)

@@ -29,6 +29,7 @@ from harness.cluster import config, kinds, zookeeper
 from harness.cluster.admin import ClusterAdmin, TopicSpec
 from harness.cluster.backend import Cleaned, Cleanup, CleanupScope
 from harness.cluster.kinds import CLUSTER_KINDS
+from harness.cluster.message_lanes import MessageProxyServer, message_lanes, start_message_proxy
 from harness.cluster.network import NetworkPlan
 from harness.cluster.nodes import (
     Broker,
@@ -83,6 +84,7 @@ class LocalCluster:
         self.broker_ids = {f"broker-{i}": i for i in range(1, spec.brokers + 1)}
         self.network: NetworkPlan | None = None
         self.toxiproxy_server: ToxiproxyServer | None = None
+        self.message_proxy_server: MessageProxyServer | None = None
         self.zookeeper_nodes: dict[str, ZooKeeperNode] = {}
         self.jolokia_agent: Path | None = jolokia_agent() if self.spec.zookeeper_mode else None
         self.controller_port: int | None = None
@@ -135,6 +137,10 @@ class LocalCluster:
     def toxiproxy_api(self) -> str | None:
         return self.toxiproxy_server.api if self.toxiproxy_server else None
 
+    @property
+    def message_proxy(self):
+        return self.message_proxy_server.client if self.message_proxy_server else None
+
     def broker_names(self) -> list[str]:
         return list(self.broker_ids)
 
@@ -150,6 +156,7 @@ class LocalCluster:
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,
             "toxiproxy_api": self.toxiproxy_api,
+            **({"message_proxy_api": self.message_proxy_server.api} if self.message_proxy_server else {}),
             "brokers": {n: {"id": b.broker_id, "port": b.port} for n, b in self.brokers.items()},
             "processes": {n: s.pid for n, s in self.services.items() if s.process},
             "logs": {n: {k: str(v) for k, v in s.logs.items()} for n, s in self.services.items()},
@@ -183,10 +190,21 @@ class LocalCluster:
         else:
             self.controller_port = free_port()
         self.network = NetworkPlan(
-            list(self.broker_ids.values()), self.spec.lanes, self.zk_ports, free_port, self.coordinator_names()
+            list(self.broker_ids.values()),
+            self.spec.lanes,
+            self.zk_ports,
+            free_port,
+            self.coordinator_names(),
+            message_lanes=message_lanes(self.spec),
         )
         for route in self.network.routes.values():
             self.toxiproxy.create(route.proxy, route.listen, route.upstream)
+        if self.spec.message_proxy:
+            self.message_proxy_server = self._add(
+                start_message_proxy(
+                    self.spec.message_proxy, self.network, self.supervisor, self.workdir / "logs", deadline
+                )
+            )
         self._write_broker_configs()
         if not self.spec.zookeeper_mode:
             self._prepare_kraft()

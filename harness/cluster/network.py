@@ -26,6 +26,13 @@ consumer keeps its group in ZooKeeper).
 The project's coordinator instance c listens on its own port (used directly by
 the harness and the observer); member lane k reaches it through
 ``lane-<k>.<c>`` and it reaches ZooKeeper node z through ``<c>.to.<z>``.
+
+A lane in ``message_lanes`` has one more hop in front of its Toxiproxy proxies: the
+message proxy (faults/message_proxy/), which reads the Kafka protocol. Its listener
+``message-lane-<k>.broker-<b>`` is what broker b advertises on ``LANE<k>``, and it forwards
+to ``lane-<k>.broker-<b>``, so member → message proxy → Toxiproxy → broker, and every
+Toxiproxy fault still acts on that lane. The message proxy runs on this machine whatever
+the backend: members reach it, and it reaches Toxiproxy's published ports, on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -79,6 +86,8 @@ class NetworkPlan:
     coordinator_ports: dict[str, int] = field(default_factory=dict)
     routes: dict[str, Route] = field(default_factory=dict)
     hosts: Hosts = Hosts()
+    message_lanes: frozenset[int] = frozenset()  # lanes through the message proxy
+    message_routes: dict[str, Route] = field(default_factory=dict)  # its listeners, by lane name
     _bound: dict[tuple[int, str], int] = field(default_factory=dict)  # (broker, listener) -> bound port
 
     def __post_init__(self):
@@ -102,6 +111,11 @@ class NetworkPlan:
                 self._add(f"lane-{k}.{c}", c, port)
             for z, zk_port in self.zookeeper_ports.items():
                 self._add(f"{c}.to.{z}", z, zk_port)
+        for k in sorted(self.message_lanes):  # last, so the ports above do not depend on it
+            for b in self.brokers:
+                toxiproxy = self.routes[f"lane-{k}.broker-{b}"]
+                name = f"message-lane-{k}.broker-{b}"
+                self.message_routes[name] = Route(name, self.port(), toxiproxy.listen_port)
 
     def _route(self, proxy: str, broker: int, listener: str) -> None:
         self._bound[(broker, listener)] = self.port()
@@ -124,7 +138,7 @@ class NetworkPlan:
 
     def _advertised_port(self, broker: int, listener: str) -> int:
         if listener.startswith("LANE"):
-            return self.routes[f"lane-{listener[4:]}.broker-{broker}"].listen_port
+            return self._lane_route(int(listener[4:]), broker).listen_port
         source = int(listener[4:])
         if source == broker:
             return self._bound[(broker, listener)]
@@ -158,8 +172,20 @@ class NetworkPlan:
     def direct_bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{self.direct[b]}" for b in self.brokers)
 
+    def _lane_route(self, lane: int, broker: int) -> Route:
+        """Where member ``lane`` reaches ``broker``: its message proxy's listener, else its Toxiproxy proxy."""
+        return (
+            self.message_routes.get(f"message-lane-{lane}.broker-{broker}")
+            or self.routes[f"lane-{lane}.broker-{broker}"]
+        )
+
     def lane_bootstrap(self, lane: int) -> str:
-        return ",".join(f"127.0.0.1:{self.routes[f'lane-{lane}.broker-{b}'].listen_port}" for b in self.brokers)
+        return ",".join(f"127.0.0.1:{self._lane_route(lane, b).listen_port}" for b in self.brokers)
+
+    def message_lane_member(self, name: str) -> tuple[str, str]:
+        """(member, broker) of a message proxy's listener: member consumer-k rides lane k."""
+        lane, broker = name.removeprefix("message-lane-").split(".", 1)
+        return f"consumer-{lane}", broker
 
     def lane_zookeeper_connect(self, lane: int) -> str | None:
         return (

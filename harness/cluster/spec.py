@@ -42,6 +42,15 @@ class ProjectCoordinator:
 
 
 @dataclass
+class MessageProxySpec:
+    """The Kafka-protocol-aware proxy (faults/message_proxy/) in front of these client lanes (network.py):
+    where ``message`` faults act on single requests and responses."""
+
+    lanes: frozenset[int]
+    history: str | None = None  # where it writes what it did to a message (a run's history); default: its log directory
+
+
+@dataclass
 class ExternalTarget:
     """Where someone else's cluster is, how to reach it, and what the run leaves in it."""
 
@@ -69,6 +78,7 @@ class ClusterSpec:
     # 127.0.0.1; the harness's own listeners (client lanes, inter-broker, controller) stay PLAINTEXT.
     sasl_plain: SaslPlainUser | None = None
     broker_racks: tuple[str, ...] = ()  # broker.rack of broker-1, broker-2, … (cluster.broker_racks); () none
+    message_proxy: MessageProxySpec | None = None  # the run has message faults: its lanes pass the message proxy
 
     def broker_settings(self, node_id: int) -> dict:
         """broker_config, and this broker's broker.rack where the scenario gives racks."""

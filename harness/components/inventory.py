@@ -57,6 +57,7 @@ def version_lines() -> list[str]:
         f"confluent-kafka {PYTHON_PINS.get('confluent-kafka', 'unknown')}",
         f"librdkafka {librdkafka_version() or 'not installed'}",
         f"toxiproxy {versions.TOXIPROXY_VERSION}",
+        f"kio {PYTHON_PINS.get('kio', 'unknown')} (the message proxy's Kafka message schemas)",
         f"java {versions.JAVA_MIN_MAJOR}+ required" + (f" (found {java})" if java else " (none on PATH)"),
         f"python {platform.python_version()}",
     ]
@@ -91,7 +92,13 @@ def loaded_clients(history: Path) -> dict[str, str]:
 
 
 def run_components(
-    *, kafka: str | None, metadata_mode: str | None, client: str | None, toxiproxy: bool, history: Path | None
+    *,
+    kafka: str | None,
+    metadata_mode: str | None,
+    client: str | None,
+    toxiproxy: bool,
+    history: Path | None,
+    message_proxy: bool = False,
 ) -> dict[str, str | None]:
     """run.json's ``components``: every component's version this run used (None: not known, as
     the Kafka release of someone else's cluster)."""
@@ -107,6 +114,8 @@ def run_components(
     components.update(loaded_clients(history) if history else {})
     if toxiproxy:
         components["toxiproxy"] = versions.TOXIPROXY_VERSION
+    if message_proxy:  # its Kafka message schemas
+        components["kio"] = PYTHON_PINS.get("kio")
     components["java"] = java_version()
     components["python"] = platform.python_version()
     return components

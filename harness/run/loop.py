@@ -33,6 +33,7 @@ from pathlib import Path
 
 from coordinator.group import variant
 from faults import network
+from faults.capabilities import Capability
 from faults.catalogue import from_spec
 from faults.schedule import FaultScheduler
 from faults.watch import TriggerWatcher
@@ -40,8 +41,9 @@ from harness.cluster.admin import TopicSpec
 from harness.cluster.backend import ClusterBackend, open_cluster
 from harness.cluster.cleanup import clean_up_after_dead_harnesses
 from harness.cluster.config import INITIAL_REBALANCE_DELAY_MS
+from harness.cluster.kinds import MessageProxyKind
 from harness.cluster.shared import ClusterPool, unshareable
-from harness.cluster.spec import ClusterSpec, ExternalTarget, ProjectCoordinator
+from harness.cluster.spec import ClusterSpec, ExternalTarget, MessageProxySpec, ProjectCoordinator
 from harness.components import client_envs, inventory
 from harness.paths import new_stamped_dir, point_latest
 from harness.reports import run as reporting
@@ -63,6 +65,7 @@ from runtime.errors import (
     EXIT_INTERRUPTED,
     EXIT_RUN_ERROR,
     AuthenticationFailed,
+    ClusterError,
     LabError,
 )
 from runtime.history import BROKER_LOG_CLOCK, HistoryWriter, now
@@ -214,6 +217,7 @@ class Run:
             client=self.client,
             toxiproxy=bool(self.cluster and getattr(self.cluster, "toxiproxy", None)),
             history=self.history_path,
+            message_proxy=bool(self.cluster and getattr(self.cluster, "message_proxy", None)),
         )
 
     def _state(self, state: str, **extra) -> None:
@@ -468,6 +472,11 @@ class Run:
                 self.report(f"{name} exited")
             for proc in self.supervisor.poll_exits():
                 self.report(f"{proc.name} exited with code {proc.popen.returncode}")
+                if proc.role == MessageProxyKind.role:  # every message fault's effect went with it
+                    raise ClusterError(
+                        f"the message proxy exited with code {proc.popen.returncode} while the run went on: "
+                        f"the run is broken, not a member (its log: {proc.log_path})"
+                    )
                 if self.observer and proc.name == self.observer.name:  # it may give up; it is only a witness
                     self.observer.start()
             if self._following:
@@ -540,12 +549,21 @@ class Run:
                     network.reset(self.cluster.toxiproxy)
             except Exception as e:  # Toxiproxy itself may be what a fault broke
                 self.report(f"could not check Toxiproxy: {e}")
+        message_rules = []
+        if getattr(self.cluster, "message_proxy", None):
+            try:
+                message_rules = self.cluster.message_proxy.rules()
+                if message_rules:
+                    self.cluster.message_proxy.reset()
+            except Exception as e:  # the message proxy may be gone: the run is broken then anyway
+                self.report(f"could not check the message proxy: {e}")
         self.history.emit(
             ev.HEAL_CHECKED,
             stopped_processes=stopped,
             proxies=len(proxies),
             proxies_with_toxics=sorted(p.name for p in proxies if p.toxics),
             proxies_disabled=sorted(p.name for p in proxies if not p.enabled),
+            **({"message_rules": sorted(message_rules)} if getattr(self.cluster, "message_proxy", None) else {}),
         )
 
     def _record_coordinator_events(self) -> None:
@@ -604,6 +622,9 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         lanes=len(s.member_slots()),
         broker_racks=tuple(s.cluster.broker_racks or ()),
         coordinator=_project_coordinator(s, history),
+        message_proxy=MessageProxySpec(frozenset(range(1, len(s.member_slots()) + 1)), history and str(history))
+        if s.needs(Capability.MESSAGE_LANES)
+        else None,
         external=ExternalTarget(
             s.cluster.bootstrap_servers,
             s.cluster.zookeeper_connect,

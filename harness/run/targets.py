@@ -117,6 +117,13 @@ class RunTargets:
     def toxiproxy(self):
         return self.cluster.toxiproxy
 
+    def message_proxy(self):
+        return self.cluster.message_proxy
+
+    def request_timeout_ms(self, member: str, api: str) -> int:
+        w = self.workload.scenario.workload
+        return w.driver_class.answer_timeout_ms(api, w.max_poll_interval_ms)
+
     def proxies(self, target: str, link: str) -> list[str]:
         return network.proxies(self.cluster.network, target, self.resolve(link))
 

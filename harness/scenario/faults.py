@@ -164,7 +164,12 @@ def random_problems(scenario: Scenario, facts: ScenarioFacts) -> list[str]:
     unknown = [t for t in r.targets or [] if t not in facts.targets or t == COORDINATOR]
     if unknown:
         out.append(f"targets: no process {', '.join(map(repr, unknown))} in this scenario")
-    drawing = Drawing(members=facts.members, zookeeper=facts.zookeeper, brokers=len(facts.brokers))
+    drawing = Drawing(
+        members=facts.members,
+        zookeeper=facts.zookeeper,
+        brokers=len(facts.brokers),
+        kafka_apis=scenario.workload.generation.kafka_apis,
+    )
     for kind in dict.fromkeys(r.kinds):
         spec = catalogue.SPECS[kind]
         out += [f"kinds: {kind}: {c.refusal(facts.backend)}" for c in lacking(spec.needs, facts.capabilities)]
@@ -204,6 +209,7 @@ def schedule(scenario: Scenario) -> list[dict]:
             zookeeper=scenario.cluster.zookeeper_mode and not scenario.cluster.external,
             brokers=scenario.cluster.brokers,
             written=scenario.faults,
+            kafka_apis=scenario.workload.generation.kafka_apis,
         )
         faults += [FAULT.validate_python(f).model_dump() for f in drawn]
     faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order

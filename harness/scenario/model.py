@@ -15,7 +15,9 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
+from faults import catalogue
 from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS
+from faults.capabilities import Capability
 from faults.strict import Strict
 from faults.topic_names import TOPIC_NAME_MAX, topic_set_problems
 from harness.components import client_envs, versions
@@ -327,6 +329,12 @@ class Scenario(Strict):
         if not self.workload.generation.project_coordinator:
             return []
         return [f"coordinator-{i}" for i in range(1, self.workload.coordinator.instances + 1)]
+
+    def needs(self, capability: Capability) -> bool:
+        """Whether a fault entry, or a kind ``random_faults`` may draw, needs ``capability`` of the cluster."""
+        kinds = [catalogue.SPECS[f.kind] for f in self.faults]
+        kinds += [catalogue.SPECS[k] for k in self.random_faults.kinds] if self.random_faults else []
+        return any(capability in spec.needs for spec in kinds)
 
     def schedule(self) -> list[dict]:
         """Every fault of the run in time order, the seeded random ones expanded, with ids."""

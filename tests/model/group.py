@@ -413,6 +413,29 @@ class Group:
             self.advance(length)
             self.resume(m)
 
+    def delay_heartbeat_response(self, m: Member, delay_ms: int) -> None:
+        """A message fault: the message proxy holds back one heartbeat response of ``m`` for less than
+        a heartbeat interval's worth. The request reached the coordinator: nothing else happens."""
+        api = "ConsumerGroupHeartbeat" if self.epochs else "Heartbeat"
+        params = {"duration_s": 1.0, "api": api, "action": "delay", "delay_ms": delay_ms}
+        started = self.mono()
+        fault_id = self._fault("message", m.name, params)
+        self.advance(self.rng.uniform(1, 200))
+        self.emit(
+            ev.MESSAGE_FAULTED,
+            "message-proxy",
+            fault_id=fault_id,
+            member=m.name,
+            broker="broker-1",
+            api=api,
+            api_version=4,
+            correlation_id=self.rng.randrange(1, 10_000),
+            action="delay",
+            delay_ms=delay_ms,
+        )
+        self.advance(1000)
+        self._healed(fault_id, "message", m.name, started)
+
     def resume(self, m: Member) -> None:
         """SIGCONT. An evicted member's late commit is refused; it learns its partitions were
         lost, and rejoins as a new member."""

@@ -341,6 +341,16 @@ def mixed_member_says_no_protocol(events: list[Event]) -> str:
     return f"{last['source']} seq {last['seq']}"
 
 
+def message_of_no_fault(events: list[Event]) -> str:
+    """The message proxy says it acted on a message for a fault that never started."""
+    acted = [e for e in events if e["name"] == "message_faulted"]
+    if not acted:
+        raise NotApplicable("no message fault")
+    e = _mid(acted)
+    e["fault_id"] = "f999"
+    return f"message-proxy seq {e['seq']}"
+
+
 # mutation -> (the promise of oracle/integrity.py it breaks, and nothing else; the mutation)
 BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
     "seq-from-1": ("writer-sequence", seq_not_from_1),
@@ -358,6 +368,7 @@ BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
     "run-finished-last": ("run-bounds", run_finished_not_last),
     "fault-effects": ("fault-effects", fault_says_nothing),
     "member-protocol": ("member-protocol", mixed_member_says_no_protocol),
+    "message-faults": ("message-faults", message_of_no_fault),
 }
 
 
@@ -466,6 +477,11 @@ class GroupMachine(RuleBasedStateMachine):
     @rule(i=MEMBER, uncommitted=st.booleans(), past_session=st.booleans())
     def pause(self, i, uncommitted, past_session):
         self.group.pause(self._pick(self._active(), i), uncommitted, past_session)
+
+    @precondition(lambda self: self._active())
+    @rule(i=MEMBER, delay_ms=st.integers(1, 500))
+    def delay_heartbeat_response(self, i, delay_ms):
+        self.group.delay_heartbeat_response(self._pick(self._active(), i), delay_ms)
 
     @precondition(lambda self: self.group.of("paused"))
     @rule(i=MEMBER)
@@ -612,7 +628,8 @@ def test_anomaly_table_agrees_with_the_mutation_suite():
 
 
 def scripted(protocol: str, assignor: str) -> list[Event]:
-    """A fixed run of the model: a crash and its restart, a zombie and its return, a join."""
+    """A fixed run of the model: a crash and its restart, a zombie and its return, a join, and a
+    heartbeat answer the message proxy held back."""
     g = Group(protocol, assignor, partitions=6, slots=4, initial=3, seed=7)
     a, b, c, d = (g.members[f"consumer-{i}"] for i in range(1, 5))
     for step in range(30):
@@ -630,6 +647,8 @@ def scripted(protocol: str, assignor: str) -> list[Event]:
             g.restart(a)
         if step == 22:
             g.join(d)
+        if step == 26:
+            g.delay_heartbeat_response(c, 300)
         g.advance(150)
     return g.finish(rounds=5)
 

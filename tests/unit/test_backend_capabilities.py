@@ -33,6 +33,7 @@ ENTRIES = {
     "rolling-broker-upgrade": {"to": "3.9.2"},
     "rolling-client-upgrade": {"to": "confluent-kafka==2.99.0"},
     "protocol-migration": {"to": "consumer"},
+    "message": {"target": "consumer-1", "duration_s": 3, "api": "Heartbeat", "action": "delay"},
 }
 # Kinds the smoke scenario's Kafka (3.9, ZooKeeper mode) cannot have, and the cluster that can.
 ELSEWHERE = {"protocol-migration": {"kafka": "4.1"}}

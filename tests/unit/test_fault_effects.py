@@ -56,6 +56,8 @@ DECLARED: dict[str, tuple[dict, Effects]] = {
     "create-topic": ({"topic": "events-2", "partitions": 4}, Effects()),
     "rolling-broker-upgrade": ({"to": "3.9.2", "interval_s": 0}, Effects()),
     "rolling-client-upgrade": ({"to": "confluent-kafka==2.99.0", "interval_s": 0}, Effects()),
+    # Its requests reach the broker, heartbeats too: what the member makes of a lost answer is its own.
+    "message": ({"target": "consumer-1", "duration_s": 0.05, "api": "Heartbeat", "action": "delay"}, Effects()),
 }
 
 
@@ -63,6 +65,7 @@ SINCE_FORMAT_3 = {
     "protocol-migration",
     "rolling-broker-upgrade",
     "rolling-client-upgrade",
+    "message",
 }  # kinds added once every fault_started carried its effects
 
 

@@ -266,7 +266,7 @@ def test_the_fake_and_the_runs_targets_implement_every_method_of_targets():
         for name, method in vars(Targets).items()
         if callable(method) and not name.startswith("_")
     }
-    assert len(protocol) == 20
+    assert len(protocol) == 22
     for implementation in (FakeTargets, RunTargets):
         for name, signature in protocol.items():
             method = getattr(implementation, name, None)
@@ -292,8 +292,15 @@ def test_the_catalogue_names_each_kind_once_and_the_scenario_takes_its_kinds_fro
         "create-topic",
         "rolling-broker-upgrade",
         "rolling-client-upgrade",
+        "message",
     )
-    assert RANDOM_KINDS == ("pause", "crash", "network", "poll-stall")  # the order every seeded draw relies on
+    assert RANDOM_KINDS == (
+        "pause",
+        "crash",
+        "network",
+        "poll-stall",
+        "message",
+    )  # the order every seeded draw relies on
     assert all(fault.Spec.kind_name() == kind for kind, fault in catalogue.KINDS.items())
 
 

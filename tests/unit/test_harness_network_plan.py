@@ -256,3 +256,26 @@ def test_broker_ids_need_not_start_at_one():
     ]
     assert list(parse_listeners(p.listener_properties(7)["listeners"])) == ["CLIENT", "LANE1", "FROM4", "FROM7"]
     assert p.listener_properties(7)["inter.broker.listener.name"] == "FROM7"
+
+
+# --------------------------------------------------------------------- the message proxy's lanes
+
+
+def test_a_message_lane_puts_the_message_proxy_in_front_of_its_toxiproxy_proxies():
+    ports = itertools.count(100)
+    p = NetworkPlan([1, 2], 2, {}, lambda: next(ports), message_lanes=frozenset({2}))
+    without = plan(brokers=[1, 2], lanes=2, zookeeper_ports={}, first_port=100)
+    assert p.routes == without.routes, "the other routes keep their ports: the message proxy's come last"
+    for b in (1, 2):
+        route = p.message_routes[f"message-lane-2.broker-{b}"]
+        assert route.upstream_port == p.routes[f"lane-2.broker-{b}"].listen_port  # then Toxiproxy, then the broker
+        advertised = parse_listeners(p.listener_properties(b)["advertised.listeners"])
+        assert advertised["LANE2"] == ("127.0.0.1", route.listen_port)  # members follow it there
+        assert advertised["LANE1"] == ("127.0.0.1", p.routes[f"lane-1.broker-{b}"].listen_port)  # lane 1: as before
+    assert p.lane_bootstrap(2) == ",".join(
+        f"127.0.0.1:{p.message_routes[f'message-lane-2.broker-{b}'].listen_port}" for b in (1, 2)
+    )
+    assert p.lane_bootstrap(1) == without.lane_bootstrap(1)
+    assert p.message_lane_member("message-lane-2.broker-1") == ("consumer-2", "broker-1")
+    listening = bound_ports(p) + [r.listen_port for r in p.message_routes.values()]
+    assert len(listening) == len(set(listening)), "no port bound twice"

@@ -181,7 +181,7 @@ BAD_VALUES = [
     (
         lambda d: d["workload"].update(protocol="zk-eager", librdkafka={"processing": "worker"}),
         "workload.librdkafka",
-        "settings for classic-eager, classic-static, classic-cooperative, consumer (librdkafka's group client); "
+        "settings for classic-eager, classic-static, classic-cooperative, consumer, consumer-static (librdkafka's group client); "
         "this workload's members (protocol: zk-eager, driver: librdkafka) take workload.zk_eager",
     ),
     # One bound for every way a group grows (faults.base.MAX_MEMBERS): 128 members at most.

@@ -157,7 +157,7 @@ def test_the_stop_order_by_role_comes_from_the_services():
         ["coordinator"],
         ["broker"],
         ["zookeeper", "controller"],
-        ["toxiproxy"],
+        ["toxiproxy", "message-proxy"],
     ]
     assert role_tiers([*WorkloadProcesses.service_kinds, *LocalCluster.service_kinds])[0] == [
         "producer",

@@ -143,6 +143,32 @@ def a_fault_says_nothing_of_its_effects(events):
     del events[middle(faults)]["effects"]
 
 
+def _message_faulted(fault_id: str, mono_ms: float) -> dict:
+    return {
+        "name": "message_faulted",
+        "ts": 1.0,
+        "mono_ms": mono_ms,
+        "source": "message-proxy",
+        "seq": 1,
+        "fault_id": fault_id,
+        "member": MEMBER,
+        "api": "Heartbeat",
+        "action": "delay",
+        "delay_ms": 100,
+    }
+
+
+def a_message_of_a_fault_that_never_started(events):
+    i = middle(of(events, MEMBER))
+    events.insert(i + 1, _message_faulted("f999", events[i]["mono_ms"]))
+
+
+def a_message_acted_on_before_its_fault_began(events):
+    started = events[middle(of(events, "fault", "fault_started"))]
+    events.append(_message_faulted(started["fault_id"], started["mono_ms"] - 500))
+    events.sort(key=lambda e: e["name"] == "run_finished")  # run_finished stays last
+
+
 def a_member_starts_twice_in_one_incarnation(events):
     i = of(events, MEMBER, "consumer_started")[0]
     events.insert(i + 1, {**events[i], "protocol": "consumer"})  # and says another generation
@@ -171,6 +197,8 @@ REFUSED: dict[str, tuple[str, Callable[[list[dict]], None]]] = {
     "commit-ok-with-error": ("record-fields", successful_commit_with_error_code),
     "partition-999": ("partitions-exist", assign_a_partition_that_does_not_exist),
     "fault-without-effects": ("fault-effects", a_fault_says_nothing_of_its_effects),
+    "message-without-fault": ("message-faults", a_message_of_a_fault_that_never_started),
+    "message-before-fault": ("message-faults", a_message_acted_on_before_its_fault_began),
     "started-twice": ("member-protocol", a_member_starts_twice_in_one_incarnation),
     "mixed-without-protocol": ("member-protocol", a_member_of_a_mixed_group_says_no_protocol),
 }

@@ -55,6 +55,7 @@ def test_each_constant_is_spelt_as_its_name():
         vocabulary.PRODUCER_EVENTS,
         vocabulary.CONSUMER_EVENTS,
         vocabulary.FAULT_EVENTS,
+        vocabulary.MESSAGE_PROXY_EVENTS,
         vocabulary.COORDINATOR_EVENTS,
     )
     assert sum(map(len, groups)) == len(vocabulary.EVENT_NAMES), "an event is listed under two writers"

@@ -166,3 +166,34 @@ def test_a_revoke_callback_the_member_was_killed_in_never_ends(history_builder):
     w = wait(explained(b, 3), "join")
     assert (w.cause, w.member) == ("late-join", "consumer-1")
     assert "revoke callback" not in w.detail, w.detail
+
+
+def test_a_member_that_rejoins_right_after_a_message_fault_names_the_message(history_builder):
+    """The message proxy replaced consumer-2's SyncGroup answer: its rejoin is told as that message's doing."""
+    b = history_builder(topics={"events": 2})
+    b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
+    b.at(5_000).emit(
+        "message_faulted",
+        "message-proxy",
+        fault_id="f3",
+        member="consumer-2",
+        broker="broker-1",
+        api="SyncGroup",
+        api_version=5,
+        correlation_id=41,
+        action="error",
+        error="REBALANCE_IN_PROGRESS",
+        replaced_error="NONE",
+    )
+    b.at(5_120).coordinator(
+        "coordinator_preparing_rebalance", old_generation=1, reason="Updating metadata for member consumer-2-1-id"
+    )
+    b.rebalance(2, {"consumer-1": [0], "consumer-2": [1]}, at=5_150)
+    w = wait(explained(b, 2), "trigger")
+    assert (w.cause, w.member, w.ms) == ("message", "consumer-2", ms(120.0))
+    assert w.detail == (
+        "consumer-2's SyncGroup response was replaced by REBALANCE_IN_PROGRESS (fault f3), "
+        "and consumer-2 rejoined 120 ms later"
+    )
+    assert "message" in CAUSES

@@ -344,6 +344,7 @@ def test_version():
         "confluent-kafka",
         "librdkafka",
         "toxiproxy",
+        "kio",
         "java",
         "python",
     ]

@@ -42,13 +42,14 @@ def test_the_table_is_keyed_by_name_in_a_fixed_order():
         "classic-static",
         "classic-cooperative",
         "consumer",
+        "consumer-static",
         "coordinator-v1",
         "coordinator-v2",
         "coordinator-v3",
     )
     assert where(classic=True) == ("classic-eager", "classic-static", "classic-cooperative")
     assert where(project_coordinator=True) == ("coordinator-v1", "coordinator-v2", "coordinator-v3")
-    assert {"classic-cooperative", "consumer"} == INCREMENTAL_PROTOCOLS
+    assert {"classic-cooperative", "consumer", "consumer-static"} == INCREMENTAL_PROTOCOLS
 
 
 @pytest.mark.parametrize("generation", EVERY, ids=PROTOCOLS)
@@ -61,11 +62,17 @@ def test_every_driver_module_imports_and_runs_as_a_program(generation: Generatio
 
 
 def test_the_capabilities_say_what_the_generations_are():
-    assert where(static_membership=True) == ("classic-static",)
-    assert where(group_protocol="consumer") == where(broker_timing=True) == where(member_epochs=True) == ("consumer",)
+    assert where(static_membership=True) == ("classic-static", "consumer-static")
+    assert (
+        where(group_protocol="consumer")
+        == where(broker_timing=True)
+        == where(member_epochs=True)
+        == ("consumer", "consumer-static")
+    )
     assert {g.name: g.assignor_runs_on for g in EVERY if g.assignor_runs_on != "group-leader"} == {
         "zk-eager": "each-member",
         "consumer": "broker",
+        "consumer-static": "broker",
         "coordinator-v1": "project-coordinator",
     }
     for g in EVERY:

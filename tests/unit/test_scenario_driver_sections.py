@@ -44,6 +44,7 @@ FAMILY = {
     ("classic-cooperative", "librdkafka"): "librdkafka",
     ("classic-cooperative", "java"): "java",
     ("consumer", "librdkafka"): "librdkafka",
+    ("consumer-static", "librdkafka"): "librdkafka",
     ("coordinator-v1", "librdkafka"): "coordinator",
     ("coordinator-v2", "librdkafka"): "coordinator",
     ("coordinator-v3", "librdkafka"): "coordinator",

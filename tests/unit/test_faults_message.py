@@ -1,0 +1,194 @@
+"""The ``message`` fault kind (faults/message.py): what it is validated against, the rule it gives
+the message proxy, how it is drawn, and what a run with one asks of its cluster. The proxy itself:
+test_message_proxy*.py; on real brokers: tests/integration/test_message_faults.py."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from faults import catalogue
+from faults.capabilities import Capability
+from faults.message_proxy import apis
+from harness.run.loop import cluster_spec
+from harness.scenario import Scenario, validation_problems
+from oracle.protocols import GENERATIONS
+from tests.fake_targets import FakeTargets
+
+SMOKE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml").read_text())
+
+
+def scenario(*faults: dict, protocol: str = "classic-cooperative", kafka: str = "3.9.1", **extra) -> dict:
+    data = copy.deepcopy(SMOKE)
+    data["cluster"] = {**data.get("cluster", {}), "kafka": kafka}
+    data["workload"]["protocol"] = protocol
+    data["workload"].pop("assignor", None)  # the generation's own
+    data["faults"] = [{"kind": "message", "at_s": 5, "duration_s": 10, **f} for f in faults]
+    return {**data, **extra}
+
+
+def problems(data: dict) -> list[str]:
+    try:
+        Scenario.model_validate(data)
+    except ValidationError as e:
+        return [f"{key}: {reason}" for key, reason in validation_problems(e)]
+    return []
+
+
+def test_each_generation_sends_the_apis_it_declares_and_each_is_one_the_proxy_knows():
+    assert set(GENERATIONS["classic-cooperative"].kafka_apis) == {
+        "JoinGroup",
+        "SyncGroup",
+        "Heartbeat",
+        "LeaveGroup",
+        "OffsetCommit",
+        "OffsetFetch",
+        "FindCoordinator",
+        "Fetch",
+    }
+    assert "ConsumerGroupHeartbeat" in GENERATIONS["consumer"].kafka_apis
+    assert "JoinGroup" not in GENERATIONS["consumer"].kafka_apis
+    assert GENERATIONS["zk-eager"].kafka_apis == ("Fetch",)  # its group lives in ZooKeeper
+    assert all(set(g.kafka_apis) <= set(apis.APIS) for g in GENERATIONS.values())
+
+
+def test_an_api_the_members_protocol_does_not_send_is_refused_with_the_reason():
+    said = problems(scenario({"target": "consumer-1", "api": "ConsumerGroupHeartbeat", "action": "delay"}))
+    assert said == [
+        "faults[1].api: the classic cooperative protocol (KIP-429) (classic-cooperative) sends no "
+        "ConsumerGroupHeartbeat (its members send: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, "
+        "OffsetFetch, FindCoordinator, Fetch)"
+    ]
+    said = problems(
+        scenario({"target": "consumer-1", "api": "SyncGroup", "action": "delay"}, protocol="consumer", kafka="4.1")
+    )
+    assert len(said) == 1 and said[0].startswith(
+        "faults[1].api: the consumer protocol (KIP-848) (consumer) sends no SyncGroup"
+    )
+
+
+def test_an_error_the_api_is_never_answered_with_is_refused():
+    said = problems(
+        scenario({"target": "consumer-1", "api": "Heartbeat", "action": "error", "error": "OFFSET_OUT_OF_RANGE"})
+    )
+    assert len(said) == 1 and said[0].startswith("faults[1].error: Heartbeat is never answered OFFSET_OUT_OF_RANGE")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"action": "error"},  # which error?
+        {"action": "delay", "error": "REBALANCE_IN_PROGRESS"},  # an error only an error action puts in
+    ],
+)
+def test_an_error_goes_with_the_error_action_only(entry):
+    said = problems(scenario({"target": "consumer-1", "api": "SyncGroup", **entry}))
+    assert len(said) == 1 and "error: the error code an `error` action puts in, and only there" in said[0]
+
+
+def test_match_names_fields_of_the_apis_requests():
+    ok = scenario(
+        {"target": "consumer-1", "api": "ConsumerGroupHeartbeat", "action": "withhold", "match": {"member_epoch": 0}},
+        protocol="consumer",
+        kafka="4.1",
+    )
+    assert problems(ok) == []
+    bad = copy.deepcopy(ok)
+    bad["faults"][0]["match"] = {"epoch_of_member": 0}
+    said = problems(bad)
+    assert len(said) == 1 and said[0].startswith(
+        "faults[1].match: ConsumerGroupHeartbeat requests have no field epoch_of_member"
+    )
+
+
+def test_a_message_fault_acts_on_members_only_one_or_all():
+    assert problems(scenario({"target": "consumers", "api": "Heartbeat", "action": "delay"})) == []
+    said = problems(scenario({"target": "broker-1", "api": "Heartbeat", "action": "delay"}))
+    assert said == ["faults[1].target: message faults act on a member's messages (or 'consumers'), not 'broker-1'"]
+
+
+def test_the_rule_it_gives_the_proxy_and_takes_back_when_it_heals():
+    fault = catalogue.from_spec(
+        {
+            "fault_id": "f2",
+            "kind": "message",
+            "at_s": 5,
+            "target": "consumer-2",
+            "duration_s": 10,
+            "api": "JoinGroup",
+            "action": "withhold",
+            "count": 1,
+        }
+    )
+    targets = FakeTargets()
+    details = fault.inject(targets)
+    fault.heal(targets)
+    rule = details["rule"]
+    assert targets.actions() == [("add_rule", "consumer-2", rule), ("remove_rule", "f2")]
+    assert rule["member"] == "consumer-2" and rule["api"] == "JoinGroup" and rule["action"] == "withhold"
+    assert rule["close_after_ms"] == 63_000  # the member's own timeout for a JoinGroup
+    assert rule["count"] == 1 and rule["probability"] == 1.0 and rule["match"] == {}
+    assert rule["seed"] == catalogue.from_spec({**fault.spec.model_dump(), "fault_id": "f2"}).spec.rule("f2", 0)["seed"]
+    every = catalogue.from_spec({"fault_id": "f3", **fault.spec.model_dump(), "target": "consumers"})
+    assert every.inject(FakeTargets())["rule"]["member"] == "*"
+
+
+def test_a_run_with_a_message_fault_passes_every_lane_through_the_proxy_and_others_do_not():
+    with_one = Scenario.model_validate(scenario({"target": "consumer-1", "api": "Heartbeat", "action": "delay"}))
+    assert with_one.needs(Capability.MESSAGE_LANES)
+    spec = cluster_spec(with_one, Path("/tmp/history.jsonl"))
+    assert spec.message_proxy.lanes == frozenset({1, 2, 3}) and spec.message_proxy.history == "/tmp/history.jsonl"
+    drawn = scenario()
+    drawn["random_faults"] = {"count": 3, "start_s": 5, "duration_s": [1, 3], "kinds": ["pause", "message"]}
+    assert cluster_spec(Scenario.model_validate(drawn)).message_proxy is not None
+    without = copy.deepcopy(SMOKE)
+    assert cluster_spec(Scenario.model_validate(without)).message_proxy is None  # no cost where none is asked for
+
+
+@pytest.mark.parametrize("protocol, kafka", [("classic-cooperative", "3.9.1"), ("consumer", "4.1")])
+def test_drawn_message_faults_are_the_members_own_apis_and_always_valid(protocol, kafka):
+    data = scenario(protocol=protocol, kafka=kafka)
+    data["faults"] = []
+    data["random_faults"] = {"count": 12, "start_s": 5, "duration_s": [1, 3], "kinds": ["message"]}
+    s = Scenario.model_validate(data)
+    drawn = [f for f in s.schedule() if f["kind"] == "message"]
+    assert drawn and drawn == [f for f in Scenario.model_validate(data).schedule() if f["kind"] == "message"]
+    spoken = GENERATIONS[protocol].kafka_apis
+    assert all(f["api"] in spoken and f["api"] not in ("Fetch", "LeaveGroup") for f in drawn)
+    assert all(f["target"].startswith("consumer-") for f in drawn)
+    assert all(
+        (f["error"] in apis.APIS[f["api"]].errors) == (f["action"] == "error")
+        for f in drawn
+        if f["error"] or f["action"] == "error"
+    )
+
+
+def test_existing_seeded_schedules_do_not_change():
+    """message is drawn only where random_faults.kinds lists it: the default kinds draw what they drew."""
+    data = copy.deepcopy(SMOKE)
+    data["random_faults"] = {"count": 6, "start_s": 5, "duration_s": [1, 3]}
+    kinds = [f["kind"] for f in Scenario.model_validate(data).schedule()]
+    assert "message" not in kinds
+
+
+def test_a_message_proxy_that_dies_mid_run_breaks_the_run(tmp_path):
+    """Every message fault's effect went with it: the run is broken (exit 3), never a member's fault."""
+    from types import SimpleNamespace
+
+    from harness.run.loop import Run
+    from harness.scenario import load_scenario
+    from runtime.errors import EXIT_RUN_ERROR, ClusterError
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml"
+    run = Run(load_scenario(path), path, tmp_path, lambda m: None)
+    dead = SimpleNamespace(
+        name="message-proxy", role="message-proxy", popen=SimpleNamespace(returncode=-9), log_path=tmp_path / "log"
+    )
+    run.supervisor = SimpleNamespace(poll_exits=lambda: [dead])
+    with pytest.raises(ClusterError, match="the message proxy exited with code -9 while the run went on") as e:
+        run._wait("workload", 5.0, lambda: False)
+    assert e.value.exit_code == EXIT_RUN_ERROR
