@@ -203,9 +203,7 @@ def main() -> int:
     print(f"{'protocol':20} {'api':23} {'action':18} {'acted':>5}  {'verdict':8} next")
     for r in rows:
         flag = "" if r["ok"] else "  <-- " + ("nothing acted on" if not r["acted"] else f"exit {r['exit_code']}")
-        print(
-            f"{r['protocol']:20} {r['api']:23} {r['action']:18} {r['acted']:>5}  {r['verdict']:8} {r['next']}{flag}"
-        )
+        print(f"{r['protocol']:20} {r['api']:23} {r['action']:18} {r['acted']:>5}  {r['verdict']:8} {r['next']}{flag}")
     return 0 if all(r["ok"] for r in rows) else 1
 
 
