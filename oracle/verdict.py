@@ -335,6 +335,9 @@ def _faults_done(history: History) -> list[dict]:
     one fired by a trigger) and when it started and healed (`*_t_s`, from the run's start)."""
     scheduled = {f.get("fault_id"): f for f in history.run.get("faults") or () if isinstance(f, dict)}
     healed = {e.get("fault_id"): e for e in history.named(ev.FAULT_HEALED)}
+    acted: dict = {}  # fault id -> the messages the message proxy acted on for it
+    for m in history.named(ev.MESSAGE_FAULTED):
+        acted[m.get("fault_id")] = acted.get(m.get("fault_id"), 0) + 1
     out = []
     for e in history.named(ev.FAULT_STARTED):
         spec, heal = scheduled.get(e.get("fault_id")) or {}, healed.get(e.get("fault_id"))
@@ -350,6 +353,7 @@ def _faults_done(history: History) -> list[dict]:
                 if heal
                 else None,
                 "healed_how": heal.get("how") if heal else None,
+                **({"messages": acted[e.get("fault_id")]} if e.get("fault_id") in acted else {}),
             }
         )
     return out
@@ -368,8 +372,10 @@ def fault_lines(stats: dict) -> list[str]:
         healed = (
             f"healed t+{f['healed_t_s']:.3f}s ({f['healed_how']})" if f["healed_t_s"] is not None else "never healed"
         )
+        messages = f"; the message proxy acted on {f['messages']} message(s)" if f.get("messages") else ""
         lines.append(
             f"{f['fault_id']} {f['kind']} {f['target'] or ''}: {when}, started t+{f['started_t_s']:.3f}s, {healed}"
+            + messages
         )
     return lines
 

@@ -164,11 +164,9 @@ class Driver(ABC):
     # The client distribution workload.client may name a release of (workloads/client_versions.py):
     # "confluent-kafka" (librdkafka), "kafka-clients" (Java); None: it runs on the harness's own only.
     client_distribution: ClassVar[str | None] = None
-    # How long its client waits for an answer before it gives a request up (librdkafka's
-    # socket.timeout.ms, 60 s by default), and how much longer than the rebalance timeout it waits
-    # for a JoinGroup's, which the coordinator may hold for a whole round (librdkafka: 3 s).
+    # How long its client waits for most answers before it gives the request up (librdkafka's
+    # socket.timeout.ms, 60 s by default); the group's requests have their own (answer_timeout_ms).
     request_timeout_ms: ClassVar[int] = 60_000
-    join_timeout_margin_ms: ClassVar[int] = 3_000
     spec: MemberSpec
     events: MemberEvents
     command_pending: threading.Event
@@ -181,11 +179,18 @@ class Driver(ABC):
         """Be the member until ``stop`` is set; the process's exit code."""
 
     @classmethod
-    def answer_timeout_ms(cls, api: str, max_poll_interval_ms: int) -> int:
-        """How long a request of ``api`` (Kafka's name) waits for its answer before the client gives up."""
-        if api == "JoinGroup":  # the classic rebalance timeout is max.poll.interval.ms (KIP-62)
-            return max(cls.request_timeout_ms, max_poll_interval_ms + cls.join_timeout_margin_ms)
-        return cls.request_timeout_ms
+    def answer_timeout_ms(
+        cls, api: str, session_timeout_ms: int, max_poll_interval_ms: int, heartbeat_interval_ms: int
+    ) -> int:
+        """How long a request of ``api`` (Kafka's name) waits for its answer before the client gives it
+        up: librdkafka's own timeouts per request (src/rdkafka_request.c, rd_kafka_buf_set_abs_timeout)."""
+        return {
+            "JoinGroup": max_poll_interval_ms + 3_000,  # the rebalance timeout (KIP-62), plus 3 s of grace
+            "SyncGroup": session_timeout_ms + 3_000,
+            "Heartbeat": session_timeout_ms,
+            "LeaveGroup": 5_000,
+            "ConsumerGroupHeartbeat": heartbeat_interval_ms,  # the interval the coordinator gave it
+        }.get(api, cls.request_timeout_ms)
 
     @classmethod
     def stalls_polls(cls) -> bool:

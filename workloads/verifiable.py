@@ -545,7 +545,16 @@ class JavaMember(Driver):
     one_topic_by_name = True  # its --topic
     commits_before_processing = False  # it commits what it has consumed, after
     request_timeout_ms = 30_000  # the Java consumer's request.timeout.ms
-    join_timeout_margin_ms = 5_000  # ConsumerNetworkClient: a JoinGroup waits the rebalance timeout + 5 s
+
+    @classmethod
+    def answer_timeout_ms(
+        cls, api: str, session_timeout_ms: int, max_poll_interval_ms: int, heartbeat_interval_ms: int
+    ) -> int:
+        """The Java consumer waits request.timeout.ms for every answer but a JoinGroup's, which the
+        coordinator may hold a whole round: the rebalance timeout plus 5 s (AbstractCoordinator)."""
+        if api == "JoinGroup":
+            return max(cls.request_timeout_ms, max_poll_interval_ms + 5_000)
+        return cls.request_timeout_ms
 
     def __init__(self, spec: MemberSpec[JavaSettings], stop: threading.Event):
         self.spec = spec

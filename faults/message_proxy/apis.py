@@ -1,11 +1,19 @@
-"""The Kafka APIs a message fault may name: their keys, and the errors a broker answers them with.
+"""The group-protocol APIs a message fault may name, and the errors its `error` action may put in.
 
-The one table of them. ``errors`` are what the ``error`` action may put in an answer: codes a
-real broker returns for that API (Kafka's group coordinator, ``GroupCoordinatorService``
-and ``KafkaApis``, and the error lists of Kafka's message schemas,
-``clients/src/main/resources/common/message/*Response.json``), in Kafka's own spelling
-(librdkafka and the Java client print the same names). ``request_fields`` are what a
-fault's ``match`` may compare: the fields of the API's requests at any version kio knows.
+The one table of them: the fault kind's validation, the proxy's rule parser and the docs read it.
+Names are Kafka's own: the API as its JSON schema names it (clients/src/main/resources/common/
+message/<Api>Request.json), the error as Kafka's `Errors` enum spells it (kio.schema.errors.ErrorCode
+in upper case).
+
+Each API's errors are those a real broker answers it with, from Kafka's own sources (apache/kafka):
+the "Possible error codes" of the response classes (clients/src/main/java/org/apache/kafka/common/
+requests/<Api>Response.java) and of the JSON schemas that list them (ConsumerGroupHeartbeatResponse.json),
+checked against the group coordinator (group-coordinator/src/main/java/org/apache/kafka/coordinator/
+group/GroupMetadataManager.java, OffsetMetadataManager.java) and, for Fetch, the replica manager
+(core/src/main/scala/kafka/server/ReplicaManager.scala). Errors only an operator's setting causes
+(authorization, quotas, invalid session timeouts) are left out: a fault stands in for what the
+cluster does on its own. ``request_fields`` are what a fault's ``match`` may compare: the
+fields of the API's requests at any version kio knows.
 """
 
 from __future__ import annotations
@@ -16,7 +24,9 @@ from functools import cached_property
 from kio.index import load_request_schema
 from kio.schema.index import schema_name_map
 
-_COORDINATOR_GONE = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
+# Every group API can meet these: the group's coordinator is elsewhere, has no leader, or is loading
+# its partition (the group coordinator runtime fails any operation on a partition it is still loading).
+COORDINATOR_ERRORS = ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS")
 
 
 @dataclass(frozen=True)
@@ -47,79 +57,92 @@ class Api:
 
 
 APIS: dict[str, Api] = {
-    a.name: a
-    for a in (
+    api.name: api
+    for api in (
+        # JoinGroupResponse.java; GroupMetadataManager.classicGroupJoin*: a static member's instance id
+        # fenced, a member id required on the first join, a rebalance under way for a static rejoin.
         Api(
             "JoinGroup",
             11,
-            (
-                *_COORDINATOR_GONE,
+            COORDINATOR_ERRORS
+            + (
                 "UNKNOWN_MEMBER_ID",
                 "MEMBER_ID_REQUIRED",
                 "FENCED_INSTANCE_ID",
+                "REBALANCE_IN_PROGRESS",
                 "GROUP_MAX_SIZE_REACHED",
                 "INCONSISTENT_GROUP_PROTOCOL",
             ),
         ),
+        # SyncGroupResponse.java's "Possible error codes" (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+        # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS); FENCED_INSTANCE_ID since KIP-345,
+        # INCONSISTENT_GROUP_PROTOCOL since v5 (protocol type/name checked); GroupMetadataManager.classicGroupSync.
         Api(
             "SyncGroup",
             14,
-            (
-                *_COORDINATOR_GONE,
-                "REBALANCE_IN_PROGRESS",
+            COORDINATOR_ERRORS
+            + (
                 "ILLEGAL_GENERATION",
                 "UNKNOWN_MEMBER_ID",
+                "REBALANCE_IN_PROGRESS",
                 "FENCED_INSTANCE_ID",
                 "INCONSISTENT_GROUP_PROTOCOL",
             ),
         ),
+        # HeartbeatResponse.java; GroupMetadataManager.classicGroupHeartbeat.
         Api(
             "Heartbeat",
             12,
-            (
-                *_COORDINATOR_GONE,
-                "REBALANCE_IN_PROGRESS",
-                "ILLEGAL_GENERATION",
-                "UNKNOWN_MEMBER_ID",
-                "FENCED_INSTANCE_ID",
-            ),
+            COORDINATOR_ERRORS
+            + ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID"),
         ),
-        Api("LeaveGroup", 13, (*_COORDINATOR_GONE, "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID")),
+        # LeaveGroupResponse.java (top level and per member); GroupMetadataManager.classicGroupLeave.
+        Api("LeaveGroup", 13, COORDINATOR_ERRORS + ("UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID")),
+        # ConsumerGroupHeartbeatResponse.json's "Supported errors" (apache/kafka @12fc8e2b), less
+        # authorization, INVALID_REQUEST, UNSUPPORTED_ASSIGNOR and INVALID_REGULAR_EXPRESSION (the member's
+        # own bad request): FENCED_MEMBER_EPOCH for a member whose epoch is behind, UNRELEASED_INSTANCE_ID
+        # for an instance id another member still holds.
         Api(
             "ConsumerGroupHeartbeat",
             68,
-            (
-                *_COORDINATOR_GONE,
+            COORDINATOR_ERRORS
+            + (
                 "UNKNOWN_MEMBER_ID",
                 "FENCED_MEMBER_EPOCH",
                 "UNRELEASED_INSTANCE_ID",
                 "FENCED_INSTANCE_ID",
                 "GROUP_MAX_SIZE_REACHED",
-                "UNSUPPORTED_ASSIGNOR",
             ),
         ),
+        # OffsetCommitResponse.java's "Possible error codes" (per partition: UNKNOWN_TOPIC_OR_PARTITION,
+        # the coordinator's three, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS), less
+        # authorization and sizes; OffsetMetadataManager.validateOffsetCommit adds a static member fenced and
+        # a consumer member's epoch (STALE_MEMBER_EPOCH); a commit whose append times out: REQUEST_TIMED_OUT.
         Api(
             "OffsetCommit",
             8,
-            (
-                *_COORDINATOR_GONE,
-                "REBALANCE_IN_PROGRESS",
+            COORDINATOR_ERRORS
+            + (
                 "ILLEGAL_GENERATION",
                 "UNKNOWN_MEMBER_ID",
+                "REBALANCE_IN_PROGRESS",
                 "FENCED_INSTANCE_ID",
                 "STALE_MEMBER_EPOCH",
-                "REQUEST_TIMED_OUT",
                 "UNKNOWN_TOPIC_OR_PARTITION",
-                "OFFSET_METADATA_TOO_LARGE",
+                "REQUEST_TIMED_OUT",
             ),
         ),
+        # OffsetFetchResponse.java (top level, per group, per partition); OffsetMetadataManager.fetchOffsets:
+        # offsets of a pending transaction (UNSTABLE_OFFSET_COMMIT), a consumer member's epoch.
         Api(
             "OffsetFetch",
             9,
-            (*_COORDINATOR_GONE, "UNSTABLE_OFFSET_COMMIT", "STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"),
+            COORDINATOR_ERRORS + ("UNSTABLE_OFFSET_COMMIT", "UNKNOWN_MEMBER_ID", "STALE_MEMBER_EPOCH"),
             group_level=True,
         ),
-        Api("FindCoordinator", 10, ("COORDINATOR_NOT_AVAILABLE",)),
+        # FindCoordinatorResponse.java: the coordinator's partition without a leader, or still loading.
+        Api("FindCoordinator", 10, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")),
+        # FetchResponse.java (per partition); ReplicaManager.readFromLog: leadership moved, epochs.
         Api(
             "Fetch",
             1,
@@ -129,7 +152,7 @@ APIS: dict[str, Api] = {
                 "FENCED_LEADER_EPOCH",
                 "UNKNOWN_LEADER_EPOCH",
                 "OFFSET_NOT_AVAILABLE",
-                "KAFKA_STORAGE_ERROR",
+                "LEADER_NOT_AVAILABLE",
             ),
         ),
     )

@@ -8,7 +8,6 @@ it does to a message straight into the run's history, as every process of a run 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from faults.message_proxy.client import MessageProxyClient, MessageProxyError
@@ -18,7 +17,6 @@ from harness.cluster.ports import free_port
 from harness.cluster.spec import ClusterSpec, MessageProxySpec
 from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess
-from runtime.errors import ClusterError
 
 NAME = "message-proxy"
 
@@ -48,15 +46,9 @@ class MessageProxyServer(MessageProxyKind, LocalProcess):
         ]
 
     def wait_ready(self, deadline: float) -> None:
-        while True:
-            self.check_alive()
-            try:
-                self.client.health()
-                return
-            except MessageProxyError:
-                if time.monotonic() > deadline:
-                    raise ClusterError(f"the message proxy's control API did not answer at {self.api}") from None
-                time.sleep(0.1)
+        self.wait_answering(
+            self.client.health, MessageProxyError, f"the message proxy's control API at {self.api}", deadline
+        )
 
 
 def message_lanes(spec: ClusterSpec) -> frozenset[int]:

@@ -140,15 +140,7 @@ class ToxiproxyServer(ToxiproxyKind, LocalProcess):
         return [str(self.binary), "-host", "127.0.0.1", "-port", str(self.port)]
 
     def wait_ready(self, deadline: float) -> None:
-        while True:
-            self.check_alive()
-            try:
-                self.client.proxies()
-                return
-            except ToxiproxyError:
-                if time.monotonic() > deadline:
-                    raise ClusterError(f"Toxiproxy API did not answer at {self.api}") from None
-                time.sleep(0.1)
+        self.wait_answering(self.client.proxies, ToxiproxyError, f"Toxiproxy API at {self.api}", deadline)
 
 
 class CoordinatorInstance(CoordinatorKind, LocalProcess):

@@ -122,7 +122,9 @@ class RunTargets:
 
     def request_timeout_ms(self, member: str, api: str) -> int:
         w = self.workload.scenario.workload
-        return w.driver_class.answer_timeout_ms(api, w.max_poll_interval_ms)
+        return w.driver_class.answer_timeout_ms(
+            api, w.session_timeout_ms, w.max_poll_interval_ms, w.heartbeat_interval_ms
+        )
 
     def proxies(self, target: str, link: str) -> list[str]:
         return network.proxies(self.cluster.network, target, self.resolve(link))

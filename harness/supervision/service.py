@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import IntEnum
 from pathlib import Path
 from typing import ClassVar
@@ -134,6 +134,19 @@ class LocalProcess(Service):
 
     def paused(self) -> bool:
         return self.running() and self.process.paused
+
+    def wait_answering(self, ask: Callable[[], object], refused: type[Exception], what: str, deadline: float) -> None:
+        """Until ``ask()`` stops raising ``refused``: its API is up. ClusterError naming ``what`` if
+        the deadline passes first, or (with the end of its log) if the process exits meanwhile."""
+        while True:
+            self.check_alive()
+            try:
+                ask()
+                return
+            except refused:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"{what} did not answer") from None
+                time.sleep(0.1)
 
     def pause(self) -> None:
         self.supervisor.pause(self.name)

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import ValidationError
 
 from faults import catalogue
 from faults.capabilities import Capability
 from faults.message_proxy import apis
 from harness.run.loop import cluster_spec
-from harness.scenario import Scenario, validation_problems
+from harness.scenario import Scenario
 from oracle.protocols import GENERATIONS
 from tests.fake_targets import FakeTargets
+from tests.unit.test_backend_capabilities import problems
 
 SMOKE = yaml.safe_load((Path(__file__).resolve().parents[2] / "scenarios" / "smoke.yaml").read_text())
 
@@ -29,14 +29,6 @@ def scenario(*faults: dict, protocol: str = "classic-cooperative", kafka: str = 
     data["workload"].pop("assignor", None)  # the generation's own
     data["faults"] = [{"kind": "message", "at_s": 5, "duration_s": 10, **f} for f in faults]
     return {**data, **extra}
-
-
-def problems(data: dict) -> list[str]:
-    try:
-        Scenario.model_validate(data)
-    except ValidationError as e:
-        return [f"{key}: {reason}" for key, reason in validation_problems(e)]
-    return []
 
 
 def test_each_generation_sends_the_apis_it_declares_and_each_is_one_the_proxy_knows():
@@ -130,7 +122,7 @@ def test_the_rule_it_gives_the_proxy_and_takes_back_when_it_heals():
     rule = details["rule"]
     assert targets.actions() == [("add_rule", "consumer-2", rule), ("remove_rule", "f2")]
     assert rule["member"] == "consumer-2" and rule["api"] == "JoinGroup" and rule["action"] == "withhold"
-    assert rule["close_after_ms"] == 63_000  # the member's own timeout for a JoinGroup
+    assert rule["close_after_ms"] == 303_000  # the member's own timeout for a JoinGroup
     assert rule["count"] == 1 and rule["probability"] == 1.0 and rule["match"] == {}
     assert rule["seed"] == catalogue.from_spec({**fault.spec.model_dump(), "fault_id": "f2"}).spec.rule("f2", 0)["seed"]
     every = catalogue.from_spec({"fault_id": "f3", **fault.spec.model_dump(), "target": "consumers"})
@@ -192,3 +184,26 @@ def test_a_message_proxy_that_dies_mid_run_breaks_the_run(tmp_path):
     with pytest.raises(ClusterError, match="the message proxy exited with code -9 while the run went on") as e:
         run._wait("workload", 5.0, lambda: False)
     assert e.value.exit_code == EXIT_RUN_ERROR
+
+
+def test_the_clients_own_timeout_per_api_is_its_drivers():
+    """librdkafka's per-request timeouts (src/rdkafka_request.c); the Java consumer's request.timeout.ms."""
+    from workloads.driver import driver_of
+
+    librdkafka, java = driver_of("workloads.consumer"), driver_of("workloads.verifiable")
+    timing = {"session_timeout_ms": 10_000, "max_poll_interval_ms": 300_000, "heartbeat_interval_ms": 3_000}
+    assert {api: librdkafka.answer_timeout_ms(api, **timing) for api in apis.APIS} == {
+        "JoinGroup": 303_000,
+        "SyncGroup": 13_000,
+        "Heartbeat": 10_000,
+        "LeaveGroup": 5_000,
+        "ConsumerGroupHeartbeat": 3_000,
+        "OffsetCommit": 60_000,
+        "OffsetFetch": 60_000,
+        "FindCoordinator": 60_000,
+        "Fetch": 60_000,
+    }
+    assert (
+        java.answer_timeout_ms("JoinGroup", **timing) == 305_000
+        and java.answer_timeout_ms("SyncGroup", **timing) == 30_000
+    )

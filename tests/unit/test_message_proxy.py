@@ -201,7 +201,7 @@ def test_pipelined_requests_pass_in_order_and_each_answer_reaches_its_request(tm
 def test_delay_holds_the_answer_and_every_later_one_on_the_connection(tmp_path):
     async def go():
         async with Harness(tmp_path) as h:
-            h.rule(action="delay", delay_ms=300, count=1)
+            h.rule(action="delay", delay_ms=600, count=1)
             r, w = await h.connect()
             t0 = time.monotonic()
             w.write(heartbeat(1) + heartbeat(2) + heartbeat(3))
@@ -212,8 +212,8 @@ def test_delay_holds_the_answer_and_every_later_one_on_the_connection(tmp_path):
 
     got, events = run(go())
     assert [c for c, _ in got] == [1, 2, 3, 4]
-    assert all(t >= 0.3 for _, t in got[:3]), got  # 2 and 3 came at once from the broker, yet keep their order
-    assert got[3][1] < 0.2
+    assert all(t >= 0.6 for _, t in got[:3]), got  # 2 and 3 came at once from the broker, yet keep their order
+    assert got[3][1] < 0.6  # no longer held: sooner than the delay, however loaded the machine
     [e] = events
     assert (e["fault_id"], e["member"], e["broker"], e["api"], e["api_version"], e["correlation_id"]) == (
         "f1",
@@ -223,7 +223,7 @@ def test_delay_holds_the_answer_and_every_later_one_on_the_connection(tmp_path):
         4,
         1,
     )
-    assert (e["action"], e["delay_ms"], e["source"]) == ("delay", 300, "message-proxy")
+    assert (e["action"], e["delay_ms"], e["source"]) == ("delay", 600, "message-proxy")
 
 
 def test_withhold_drops_the_answer_and_closes_the_connection_at_the_clients_timeout(tmp_path):
@@ -241,7 +241,7 @@ def test_withhold_drops_the_answer_and_closes_the_connection_at_the_clients_time
             return data, closed_after, again, h.broker.got, h.events()
 
     data, closed_after, again, seen, events = run(go())
-    assert data == b"" and 0.4 <= closed_after < 1.5
+    assert data == b"" and 0.4 <= closed_after < 10  # closed by the proxy, not by the test's own timeout
     assert [c for _, c in seen] == [1, 2, 3]  # the broker got both requests
     assert again[0][0] == 3
     [e] = events
@@ -434,29 +434,47 @@ def test_api_versions_answers_are_capped_at_what_kio_reads(tmp_path):
     assert stats["capped_apis"] == {"Heartbeat": {"broker": 99, "capped": HEARTBEAT.versions[-1]}}
 
 
-def test_the_process_and_its_control_api(tmp_path):
-    """The real process: lanes and rules through the client, a bad rule refused with its reason."""
+def start_proxy(tmp_path: Path) -> tuple[subprocess.Popen, MessageProxyClient]:
+    """The real process on a free port (another process may take the port first: then another port)."""
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "faults.message_proxy", "--control-port", str(port), "--history", str(tmp_path / "h")],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    for _ in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "faults.message_proxy",
+                "--control-port",
+                str(port),
+                "--history",
+                str(tmp_path / "h"),
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         client = MessageProxyClient(f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 10
-        while True:
+        deadline = time.monotonic() + 60  # its start imports kio: slow on a loaded machine
+        while proc.poll() is None and time.monotonic() < deadline:
             try:
-                assert client.health() == {"lanes": 0}
-                break
+                client.health()
+                return proc, client
             except MessageProxyError:
-                assert time.monotonic() < deadline and proc.poll() is None
                 time.sleep(0.05)
+        proc.kill()
+        output = proc.communicate()[0].decode()
+        assert "cannot listen" in output, output
+    raise AssertionError("no free port for the message proxy's control API")
+
+
+def test_the_process_and_its_control_api(tmp_path):
+    """The real process: lanes and rules through the client, a bad rule refused with its reason."""
+    proc, client = start_proxy(tmp_path)
+    try:
+        assert client.health() == {"lanes": 0}
         client.add_lane("message-lane-1.broker-1", "127.0.0.1:0", "127.0.0.1:1", "consumer-1", "broker-1")
         client.add_rule(
             {"fault_id": "f1", "member": "consumer-1", "api": "Heartbeat", "action": "delay", "delay_ms": 5}

@@ -197,3 +197,26 @@ def test_a_member_that_rejoins_right_after_a_message_fault_names_the_message(his
         "and consumer-2 rejoined 120 ms later"
     )
     assert "message" in CAUSES
+
+
+def test_the_faults_lines_say_how_many_messages_a_message_fault_acted_on(history_builder):
+    from oracle.verdict import _faults_done, fault_lines
+
+    b = history_builder(topics={"events": 2})
+    b.at(1_000).fault("message", "consumer-1", "f1")
+    for correlation_id in (7, 9):
+        b.at(1_500).emit(
+            "message_faulted",
+            "message-proxy",
+            fault_id="f1",
+            member="consumer-1",
+            api="Heartbeat",
+            action="delay",
+            correlation_id=correlation_id,
+        )
+    b.at(2_000).healed("message", "consumer-1", "f1")
+    b.at(3_000).fault("pause", "consumer-2", "f2")
+    done = _faults_done(History(b.build()))
+    assert [f.get("messages") for f in done] == [2, None]
+    lines = fault_lines({"faults": done})
+    assert lines[0].endswith("; the message proxy acted on 2 message(s)") and "message proxy" not in lines[1]
