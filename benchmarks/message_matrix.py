@@ -1,13 +1,13 @@
 """Every message fault on real brokers: each valid (protocol, API, action), one run each.
 
     python3 benchmarks/message_matrix.py [--protocols classic-cooperative,consumer] [--api SyncGroup …]
-                                         [--action error …] [--runs-dir DIR]
+                                         [--action error …] [--runs-dir DIR] [--fresh-clusters]
 
 The APIs are those each protocol generation's members send (oracle/protocols.py), the actions
 the message proxy's (faults/message.py); an `error` puts in one typical error of its API
 (ERRORS below, held to those the API may be answered with). Each run is a one-broker Kafka 4.x
 cluster (KRaft; the runs share it) with two members: consumer-1's `api` responses are acted on
-from the first second of the workload, and consumer-1 is restarted (SIGTERM) at 8 s, so it also
+from the first second of the workload, and consumer-1 is restarted (SIGTERM) at 6 s, so it also
 leaves, finds its coordinator, joins, syncs and fetches its offsets inside the fault's window.
 Each row says how many messages the proxy acted on (`message_faulted`), what consumer-1 did
 next as its history says it, and the run's verdict. A row whose fault acted on no message, or
@@ -51,7 +51,7 @@ ERRORS = {
     "Fetch": "NOT_LEADER_OR_FOLLOWER",
 }
 DELAY_MS = 2000
-RESTART_AT_S = 8
+RESTART_AT_S = 6
 # What consumer-1 does next that says how it took the fault (its consumed ranges and good commits say nothing).
 TELLING = {
     ev.GROUP_JOIN_SENT,
@@ -91,7 +91,7 @@ def scenario(protocol: str, api: str, action: str) -> dict:
         "action": action,
         "count": 2 if action == "delay" else 1,
         "at_s": 1,
-        "duration_s": 22,
+        "duration_s": 17,
     }
     if action == "delay":
         fault["delay_ms"] = DELAY_MS
@@ -100,7 +100,7 @@ def scenario(protocol: str, api: str, action: str) -> dict:
     return {
         "name": name,
         "seed": 1,
-        "duration_s": 25,
+        "duration_s": 20,
         "cluster": {"kafka": KAFKA, "brokers": 1},
         "topics": [{"name": "events", "partitions": 4}],
         "workload": {
@@ -173,6 +173,7 @@ def main() -> int:
     parser.add_argument("--api", action="append", default=[], help="only this API (repeatable)")
     parser.add_argument("--action", action="append", default=[], choices=ACTIONS, help="only this action (repeatable)")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs")
+    parser.add_argument("--fresh-clusters", action="store_true", help="a cluster of its own for each run")
     args = parser.parse_args()
     protocols = [p for p in args.protocols.split(",") if p]
     unknown = [p for p in protocols if p not in GENERATIONS] + [a for a in args.api if a not in APIS]
@@ -185,7 +186,11 @@ def main() -> int:
         return 2
     out = new_stamped_dir(args.runs_dir, "message-matrix", kind="matrix")
     rows: list[dict] = []
-    pool = ClusterPool(out / "clusters", f"message-matrix:{out.resolve()}", print, lanes=3)
+    pool = (
+        None
+        if args.fresh_clusters
+        else ClusterPool(out / "clusters", f"message-matrix:{out.resolve()}", print, lanes=3)
+    )
     t_all = time.monotonic()
     with runs_in_a_row(pool):
         for i, (protocol, api, action) in enumerate(combos, 1):

@@ -48,32 +48,32 @@ def message(target: str, api: str, action: str, at_s: float, duration_s: float, 
 
 CLASSIC_FAULTS = [
     # f1: consumer-1's next two heartbeat answers come 2.5 s late
-    message("consumer-1", "Heartbeat", "delay", 1, 7, delay_ms=DELAY_MS, count=2),
+    message("consumer-1", "Heartbeat", "delay", 1, 5, delay_ms=DELAY_MS, count=2),
     # f2: consumer-2's next commit answered REBALANCE_IN_PROGRESS
-    message("consumer-2", "OffsetCommit", "error", 2, 6, error="REBALANCE_IN_PROGRESS", count=1),
+    message("consumer-2", "OffsetCommit", "error", 2, 4, error="REBALANCE_IN_PROGRESS", count=1),
     # f3, f4: in the rebalance a third member starts (f5), consumer-2's SyncGroup answer says
     # REBALANCE_IN_PROGRESS and consumer-1's connection closes once the broker has its SyncGroup
-    message("consumer-2", "SyncGroup", "error", 8, 8, error="REBALANCE_IN_PROGRESS", count=1),
-    message("consumer-1", "SyncGroup", "cut-after-request", 8, 8, count=1),
-    {"kind": "scale", "consumers": 3, "at_s": 9},
+    message("consumer-2", "SyncGroup", "error", 6, 8, error="REBALANCE_IN_PROGRESS", count=1),
+    message("consumer-1", "SyncGroup", "cut-after-request", 6, 8, count=1),
+    {"kind": "scale", "consumers": 3, "at_s": 7},
     # f6: one heartbeat answer of consumer-2 never comes
-    message("consumer-2", "Heartbeat", "withhold", 14, 6, count=1),
+    message("consumer-2", "Heartbeat", "withhold", 11, 6, count=1),
 ]
 
 CONSUMER_FAULTS = [
     # f1: consumer-1's next ConsumerGroupHeartbeat answer comes 2.5 s late
-    message("consumer-1", "ConsumerGroupHeartbeat", "delay", 1, 5, delay_ms=DELAY_MS, count=1),
+    message("consumer-1", "ConsumerGroupHeartbeat", "delay", 1, 4, delay_ms=DELAY_MS, count=1),
     # f2: consumer-2's next commit answered STALE_MEMBER_EPOCH
-    message("consumer-2", "OffsetCommit", "error", 2, 5, error="STALE_MEMBER_EPOCH", count=1),
+    message("consumer-2", "OffsetCommit", "error", 2, 3, error="STALE_MEMBER_EPOCH", count=1),
     # f3: consumer-2 fenced by its heartbeat's answer; f4: its rejoin (epoch 0) reaches the broker,
     # but its connection closes before the answer
-    message("consumer-2", "ConsumerGroupHeartbeat", "error", 7, 6, error="FENCED_MEMBER_EPOCH", count=1),
-    message("consumer-2", "ConsumerGroupHeartbeat", "cut-after-request", 7, 6, match={"member_epoch": 0}, count=1),
+    message("consumer-2", "ConsumerGroupHeartbeat", "error", 5, 5, error="FENCED_MEMBER_EPOCH", count=1),
+    message("consumer-2", "ConsumerGroupHeartbeat", "cut-after-request", 5, 5, match={"member_epoch": 0}, count=1),
     # f5: one commit answer of consumer-1 never comes
-    message("consumer-1", "OffsetCommit", "withhold", 13, 5, count=1),
+    message("consumer-1", "OffsetCommit", "withhold", 10, 4, count=1),
 ]
 
-CLASSIC_S, CONSUMER_S = 24, 20  # workload seconds: the last fault healed, the member back
+CLASSIC_S, CONSUMER_S = 20, 15  # workload seconds: the last fault healed, the member back
 
 
 def scenario(name: str, protocol: str, faults: list[dict], duration_s: int) -> dict:
