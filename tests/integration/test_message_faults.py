@@ -75,6 +75,14 @@ CONSUMER_FAULTS = [
     message("consumer-1", "OffsetCommit", "withhold", 10, 4, count=1),
 ]
 
+# What the consumer run's brokers get for its members' timing (the consumer protocol's are the
+# brokers' settings), given to the classic run as well: both borrow one shared cluster.
+SHARED_BROKER_CONFIG = {
+    "group.consumer.session.timeout.ms": SESSION_MS,
+    "group.consumer.min.session.timeout.ms": SESSION_MS,
+    "group.consumer.heartbeat.interval.ms": 1000,
+    "group.consumer.min.heartbeat.interval.ms": 1000,
+}
 CLASSIC_S, CONSUMER_S = 20, 15  # workload seconds: the last fault healed, the member back
 
 
@@ -83,7 +91,7 @@ def scenario(name: str, protocol: str, faults: list[dict], duration_s: int) -> d
         "name": name,
         "seed": 7,
         "duration_s": duration_s,
-        "cluster": {"kafka": "4.4", "brokers": 1},
+        "cluster": {"kafka": "4.4", "brokers": 1, "broker_config": SHARED_BROKER_CONFIG},
         "topics": [{"name": "events", "partitions": 4}],
         "workload": {"group": name, "protocol": protocol, **WORKLOAD},
         "faults": faults,
