@@ -1,8 +1,9 @@
 """What the message proxy costs a member lane: the maximum sustainable consume rate and the p99
 produce-to-consume latency through a lane with it and through one without it, in one run.
 
-    python3 benchmarks/message_proxy_cost.py [--records 300000] [--size 100] [--partitions 6]
+    python3 benchmarks/message_proxy_cost.py [--records 1000000] [--size 100] [--partitions 6]
                                              [--rounds 3] [--window 10] [--load 0.8]
+                                             [--light 2000] [--no-proxy] [--keep DIR]
 
 Starts a real local cluster (Kafka 3.9, one broker, two client lanes) whose lane 1 passes
 the message proxy (member -> message proxy -> Toxiproxy -> broker) and lane 2 does not
@@ -10,13 +11,17 @@ the message proxy (member -> message proxy -> Toxiproxy -> broker) and lane 2 do
 only difference. Every client is a process of its own (no GIL shared); a consumer is a bare
 confluent-kafka poll loop, assigned every partition (no group rebalance in the figures).
 
-1. Maximum rate: a producer on the broker's direct listener fills the topic with N records;
-   then, a round at a time and the lanes' order alternating, one consumer per lane drains the
-   whole backlog: rate = records / (last record's receipt - first's).
-2. Latency: a producer writes records at --load × the lane without the proxy's median
-   maximum rate, each carrying CLOCK_MONOTONIC at its produce() call; a round at a time, the
-   lanes alternating, one consumer per lane reads from the end for --window seconds (after a
-   second of warm-up): p50/p99 of receipt - produce time, and the rate it kept up with.
+1. Ceiling: a producer on the broker's direct listener fills the topic with N records; then,
+   a round at a time and the lanes' order alternating, one consumer per lane drains the whole
+   backlog: rate = records / (last record's receipt - first's), nothing else running.
+2. Maximum sustainable rate: a producer as fast as it goes (outrunning any consumer) while,
+   the lanes alternating, one consumer per lane reads from the end for --window seconds
+   (after a second of warm-up): records/s it kept while a producer shares the cores.
+3. Latency: the producer at --load x the median maximum rate without the proxy, each record
+   carrying CLOCK_MONOTONIC at its produce() call; the same windows: p50/p99 of receipt -
+   produce time (the same clock, one machine) and the rate each consumer kept up with.
+4. For reference, the same at --light records/s (default 2,000: a member's usual pace),
+   where the hop itself shows rather than the queues of a saturated machine.
 
 The proxy process's CPU time is read from /proc around each phase on its lane. Printed:
 each round's figures, the medians, the ratios and whether issue 45's goals hold (rate with
@@ -121,8 +126,9 @@ def role_drain(bootstrap: str, group: str, ends: dict[int, int]) -> dict:
     count, first, last = 0, None, 0.0
     deadline = time.monotonic() + 600
     while remaining and time.monotonic() < deadline:
-        batch = consumer.consume(num_messages=10_000, timeout=0.5)
+        head = consumer.poll(0.5)  # as role_latency: no wait for a full batch
         now = time.monotonic()
+        batch = [head, *consumer.consume(num_messages=10_000, timeout=0)] if head is not None else []
         for msg in batch:
             if msg.error():
                 continue
@@ -147,8 +153,10 @@ def role_latency(bootstrap: str, group: str, partitions: int, warmup: float, win
     latencies: list[int] = []
     start = time.monotonic()
     while (elapsed := time.monotonic() - start) < warmup + window:
-        batch = consumer.consume(num_messages=10_000, timeout=0.1)
+        # poll() returns at the first record; consume() would wait for a full batch or its timeout.
+        head = consumer.poll(0.1)
         now = time.monotonic_ns()
+        batch = [head, *consumer.consume(num_messages=10_000, timeout=0)] if head is not None else []
         if elapsed < warmup:
             continue
         for msg in batch:
@@ -176,7 +184,12 @@ def client(role: str, **kwargs) -> subprocess.Popen:
 
 
 def result(proc: subprocess.Popen, timeout: float = 900) -> dict:
-    out, _ = proc.communicate(timeout=timeout)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:  # interrupted or timed out: the client goes with the benchmark
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     if proc.returncode != 0:
         raise SystemExit(f"a client process failed (exit {proc.returncode})")
     return json.loads(out.strip().splitlines()[-1])
@@ -253,9 +266,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="each lane this many times, per step")
     parser.add_argument("--window", type=float, default=10.0, help="seconds each latency consumer measures")
     parser.add_argument("--load", type=float, default=0.8, help="the latency step's rate, x the max without proxy")
+    parser.add_argument("--light", type=float, default=2000, help="a reference latency step's rate (0: none)")
     parser.add_argument("--no-proxy", action="store_true", help="both lanes without the proxy (an A/A check)")
     parser.add_argument("--keep", type=Path, help="work directory to keep (cluster logs)")
     args = parser.parse_args()
+    if args.no_proxy:
+        LANE_NAMES[PROXIED] = "lane 1 (A/A)"
 
     from harness.cluster import ClusterSpec, TopicSpec, local_cluster
     from harness.cluster.spec import MessageProxySpec
@@ -309,6 +325,9 @@ def main() -> int:
             # Step 2: latency at --load x the sustainable rate without the proxy.
             lat, cpu_latency, produced = windows(args, boot, pid, cluster.bootstrap_servers, target, "latency")
 
+            # For reference: a member's usual pace, where the hop itself shows, not the queues of a busy machine.
+            light = windows(args, boot, pid, cluster.bootstrap_servers, args.light, "light")[0] if args.light else None
+
     p50 = {lane: median([r["p50_ms"] for r in v]) for lane, v in lat.items()}
     p99 = {lane: median([r["p99_ms"] for r in v]) for lane, v in lat.items()}
     kept = {lane: median([r["rate"] for r in v]) for lane, v in lat.items()}
@@ -332,6 +351,14 @@ def main() -> int:
         f"{produced['rate']:,.0f}): with proxy p50 {p50[PROXIED]:.2f} / p99 {p99[PROXIED]:.2f} ms "
         f"({kept[PROXIED]:,.0f}/s), without p50 {p50[DIRECT]:.2f} / p99 {p99[DIRECT]:.2f} ms ({kept[DIRECT]:,.0f}/s)"
     )
+    if light:
+        lp50 = {lane: median([r["p50_ms"] for r in v]) for lane, v in light.items()}
+        lp99 = {lane: median([r["p99_ms"] for r in v]) for lane, v in light.items()}
+        print(
+            f"latency at {args.light:,.0f} records/s (reference): with proxy p50 {lp50[PROXIED]:.2f} / p99 "
+            f"{lp99[PROXIED]:.2f} ms, without p50 {lp50[DIRECT]:.2f} / p99 {lp99[DIRECT]:.2f} ms "
+            f"({lp99[PROXIED] - lp99[DIRECT]:+.2f} ms p99)"
+        )
     if pid:
         drained = sum(ends.values()) * len(cpu_drain)
         print(
