@@ -130,16 +130,17 @@ class Connection:
         return None  # not a request this proxy saw: passed on as it is
 
     def _act(self, request: Outstanding, frame: bytes) -> None:
+        """What the rule does to this answer; its event is written before the client can see the
+        answer, so that what the member does next never stands in the history before its cause."""
         rule, now = request.rule, time.monotonic()
-        fields: dict[str, Any] = {}
         if rule.action == "delay":
-            fields["delay_ms"] = rule.delay_ms
+            self.proxy.record(rule, self.lane, request, {"delay_ms": rule.delay_ms})
             self._release(now + rule.delay_ms / 1000, frames.sized(frame), hold=True)
         elif rule.action == "withhold":
-            fields["close_after_ms"] = rule.close_after_ms
-            close_at = max(request.sent_mono + rule.close_after_ms / 1000, now)
-            self._release(close_at, CLOSE, hold=True)
+            self.proxy.record(rule, self.lane, request, {"close_after_ms": rule.close_after_ms})
+            self._release(max(request.sent_mono + rule.close_after_ms / 1000, now), CLOSE, hold=True)
         elif rule.action == "cut-after-request":
+            self.proxy.record(rule, self.lane, request, {})
             self._release(now, CLOSE, hold=True)
         else:
             try:
@@ -148,9 +149,8 @@ class Connection:
                 log.error("%s: could not rewrite %s v%d: %s", rule.fault_id, rule.api.name, request.version, e)
                 self._release(now, frames.sized(frame))
                 return
-            fields.update(error=rule.error, replaced_error=replaced)
+            self.proxy.record(rule, self.lane, request, {"error": rule.error, "replaced_error": replaced})
             self._release(now, frames.sized(rewritten))
-        self.proxy.record(rule, self.lane, request, fields)
 
     def _release(self, at: float, item: Any, hold: bool = False) -> None:
         """Write ``item`` (a sized frame, or CLOSE) at ``at``, after every earlier one."""
