@@ -5,25 +5,48 @@ validation (``links``) and injection (``proxies``, behind ``Targets.proxies``) r
 The proxies themselves are named by the cluster's network plan
 (harness/cluster/network.py), handed in as ``net``.
 
-The effects, in Toxiproxy terms:
+The effects, in Toxiproxy terms (v2.12.0, harness/components/versions.py; toxics/*.go and
+link.go of its source):
 
 - blackhole: a ``timeout`` toxic with timeout 0 on both streams — connections are
-  accepted, data is silently dropped; removing the toxic closes them.
+  accepted, and what arrives on a stream is read and dropped (not held: none of it comes
+  later); removing the toxic closes every connection it sat on, as the dropped bytes broke
+  the stream.
 - refuse: the proxy disabled — existing connections are closed, new ones refused. Refusals
   overlap (a cut of one broker link inside a longer cut of the whole lane): the proxy is
   enabled again only when the last fault refusing it heals.
-- latency (+ jitter), bandwidth, reset (``reset_peer``: connections reset).
+- latency (+ jitter), bandwidth, reset (``reset_peer`` with timeout 0: the first bytes a
+  stream carries are dropped and the connection is closed, both ways — with a RST where it
+  was opened while the toxic sat on the proxy, else with a FIN).
 
-A member's lane may be cut one way (``direction``), from the member's side: every proxy of a
-member's link has the member as its client, so ``outbound`` is Toxiproxy's ``upstream``
-stream (what the member sends) and ``inbound`` its ``downstream`` (what it is sent).
-``outbound`` blackhole: nothing the member sends arrives — no request, so no answer either,
-and the coordinator hears nothing of it. ``inbound`` blackhole: every request arrives and
-is processed (heartbeats, commits, joins), and no answer comes back: the member times its
-requests out, and sends no heartbeat after the unanswered one, so its coordinator evicts it
-at its session timeout all the same. Toxiproxy's ``timeout`` toxic with timeout 0
-holds the stream's data until the toxic goes, and closes nothing. A refusal disables the
-proxy, which has no direction.
+One-way cuts (``direction``), from the member's side. Every proxy of a member's link has the
+member (or the message proxy in front of its lane, acting for it) as its client, so
+``outbound`` is Toxiproxy's ``upstream`` stream (what the member sends) and ``inbound`` its
+``downstream`` (what it is sent); the toxics sit on that stream only. On a TCP connection:
+
+- outbound blackhole: Toxiproxy reads and drops what the member sends, so its writes succeed
+  and nothing reaches the broker — no request, hence no answer; the broker's side of the
+  connection stays open and idle, and the coordinator hears nothing of the member from the
+  first moment. A connection the member opens meanwhile is accepted and connected on to the
+  broker, which gets none of its bytes (its ApiVersions request included).
+- inbound blackhole: every request on a connection that is up reaches the broker and is
+  processed — heartbeats, commits, joins — and every answer is dropped. The member times its
+  requests out and closes the connection; a connection it opens then never gets its
+  ApiVersions answer, so little more arrives.
+  Its coordinator goes on hearing it until its client gives up on its own timers: librdkafka
+  keeps one heartbeat in flight (one more arrives, none after it until that one times out at
+  session.timeout.ms); the Java classic consumer sends one every heartbeat.interval.ms until
+  its own session timer runs out with no answer (eviction up to about two session timeouts
+  after the cut began: measured, 10.1 s at session.timeout.ms 6000, 18.9 s at 10000).
+- latency one way: each chunk of that stream held ``latency_ms`` (± ``jitter_ms``): outbound,
+  the broker gets (and acts on) every request late; inbound, on time, and the member hears late.
+- bandwidth one way: that stream limited to ``rate_kbps`` — inbound is the one fetches feel.
+- reset one way: outbound, the member's next request is dropped and its connection closed
+  before the broker gets it; inbound, the broker gets and processes the request, and its
+  answer's first bytes close the connection: the member sees it close before the answer.
+
+Either way a close goes through: the member closing a connection closes the broker's side
+too. A refusal disables the proxy, which has no direction.
 """
 
 from __future__ import annotations
@@ -38,7 +61,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from faults.base import COORDINATOR, Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
+from faults.base import COORDINATOR, NO_EFFECTS, Drawing, Effects, ScenarioFacts, Targets, TimedFault, TimedSpec
 from faults.capabilities import Capability
 
 
@@ -121,7 +144,8 @@ class NetworkSpec(TimedSpec):
     kind: Literal["network"]
     link: str = "brokers"
     effect: Literal["blackhole", "refuse", "latency", "bandwidth", "reset"] = "blackhole"
-    direction: Literal[DIRECTIONS] = "both"  # type: ignore[valid-type]  # a member's lane: outbound, inbound
+    # A member's lane cut one way, from its side: outbound (what it sends), inbound (what it is sent)
+    direction: Literal[DIRECTIONS] = "both"  # type: ignore[valid-type]
     latency_ms: Annotated[int, Field(ge=0, le=600_000)] = 500
     jitter_ms: Annotated[int, Field(ge=0, le=600_000)] = 0
     rate_kbps: Annotated[int, Field(ge=1, le=10_000_000)] = 64
@@ -129,13 +153,16 @@ class NetworkSpec(TimedSpec):
     @property
     def effects(self) -> Effects:
         # Whatever the link and the effect, as the oracle has always read a network fault: a blackhole
-        # or a refusal cuts the member off; latency, bandwidth and resets may, while they last. One way
-        # too: cut inbound, its requests still arrive, but a client keeps one heartbeat in flight and
-        # sends the next only once the last is answered or timed out, so the coordinator hears one
-        # heartbeat and then nothing (measured: evicted at its session timeout).
-        return Effects(
-            silences="heartbeats", silenced_as="cut off" if self.direction == "both" else f"cut off {self.direction}"
-        )
+        # or a refusal cuts the member off; latency, bandwidth and resets may, while they last. Cut
+        # outbound, nothing it sends arrives: silent from the first moment, as both ways. Cut inbound,
+        # its requests arrive, heartbeats too, until its client gives up on its own timers (above):
+        # its coordinator hears it, so no silence — declared, the oracle would hold the coordinator
+        # to evicting it within a session timeout of the cut, which it rightly does not (a Java member).
+        if self.direction == "inbound":
+            return NO_EFFECTS
+        if self.direction == "outbound":
+            return Effects(silences="heartbeats", silenced_as=f"cut off from {_link_words(self.link)}, outbound only")
+        return Effects(silences="heartbeats", silenced_as="cut off")
 
     def target_problems(self, scenario: ScenarioFacts) -> list[tuple[str, str]]:
         of_target = links(self.target, scenario)
@@ -186,6 +213,11 @@ class NetworkSpec(TimedSpec):
 DRAWN_EFFECTS = ("blackhole", "refuse", "latency")
 
 
+def _link_words(link: str) -> str:
+    """A member's link as an explanation says it: 'the brokers', 'its coordinator', 'broker-2'."""
+    return {"brokers": "the brokers", COORDINATOR: "its coordinator", "zookeeper": "ZooKeeper"}.get(link, link)
+
+
 def drawn_directions(target: str, effect: str, drawing: Drawing) -> tuple[str, ...]:
     """The directions a drawn cut of ``target`` may take: random_faults.directions for a member's
     lane, but a refusal, which has none."""
@@ -211,7 +243,9 @@ class Network(TimedFault[NetworkSpec]):
     def inject(self, targets: Targets) -> dict:
         self.proxies = targets.proxies(self.resolved, self.spec.link)
         degrade(targets.toxiproxy(), self.proxies, self.fault_id, self.spec.effect, self.spec.model_dump())
-        return {"proxies": self.proxies, "direction": self.spec.direction}
+        # The Toxiproxy streams its toxics sit on (a refusal disables the proxy: none).
+        streams = [] if self.spec.effect == "refuse" else list(STREAMS[self.spec.direction])
+        return {"proxies": self.proxies, "streams": streams}
 
     def heal(self, targets: Targets) -> None:
         restore(targets.toxiproxy(), self.proxies, self.fault_id, self.spec.effect, self.spec.model_dump())

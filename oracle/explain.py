@@ -4,9 +4,11 @@ A rebalance is measured in oracle/rebalances.py (start, detect / join / sync, en
 This module says what made it as long as it was, as the critical path of waits:
 
 - **trigger**: what began it, and how long that took to be noticed — a member
-  paused, crashed or cut off is evicted only when its session times out, a member
-  stuck in processing leaves only when its max.poll.interval.ms runs out, a member
-  joined or left, or rejoined after a message fault took one answer from it;
+  paused, crashed or cut off is evicted only when its session times out (one that fell
+  silent by its own client's timers during a fault that silences nothing, such as a cut
+  inbound only, is evicted with that fault named), a member stuck in processing leaves
+  only when its max.poll.interval.ms runs out, a member joined or left, or rejoined after
+  a message fault took one answer from it;
 - **join**: whom the coordinator waited for before answering the JoinGroups — a member
   of the previous generation that never rejoined holds the phase until its rebalance
   timeout (max.poll.interval.ms), a new, empty group is held open for the initial
@@ -181,6 +183,22 @@ class _Explainer:
         ]
         return max(hits + stalls, key=lambda e: e["mono_ms"], default=None)
 
+    def fault_during(self, member: str, before_ms: float, within_ms: float) -> Event | None:
+        """The latest fault on ``member`` that silences nothing but was in effect in the ``within_ms``
+        before ``before_ms`` (a one-way cut inbound, a message fault): its coordinator heard the member
+        while it began, and the member fell silent later by its own client's timers — named, but its
+        start is not when the member fell silent."""
+        healed = {e.get("fault_id"): e["mono_ms"] for e in self.h.named(ev.FAULT_HEALED)}
+        hits = [
+            f
+            for f in self.faults
+            if f.get("target") == member
+            and not effects_of(f).get(ev.SILENCES)
+            and f["mono_ms"] <= before_ms
+            and healed.get(f.get("fault_id"), before_ms) >= before_ms - within_ms
+        ]
+        return max(hits, key=lambda e: e["mono_ms"], default=None)
+
     def what_happened(self, fault: Event) -> str:
         if fault["name"] == ev.POLL_STALL_STARTED:
             return STALLED + (f" (fault {fault['fault_id']})" if fault.get("fault_id") else "")
@@ -259,6 +277,18 @@ class _Explainer:
                     member,
                     f"{member} was {self.what_happened(fault)} and the coordinator evicted it only when "
                     f"its session timed out{setting}, {_s(waited)} later",
+                )
+            during = self.fault_during(member, start, (session or 0) + ONSET_SLACK_MS)
+            if during:
+                waited = start - during["mono_ms"]
+                return Wait(
+                    "trigger",
+                    "session-timeout",
+                    waited,
+                    member,
+                    f"{member} went silent during fault {during.get('fault_id') or 'without an id'} "
+                    f"({during.get('kind')}) and the coordinator evicted it when its session timed out{setting}, "
+                    f"{_s(waited)} after the fault began",
                 )
             return Wait(
                 "trigger",

@@ -1,8 +1,11 @@
 """One-way cuts on real brokers: consumer-1's lane blackholed inbound (its requests arrive, no
 answer comes back), then consumer-2's outbound (nothing it sends arrives). What tells them apart is
 what the brokers got: the inbound member's commit reached the group's offsets though it never
-heard back; the outbound member's did not. Both are evicted at their session timeout: a client
-keeps one heartbeat in flight, so the inbound one stops heartbeating too."""
+heard back, and it timed its requests out; the outbound member's did not reach them. The outbound
+one is evicted within a session timeout of its cut (silenced, as its fault declares); the inbound
+one too, here (librdkafka keeps one heartbeat in flight: one more arrives), but its fault declares
+no silence — its coordinator heard it after the cut — so the explanation names it as a fault the
+member fell silent during."""
 
 from __future__ import annotations
 
@@ -90,16 +93,20 @@ def evicted(run, member: str, after: float) -> dict:
 
 
 def test_each_cut_is_one_stream_of_the_members_lane_and_is_healed(one_way):
-    for fault_id, member, direction in (("f1", "consumer-1", "inbound"), ("f2", "consumer-2", "outbound")):
+    for fault_id, member, direction, stream in (
+        ("f1", "consumer-1", "inbound", "downstream"),
+        ("f2", "consumer-2", "outbound", "upstream"),
+    ):
         started, _ = cut(one_way, fault_id)
-        assert started["target"] == member and started["details"]["direction"] == direction
-        assert started["details"]["proxies"] == [f"lane-{member[-1]}.broker-1"]
-        assert started["effects"]["silenced_as"] == f"cut off {direction}"
+        assert started["target"] == member and started["params"]["direction"] == direction
+        assert started["details"] == {"proxies": [f"lane-{member[-1]}.broker-1"], "streams": [stream]}
+    assert cut(one_way, "f1")[0]["effects"]["silences"] is None  # its coordinator hears it
+    assert cut(one_way, "f2")[0]["effects"]["silenced_as"] == "cut off from the brokers, outbound only"
     assert_healed(one_way)
 
 
 def test_cut_inbound_its_commit_reaches_the_group_though_no_answer_comes_back(one_way):
-    started, _ = cut(one_way, "f1")
+    started, healed = cut(one_way, "f1")
     member, at = "consumer-1", started["mono_ms"]
     gone = evicted(one_way, member, at)["mono_ms"]
     owned = owned_at(one_way, member, at)
@@ -108,6 +115,13 @@ def test_cut_inbound_its_commit_reaches_the_group_though_no_answer_comes_back(on
     assert owned and not [e for e in heard if e.get("success")], heard  # no commit answer came back
     committed = committed_by_group(one_way, at, gone)
     assert any(committed.get(p, -1) > acked.get(p, -1) for p in owned), (owned, acked, committed)
+    # ... and it timed its requests out, its client says.
+    said = [
+        e["message"]
+        for e in one_way.named("client_log")
+        if e.get("member") == member and at <= e["mono_ms"] <= healed["mono_ms"]
+    ]
+    assert any("timed out" in m.lower() for m in said), said
 
 
 def test_cut_outbound_nothing_it_sends_arrives(one_way):
@@ -127,6 +141,6 @@ def test_both_members_were_evicted_at_their_session_timeout_and_the_explanation_
         gone = evicted(one_way, member, started["mono_ms"])
         assert gone["mono_ms"] - started["mono_ms"] >= SESSION_MS - 1000 - BROKER_CLOCK_MS  # a heartbeat before
     said = [r.get("explanation", "") for r in one_way.verdict["rebalances"]]
-    assert any("consumer-1 was cut off inbound (fault f1, network)" in s for s in said), said
-    assert any("consumer-2 was cut off outbound (fault f2, network)" in s for s in said), said
+    assert any("consumer-1 went silent during fault f1 (network)" in s for s in said), said
+    assert any("consumer-2 was cut off from the brokers, outbound only (fault f2, network)" in s for s in said), said
     assert one_way.exit_code == 0, one_way.output[-2000:]
