@@ -34,10 +34,11 @@ member (or the message proxy in front of its lane, acting for it) as its client,
   requests out and closes the connection; a connection it opens then never gets its
   ApiVersions answer, so little more arrives.
   Its coordinator goes on hearing it until its client gives up on its own timers: librdkafka
-  keeps one heartbeat in flight (one more arrives, none after it until that one times out at
-  session.timeout.ms); the Java classic consumer sends one every heartbeat.interval.ms until
-  its own session timer runs out with no answer (eviction up to about two session timeouts
-  after the cut began: measured, 10.1 s at session.timeout.ms 6000, 18.9 s at 10000).
+  keeps one heartbeat in flight, so one more arrives (measured: evicted 6.7 s after the cut at
+  session.timeout.ms 6000, heartbeat.interval.ms 1000, classic and consumer protocols); the
+  Java classic consumer sends one every heartbeat.interval.ms until its own session timer runs
+  out with no answer (evicted up to about two session timeouts after the cut: measured, 10.1 s
+  at session.timeout.ms 6000, 18.9 s at 10000).
 - latency one way: each chunk of that stream held ``latency_ms`` (± ``jitter_ms``): outbound,
   the broker gets (and acts on) every request late; inbound, on time, and the member hears late.
 - bandwidth one way: that stream limited to ``rate_kbps`` — inbound is the one fetches feel.
