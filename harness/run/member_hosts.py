@@ -50,6 +50,8 @@ class MemberHost(Client):
         self.status_file = run_dir / "control" / f"{name}.status.json"
         self.seq = 0
         self._ready_pid: int | None = None
+        self._status: dict = {}
+        self._status_stamp: tuple[int, int] | None = None
 
     @property
     def spec_file(self) -> Path:
@@ -89,11 +91,16 @@ class MemberHost(Client):
             self.start()
 
     def status(self) -> dict:
-        """What the host last said of itself and its members ({} before it said anything)."""
+        """What the host last said of itself and its members ({} before it said anything). Read
+        again only when the file changed: a 1,000-member run asks after every member each tick."""
         try:
-            return json.loads(self.status_file.read_text())
+            st = self.status_file.stat()
+            stamp = (st.st_ino, st.st_mtime_ns)  # rewritten by os.replace: a new file each time
+            if stamp != self._status_stamp:
+                self._status, self._status_stamp = json.loads(self.status_file.read_text()), stamp
         except (OSError, ValueError):
             return {}
+        return self._status
 
     def _wait_ready(self) -> None:
         """Its signal handler is set once it has written a status: SIGUSR1 before would kill it."""

@@ -76,3 +76,23 @@ def test_message_faults_need_a_lane_per_member(tmp_path):
     with pytest.raises(ScenarioError) as info:
         scenario(tmp_path, faults=[message])
     assert any(key.startswith("workload.lanes") and "message faults need" in why for key, why in info.value.problems)
+
+
+def test_the_caps_the_docs_give_are_the_ones_validation_applies():
+    from pathlib import Path
+
+    from faults.base import MAX_MEMBER_PROCESSES, MAX_MEMBERS, MAX_MEMBERS_PER_HOST
+    from harness.scenario.cluster import MAX_TOPIC_PARTITIONS
+    from harness.scenario.lanes import MAX_OWN_LANES
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "scale.md").read_text()
+    rows = dict(line.split("|")[1:3] for line in page.splitlines() if line.count("|") == 4 and "---" not in line)
+    caps = {name.strip(): int(value) for name, value in rows.items() if value.strip().isdigit()}
+    assert caps == {
+        "members in a group": MAX_MEMBERS,
+        "members each in a process of its own": MAX_MEMBER_PROCESSES,
+        "members in one host": MAX_MEMBERS_PER_HOST,
+        "lanes of their own": MAX_OWN_LANES,
+        "members on a crowd lane": CROWD_LANE_MEMBERS,
+        "partitions of a topic": MAX_TOPIC_PARTITIONS,
+    }
