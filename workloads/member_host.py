@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from workloads.client_log import TapRouter
 from workloads.driver import Driver, MemberSpec, driver_of, read_member_spec
 
 POLL_S = 0.5  # commands are looked for this often even without a signal
+WAKE_S = 0.02  # how soon the loop notices a signal's flag
 STOP_TIMEOUT_S = 60.0  # members asked to stop at the host's end are waited for this long
 
 
@@ -76,29 +78,40 @@ class MemberHost:
         self.commands_dir = Path(spec.commands_dir)
         self.members: dict[str, Hosted] = {}
         self.applied = 0
-        self.pending = threading.Event()  # SIGUSR1: new commands; a member thread ended: new status
-        self.stopping = threading.Event()
+        self.pending = threading.Event()  # a member's state changed: a new status to write
+        self.stop_asked = False  # SIGTERM / SIGINT
+        self.commands_sent = False  # SIGUSR1
         self.status_lock = threading.Lock()
         self.tap = TapRouter()
 
     # --- the loop ---------------------------------------------------------------------
 
     def run(self) -> int:
+        # The handlers only set flags: a handler runs on the main thread between two bytecodes, and
+        # one that took a lock the main thread held (an Event's) would wait for itself forever.
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: (self.stopping.set(), self.pending.set()))
-        signal.signal(signal.SIGUSR1, lambda *_: self.pending.set())
+            signal.signal(sig, lambda *_: setattr(self, "stop_asked", True))
+        signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "commands_sent", True))
         self.write_status()  # the harness sends no signal before it has seen this
-        while not self.stopping.is_set():
-            self.pending.wait(POLL_S)
-            self.pending.clear()
-            self.apply_new()
-            self.write_status()
+        polled = 0.0
+        while not self.stop_asked:
+            self.pending.wait(WAKE_S)
+            now = time.monotonic()
+            if self.commands_sent or now - polled > POLL_S:
+                self.commands_sent, polled = False, now
+                if self.apply_new():
+                    self.pending.set()
+            if self.pending.is_set():
+                self.pending.clear()
+                self.write_status()
         self.stop_all()
         self.write_status()
         self.tap.tap.stop()
         return 0
 
-    def apply_new(self) -> None:
+    def apply_new(self) -> bool:
+        """Apply the commands not applied yet, in order; whether there were any."""
+        before = self.applied
         for path in sorted(self.commands_dir.glob("*.json")):
             seq = int(path.stem)
             if seq <= self.applied:
@@ -109,6 +122,7 @@ class MemberHost:
             except Exception:  # one bad command must not take the other members down
                 traceback.print_exc()
             self.applied = seq
+        return self.applied != before
 
     def apply(self, command: dict) -> None:
         name, what = command["member"], command["command"]
