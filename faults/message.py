@@ -72,14 +72,10 @@ class MessageSpec(TimedSpec):
 
     @property
     def effects(self) -> Effects:
-        # Every request reaches the broker. But a member sends its next heartbeat only once the last
-        # is answered (or timed out): a heartbeat answer held back or withheld silences it meanwhile.
-        # Anything else the member makes of a lost or failed answer is its own, and the history says it.
-        if apis.APIS[self.api].heartbeat and self.action in ("delay", "withhold"):
-            held = "held back" if self.action == "delay" else "withheld"
-            return Effects(
-                silences="heartbeats", silenced_as=f"waiting for a {self.api} answer the message proxy {held}"
-            )
+        # Every request reaches the broker, and a member's heartbeats go on by its own timers whatever
+        # became of an answer (the Java consumer sends on its interval regardless). So a message fault
+        # silences nothing: a member evicted meanwhile fell silent by its own client's timers, and its
+        # explanation names the running fault (oracle/explain.py), as for a cut inbound only.
         return NO_EFFECTS
 
     def acts_on_members(self, members) -> bool:
