@@ -149,7 +149,7 @@ class MessageSpec(TimedSpec):
         if action == "delay":
             options["delay_ms"] = rng.randint(*DRAWN_DELAY_MS)
         if action == "error":
-            options["error"] = rng.choice(apis.APIS[api].errors)
+            options["error"] = rng.choice(drawn_errors(api, drawing))
         return options
 
     @classmethod
@@ -159,7 +159,7 @@ class MessageSpec(TimedSpec):
                 "duration_s": 1.0,
                 "api": api,
                 "action": action,
-                **({"error": apis.APIS[api].errors[0]} if action == "error" else {}),
+                **({"error": drawn_errors(api, drawing)[0]} if action == "error" else {}),
             }
             for api in drawn_apis(drawing)
             for action in DRAWN_ACTIONS
@@ -168,6 +168,11 @@ class MessageSpec(TimedSpec):
 
 def drawn_apis(drawing: Drawing) -> list[str]:
     return [api for api in drawing.kafka_apis if api not in DRAWN_APIS_EXCLUDED]
+
+
+def drawn_errors(api: str, drawing: Drawing) -> tuple[str, ...]:
+    """The errors a draw may put in ``api``'s answers: those a broker could answer the members with."""
+    return apis.APIS[api].drawn_errors(static_membership=drawing.static_membership, member_epochs=drawing.member_epochs)
 
 
 @dataclass

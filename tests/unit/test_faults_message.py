@@ -161,6 +161,58 @@ def test_drawn_message_faults_are_the_members_own_apis_and_always_valid(protocol
     )
 
 
+def implausible(g) -> set[str]:
+    """What a broker never answers a member of generation ``g`` with on its own (Kafka's semantics, said
+    here apart from apis.ERRORS so that a wrong flag there fails)."""
+    never = {"INCONSISTENT_GROUP_PROTOCOL", "GROUP_MAX_SIZE_REACHED", "UNSTABLE_OFFSET_COMMIT"}
+    static = set() if g.static_membership else {"FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID"}
+    by_epochs = (
+        {"ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"}
+        if g.member_epochs
+        else {"STALE_MEMBER_EPOCH", "FENCED_MEMBER_EPOCH"}
+    )
+    return never | static | by_epochs
+
+
+@pytest.mark.parametrize("name", sorted(GENERATIONS))
+def test_no_generation_is_drawn_an_error_a_broker_would_not_answer_its_members(name):
+    import random
+
+    from faults.base import Drawing
+    from faults.message import MessageSpec, drawn_apis
+
+    g = GENERATIONS[name]
+    drawing = Drawing(
+        members=("consumer-1",),
+        zookeeper=False,
+        kafka_apis=g.kafka_apis,
+        static_membership=g.static_membership,
+        member_epochs=g.member_epochs,
+    )
+    rng = random.Random(7)
+    drawn = [MessageSpec.draw(rng, "consumer-1", 1.0, drawing) for _ in range(3000)] if drawn_apis(drawing) else []
+    drawn += MessageSpec.draw_shapes("consumer-1", drawing)
+    errors = {(d["api"], d["error"]) for d in drawn if d.get("error")}
+    assert {e for _, e in errors} & implausible(g) == set()
+    # Every other error its APIs are answered with is drawn: the restriction is no wider than Kafka's.
+    possible = {(a, e) for a in drawn_apis(drawing) for e in apis.APIS[a].errors if e not in implausible(g)}
+    assert errors == possible
+
+
+def test_every_error_flagged_is_one_some_api_is_answered_with():
+    assert set(apis.ERRORS) <= {e for a in apis.APIS.values() for e in a.errors}
+
+
+def test_a_dynamic_members_scenario_draws_no_static_members_error():
+    """Through the scenario: its generation's capabilities reach the draw."""
+    data = scenario(protocol="classic-cooperative")
+    data["faults"] = []
+    data["random_faults"] = {"count": 60, "start_s": 5, "duration_s": [0.1, 0.2], "kinds": ["message"]}
+    data["duration_s"] = 600
+    errors = {f["error"] for f in Scenario.model_validate(data).schedule() if f.get("error")}
+    assert errors and errors.isdisjoint(implausible(GENERATIONS["classic-cooperative"]))
+
+
 def test_existing_seeded_schedules_do_not_change():
     """message is drawn only where random_faults.kinds lists it: the default kinds draw what they drew."""
     data = copy.deepcopy(SMOKE)
