@@ -285,6 +285,23 @@ class HistoryBuilder:
                 c.assigned(*sorted(wanted))
         return self
 
+    def evicted(self, member: str, at: float, survivor: str, *partitions: TopicPartitionLike) -> HistoryBuilder:
+        """The coordinator evicts `member` (incarnation 1) from generation 1 on heartbeat expiration at
+        `at`, and `survivor`, alone, rebalances into generation 2 with `partitions`."""
+        self.at(at).coordinator(
+            "coordinator_preparing_rebalance",
+            old_generation=1,
+            reason=f"removing member {member}-1-id on heartbeat expiration",
+        )
+        c = self.consumers[survivor]
+        c.at(at + 100).revoked()
+        c.at(at + 110).join_sent()
+        c.at(at + 120).joined(2, leader=True)
+        c.at(at + 125).synced()
+        c.at(at + 130).assigned(*partitions)
+        self.at(at + 140).coordinator("coordinator_stabilized", generation=2, members=1)
+        return self
+
     def build(self) -> list[dict]:
         """The events as built, each writer's `seq` counting in time order (a test may tell a
         member's story out of order; a writer numbers its events as it writes them)."""
@@ -328,17 +345,7 @@ def pause_story(history_builder):
     c2.at(3190).synced().assigned(3, 4)
     # generation 2: consumer-2 paused, evicted by the coordinator
     b.at(5000).fault("pause", "consumer-2")
-    b.at(15000).coordinator(
-        "coordinator_preparing_rebalance",
-        old_generation=1,
-        reason="removing member consumer-2-1-id on heartbeat expiration",
-    )
-    c1.at(15100).revoked()
-    c1.at(15110).join_sent()
-    c1.at(15120).joined(2, leader=True)
-    c1.at(15125).synced()
-    c1.at(15130).assigned(0, 1, 2, 3, 4)
-    b.at(15140).coordinator("coordinator_stabilized", generation=2, members=1)
+    b.evicted("consumer-2", 15000, "consumer-1", 0, 1, 2, 3, 4)
     # generation 3: consumer-2 resumes, finds its partitions lost, rejoins
     b.at(20000).healed("pause", "consumer-2")
     c2.at(20010).lost()

@@ -336,17 +336,7 @@ def test_an_eviction_during_a_withheld_heartbeat_names_the_fault_and_is_no_late_
     declared, so no late-eviction, and the explanation names the running fault."""
     b = history_builder(topics={"events": 2})
     c1, _ = withheld_heartbeat(b, close_after_ms=600_000)
-    b.at(23_900).coordinator(
-        "coordinator_preparing_rebalance",
-        old_generation=1,
-        reason="removing member consumer-2-1-id on heartbeat expiration",
-    )
-    c1.at(24_000).revoked()
-    c1.at(24_010).join_sent()
-    c1.at(24_020).joined(2, leader=True)
-    c1.at(24_025).synced()
-    c1.at(24_030).assigned(0, 1)
-    b.at(24_040).coordinator("coordinator_stabilized", generation=2, members=1)
+    b.evicted("consumer-2", 23_900, "consumer-1", 0, 1)
     b.at(65_000).healed("message", "consumer-2")
     b.at(70_000).done()
     events = b.build()

@@ -96,17 +96,7 @@ def eviction_story(b, effects: dict, evicted_after_ms: float):
         "fault_started", "fault", fault_id="f1", kind="network", target="consumer-2", params={}, effects=effects
     )
     evicted = 5000 + evicted_after_ms
-    b.at(evicted).coordinator(
-        "coordinator_preparing_rebalance",
-        old_generation=1,
-        reason="removing member consumer-2-1-id on heartbeat expiration",
-    )
-    c1.at(evicted + 100).revoked()
-    c1.at(evicted + 110).join_sent()
-    c1.at(evicted + 120).joined(2, leader=True)
-    c1.at(evicted + 125).synced()
-    c1.at(evicted + 130).assigned(0, 1, 2, 3, 4)
-    b.at(evicted + 140).coordinator("coordinator_stabilized", generation=2, members=1)
+    b.evicted("consumer-2", evicted, "consumer-1", 0, 1, 2, 3, 4)
     b.at(40_000).healed("network", "consumer-2")
     b.at(45_000).done()
     return b.build()

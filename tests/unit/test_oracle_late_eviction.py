@@ -34,17 +34,7 @@ def story(b, evicted_at: float, effects=CRASHED, session_ms=None, **more):
     b.at(5000).emit(
         "fault_started", "fault", fault_id="f1", kind="crash", target="consumer-2", params={}, effects=effects
     )
-    b.at(evicted_at).coordinator(
-        "coordinator_preparing_rebalance",
-        old_generation=1,
-        reason="removing member consumer-2-1-id on heartbeat expiration",
-    )
-    c1.at(evicted_at + 100).revoked()
-    c1.at(evicted_at + 110).join_sent()
-    c1.at(evicted_at + 120).joined(2, leader=True)
-    c1.at(evicted_at + 125).synced()
-    c1.at(evicted_at + 130).assigned(0, 1, 2, 3, 4)
-    b.at(evicted_at + 140).coordinator("coordinator_stabilized", generation=2, members=1)
+    b.evicted("consumer-2", evicted_at, "consumer-1", 0, 1, 2, 3, 4)
     b.at(evicted_at + 5000).done()
     return b
 
