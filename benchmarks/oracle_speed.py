@@ -26,6 +26,12 @@ restart (a new incarnation joins). The brokers' coordinator lines come with ever
 rebalance. The oracle should pass every such history with findings (zombies, explained
 duplicates) and no violation; the table says if it did not.
 
+`--members N --partitions P --members-per-host M --rolling R --fault-every-s S` write a bigger
+group's history instead (e.g. 1,000 members in 20 member hosts: hosted members' consumer_started
+carry `host` and the host's pid, a crash destroys one handle (`client_destroyed`), the hosts
+exit at the end; R members restarted one by one first); each row then also gives the goal scaled
+to its records (3 us and 150 bytes a record) and how far the judging was from it.
+
 `--oracle-root DIR` judges with the `oracle` package found in DIR (e.g. a copy of an
 older version) instead of this checkout's, to compare before and after.
 """
@@ -52,6 +58,7 @@ ACK_EVERY_MS = 200.0  # the producer's FLUSH_EVERY_S
 PER_PARTITION_PER_TICK = 10  # records produced to each partition per tick (800 records/s)
 SESSION_TIMEOUT_MS = 10_000
 FAULT_EVERY_MS = 60_000.0
+GOAL_RECORDS, GOAL_S, GOAL_MB = 10_000_000, 30.0, 1500.0  # the goal: 10 M records in 30 s and 1.5 GB
 FAULT_MS = 15_000.0  # pause length / time until a crashed member restarts: past the session timeout
 
 
@@ -75,18 +82,42 @@ class _Member:
 class LongRun:
     """Writes one long run's history, line by line, into `out` (never all in memory)."""
 
-    def __init__(self, out, records: int, seed: int = 1):
+    def __init__(
+        self,
+        out,
+        records: int,
+        seed: int = 1,
+        members: int = MEMBERS,
+        partitions: int = PARTITIONS,
+        per_host: int = 1,
+        rolling: int = 0,
+        fault_every_ms: float = FAULT_EVERY_MS,
+    ):
         self.out, self.target, self.rng = out, records, random.Random(seed)
+        self.n_members, self.partitions, self.rolling, self.fault_every_ms = (
+            members,
+            partitions,
+            rolling,
+            fault_every_ms,
+        )
         self.seq: dict[str, int] = {}
         self.last_t: dict[str, float] = {}
         self.mono0, self.wall0 = 5_000_000.0, 1_790_000_000_000.0
         self.lines = 0
         self.consumed = 0  # deliveries written so far
-        self.log_end = [0] * PARTITIONS  # produced (and soon acknowledged) up to here
-        self.acked = [0] * PARTITIONS  # acknowledged in a records_acked event up to here
+        self.log_end = [0] * partitions  # produced (and soon acknowledged) up to here
+        self.acked = [0] * partitions  # acknowledged in a records_acked event up to here
         self.committed: dict[int, int] = {}
         self.generation = 0
-        self.members = {f"consumer-{i}": _Member(f"consumer-{i}", 7000 + i) for i in range(1, MEMBERS + 1)}
+        self.members = {f"consumer-{i}": _Member(f"consumer-{i}", 7000 + i) for i in range(1, members + 1)}
+        # Member hosts (workload.members_per_host): member k in member-host-ceil(k / per_host), its pid
+        self.host_of: dict[str, str] = {}
+        self.hosts: dict[str, int] = {}
+        if per_host > 1:
+            for k, m in enumerate(self.members.values()):
+                host = f"member-host-{k // per_host + 1}"
+                m.pid = self.hosts.setdefault(host, 8000 + k // per_host + 1)
+                self.host_of[m.name] = host
         self.faults = 0
 
     # -- writing ------------------------------------------------------------------------
@@ -135,13 +166,13 @@ class LongRun:
     # -- the producer, the members, the observer ------------------------------------------
 
     def produce(self, t: float) -> None:
-        for p in range(PARTITIONS):
+        for p in range(self.partitions):
             self.log_end[p] += max(1, int(self.rng.gauss(PER_PARTITION_PER_TICK, 2)))
 
     def ack(self, t: float) -> None:
         ranges = [
             self.range_(p, self.acked[p], self.log_end[p] - 1)
-            for p in range(PARTITIONS)
+            for p in range(self.partitions)
             if self.log_end[p] > self.acked[p]
         ]
         self.acked = list(self.log_end)
@@ -192,7 +223,7 @@ class LongRun:
                 "high_watermark": self.acked[p],
                 "lag": self.acked[p] - self.committed.get(p, 0),
             }
-            for p in range(PARTITIONS)
+            for p in range(self.partitions)
         ]
         self.emit(t, "lag_sampled", "observer", group=GROUP, partitions=parts)
 
@@ -206,11 +237,13 @@ class LongRun:
             state="STABLE",
             coordinator=1,
             members={f"{m.name}/{m.member_id}": [[TOPIC, p] for p in m.owned] for m in live},
-            covers_all=sorted(p for m in live for p in m.owned) == list(range(PARTITIONS)),
+            covers_all=sorted(p for m in live for p in m.owned) == list(range(self.partitions)),
         )
 
     def start_member(self, t: float, m: _Member) -> None:
-        self.emit(t, "process_started", "harness", process=m.name, role="consumer", pid=m.pid)
+        hosted = {"host": self.host_of[m.name]} if m.name in self.host_of else {}
+        if not hosted:  # a hosted member runs in its host's process, started once
+            self.emit(t, "process_started", "harness", process=m.name, role="consumer", pid=m.pid)
         self.memit(
             t + self.rng.uniform(30, 80),
             m,
@@ -223,6 +256,7 @@ class LongRun:
             commit_mode="sync",
             session_timeout_ms=SESSION_TIMEOUT_MS,
             max_poll_interval_ms=300_000,
+            **hosted,
         )
 
     # -- rebalances ------------------------------------------------------------------------
@@ -255,7 +289,7 @@ class LongRun:
             t += self.rng.uniform(0.2, 2)
         t += self.rng.uniform(5, 40)
         self.coord(t - 1, "coordinator_assignment_received", generation=self.generation, leader_id=leader.member_id)
-        n, extra = divmod(PARTITIONS, len(ordered))
+        n, extra = divmod(self.partitions, len(ordered))
         for i, m in enumerate(ordered):
             m.owned = list(range(i * n + min(i, extra), (i + 1) * n + min(i + 1, extra)))
             for p in m.owned:  # a new owner fetches from the committed offset
@@ -270,7 +304,7 @@ class LongRun:
     def fault(self, t: float) -> float:
         """One fault on one member, healed FAULT_MS later; returns when the group is whole again."""
         self.faults += 1
-        fid, victim = f"f{self.faults}", self.members[f"consumer-{(self.faults - 1) % MEMBERS + 1}"]
+        fid, victim = f"f{self.faults}", self.members[f"consumer-{(self.faults - 1) % self.n_members + 1}"]
         kind = "pause" if self.faults % 2 else "crash"
         params = (
             {"duration_s": FAULT_MS / 1000}
@@ -282,6 +316,9 @@ class LongRun:
         self.emit(t, "fault_started", "fault", fault_id=fid, kind=kind, target=victim.name, params=params, details={})
         if kind == "pause":
             victim.paused = True
+        elif victim.name in self.host_of:  # one handle of a member host destroyed: its host goes on
+            victim.alive = False
+            self.memit(t + 2, victim, "client_destroyed")
         else:
             victim.alive = False
             self.emit(
@@ -303,13 +340,40 @@ class LongRun:
             victim.owned, victim.member_id, victim.generation = [], None, None
             self.memit(end + 25, victim, "group_join_sent")
         else:  # a new incarnation
-            victim.alive, victim.incarnation, victim.pid = True, victim.incarnation + 1, victim.pid + 100
+            victim.alive, victim.incarnation = True, victim.incarnation + 1
+            victim.pid += 0 if victim.name in self.host_of else 100
             victim.owned, victim.member_id, victim.generation = [], None, None
             self.start_member(end + 2, victim)
             self.memit(end + 300, victim, "group_join_sent")
         return self.rebalance(
             end + 330, f"Adding new member {victim.name} with group instance id None", joiners=(victim,)
         )
+
+    def rolling_restart(self, t: float) -> float:
+        """The first `rolling` members stopped cleanly and started again, one by one: each leaves
+        (a rebalance), then its next incarnation joins (another); returns when the last is in."""
+        for m in list(self.members.values())[: self.rolling]:
+            self.produce(t)
+            self.consume(t, m)
+            self.memit(t + 5, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=False)
+            m.owned = []
+            self.memit(t + 10, m, "consumer_stopped", reason="restart")
+            if m.name not in self.host_of:
+                self.emit(t + 60, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+                m.pid += 100
+            self.coord(t + 20, "coordinator_member_removed", member_id=m.member_id, reason="left")
+            m.alive = False
+            t = self.rebalance(t + 21, f"removing member {m.member_id} on LeaveGroup")
+            self.ticks(t, t + 5 * TICK_MS)
+            m.alive, m.incarnation, m.member_id, m.generation = True, m.incarnation + 1, None, None
+            self.start_member(t + 5 * TICK_MS, m)
+            self.memit(t + 5 * TICK_MS + 300, m, "group_join_sent")
+            t = self.rebalance(
+                t + 5 * TICK_MS + 330, f"Adding new member {m.name} with group instance id None", joiners=(m,)
+            )
+            self.ticks(t, t + 5 * TICK_MS)
+            t += 5 * TICK_MS
+        return t
 
     def ticks(self, start: float, end: float) -> None:
         """Every tick after start whose work is done before end."""
@@ -336,7 +400,7 @@ class LongRun:
             run_id="bench-oracle",
             scenario="bench-oracle",
             seed=1,
-            topics=[{"topic": TOPIC, "partitions": PARTITIONS}],
+            topics=[{"topic": TOPIC, "partitions": self.partitions}],
             topic_pattern=None,
             group=GROUP,
             protocol="classic-eager",
@@ -353,19 +417,23 @@ class LongRun:
             "producer",
             pid=6999,
             topic=TOPIC,
-            rate=PARTITIONS * 1000 / TICK_MS * PER_PARTITION_PER_TICK,
+            rate=self.partitions * 1000 / TICK_MS * PER_PARTITION_PER_TICK,
         )
+        for host, pid in self.hosts.items():
+            self.emit(25, "process_started", "harness", process=host, role="member-host", pid=pid)
         for i, m in enumerate(self.members.values()):
             self.start_member(30 + i, m)
             self.memit(500 + i, m, "group_join_sent")
         t = self.rebalance(3500, "Adding new member consumer-1 with group instance id None (initial join)")
         self.emit(t + 10, "phase", "harness", phase="workload")
         t = (t // TICK_MS + 1) * TICK_MS
-        next_fault = t + FAULT_EVERY_MS
+        if self.rolling:
+            t = (self.rolling_restart(t + TICK_MS) // TICK_MS + 1) * TICK_MS
+        next_fault = t + self.fault_every_ms
         while self.consumed < self.target:
             if t >= next_fault:
                 t = (self.fault(t) // TICK_MS + 1) * TICK_MS
-                next_fault = t + FAULT_EVERY_MS
+                next_fault = t + self.fault_every_ms
             self.run_tick(t)
             t += TICK_MS
         self.ack(t)
@@ -380,16 +448,22 @@ class LongRun:
             self.memit(t + 1100, m, "partitions_revoked", partitions=self.tps(m.owned), incremental=False)
             m.owned = []
             self.memit(t + 1110, m, "consumer_stopped", reason="end-of-run")
-            self.emit(t + 1200, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+            if m.name not in self.host_of:
+                self.emit(
+                    t + 1200, "process_exited", "harness", process=m.name, role="consumer", pid=m.pid, returncode=0
+                )
             self.coord(t + 1150, "coordinator_member_removed", member_id=m.member_id, reason="left")
+        for host, pid in self.hosts.items():  # a host exits once every member it ran has stopped
+            self.emit(t + 1200, "process_exited", "harness", process=host, role="member-host", pid=pid, returncode=0)
         self.coord(t + 1300, "coordinator_group_empty", generation=self.generation)
         self.emit(t + 1500, "run_finished", "harness", outcome="completed")
 
 
-def write_history(path: Path, records: int) -> tuple[int, int]:
-    """(lines, consumed records) of a history of about `records` consumed records."""
+def write_history(path: Path, records: int, **group) -> tuple[int, int]:
+    """(lines, consumed records) of a history of about `records` consumed records; `group`: LongRun's
+    sizes (members, partitions, per_host, rolling, fault_every_ms)."""
     with open(path, "w", buffering=1 << 20) as out:
-        run = LongRun(out, records)
+        run = LongRun(out, records, **group)
         run.run()
     return run.lines, run.consumed
 
@@ -429,8 +503,34 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write (and reuse) the histories here instead of a temp dir")
     parser.add_argument("--timeout", type=float, default=300.0, help="stop judging one history after this long")
     parser.add_argument("--oracle-root", type=Path, default=REPO, help="directory holding the oracle package")
+    group = parser.add_argument_group(
+        "the group",
+        "a bigger group than 4 members on 8 partitions, e.g. the 1,000-member one of docs/scale.md: "
+        "--members 1000 --partitions 2000 --members-per-host 50 --rolling 10 --sizes 2M",
+    )
+    group.add_argument("--members", type=int, default=MEMBERS, help=f"members (default {MEMBERS})")
+    group.add_argument("--partitions", type=int, default=PARTITIONS, help=f"partitions (default {PARTITIONS})")
+    group.add_argument(
+        "--members-per-host", type=int, default=1, help="members in one process (workload.members_per_host)"
+    )
+    group.add_argument("--rolling", type=int, default=0, help="members restarted one by one once the group is up")
+    group.add_argument(
+        "--fault-every-s", type=float, default=FAULT_EVERY_MS / 1000, help="a fault on one member this often"
+    )
     args = parser.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",")]
+    sizing = {
+        "members": args.members,
+        "partitions": args.partitions,
+        "per_host": args.members_per_host,
+        "rolling": args.rolling,
+        "fault_every_ms": args.fault_every_s * 1000,
+    }
+    tag = (
+        ""
+        if args.members == MEMBERS and args.members_per_host == 1 and not args.rolling
+        else (f"-{args.members}m{args.partitions}p{args.members_per_host}h{args.rolling}r{args.fault_every_s:g}f")
+    )
 
     with tempfile.TemporaryDirectory(prefix="rl-bench-oracle-") as tmp:
         root = args.keep or Path(tmp)
@@ -447,10 +547,10 @@ def main() -> int:
         previous: tuple[int, float, float] | None = None  # records, seconds, CPU seconds
         first: tuple[int, float, float] | None = None  # the smallest size judged, for the overall ratio
         for size in sizes:
-            path = root / f"history-{size}.jsonl"
+            path = root / f"history-{size}{tag}.jsonl"
             meta = path.with_suffix(".meta.json")
             if not (path.exists() and meta.exists()):
-                lines, consumed = write_history(path, size)
+                lines, consumed = write_history(path, size, **sizing)
                 meta.write_text(json.dumps({"lines": lines, "consumed": consumed}))
             info = json.loads(meta.read_text())
             row = run_child(path, args.oracle_root, args.timeout)
@@ -473,6 +573,13 @@ def main() -> int:
             print(
                 f"{head} {row['load_s']:>7.1f} {row['check_s']:>8.1f} {row['seconds']:>8.1f} {row['cpu']:>6.1f} "
                 f"{row['rss_mb']:>12,.0f} {ratio:>11}  {verdict}",
+                flush=True,
+            )
+            # The goal, per record: 30 s and 1.5 GB for 10 M records (3 us and 150 bytes each).
+            goal_s, goal_mb = GOAL_S * info["consumed"] / GOAL_RECORDS, GOAL_MB * info["consumed"] / GOAL_RECORDS
+            print(
+                f"{'':>11} goal for {info['consumed']:,} records: {goal_s:.1f} s, {goal_mb:,.0f} MB "
+                f"(time {row['seconds'] / goal_s:.2f}x the goal, memory {row['rss_mb'] / goal_mb:.2f}x)",
                 flush=True,
             )
             previous = (info["consumed"], row["seconds"], row["cpu"])

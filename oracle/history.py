@@ -225,11 +225,17 @@ class MemberProcesses:
 
     def __init__(self):
         self._by_pid: dict[int, dict[str, MemberSlot]] = {}
+        self._ended: set[MemberSlot] = set()  # ended before their process: stopped, handle destroyed
 
     def started(self, e: Event) -> None:
         """A consumer_started: its slot runs in its pid (replacing that member's earlier one)."""
         if isinstance(e.get("pid"), int):
             self._by_pid.setdefault(e["pid"], {})[e.get("member") or e["source"]] = MemberSlot.of(e)
+
+    def ended(self, e: Event) -> None:
+        """A consumer_stopped or client_destroyed: its incarnation ended while its process goes on (a
+        member host's exit does not end it again)."""
+        self._ended.add(MemberSlot.of(e))
 
     def exited(self, e: Event) -> list[MemberSlot] | None:
         """The incarnations a process_exited ends: every one of a member host, a member process's own
@@ -239,7 +245,7 @@ class MemberProcesses:
         if running is None:
             return None
         if e.get("role") == ev.MEMBER_HOST:
-            return sorted(running.values())
+            return sorted(s for s in running.values() if s not in self._ended)
         slot = running.get(e.get("process"))
         return [slot] if slot else []
 

@@ -34,7 +34,16 @@ import signal
 
 from .. import vocabulary as ev
 from ..anomalies import Anomaly, CheckResult, duration
-from ..history import Event, History, Instant, MemberSlot, TopicPartition, effects_of, render_partitions
+from ..history import (
+    Event,
+    History,
+    Instant,
+    MemberProcesses,
+    MemberSlot,
+    TopicPartition,
+    effects_of,
+    render_partitions,
+)
 
 NAME = "client-health"
 OPTIONS: dict = {}
@@ -48,13 +57,22 @@ CRASH_SIGNALS = frozenset(
 
 def check(history: History, options: dict) -> CheckResult:
     result = CheckResult()
-    incarnation_of: dict[int, tuple[str, int]] = {}  # pid -> (member, incarnation)
+    processes = MemberProcesses()  # which incarnations each pid runs: one, or a member host's many
     fatal: dict[tuple[str, int], Event] = {}  # the first fatal error of each incarnation
     doomed: set[str] = set()  # members a fault is killing: their next exit is its doing
-    for e in history.named(ev.CONSUMER_STARTED, ev.CONSUMER_ERROR, ev.FAULT_STARTED, ev.PROCESS_EXITED):
+    for e in history.named(
+        ev.CONSUMER_STARTED,
+        ev.CONSUMER_STOPPED,
+        ev.CLIENT_DESTROYED,
+        ev.CONSUMER_ERROR,
+        ev.FAULT_STARTED,
+        ev.PROCESS_EXITED,
+    ):
         name = e[ev.NAME]
-        if name == ev.CONSUMER_STARTED and e.get("pid") is not None:
-            incarnation_of[e["pid"]] = (e[ev.MEMBER], e.get("incarnation"))
+        if name == ev.CONSUMER_STARTED:
+            processes.started(e)
+        elif name in (ev.CONSUMER_STOPPED, ev.CLIENT_DESTROYED):
+            processes.ended(e)
         elif name == ev.CONSUMER_ERROR and e.get("fatal"):
             key = (e[ev.MEMBER], e.get("incarnation"))
             if key not in fatal:
@@ -62,11 +80,18 @@ def check(history: History, options: dict) -> CheckResult:
                 result.violations.append(_fatal_error(e))
         elif name == ev.FAULT_STARTED and effects_of(e).get(ev.DOWN) == ev.KILLED:
             doomed.add(e.get("target"))
-        elif name == ev.PROCESS_EXITED and e.get("role") == CONSUMER:
+        elif name == ev.PROCESS_EXITED and e.get("role") in (CONSUMER, ev.MEMBER_HOST):
             killed_by_fault = e.get("process") in doomed
             doomed.discard(e.get("process"))
-            member, incarnation = incarnation_of.get(e.get("pid"), (e.get("process"), None))
-            anomaly = _exit_anomaly(e, member, incarnation, (member, incarnation) in fatal)
+            slots = processes.exited(e) or []
+            if e.get("role") == ev.MEMBER_HOST:  # one exit of many members: named by its host
+                who = f"{e.get('process')} (its members {', '.join(map(str, slots)) or 'none'}"
+                members = tuple(s.member for s in slots)
+                failed = bool(slots) and all((s.member, s.incarnation) in fatal for s in slots)
+            else:
+                member, incarnation = (slots[0].member, slots[0].incarnation) if slots else (e.get("process"), None)
+                who, members, failed = f"{member} (incarnation {incarnation}", (member,), (member, incarnation) in fatal
+            anomaly = _exit_anomaly(e, f"{who}, pid {e.get('pid')})", members, failed)
             # A fault stops its target with SIGKILL or SIGTERM: that explains an exit, never a close
             # that hung after its SIGTERM nor a crash signal the library raised meanwhile.
             if anomaly is not None and not (killed_by_fault and anomaly.kind == "unexpected-exit"):
@@ -89,8 +114,9 @@ def _fatal_error(e: Event) -> Anomaly:
     )
 
 
-def _exit_anomaly(e: Event, member: str, incarnation: int | None, failed_fatally: bool) -> Anomaly | None:
-    code, who = e.get("returncode"), f"{member} (incarnation {incarnation}, pid {e.get('pid')})"
+def _exit_anomaly(e: Event, who: str, members: tuple[str, ...], failed_fatally: bool) -> Anomaly | None:
+    """What a member process's or a member host's exit says of its client library, if anything."""
+    code = e.get("returncode")
     escalated = e.get(ev.ESCALATED_AFTER_MS)
     if escalated is not None:
         kind = "close-hang"
@@ -108,7 +134,7 @@ def _exit_anomaly(e: Event, member: str, incarnation: int | None, failed_fatally
     else:
         kind = "unexpected-exit"
         message = f"{who} exited with code {code} on its own, without a fatal error from its library"
-    return Anomaly(NAME, kind, message, members=(member,), times={"exited": Instant.of(e)})
+    return Anomaly(NAME, kind, message, members=members, times={"exited": Instant.of(e)})
 
 
 # The answer that asks a member to rejoin and nothing more, however a client words it: its name or

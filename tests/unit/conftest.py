@@ -64,7 +64,10 @@ class ConsumerBuilder:
     ) -> ConsumerBuilder:
         """Its consumer_started; ``protocol``: another generation than the run's (a migrated member);
         ``more``: its other fields (``subscription``, ``client_rack``, …)."""
-        self.history.emit("process_started", "harness", process=self.name, role="consumer", pid=self.pid)
+        if "host" in more:  # a hosted member: its host's pid, no process of its own
+            self.pid = self.history.hosts[more["host"]]
+        else:
+            self.history.emit("process_started", "harness", process=self.name, role="consumer", pid=self.pid)
         self.emit(
             "consumer_started",
             pid=self.pid,
@@ -142,6 +145,12 @@ class ConsumerBuilder:
         self.emit("consumer_stopped", reason=reason)
         return self
 
+    def destroyed(self) -> ConsumerBuilder:
+        """A hosted member's handle destroyed unclosed (its host's `crash` command)."""
+        self.owned = set()
+        self.emit("client_destroyed")
+        return self
+
     def exited(self, returncode: int = 0) -> ConsumerBuilder:
         self.owned = set()
         self.history.emit(
@@ -168,6 +177,7 @@ class HistoryBuilder:
         self._seq: Counter[str] = Counter()
         self._tick = 0  # events stamped at the same `at()` keep the order they were written in
         self.consumers: dict[str, ConsumerBuilder] = {}
+        self.hosts: dict[str, int] = {}  # member host -> its pid
         if run_started:
             self.emit(
                 "run_started",
@@ -213,6 +223,22 @@ class HistoryBuilder:
     def consumer(self, name: str, incarnation: int = 1) -> ConsumerBuilder:
         self.consumers[name] = ConsumerBuilder(self, name, incarnation)
         return self.consumers[name]
+
+    def host(self, name: str, pid: int) -> HistoryBuilder:
+        """A member host's process_started: members started with ``host=name`` run in it."""
+        self.hosts[name] = pid
+        self.emit("process_started", "harness", process=name, role="member-host", pid=pid)
+        return self
+
+    def host_exited(self, name: str, returncode: int = 0) -> HistoryBuilder:
+        """A member host's process_exited: it ends every incarnation it ran not ended yet."""
+        for c in self.consumers.values():
+            if c.pid == self.hosts[name]:
+                c.owned = set()
+        self.emit(
+            "process_exited", "harness", process=name, role="member-host", pid=self.hosts[name], returncode=returncode
+        )
+        return self
 
     def __getitem__(self, name: str) -> ConsumerBuilder:
         return self.consumers[name]
