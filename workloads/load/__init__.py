@@ -27,3 +27,4 @@ class LoadSpec:
     profile: dict  # the scenario's `load` section (workloads.load.profile.LoadProfile)
     initial_members: int  # workload.consumers: the group formed in the warm-up
     protocol: str  # the name of Locust's rebalance rows
+    link: str | None = None  # load.member_hosts on-workers: the harness's host link, HOST:PORT (runtime/host_link.py)

@@ -164,6 +164,10 @@ class LoadProfile(BaseModel):
     web_port: Annotated[int | None, Field(ge=1024, le=65535)] = None
     # Locust's distributed mode: a master and this many workers, all on 127.0.0.1 (0: one process).
     workers: Annotated[int, Field(ge=0, le=16)] = 0
+    # Where the members run: `harness`, processes the harness starts on its own machine; `on-workers`,
+    # in a member host beside each Locust worker, linked to the harness over TCP: the workers share
+    # no file with the run (workloads/load/member_hosts.py, runtime/host_link.py).
+    member_hosts: Literal["harness", "on-workers"] = "harness"
     # A rebalance goes to Locust once it has been over this long by the history's clock (a
     # member's last events of it may reach the history a little after it ended).
     settle_s: Annotated[float, Field(ge=0, le=600)] = 3.0
