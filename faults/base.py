@@ -31,9 +31,17 @@ if TYPE_CHECKING:
     from faults.message_proxy.client import MessageProxyClient
     from faults.toxiproxy import ToxiproxyClient
 
-# The most members a group may have at once (workload.consumers, scale, join-storm): a member is a
-# process of ~30 MB and ~0.2 % of a core when idle (benchmarks/member_cost.py); 100 ran on 2 cores.
-MAX_MEMBERS = 128
+# How big a group this machine carries (2 cores, 24 GiB; benchmarks/member_cost.py measures each
+# cost; docs/scale.md explains the caps). The most members a group may have at once
+# (workload.consumers, scale, join-storm, a load profile's peak): 1,000 ran, hosted, on 2 cores.
+MAX_MEMBERS = 1000
+# Members each in a process of its own (workload.members_per_host: 1): a process is ~30 MB and
+# ~0.2 % of a core when idle, and each starts its own interpreter: 128 take ~4 GB and a start of
+# all of them ~1 min of CPU.
+MAX_MEMBER_PROCESSES = 128
+# Members in one member host: they share its interpreter (one GIL for their poll loops and
+# callbacks) and its open files (a handle keeps a socket and wake-up pipes per broker).
+MAX_MEMBERS_PER_HOST = 250
 COORDINATOR = "coordinator"  # a fault target resolved when injected: whatever coordinates the group
 STOP_SIGNALS = ("SIGKILL", "SIGTERM")  # no LeaveGroup and no controlled shutdown, or a clean close
 StopSignal = Literal[STOP_SIGNALS]  # type: ignore[valid-type]
@@ -79,6 +87,7 @@ class ScenarioFacts:
     group_migration_problem: str | None = "the cluster's Kafka release is not known here"
     # Classic assignors the driver writes its own user data into assignments with (Driver.assignment_user_data).
     driver_assignment_user_data: frozenset[str] = frozenset()
+    hosted: bool = False  # members share member hosts (workload.members_per_host above 1)
     members_busy_until_s: float = 0.0  # a protocol-migration's round moves the members until then
     heartbeat_interval_ms: int | None = None  # workload.heartbeat_interval_ms (None: not known here)
 
@@ -231,6 +240,9 @@ class FaultSpec(Strict):
     # It acts on its target's process (a signal, its poll loop, its ZooKeeper session), which must be
     # up when it starts; a network fault acts on the target's proxies, which are there either way.
     acts_on_process: ClassVar[bool] = False
+    # Why it must act on a member's whole process, if it must (a client release is loaded once per
+    # process): refused for hosted members (workload.members_per_host), which share one.
+    whole_process: ClassVar[str | None] = None
     # It leaves the cluster other than it found it (another Kafka release): a run with it cannot
     # borrow a cluster other runs use (harness.cluster.shared).
     changes_cluster: ClassVar[bool] = False

@@ -76,12 +76,12 @@ def _number(name: str) -> int:
 # ``coordinator-`` as links stand for each broker, each instance of the project's coordinator.
 Carriers = Callable[[Any, str, str], list[str]]
 LINKS: dict[str, dict[str, Carriers | None]] = {
-    "consumer-": {  # a member's lane
-        "brokers": lambda net, me, _: net.lane_proxies(_number(me)),
+    "consumer-": {  # a member's lane: ``me`` is its lane's number (proxies(): the run's lane plan)
+        "brokers": lambda net, lane, _: net.lane_proxies(lane),
         COORDINATOR: None,  # the group's coordinator when injected: one of the links below
-        "broker-": lambda net, me, broker: net.lane_proxies(_number(me), _number(broker)),
-        "coordinator-": lambda net, me, instance: net.lane_coordinator_proxies(_number(me), instance),
-        "zookeeper": lambda net, me, _: net.lane_zookeeper_proxies(_number(me)),
+        "broker-": lambda net, lane, broker: net.lane_proxies(lane, _number(broker)),
+        "coordinator-": lambda net, lane, instance: net.lane_coordinator_proxies(lane, instance),
+        "zookeeper": lambda net, lane, _: net.lane_zookeeper_proxies(lane),
     },
     "broker-": {
         "zookeeper": lambda net, me, _: net.zookeeper_proxies(_number(me)),
@@ -120,13 +120,15 @@ def links(target: str, scenario: ScenarioFacts) -> list[str]:
     return [name for link in LINKS.get(kind, {}) for name in named.get(link, (link,))]
 
 
-def proxies(net, target: str, link: str) -> list[str]:
-    """The proxies carrying ``link`` of ``target`` (both resolved), in the network plan ``net``."""
-    of_target = LINKS.get(re.sub(r"\d+$", "", target), {})
+def proxies(net, target: str, link: str, lane_of: Callable[[str], int] = _number) -> list[str]:
+    """The proxies carrying ``link`` of ``target`` (both resolved), in the network plan ``net``;
+    a member's are its lane's (``lane_of``: the run's lane plan, harness/scenario/lanes.py)."""
+    kind = re.sub(r"\d+$", "", target)
+    of_target = LINKS.get(kind, {})
     carriers = of_target.get(link) or of_target.get(re.sub(r"(?<=-)\d+$", "", link))
     if carriers is None or link == target:
         raise ValueError(f"{link!r} is not a link of {target}")
-    return carriers(net, target, link)
+    return carriers(net, lane_of(target) if kind == "consumer-" else target, link)
 
 
 DIRECTIONS = ("both", "outbound", "inbound")  # of a cut: from the target member's side

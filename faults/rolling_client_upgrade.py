@@ -28,6 +28,7 @@ class RollingClientUpgradeSpec(FaultSpec):
     interval_s: Annotated[float, Field(ge=0, le=DAY_S)] = 10
 
     needs = frozenset({Capability.RUN_PROCESSES})
+    whole_process = "a process loads one client release"
 
     @property
     def effects(self) -> Effects:

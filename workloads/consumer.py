@@ -240,6 +240,7 @@ class Member(TakesCommands, Driver):
     # 4.1.1 with confluent-kafka 2.16.1, the brokers refusing the upgrade of such a group.
     assignment_user_data = frozenset({"cooperative-sticky"})
     client_distribution = "confluent-kafka"
+    hosts_many = True  # a handle per member: librdkafka keeps each handle's threads and state apart
 
     def __init__(self, spec: MemberSpec[LibrdkafkaSettings], stop: threading.Event):
         self.spec = spec

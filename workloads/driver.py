@@ -167,6 +167,8 @@ class Driver(ABC):
     # How long its client waits for most answers before it gives the request up (librdkafka's
     # socket.timeout.ms, 60 s by default); the group's requests have their own (answer_timeout_ms).
     request_timeout_ms: ClassVar[int] = 60_000
+    # Many of its members can share one process, each its own client handle (workloads/member_host.py).
+    hosts_many: ClassVar[bool] = False
     spec: MemberSpec
     events: MemberEvents
     command_pending: threading.Event

@@ -26,6 +26,7 @@ from harness.cluster.config import JVM_OPTS
 from harness.cluster.ports import free_port
 from harness.components import client_envs
 from harness.scenario import Scenario
+from harness.scenario.lanes import member_number
 from harness.scenario.workload import client_problem
 from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, StopTier
@@ -82,6 +83,11 @@ class Client(LocalProcess):
 
     def start(self) -> None:
         self.incarnation += 1
+        self.write_spec()
+        super().start()
+
+    def write_spec(self) -> None:
+        """This incarnation's spec file; its secret settings go to its environment instead."""
         spec = asdict(self.spec())
         # Secret client settings never reach the spec file: `***` there, their values in the environment.
         settings = spec.get("client_settings") or {}
@@ -89,7 +95,6 @@ class Client(LocalProcess):
         if settings:
             spec["client_settings"] = secrets.split_client_config(settings)[0]
         self.spec_file.write_text(json.dumps(secrets.redact(spec), indent=2))
-        super().start()
 
     def environment(self) -> dict | None:
         return getattr(self, "_environment", None) or None
@@ -132,9 +137,10 @@ class Member(Client):
     ):
         super().__init__(name, supervisor, run_dir)
         self.workload = workload
-        self.lane = int(name.rsplit("-", 1)[1])
+        self.number = member_number(name)
+        self.lane = workload.scenario.lane_plan.lane_of(name)  # its client lane (harness/scenario/lanes.py)
         # Its workload.subscriptions entry (None: the group's topics), the same for every incarnation.
-        self.subscription = workload.scenario.workload.subscription_of(self.lane, subscription)
+        self.subscription = workload.scenario.workload.subscription_of(self.number, subscription)
         self.changes = MemberChanges()  # what its incarnations run differently from the workload's members
 
     def change(self, changes: MemberChanges) -> None:
@@ -200,7 +206,7 @@ class Member(Client):
             if w.topic_pattern
             else s.consumed_topics,
             subscription=self.subscription.name if self.subscription else None,
-            client_rack=w.client_rack_of(self.lane),
+            client_rack=w.client_rack_of(self.number),
             **protocol_fields(self.generation),
             assignor=self.assignor,
             commit=w.commit,
@@ -243,6 +249,10 @@ class Member(Client):
         if driver_plugin(w.driver):  # a plugin's driver has no workload section (yet): its settings' defaults
             return kind()
         raise NotImplementedError(f"{self.module}: the harness does not fill in {kind.__name__}")
+
+    def exit_unrecorded(self) -> bool:
+        """Its last process has exited but its process_exited is not written yet: the slot is not free."""
+        return bool(self.process and self.process.registration.exists())
 
     def tell(self, command: dict) -> None:
         """Tell it what to do: the command file, then SIGUSR1 to look at it."""
@@ -420,9 +430,20 @@ class WorkloadProcesses:
 
     def member(self, name: str, subscription: str | None = None) -> Member:
         if name not in self.services:
-            self.services[name] = member = Member(name, self.supervisor, self.run_dir, self, subscription)
+            kind = Member
+            if self.scenario.workload.hosted:
+                from harness.run.member_hosts import HostedMember as kind  # (a module built on this one)
+            self.services[name] = member = kind(name, self.supervisor, self.run_dir, self, subscription)
             if member.subscription:
                 self._tell_observer_subscriptions()
+        return self.services[name]
+
+    def member_host(self, name: str):
+        """The member host ``name`` (harness/run/member_hosts.py), made on first use, started by its first member."""
+        if name not in self.services:
+            from harness.run.member_hosts import MemberHost  # (a module built on this one)
+
+            self.services[name] = MemberHost(name, self.supervisor, self.run_dir, self)
         return self.services[name]
 
     def java_tools(self, client: ClientRequirement | None) -> str | None:
@@ -461,6 +482,10 @@ class WorkloadProcesses:
 
     def start_all(self) -> None:
         self.producer.start()
+        w = self.scenario.workload
+        if w.hosted:  # every host at once: each takes a second or two to import its client
+            for host in dict.fromkeys(w.host_of(m) for m in w.member_names()):
+                self.member_host(host).start()
         for name in self.scenario.workload.member_names():
             self.member(name).start()
 
@@ -468,7 +493,7 @@ class WorkloadProcesses:
 
     def running_consumers(self) -> list[str]:
         names = [n for n, s in self.services.items() if isinstance(s, Member) and s.running()]
-        return sorted(names, key=lambda n: self.services[n].lane)
+        return sorted(names, key=lambda n: self.services[n].number)
 
     def members_staying(self) -> list[str]:
         """The members running and not on their way out: the group at rest has every one of them."""
@@ -477,7 +502,7 @@ class WorkloadProcesses:
     def start_new(self, count: int, subscription: str | None = None) -> list[str]:
         """``count`` new member slots, started back to back (a join storm), with the
         workload.subscriptions entry named (default: Workload.subscription_of's turn)."""
-        first = max((s.lane for s in self.services.values() if isinstance(s, Member)), default=0) + 1
+        first = max((s.number for s in self.services.values() if isinstance(s, Member)), default=0) + 1
         names = [f"consumer-{i}" for i in range(first, first + count)]
         for name in names:
             self.member(name, subscription).start()
@@ -515,9 +540,9 @@ class WorkloadProcesses:
             self._leaving[name] = time.monotonic()
             self.services[name].terminate()
         # A slot is free once its last process has exited and been reaped (its process_exited written).
-        busy = {m.lane for m in members if m.running() or (m.process and m.process.registration.exists())}
-        free = [lane for lane in range(1, len(self.scenario.member_slots()) + 1) if lane not in busy]
-        started = [f"consumer-{lane}" for lane in free[: max(count - len(staying), 0)]]
+        busy = {m.number for m in members if m.running() or m.exit_unrecorded()}
+        free = [k for k in range(1, len(self.scenario.member_slots()) + 1) if k not in busy]
+        started = [f"consumer-{k}" for k in free[: max(count - len(staying), 0)]]
         for name in started:
             self.member(name).start()
         return started, stopped

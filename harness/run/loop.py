@@ -619,10 +619,10 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         zookeeper_nodes=s.cluster.zookeeper_nodes,
         broker_config=s.broker_config(),
         topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
-        lanes=len(s.member_slots()),
+        lanes=s.lane_plan.lanes,
         broker_racks=tuple(s.cluster.broker_racks or ()),
         coordinator=_project_coordinator(s, history),
-        message_proxy=MessageProxySpec(frozenset(range(1, len(s.member_slots()) + 1)), history and str(history))
+        message_proxy=MessageProxySpec(frozenset(range(1, s.lane_plan.lanes + 1)), history and str(history))
         if s.needs(Capability.MESSAGE_LANES)
         else None,
         external=ExternalTarget(

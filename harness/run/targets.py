@@ -127,7 +127,9 @@ class RunTargets:
         )
 
     def proxies(self, target: str, link: str) -> list[str]:
-        return network.proxies(self.cluster.network, target, self.resolve(link))
+        return network.proxies(
+            self.cluster.network, target, self.resolve(link), self.workload.scenario.lane_plan.lane_of
+        )
 
     # --- ZooKeeper ----------------------------------------------------------------------
 

@@ -38,9 +38,15 @@ def config_problems(config: dict, key: str) -> list[str]:
     return problems
 
 
+# The most partitions a topic may have: a broker keeps a log (its segment, offset and time index
+# files) open per partition replica, so 4,000 on one broker are ~12,000 open files, within the
+# 20,000 this machine allows a process; a 1,000-member group is given 2 partitions each.
+MAX_TOPIC_PARTITIONS = 4000
+
+
 class Topic(Strict):
     name: TopicName
-    partitions: Annotated[int, Field(ge=1, le=1000)]
+    partitions: Annotated[int, Field(ge=1, le=MAX_TOPIC_PARTITIONS)]
     replication_factor: Annotated[int | None, Field(ge=1, le=9)] = None
     config: dict[str, Scalar] = {}
 

@@ -45,6 +45,7 @@ def fault_facts(scenario: Scenario) -> ScenarioFacts:
         assignor=scenario.workload.effective_assignor,
         driver_assignment_user_data=scenario.workload.driver_class.assignment_user_data,
         heartbeat_interval_ms=scenario.workload.heartbeat_interval_ms,
+        hosted=scenario.workload.hosted,
         # the release's facts in the cluster's real mode (an external one's too: its members run on it)
         **release_facts(scenario.cluster.release, scenario.cluster.zookeeper_mode),
     )

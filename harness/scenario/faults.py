@@ -69,6 +69,14 @@ def entry_problems(scenario: Scenario, f: FaultSpec, facts: ScenarioFacts) -> li
     if refused := f.refusals(facts):  # what its backend cannot do: nothing else about it matters
         return refused
     out = f.problems(facts)
+    if facts.hosted and f.whole_process and f.acts_on_members(facts.members):
+        out.append(
+            (
+                "kind",
+                f"{f.kind} acts on a member's whole process ({f.whole_process}); hosted members share "
+                "one (workload.members_per_host: 1)",
+            )
+        )
     if f.at_s >= scenario.duration_s:
         out.append(("at_s", f"{f.at_s}s is not within duration_s ({scenario.duration_s}s)"))
     if f.on and f.on.member is not None and f.on.member not in facts.members:

@@ -11,12 +11,13 @@ same scenario isolated on a shared cluster or on another backend.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Annotated, ClassVar
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from faults import catalogue
-from faults.base import COORDINATOR, DAY_S, MAX_MEMBERS
+from faults.base import COORDINATOR, DAY_S, MAX_MEMBER_PROCESSES, MAX_MEMBERS
 from faults.capabilities import Capability
 from faults.strict import Strict
 from faults.topic_names import TOPIC_NAME_MAX, topic_set_problems
@@ -30,6 +31,7 @@ from harness.scenario.expect import Expect, expect_check_problems
 from harness.scenario.facts import fault_facts
 from harness.scenario.faults import Fault, RandomFaults
 from harness.scenario.kinds import FILE_KINDS, FileKind
+from harness.scenario.lanes import MAX_OWN_LANES, LanePlan
 from harness.scenario.workload import Workload, client_problem
 from oracle.protocols import GENERATIONS
 from runtime.errors import ScenarioError
@@ -86,6 +88,7 @@ class Scenario(Strict):
         if self.load:
             problems += self._load_problems(facts.members)
         problems += self._test_hook_problems(list(facts.members))
+        problems += self._scale_problems(facts.members)
         problems += check_problems(self.checks)
         problems += expect_check_problems(self.expect, self.checks)
         for t in self.topics if not self.cluster.external else ():  # how many brokers it has is not ours to know
@@ -234,6 +237,49 @@ class Scenario(Strict):
         if self.random_faults and (not self.random_faults.targets or set(self.random_faults.targets) & set(members)):
             problems.append(f"random_faults.targets: members (the default): {why}")
         return problems
+
+    def _scale_problems(self, members: tuple[str, ...]) -> list[str]:
+        """What a group this big needs: member hosts past MAX_MEMBER_PROCESSES processes, shared lanes
+        past MAX_OWN_LANES lanes (harness/scenario/lanes.py), a driver that can be hosted."""
+        w, problems = self.workload, []
+        if w.hosted and not w.driver_class.hosts_many:
+            problems.append(
+                f"workload.members_per_host: the {w.driver} driver runs one member per process "
+                f"(only a driver whose members can share a process may be hosted)"
+            )
+        if w.hosted and w.librdkafka.test_hooks:
+            problems.append(
+                "workload.librdkafka.test_hooks: a test hook acts on a member's whole process; "
+                "hosted members share one (members_per_host: 1)"
+            )
+        if not w.hosted and len(members) > MAX_MEMBER_PROCESSES:
+            problems.append(
+                f"workload.members_per_host: {len(members)} members each in a process of its own; at most "
+                f"{MAX_MEMBER_PROCESSES} (~30 MB each): host them (members_per_host: 2 or more)"
+            )
+        plan = self.lane_plan
+        if len(plan.own) > MAX_OWN_LANES:
+            why = "members" if w.lanes == "per-member" else "members named by faults"
+            problems.append(
+                f"workload.lanes: {len(plan.own)} {why} with a lane of their own; at most {MAX_OWN_LANES} "
+                f"(each is a listener on every broker)"
+                + (": lanes: on-demand shares them" if w.lanes == "per-member" else "")
+            )
+        if w.lanes == "on-demand" and self.needs(Capability.MESSAGE_LANES):
+            problems.append(
+                "workload.lanes: message faults need every member on a lane of its own (per-member): "
+                "the message proxy tells a lane's member by its lane"
+            )
+        return problems
+
+    @cached_property
+    def lane_plan(self) -> LanePlan:
+        """Which client lane each member slot rides (workload.lanes)."""
+        slots = self.member_slots()
+        if self.workload.lanes == "per-member":
+            return LanePlan.per_member(slots)
+        named = {f.get("target") for f in self.schedule()}
+        return LanePlan.on_demand(slots, {m for m in slots if m in named})
 
     def _test_hook_problems(self, members: list[str]) -> list[str]:
         """A test hook names a member the run starts and, to read, a partition that exists."""

@@ -29,11 +29,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from faults.base import DAY_S, MAX_MEMBERS
+from faults.base import DAY_S, MAX_MEMBERS, MAX_MEMBERS_PER_HOST
 from faults.strict import Strict
 from harness.components import client_envs
 from harness.components.versions import KafkaRelease
 from harness.scenario.cluster import Rack
+from harness.scenario.lanes import Lanes, member_number
 from oracle.protocols import ASSIGNORS, DRIVER_NAMES, GENERATIONS, PROTOCOLS, Generation
 from workloads.client_versions import ClientRequirement, parse_client
 from workloads.driver import Driver, driver_of
@@ -169,6 +170,12 @@ class Workload(Strict):
     # Absent: the pinned confluent-kafka (pyproject.toml); the java driver, the cluster's own release.
     client: Annotated[str | None, Field(max_length=100)] = None
     consumers: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 3
+    # Members per process: 1, each its own process; more, that many client handles share a member
+    # host (workloads/member_host.py), each still its own member with its own faults (docs/scale.md).
+    members_per_host: Annotated[int, Field(ge=1, le=MAX_MEMBERS_PER_HOST)] = 1
+    # Which client lane each member rides (harness/scenario/lanes.py): its own, or its own only if
+    # a fault names it and a crowd lane otherwise.
+    lanes: Lanes = "per-member"
     topics: Annotated[list[str] | None, Field(max_length=100)] = None  # default: every topic of the scenario
     topic_pattern: Annotated[str | None, Field(max_length=1000)] = (
         None  # a regex subscription instead, e.g. "^events.*"
@@ -322,6 +329,15 @@ class Workload(Strict):
     @property
     def effective_assignor(self) -> str:
         return self.assignor or self.generation.assignors[0]
+
+    @property
+    def hosted(self) -> bool:
+        """Its members share member hosts (``members_per_host`` above 1)."""
+        return self.members_per_host > 1
+
+    def host_of(self, member: str) -> str:
+        """The member host ``member`` lives in: consumer-1..m the first, m+1..2m the next."""
+        return f"member-host-{(member_number(member) - 1) // self.members_per_host + 1}"
 
     def member_names(self) -> list[str]:
         """The members started with the workload."""

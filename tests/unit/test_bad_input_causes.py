@@ -63,12 +63,12 @@ SCENARIO_CAUSES = [
     (
         "billion-partitions",
         SCENARIO.replace(b"partitions: 3", b"partitions: 1000000000"),
-        "topics[1].partitions: must be at most 1000",
+        "topics[1].partitions: must be at most 4000",
     ),
     (
         "huge-consumer-count",
         SCENARIO + b"workload: {consumers: 100000}",
-        "workload.consumers: must be at most 128",
+        "workload.consumers: must be at most 1000",
     ),
     ("infinite-duration", SCENARIO.replace(b"30", b".inf"), "duration_s: must be a finite number"),
     (
@@ -132,8 +132,8 @@ SCENARIO_CAUSES = [
     ),
     (
         "load-too-big",
-        SCENARIO + b"load: {stages: [{kind: spike, to: 500, for_s: 5}]}",
-        "load.stages: the profile reaches 500 members; a group has at most 128",
+        SCENARIO + b"load: {stages: [{kind: spike, to: 5000, for_s: 5}]}",
+        "load.stages: the profile reaches 5000 members; a group has at most 1000",
     ),
     (
         "load-too-long",

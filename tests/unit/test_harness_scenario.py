@@ -184,17 +184,34 @@ BAD_VALUES = [
         "settings for classic-eager, classic-static, classic-cooperative, consumer, consumer-static (librdkafka's group client); "
         "this workload's members (protocol: zk-eager, driver: librdkafka) take workload.zk_eager",
     ),
-    # One bound for every way a group grows (faults.base.MAX_MEMBERS): 128 members at most.
-    (lambda d: d["workload"].update(consumers=129), "workload.consumers", "must be at most 128, got 129"),
+    # One bound for every way a group grows (faults.base.MAX_MEMBERS): 1,000 members at most.
+    (lambda d: d["workload"].update(consumers=1001), "workload.consumers", "must be at most 1000, got 1001"),
     (
-        lambda d: d["faults"].append({"kind": "scale", "consumers": 129, "at_s": 1}),
+        lambda d: d["faults"].append({"kind": "scale", "consumers": 1001, "at_s": 1}),
         "faults[2].consumers",
-        "must be at most 128, got 129",
+        "must be at most 1000, got 1001",
     ),
     (
-        lambda d: d["faults"].append({"kind": "join-storm", "consumers": 129, "at_s": 1}),
+        lambda d: d["faults"].append({"kind": "join-storm", "consumers": 1001, "at_s": 1}),
         "faults[2].consumers",
-        "must be at most 128, got 129",
+        "must be at most 1000, got 1001",
+    ),
+    # Past 128 member processes, members share hosts; past 128 lanes, members share lanes.
+    (
+        lambda d: d["workload"].update(consumers=129, lanes="on-demand"),
+        "workload.members_per_host",
+        "129 members each in a process of its own; at most 128 (~30 MB each): host them (members_per_host: 2 or more)",
+    ),
+    (
+        lambda d: d["workload"].update(consumers=129, members_per_host=50),
+        "workload.lanes",
+        "129 members with a lane of their own; at most 128 (each is a listener on every broker): "
+        "lanes: on-demand shares them",
+    ),
+    (
+        lambda d: d["workload"].update(members_per_host=2, protocol="zk-eager"),
+        "workload.members_per_host",
+        "the librdkafka driver runs one member per process (only a driver whose members can share a process may be hosted)",
     ),
 ]
 
