@@ -72,7 +72,14 @@ def test_a_fault_on_a_whole_process_is_refused_for_hosted_members(tmp_path):
 
 
 def test_message_faults_need_a_lane_per_member(tmp_path):
-    message = {"kind": "message", "target": "consumer-3", "api": "Heartbeat", "action": "delay", "at_s": 30, "duration_s": 5}
+    message = {
+        "kind": "message",
+        "target": "consumer-3",
+        "api": "Heartbeat",
+        "action": "delay",
+        "at_s": 30,
+        "duration_s": 5,
+    }
     with pytest.raises(ScenarioError) as info:
         scenario(tmp_path, faults=[message])
     assert any(key.startswith("workload.lanes") and "message faults need" in why for key, why in info.value.problems)

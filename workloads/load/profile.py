@@ -47,6 +47,10 @@ class _Stage(BaseModel):
     def peak(self, start: int) -> int:
         return max(start, self.end(start))
 
+    def trough(self, start: int) -> int:
+        """The fewest members during the stage (each kind moves evenly between its bounds)."""
+        return min(start, self.end(start))
+
 
 class Hold(_Stage):
     kind: Literal["hold"]
@@ -117,6 +121,9 @@ class Spike(_Stage):
     def peak(self, start: int) -> int:
         return max(start, self.to)
 
+    def trough(self, start: int) -> int:
+        return min(start, self.to)
+
 
 class Sawtooth(_Stage):
     """Churn: each period rises one member at a time from ``low`` to ``high``, then the
@@ -146,6 +153,9 @@ class Sawtooth(_Stage):
 
     def peak(self, start: int) -> int:
         return max(start, self.high)
+
+    def trough(self, start: int) -> int:
+        return min(start, self.low)
 
 
 STAGES = (Hold, Ramp, Step, Spike, Sawtooth)
@@ -194,3 +204,7 @@ class LoadProfile(BaseModel):
 
     def peak(self, start: int) -> int:
         return max([start, *(stage.peak(members) for _, members, stage in self.timeline(start))])
+
+    def trough(self, start: int) -> int:
+        """The fewest members the profile ever has: members numbered up to it are never stopped by it."""
+        return min([start, *(stage.trough(members) for _, members, stage in self.timeline(start))])
