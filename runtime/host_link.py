@@ -359,12 +359,12 @@ class HostConnection:
         except LinkError as e:
             self.server.report(f"{self.host}: {e}: link closed")
         finally:
+            self.line.close()
+            self._flush_pending()  # a host gone before its first alignment: its events, unaligned, are not lost
+            self.server._gone(self)  # (its end written after its last events, before anyone waiting hears of it)
             with self._changed:
                 self._gone.set()
                 self._changed.notify_all()
-            self.line.close()
-            self._flush_pending()  # a host gone before its first alignment: its events, unaligned, are not lost
-            self.server._gone(self)
 
     def _relay(self, event) -> None:
         if not (isinstance(event, dict) and isinstance(event.get(ev.MONO_MS), (int, float))):

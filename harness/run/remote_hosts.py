@@ -83,7 +83,11 @@ class RemoteHost(Service):
         go inline: the host has none of the run's files."""
         self.ensure_started()
         if "spec_file" in fields:
-            fields["spec"] = json.loads(Path(fields.pop("spec_file")).read_text())
+            spec = json.loads(Path(fields.pop("spec_file")).read_text())
+            # The run's files are not the host's: a host that opened these paths would share them (on
+            # this machine) or fail late (on another); empty, it fails at once. It writes through its
+            # link and keeps its members' control files in its own directory.
+            fields["spec"] = {**spec, "history": "", "control_file": ""}
         if command == "tell":
             fields["control"] = json.loads(self.workload.services[member].control_file.read_text())
         self.seq += 1

@@ -72,7 +72,7 @@ def test_commands_carry_what_the_host_has_no_file_for_and_its_status_comes_back(
     link.status({"pid": os.getpid(), "applied": 2, "members": {"consumer-2": {"incarnation": 1, "state": "running"}}})
     assert host.connection.wait_status(lambda s: s.get("applied") == 2, timeout=5)
     assert got == [
-        {"seq": 1, "command": "start", "member": "consumer-2", "spec": spec},
+        {"seq": 1, "command": "start", "member": "consumer-2", "spec": {**spec, "history": "", "control_file": ""}},
         {"seq": 2, "command": "tell", "member": "consumer-2", "control": {"command": "poll-stall", "duration_s": 3}},
     ]
     assert host.applied(2) and host.member_status("consumer-2")["state"] == "running"
