@@ -17,7 +17,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from faults import catalogue
-from faults.base import COORDINATOR, DAY_S, MAX_MEMBER_PROCESSES, MAX_MEMBERS
+from faults.base import COORDINATOR, DAY_S, MAX_MEMBER_PROCESSES, MAX_MEMBERS, MAX_MEMBERS_PER_HOST
 from faults.capabilities import Capability
 from faults.strict import Strict
 from faults.topic_names import TOPIC_NAME_MAX, topic_set_problems
@@ -268,6 +268,17 @@ class Scenario(Strict):
             )
         if w.librdkafka.test_hooks:
             problems.append("workload.librdkafka.test_hooks: a test hook acts on a member's whole process")
+        if w.members_per_host > 1:
+            problems.append(
+                "workload.members_per_host: with load.member_hosts: on-workers each worker's host takes its "
+                "share of the members, by turns: leave it out"
+            )
+        share = -(-load.peak(w.consumers) // max(load.workers, 1))
+        if share > MAX_MEMBERS_PER_HOST:
+            problems.append(
+                f"load.workers: the profile's {load.peak(w.consumers)} members make {share} in each worker's host; "
+                f"a host takes at most {MAX_MEMBERS_PER_HOST}"
+            )
         if w.client_requirement is not None and client_envs.needs_env(w.client_requirement):
             problems.append(
                 f"workload.client: a member host on a worker runs the worker's own confluent-kafka, "

@@ -169,6 +169,17 @@ SCENARIO_CAUSES = [
         "load.member_hosts: on-workers hosts the members; the librdkafka driver runs one member per process",
     ),
     (
+        "load-hosts-on-workers-per-host",
+        SCENARIO + b"workload: {members_per_host: 2}\n"
+        b"load: {stages: [{kind: hold, for_s: 10}], workers: 2, member_hosts: on-workers}",
+        "workload.members_per_host: with load.member_hosts: on-workers each worker's host takes its share",
+    ),
+    (
+        "load-hosts-on-too-few-workers",
+        SCENARIO + b"load: {stages: [{kind: spike, to: 600, for_s: 10}], workers: 2, member_hosts: on-workers}",
+        "load.workers: the profile's 600 members make 300 in each worker's host; a host takes at most 250",
+    ),
+    (
         "load-and-scale",
         SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nfaults: [{kind: scale, consumers: 2, at_s: 2}]",
         "faults[1].kind: scale on members",
