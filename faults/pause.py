@@ -25,8 +25,8 @@ class PauseSpec(TimedSpec):
 class Pause(TimedFault[PauseSpec]):
     Spec = PauseSpec
 
-    def inject(self, targets: Targets) -> None:
-        targets.pause(self.resolved)
+    def inject(self, targets: Targets) -> dict | None:
+        return targets.pause(self.resolved)
 
     def heal(self, targets: Targets) -> None:
         targets.resume(self.resolved)

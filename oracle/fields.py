@@ -111,6 +111,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "client_version",
         "subscription",
         "client_rack",
+        "host",  # a hosted member: its member host's process name (pid: the host's)
     ),
     ev.SUBSCRIPTION_CHANGED: ("topics",),
     ev.GROUP_JOIN_SENT: (),
@@ -141,6 +142,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.LOG_UNRECOGNISED: ("log", "missing", "client_version"),
     ev.REBALANCE_FAILED: ("attempts", "reason", "trigger"),
     ev.CONSUMER_STOPPED: ("reason",),
+    ev.CLIENT_DESTROYED: (),
     ev.TEST_HOOK_ARMED: ("hook", "params"),
     ev.TEST_HOOK_FIRED: ("hook", "join"),
     ev.COORDINATOR_FOUND: ("address", "answered_by"),

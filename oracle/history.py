@@ -218,6 +218,32 @@ class MemberSlot(NamedTuple):
         return self.member if self.incarnation == 1 else f"{self.member}#{self.incarnation}"
 
 
+class MemberProcesses:
+    """Which member incarnations each process runs, as a history says it, event by event: a member
+    process runs one, a member host many (their consumer_started carry ``host`` and its pid). The
+    one place that says which incarnations a ``process_exited`` ends."""
+
+    def __init__(self):
+        self._by_pid: dict[int, dict[str, MemberSlot]] = {}
+
+    def started(self, e: Event) -> None:
+        """A consumer_started: its slot runs in its pid (replacing that member's earlier one)."""
+        if isinstance(e.get("pid"), int):
+            self._by_pid.setdefault(e["pid"], {})[e.get("member") or e["source"]] = MemberSlot.of(e)
+
+    def exited(self, e: Event) -> list[MemberSlot] | None:
+        """The incarnations a process_exited ends: every one of a member host, a member process's own
+        (a pid the kernel gave again to another process is not its member's); None: no member ran
+        in that pid as far as the history says."""
+        running = self._by_pid.pop(e.get("pid"), None) if isinstance(e.get("pid"), int) else None
+        if running is None:
+            return None
+        if e.get("role") == ev.MEMBER_HOST:
+            return sorted(running.values())
+        slot = running.get(e.get("process"))
+        return [slot] if slot else []
+
+
 class Instant(NamedTuple):
     ts: float | None  # wall clock, for people
     mono_ms: float  # monotonic, for arithmetic
@@ -821,7 +847,7 @@ class History:
 
     def _consumer_group_spans(self) -> list[tuple[float, float]]:
         """(first epoch, end) of each incarnation running a generation with member epochs. Its end:
-        its consumer_stopped, its process's exit, its slot's next incarnation, else the end."""
+        its consumer_stopped or client_destroyed, its process's exit, its slot's next incarnation, else the end."""
 
         def compute() -> list[tuple[float, float]]:
             epochs = {
@@ -832,17 +858,17 @@ class History:
                 slot = self._slot(e) if "member" in e else None
                 if slot in epochs:
                     first.setdefault(slot, e["mono_ms"])
-            pids = {e.get("pid"): self._slot(e) for e in self.named(ev.CONSUMER_STARTED) if "member" in e}
-            ends: dict[MemberSlot, float] = {}
-            for e in self.named(ev.CONSUMER_STOPPED, ev.PROCESS_EXITED, ev.CONSUMER_STARTED):
+            processes, ends = MemberProcesses(), {}
+            for e in self.named(ev.CONSUMER_STOPPED, ev.CLIENT_DESTROYED, ev.PROCESS_EXITED, ev.CONSUMER_STARTED):
                 if e["name"] == ev.PROCESS_EXITED:
-                    slot = pids.get(e.get("pid"))
+                    slots = processes.exited(e) or []
                 elif e["name"] == ev.CONSUMER_STARTED and "member" in e:
+                    processes.started(e)
                     slot = self._slot(e)
-                    slot = MemberSlot(slot.member, slot.incarnation - 1) if slot.incarnation > 1 else None
+                    slots = [MemberSlot(slot.member, slot.incarnation - 1)] if slot.incarnation > 1 else []
                 else:
-                    slot = self._slot(e) if "member" in e else None
-                if slot is not None:
+                    slots = [self._slot(e)] if "member" in e else []
+                for slot in slots:
                     ends.setdefault(slot, e["mono_ms"])
             return sorted((t, ends.get(slot, math.inf)) for slot, t in first.items())
 

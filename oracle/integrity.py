@@ -112,6 +112,14 @@ PROMISES: dict[str, Promise] = {
             "that names no fault, or acted before its fault began, would be blamed on nothing",
         ),
         Promise(
+            "hosted-members",
+            "a member in a member host says so (consumer_started's host) with the pid of that host's "
+            "process_started before it",
+            REFUSE,
+            "a member host's exit ends every member it ran, found by its pid: a member that named "
+            "another pid would outlive its host in the oracle's reading",
+        ),
+        Promise(
             "member-protocol",
             "a member incarnation says once which protocol generation it runs (consumer_started's "
             "protocol); where the run's members ran more than one, every incarnation says it, naming a "
@@ -253,6 +261,7 @@ class Audit:
         # (written once the injection returned), so they are matched in `finish`.
         self._messages: list[tuple[Any, float, int]] = []
         self._run_protocol: Any = None
+        self._host_pids: dict[Any, Any] = {}  # member host -> the pid of its latest process_started
         self._protocols: dict[tuple[Any, Any], list[tuple[Any, int]]] = {}  # member writer -> (protocol, line)
         self._run_started: int | None = None
         self._finished_at: int | None = None  # the line of run_finished
@@ -333,6 +342,16 @@ class Audit:
             self._counts[event["topic"]] = max(self._counts.get(event["topic"], 0), event["partitions"])
         elif name == ev.CONSUMER_STARTED and event.get(ev.MEMBER) is not None:
             self._protocols.setdefault(key, []).append((event.get("protocol"), line))
+            host = event.get("host")
+            if host is not None and self._host_pids.get(host) != event.get("pid"):
+                self._break(
+                    "hosted-members",
+                    (line,),
+                    f"{_writer(key)} says it is in {host} with pid {event.get('pid')}; {host} started with "
+                    f"pid {self._host_pids.get(host)}",
+                )
+        elif name == ev.PROCESS_STARTED and event.get("role") == ev.MEMBER_HOST:
+            self._host_pids[event.get("process")] = event.get("pid")
         elif name == ev.FAULT_STARTED:
             self._fault_starts[event.get("fault_id")] = mono
             if event.get(ev.EFFECTS) is None:  # fine before format 3 (`finish`)
@@ -474,6 +493,7 @@ _MEMBER_EVENTS = frozenset(
         ev.OFFSETS_COMMITTED,
         ev.CONSUMER_ERROR,
         ev.CONSUMER_STOPPED,
+        ev.CLIENT_DESTROYED,
     )
 )
 

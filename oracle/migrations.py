@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import vocabulary as ev
-from .history import Event, History, Instant, MemberSlot
+from .history import Event, History, Instant, MemberProcesses, MemberSlot
 
 
 @dataclass
@@ -65,12 +65,13 @@ def migrations(history: History) -> list[dict[str, Any]]:
 def _measure(history: History) -> list[Move]:
     started = {MemberSlot.of(e): e for e in history.named(ev.CONSUMER_STARTED) if "member" in e}
     exits: dict[MemberSlot, Event] = {}
-    pids = {e.get("pid"): slot for slot, e in started.items() if e.get("pid") is not None}
-    for e in history.named(ev.PROCESS_EXITED):
-        slot = pids.get(e.get("pid"))
-        if slot is not None:
+    processes = MemberProcesses()
+    for e in history.named(ev.CONSUMER_STARTED, ev.PROCESS_EXITED):
+        if e["name"] == ev.CONSUMER_STARTED:
+            processes.started(e)
+        for slot in (processes.exited(e) or []) if e["name"] == ev.PROCESS_EXITED else []:
             exits.setdefault(slot, e)
-    for e in history.named(ev.CONSUMER_STOPPED):
+    for e in history.named(ev.CONSUMER_STOPPED, ev.CLIENT_DESTROYED):
         exits.setdefault(MemberSlot.of(e), e)  # no process_exited seen: its own last word
     moves = []
     for slot, _e in sorted(started.items(), key=lambda item: item[1]["mono_ms"]):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from . import vocabulary as ev
-from .history import Commit, Event, History, Instant, MemberSlot, TopicPartition, effects_of
+from .history import Commit, Event, History, Instant, MemberProcesses, MemberSlot, TopicPartition, effects_of
 from .protocols import GENERATIONS
 
 REVOKED = "revoked"
@@ -230,7 +230,7 @@ class _Derivation:
         self.sessions: list[Session] = []
         self.open: dict[MemberSlot, dict[TopicPartition, Session]] = defaultdict(dict)
         self.current: dict[str, MemberSlot] = {}  # member name -> its live incarnation
-        self.pids: dict[int, MemberSlot] = {}
+        self.processes = MemberProcesses()
         self.doomed: set[str] = set()  # processes a fault is about to kill
         self.assignments: dict[int, dict[MemberSlot, frozenset[TopicPartition]]] = defaultdict(dict)
         self.incremental_revokes: dict[int, set[MemberSlot]] = defaultdict(set)
@@ -284,8 +284,8 @@ class _Derivation:
             session = owned.pop(tp)
             session.end, session.ended_by = Instant.of(e), why
 
-    def died(self, slot: MemberSlot, e: Event, returncode: int | None = None) -> None:
-        crashed = slot.member in self.doomed or (returncode is not None and returncode < 0)
+    def died(self, slot: MemberSlot, e: Event, returncode: int | None = None, crashed: bool = False) -> None:
+        crashed = crashed or slot.member in self.doomed or (returncode is not None and returncode < 0)
         self.end(slot, None, e, CRASHED if crashed else PROCESS_EXITED)
         self.doomed.discard(slot.member)
 
@@ -300,17 +300,22 @@ class _Derivation:
             self.died(previous, e)
         self.current[slot.member] = slot
         self.doomed.discard(slot.member)
-        if e.get("pid") is not None:
-            self.pids[e["pid"]] = slot
+        self.processes.started(e)
 
     def on_fault_started(self, e: Event) -> None:
         if effects_of(e).get(ev.DOWN) == ev.KILLED:  # its exit is the fault's doing: a crash, however clean
             self.doomed.add(e.get("target"))
 
     def on_process_exited(self, e: Event) -> None:
-        slot = self.pids.get(e.get("pid")) or self.current.get(e.get("process"))
-        if slot and slot.member == e.get("process"):
+        slots = self.processes.exited(e)
+        if slots is None:  # no member ran in its pid, as far as the history says: the member it names
+            slots = [self.current[e["process"]]] if e.get("process") in self.current else []
+        for slot in slots:
             self.died(slot, e, e.get("returncode"))
+
+    def on_client_destroyed(self, e: Event) -> None:
+        """A hosted member's handle destroyed unclosed: what it owned is lost, as in a crash."""
+        self.died(self.slot(e), e, crashed=True)
 
     def on_consumer_stopped(self, e: Event) -> None:
         slot = self.slot(e)

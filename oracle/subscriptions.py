@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from . import vocabulary as ev
-from .history import Event, History, MemberSlot
+from .history import Event, History, MemberProcesses, MemberSlot
 
 
 @dataclass(frozen=True)
@@ -85,29 +85,32 @@ class Subscriptions:
         self.lives: list[Life] = []
         self._of: dict[MemberSlot, Subscription | None] = {}
         open_: dict[str, tuple[MemberSlot, float, Subscription | None]] = {}
-        pids: dict[int, str] = {}
+        processes = MemberProcesses()
 
         def close(member: str, at: float) -> None:
             if member in open_:
                 slot, start, subscription = open_.pop(member)
                 self.lives.append(Life(slot, start, at, subscription))
 
-        for e in history.named(ev.CONSUMER_STARTED, ev.CONSUMER_STOPPED, ev.PROCESS_EXITED):
+        for e in history.named(ev.CONSUMER_STARTED, ev.CONSUMER_STOPPED, ev.CLIENT_DESTROYED, ev.PROCESS_EXITED):
             if e["name"] == ev.CONSUMER_STARTED:
                 slot = MemberSlot.of(e)
                 close(slot.member, e["mono_ms"])
                 self._of[slot] = subscription = _declared(e, run, group_topics)
                 open_[slot.member] = (slot, e["mono_ms"], subscription)
-                if isinstance(e.get("pid"), int):
-                    pids[e["pid"]] = slot.member
-            elif e["name"] == ev.CONSUMER_STOPPED:
-                slot = MemberSlot.of(e)
+                processes.started(e)
+                continue
+            if e["name"] == ev.PROCESS_EXITED:
+                ended = processes.exited(e)
+                if ended is None:  # no member ran in its pid, as far as the history says: the one it names
+                    ended = (
+                        [open_[e["process"]][0]] if e.get("role") == "consumer" and e.get("process") in open_ else []
+                    )
+            else:
+                ended = [MemberSlot.of(e)]
+            for slot in ended:
                 if slot.member in open_ and open_[slot.member][0] == slot:
                     close(slot.member, e["mono_ms"])
-            elif e.get("role") == "consumer":
-                member = pids.get(e.get("pid")) or e.get("process")
-                if member == e.get("process"):
-                    close(member, e["mono_ms"])
         for member in list(open_):
             close(member, math.inf)
         self.lives.sort(key=lambda life: life.start_ms)

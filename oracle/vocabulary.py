@@ -102,6 +102,9 @@ CLIENT_LOG = "client_log"
 LOG_UNRECOGNISED = "log_unrecognised"
 REBALANCE_FAILED = "rebalance_failed"
 CONSUMER_STOPPED = "consumer_stopped"
+# A hosted member's handle destroyed without a close (a crash of one member of a member host).
+CLIENT_DESTROYED = "client_destroyed"
+MEMBER_HOST = "member-host"  # the process role of a member host: it runs many members
 TEST_HOOK_ARMED = "test_hook_armed"
 TEST_HOOK_FIRED = "test_hook_fired"
 # members of the project's coordinator only
@@ -185,6 +188,7 @@ CONSUMER_EVENTS = (
     LOG_UNRECOGNISED,
     REBALANCE_FAILED,
     CONSUMER_STOPPED,
+    CLIENT_DESTROYED,
     TEST_HOOK_ARMED,
     TEST_HOOK_FIRED,
     COORDINATOR_FOUND,

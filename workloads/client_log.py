@@ -191,6 +191,49 @@ class StderrTap:
             pass
 
 
+class TapRouter:
+    """One StderrTap for a process of many client handles (a member host): each librdkafka line
+    to the reader of the handle its client instance names (``<client.id>#consumer-<n>``; a
+    member's client.id is its name). A line of no registered handle goes on to the log only."""
+
+    def __init__(self):
+        self._readers: dict[str, Callable[[ClientLine], None]] = {}
+        self.tap = StderrTap(self._route).start()
+
+    def _route(self, line: ClientLine) -> None:
+        reader = self._readers.get(line.client.split("#", 1)[0])
+        if reader is not None:
+            reader(line)
+
+    def register(self, client_id: str, on_line: Callable[[ClientLine], None]) -> TapView:
+        """Lines of ``client_id`` to ``on_line`` from now on (a new incarnation replaces the last)."""
+        with self.tap.lock:
+            self._readers[client_id] = on_line
+        return TapView(self, client_id, on_line)
+
+    def unregister(self, client_id: str, on_line: Callable[[ClientLine], None]) -> None:
+        with self.tap.lock:
+            if self._readers.get(client_id) is on_line:  # not a later incarnation's
+                del self._readers[client_id]
+
+
+@dataclass(frozen=True)
+class TapView:
+    """One handle's share of a TapRouter, with the surface of a StderrTap a member uses."""
+
+    router: TapRouter
+    client_id: str
+    on_line: Callable[[ClientLine], None]
+
+    def caught_up(self):
+        return self.router.tap.caught_up()
+
+    def stop(self) -> None:
+        """Its lines read so far are handled; later ones (there are none: its handle is gone) are not."""
+        with self.router.tap.caught_up():
+            self.router.unregister(self.client_id, self.on_line)
+
+
 class WarningsToHistory(logging.Handler):
     """A Python logger's warnings and errors as ``client_log`` events: how the fetchers of the
     zk-eager and coordinator drivers (no group in Kafka, warnings only) and kazoo report."""

@@ -20,6 +20,7 @@ Usage: ``python -m workloads.consumer SPEC.json`` (a ``workloads.driver.MemberSp
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import signal
@@ -33,7 +34,7 @@ from dataclasses import dataclass, replace
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition, libversion
 
 from runtime.history import latency_histogram, now
-from workloads.client_log import WARNING, ClientLine, StderrTap, client_instant
+from workloads.client_log import WARNING, ClientLine, StderrTap, TapRouter, client_instant
 from workloads.driver import Driver, MemberSpec
 from workloads.member_events import CLIENT_CLOCK, MemberEvents, member_writer
 from workloads.poll_stall import TakesCommands
@@ -242,9 +243,21 @@ class Member(TakesCommands, Driver):
     client_distribution = "confluent-kafka"
     hosts_many = True  # a handle per member: librdkafka keeps each handle's threads and state apart
 
-    def __init__(self, spec: MemberSpec[LibrdkafkaSettings], stop: threading.Event):
+    def __init__(
+        self,
+        spec: MemberSpec[LibrdkafkaSettings],
+        stop: threading.Event,
+        tap: TapRouter | None = None,
+        host: str | None = None,
+    ):
+        """``tap`` and ``host``: a member of a member host (workloads/member_host.py), which reads
+        every handle's librdkafka lines through one tap and is named in consumer_started."""
         self.spec = spec
         self.stop = stop
+        self.host = host
+        self.crashed = threading.Event()  # a hosted member's crash: leave without a close
+        self.thawed = threading.Event()  # cleared while a hosted member is frozen (a modelled pause)
+        self.thawed.set()
         self.generation: int | None = None
         self.member_id: str | None = None
         self.assigned: set[tuple[str, int]] = set()  # what the group gave this member, as of its last callback
@@ -262,7 +275,7 @@ class Member(TakesCommands, Driver):
         self.unrecognised: set[str] = set()  # protocol steps its log said nothing readable of (_recognised)
         # No logger: librdkafka prints each line itself, from its own threads, as it happens.
         self.reader = GroupLogReader(self, self.tap_events)
-        self.tap = StderrTap(self.reader).start()
+        self.tap = tap.register(spec.member, self.reader) if tap else StderrTap(self.reader).start()
         # ... and stamped now, once every line librdkafka wrote before is read: the event carries
         # the generation it acted in, and comes after the steps that led to it.
         self.events = replace(self.tap_events, catch_up=self.tap.caught_up)
@@ -422,6 +435,7 @@ class Member(TakesCommands, Driver):
             subscription=s.subscription_record,
             client_rack=s.client_rack,
             **librdkafka_loaded(),
+            **({"host": self.host} if self.host else {}),
         )
         for hook, params in sorted((s.settings.test_hooks or {}).items()):
             self.events.test_hook_armed(hook, params)
@@ -431,6 +445,10 @@ class Member(TakesCommands, Driver):
         reason = "end-of-run"
         try:
             while not stop.is_set():
+                if not self.thawed.is_set():  # frozen: no poll, no callback, until thawed or stopped
+                    while not (self.thawed.wait(0.1) or stop.is_set()):
+                        pass
+                    continue
                 if self.command_pending.is_set():
                     self._obey(stop)
                     if stop.is_set():
@@ -451,18 +469,42 @@ class Member(TakesCommands, Driver):
             )
             reason = "error"
         finally:
-            if self.non_owner:
-                self.non_owner.close()
-            if self.worker:  # what it holds is processed while the member still owns it
-                self.worker.drain()
-                with contextlib.suppress(KafkaException):  # a consumer that failed fatally stores nothing
-                    self._store_progress()
-            self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
-            if self.worker:
-                self.worker.stop()
-            self.events.consumer_stopped(reason)
-            self.tap.stop()
-        return 0 if reason == "end-of-run" else 1
+            if self.crashed.is_set():
+                self._destroy()
+            else:
+                self._close(reason)
+        return 0 if reason == "end-of-run" and not self.crashed.is_set() else 1
+
+    def _close(self, reason: str) -> None:
+        if self.non_owner:
+            self.non_owner.close()
+        if self.worker:  # what it holds is processed while the member still owns it
+            self.worker.drain()
+            with contextlib.suppress(KafkaException):  # a consumer that failed fatally stores nothing
+                self._store_progress()
+        self.consumer.close()  # revokes (and commits in _on_revoke) and leaves the group
+        if self.worker:
+            self.worker.stop()
+        self.events.consumer_stopped(reason)
+        self.tap.stop()
+
+    def crash(self) -> None:
+        """A crash of this one member (its host's command): its loop leaves without a close."""
+        self.crashed.set()
+        self.stop.set()
+
+    def _destroy(self) -> None:
+        """The handle destroyed unclosed: the last reference dropped, confluent-kafka destroys it with
+        RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE (no LeaveGroup, no commit, no revoke callback), and its
+        sockets close as a killed process's would. Its callbacks hold this member: the cycle is
+        broken here, so the destroy happens now, not at a later garbage collection."""
+        consumer, self.consumer = self.consumer, None
+        if self.worker:
+            self.worker.stop_now()
+        del consumer
+        gc.collect()
+        self.events.client_destroyed()
+        self.tap.stop()
 
     def _handle(self, batch) -> None:
         records = records_of(batch, self.events)

@@ -168,6 +168,8 @@ class Driver(ABC):
     # socket.timeout.ms, 60 s by default); the group's requests have their own (answer_timeout_ms).
     request_timeout_ms: ClassVar[int] = 60_000
     # Many of its members can share one process, each its own client handle (workloads/member_host.py).
+    # Such a driver is built with ``tap=`` (a client_log.TapRouter) and ``host=`` (the host's name),
+    # and has ``crash()`` (leave without a close), ``crashed`` and ``thawed`` (cleared: frozen).
     hosts_many: ClassVar[bool] = False
     spec: MemberSpec
     events: MemberEvents

@@ -127,12 +127,14 @@ class MemberEvents:
         client_rack: str | None = ABSENT,
         client_library: str = ABSENT,
         client_version: str | None = ABSENT,
+        host: str = ABSENT,
     ) -> dict:
         """Driver-specific fields: ``processing`` (librdkafka); ``consumer_id``,
         ``rebalance_max_retries``, ``rebalance_backoff_ms`` (zk-eager); ``jvm_pid``,
         ``processing_ms_ignored`` (java); every driver: ``subscription``
         (``MemberSpec.subscription_record``) and ``client_rack``; ``client_library`` and
-        ``client_version``: the client library the process really loaded (every driver on a Kafka client)."""
+        ``client_version``: the client library the process really loaded (every driver on a Kafka client);
+        ``host``: the member host it lives in, for a hosted member (its ``pid`` is the host's)."""
         return self._write(
             ev.CONSUMER_STARTED,
             pid=pid,
@@ -153,10 +155,15 @@ class MemberEvents:
             client_rack=client_rack,
             client_library=client_library,
             client_version=client_version,
+            host=host,
         )
 
     def consumer_stopped(self, reason: str) -> dict:
         return self._write(ev.CONSUMER_STOPPED, reason=reason)
+
+    def client_destroyed(self) -> dict:
+        """Its handle was destroyed without a close: a crash of this one member of a member host."""
+        return self._write(ev.CLIENT_DESTROYED)
 
     def consumer_error(self, *, error: str, error_code: int | None, fatal: bool, message: str = ABSENT) -> dict:
         return self._write(ev.CONSUMER_ERROR, error=error, error_code=error_code, fatal=fatal, message=message)

@@ -13,6 +13,7 @@ first, so the poll loop is never more than two batches ahead of the processing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -51,6 +52,11 @@ class Worker:
     def stop(self) -> None:
         self._handoff.put(None)
         self._thread.join()
+
+    def stop_now(self) -> None:
+        """A crash: the worker ends after the batch it holds, and nobody waits for it."""
+        with contextlib.suppress(queue.Full):  # it holds one and one waits: it ends with the process
+            self._handoff.put_nowait(None)
 
     def _run(self) -> None:
         try:

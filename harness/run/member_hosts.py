@@ -29,8 +29,10 @@ from faults import network
 from harness.components import client_envs
 from harness.run.clients import Client, Member, run_client
 from harness.supervision.processes import Supervisor
+from oracle import vocabulary as ev
 from runtime import secrets
 from runtime.errors import ClusterError
+from workloads.member_host import HostSpec
 
 HOST_MODULE = "workloads.member_host"
 READY_TIMEOUT_S = 60.0  # a host's interpreter and confluent-kafka imported, its first status written
@@ -41,7 +43,7 @@ FREEZE_TOXIC = "freeze"  # the toxic a modelled pause puts on each of the member
 class MemberHost(Client):
     """One member host process: it runs the client handles of the members it hosts."""
 
-    role, module = "member-host", HOST_MODULE
+    role, module = ev.MEMBER_HOST, HOST_MODULE
 
     def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload):
         super().__init__(name, supervisor, run_dir)
@@ -57,32 +59,33 @@ class MemberHost(Client):
     def spec_file(self) -> Path:
         return self.run_dir / "workload" / f"{self.name}.json"
 
-    def spec(self) -> dict:
-        return {
-            "host": self.name,
-            "history": self.workload.history,
-            "commands_dir": str(self.commands_dir),
-            "status_file": str(self.status_file),
-            "driver_module": self.workload.scenario.workload.generation.drivers[self.workload.scenario.workload.driver],
-        }
+    def spec(self) -> HostSpec:
+        w = self.workload.scenario.workload
+        return HostSpec(
+            host=self.name,
+            history=self.workload.history,
+            commands_dir=str(self.commands_dir),
+            status_file=str(self.status_file),
+            driver_module=w.generation.drivers[w.driver],
+        )
 
     def start(self) -> None:
-        self.incarnation += 1
         self.commands_dir.mkdir(parents=True, exist_ok=True)
         self.status_file.unlink(missing_ok=True)
-        self.spec_file.write_text(json.dumps(self.spec(), indent=2))
-        # Secret client settings reach the host's members through its environment, never a file.
-        self._environment = secrets.child_env(dict(self.workload.scenario.cluster.client_config))
         self._ready_pid = None
-        super(Client, self).start()
+        super().start()
+
+    def environment(self) -> dict | None:
+        # Secret client settings reach the host's members through its environment, never a file.
+        client = run_client(self.workload.scenario)
+        return {
+            **secrets.child_env(dict(self.workload.scenario.cluster.client_config)),
+            **client_envs.member_environment(client),
+        } or None
 
     def command(self) -> list[str]:
         client = run_client(self.workload.scenario)
         return [client_envs.member_python(client, self.workload.report), "-m", self.module, str(self.spec_file)]
-
-    def environment(self) -> dict | None:
-        client = run_client(self.workload.scenario)
-        return {**(super().environment() or {}), **client_envs.member_environment(client)} or None
 
     # --- talking to it -----------------------------------------------------------------
 
@@ -173,14 +176,18 @@ class HostedMember(Member):
     def paused(self) -> bool:
         return self._frozen and self.running()
 
-    def pause(self) -> None:
+    def pause(self) -> dict:
         # The lane first: nothing it sends from now on gets out, then its poll loop stops.
-        toxiproxy = self.workload.cluster.toxiproxy
-        for proxy in self._lane_proxies():
+        toxiproxy, proxies = self.workload.cluster.toxiproxy, self._lane_proxies()
+        for proxy in proxies:
             for kind, stream, attributes in network.toxics_for("blackhole", {"direction": "both"}):
                 toxiproxy.add_toxic(proxy, f"{FREEZE_TOXIC}-{stream}", kind, stream, **attributes)
         self._send("freeze")
         self._frozen = True
+        return {
+            "modelled": "hosted in " + self.host.name + ": its poll loop frozen, its lane cut both ways",
+            "proxies": proxies,
+        }
 
     def resume(self) -> None:
         self._send("thaw")

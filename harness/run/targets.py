@@ -64,14 +64,14 @@ class RunTargets:
 
     # --- services -----------------------------------------------------------------------
 
-    def pause(self, name: str) -> None:
+    def pause(self, name: str) -> dict | None:
         # Overlapping pauses of one service stop it for their union: one that finds it running stops
         # it (a process started again meanwhile too), and only the last one's heal resumes it (a
         # shorter pause inside a longer one used to end both).
         service = self.service(name)
-        if not service.paused():
-            service.pause()
+        details = None if service.paused() else service.pause()
         self.pauses[name] = self.pauses.get(name, 0) + 1
+        return details
 
     def resume(self, name: str) -> None:
         self.pauses[name] = max(0, self.pauses.get(name, 0) - 1)

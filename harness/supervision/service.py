@@ -60,8 +60,9 @@ class Service(ABC):
     def paused(self) -> bool: ...
 
     @abstractmethod
-    def pause(self) -> None:
-        """Freeze it whole (every thread: heartbeats stop too), as a long GC pause would."""
+    def pause(self) -> dict | None:
+        """Freeze it whole (every thread: heartbeats stop too), as a long GC pause would; details
+        worth recording where the freeze is modelled rather than a SIGSTOP (a hosted member)."""
 
     @abstractmethod
     def resume(self) -> None: ...

@@ -49,6 +49,7 @@ OPTIONS = {"within_s": 60, "stall_s": None, "loop_rebalances": 5}
 _CHANGES = (
     ev.CONSUMER_STARTED,
     ev.CONSUMER_STOPPED,
+    ev.CLIENT_DESTROYED,
     ev.PROCESS_EXITED,
     ev.SUBSCRIPTION_CHANGED,
     ev.PARTITIONS_ADDED,
@@ -138,7 +139,9 @@ def _loop(history: History, since: float, horizon: float) -> list[Rebalance]:
     same members as the one before it, and no change (`_CHANGES`) since that one began nor a
     fault active when it began."""
     changes = [
-        e["mono_ms"] for e in history.named(*_CHANGES) if e["name"] != ev.PROCESS_EXITED or e.get("role") == "consumer"
+        e["mono_ms"]
+        for e in history.named(*_CHANGES)
+        if e["name"] != ev.PROCESS_EXITED or e.get("role") in ("consumer", ev.MEMBER_HOST)
     ]
     healed = {e.get("fault_id"): e["mono_ms"] for e in history.named(ev.FAULT_HEALED)}
     faults = [(f["mono_ms"], healed.get(f.get("fault_id"), horizon)) for f in history.named(ev.FAULT_STARTED)]

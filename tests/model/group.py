@@ -84,7 +84,10 @@ class Group:
         initial: int,
         session_timeout_ms: int = 6000,
         seed: int = 0,
+        hosts: int = 0,
     ):
+        """``hosts``: the members live in that many member hosts (docs/history.md), dealt in turn;
+        0: each member its own process."""
         assert protocol in PROTOCOLS and assignor in PROTOCOLS[protocol]
         self.protocol, self.assignor, self.partitions = protocol, assignor, partitions
         self.incremental = protocol in INCREMENTAL_PROTOCOLS
@@ -100,6 +103,8 @@ class Group:
         self.committed: dict[int, int] = {}
         self.generation = 0  # the group's generation (KIP-848: the group epoch)
         self.members = {f"consumer-{i}": Member(f"consumer-{i}", 20_000 + 100 * i) for i in range(1, slots + 1)}
+        self.hosts = {f"member-host-{j}": 30_000 + j for j in range(1, hosts + 1)}
+        self.host_of = {m: f"member-host-{(i - 1) % hosts + 1}" for i, m in enumerate(self.members, 1)} if hosts else {}
         self.faults: list[dict] = []  # the schedule as it happened, for run_started
         self.finished = False
         self.stats: Counter[str] = Counter()
@@ -124,6 +129,8 @@ class Group:
         )
         self.emit(ev.PROCESS_STARTED, "harness", process="observer", role="observer", pid=19_000)
         self.emit(ev.PROCESS_STARTED, "harness", process="producer", role="producer", pid=19_001)
+        for host, pid in self.hosts.items():
+            self.emit(ev.PROCESS_STARTED, "harness", process=host, role=ev.MEMBER_HOST, pid=pid)
         self.emit(ev.PHASE, "harness", phase="warmup", members=[f"consumer-{i}" for i in range(1, initial + 1)])
         self.emit(ev.PRODUCER_STARTED, "producer", pid=19_001, topic=TOPIC, rate=50.0, linger_ms=5)
         starting = [self.members[f"consumer-{i}"] for i in range(1, initial + 1)]
@@ -285,10 +292,15 @@ class Group:
         m.pid += 1
         m.state, m.member_id, m.generation, m.in_group = "up", None, None, False
         m.owned, m.position, m.uncommitted, m.last_poll = set(), {}, set(), self.t
-        self.emit(ev.PROCESS_STARTED, "harness", process=m.name, role="consumer", pid=m.pid)
+        hosted = {"host": self.host_of[m.name]} if self.host_of else {}
+        if hosted:
+            m.pid = self.hosts[hosted["host"]]  # a handle in its host: the host's pid
+        else:
+            self.emit(ev.PROCESS_STARTED, "harness", process=m.name, role="consumer", pid=m.pid)
         self.memit(
             m,
             ev.CONSUMER_STARTED,
+            **hosted,
             pid=m.pid,
             group=GROUP,
             protocol=self.protocol,
@@ -363,9 +375,14 @@ class Group:
         self.memit(m, ev.CONSUMER_STOPPED, reason="signal")
         self.coord(ev.COORDINATOR_MEMBER_REMOVED, member_id=m.member_id, reason="left")
         m.state, m.in_group = "down", False
-        self.emit(ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+        self._exited(m)
         self._healed(fault_id, "scale", None, started)
         self.rebalance(self.in_group(), f"Removing member {m.member_id} on LeaveGroup")
+
+    def _exited(self, m: Member) -> None:
+        """A member process's exit after its clean stop (a hosted member's host goes on)."""
+        if not self.host_of:
+            self.emit(ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
 
     def crash(self, m: Member, processed_uncommitted: bool) -> None:
         """SIGKILL: the process is gone (its last batch processed, maybe not committed); the
@@ -375,7 +392,10 @@ class Group:
         m.fault_id = self._fault("crash", m.name, {"signal": "SIGKILL", "restart_after_s": 1.0})
         self.advance(2)
         m.state, m.owned, m.uncommitted = "crashed", set(), set()
-        self.emit(ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=-9)
+        if self.host_of:  # one member of a host crashed alone: its handle destroyed unclosed
+            self.memit(m, ev.CLIENT_DESTROYED)
+        else:
+            self.emit(ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=-9)
         self.advance(self.session_timeout_ms + self.rng.uniform(0, 300))
         self._evict(m)
 
@@ -628,7 +648,9 @@ class Group:
                 m.owned = set()
             self.memit(m, ev.CONSUMER_STOPPED, reason="end-of-run")
             m.state, m.in_group = "down", False
-            self.emit(ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
+            self._exited(m)
+        for host, pid in self.hosts.items():  # each host exits once its members have stopped
+            self.emit(ev.PROCESS_EXITED, "harness", process=host, role=ev.MEMBER_HOST, pid=pid, returncode=0)
         self.coord(ev.COORDINATOR_GROUP_EMPTY, generation=self.generation)
         self.emit(ev.PROCESS_EXITED, "harness", process="observer", role="observer", pid=19_000, returncode=0)
         self.emit(ev.RUN_FINISHED, "harness", outcome="completed")

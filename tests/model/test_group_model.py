@@ -341,6 +341,13 @@ def mixed_member_says_no_protocol(events: list[Event]) -> str:
     return f"{last['source']} seq {last['seq']}"
 
 
+def hosted_member_of_another_pid(events: list[Event]) -> str:
+    """A member says it lives in a member host, with a pid that host never started with."""
+    e = _mid([e for e in events if e["name"] == "consumer_started"])
+    e["host"] = "member-host-9"
+    return f"{e['source']} seq {e['seq']}"
+
+
 def message_of_no_fault(events: list[Event]) -> str:
     """The message proxy says it acted on a message for a fault that never started."""
     acted = [e for e in events if e["name"] == "message_faulted"]
@@ -369,6 +376,7 @@ BROKEN_PROMISES: dict[str, tuple[str, Callable[[list[Event]], str]]] = {
     "fault-effects": ("fault-effects", fault_says_nothing),
     "member-protocol": ("member-protocol", mixed_member_says_no_protocol),
     "message-faults": ("message-faults", message_of_no_fault),
+    "hosted-members": ("hosted-members", hosted_member_of_another_pid),
 }
 
 
@@ -430,6 +438,7 @@ class GroupMachine(RuleBasedStateMachine):
             initial=data.draw(st.integers(1, slots), label="initial members"),
             session_timeout_ms=data.draw(st.sampled_from([6000, 10000]), label="session"),
             seed=data.draw(st.integers(0, 2**16), label="seed"),
+            hosts=data.draw(st.sampled_from([0, 2]), label="member hosts"),
         )
 
     # the group's members that can act, and how many stay in the group if one goes
@@ -627,10 +636,10 @@ def test_anomaly_table_agrees_with_the_mutation_suite():
     assert {row.suite_name for row in ANOMALIES.values()} == set(_M), "a mutation of the suite has no row"
 
 
-def scripted(protocol: str, assignor: str) -> list[Event]:
+def scripted(protocol: str, assignor: str, hosts: int = 0) -> list[Event]:
     """A fixed run of the model: a crash and its restart, a zombie and its return, a join, and a
-    heartbeat answer the message proxy held back."""
-    g = Group(protocol, assignor, partitions=6, slots=4, initial=3, seed=7)
+    heartbeat answer the message proxy held back (``hosts``: its members in member hosts)."""
+    g = Group(protocol, assignor, partitions=6, slots=4, initial=3, seed=7, hosts=hosts)
     a, b, c, d = (g.members[f"consumer-{i}"] for i in range(1, 5))
     for step in range(30):
         g.produce({p: 3 + (p + step) % 4 for p in range(6)})
@@ -659,6 +668,15 @@ SCRIPTS = [(p, a) for p, assignors in PROTOCOLS.items() for a in assignors]
 @pytest.mark.parametrize("protocol, assignor", SCRIPTS, ids=lambda x: str(x))
 def test_scripted_run_passes(protocol, assignor, tmp_path):
     verdict = judge_file(write(scripted(protocol, assignor), tmp_path))
+    assert verdict.status == "pass", verdict.render()
+
+
+@pytest.mark.parametrize("protocol, assignor", SCRIPTS, ids=lambda x: str(x))
+def test_scripted_run_of_hosted_members_passes(protocol, assignor, tmp_path):
+    """The same run, its members in two member hosts: the crash destroys one handle (client_destroyed)."""
+    events = scripted(protocol, assignor, hosts=2)
+    assert [e["member"] for e in events if e["name"] == "client_destroyed"] == ["consumer-1"]
+    verdict = judge_file(write(events, tmp_path))
     assert verdict.status == "pass", verdict.render()
 
 

@@ -122,7 +122,7 @@ def holdings(events: list[Event]) -> list[Holding]:
                     out.append(held[slot][tp])
         elif e["name"] in ("partitions_revoked", "partitions_lost"):
             release(slot, listed, i)
-        elif e["name"] == "consumer_stopped":
+        elif e["name"] in ("consumer_stopped", "client_destroyed"):
             release(slot, None, i)
     return out
 
