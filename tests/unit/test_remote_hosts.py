@@ -17,7 +17,7 @@ import pytest
 from harness.run.remote_hosts import LOST, RemoteHost, serve_hosts
 from oracle import vocabulary as ev
 from runtime.history import HistoryWriter
-from runtime.host_link import HostLink
+from runtime.host_link import HostLink, HostLinkServer
 from workloads.load import member_hosts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,3 +170,32 @@ def test_members_go_to_the_workers_hosts_by_turns(tmp_path):
         "--host",
         "member-host-w1",
     ]
+
+
+@pytest.mark.parametrize("end", ["bye", "drop"])
+def test_the_member_host_runs_over_a_link_and_ends_with_it(tmp_path, end):
+    """workloads.member_host --link: its status comes over the link; the harness's bye (or the link
+    dropping) ends it, exit 0, in the bye case after its own bye."""
+    history = HistoryWriter(tmp_path / "history.jsonl", "harness")
+    server = HostLinkServer(history, realign_every_s=3600)
+    cmd = [sys.executable, "-m", "workloads.member_host", "--link", server.address, "--host", "member-host-w1"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        (host,) = server.wait_for_hosts(1, timeout=10)
+        assert host.wait_status(lambda s: s.get("pid") == proc.pid, timeout=10)
+        if end == "bye":
+            assert server.close(timeout=10) == {"member-host-w1": True}
+        else:
+            host.line.close()
+        assert proc.wait(timeout=10) == 0
+        assert list(tmp_path.iterdir()) == [tmp_path / "history.jsonl"]  # its files were its own, and gone
+    finally:
+        proc.kill()
+        proc.wait()
+        server.close(timeout=1)
+
+
+def test_a_bad_link_address_is_a_usage_error(tmp_path):
+    cmd = [sys.executable, "-m", "workloads.member_host", "--link", "nowhere", "--host", "member-host-w1"]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2 and "--link: 'nowhere' is not HOST:PORT" in result.stderr
