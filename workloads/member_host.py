@@ -244,7 +244,11 @@ def run_linked(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix=f"{args.host}-control-") as control_dir:
         host = MemberHost(spec, control_dir=Path(control_dir))
         host.link = HostLink(address, args.host, on_command=host.take, on_close=host.end)
-        host.link.connect()
+        try:
+            host.link.connect()
+        except OSError as e:
+            print(f"{args.host}: cannot reach the host link at {args.link}: {e}", file=sys.stderr, flush=True)
+            return 1
         return host.run()
 
 

@@ -227,3 +227,19 @@ def test_status_wait_ends_when_the_link_goes(server):
     started = time.monotonic()
     assert not host.wait_status(lambda s: s.get("applied") == 1, timeout=5)
     assert time.monotonic() - started < 2
+
+
+def test_the_clocks_are_aligned_again_and_again(tmp_path):
+    history = HistoryWriter(tmp_path / "history.jsonl", "harness")
+    server = HostLinkServer(history, realign_every_s=0.01)
+    try:
+        FakeHost(server.port)
+        (host,) = server.wait_for_hosts(1, timeout=5)
+        deadline = time.monotonic() + 5
+        while len([e for e in lines(tmp_path / "history.jsonl") if e["name"] == ev.CLOCK_ALIGNED]) < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert abs(host.alignment.offset_ms - MONO_SKEW_MS) <= host.alignment.error_ms + 1e-3
+    finally:
+        server.close(timeout=0.2)
+        history.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -199,3 +200,13 @@ def test_a_bad_link_address_is_a_usage_error(tmp_path):
     cmd = [sys.executable, "-m", "workloads.member_host", "--link", "nowhere", "--host", "member-host-w1"]
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=10)
     assert result.returncode == 2 and "--link: 'nowhere' is not HOST:PORT" in result.stderr
+
+
+def test_a_link_nobody_listens_on_is_said_plainly():
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # a port that is ours, and not listening after
+        port = taken.getsockname()[1]
+    cmd = [sys.executable, "-m", "workloads.member_host", "--link", f"127.0.0.1:{port}", "--host", "member-host-w1"]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=10)
+    assert result.returncode == 1
+    assert f"member-host-w1: cannot reach the host link at 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
