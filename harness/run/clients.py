@@ -319,6 +319,7 @@ class LoadDriver(Client):
             initial_members=s.workload.consumers,
             protocol=s.workload.protocol,
             link=self.workload.host_link.address if self.workload.host_link else None,
+            host_driver=s.workload.generation.drivers[s.workload.driver] if self.workload.host_link else None,
         )
 
     def locust(self, *options: str, spec: bool = True) -> list[str]:

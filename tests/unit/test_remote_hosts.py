@@ -116,8 +116,8 @@ WORKER = textwrap.dedent(
     """
     import sys, time
     from workloads.load import member_hosts
-    member_hosts.host_command = lambda link, host: [sys.executable, "-c", "import time; time.sleep(60)"]
-    proc, workdir = member_hosts.start_member_host("127.0.0.1:1", "member-host-w1")
+    member_hosts.host_command = lambda link, host, driver: [sys.executable, "-c", "import time; time.sleep(60)"]
+    proc, workdir = member_hosts.start_member_host("127.0.0.1:1", "member-host-w1", "workloads.consumer")
     print(proc.pid, workdir, flush=True)
     time.sleep(60)
     """
@@ -163,13 +163,15 @@ def test_members_go_to_the_workers_hosts_by_turns(tmp_path):
     w = WorkloadProcesses(load_scenario(str(path)), tmp_path, cluster=None, supervisor=None)
     assert w.hosted and w.on_workers
     assert [w.host_of(f"consumer-{k}") for k in (1, 2, 3)] == ["member-host-w1", "member-host-w2", "member-host-w1"]
-    assert member_hosts.host_command("127.0.0.1:7", "member-host-w1")[1:] == [
+    assert member_hosts.host_command("127.0.0.1:7", "member-host-w1", "workloads.consumer")[1:] == [
         "-m",
         "workloads.member_host",
         "--link",
         "127.0.0.1:7",
         "--host",
         "member-host-w1",
+        "--driver-module",
+        "workloads.consumer",
     ]
 
 

@@ -75,7 +75,8 @@ def _init(environment, **_kwargs) -> None:
 def _name_host(runner, spec: LoadSpec, worker: str) -> None:
     """Answer a worker's ask (each time: an answer may be lost if its handler was not registered yet)."""
     host = member_hosts.host_name(runner.get_worker_index(worker))
-    runner.send_message(member_hosts.ANSWER, {"link": spec.link, "host": host}, client_id=worker)
+    answer = {"link": spec.link, "host": host, "driver": spec.host_driver}
+    runner.send_message(member_hosts.ANSWER, answer, client_id=worker)
 
 
 def _host_on_this_worker(environment) -> None:
@@ -84,7 +85,7 @@ def _host_on_this_worker(environment) -> None:
 
     def start(msg, **_kwargs) -> None:
         if "host" not in _lab:
-            _lab["host"] = member_hosts.start_member_host(msg.data["link"], msg.data["host"])
+            _lab["host"] = member_hosts.start_member_host(msg.data["link"], msg.data["host"], msg.data["driver"])
 
     def ask() -> None:
         while "host" not in _lab:

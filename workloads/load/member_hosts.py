@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 ASK = "rebalance-lab-ask-host"  # worker -> master, until answered: which host am I to start?
-ANSWER = "rebalance-lab-host"  # master -> worker: {"link": "HOST:PORT", "host": its name}
+ANSWER = "rebalance-lab-host"  # master -> worker: {"link": "HOST:PORT", "host": its name, "driver": its module}
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -33,8 +33,8 @@ def host_name(worker_index: int) -> str:
     return f"member-host-w{worker_index + 1}"
 
 
-def host_command(link: str, host: str) -> list[str]:
-    return [sys.executable, "-m", "workloads.member_host", "--link", link, "--host", host]
+def host_command(link: str, host: str, driver: str) -> list[str]:
+    return [sys.executable, "-m", "workloads.member_host", "--link", link, "--host", host, "--driver-module", driver]
 
 
 def _die_with_parent(parent: int) -> None:
@@ -46,13 +46,13 @@ def _die_with_parent(parent: int) -> None:
         os._exit(72)
 
 
-def start_member_host(link: str, host: str) -> tuple[subprocess.Popen, str]:
+def start_member_host(link: str, host: str, driver: str) -> tuple[subprocess.Popen, str]:
     """The host, in a temporary directory of its own (its working directory, returned too: the
     caller removes it); its output is the worker's."""
     workdir = tempfile.mkdtemp(prefix=f"rebalance-lab-{host}-")
     parent = os.getpid()
     proc = subprocess.Popen(
-        host_command(link, host), cwd=workdir, preexec_fn=lambda: _die_with_parent(parent), close_fds=True
+        host_command(link, host, driver), cwd=workdir, preexec_fn=lambda: _die_with_parent(parent), close_fds=True
     )
     return proc, workdir
 
