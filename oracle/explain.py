@@ -125,6 +125,7 @@ class _Explainer:
         self.names = sorted(
             {e["member"] for e in history.named(ev.CONSUMER_STARTED) if e.get("member")}, key=len, reverse=True
         )
+        self._names_re: re.Pattern | None = None
         self.faults = history.named(ev.FAULT_STARTED)
         self.stalls = history.named(ev.POLL_STALL_STARTED)
         self.messages = history.named(ev.MESSAGE_FAULTED)
@@ -160,10 +161,12 @@ class _Explainer:
     def member_in(self, text: str | None) -> str | None:
         """The member a coordinator's reason names (by member id ``consumer-2-<uuid>`` or static
         instance id ``<group>-consumer-2``)."""
-        for name in self.names:  # longest first: consumer-10 before consumer-1
-            if text and re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text):
-                return name
-        return None
+        if not text or not self.names:
+            return None
+        if self._names_re is None:  # one pattern for all: a thousand members' reasons are read once each
+            self._names_re = re.compile(rf"(?<![\w])({'|'.join(map(re.escape, self.names))})(?![\w])")
+        named = set(self._names_re.findall(text))
+        return next((name for name in self.names if name in named), None)  # longest first: consumer-10
 
     def setting(self, member: str | None, key: str) -> int | None:
         return (self.started.get(member) or {}).get(key)
@@ -213,9 +216,18 @@ class _Explainer:
         hits = [
             m
             for m in self.messages
-            if member in (None, m.get(ev.MEMBER)) and before_ms - within_ms <= m["mono_ms"] <= before_ms
+            if member in (None, m.get(ev.MEMBER))
+            and before_ms - within_ms - self.held_ms(m) <= m["mono_ms"] <= before_ms
         ]
         return max(hits, key=lambda e: e["mono_ms"], default=None)
+
+    @staticmethod
+    def held_ms(m: Event) -> float:
+        """How long after the event the member could first see what became of its answer: a held-back
+        answer comes ``delay_ms`` later, a withheld one ends in the connection's close ``close_after_ms``
+        after the request (the client's request timeout), and its reaction follows only then."""
+        key = {"delay": "delay_ms", "withhold": "close_after_ms"}.get(m.get("action"))
+        return float(m.get(key) or 0) if key else 0.0
 
     @staticmethod
     def message_said(m: Event) -> str:

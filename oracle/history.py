@@ -592,6 +592,11 @@ class History:
         at = self._added_at.get(tp)
         return at if at is not None and at != float("inf") else None
 
+    @property
+    def partitions_added_mid_run(self) -> bool:
+        """Some partition of the group came after the run began (more partitions, a new topic)."""
+        return bool(self._added_at)
+
     def partitions_at(self, mono_ms: float) -> list[TopicPartition]:
         """The group's partitions at an instant. One added mid-run (more partitions, a new
         topic matching a pattern) counts once a member was first assigned it: until the

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from . import vocabulary as ev
@@ -33,6 +33,24 @@ OWNED_AT_END = "owned-at-end"
 # revoke first, or stamps with another clock, may send the commit a little later). A commit
 # that carries a generation is judged by it instead (Ownership.commit_session).
 REVOKE_COMMIT_GRACE_MS = 1000.0
+
+
+class _Owners(Mapping):
+    """Partition -> its open sessions, read from a sweep's state (``Ownership.owners_over``)."""
+
+    def __init__(self, sessions: list[Session], held: dict[TopicPartition, list[int]]):
+        self._sessions, self._held = sessions, held
+
+    def __getitem__(self, tp: TopicPartition) -> list[Session]:
+        if not self._held.get(tp):
+            raise KeyError(tp)
+        return [self._sessions[i] for i in self._held[tp]]
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return (tp for tp, held in self._held.items() if held)
+
+    def __len__(self) -> int:
+        return sum(1 for held in self._held.values() if held)
 
 
 @dataclass(eq=False)
@@ -196,23 +214,35 @@ class Ownership:
                 owners[s.tp].append(s)
         return owners
 
-    def owners_over(self, instants: Iterable[float]) -> Iterator[dict[TopicPartition, list[Session]]]:
-        """`owners_at` each of a rising series of instants, in one sweep over the sessions."""
+    def owners_over(
+        self, instants: Iterable[float], partitions: Iterable[TopicPartition] = ()
+    ) -> Iterator[tuple[Mapping[TopicPartition, list[Session]], set[TopicPartition]]]:
+        """`owners_at` each of a rising series of instants, in one sweep over the sessions, with the
+        partitions (of ``partitions``, and any ever owned) not owned by exactly one session then.
+        Both are the sweep's own, changed as it goes on: read them before taking the next. Each
+        instant costs what changed since the last, not the group's size (a 1,000-member group's
+        history has a thousand instants and thousands of partitions)."""
         by_start = sorted(range(len(self.sessions)), key=lambda i: self.sessions[i].start_ms)
         ends: list[tuple[float, int]] = []  # heap of the open sessions' ends
-        open_, started = set(), 0
+        held: dict[TopicPartition, list[int]] = defaultdict(list)  # open sessions by partition, in index order
+        off = set(partitions)  # owned by none or by several
+        started = 0
+
+        def recount(tp: TopicPartition) -> None:
+            (off.discard if len(held[tp]) == 1 else off.add)(tp)
+
         for mono_ms in instants:
             while started < len(by_start) and self.sessions[by_start[started]].start_ms <= mono_ms:
                 i = by_start[started]
-                open_.add(i)
+                insort(held[self.sessions[i].tp], i)  # in the order owners_at lists them
+                recount(self.sessions[i].tp)
                 heapq.heappush(ends, (self.sessions[i].end_ms, i))
                 started += 1
             while ends and ends[0][0] <= mono_ms:
-                open_.discard(heapq.heappop(ends)[1])
-            owners: dict[TopicPartition, list[Session]] = defaultdict(list)
-            for i in sorted(open_):  # in the order owners_at lists them
-                owners[self.sessions[i].tp].append(self.sessions[i])
-            yield owners
+                i = heapq.heappop(ends)[1]
+                held[self.sessions[i].tp].remove(i)
+                recount(self.sessions[i].tp)
+            yield _Owners(self.sessions, held), off
 
 
 def ownership_of(history: History) -> Ownership:
@@ -233,6 +263,9 @@ class _Derivation:
         self.processes = MemberProcesses()
         self.doomed: set[str] = set()  # processes a fault is about to kill
         self.assignments: dict[int, dict[MemberSlot, frozenset[TopicPartition]]] = defaultdict(dict)
+        self.assigned_slot: dict[int, dict[str, MemberSlot]] = defaultdict(
+            dict
+        )  # generation -> member -> its slot there
         self.incremental_revokes: dict[int, set[MemberSlot]] = defaultdict(set)
         self.joins: list[tuple[float, int, MemberSlot]] = []
         # slot -> generation of its latest incremental revoke, until it shows it stayed in the group
@@ -374,8 +407,10 @@ class _Derivation:
             self.sessions.append(session)
         if generation is not None:
             # A static member restarted into the same generation replaces its old incarnation.
-            for other in [s for s in self.assignments[generation] if s.member == slot.member and s != slot]:
+            other = self.assigned_slot[generation].get(slot.member)
+            if other is not None and other != slot:
                 del self.assignments[generation][other]
+            self.assigned_slot[generation][slot.member] = slot
             self.assignments[generation][slot] = frozenset(owned)
 
     def on_partitions_revoked(self, e: Event) -> None:

@@ -156,13 +156,14 @@ def _first_per_slot(events: list[Event]) -> dict[int, dict[MemberSlot, Event]]:
     rebalance: only a member's first incarnation in a generation counts.
     """
     out: dict[int, dict[MemberSlot, Event]] = defaultdict(dict)
+    members: dict[int, set[str]] = defaultdict(set)  # per generation: its members, any incarnation
     for e in events:
         generation, slot = e.get("generation"), MemberSlot.of(e)
-        if generation is None:
+        if generation is None or slot in out[generation]:
             continue
-        if any(s.member == slot.member for s in out[generation]) and slot not in out[generation]:
-            continue
-        out[generation].setdefault(slot, e)
+        if slot.member not in members[generation]:
+            out[generation][slot] = e
+            members[generation].add(slot.member)
     return out
 
 

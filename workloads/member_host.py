@@ -40,6 +40,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -50,6 +51,7 @@ from workloads.client_log import TapRouter
 from workloads.driver import Driver, MemberSpec, driver_of, read_member_spec
 
 POLL_S = 0.5  # commands are looked for this often even without a signal
+WAKE_S = 0.02  # how soon the loop notices a signal's flag
 STOP_TIMEOUT_S = 60.0  # members asked to stop at the host's end are waited for this long
 
 
@@ -94,23 +96,32 @@ class MemberHost:
         self.commands_dir = Path(spec.commands_dir)
         self.members: dict[str, Hosted] = {}
         self.applied = 0
-        self.pending = threading.Event()  # SIGUSR1: new commands; a member thread ended: new status
-        self.stopping = threading.Event()
+        self.pending = threading.Event()  # a member's state changed: a new status to write
+        self.stop_asked = False  # SIGTERM / SIGINT
+        self.commands_sent = False  # SIGUSR1
         self.status_lock = threading.Lock()
         self.tap = TapRouter()
 
     # --- the loop ---------------------------------------------------------------------
 
     def run(self) -> int:
+        # The handlers only set flags: a handler runs on the main thread between two bytecodes, and
+        # one that took a lock the main thread held (an Event's) would wait for itself forever.
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: (self.stopping.set(), self.pending.set()))
-        signal.signal(signal.SIGUSR1, lambda *_: self.pending.set())
+            signal.signal(sig, lambda *_: setattr(self, "stop_asked", True))
+        signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "commands_sent", True))
         self.write_status()  # the harness sends no signal before it has seen this
-        while not self.stopping.is_set():
-            self.pending.wait(POLL_S)
-            self.pending.clear()
-            self.apply_new()
-            self.write_status()
+        polled = 0.0
+        while not self.stop_asked:
+            self.pending.wait(WAKE_S)
+            now = time.monotonic()
+            if self.commands_sent or now - polled > POLL_S:
+                self.commands_sent, polled = False, now
+                if self.apply_new():
+                    self.pending.set()
+            if self.pending.is_set():
+                self.pending.clear()
+                self.write_status()
         self.stop_all()
         self.write_status()
         if self.link:
@@ -122,14 +133,17 @@ class MemberHost:
         """A command from the link (its reader thread): applied by the loop, in order."""
         with self.inbox_lock:
             self.inbox.append(command)
-        self.pending.set()
+        self.commands_sent = True
+        self.pending.set()  # wakes the loop now
 
     def end(self, _reason: str) -> None:
         """The harness said bye, or the link dropped: every member stops, as on SIGTERM."""
-        self.stopping.set()
+        self.stop_asked = True
         self.pending.set()
 
-    def apply_new(self) -> None:
+    def apply_new(self) -> bool:
+        """Apply the commands not applied yet, in order; whether there were any."""
+        before = self.applied
         if self.link:
             with self.inbox_lock:
                 commands, self.inbox = self.inbox, []
@@ -137,13 +151,14 @@ class MemberHost:
                 if command["seq"] > self.applied:
                     self._apply_one(command)
                     self.applied = command["seq"]
-            return
+            return self.applied != before
         for path in sorted(self.commands_dir.glob("*.json")):
             seq = int(path.stem)
             if seq <= self.applied:
                 continue
             self._apply_one(json.loads(path.read_text()))
             self.applied = seq
+        return self.applied != before
 
     def _apply_one(self, command: dict) -> None:
         try:

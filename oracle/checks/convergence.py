@@ -88,13 +88,22 @@ def check(history: History, options: dict) -> CheckResult:
     changes = sorted({t for s in ownership.sessions for t in (s.start_ms, s.end_ms) if since < t < horizon})
     converged_at: float | None = None
     checkpoints = [since, *changes]
-    for t, owners in zip(checkpoints, ownership.owners_over(checkpoints), strict=False):
-        # The last state must cover every partition, including any the group never noticed.
-        partitions = history.partitions if t == checkpoints[-1] else history.partitions_at(t)
-        # Members subscribed to different topics: a topic no live member subscribes to has no owner.
-        partitions = [tp for tp in partitions if subscriptions.wanted(tp.topic, t)]
-        problem = _problem(partitions, owners)
-        converged_at = None if problem else (t if converged_at is None else converged_at)
+    # The same partitions wanted throughout: the sweep's own count of those not owned exactly once
+    # says whether the group is settled, and only the last state is put in words.
+    fixed = not subscriptions.mixed and not history.partitions_added_mid_run
+    every = set(history.partitions)
+    sweep = ownership.owners_over(checkpoints, history.partitions)
+    for t, (owners, off) in zip(checkpoints, sweep, strict=False):
+        if fixed and t != checkpoints[-1]:
+            settled = off.isdisjoint(every)
+        else:
+            # The last state must cover every partition, including any the group never noticed.
+            partitions = history.partitions if t == checkpoints[-1] else history.partitions_at(t)
+            # Members subscribed to different topics: a topic no live member subscribes to has no owner.
+            partitions = [tp for tp in partitions if subscriptions.wanted(tp.topic, t)]
+            problem = _problem(partitions, owners)
+            settled = problem is None
+        converged_at = None if not settled else (t if converged_at is None else converged_at)
     result = CheckResult(detail={"since": since_what, "within_s": options["within_s"]})
     times = {"since": Instant.of(anchor), "horizon": Instant(None, horizon)}
     loop = _loop(history, since, horizon)

@@ -32,6 +32,8 @@ def member(stopped_in_stall: bool):
     m.spec.settings.test_hooks = None
     m.spec.settings.processing = "inline"
     m.stop = threading.Event()
+    m.host, m.crashed, m.thawed = None, threading.Event(), threading.Event()
+    m.thawed.set()
     m.command_pending = threading.Event()
     m.command_pending.set()
     m.events = mock.MagicMock()

@@ -1,0 +1,258 @@
+"""workloads/member_host.py as the harness runs it (numbered command files, SIGUSR1, a status file),
+its members on librdkafka's mock cluster: each member its own handle and history, a crash
+destroys one handle unclosed, a stop closes one, a freeze stops one poll loop, SIGTERM stops all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from oracle.protocols import GENERATIONS
+from runtime.child import POLL_STALL
+from tests.unit.test_client_log import REPO, mock_cluster  # noqa: F401 - the fixture
+from workloads.consumer import HOSTED_CONFIG, LibrdkafkaSettings, client_config
+from workloads.driver import MemberSpec, protocol_fields
+from workloads.member_host import HostSpec
+
+
+class Host:
+    def __init__(self, tmp_path: Path, bootstrap: str):
+        self.tmp, self.bootstrap, self.seq = tmp_path, bootstrap, 0
+        self.history = tmp_path / "history.jsonl"
+        spec = HostSpec(
+            "member-host-1",
+            str(self.history),
+            str(tmp_path / "commands"),
+            str(tmp_path / "status.json"),
+            "workloads.consumer",
+        )
+        (tmp_path / "commands").mkdir()
+        (tmp_path / "host.json").write_text(json.dumps(asdict(spec)))
+        self.log = open(tmp_path / "host.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "workloads.member_host", str(tmp_path / "host.json")],
+            cwd=REPO,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self.wait(lambda s: s.get("pid") == self.proc.pid, "its first status")
+
+    def status(self) -> dict:
+        try:
+            return json.loads((self.tmp / "status.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def wait(self, done, what: str, timeout: float = 20) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if done(status := self.status()):
+                return status
+            assert self.proc.poll() is None, (self.tmp / "host.log").read_text()[-2000:]
+            time.sleep(0.05)
+        raise AssertionError(f"no {what} within {timeout}s: {self.status()}")
+
+    def send(self, command: str, member: str, **fields) -> None:
+        self.seq += 1
+        path = self.tmp / "commands" / f"{self.seq:08d}.json"
+        path.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
+        os.kill(self.proc.pid, signal.SIGUSR1)
+
+    def start(self, member: str, incarnation: int = 1, **overrides) -> None:
+        fields = dict(
+            member=member,
+            incarnation=incarnation,
+            history=str(self.history),
+            bootstrap_servers=self.bootstrap,
+            group=f"g-{self.tmp.name}",
+            topics=["events"],
+            **protocol_fields(GENERATIONS["classic-eager"]),
+            assignor="range",
+            commit="sync",
+            processing_ms=0,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            max_poll_interval_ms=30000,
+            settings=LibrdkafkaSettings(),
+        )
+        spec = MemberSpec(**(fields | overrides))
+        path = self.tmp / f"{member}-{incarnation}.json"
+        path.write_text(json.dumps(asdict(spec)))
+        self.send("start", member, spec_file=str(path))
+
+    def events(self, name: str) -> list[dict]:
+        lines = self.history.read_text().splitlines() if self.history.exists() else []
+        return [e for line in lines if (e := json.loads(line))["name"] == name]
+
+    def state(self, member: str) -> str | None:
+        return self.status().get("members", {}).get(member, {}).get("state")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(30)
+        finally:
+            self.log.close()
+
+
+@pytest.fixture
+def host(tmp_path, mock_cluster):  # noqa: F811 - the fixture imported above
+    h = Host(tmp_path, mock_cluster[0])
+    yield h
+    if h.proc.poll() is None:
+        h.proc.kill()
+        h.proc.wait()
+    h.log.close()
+
+
+def consuming(host: Host, member: str) -> bool:
+    return any(e["member"] == member for e in host.events("partitions_assigned") if e["partitions"])
+
+
+def test_each_member_is_its_own_handle_and_a_crash_destroys_only_its_own(host):
+    for member in ("consumer-1", "consumer-2", "consumer-3"):
+        host.start(member)
+    host.wait(lambda s: len(s.get("members", {})) == 3, "three members")
+    started = {e["member"]: e for e in host.events("consumer_started")}
+    assert sorted(started) == ["consumer-1", "consumer-2", "consumer-3"]
+    assert {e["host"] for e in started.values()} == {"member-host-1"}
+    assert {e["pid"] for e in started.values()} == {host.proc.pid}
+    host.wait(lambda _s: all(consuming(host, f"consumer-{k}") for k in (1, 2, 3)), "three assignments", 30)
+    assert len({e["member_id"] for e in host.events("group_joined")}) == 3  # three members of one group
+
+    host.send("crash", "consumer-2")
+    host.wait(lambda s: s["members"]["consumer-2"] == {"incarnation": 1, "state": "gone", "how": "crash"}, "the crash")
+    [destroyed] = host.events("client_destroyed")
+    assert destroyed["member"] == "consumer-2"
+    assert not [e for e in host.events("consumer_stopped") if e["member"] == "consumer-2"]  # no close
+    assert [host.state(m) for m in ("consumer-1", "consumer-3")] == ["running", "running"]
+
+    host.start("consumer-2", incarnation=2)  # its next incarnation, in the same host
+    host.wait(lambda s: s["members"]["consumer-2"]["incarnation"] == 2, "the restart")
+    host.send("stop", "consumer-1")
+    host.wait(lambda s: s["members"]["consumer-1"]["state"] == "gone", "the clean stop")
+    assert [e["reason"] for e in host.events("consumer_stopped")] == ["end-of-run"]
+
+    assert host.stop() == 0  # SIGTERM: the others stop cleanly, the host exits
+    stopped = sorted(e["member"] for e in host.events("consumer_stopped"))
+    assert stopped == ["consumer-1", "consumer-2", "consumer-3"]
+    assert {m["state"] for m in host.status()["members"].values()} == {"gone"}
+
+
+def proc_cost(pid: int) -> tuple[int, int, int]:
+    """Threads, open files, resident KiB of a process, from /proc."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    files = len(os.listdir(f"/proc/{pid}/fd"))
+    return int(status["Threads"]), files, int(status["VmRSS"].split()[0])
+
+
+def lines(host: Host) -> list[dict]:
+    return [json.loads(line) for line in host.history.read_text().splitlines()]
+
+
+def test_a_tell_a_freeze_and_a_crash_each_hit_one_member(host):
+    """A poll stall told to one member; one frozen (its poll loop stops, librdkafka's own threads go
+    on: they say it has not polled for max.poll.interval.ms and leave the group; thawed, its first
+    poll hears so) while another crashes (its handle destroyed: its threads and files given back, the
+    handle really gone, not merely forgotten; no LeaveGroup). The per-handle cost on the way."""
+    bare = proc_cost(host.proc.pid)
+    control = host.tmp / "consumer-2.control"
+    for member in ("consumer-1", "consumer-2", "consumer-3", "consumer-4"):
+        own = {"consumer-2": {"control_file": str(control)}, "consumer-4": {"max_poll_interval_ms": 6000}}
+        host.start(member, **own.get(member, {}))
+    host.wait(lambda _s: all(consuming(host, f"consumer-{k}") for k in (1, 2, 3, 4)), "four assignments", 30)
+    threads, files, rss = proc_cost(host.proc.pid)
+    per_handle = ((threads - bare[0]) / 4, (files - bare[1]) / 4, (rss - bare[2]) / 4)
+    print(
+        f"per handle, one mock broker: {per_handle[0]:.1f} threads, {per_handle[1]:.1f} files, {per_handle[2]:.0f} KiB"
+    )
+    # A handle: its poll thread, librdkafka's main and internal threads, a thread per broker it
+    # knows (bootstrap, the broker by id, its group coordinator); no interpreter of its own.
+    assert 3 <= per_handle[0] <= 8, per_handle
+    assert per_handle[2] < 16 * 1024, per_handle
+
+    control.write_text(json.dumps({"command": POLL_STALL, "fault_id": "stall-1", "duration_s": 0.5}))
+    host.send("tell", "consumer-2")
+    host.wait(lambda _s: host.events("poll_stall_ended"), "the stall's end")
+    assert [(e["member"], e["fault_id"]) for e in host.events("poll_stall_started")] == [("consumer-2", "stall-1")]
+
+    host.send("freeze", "consumer-4")
+    host.send("crash", "consumer-3")
+    host.wait(lambda s: s["members"]["consumer-3"]["state"] == "gone", "the crash")
+    assert host.status()["members"]["consumer-3"]["how"] == "crash"
+    [destroyed] = host.events("client_destroyed")
+    assert destroyed["member"] == "consumer-3" and destroyed["incarnation"] == 1
+    after = proc_cost(host.proc.pid)
+    assert threads - after[0] >= per_handle[0] - 1, (threads, after)  # its librdkafka threads are gone
+
+    # No LeaveGroup: the others take its partitions over once its session has lapsed, in a later generation.
+    def owners() -> set[tuple[str, int, str]]:  # (member, partition, topic) assigned after the crash
+        history = lines(host)
+        later = history[next(i for i, e in enumerate(history) if e["name"] == "client_destroyed") :]
+        return {
+            (e["member"], p["partition"], p["topic"])
+            for e in later
+            if e["name"] == "partitions_assigned"
+            for p in e["partitions"]
+        }
+
+    host.wait(lambda _s: {(k, t) for _m, k, t in owners()} >= {(k, "events") for k in range(4)}, "the take-over", 20)
+    assert {m for m, _k, _t in owners()} <= {"consumer-1", "consumer-2", "consumer-4"}
+    assert not [e for e in host.events("consumer_stopped") if e["member"] == "consumer-3"]
+
+    def exceeded() -> int | None:  # where consumer-4's librdkafka says it was not polled
+        return next(
+            (
+                i
+                for i, e in enumerate(lines(host))
+                if e["member"] == "consumer-4" and "maximum poll interval" in e.get("message", "")
+            ),
+            None,
+        )
+
+    host.wait(lambda _s: exceeded() is not None, "consumer-4's max.poll.interval.ms", timeout=20)
+    assert host.state("consumer-4") == "frozen"
+    assert [e["member"] for e in lines(host) if "maximum poll interval" in e.get("message", "")] == ["consumer-4"]
+    host.send("thaw", "consumer-4")
+    # Its first poll after the thaw is told what its librdkafka saw while it was frozen.
+    host.wait(
+        lambda _s: [e for e in host.events("consumer_error") if e["member"] == "consumer-4"],
+        "consumer-4's poll after the thaw",
+    )
+    [polled] = host.events("consumer_error")
+    assert (polled["member"], polled["error"]) == ("consumer-4", "_MAX_POLL_EXCEEDED")
+
+    assert host.stop() == 0
+    assert sorted(e["member"] for e in host.events("consumer_stopped")) == ["consumer-1", "consumer-2", "consumer-4"]
+
+
+def test_a_hosted_member_has_small_buffers_unless_its_scenario_says_otherwise():
+    spec = MemberSpec(
+        member="consumer-1",
+        incarnation=1,
+        history="h",
+        bootstrap_servers="b",
+        group="g",
+        topics=["t"],
+        **protocol_fields(GENERATIONS["classic-eager"]),
+        assignor="range",
+        commit="sync",
+        processing_ms=0,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=300000,
+        client_settings={"fetch.max.bytes": 8 * 1024 * 1024},
+        settings=LibrdkafkaSettings(),
+    )
+    alone, hosted = client_config(spec), client_config(spec, hosted=True)
+    assert not (set(HOSTED_CONFIG) - {"fetch.max.bytes"}) & set(alone)  # a member process keeps librdkafka's defaults
+    assert hosted == alone | HOSTED_CONFIG | {"fetch.max.bytes": 8 * 1024 * 1024}
