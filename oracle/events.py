@@ -254,6 +254,7 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.HEAL_CHECKED: _ENVELOPE_ONLY,
     ev.NODE_RESTARTED: _ENVELOPE_ONLY,
     ev.CLUSTER_FINALIZED: _ENVELOPE_ONLY,
+    ev.CLOCK_ALIGNED: _ENVELOPE_ONLY,
     ev.RUN_FINISHED: ((OPT_STR("outcome"), OPT_STR("error")), (), None),
     ev.GROUP_RESIZED: ((OPT_INT("members"), MEMBER_NAMES("started"), MEMBER_NAMES("stopped")), (), None),
     ev.LAG_SAMPLED: ((*_GROUP, LAG("partitions")), (), None),

@@ -81,6 +81,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     ev.GROUP_RESIZED: ("members", "started", "stopped"),
     ev.NODE_RESTARTED: ("process", "role", "kafka", "settings", "stop_ms", "ready_ms", "problems"),
     ev.CLUSTER_FINALIZED: ("kafka", "metadata", "feature", "previous", "level", "features", "started_mono_ms"),
+    ev.CLOCK_ALIGNED: ("host", "machine", "offset_ms", "wall_offset_ms", "error_ms", "samples"),
     # observer
     ev.LAG_SAMPLED: ("group", "partitions"),
     ev.GROUP_DESCRIBED: ("group", "state", "coordinator", "members", "covers_all"),

@@ -64,6 +64,9 @@ RUN_FINISHED = "run_finished"
 GROUP_RESIZED = "group_resized"  # the harness started or stopped members as the load profile asked
 NODE_RESTARTED = "node_restarted"  # a rolling upgrade restarted a broker or controller (another release, settings)
 CLUSTER_FINALIZED = "cluster_finalized"  # a rolling upgrade finalized: the cluster's feature level raised
+CLOCK_ALIGNED = (
+    "clock_aligned"  # a member host on another machine: its clocks against the harness's (runtime/host_link.py)
+)
 
 # -- observer events (source: observer) ------------------------------------------------------
 LAG_SAMPLED = "lag_sampled"
@@ -158,6 +161,7 @@ HARNESS_EVENTS = (
     GROUP_RESIZED,
     NODE_RESTARTED,
     CLUSTER_FINALIZED,
+    CLOCK_ALIGNED,
 )
 OBSERVER_EVENTS = (LAG_SAMPLED, GROUP_DESCRIBED)
 PRODUCER_EVENTS = (PRODUCER_STARTED, PRODUCER_STOPPED, RECORDS_ACKED, PRODUCE_FAILED)

@@ -62,24 +62,31 @@ def _range(topic, partition, lo, hi) -> dict:
     return {ev.TOPIC: topic, ev.PARTITION: partition, ev.MIN_OFFSET: lo, ev.MAX_OFFSET: hi, ev.COUNT: hi - lo + 1}
 
 
-class HistoryWriter:
+class EventWriter:
     """One writer of a history: its `source`, numbering its events 1, 2, 3, … A process that can be
-    started again writes its `incarnation` in `context` (1, 2, …): each life is a writer of its own."""
+    started again writes its `incarnation` in `context` (1, 2, …): each life is a writer of its own.
+    Where its lines go is the subclass's: the history file (``HistoryWriter``), or the link of a
+    member host on another machine (runtime/host_link.py), whose clocks its events are stamped by."""
 
-    def __init__(self, path: str | Path, source: str, **context):
-        self.path = Path(path)
+    def __init__(self, source: str, **context):
         self.source = source
         self.context = context  # fields stamped on every event (e.g. member, incarnation)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._seq = 0
         self._last_mono = float("-inf")
         self._lock = threading.Lock()
+
+    def _now(self) -> tuple[float, float]:
+        return now()
+
+    def _append(self, line: str, event: dict) -> None:
+        """Write one event's line (called under the writer's lock, in the order of ``seq``)."""
+        raise NotImplementedError
 
     def emit(self, name: str, *, ts: float | None = None, mono_ms: float | None = None, **fields) -> dict:
         with self._lock:
             # The clock is read under the lock: a thread that numbers its event after another's
             # stamps it no earlier (docs/history.md, Promises: writer-sequence, writer-clock).
-            wall, mono = now()
+            wall, mono = self._now()
             if mono_ms is not None and mono_ms < self._last_mono:
                 # A stamp from another clock (a broker's or the JVM's log line, made by one of its threads)
                 # is put no earlier than this writer's previous event: its events stay in the order written.
@@ -98,9 +105,30 @@ class HistoryWriter:
             self._last_mono = event[ev.MONO_MS]
             # No secret value in a history line (an error message quoting a setting): masked before it
             # is serialised, where JSON's escaping would hide a value with a quote or a non-ASCII letter.
-            line = json.dumps(redact(event) if registered() else event, separators=(",", ":"))
-            os.write(self._fd, (line + "\n").encode())
+            if registered():
+                event = redact(event)
+            self._append(json.dumps(event, separators=(",", ":")), event)
         return event
+
+
+class HistoryWriter(EventWriter):
+    """A writer appending to the history file itself (every writer on this machine)."""
+
+    def __init__(self, path: str | Path, source: str, **context):
+        super().__init__(source, **context)
+        self.path = Path(path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def _append(self, line: str, event: dict) -> None:
+        os.write(self._fd, (line + "\n").encode())
+
+    def relay(self, event: dict) -> None:
+        """Append an event another writer made — its own `source`, `seq` and stamps, e.g. one a member
+        host on another machine sent over its link, its clocks already turned into this machine's —
+        as one line, like every line of the history."""
+        line = json.dumps(redact(event) if registered() else event, separators=(",", ":"))
+        with self._lock:
+            os.write(self._fd, (line + "\n").encode())
 
     def close(self) -> None:
         with self._lock:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition, libversion
 
 from runtime.history import latency_histogram, now
+from runtime.host_link import HostLink
 from workloads.client_log import WARNING, ClientLine, StderrTap, TapRouter, client_instant
 from workloads.driver import Driver, MemberSpec
 from workloads.member_events import CLIENT_CLOCK, MemberEvents, member_writer
@@ -268,9 +269,11 @@ class Member(TakesCommands, Driver):
         stop: threading.Event,
         tap: TapRouter | None = None,
         host: str | None = None,
+        link: HostLink | None = None,
     ):
         """``tap`` and ``host``: a member of a member host (workloads/member_host.py), which reads
-        every handle's librdkafka lines through one tap and is named in consumer_started."""
+        every handle's librdkafka lines through one tap and is named in consumer_started; ``link``:
+        that host is on another machine, the member's events go through its link."""
         self.spec = spec
         self.stop = stop
         self.host = host
@@ -290,7 +293,7 @@ class Member(TakesCommands, Driver):
         hooks = spec.settings.test_hooks or {}
         self.sigterm_after_join: int | None = (hooks.get("sigterm_after_join") or {}).get("join")
         # Written from the tap as it reads librdkafka's lines (no catching up: that is what it does) ...
-        self.tap_events = MemberEvents(member_writer(spec), lambda: (self.member_id, self.generation))
+        self.tap_events = MemberEvents(member_writer(spec, link=link), lambda: (self.member_id, self.generation))
         self.unrecognised: set[str] = set()  # protocol steps its log said nothing readable of (_recognised)
         # No logger: librdkafka prints each line itself, from its own threads, as it happens.
         self.reader = GroupLogReader(self, self.tap_events)

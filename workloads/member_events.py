@@ -36,6 +36,7 @@ from oracle.fields import ENVELOPE, FIELDS
 from runtime.history import HistoryWriter, offset_ranges, tp
 
 if TYPE_CHECKING:
+    from runtime.host_link import HostLink
     from workloads.driver import MemberSpec
 
 # The `clock` of events stamped by another clock than the writer's (docs/history.md, Clock domains).
@@ -60,12 +61,15 @@ class Writer(Protocol):
     def emit(self, name: str, *, ts: float | None = None, mono_ms: float | None = None, **fields) -> dict: ...
 
 
-def member_writer(spec: MemberSpec, driver: str | None = None) -> HistoryWriter:
+def member_writer(spec: MemberSpec, driver: str | None = None, link: HostLink | None = None) -> Writer:
     """The history writer of one member incarnation: ``member``, ``incarnation`` (and ``driver``)
-    on every line."""
+    on every line. Through ``link`` for a member of a host on another machine (runtime/host_link.py:
+    the harness appends its lines), else into the history file."""
     context = {ev.MEMBER: spec.member, ev.INCARNATION: spec.incarnation}
     if driver is not None:
         context[ev.DRIVER] = driver
+    if link is not None:
+        return link.writer(spec.member, **context)
     return HistoryWriter(spec.history, spec.member, **context)
 
 

@@ -20,21 +20,33 @@ run directory (harness/run/member_hosts.py):
 
 SIGTERM / SIGINT stops every member cleanly, all at once, and the host exits once they are
 gone. librdkafka's lines reach each member's reader through one tap (client_log.TapRouter).
+
+    python -m workloads.member_host --link HOST:PORT --host NAME [--driver-module MODULE]
+
+A host on another machine (a Locust worker's, workloads/load/member_hosts.py) shares no file
+with the run: the same commands, status and history events go over its link to the harness
+(runtime/host_link.py). A ``start`` carries the member's spec; a ``tell`` carries what the
+member's control file is to hold, written to a file of the host's own. The harness's bye, or
+the link dropping, stops every member as SIGTERM does; the host says bye after their last
+events and exits.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runtime.child import read_spec
+from runtime.host_link import HostLink, parse_address
 from workloads.client_log import TapRouter
 from workloads.driver import Driver, MemberSpec, driver_of, read_member_spec
 
@@ -70,8 +82,14 @@ class Hosted:
 
 
 class MemberHost:
-    def __init__(self, spec: HostSpec):
+    def __init__(self, spec: HostSpec, link: HostLink | None = None, control_dir: Path | None = None):
+        """``link``: a host on another machine, talking through it (``run_linked``); its members'
+        control files in ``control_dir``, its own."""
         self.spec = spec
+        self.link = link
+        self.control_dir = control_dir
+        self.inbox: list[dict] = []  # commands the link brought, not applied yet
+        self.inbox_lock = threading.Lock()
         self.driver = driver_of(spec.driver_module)
         if not self.driver.hosts_many:
             raise SystemExit(f"{spec.driver_module}: its driver runs one member per process")
@@ -106,23 +124,47 @@ class MemberHost:
                 self.write_status()
         self.stop_all()
         self.write_status()
+        if self.link:
+            self.link.bye()  # after every member's last event
         self.tap.tap.stop()
         return 0
+
+    def take(self, command: dict) -> None:
+        """A command from the link (its reader thread): applied by the loop, in order."""
+        with self.inbox_lock:
+            self.inbox.append(command)
+        self.commands_sent = True
+        self.pending.set()  # wakes the loop now
+
+    def end(self, _reason: str) -> None:
+        """The harness said bye, or the link dropped: every member stops, as on SIGTERM."""
+        self.stop_asked = True
+        self.pending.set()
 
     def apply_new(self) -> bool:
         """Apply the commands not applied yet, in order; whether there were any."""
         before = self.applied
+        if self.link:
+            with self.inbox_lock:
+                commands, self.inbox = self.inbox, []
+            for command in commands:
+                if command["seq"] > self.applied:
+                    self._apply_one(command)
+                    self.applied = command["seq"]
+            return self.applied != before
         for path in sorted(self.commands_dir.glob("*.json")):
             seq = int(path.stem)
             if seq <= self.applied:
                 continue
-            command = json.loads(path.read_text())
-            try:
-                self.apply(command)
-            except Exception:  # one bad command must not take the other members down
-                traceback.print_exc()
+            self._apply_one(json.loads(path.read_text()))
             self.applied = seq
         return self.applied != before
+
+    def _apply_one(self, command: dict) -> None:
+        try:
+            self.apply(command)
+        except Exception:  # one bad command must not take the other members down
+            traceback.print_exc()
 
     def apply(self, command: dict) -> None:
         name, what = command["member"], command["command"]
@@ -130,7 +172,7 @@ class MemberHost:
         if what == "start":
             if hosted and hosted.thread.is_alive():
                 raise RuntimeError(f"{name}: started while its incarnation {hosted.spec.incarnation} still runs")
-            self.members[name] = self.start(read_member_spec(["", command["spec_file"]], self.driver.Settings))
+            self.members[name] = self.start(self._member_spec(command))
         elif hosted is None or hosted.how is not None:
             return  # gone already: a stop or crash of nothing is nothing
         elif what == "stop":
@@ -142,13 +184,26 @@ class MemberHost:
         elif what == "thaw":
             hosted.member.thawed.set()
         elif what == "tell":
+            if "control" in command:  # over a link: what the control file is to hold
+                path = Path(hosted.spec.control_file)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(command["control"]))
+                os.replace(tmp, path)
             hosted.member.command_pending.set()
         else:
             raise ValueError(f"unknown command {what!r}")
 
+    def _member_spec(self, command: dict) -> MemberSpec:
+        if "spec" not in command:
+            return read_member_spec(["", command["spec_file"]], self.driver.Settings)
+        spec = MemberSpec(**command["spec"])  # over a link: its control file is the host's own
+        control = self.control_dir / f"{spec.member}.json"
+        return replace(spec, settings=self.driver.Settings(**spec.settings), control_file=str(control))
+
     def start(self, spec: MemberSpec) -> Hosted:
         stop = threading.Event()
-        member = self.driver(spec, stop, tap=self.tap, host=self.spec.host)
+        linked = {"link": self.link} if self.link else {}
+        member = self.driver(spec, stop, tap=self.tap, host=self.spec.host, **linked)
         hosted = Hosted(spec, member, stop)
         hosted.thread = threading.Thread(target=self._run, args=(hosted,), name=spec.member, daemon=True)
         hosted.thread.start()
@@ -180,13 +235,41 @@ class MemberHost:
                 for name, h in self.members.items()
             },
         }
+        if self.link:
+            self.link.status(status)
+            return
         with self.status_lock:
             tmp = Path(self.spec.status_file + ".tmp")
             tmp.write_text(json.dumps(status))
             os.replace(tmp, self.spec.status_file)
 
 
+def run_linked(argv: list[str]) -> int:
+    """``--link HOST:PORT --host NAME``: a host that talks to the harness over its link only."""
+    parser = argparse.ArgumentParser(prog="python -m workloads.member_host")
+    parser.add_argument("--link", required=True, help="the harness's host link, HOST:PORT")
+    parser.add_argument("--host", required=True, help="this host's process name, e.g. member-host-w1")
+    parser.add_argument("--driver-module", default="workloads.consumer")
+    args = parser.parse_args(argv)
+    try:
+        address = parse_address(args.link)
+    except ValueError as e:
+        parser.error(f"--link: {e}")
+    spec = HostSpec(host=args.host, history="", commands_dir="", status_file="", driver_module=args.driver_module)
+    with tempfile.TemporaryDirectory(prefix=f"{args.host}-control-") as control_dir:
+        host = MemberHost(spec, control_dir=Path(control_dir))
+        host.link = HostLink(address, args.host, on_command=host.take, on_close=host.end)
+        try:
+            host.link.connect()
+        except OSError as e:
+            print(f"{args.host}: cannot reach the host link at {args.link}: {e}", file=sys.stderr, flush=True)
+            return 1
+        return host.run()
+
+
 def main(argv: list[str]) -> int:
+    if "--link" in argv:
+        return run_linked(argv[1:])
     return MemberHost(read_spec(HostSpec, argv)).run()
 
 

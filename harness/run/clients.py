@@ -32,11 +32,14 @@ from harness.supervision.processes import Supervisor
 from harness.supervision.service import LocalProcess, StopTier
 from oracle.protocols import GENERATIONS, Generation, driver_plugin
 from runtime import secrets
+from runtime.history import HistoryWriter
+from runtime.host_link import HostLinkServer
 from workloads.client_versions import ClientRequirement, parse_client
 from workloads.consumer import LibrdkafkaSettings
 from workloads.coordinated import CoordinatedSettings
 from workloads.driver import MemberSpec, driver_of, protocol_fields
 from workloads.load import LoadSpec
+from workloads.load import member_hosts as load_hosts
 from workloads.observer import ObserverSpec, ObserverStatus
 from workloads.producer import ProducerSpec
 from workloads.verifiable import JavaSettings
@@ -315,9 +318,12 @@ class LoadDriver(Client):
             profile=s.load.model_dump(),
             initial_members=s.workload.consumers,
             protocol=s.workload.protocol,
+            link=self.workload.host_link.address if self.workload.host_link else None,
+            host_driver=s.workload.generation.drivers[s.workload.driver] if self.workload.host_link else None,
         )
 
-    def locust(self, *options: str) -> list[str]:
+    def locust(self, *options: str, spec: bool = True) -> list[str]:
+        """Locust's command line; ``spec``: with the run's LoadSpec (a worker with a member host has none)."""
         locustfile = importlib.util.find_spec("workloads.load.locustfile").origin  # found, not imported: gevent
         return [
             sys.executable,
@@ -325,8 +331,7 @@ class LoadDriver(Client):
             "locust",
             "-f",
             locustfile,
-            "--lab-spec",
-            str(self.spec_file),
+            *(["--lab-spec", str(self.spec_file)] if spec else []),
             *options,
             "--loglevel",
             "INFO",
@@ -373,7 +378,9 @@ class LoadDriver(Client):
 
 
 class LoadWorker(Client):
-    """One of Locust's workers in a distributed load run, connected to the master on 127.0.0.1."""
+    """One of Locust's workers in a distributed load run, connected to the master on 127.0.0.1. With
+    ``load.member_hosts: on-workers`` it is given no file of the run: its master tells it where the
+    host link is, and it starts a member host (workloads/load/member_hosts.py)."""
 
     role = "load"
 
@@ -390,7 +397,12 @@ class LoadWorker(Client):
 
     def command(self) -> list[str]:
         return self.master.locust(
-            "--worker", "--master-host", "127.0.0.1", "--master-port", str(self.master.master_port)
+            "--worker",
+            "--master-host",
+            "127.0.0.1",
+            "--master-port",
+            str(self.master.master_port),
+            spec=not self.master.workload.on_workers,
         )
 
 
@@ -406,9 +418,12 @@ class WorkloadProcesses:
         cluster: ClusterBackend,
         supervisor: Supervisor,
         report: Callable[[str], None] = lambda _m: None,
+        history_writer: HistoryWriter | None = None,
     ):
         self.scenario = scenario
         self.report = report  # progress of what a start installs (a client release's first use)
+        self.history_writer = history_writer  # the harness's own: a remote host's process events, its relayed ones
+        self.host_link: HostLinkServer | None = None  # load.member_hosts on-workers: where their hosts connect
         self.run_dir = run_dir
         self.cluster = cluster
         self.supervisor = supervisor
@@ -428,10 +443,26 @@ class WorkloadProcesses:
             self.services["producer"] = Producer("producer", self.supervisor, self.run_dir, self)
         return self.services["producer"]
 
+    @property
+    def on_workers(self) -> bool:
+        """The members live in member hosts on Locust's workers (load.member_hosts: on-workers)."""
+        return bool(self.scenario.load and self.scenario.load.member_hosts == "on-workers")
+
+    @property
+    def hosted(self) -> bool:
+        return self.scenario.workload.hosted or self.on_workers
+
+    def host_of(self, member: str) -> str:
+        """The member host of ``member``: on workers, by turns (consumer-1 on the first worker's host,
+        consumer-2 on the second's, …), so a group of any size has members from every worker."""
+        if self.on_workers:
+            return load_hosts.host_name((member_number(member) - 1) % self.scenario.load.workers)
+        return self.scenario.workload.host_of(member)
+
     def member(self, name: str, subscription: str | None = None) -> Member:
         if name not in self.services:
             kind = Member
-            if self.scenario.workload.hosted:
+            if self.hosted:
                 from harness.run.member_hosts import HostedMember as kind  # (a module built on this one)
             self.services[name] = member = kind(name, self.supervisor, self.run_dir, self, subscription)
             if member.subscription:
@@ -440,7 +471,11 @@ class WorkloadProcesses:
 
     def member_host(self, name: str):
         """The member host ``name`` (harness/run/member_hosts.py), made on first use, started by its first member."""
-        if name not in self.services:
+        if name not in self.services and self.on_workers:
+            from harness.run.remote_hosts import RemoteHost  # (a module built on this one)
+
+            self.services[name] = RemoteHost(name, self, self.history_writer)
+        elif name not in self.services:
             from harness.run.member_hosts import MemberHost  # (a module built on this one)
 
             self.services[name] = MemberHost(name, self.supervisor, self.run_dir, self)
@@ -483,8 +518,8 @@ class WorkloadProcesses:
     def start_all(self) -> None:
         self.producer.start()
         w = self.scenario.workload
-        if w.hosted:  # every host at once: each takes a second or two to import its client
-            for host in dict.fromkeys(w.host_of(m) for m in w.member_names()):
+        if self.hosted:  # every host at once: each takes a second or two to import its client
+            for host in dict.fromkeys(self.host_of(m) for m in w.member_names()):
                 self.member_host(host).start()
         for name in self.scenario.workload.member_names():
             self.member(name).start()
@@ -515,7 +550,12 @@ class WorkloadProcesses:
         return self.services["load"]
 
     def start_load(self) -> None:
-        """Locust: one process, or a master and ``load.workers`` workers."""
+        """Locust: one process, or a master and ``load.workers`` workers; with member hosts on the
+        workers, the host link they connect to first."""
+        if self.on_workers and self.host_link is None:
+            from harness.run.remote_hosts import serve_hosts  # (a module built on this one)
+
+            self.host_link = serve_hosts(self, self.history_writer, free_port())
         self.load.start()
         for i in range(1, self.scenario.load.workers + 1):
             worker = self.services[f"load-worker-{i}"] = LoadWorker(
@@ -546,6 +586,11 @@ class WorkloadProcesses:
         for name in started:
             self.member(name).start()
         return started, stopped
+
+    def close(self) -> None:
+        """After the teardown stopped every service: the host link, once every host's last line came."""
+        if self.host_link is not None:
+            self.host_link.close()
 
     def scale_to(self, count: int, subscription: str | None = None) -> list[str]:
         running = self.running_consumers()

@@ -384,7 +384,9 @@ class Run:
         self.cluster.start()
         self.timings["cluster_ready"] = time.monotonic()
 
-        workload = self.workload = WorkloadProcesses(s, self.run_dir, self.cluster, self.supervisor, self.report)
+        workload = self.workload = WorkloadProcesses(
+            s, self.run_dir, self.cluster, self.supervisor, self.report, history_writer=self.history
+        )
         self.observer = self._observer()
         self.observer.start()
         observer = self.observer.status
@@ -397,10 +399,13 @@ class Run:
             self.history_path, self.scheduler, faults, s.workload.group, refresh=self._record_coordinator_events
         )
 
+        if workload.on_workers:  # the members' hosts come with Locust's workers: Locust first
+            workload.start_load()
         workload.start_all()
         self._warm_up(observer)
         if s.load:  # from here Locust's user count is the group's size, until the run is done
-            workload.start_load()
+            if not workload.on_workers:
+                workload.start_load()
             self._following = True
         self.scheduler.start()
         self.triggers.start()
@@ -513,6 +518,8 @@ class Run:
         stop_in_order(
             [*(self.workload.services.values() if self.workload else ()), *([self.observer] if self.observer else [])]
         )
+        if self.workload:
+            self.workload.close()
         try:
             if self.cluster and self.pool:  # a shared cluster: handed back, or stopped if the run was cut short
                 self.cluster.stop(interrupted)

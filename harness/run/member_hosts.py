@@ -143,7 +143,7 @@ class HostedMember(Member):
 
     def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload, subscription=None):
         super().__init__(name, supervisor, run_dir, workload, subscription)
-        self.host: MemberHost = workload.member_host(workload.scenario.workload.host_of(name))
+        self.host: MemberHost = workload.member_host(workload.host_of(name))  # or a RemoteHost (remote_hosts.py)
         self._last_seq = 0  # the last command it was sent
         self._frozen = False
 

@@ -17,7 +17,7 @@ from typing import Annotated, ClassVar
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from faults import catalogue
-from faults.base import COORDINATOR, DAY_S, MAX_MEMBER_PROCESSES, MAX_MEMBERS
+from faults.base import COORDINATOR, DAY_S, MAX_MEMBER_PROCESSES, MAX_MEMBERS, MAX_MEMBERS_PER_HOST
 from faults.capabilities import Capability
 from faults.strict import Strict
 from faults.topic_names import TOPIC_NAME_MAX, topic_set_problems
@@ -31,9 +31,10 @@ from harness.scenario.expect import Expect, expect_check_problems
 from harness.scenario.facts import fault_facts
 from harness.scenario.faults import Fault, RandomFaults
 from harness.scenario.kinds import FILE_KINDS, FileKind
-from harness.scenario.lanes import MAX_OWN_LANES, LanePlan
+from harness.scenario.lanes import MAX_OWN_LANES, LanePlan, member_number
 from harness.scenario.workload import Workload, client_problem
 from oracle.protocols import GENERATIONS
+from runtime import secrets
 from runtime.errors import ScenarioError
 from workloads.load.profile import LoadProfile  # the load profile's own model
 
@@ -228,14 +229,66 @@ class Scenario(Strict):
                 f"load.stages: the profile lasts {load.length_s(start):g}s, longer than duration_s "
                 f"({self.duration_s:g}s)"
             )
-        why = "the load profile decides the group's members; faults may act on the cluster and the producer only"
+        why = (
+            "the load profile decides the group's members; faults may act on the cluster and the producer, "
+            "and on a member the profile never stops without stopping or starting it (a poll stall, a network fault)"
+        )
         problems += [
             f"faults.{i}.kind: {f.kind} on members: {why}"
             for i, f in enumerate(self.faults)
-            if f.acts_on_members(members)
+            if f.acts_on_members(members) and not self._spares_the_profile(f, load.trough(start))
         ]
+        if load.member_hosts == "on-workers":
+            problems += self._on_workers_problems()
         if self.random_faults and (not self.random_faults.targets or set(self.random_faults.targets) & set(members)):
             problems.append(f"random_faults.targets: members (the default): {why}")
+        return problems
+
+    @staticmethod
+    def _spares_the_profile(fault, trough: int) -> bool:
+        """A fault on one member that neither stops nor starts it (its process goes on), a member
+        below the profile's lowest count: the profile never stops it (the newest leave first)."""
+        target = getattr(fault, "target", None)
+        return (
+            fault.effects.down is None
+            and isinstance(target, str)
+            and re.fullmatch(r"consumer-\d+", target) is not None
+            and member_number(target) <= trough
+        )
+
+    def _on_workers_problems(self) -> list[str]:
+        """Members in a member host beside each Locust worker (runtime/host_link.py): hosted members,
+        on the harness's own client, their settings sent over the link."""
+        w, load, problems = self.workload, self.load, []
+        if not load.workers:
+            problems.append("load.member_hosts: on-workers needs Locust's workers (load.workers: 1 or more)")
+        if not w.driver_class.hosts_many:
+            problems.append(
+                f"load.member_hosts: on-workers hosts the members; the {w.driver} driver runs one member per process"
+            )
+        if w.librdkafka.test_hooks:
+            problems.append("workload.librdkafka.test_hooks: a test hook acts on a member's whole process")
+        if w.members_per_host > 1:
+            problems.append(
+                "workload.members_per_host: with load.member_hosts: on-workers each worker's host takes its "
+                "share of the members, by turns: leave it out"
+            )
+        share = -(-load.peak(w.consumers) // max(load.workers, 1))
+        if share > MAX_MEMBERS_PER_HOST:
+            problems.append(
+                f"load.workers: the profile's {load.peak(w.consumers)} members make {share} in each worker's host; "
+                f"a host takes at most {MAX_MEMBERS_PER_HOST}"
+            )
+        if w.client_requirement is not None and client_envs.needs_env(w.client_requirement):
+            problems.append(
+                f"workload.client: a member host on a worker runs the worker's own confluent-kafka, "
+                f"not {w.client_requirement}"
+            )
+        if secrets.split_client_config(dict(self.cluster.client_config))[1]:
+            problems.append(
+                "cluster.client_config: secret settings would cross the network to the workers' member hosts "
+                "(load.member_hosts: on-workers)"
+            )
         return problems
 
     def _scale_problems(self, members: tuple[str, ...]) -> list[str]:

@@ -152,6 +152,34 @@ SCENARIO_CAUSES = [
         "faults[1].kind: pause on members: the load profile decides the group's members",
     ),
     (
+        "load-and-stall-on-a-member-it-stops",  # the profile goes down to 2: consumer-3 may be stopped under it
+        SCENARIO + b"workload: {consumers: 3}\nload: {stages: [{kind: step, to: 2, by: 1, every_s: 5}]}\n"
+        b"faults: [{kind: poll-stall, target: consumer-3, at_s: 2, duration_s: 3}]",
+        "faults[1].kind: poll-stall on members: the load profile decides the group's members",
+    ),
+    (
+        "load-hosts-on-no-workers",
+        SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}], member_hosts: on-workers}",
+        "load.member_hosts: on-workers needs Locust's workers (load.workers: 1 or more)",
+    ),
+    (
+        "load-hosts-on-workers-driver",
+        SCENARIO + b"workload: {protocol: zk-eager}\n"
+        b"load: {stages: [{kind: hold, for_s: 10}], workers: 2, member_hosts: on-workers}",
+        "load.member_hosts: on-workers hosts the members; the librdkafka driver runs one member per process",
+    ),
+    (
+        "load-hosts-on-workers-per-host",
+        SCENARIO + b"workload: {members_per_host: 2}\n"
+        b"load: {stages: [{kind: hold, for_s: 10}], workers: 2, member_hosts: on-workers}",
+        "workload.members_per_host: with load.member_hosts: on-workers each worker's host takes its share",
+    ),
+    (
+        "load-hosts-on-too-few-workers",
+        SCENARIO + b"load: {stages: [{kind: spike, to: 600, for_s: 10}], workers: 2, member_hosts: on-workers}",
+        "load.workers: the profile's 600 members make 300 in each worker's host; a host takes at most 250",
+    ),
+    (
         "load-and-scale",
         SCENARIO + b"load: {stages: [{kind: hold, for_s: 10}]}\nfaults: [{kind: scale, consumers: 2, at_s: 2}]",
         "faults[1].kind: scale on members",

@@ -43,6 +43,38 @@ def test_stages_follow_on_from_each_other_and_give_length_and_peak():
     assert [p.members_at(1, t) for t in range(12)] == [1, 1, 2, 3, 3, 4, 12, 12, 2, 0, 0, 0]
 
 
+def test_the_trough_is_the_fewest_members_any_stage_reaches():
+    assert profile({"kind": "hold", "for_s": 5}).trough(3) == 3
+    assert (
+        profile({"kind": "ramp", "to": 8, "over_s": 5}, {"kind": "step", "to": 4, "by": 2, "every_s": 1}).trough(6) == 4
+    )
+    assert profile({"kind": "spike", "to": 1, "for_s": 5}).trough(3) == 1  # back to 3 after, but 1 meanwhile
+    assert profile({"kind": "sawtooth", "low": 2, "high": 9, "period_s": 3, "for_s": 6}).trough(5) == 2
+
+
+def test_a_fault_that_leaves_a_member_running_is_allowed_on_one_the_profile_never_stops(tmp_path):
+    """Members leave newest first: under a profile that never goes below 3, consumer-3 is never stopped
+    by it, so a poll stall (its process goes on) cannot fight the profile; a pause still can't."""
+    from harness.scenario import load_scenario
+
+    def scenario(fault: str) -> str:
+        path = tmp_path / "s.yaml"
+        path.write_text(
+            "name: t\nduration_s: 60\ntopics: [{name: events, partitions: 6}]\nworkload: {consumers: 4}\n"
+            "load: {stages: [{kind: step, to: 3, by: 1, every_s: 5}, {kind: hold, for_s: 10}], workers: 2,"
+            " member_hosts: on-workers}\n"
+            f"faults: [{fault}]\n"
+        )
+        return str(path)
+
+    s = load_scenario(scenario("{kind: poll-stall, target: consumer-3, at_s: 2, duration_s: 5}"))
+    assert s.load.member_hosts == "on-workers"
+    with pytest.raises(Exception, match="poll-stall on members"):
+        load_scenario(scenario("{kind: poll-stall, target: consumer-4, at_s: 2, duration_s: 5}"))
+    with pytest.raises(Exception, match="pause on members"):
+        load_scenario(scenario("{kind: pause, target: consumer-1, at_s: 2, duration_s: 5}"))
+
+
 # ------------------------------------------------------------------ the feed of settled rebalances
 
 

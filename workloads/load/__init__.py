@@ -27,3 +27,5 @@ class LoadSpec:
     profile: dict  # the scenario's `load` section (workloads.load.profile.LoadProfile)
     initial_members: int  # workload.consumers: the group formed in the warm-up
     protocol: str  # the name of Locust's rebalance rows
+    link: str | None = None  # load.member_hosts on-workers: the harness's host link, HOST:PORT (runtime/host_link.py)
+    host_driver: str | None = None  # and the driver module the workers' member hosts run

@@ -12,12 +12,17 @@
   or the first worker of a distributed one. Once the history says ``done`` it tells the last
   ones, then Locust quits: a worker says so in the same report to its master that carries
   those last requests, so the master never quits before it has counted them.
+- with ``load.member_hosts: on-workers`` (workloads/load/member_hosts.py), each worker starts
+  a member host and shares no file with the run: it is started without ``--lab-spec``, asks
+  its master which host to run and where the harness's link is, and starts it; the feed then
+  runs on the master, the one that reads the history.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import gevent
@@ -25,7 +30,7 @@ from locust import LoadTestShape, User, constant, events, task
 from locust.runners import STATE_RUNNING, LocalRunner, MasterRunner, WorkerRunner
 from locust.stats import CSV_STATS_INTERVAL_SEC
 
-from workloads.load import RECORD_TYPE, REQUEST_TYPE, LoadSpec
+from workloads.load import RECORD_TYPE, REQUEST_TYPE, LoadSpec, member_hosts
 from workloads.load.feed import RebalanceFeed
 from workloads.load.profile import LoadProfile
 
@@ -39,22 +44,63 @@ _lab: dict = {}
 
 @events.init_command_line_parser.add_listener
 def _options(parser) -> None:
-    parser.add_argument("--lab-spec", help="the run's LoadSpec (JSON), written by the harness")
+    parser.add_argument(
+        "--lab-spec", help="the run's LoadSpec (JSON), written by the harness; none on a worker with a member host"
+    )
 
 
 @events.init.add_listener
 def _init(environment, **_kwargs) -> None:
+    runner = environment.runner
+    if environment.parsed_options.lab_spec is None:
+        if not isinstance(runner, WorkerRunner):
+            raise SystemExit("--lab-spec: only a worker whose member host its master names runs without one")
+        _host_on_this_worker(environment)  # load.member_hosts on-workers: no file of the run here
+        return
     spec = LoadSpec(**json.loads(Path(environment.parsed_options.lab_spec).read_text()))
     _lab.update(spec=spec, profile=LoadProfile.model_validate(spec.profile))
-    runner = environment.runner
+    on_workers = _lab["profile"].member_hosts == "on-workers"
     if isinstance(runner, (LocalRunner, MasterRunner)):
         gevent.spawn(_count, environment, spec, _lab["profile"])
     if isinstance(runner, MasterRunner):
         environment.events.worker_report.add_listener(lambda data, **_: _on_worker_report(environment, data))
+        if on_workers:
+            runner.register_message(member_hosts.ASK, lambda msg, **_: _name_host(runner, spec, msg.node_id))
     if isinstance(runner, WorkerRunner):
         environment.events.report_to_master.add_listener(lambda data, **_: _say_done(data))
-    if isinstance(runner, (LocalRunner, WorkerRunner)):
+    if isinstance(runner, (LocalRunner, WorkerRunner)) or (on_workers and isinstance(runner, MasterRunner)):
         gevent.spawn(_feed, environment, spec, _lab["profile"])
+
+
+def _name_host(runner, spec: LoadSpec, worker: str) -> None:
+    """Answer a worker's ask (each time: an answer may be lost if its handler was not registered yet)."""
+    host = member_hosts.host_name(runner.get_worker_index(worker))
+    answer = {"link": spec.link, "host": host, "driver": spec.host_driver}
+    runner.send_message(member_hosts.ANSWER, answer, client_id=worker)
+
+
+def _host_on_this_worker(environment) -> None:
+    """Ask the master until it answers, then start the member host it names, once; it stops with the worker."""
+    runner = environment.runner
+
+    def start(msg, **_kwargs) -> None:
+        if "host" not in _lab:
+            _lab["host"] = member_hosts.start_member_host(msg.data["link"], msg.data["host"], msg.data["driver"])
+
+    def ask() -> None:
+        while "host" not in _lab:
+            runner.send_message(member_hosts.ASK, None)
+            gevent.sleep(1.0)
+
+    def stop(**_kwargs) -> None:
+        if "host" in _lab:
+            proc, workdir = _lab["host"]
+            member_hosts.stop_member_host(proc)
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    runner.register_message(member_hosts.ANSWER, start)
+    environment.events.quitting.add_listener(stop)
+    gevent.spawn(ask)
 
 
 @events.test_start.add_listener

@@ -47,6 +47,10 @@ class _Stage(BaseModel):
     def peak(self, start: int) -> int:
         return max(start, self.end(start))
 
+    def trough(self, start: int) -> int:
+        """The fewest members during the stage (each kind moves evenly between its bounds)."""
+        return min(start, self.end(start))
+
 
 class Hold(_Stage):
     kind: Literal["hold"]
@@ -117,6 +121,9 @@ class Spike(_Stage):
     def peak(self, start: int) -> int:
         return max(start, self.to)
 
+    def trough(self, start: int) -> int:
+        return min(start, self.to)
+
 
 class Sawtooth(_Stage):
     """Churn: each period rises one member at a time from ``low`` to ``high``, then the
@@ -147,6 +154,9 @@ class Sawtooth(_Stage):
     def peak(self, start: int) -> int:
         return max(start, self.high)
 
+    def trough(self, start: int) -> int:
+        return min(start, self.low)
+
 
 STAGES = (Hold, Ramp, Step, Spike, Sawtooth)
 STAGE_KINDS = tuple(get_args(s.model_fields["kind"].annotation)[0] for s in STAGES)
@@ -164,6 +174,10 @@ class LoadProfile(BaseModel):
     web_port: Annotated[int | None, Field(ge=1024, le=65535)] = None
     # Locust's distributed mode: a master and this many workers, all on 127.0.0.1 (0: one process).
     workers: Annotated[int, Field(ge=0, le=16)] = 0
+    # Where the members run: `harness`, processes the harness starts on its own machine; `on-workers`,
+    # in a member host beside each Locust worker, linked to the harness over TCP: the workers share
+    # no file with the run (workloads/load/member_hosts.py, runtime/host_link.py).
+    member_hosts: Literal["harness", "on-workers"] = "harness"
     # A rebalance goes to Locust once it has been over this long by the history's clock (a
     # member's last events of it may reach the history a little after it ended).
     settle_s: Annotated[float, Field(ge=0, le=600)] = 3.0
@@ -190,3 +204,7 @@ class LoadProfile(BaseModel):
 
     def peak(self, start: int) -> int:
         return max([start, *(stage.peak(members) for _, members, stage in self.timeline(start))])
+
+    def trough(self, start: int) -> int:
+        """The fewest members the profile ever has: members numbered up to it are never stopped by it."""
+        return min([start, *(stage.trough(members) for _, members, stage in self.timeline(start))])
