@@ -39,6 +39,9 @@ ENVELOPE: frozenset[str] = frozenset(
     }
 )
 
+# The process role (process_started / process_exited `role`) of a member host: it runs many members.
+MEMBER_HOST_ROLE = "member-host"
+
 _FAULT = ("fault_id", "kind", "target")
 _FIRED = ("trigger", "trigger_latency_ms")  # a fault fired `on:` a trigger
 _CLIENT_ERROR = ("error", "error_code", "message")  # the coordinator driver's refusals carry the code and words

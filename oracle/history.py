@@ -26,6 +26,7 @@ import orjson
 from . import legacy
 from . import vocabulary as ev
 from .events import compile_values, problem
+from .fields import MEMBER_HOST_ROLE
 from .integrity import Audit, Broken, LoadReport, refusal
 from .offsets import OffsetSet
 from .protocols import GENERATIONS, INCREMENTAL_PROTOCOLS, Generation
@@ -244,7 +245,7 @@ class MemberProcesses:
         running = self._by_pid.pop(e.get("pid"), None) if isinstance(e.get("pid"), int) else None
         if running is None:
             return None
-        if e.get("role") == ev.MEMBER_HOST:
+        if e.get("role") == MEMBER_HOST_ROLE:
             return sorted(s for s in running.values() if s not in self._ended)
         slot = running.get(e.get("process"))
         return [slot] if slot else []

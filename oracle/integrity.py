@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import vocabulary as ev
-from .fields import unknown_fields
+from .fields import MEMBER_HOST_ROLE, unknown_fields
 from .legacy import FAULT_EFFECTS_SINCE
 from .protocols import GENERATIONS
 
@@ -350,7 +350,7 @@ class Audit:
                     f"{_writer(key)} says it is in {host} with pid {event.get('pid')}; {host} started with "
                     f"pid {self._host_pids.get(host)}",
                 )
-        elif name == ev.PROCESS_STARTED and event.get("role") == ev.MEMBER_HOST:
+        elif name == ev.PROCESS_STARTED and event.get("role") == MEMBER_HOST_ROLE:
             self._host_pids[event.get("process")] = event.get("pid")
         elif name == ev.FAULT_STARTED:
             self._fault_starts[event.get("fault_id")] = mono

@@ -104,7 +104,6 @@ REBALANCE_FAILED = "rebalance_failed"
 CONSUMER_STOPPED = "consumer_stopped"
 # A hosted member's handle destroyed without a close (a crash of one member of a member host).
 CLIENT_DESTROYED = "client_destroyed"
-MEMBER_HOST = "member-host"  # the process role of a member host: it runs many members
 TEST_HOOK_ARMED = "test_hook_armed"
 TEST_HOOK_FIRED = "test_hook_fired"
 # members of the project's coordinator only

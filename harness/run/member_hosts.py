@@ -29,7 +29,7 @@ from faults import network
 from harness.components import client_envs
 from harness.run.clients import Client, Member, run_client
 from harness.supervision.processes import Supervisor
-from oracle import vocabulary as ev
+from oracle.fields import MEMBER_HOST_ROLE
 from runtime import secrets
 from runtime.errors import ClusterError
 from workloads.member_host import HostSpec
@@ -43,7 +43,7 @@ FREEZE_TOXIC = "freeze"  # the toxic a modelled pause puts on each of the member
 class MemberHost(Client):
     """One member host process: it runs the client handles of the members it hosts."""
 
-    role, module = ev.MEMBER_HOST, HOST_MODULE
+    role, module = MEMBER_HOST_ROLE, HOST_MODULE
 
     def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload):
         super().__init__(name, supervisor, run_dir)

@@ -34,6 +34,7 @@ import signal
 
 from .. import vocabulary as ev
 from ..anomalies import Anomaly, CheckResult, duration
+from ..fields import MEMBER_HOST_ROLE
 from ..history import (
     Event,
     History,
@@ -80,11 +81,11 @@ def check(history: History, options: dict) -> CheckResult:
                 result.violations.append(_fatal_error(e))
         elif name == ev.FAULT_STARTED and effects_of(e).get(ev.DOWN) == ev.KILLED:
             doomed.add(e.get("target"))
-        elif name == ev.PROCESS_EXITED and e.get("role") in (CONSUMER, ev.MEMBER_HOST):
+        elif name == ev.PROCESS_EXITED and e.get("role") in (CONSUMER, MEMBER_HOST_ROLE):
             killed_by_fault = e.get("process") in doomed
             doomed.discard(e.get("process"))
             slots = processes.exited(e) or []
-            if e.get("role") == ev.MEMBER_HOST:  # one exit of many members: named by its host
+            if e.get("role") == MEMBER_HOST_ROLE:  # one exit of many members: named by its host
                 who = f"{e.get('process')} (its members {', '.join(map(str, slots)) or 'none'}"
                 members = tuple(s.member for s in slots)
                 failed = bool(slots) and all((s.member, s.incarnation) in fatal for s in slots)

@@ -37,6 +37,7 @@ from bisect import bisect_left
 from .. import vocabulary as ev
 from ..anomalies import NOT_FINISHED, Anomaly, CheckResult, duration, members
 from ..explain import explain_rebalances
+from ..fields import MEMBER_HOST_ROLE
 from ..history import Event, History, Instant, TopicPartition, effects_of, render_partitions
 from ..ownership import ownership_of
 from ..rebalances import Rebalance, rebalances_of, run_rebalances
@@ -150,7 +151,7 @@ def _loop(history: History, since: float, horizon: float) -> list[Rebalance]:
     changes = [
         e["mono_ms"]
         for e in history.named(*_CHANGES)
-        if e["name"] != ev.PROCESS_EXITED or e.get("role") in ("consumer", ev.MEMBER_HOST)
+        if e["name"] != ev.PROCESS_EXITED or e.get("role") in ("consumer", MEMBER_HOST_ROLE)
     ]
     healed = {e.get("fault_id"): e["mono_ms"] for e in history.named(ev.FAULT_HEALED)}
     faults = [(f["mono_ms"], healed.get(f.get("fault_id"), horizon)) for f in history.named(ev.FAULT_STARTED)]

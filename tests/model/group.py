@@ -40,6 +40,7 @@ from typing import Any
 from faults import catalogue
 from oracle import vocabulary as ev
 from oracle.assignors import LAYOUTS
+from oracle.fields import MEMBER_HOST_ROLE
 from oracle.history import TopicPartition
 from oracle.protocols import GENERATIONS, INCREMENTAL_PROTOCOLS
 
@@ -130,7 +131,7 @@ class Group:
         self.emit(ev.PROCESS_STARTED, "harness", process="observer", role="observer", pid=19_000)
         self.emit(ev.PROCESS_STARTED, "harness", process="producer", role="producer", pid=19_001)
         for host, pid in self.hosts.items():
-            self.emit(ev.PROCESS_STARTED, "harness", process=host, role=ev.MEMBER_HOST, pid=pid)
+            self.emit(ev.PROCESS_STARTED, "harness", process=host, role=MEMBER_HOST_ROLE, pid=pid)
         self.emit(ev.PHASE, "harness", phase="warmup", members=[f"consumer-{i}" for i in range(1, initial + 1)])
         self.emit(ev.PRODUCER_STARTED, "producer", pid=19_001, topic=TOPIC, rate=50.0, linger_ms=5)
         starting = [self.members[f"consumer-{i}"] for i in range(1, initial + 1)]
@@ -650,7 +651,7 @@ class Group:
             m.state, m.in_group = "down", False
             self._exited(m)
         for host, pid in self.hosts.items():  # each host exits once its members have stopped
-            self.emit(ev.PROCESS_EXITED, "harness", process=host, role=ev.MEMBER_HOST, pid=pid, returncode=0)
+            self.emit(ev.PROCESS_EXITED, "harness", process=host, role=MEMBER_HOST_ROLE, pid=pid, returncode=0)
         self.coord(ev.COORDINATOR_GROUP_EMPTY, generation=self.generation)
         self.emit(ev.PROCESS_EXITED, "harness", process="observer", role="observer", pid=19_000, returncode=0)
         self.emit(ev.RUN_FINISHED, "harness", outcome="completed")

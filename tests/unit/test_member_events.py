@@ -129,6 +129,7 @@ CALLS = {
         dict(attempts=4, reason="events-3 is owned", trigger="consumer started"),
     ),
     ev.CONSUMER_STOPPED: (dict(reason="end-of-run"), dict(reason="end-of-run")),
+    ev.CLIENT_DESTROYED: ({}, {}),
     ev.TEST_HOOK_ARMED: (
         dict(hook="sigterm_after_join", params={"join": 2}),
         dict(hook="sigterm_after_join", params={"join": 2}),
