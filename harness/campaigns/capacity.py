@@ -151,7 +151,7 @@ class SweepSpec(Strict):
     base: str
     sweep: SweepAxes
     profile: PointProfile = PointProfile()
-    # Members per member host for the points above MAX_MEMBER_PROCESSES members (None: the fewest
+    # Members per member host for the points above MAX_MEMBER_PROCESSES members (absent: the fewest
     # that keep them within it); smaller points run a process per member.
     members_per_host: Annotated[int, Field(ge=2, le=MAX_MEMBERS_PER_HOST)] | None = None
     seed: Seed = 1
