@@ -79,3 +79,10 @@ def test_a_run_records_the_bounds_in_effect(tmp_path):
         },
     }
     assert GROUP_SIZE_LIMIT_DEFAULT == 2**31 - 1
+
+
+def test_the_docs_give_kafka_s_default():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "scale.md").read_text()
+    assert f"default to {GROUP_SIZE_LIMIT_DEFAULT} (Integer.MAX_VALUE)" in " ".join(page.split())
