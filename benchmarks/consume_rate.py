@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
+from benchmarks.measuring import produce_all  # noqa: E402
 from harness.cluster import ClusterSpec, TopicSpec, local_cluster  # noqa: E402
 from oracle.protocols import GENERATIONS  # noqa: E402
 from workloads.consumer import LibrdkafkaSettings, client_config  # noqa: E402
@@ -104,16 +105,7 @@ def fill(bootstrap: str, partitions: int, records: int) -> dict[int, int]:
             last[msg.partition()] = max(last.get(msg.partition(), -1), msg.offset())
 
     payload = b"x" * 16
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(TOPIC, payload, partition=i % partitions, on_delivery=delivered)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    producer.flush(120)
+    produce_all(producer, TOPIC, records, lambda _: payload, partition=lambda i: i % partitions, on_delivery=delivered)
     return last
 
 

@@ -46,6 +46,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.measuring import produce_all  # noqa: E402
+
 TOPIC = "events"
 STAMP = struct.Struct(">q")  # CLOCK_MONOTONIC ns at produce(), the record's first 8 bytes
 PROXIED, DIRECT = 1, 2  # the lanes: through the message proxy, and not
@@ -64,16 +66,7 @@ def role_fill(bootstrap: str, records: int, size: int) -> dict:
         | {"queue.buffering.max.messages": 1_000_000}
     )
     payload = bytes(size - STAMP.size)
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(TOPIC, STAMP.pack(time.monotonic_ns()) + payload)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    producer.flush(120)
+    produce_all(producer, TOPIC, records, lambda _: STAMP.pack(time.monotonic_ns()) + payload)
     return {"records": records}
 
 

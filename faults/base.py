@@ -120,6 +120,10 @@ class Drawing:
     brokers: int = 3  # how many: a lone broker has no other to be cut from
     kafka_apis: tuple[str, ...] = ()  # what the members send to the brokers (their generation's kafka_apis)
     directions: tuple[str, ...] = ("both",)  # a member's drawn cut: random_faults.directions
+    # The members' generation's capabilities (oracle.protocols.Generation): which errors a broker
+    # could answer them with (faults/message_proxy/apis.py ERRORS).
+    static_membership: bool = False
+    member_epochs: bool = False
 
 
 @dataclass(frozen=True)

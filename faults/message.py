@@ -72,14 +72,10 @@ class MessageSpec(TimedSpec):
 
     @property
     def effects(self) -> Effects:
-        # Every request reaches the broker. But a member sends its next heartbeat only once the last
-        # is answered (or timed out): a heartbeat answer held back or withheld silences it meanwhile.
-        # Anything else the member makes of a lost or failed answer is its own, and the history says it.
-        if apis.APIS[self.api].heartbeat and self.action in ("delay", "withhold"):
-            held = "held back" if self.action == "delay" else "withheld"
-            return Effects(
-                silences="heartbeats", silenced_as=f"waiting for a {self.api} answer the message proxy {held}"
-            )
+        # Every request reaches the broker, and a member's heartbeats go on by its own timers whatever
+        # became of an answer (the Java consumer sends on its interval regardless). So a message fault
+        # silences nothing: a member evicted meanwhile fell silent by its own client's timers, and its
+        # explanation names the running fault (oracle/explain.py), as for a cut inbound only.
         return NO_EFFECTS
 
     def acts_on_members(self, members) -> bool:
@@ -153,7 +149,7 @@ class MessageSpec(TimedSpec):
         if action == "delay":
             options["delay_ms"] = rng.randint(*DRAWN_DELAY_MS)
         if action == "error":
-            options["error"] = rng.choice(apis.APIS[api].errors)
+            options["error"] = rng.choice(drawn_errors(api, drawing))
         return options
 
     @classmethod
@@ -163,7 +159,7 @@ class MessageSpec(TimedSpec):
                 "duration_s": 1.0,
                 "api": api,
                 "action": action,
-                **({"error": apis.APIS[api].errors[0]} if action == "error" else {}),
+                **({"error": drawn_errors(api, drawing)[0]} if action == "error" else {}),
             }
             for api in drawn_apis(drawing)
             for action in DRAWN_ACTIONS
@@ -172,6 +168,11 @@ class MessageSpec(TimedSpec):
 
 def drawn_apis(drawing: Drawing) -> list[str]:
     return [api for api in drawing.kafka_apis if api not in DRAWN_APIS_EXCLUDED]
+
+
+def drawn_errors(api: str, drawing: Drawing) -> tuple[str, ...]:
+    """The errors a draw may put in ``api``'s answers: those a broker could answer the members with."""
+    return apis.APIS[api].drawn_errors(static_membership=drawing.static_membership, member_epochs=drawing.member_epochs)
 
 
 @dataclass

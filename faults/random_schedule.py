@@ -32,10 +32,13 @@ def draw(
     brokers: int = 3,
     written: Sequence[FaultSpec] = (),
     kafka_apis: Sequence[str] = (),
+    static_membership: bool = False,
+    member_epochs: bool = False,
 ) -> list[dict]:
     """The drawn faults; ``written``: the scenario's own timed faults, whose targets are busy
     as theirs are (a scenario without written faults draws what it always drew); ``kafka_apis``:
-    what the members send the brokers (their generation's), which message faults act on."""
+    what the members send the brokers (their generation's), which message faults act on;
+    ``static_membership``, ``member_epochs``: their generation's, which errors they may be answered."""
     rng = random.Random(seed)
     targets = spec.get("targets") or consumers
     drawing = Drawing(
@@ -44,6 +47,8 @@ def draw(
         brokers=brokers,
         kafka_apis=tuple(kafka_apis),
         directions=tuple(spec.get("directions") or ("both",)),
+        static_membership=static_membership,
+        member_epochs=member_epochs,
     )
     start = spec["start_s"]
     end = spec["end_s"] if spec.get("end_s") is not None else duration_s - 5

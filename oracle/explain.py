@@ -216,9 +216,18 @@ class _Explainer:
         hits = [
             m
             for m in self.messages
-            if member in (None, m.get(ev.MEMBER)) and before_ms - within_ms <= m["mono_ms"] <= before_ms
+            if member in (None, m.get(ev.MEMBER))
+            and before_ms - within_ms - self.held_ms(m) <= m["mono_ms"] <= before_ms
         ]
         return max(hits, key=lambda e: e["mono_ms"], default=None)
+
+    @staticmethod
+    def held_ms(m: Event) -> float:
+        """How long after the event the member could first see what became of its answer: a held-back
+        answer comes ``delay_ms`` later, a withheld one ends in the connection's close ``close_after_ms``
+        after the request (the client's request timeout), and its reaction follows only then."""
+        key = {"delay": "delay_ms", "withhold": "close_after_ms"}.get(m.get("action"))
+        return float(m.get(key) or 0) if key else 0.0
 
     @staticmethod
     def message_said(m: Event) -> str:

@@ -28,6 +28,7 @@ import struct
 import sys
 import threading
 import time
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
@@ -69,8 +70,20 @@ def librdkafka_loaded() -> dict:
     return {"client_library": "librdkafka", "client_version": librdkafka_version()}
 
 
-def client_config(spec: MemberSpec) -> dict:
-    """The member's librdkafka configuration, from its generation's capabilities."""
+# A hosted member's buffers (workloads/member_host.py). librdkafka's defaults are sized for one
+# handle per process: each may queue 64 MiB of prefetched records and fetch 50 MiB a request,
+# which a host of 250 handles cannot hold (16 GiB of prefetch under load). A member here consumes a
+# few records per poll, so a small prefetch keeps it busy; a scenario's own settings still win.
+HOSTED_CONFIG = {
+    "queued.max.messages.kbytes": 1024,  # prefetched records a handle holds (default 65536)
+    "queued.min.messages": 1000,  # records a partition's fetcher tries to keep queued (default 100000)
+    "fetch.max.bytes": 2 * 1024 * 1024,  # one Fetch response (default 50 MiB)
+}
+
+
+def client_config(spec: MemberSpec, hosted: bool = False) -> dict:
+    """The member's librdkafka configuration, from its generation's capabilities (``hosted``: a
+    member of a member host, with smaller buffers, HOSTED_CONFIG)."""
     if spec.assignor_runs_on == "broker":  # KIP-848's remote assignor
         group = {"group.remote.assignor": spec.assignor}
     else:
@@ -80,6 +93,7 @@ def client_config(spec: MemberSpec) -> dict:
     if not spec.broker_timing:  # under KIP-848 they are the group's, set on the brokers
         group |= {"session.timeout.ms": spec.session_timeout_ms, "heartbeat.interval.ms": spec.heartbeat_interval_ms}
     conf = {
+        **(HOSTED_CONFIG if hosted else {}),
         **spec.client_settings,
         "bootstrap.servers": spec.bootstrap_servers,
         "group.id": spec.group,
@@ -232,6 +246,11 @@ class GroupLogReader:
 # --------------------------------------------------------------------- the member
 
 
+class Handle(Consumer):
+    """A Consumer as a hosted member holds it: the same handle, but one a weak reference can follow,
+    so a crash can check that dropping it really destroyed it (Member._destroy)."""
+
+
 class Member(TakesCommands, Driver):
     """The librdkafka member. A poll stall (poll_stall.py) stops its poll loop; librdkafka's
     heartbeat thread goes on."""
@@ -279,10 +298,10 @@ class Member(TakesCommands, Driver):
         # ... and stamped now, once every line librdkafka wrote before is read: the event carries
         # the generation it acted in, and comes after the steps that led to it.
         self.events = replace(self.tap_events, catch_up=self.tap.caught_up)
-        conf = client_config(spec)
+        conf = client_config(spec, hosted=host is not None)
         if spec.commit == "auto":
             conf["on_commit"] = self._on_auto_commit
-        self.consumer = Consumer(conf)
+        self.consumer = (Handle if host else Consumer)(conf)
         unassigned = hooks.get("consume_unassigned")
         self.non_owner = NonOwnerFetch(spec, unassigned["topic"], unassigned["partition"]) if unassigned else None
         self.worker = Worker(self._process, self._worker_failed) if spec.settings.processing == "worker" else None
@@ -498,11 +517,14 @@ class Member(TakesCommands, Driver):
         RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE (no LeaveGroup, no commit, no revoke callback), and its
         sockets close as a killed process's would. Its callbacks hold this member: the cycle is
         broken here, so the destroy happens now, not at a later garbage collection."""
-        consumer, self.consumer = self.consumer, None
+        handle = weakref.ref(self.consumer)
+        self.consumer = None
         if self.worker:
             self.worker.stop_now()
-        del consumer
         gc.collect()
+        if (alive := handle()) is not None:  # still held: its threads would heartbeat on, a zombie member
+            held_by = [type(r).__name__ for r in gc.get_referrers(alive)]
+            raise RuntimeError(f"{self.spec.member}: its client handle outlived the crash, held by {held_by}")
         self.events.client_destroyed()
         self.tap.stop()
 

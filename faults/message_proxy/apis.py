@@ -30,6 +30,43 @@ COORDINATOR_ERRORS = ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINAT
 
 
 @dataclass(frozen=True)
+class Error:
+    """Whom a broker answers an error to on its own: what a random draw of an ``error`` action reads
+    (a written fault may put in any error its API allows)."""
+
+    drawn: bool = True  # False: only a member's own misconfiguration or an operator's setting causes it
+    static_only: bool = False  # only a static member (KIP-345: a group.instance.id) is answered it
+    # True: only members with epochs (KIP-848) are answered it; False: only members with generations
+    # (the classic protocol); None: either.
+    epochs: bool | None = None
+
+    def plausible(self, static_membership: bool, member_epochs: bool) -> bool:
+        return self.drawn and (static_membership or not self.static_only) and self.epochs in (None, member_epochs)
+
+
+PLAUSIBLE = Error()
+# The errors not every member may be answered with (the others: PLAUSIBLE), and why.
+ERRORS: dict[str, Error] = {
+    # An instance id fenced by another member with it, or not yet released: static members only.
+    "FENCED_INSTANCE_ID": Error(static_only=True),
+    "UNRELEASED_INSTANCE_ID": Error(static_only=True),
+    # The members' protocol type or name differs from the group's: a misconfigured member, never the
+    # project's, whose members all speak one protocol.
+    "INCONSISTENT_GROUP_PROTOCOL": Error(drawn=False),
+    # Only with group.max.size (group.consumer.max.size) set below the group's size: an operator's setting.
+    "GROUP_MAX_SIZE_REACHED": Error(drawn=False),
+    # Offsets a transaction has pending: no run commits offsets in a transaction.
+    "UNSTABLE_OFFSET_COMMIT": Error(drawn=False),
+    # A classic group refuses a commit by generation, and while it rebalances; a consumer group
+    # (KIP-848) by the member's epoch (OffsetMetadataManager.validateOffsetCommit).
+    "ILLEGAL_GENERATION": Error(epochs=False),
+    "REBALANCE_IN_PROGRESS": Error(epochs=False),
+    "STALE_MEMBER_EPOCH": Error(epochs=True),
+    "FENCED_MEMBER_EPOCH": Error(epochs=True),
+}
+
+
+@dataclass(frozen=True)
 class Api:
     name: str  # as Kafka's schemas name it: JoinGroupRequest.json -> JoinGroup
     key: int
@@ -37,9 +74,13 @@ class Api:
     # The answer to a group-level error as a broker writes it: the error at the group's level and
     # its per-partition lists empty (OffsetFetch); else every error code the answer has is set.
     group_level: bool = False
-    # The member's heartbeat: a client keeps one in flight and sends the next only once this one is
-    # answered or timed out, so an answer held back or withheld silences the member meanwhile.
+    # The member's heartbeat (the classic Heartbeat, KIP-848's ConsumerGroupHeartbeat).
     heartbeat: bool = False
+
+    def drawn_errors(self, *, static_membership: bool, member_epochs: bool) -> tuple[str, ...]:
+        """The errors a random draw may put in its answers for members of a generation with these
+        capabilities: those a broker could answer them with on its own (ERRORS)."""
+        return tuple(e for e in self.errors if ERRORS.get(e, PLAUSIBLE).plausible(static_membership, member_epochs))
 
     @cached_property
     def schema_name(self) -> str:

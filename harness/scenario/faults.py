@@ -180,6 +180,8 @@ def random_problems(scenario: Scenario, facts: ScenarioFacts) -> list[str]:
         brokers=len(facts.brokers),
         kafka_apis=scenario.workload.generation.kafka_apis,
         directions=tuple(r.directions),
+        static_membership=scenario.workload.generation.static_membership,
+        member_epochs=scenario.workload.generation.member_epochs,
     )
     for kind in dict.fromkeys(r.kinds):
         spec = catalogue.SPECS[kind]
@@ -221,6 +223,8 @@ def schedule(scenario: Scenario) -> list[dict]:
             brokers=scenario.cluster.brokers,
             written=scenario.faults,
             kafka_apis=scenario.workload.generation.kafka_apis,
+            static_membership=scenario.workload.generation.static_membership,
+            member_epochs=scenario.workload.generation.member_epochs,
         )
         faults += [FAULT.validate_python(f).model_dump() for f in drawn]
     faults.sort(key=lambda f: f["at_s"])  # stable: ties keep the file's order

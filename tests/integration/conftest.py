@@ -117,6 +117,27 @@ def lab(*args: str, timeout: float = 600, **kwargs) -> subprocess.CompletedProce
 SUITE_LINGER_MS = 50
 
 
+# The timing the fault modules run members with and read their histories by (test_message_faults.py,
+# test_network_one_way.py): a short session, so an eviction comes soon.
+SESSION_MS = 6000
+HEARTBEAT_INTERVAL_MS = 1000
+# Two members committing each batch at once, under a light producer, evicted SESSION_MS after they fall silent.
+FAULTED_WORKLOAD = {
+    "consumers": 2,
+    "commit": "sync",
+    "processing_ms": 1,
+    "session_timeout_ms": SESSION_MS,
+    "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
+    "producer": {"rate": 100},
+}
+# A broker's log lines are stamped to the millisecond and turned into mono_ms with an offset
+# measured at each read of the log (docs/history.md, clock domains).
+BROKER_CLOCK_MS = 50
+# librdkafka stamps its log lines to the millisecond (clock: client), and the proxy stamps its
+# event once it decided: a member's reaction to an answer can carry a stamp up to 1 ms before it.
+CLIENT_CLOCK_MS = 1
+
+
 def write_scenario(path: Path, scenario: dict) -> Path:
     workload = scenario.get("workload")
     if isinstance(workload, dict):

@@ -15,25 +15,16 @@ import re
 import pytest
 
 from faults.message_proxy.apis import APIS
-from tests.integration.conftest import assert_healed
+from tests.integration.conftest import (
+    BROKER_CLOCK_MS,
+    CLIENT_CLOCK_MS,
+    FAULTED_WORKLOAD,
+    HEARTBEAT_INTERVAL_MS,
+    SESSION_MS,
+    assert_healed,
+)
 
-SESSION_MS = 6000
 DELAY_MS = 2500
-# librdkafka stamps its log lines to the millisecond (clock: client), and the proxy stamps its
-# event once it decided: a member's reaction to an answer can carry a stamp up to 1 ms before it.
-CLIENT_CLOCK_MS = 1
-# A broker's log lines are stamped to the millisecond and turned into mono_ms with an offset
-# measured at each read of the log (docs/history.md, clock domains).
-BROKER_CLOCK_MS = 50
-
-WORKLOAD = {
-    "consumers": 2,
-    "commit": "sync",
-    "processing_ms": 1,
-    "session_timeout_ms": SESSION_MS,
-    "heartbeat_interval_ms": 1000,
-    "producer": {"rate": 100},
-}
 
 
 def message(target: str, api: str, action: str, at_s: float, duration_s: float, **options) -> dict:
@@ -80,8 +71,8 @@ CONSUMER_FAULTS = [
 SHARED_BROKER_CONFIG = {
     "group.consumer.session.timeout.ms": SESSION_MS,
     "group.consumer.min.session.timeout.ms": SESSION_MS,
-    "group.consumer.heartbeat.interval.ms": 1000,
-    "group.consumer.min.heartbeat.interval.ms": 1000,
+    "group.consumer.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+    "group.consumer.min.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
 }
 CLASSIC_S, CONSUMER_S = 20, 15  # workload seconds: the last fault healed, the member back
 
@@ -93,7 +84,7 @@ def scenario(name: str, protocol: str, faults: list[dict], duration_s: int) -> d
         "duration_s": duration_s,
         "cluster": {"kafka": "4.4", "brokers": 1, "broker_config": SHARED_BROKER_CONFIG},
         "topics": [{"name": "events", "partitions": 4}],
-        "workload": {"group": name, "protocol": protocol, **WORKLOAD},
+        "workload": {"group": name, "protocol": protocol, **FAULTED_WORKLOAD},
         "faults": faults,
         "recovery": {"timeout_s": 60, "stable_for_s": 2},
     }
@@ -237,7 +228,7 @@ def test_classic_withheld_heartbeat_times_out_and_the_member_comes_back(classic)
         for r in classic.named("coordinator_member_removed")
         if r["reason"] == "failed" and r["mono_ms"] > e["mono_ms"]
     ]
-    assert removed["mono_ms"] - e["mono_ms"] >= SESSION_MS - 1000
+    assert removed["mono_ms"] - e["mono_ms"] >= SESSION_MS - HEARTBEAT_INTERVAL_MS
     # The connection stalled until the request's timeout: the proxy closed it then (close_after_ms,
     # the client's own wait for that request) unless the client gave the request up first.
     [failed, *_] = of(classic, "consumer-2", "heartbeat_failed", e["mono_ms"])

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import assert_healed
-
-SESSION_MS = 6000
-BROKER_CLOCK_MS = 50  # a broker's log lines are stamped to the millisecond, with an offset measured per read
+from tests.integration.conftest import (
+    BROKER_CLOCK_MS,
+    FAULTED_WORKLOAD,
+    HEARTBEAT_INTERVAL_MS,
+    SESSION_MS,
+    assert_healed,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +33,7 @@ def one_way(module_run):
             "workload": {
                 "group": "one-way",
                 "protocol": "classic-cooperative",
-                "consumers": 2,
-                "commit": "sync",
-                "processing_ms": 1,
-                "session_timeout_ms": SESSION_MS,
-                "heartbeat_interval_ms": 1000,
-                "producer": {"rate": 100},
+                **FAULTED_WORKLOAD,
             },
             "faults": [
                 {"kind": "network", "target": "consumer-1", "at_s": 2, "duration_s": 10, "direction": "inbound"},
@@ -135,7 +133,9 @@ def test_both_members_were_evicted_at_their_session_timeout_and_the_explanation_
     for fault_id, member in (("f1", "consumer-1"), ("f2", "consumer-2")):
         started, _ = cut(one_way, fault_id)
         gone = evicted(one_way, member, started["mono_ms"])
-        assert gone["mono_ms"] - started["mono_ms"] >= SESSION_MS - 1000 - BROKER_CLOCK_MS  # a heartbeat before
+        assert (
+            gone["mono_ms"] - started["mono_ms"] >= SESSION_MS - HEARTBEAT_INTERVAL_MS - BROKER_CLOCK_MS
+        )  # a heartbeat before
     said = [r.get("explanation", "") for r in one_way.verdict["rebalances"]]
     assert any("consumer-1 went silent during fault f1 (network)" in s for s in said), said
     assert any("consumer-2 was cut off from the brokers, outbound only (fault f2, network)" in s for s in said), said

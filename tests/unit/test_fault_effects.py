@@ -56,11 +56,8 @@ DECLARED: dict[str, tuple[dict, Effects]] = {
     "create-topic": ({"topic": "events-2", "partitions": 4}, Effects()),
     "rolling-broker-upgrade": ({"to": "3.9.2", "interval_s": 0}, Effects()),
     "rolling-client-upgrade": ({"to": "confluent-kafka==2.99.0", "interval_s": 0}, Effects()),
-    # A heartbeat answer held back: the member sends its next only once it comes.
-    "message": (
-        {"target": "consumer-1", "duration_s": 0.05, "api": "Heartbeat", "action": "delay"},
-        Effects(silences="heartbeats", silenced_as="waiting for a Heartbeat answer the message proxy held back"),
-    ),
+    # A heartbeat answer held back: the member heartbeats on by its own timers meanwhile.
+    "message": ({"target": "consumer-1", "duration_s": 0.05, "api": "Heartbeat", "action": "delay"}, Effects()),
 }
 
 

@@ -15,6 +15,8 @@ from faults.capabilities import Capability
 from faults.message_proxy import apis
 from harness.run.loop import cluster_spec
 from harness.scenario import Scenario
+from oracle import History, check_history
+from oracle.explain import explain_rebalances
 from oracle.protocols import GENERATIONS
 from tests.fake_targets import FakeTargets
 from tests.unit.test_backend_capabilities import problems
@@ -159,6 +161,58 @@ def test_drawn_message_faults_are_the_members_own_apis_and_always_valid(protocol
     )
 
 
+def implausible(g) -> set[str]:
+    """What a broker never answers a member of generation ``g`` with on its own (Kafka's semantics, said
+    here apart from apis.ERRORS so that a wrong flag there fails)."""
+    never = {"INCONSISTENT_GROUP_PROTOCOL", "GROUP_MAX_SIZE_REACHED", "UNSTABLE_OFFSET_COMMIT"}
+    static = set() if g.static_membership else {"FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID"}
+    by_epochs = (
+        {"ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"}
+        if g.member_epochs
+        else {"STALE_MEMBER_EPOCH", "FENCED_MEMBER_EPOCH"}
+    )
+    return never | static | by_epochs
+
+
+@pytest.mark.parametrize("name", sorted(GENERATIONS))
+def test_no_generation_is_drawn_an_error_a_broker_would_not_answer_its_members(name):
+    import random
+
+    from faults.base import Drawing
+    from faults.message import MessageSpec, drawn_apis
+
+    g = GENERATIONS[name]
+    drawing = Drawing(
+        members=("consumer-1",),
+        zookeeper=False,
+        kafka_apis=g.kafka_apis,
+        static_membership=g.static_membership,
+        member_epochs=g.member_epochs,
+    )
+    rng = random.Random(7)
+    drawn = [MessageSpec.draw(rng, "consumer-1", 1.0, drawing) for _ in range(3000)] if drawn_apis(drawing) else []
+    drawn += MessageSpec.draw_shapes("consumer-1", drawing)
+    errors = {(d["api"], d["error"]) for d in drawn if d.get("error")}
+    assert {e for _, e in errors} & implausible(g) == set()
+    # Every other error its APIs are answered with is drawn: the restriction is no wider than Kafka's.
+    possible = {(a, e) for a in drawn_apis(drawing) for e in apis.APIS[a].errors if e not in implausible(g)}
+    assert errors == possible
+
+
+def test_every_error_flagged_is_one_some_api_is_answered_with():
+    assert set(apis.ERRORS) <= {e for a in apis.APIS.values() for e in a.errors}
+
+
+def test_a_dynamic_members_scenario_draws_no_static_members_error():
+    """Through the scenario: its generation's capabilities reach the draw."""
+    data = scenario(protocol="classic-cooperative")
+    data["faults"] = []
+    data["random_faults"] = {"count": 60, "start_s": 5, "duration_s": [0.1, 0.2], "kinds": ["message"]}
+    data["duration_s"] = 600
+    errors = {f["error"] for f in Scenario.model_validate(data).schedule() if f.get("error")}
+    assert errors and errors.isdisjoint(implausible(GENERATIONS["classic-cooperative"]))
+
+
 def test_existing_seeded_schedules_do_not_change():
     """message is drawn only where random_faults.kinds lists it: the default kinds draw what they drew."""
     data = copy.deepcopy(SMOKE)
@@ -210,16 +264,94 @@ def test_the_clients_own_timeout_per_api_is_its_drivers():
 
 
 @pytest.mark.parametrize(
-    "api, action, silenced_as",
+    "api, action",
     [
-        ("Heartbeat", "withhold", "waiting for a Heartbeat answer the message proxy withheld"),
-        ("ConsumerGroupHeartbeat", "delay", "waiting for a ConsumerGroupHeartbeat answer the message proxy held back"),
-        ("Heartbeat", "error", None),  # answered at once: it heartbeats on (or rejoins)
-        ("OffsetCommit", "withhold", None),  # its heartbeats go on beside the commit
+        ("Heartbeat", "withhold"),
+        ("ConsumerGroupHeartbeat", "delay"),
+        ("Heartbeat", "error"),
+        ("OffsetCommit", "withhold"),
     ],
 )
-def test_a_heartbeat_answer_held_back_or_withheld_silences_the_member(api, action, silenced_as):
+def test_a_message_fault_silences_nothing(api, action):
+    """A member heartbeats on by its own timers whatever became of an answer (the Java consumer sends
+    on its interval regardless): declared as a silence, its eviction was a false late-eviction."""
     entry = {"fault_id": "f1", "kind": "message", "at_s": 0, "target": "consumer-1", "duration_s": 1}
     options = {"api": api, "action": action, **({"error": "REBALANCE_IN_PROGRESS"} if action == "error" else {})}
     effects = catalogue.from_spec({**entry, **options}).effects
-    assert effects.silenced_as == silenced_as and (effects.silences == "heartbeats") == (silenced_as is not None)
+    assert (effects.silences, effects.silenced_as) == (None, None)
+
+
+def withheld_heartbeat(b, *, started_ms: float = 5_000, close_after_ms: int = 30_000):
+    """consumer-2's Heartbeat answers are withheld from ``started_ms`` (fault f1): the proxy closes the
+    connection ``close_after_ms`` after the request, the member's request timeout."""
+    c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start()
+    b.rebalance(1, {"consumer-1": [0], "consumer-2": [1]}, at=0)
+    fault = catalogue.from_spec(
+        {"fault_id": "f1", "kind": "message", "at_s": 5, "target": "consumer-2", "duration_s": 60}
+        | {"api": "Heartbeat", "action": "withhold"}
+    )
+    b.at(started_ms).emit(
+        "fault_started",
+        "fault",
+        fault_id="f1",
+        kind="message",
+        target="consumer-2",
+        params={},
+        effects=fault.effects.to_event(),
+    )
+    b.at(started_ms + 200).emit(
+        "message_faulted",
+        "message-proxy",
+        fault_id="f1",
+        member="consumer-2",
+        broker="broker-1",
+        api="Heartbeat",
+        api_version=4,
+        correlation_id=17,
+        action="withhold",
+        close_after_ms=close_after_ms,
+    )
+    return c1, c2
+
+
+def test_a_rejoin_after_a_withheld_heartbeat_names_the_fault(history_builder):
+    """The member sees what became of a withheld answer only when the connection closes, its request
+    timeout after the request: its rejoin then is the message's doing, though long after it."""
+    b = history_builder(topics={"events": 2})
+    withheld_heartbeat(b)
+    b.at(35_300).coordinator(
+        "coordinator_preparing_rebalance", old_generation=1, reason="Updating metadata for member consumer-2-1-id"
+    )
+    b.rebalance(2, {"consumer-1": [0], "consumer-2": [1]}, at=35_350)
+    [w] = [w for w in explain_rebalances(History(b.build()))[2].waits if w.phase == "trigger"]
+    assert (w.cause, w.member) == ("message", "consumer-2")
+    assert w.detail.startswith(
+        "consumer-2's Heartbeat response never came (the proxy withheld it and closed the "
+        "connection 30000 ms after the request) (fault f1)"
+    ), w.detail
+
+
+def test_an_eviction_during_a_withheld_heartbeat_names_the_fault_and_is_no_late_eviction(history_builder):
+    """Evicted two sessions after the fault began (as the Java consumer cut inbound is): no silence was
+    declared, so no late-eviction, and the explanation names the running fault."""
+    b = history_builder(topics={"events": 2})
+    c1, _ = withheld_heartbeat(b, close_after_ms=600_000)
+    b.at(23_900).coordinator(
+        "coordinator_preparing_rebalance",
+        old_generation=1,
+        reason="removing member consumer-2-1-id on heartbeat expiration",
+    )
+    c1.at(24_000).revoked()
+    c1.at(24_010).join_sent()
+    c1.at(24_020).joined(2, leader=True)
+    c1.at(24_025).synced()
+    c1.at(24_030).assigned(0, 1)
+    b.at(24_040).coordinator("coordinator_stabilized", generation=2, members=1)
+    b.at(65_000).healed("message", "consumer-2")
+    b.at(70_000).done()
+    events = b.build()
+    result = check_history(events, {"convergence": {"within_s": 600}}).checks["convergence"]
+    assert [v for v in result.violations if v.kind == "late-eviction"] == []
+    [w] = [w for w in explain_rebalances(History(events))[2].waits if w.phase == "trigger"]
+    assert (w.cause, w.member) == ("session-timeout", "consumer-2")
+    assert w.detail.startswith("consumer-2 went silent during fault f1 (message)"), w.detail

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from oracle.protocols import GENERATIONS
+from runtime.child import POLL_STALL
 from tests.unit.test_client_log import REPO, mock_cluster  # noqa: F401 - the fixture
-from workloads.consumer import LibrdkafkaSettings
+from workloads.consumer import HOSTED_CONFIG, LibrdkafkaSettings, client_config
 from workloads.driver import MemberSpec, protocol_fields
 from workloads.member_host import HostSpec
 
@@ -65,8 +66,8 @@ class Host:
         path.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
         os.kill(self.proc.pid, signal.SIGUSR1)
 
-    def start(self, member: str, incarnation: int = 1) -> None:
-        spec = MemberSpec(
+    def start(self, member: str, incarnation: int = 1, **overrides) -> None:
+        fields = dict(
             member=member,
             incarnation=incarnation,
             history=str(self.history),
@@ -82,6 +83,7 @@ class Host:
             max_poll_interval_ms=30000,
             settings=LibrdkafkaSettings(),
         )
+        spec = MemberSpec(**(fields | overrides))
         path = self.tmp / f"{member}-{incarnation}.json"
         path.write_text(json.dumps(asdict(spec)))
         self.send("start", member, spec_file=str(path))
@@ -146,15 +148,111 @@ def test_each_member_is_its_own_handle_and_a_crash_destroys_only_its_own(host):
     assert {m["state"] for m in host.status()["members"].values()} == {"gone"}
 
 
-def test_a_frozen_member_stops_polling_until_thawed(host):
-    host.start("consumer-1")
-    host.wait(lambda _s: consuming(host, "consumer-1"), "an assignment", timeout=30)
-    host.send("freeze", "consumer-1")
-    host.wait(lambda s: s["members"]["consumer-1"]["state"] == "frozen", "the freeze")
-    time.sleep(0.3)  # a poll in flight when frozen returns within its timeout (0.2 s)
-    before = len(host.events("records_consumed")) + len(host.events("offsets_committed"))
-    time.sleep(1.0)
-    assert len(host.events("records_consumed")) + len(host.events("offsets_committed")) == before
-    host.send("thaw", "consumer-1")
-    host.wait(lambda s: s["members"]["consumer-1"]["state"] == "running", "the thaw")
+def proc_cost(pid: int) -> tuple[int, int, int]:
+    """Threads, open files, resident KiB of a process, from /proc."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    files = len(os.listdir(f"/proc/{pid}/fd"))
+    return int(status["Threads"]), files, int(status["VmRSS"].split()[0])
+
+
+def lines(host: Host) -> list[dict]:
+    return [json.loads(line) for line in host.history.read_text().splitlines()]
+
+
+def test_a_tell_a_freeze_and_a_crash_each_hit_one_member(host):
+    """A poll stall told to one member; one frozen (its poll loop stops, librdkafka's own threads go
+    on: they say it has not polled for max.poll.interval.ms and leave the group; thawed, its first
+    poll hears so) while another crashes (its handle destroyed: its threads and files given back, the
+    handle really gone, not merely forgotten; no LeaveGroup). The per-handle cost on the way."""
+    bare = proc_cost(host.proc.pid)
+    control = host.tmp / "consumer-2.control"
+    for member in ("consumer-1", "consumer-2", "consumer-3", "consumer-4"):
+        own = {"consumer-2": {"control_file": str(control)}, "consumer-4": {"max_poll_interval_ms": 6000}}
+        host.start(member, **own.get(member, {}))
+    host.wait(lambda _s: all(consuming(host, f"consumer-{k}") for k in (1, 2, 3, 4)), "four assignments", 30)
+    threads, files, rss = proc_cost(host.proc.pid)
+    per_handle = ((threads - bare[0]) / 4, (files - bare[1]) / 4, (rss - bare[2]) / 4)
+    print(
+        f"per handle, one mock broker: {per_handle[0]:.1f} threads, {per_handle[1]:.1f} files, {per_handle[2]:.0f} KiB"
+    )
+    # A handle: its poll thread, librdkafka's main and internal threads, a thread per broker it
+    # knows (bootstrap, the broker by id, its group coordinator); no interpreter of its own.
+    assert 3 <= per_handle[0] <= 8, per_handle
+    assert per_handle[2] < 16 * 1024, per_handle
+
+    control.write_text(json.dumps({"command": POLL_STALL, "fault_id": "stall-1", "duration_s": 0.5}))
+    host.send("tell", "consumer-2")
+    host.wait(lambda _s: host.events("poll_stall_ended"), "the stall's end")
+    assert [(e["member"], e["fault_id"]) for e in host.events("poll_stall_started")] == [("consumer-2", "stall-1")]
+
+    host.send("freeze", "consumer-4")
+    host.send("crash", "consumer-3")
+    host.wait(lambda s: s["members"]["consumer-3"]["state"] == "gone", "the crash")
+    assert host.status()["members"]["consumer-3"]["how"] == "crash"
+    [destroyed] = host.events("client_destroyed")
+    assert destroyed["member"] == "consumer-3" and destroyed["incarnation"] == 1
+    after = proc_cost(host.proc.pid)
+    assert threads - after[0] >= per_handle[0] - 1, (threads, after)  # its librdkafka threads are gone
+
+    # No LeaveGroup: the others take its partitions over once its session has lapsed, in a later generation.
+    def owners() -> set[tuple[str, int, str]]:  # (member, partition, topic) assigned after the crash
+        history = lines(host)
+        later = history[next(i for i, e in enumerate(history) if e["name"] == "client_destroyed") :]
+        return {
+            (e["member"], p["partition"], p["topic"])
+            for e in later
+            if e["name"] == "partitions_assigned"
+            for p in e["partitions"]
+        }
+
+    host.wait(lambda _s: {(k, t) for _m, k, t in owners()} >= {(k, "events") for k in range(4)}, "the take-over", 20)
+    assert {m for m, _k, _t in owners()} <= {"consumer-1", "consumer-2", "consumer-4"}
+    assert not [e for e in host.events("consumer_stopped") if e["member"] == "consumer-3"]
+
+    def exceeded() -> int | None:  # where consumer-4's librdkafka says it was not polled
+        return next(
+            (
+                i
+                for i, e in enumerate(lines(host))
+                if e["member"] == "consumer-4" and "maximum poll interval" in e.get("message", "")
+            ),
+            None,
+        )
+
+    host.wait(lambda _s: exceeded() is not None, "consumer-4's max.poll.interval.ms", timeout=20)
+    assert host.state("consumer-4") == "frozen"
+    assert [e["member"] for e in lines(host) if "maximum poll interval" in e.get("message", "")] == ["consumer-4"]
+    host.send("thaw", "consumer-4")
+    # Its first poll after the thaw is told what its librdkafka saw while it was frozen.
+    host.wait(
+        lambda _s: [e for e in host.events("consumer_error") if e["member"] == "consumer-4"],
+        "consumer-4's poll after the thaw",
+    )
+    [polled] = host.events("consumer_error")
+    assert (polled["member"], polled["error"]) == ("consumer-4", "_MAX_POLL_EXCEEDED")
+
     assert host.stop() == 0
+    assert sorted(e["member"] for e in host.events("consumer_stopped")) == ["consumer-1", "consumer-2", "consumer-4"]
+
+
+def test_a_hosted_member_has_small_buffers_unless_its_scenario_says_otherwise():
+    spec = MemberSpec(
+        member="consumer-1",
+        incarnation=1,
+        history="h",
+        bootstrap_servers="b",
+        group="g",
+        topics=["t"],
+        **protocol_fields(GENERATIONS["classic-eager"]),
+        assignor="range",
+        commit="sync",
+        processing_ms=0,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        max_poll_interval_ms=300000,
+        client_settings={"fetch.max.bytes": 8 * 1024 * 1024},
+        settings=LibrdkafkaSettings(),
+    )
+    alone, hosted = client_config(spec), client_config(spec, hosted=True)
+    assert not (set(HOSTED_CONFIG) - {"fetch.max.bytes"}) & set(alone)  # a member process keeps librdkafka's defaults
+    assert hosted == alone | HOSTED_CONFIG | {"fetch.max.bytes": 8 * 1024 * 1024}

@@ -10,6 +10,8 @@ import dataclasses
 import datetime
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -46,6 +48,7 @@ from faults.message_proxy import apis, frames
 from faults.message_proxy.client import MessageProxyClient, MessageProxyError
 from faults.message_proxy.rules import Rule, RuleError
 from faults.message_proxy.server import Lane, MessageProxy
+from tests.processes import Processes
 
 REPO = Path(__file__).resolve().parents[2]
 ZERO = datetime.timedelta(0)
@@ -434,7 +437,7 @@ def test_api_versions_answers_are_capped_at_what_kio_reads(tmp_path):
     assert stats["capped_apis"] == {"Heartbeat": {"broker": 99, "capped": HEARTBEAT.versions[-1]}}
 
 
-def start_proxy(tmp_path: Path) -> tuple[subprocess.Popen, MessageProxyClient]:
+def start_proxy(processes: Processes, tmp_path: Path) -> tuple[subprocess.Popen, MessageProxyClient]:
     """The real process on a free port (another process may take the port first: then another port)."""
     import socket
 
@@ -442,7 +445,7 @@ def start_proxy(tmp_path: Path) -> tuple[subprocess.Popen, MessageProxyClient]:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        proc = subprocess.Popen(
+        proc = processes.popen(
             [
                 sys.executable,
                 "-m",
@@ -470,10 +473,50 @@ def start_proxy(tmp_path: Path) -> tuple[subprocess.Popen, MessageProxyClient]:
     raise AssertionError("no free port for the message proxy's control API")
 
 
+def test_a_test_that_fails_leaves_no_process_behind(tmp_path):
+    """A test that fails inside a pytest run of its own: the process it started is gone when it ends."""
+    pid_file = tmp_path / "pid"
+    (tmp_path / "test_fails.py").write_text(
+        "import sys\n"
+        "from tests.processes import Processes\n"
+        "def test_fails_on_purpose():\n"
+        "    with Processes() as processes:\n"
+        "        proc = processes.popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"        open({str(pid_file)!r}, 'w').write(str(proc.pid))\n"
+        "        assert False, 'on purpose'\n"
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            str(tmp_path / "test_fails.py"),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},  # a bare pytest: fast
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 1 and "on purpose" in run.stdout, run.stdout + run.stderr
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return  # gone
+    os.kill(pid, signal.SIGKILL)  # ours, orphaned: stop it before failing
+    raise AssertionError(f"the failed test left process {pid} running")
+
+
 def test_the_process_and_its_control_api(tmp_path):
     """The real process: lanes and rules through the client, a bad rule refused with its reason."""
-    proc, client = start_proxy(tmp_path)
-    try:
+    with Processes() as processes:
+        proc, client = start_proxy(processes, tmp_path)
         assert client.health() == {"lanes": 0}
         client.add_lane("message-lane-1.broker-1", "127.0.0.1:0", "127.0.0.1:1", "consumer-1", "broker-1")
         client.add_rule(
@@ -488,6 +531,4 @@ def test_the_process_and_its_control_api(tmp_path):
         assert client.remove_rule("f1") and not client.remove_rule("f1")
         client.reset()
         assert client.rules() == [] and client.stats()["lanes"]["message-lane-1.broker-1"]["connections"] == 0
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    assert proc.poll() is not None  # stopped with the block
