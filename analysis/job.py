@@ -57,6 +57,7 @@ ORDER = {  # deterministic row order for every output (identical results on any 
     "commit_failures": ["run", "error_code", "error"],
     "duplicates": ["run", "topic", "partition"],
     "records": ["run", "topic", "partition"],
+    "joins": ["run", "started_mono", "member", "inc"],
     "metrics": ["run", "metric", "fault_kinds", "value"],
     "by_group": [*GROUP, "metric"],
     "by_dimension": ["dimension", "group", "metric"],

@@ -388,3 +388,40 @@ def by_protocol_figure(rows: list[dict], x: str, y: str, title: str) -> Figure:
 
 def by_protocol(rows: list[dict], x: str, y: str, title: str) -> bytes:
     return _png(by_protocol_figure(rows, x, y, title))
+
+
+def one_protocol_figure(rows: list[dict], protocol: str, x: str, series: list[tuple[str, str]], title: str) -> Figure:
+    """One protocol's figures (``series``: (column, legend label)) against ``x`` over a sweep's
+    points, one line each (the mean where points share an x); a point without the figure is left
+    out. The x axis is logarithmic when the points span two decades or more (10 → 1,000 members)."""
+    axes_height = 2.9
+    fig, ax = _figure(7.5, axes_height)
+    ours = [r for r in rows if r.get("protocol") == protocol and r.get(x) is not None]
+    drawn = 0
+    for i, (column, label) in enumerate(series):
+        points: dict[float, list[float]] = defaultdict(list)
+        for r in ours:
+            if r.get(column) is not None:
+                points[r[x]].append(r[column])
+        if not points:
+            continue
+        xs = sorted(points)
+        ax.plot(
+            xs, [sum(points[v]) / len(points[v]) for v in xs], marker="o", label=label, color=PALETTE[i % len(PALETTE)]
+        )
+        drawn += 1
+    xs = [r[x] for r in ours if r[x] > 0]
+    if xs and max(xs) >= 100 * min(xs):
+        ax.set_xscale("log")
+    ax.set_title(title)
+    ax.set_xlabel(x)
+    ax.set_ylabel("ms")
+    ax.grid(alpha=0.3)
+    if drawn:
+        _legend(ax)
+    _fit(fig, ax, axes_height)
+    return fig
+
+
+def one_protocol(rows: list[dict], protocol: str, x: str, series: list[tuple[str, str]], title: str) -> bytes:
+    return _png(one_protocol_figure(rows, protocol, x, series, title))

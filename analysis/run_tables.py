@@ -14,6 +14,13 @@ verdict does not:
   and not over for longer than that grace;
 - the observer's lag samples of this run's group, and per run its peak and final lag;
 - throughput: produced records per second of workload, deliveries per second of consuming;
+- joins: per member incarnation, from its `consumer_started` to its first non-empty
+  `partitions_assigned` — how long a joining member took to own its first partition;
+- a single member's restart: the first time the harness stopped one member alone and then
+  started that member again with nothing else in between (a load profile's `group_resized`,
+  e.g. the capacity sweep's restart in its hold phase), and what it cost the group — the
+  rebalances that started from that stop until the group next changed size, their time by
+  the members' clock and the partitions they moved;
 - every time also in seconds since the run started (`*_s`), and each row labelled with the
   run;
 - the versions the run really ran, its axes in a cross-run table: `kafka` (run_started.kafka,
@@ -37,9 +44,9 @@ from typing import Any, NamedTuple
 from oracle import vocabulary as ev
 from oracle.checks.duplicates import redeliveries_of
 from oracle.explain import explain_rebalances
-from oracle.history import History, HistoryError, load_history
+from oracle.history import History, HistoryError, MemberSlot, load_history
 from oracle.ownership import ownership_of
-from oracle.rebalances import COMPLETED, handovers, run_rebalances
+from oracle.rebalances import COMPLETED, handovers, run_rebalances, teardown_from
 from oracle.verdict import run_stats
 
 from .schema import typed
@@ -102,6 +109,7 @@ class _RunTables:
             ],
             "duplicates": self.duplicates(),
             "records": self.records(),
+            "joins": self.joins(),
         }
         out["stop_the_world"] = self.stop_the_world(out["rebalances"])
         out["runs"] = [self.summary(out)]
@@ -238,6 +246,62 @@ class _RunTables:
                     }
                 )
         return rows
+
+    def joins(self) -> list[Row]:
+        """Per member incarnation: its consumer_started, its first non-empty partitions_assigned
+        (None: it never owned a partition), and the time between."""
+        first: dict[MemberSlot, float] = {}
+        for e in self.h.named(ev.PARTITIONS_ASSIGNED):
+            if e.get("partitions"):
+                first.setdefault(MemberSlot.of(e), e["mono_ms"])
+        rows = []
+        for e in self.h.named(ev.CONSUMER_STARTED):
+            if "member" not in e:
+                continue
+            slot, started = MemberSlot.of(e), e["mono_ms"]
+            owned = first.get(slot)
+            owned = owned if owned is not None and owned >= started else None
+            rows.append(
+                {
+                    **self.label,
+                    "member": slot.member,
+                    "inc": slot.incarnation,
+                    "slot": str(slot),
+                    "host": e.get("host"),
+                    "started_mono": started,
+                    "first_assigned_mono": owned,
+                    "first_partition_ms": _r(owned - started) if owned is not None else None,
+                    "started_s": self.secs(started),
+                }
+            )
+        return rows
+
+    def restart(self, rebalances: list[Row]) -> Row:
+        """The first single member's restart the harness made (group_resized: one member stopped
+        alone, then that member started again alone) and what it cost: the rebalances that started
+        from the stop until the group next changed size (else the run's end), completed ones' time
+        by the members' clock and the partitions they moved. Empty when there was none."""
+        resized = self.h.named(ev.GROUP_RESIZED)
+        for i, e in enumerate(resized[:-1]):
+            stopped, again = e.get("stopped") or [], resized[i + 1]
+            if (
+                len(stopped) == 1
+                and not e.get("started")
+                and again.get("started") == stopped
+                and not again.get("stopped")
+            ):
+                until = resized[i + 2]["mono_ms"] if i + 2 < len(resized) else teardown_from(self.h)
+                caused = [
+                    r for r in rebalances if r["start_mono"] is not None and e["mono_ms"] <= r["start_mono"] < until
+                ]
+                done = [r for r in caused if r["status"] == COMPLETED]
+                return {
+                    "restart_member": stopped[0],
+                    "restart_rebalances": len(done),
+                    "restart_rebalance_ms": _r(float(sum(r["duration_ms"] or 0.0 for r in done))),
+                    "restart_partitions_moved": sum(r["partitions_moved"] or 0 for r in done),
+                }
+        return {}
 
     # -- ownership, records, commits, lag ------------------------------------------------------
 
@@ -395,4 +459,5 @@ class _RunTables:
             "commits_failed": sum(stats["commits"]["failed"].values()),
             "faults_injected": len(t["faults"]),
             "faults_detected": sum(f["detected_generation"] is not None for f in t["faults"]),
+            **self.restart(t["rebalances"]),
         }

@@ -1,7 +1,7 @@
 """The analysis's tables: their columns, in order, with Spark types (explicit schemas: no inference).
 
 Per run (analysis.run_tables computes them): runs, rebalances, stop_the_world, ownership,
-faults, lag, commit_failures, duplicates, records; and metrics, the long table of every
+faults, lag, commit_failures, duplicates, records, joins; and metrics, the long table of every
 figure (analysis.aggregate), which by_group and by_dimension summarise (their schemas are
 Spark's: they are computed there). docs/analysis.md says what each column means.
 """
@@ -19,7 +19,8 @@ TABLES = {
     "rebalances bigint, rebalances_completed bigint, teardown_rebalances bigint, rebalance_total_ms double, "
     "rebalance_max_ms double, stw_total_ms double, stw_max_ms double, peak_lag bigint, final_lag bigint, "
     "drain_s double, produce_rps double, consume_rps double, commits_ok bigint, commits_failed bigint, "
-    "faults_injected bigint, faults_detected bigint",
+    "faults_injected bigint, faults_detected bigint, restart_member string, restart_rebalances bigint, "
+    "restart_rebalance_ms double, restart_partitions_moved bigint",
     "rebalances": "run_key string, generation bigint, status string, superseded_by bigint, members array<string>, "
     "leader string, start_mono double, start_ts double, end_mono double, end_ts double, "
     "duration_ms double, assigned_ms double, stabilized_ms double, trigger string, "
@@ -43,6 +44,8 @@ TABLES = {
     "explained bigint, unexplained bigint, run string",
     "records": "run_key string, topic string, partition bigint, acked bigint, consumed bigint, unconsumed bigint, "
     "run string",
+    "joins": "run_key string, member string, inc bigint, slot string, host string, started_mono double, "
+    "first_assigned_mono double, first_partition_ms double, started_s double, run string",
 }
 PER_RUN = tuple(TABLES)
 # what by_group summarises per (analysis.aggregate), as its table, the report and the CSV order it

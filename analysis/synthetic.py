@@ -13,11 +13,13 @@ last batch was processed but not committed, so its successor re-delivers it
 callbacks), classic-cooperative (incremental, two-phase) and consumer (KIP-848:
 incremental, member epochs).
 
-Two stories the fault matrix does not tell, on request: `staggered_stop` stops the
+Stories the fault matrix does not tell, on request: `staggered_stop` stops the
 members one at a time after `phase: done`, the rest rebalancing each time (the
 harness's teardown: those rebalances are no statistic of the run); `stray_at_s`
 makes a member process records of a partition it does not own, some already
-processed by the owner and some the owner processes again afterwards.
+processed by the owner and some the owner processes again afterwards;
+`restart_at_s` is a load run's single member's restart (`group_resized`: the last
+member leaves cleanly, its next incarnation joins `restart_down_s` later).
 
     write_run(dir, SynthSpec(seed=3, protocol="classic-cooperative", fault="crash"))
 
@@ -80,6 +82,10 @@ class SynthSpec:
     upgrade_to: str | None = None  # a rolling-broker-upgrade of broker-1 to this release, then finalized
     log_unrecognised: bool = False  # a member could not read a step from its library's log
     close_hang: bool = False  # the last member's close hangs at the end: the harness kills it (client-health)
+    # a load run's single member's restart (group_resized): the last member leaves cleanly at this
+    # second and its next incarnation joins restart_down_s later, the group rebalancing each time
+    restart_at_s: float | None = None
+    restart_down_s: float = 3.0
 
     @property
     def incremental(self) -> bool:
@@ -417,6 +423,11 @@ class _Sim:
         pending: list[tuple[float, str]] = []
         if s.fault != "none":
             pending.append((start + fault_at, "inject"))
+        if s.restart_at_s is not None:
+            pending += [
+                (start + s.restart_at_s * 1000, "leave"),
+                (start + (s.restart_at_s + s.restart_down_s) * 1000, "rejoin"),
+            ]
         while t < end:
             t += 100
             self.produce(t)
@@ -425,7 +436,10 @@ class _Sim:
             for when, what in sorted(pending):
                 if when <= t:  # acted on at this tick: nothing already written may come after it
                     pending.remove((when, what))
-                    busy_until = max(busy_until, self.fault(t, what, victim, length, pending))
+                    restarted = what in ("leave", "rejoin")
+                    busy_until = max(
+                        busy_until, self.restart(t, what) if restarted else self.fault(t, what, victim, length, pending)
+                    )
             if t < busy_until:
                 continue
             if s.stray_at_s is not None and t >= start + s.stray_at_s * 1000 and self.stray(t):
@@ -501,7 +515,25 @@ class _Sim:
             started_mono_ms=round(self.mono0 + t + 70, 3),
         )
 
-    def stop(self, t: float, m: _Member) -> None:
+    def restart(self, t: float, what: str) -> float:
+        """The harness's single member's restart of a load run (group_resized): the last member
+        leaves cleanly, then its slot's next incarnation joins; the group rebalances each time."""
+        m = self.members[f"consumer-{self.s.consumers}"]
+        live = [n for n, x in self.members.items() if x.alive and n != m.name]
+        if what == "leave":
+            self.emit(t, ev.GROUP_RESIZED, "harness", members=len(live), started=[], stopped=[m.name])
+            self.stop(t + 1, m, reason="signal")
+            return self.rebalance(t + 120, live, f"Removing member {m.member_id} on LeaveGroup")
+        self.emit(t, ev.GROUP_RESIZED, "harness", members=len(live) + 1, started=[m.name], stopped=[])
+        m.inc += 1
+        m.pid += 1000
+        m.alive, m.member_id, m.generation, m.owned = True, None, None, set()
+        self.emit(t + 5, ev.PROCESS_STARTED, "harness", process=m.name, role="consumer", pid=m.pid)
+        self._started(t + 300, m)
+        self.memit(t + 1300, m, ev.GROUP_JOIN_SENT)
+        return self.rebalance(t + 1310, sorted([*live, m.name]), f"Adding new member {m.name}", joiner=m.name)
+
+    def stop(self, t: float, m: _Member, reason: str = "end-of-run") -> None:
         """A member closes: gives its partitions up, leaves the group and exits."""
         if m.owned:
             self.memit(t, m, ev.PARTITIONS_REVOKED, partitions=self.tps(m.owned), incremental=self.s.incremental)
@@ -520,7 +552,7 @@ class _Sim:
                 **{ev.ESCALATED_AFTER_MS: 100},
             )
         else:
-            self.memit(t + 10, m, ev.CONSUMER_STOPPED, reason="end-of-run")
+            self.memit(t + 10, m, ev.CONSUMER_STOPPED, reason=reason)
             self.emit(t + 100, ev.PROCESS_EXITED, "harness", process=m.name, role="consumer", pid=m.pid, returncode=0)
         m.alive = False
 

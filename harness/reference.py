@@ -264,7 +264,7 @@ SWEEP_NOTES: dict[str, str] = {
     "description": "free text",
     "base": "the base scenario (cluster, topic, member settings), relative to the sweep file",
     "sweep": "the axes: every combination is a point",
-    "profile": "each point's load profile: ramp to its size, hold, churn",
+    "profile": "each point's load profile: ramp to its size, hold (a member restarted in its middle), churn",
     "seed": "the points' seed",
     "sweep.members": "group sizes",
     "sweep.protocol": "protocol generations",

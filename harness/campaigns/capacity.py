@@ -6,14 +6,25 @@ rate and protocol — each point a load run, then the capacity table and its plo
     sweep:
       members: [4, 16, 64]                 # group size: the profile below ramps to it
       protocol: [classic-eager, classic-cooperative, consumer]
-      partitions: [64]                     # of the base's first topic
+      partitions: [64]                     # of the base's first topic; or partitions_per_member: [2]
       rate: [400]                          # producer records/s
     profile:                               # each point's load profile, by its group size N:
       ramp_s: 20                           # 1 -> N one member at a time,
       hold_s: 10                           # N for a while,
+      restart_down_s: 2                    # (optional) mid-hold, one member restarted: down this long
       churn: 2                             # then churn: `churn` members leave at once, come back one by one,
       churn_period_s: 10                   # every churn_period_s,
       churn_s: 30                          # for churn_s.
+    members_per_host: 50                   # (optional) for points above MAX_MEMBER_PROCESSES members
+
+Partitions scale with the group when the sweep says `partitions_per_member` instead of
+`partitions`: a point of N members gets N x k partitions (at most MAX_TOPIC_PARTITIONS).
+A point with more members than may each run in a process of their own (MAX_MEMBER_PROCESSES)
+is hosted: `workload.members_per_host` (the sweep's `members_per_host`, else the fewest per
+host that keep the processes within that cap) and `workload.lanes: on-demand` (no point names
+a member, so they all ride crowd lanes). The brokers' bounds on the group's size
+(cluster.broker_config `group.max.size`, `group.consumer.max.size`) are raised to the point's
+size where the base sets them lower.
 
 Every point is built and validated before anything runs (exit 2 naming the point and the key).
 Points run in order into runs/capacity-<name>/ (consecutive points on matching clusters share
@@ -27,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +47,13 @@ from typing import Annotated, ClassVar, Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from faults.base import MAX_MEMBERS, Strict
+from faults.base import MAX_MEMBER_PROCESSES, MAX_MEMBERS, MAX_MEMBERS_PER_HOST, Strict
 from harness.cluster.shared import ClusterPool, runs_in_a_row
 from harness.paths import make_dirs
 from harness.reports.run import verdict_figures
 from harness.run.loop import Run
 from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
+from harness.scenario.cluster import GROUP_SIZE_LIMITS, MAX_TOPIC_PARTITIONS
 from harness.scenario.kinds import FILE_KINDS, FileKind
 from harness.scenario.variants import Axes, Impossible, listed_twice, variant
 from harness.supervision.run_state import write_json_atomically
@@ -56,25 +69,66 @@ Seconds = Annotated[float, Field(gt=0, le=3600)]
 class SweepAxes(Strict):
     members: Annotated[list[Annotated[int, Field(ge=1, le=MAX_MEMBERS)]], Field(min_length=1, max_length=20)]
     protocol: Annotated[list[Protocol], Field(min_length=1, max_length=len(PROTOCOLS))]
-    partitions: Annotated[list[Annotated[int, Field(ge=1, le=1000)]], Field(min_length=1, max_length=20)] | None = None
+    partitions: (
+        Annotated[list[Annotated[int, Field(ge=1, le=MAX_TOPIC_PARTITIONS)]], Field(min_length=1, max_length=20)] | None
+    ) = None
+    # partitions scaled with the group: a point of N members gets N x k (instead of `partitions`)
+    partitions_per_member: (
+        Annotated[list[Annotated[int, Field(ge=1, le=MAX_TOPIC_PARTITIONS)]], Field(min_length=1, max_length=20)] | None
+    ) = None
     rate: Annotated[list[Annotated[float, Field(gt=0, le=50_000)]], Field(min_length=1, max_length=20)] | None = None
 
     @model_validator(mode="after")
     def _each_value_once(self):
-        listed_twice(self, ("members", "protocol", "partitions", "rate"))
+        listed_twice(self, ("members", "protocol", "partitions", "partitions_per_member", "rate"))
+        if self.partitions is not None and self.partitions_per_member is not None:
+            raise ValueError("partitions_per_member: give partitions or partitions_per_member, not both")
+        if self.partitions_per_member:
+            most = max(self.members) * max(self.partitions_per_member)
+            if most > MAX_TOPIC_PARTITIONS:
+                raise ValueError(
+                    f"partitions_per_member: {max(self.members)} members x {max(self.partitions_per_member)} "
+                    f"is {most} partitions; a topic has at most {MAX_TOPIC_PARTITIONS}"
+                )
         return self
+
+    def partition_counts(self, members: int, base: int) -> list[int]:
+        """The partition counts of the points of ``members`` members (``base``: the base scenario's)."""
+        if self.partitions_per_member:
+            return [members * k for k in self.partitions_per_member]
+        return self.partitions or [base]
 
 
 class PointProfile(Strict):
     ramp_s: Seconds = 20
     hold_s: Annotated[float, Field(ge=0, le=3600)] = 10
+    # A single member's restart in the middle of the hold: the newest member leaves cleanly and
+    # its slot's next incarnation joins this long after (0: none). At least 2 s: Locust reads the
+    # profile's count once a second, so a shorter dip could pass between two readings.
+    restart_down_s: Annotated[float, Field(ge=0, le=600)] = 0
     churn: Annotated[int, Field(ge=0, le=MAX_MEMBERS)] = 1
     churn_period_s: Seconds = 10
     churn_s: Annotated[float, Field(ge=0, le=3600)] = 20
 
+    @model_validator(mode="after")
+    def _restart_fits(self):
+        if self.restart_down_s and self.restart_down_s < 2:
+            raise ValueError(
+                f"restart_down_s: {self.restart_down_s:g}s; at least 2 (Locust reads the count once a second), or 0"
+            )
+        if self.restart_down_s and not self.hold_s:
+            raise ValueError("restart_down_s: the restart is in the hold: hold_s must be above 0")
+        return self
+
     def stages(self, members: int) -> list[dict]:
         stages = [{"kind": "ramp", "to": members, "over_s": self.ramp_s}]
-        if self.hold_s:
+        if self.hold_s and self.restart_down_s and members > 1:  # half the hold, the restart, the other half
+            stages += [
+                {"kind": "hold", "for_s": self.hold_s / 2},
+                {"kind": "spike", "to": members - 1, "for_s": self.restart_down_s},
+                {"kind": "hold", "for_s": self.hold_s / 2},
+            ]
+        elif self.hold_s:
             stages.append({"kind": "hold", "for_s": self.hold_s})
         if self.churn and self.churn_s:
             stages.append(
@@ -97,7 +151,18 @@ class SweepSpec(Strict):
     base: str
     sweep: SweepAxes
     profile: PointProfile = PointProfile()
+    # Members per member host for the points above MAX_MEMBER_PROCESSES members (absent: the fewest
+    # that keep them within it); smaller points run a process per member.
+    members_per_host: Annotated[int, Field(ge=2, le=MAX_MEMBERS_PER_HOST)] | None = None
     seed: Seed = 1
+
+    def hosting(self, members: int) -> dict:
+        """The workload keys of a point of ``members`` members: none for a process each, else
+        member hosts and shared lanes."""
+        if members <= MAX_MEMBER_PROCESSES:
+            return {}
+        per_host = self.members_per_host or math.ceil(members / MAX_MEMBER_PROCESSES)
+        return {"members_per_host": per_host, "lanes": "on-demand"}
 
 
 def point_id(protocol: str, members: int, partitions: int, rate: float) -> str:
@@ -154,12 +219,16 @@ def load_sweep(path: str | Path) -> Sweep:
     axes = spec.sweep
     problems: list[tuple[str, str]] = []
     points = []
-    for protocol, members, partitions, rate in itertools.product(
-        axes.protocol,
-        axes.members,
-        axes.partitions or [validated.topics[0].partitions],
-        axes.rate or [validated.workload.producer.rate],
-    ):
+    combos = [
+        (protocol, members, partitions, rate)
+        # smallest groups first: a sweep cut short has the table's small end whole, and points of one
+        # size (one cluster: its bounds on the group's size are the point's) share a cluster
+        for members, protocol, rate in itertools.product(
+            sorted(axes.members), axes.protocol, axes.rate or [validated.workload.producer.rate]
+        )
+        for partitions in axes.partition_counts(members, validated.topics[0].partitions)
+    ]
+    for protocol, members, partitions, rate in combos:
         load = LoadProfile(stages=spec.profile.stages(members))
         point = dict(
             base,
@@ -171,7 +240,8 @@ def load_sweep(path: str | Path) -> Sweep:
         )
         point.pop("random_faults", None)
         point["topics"] = [dict(base["topics"][0], partitions=partitions), *base["topics"][1:]]
-        workload = point["workload"] = dict(base.get("workload") or {}, consumers=1)
+        workload = point["workload"] = dict(base.get("workload") or {}, consumers=1, **spec.hosting(members))
+        point["cluster"] = _group_size_raised(base.get("cluster"), members)
         workload["producer"] = dict(workload.get("producer") or {}, rate=rate)
         if isinstance(
             workload.get("librdkafka"), dict
@@ -190,6 +260,22 @@ def load_sweep(path: str | Path) -> Sweep:
     if problems:
         raise ScenarioError(str(path), problems)
     return Sweep(path, spec, points)
+
+
+def _group_size_raised(cluster: dict | None, members: int) -> dict:
+    """The base's cluster section with each bound on the group's size it sets (GROUP_SIZE_LIMITS)
+    raised to the point's size where it is below: a point measures a group of its size, not the
+    bound (a value that is no number is left for validation to name)."""
+    cluster = dict(cluster or {})
+    config = dict(cluster.get("broker_config") or {})
+    for key in GROUP_SIZE_LIMITS.values():
+        value = config.get(key)
+        whole = isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).strip().isdigit()
+        if whole and int(str(value).strip()) < members:
+            config[key] = members
+    if config:
+        cluster["broker_config"] = config
+    return cluster
 
 
 def point_exit_code(point: dict) -> int:
@@ -248,7 +334,7 @@ class CapacityRun:
                 self.dir / "clusters",
                 f"capacity:{self.dir.resolve()}",
                 self.report,
-                lanes=max(len(p.scenario.member_slots()) for p in todo),
+                lanes=max(p.scenario.lane_plan.lanes for p in todo),  # hosted points share lanes
             )
             if todo
             else None

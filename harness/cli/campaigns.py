@@ -493,7 +493,21 @@ def capacity_table(name: str, rows: list[dict], width: int):
     from analysis.capacity import COLUMNS
     from runtime.console import Column, fitted_table
 
-    names = [c for c in COLUMNS if c not in ("run", "rebalance_max_ms", "broker_p50_ms", "broker_max_ms")]
+    names = [
+        c
+        for c in COLUMNS
+        if c
+        not in (
+            "run",
+            "rebalance_max_ms",
+            "broker_p50_ms",
+            "broker_max_ms",
+            "stw_p50_ms",
+            "stw_max_ms",
+            "first_partition_p50_ms",
+            "first_partition_max_ms",
+        )
+    ]
     # a narrow terminal keeps the point's coordinates and the headline figures
     keep = {"protocol", "members", "partitions", "rate", "rebalance_p95_ms", "stw_p95_ms"}
     columns = [

@@ -661,17 +661,21 @@ def subscriptions_record(s: Scenario) -> list[dict] | None:
 
 def group_settings(s: Scenario) -> dict:
     """What the group's coordinator does that the history alone does not say, for the oracle's
-    explanations (run_started.group_settings, docs/history.md); None where the harness cannot know."""
+    explanations and the reader (run_started.group_settings, docs/history.md); None where the
+    harness cannot know."""
     w = s.workload
+    # the brokers' bounds on the group's size in effect (Kafka's, by its own setting names)
+    limits = {"group_size_limits": s.group_size_limits() if w.generation.group_home == "kafka" else None}
     if w.generation.project_coordinator:
         delay = variant(w.generation.coordinator_variant, w.coordinator.initial_rebalance_delay_ms)
-        return {"initial_rebalance_delay_ms": delay.initial_rebalance_delay_ms}
+        return {"initial_rebalance_delay_ms": delay.initial_rebalance_delay_ms, **limits}
     if s.cluster.external or not w.generation.classic:  # someone else's brokers; KIP-848 has no such delay
-        return {"initial_rebalance_delay_ms": None}
+        return {"initial_rebalance_delay_ms": None, **limits}
     return {
         "initial_rebalance_delay_ms": int(
             s.broker_config().get("group.initial.rebalance.delay.ms", INITIAL_REBALANCE_DELAY_MS)
-        )
+        ),
+        **limits,
     }
 
 

@@ -44,6 +44,16 @@ def config_problems(config: dict, key: str) -> list[str]:
 MAX_TOPIC_PARTITIONS = 4000
 
 
+# The brokers' own bounds on one group's size, by group protocol (KIP-389 for classic groups,
+# KIP-848 for consumer groups), and their defaults — Integer.MAX_VALUE in every release the
+# harness runs (GroupCoordinatorConfig.GROUP_MAX_SIZE_DEFAULT and CONSUMER_GROUP_MAX_SIZE_DEFAULT,
+# read from kafka-group-coordinator 3.8 to 4.4; before 3.8 the same in KafkaConfig): unbounded
+# unless a scenario sets them in cluster.broker_config. A run records the ones in effect
+# (run_started.group_settings); validation refuses a group that can grow past one it sets.
+GROUP_SIZE_LIMITS = {"classic": "group.max.size", "consumer": "group.consumer.max.size"}
+GROUP_SIZE_LIMIT_DEFAULT = 2_147_483_647
+
+
 class Topic(Strict):
     name: TopicName
     partitions: Annotated[int, Field(ge=1, le=MAX_TOPIC_PARTITIONS)]

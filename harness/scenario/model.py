@@ -25,7 +25,7 @@ from harness.components import client_envs, versions
 from harness.paths import longest_stamped_name
 from harness.scenario import faults as fault_entries
 from harness.scenario.checks import check_problems
-from harness.scenario.cluster import Cluster, Topic
+from harness.scenario.cluster import GROUP_SIZE_LIMIT_DEFAULT, GROUP_SIZE_LIMITS, Cluster, Topic
 from harness.scenario.errors import validation_problems
 from harness.scenario.expect import Expect, expect_check_problems
 from harness.scenario.facts import fault_facts
@@ -90,6 +90,7 @@ class Scenario(Strict):
             problems += self._load_problems(facts.members)
         problems += self._test_hook_problems(list(facts.members))
         problems += self._scale_problems(facts.members)
+        problems += self._group_size_problems(facts.members)
         problems += check_problems(self.checks)
         problems += expect_check_problems(self.expect, self.checks)
         for t in self.topics if not self.cluster.external else ():  # how many brokers it has is not ours to know
@@ -325,6 +326,44 @@ class Scenario(Strict):
             )
         return problems
 
+    def _group_size_problems(self, members: tuple[str, ...]) -> list[str]:
+        """A broker bound on the group's size (GROUP_SIZE_LIMITS) the scenario sets is a whole
+        number, and its group cannot outgrow it: its members would be refused (GROUP_MAX_SIZE_REACHED)
+        by the scenario's own setting, not by anything the run meant to test."""
+        problems = []
+        used = self._group_protocols()
+        for protocol, key in GROUP_SIZE_LIMITS.items():
+            if key not in self.cluster.broker_config:
+                continue
+            limit = _whole(self.cluster.broker_config[key])
+            if limit is None or limit < 1:
+                problems.append(
+                    f"cluster.broker_config.{key}: {self.cluster.broker_config[key]!r} is not a whole number >= 1"
+                )
+            elif protocol in used and len(members) > limit:
+                problems.append(
+                    f"cluster.broker_config.{key}: {limit}, but the group may have {len(members)} members "
+                    f"({protocol} protocol): raise it to {len(members)} or more"
+                )
+        return problems
+
+    def _group_protocols(self) -> set[str]:
+        """The group protocols the run's members speak to Kafka's coordinator (a migration adds one)."""
+        w = self.workload
+        generations = [w.generation, *(GENERATIONS[p] for f in self.faults for p in f.member_protocols())]
+        return {g.group_protocol for g in generations if g.group_home == "kafka" and g.group_protocol}
+
+    def group_size_limits(self) -> dict[str, int] | None:
+        """The brokers' bounds on the group's size in effect (run_started.group_settings): each of
+        GROUP_SIZE_LIMITS as cluster.broker_config sets it, else Kafka's default. None on someone
+        else's brokers (their settings are not ours to know)."""
+        if self.cluster.external:
+            return None
+        return {
+            key: _whole(self.cluster.broker_config.get(key, GROUP_SIZE_LIMIT_DEFAULT)) or GROUP_SIZE_LIMIT_DEFAULT
+            for key in GROUP_SIZE_LIMITS.values()
+        }
+
     @cached_property
     def lane_plan(self) -> LanePlan:
         """Which client lane each member slot rides (workload.lanes)."""
@@ -482,3 +521,14 @@ class Scenario(Strict):
                 }
             )
         return {**implied, **self.cluster.broker_config}
+
+
+def _whole(value: object) -> int | None:
+    """A broker setting's value as a whole number (YAML gives 1000 or "1000"), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\d{1,10}", value.strip()):
+        return int(value.strip())
+    return None

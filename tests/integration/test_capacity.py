@@ -1,6 +1,8 @@
 """The shipped small capacity sweep (profiles/capacity-small.yaml: 3 group sizes x 3 protocols),
-each point a real load run; the capacity table Spark builds from the histories equals each
-point's verdict, the plots and the page are written, and a second run resumes with nothing to do."""
+each point a real load run with one member restarted in its hold; the capacity table Spark builds
+from the histories equals each point's verdict and history (rebalance time, stop-the-world, a
+joining member's first partition, the restart's cost), the plots and the page are written, and a
+second run resumes with nothing to do."""
 
 from __future__ import annotations
 
@@ -46,7 +48,39 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
         p95 = sorted(durations)[math.ceil(0.95 * len(durations)) - 1]
         assert abs(row["rebalance_p95_ms"] - p95) < 0.06, (point["id"], row, durations)
         assert row["drain_s"] is not None and row["consumed_per_member_rps"] > 0, row
-    for name in ("rebalance_vs_members.png", "lag_vs_rate.png", "stw_vs_partitions.png"):
+        unowned = sorted(u for r in completed for u in r["unowned_ms"].values())
+        if unowned:
+            assert abs(row["stw_max_ms"] - unowned[-1]) < 0.06 and abs(row["stw_p50_ms"] - _rank(unowned, 0.5)) < 0.06
+        events = [json.loads(line) for line in (Path(point["run_dir"]) / "history.jsonl").open()]
+        first = _first_partition_ms(events)
+        assert abs(row["first_partition_max_ms"] - max(first)) < 0.06, (point["id"], row, first)
+        assert abs(row["first_partition_p95_ms"] - _rank(first, 0.95)) < 0.06, (point["id"], row, first)
+        # The restart: one member stopped alone, then the same member started again alone (its next
+        # incarnation); the rebalances from that stop on (nothing resized the group after it).
+        resized = [e for e in events if e["name"] == "group_resized"]
+        i = next(i for i, e in enumerate(resized) if e.get("stopped"))
+        stop, back = resized[i], resized[i + 1]
+        assert stop["stopped"] == back["started"] == [f"consumer-{point['members']}"], (stop, back)
+        assert any(
+            e["name"] == "consumer_started" and e["member"] == stop["stopped"][0] and e["incarnation"] == 2
+            for e in events
+        )
+        caused = [r for r in completed if r["start_mono_ms"] >= stop["mono_ms"]]
+        assert row["restart_rebalances"] == len(caused), (point["id"], row, caused)
+        assert abs(row["restart_rebalance_ms"] - sum(r["duration_ms"] for r in caused)) < 0.11, (point["id"], row)
+        assert row["restart_partitions_moved"] == sum(r["partitions_moved"] for r in caused)
+        if point["protocol"] != "classic-static":  # a LeaveGroup, then a JoinGroup: the group rebalanced
+            assert row["restart_rebalances"] >= 1 and row["restart_partitions_moved"] >= 1, (point["id"], row)
+    for name in (
+        "rebalance_vs_members.png",
+        "lag_vs_rate.png",
+        "stw_vs_partitions.png",
+        "first_partition_vs_members.png",
+        "restart_vs_members.png",
+        "classic-eager.png",
+        "classic-cooperative.png",
+        "classic-static.png",
+    ):
         assert (run.dir / "analysis" / "plots" / name).stat().st_size > 5000
     page = result.report.read_text()
     assert "Rebalance time (p95) vs group size" in page and page.count("<tr>") == 10
@@ -57,3 +91,22 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
     again.run_points(lambda i, p, skipped: started.append(p.id) if not skipped else None)
     assert started == []
     assert len(json.loads((run.dir / CAPACITY_JSON).read_text())["points"]) == 9
+
+
+def _rank(values: list[float], q: float) -> float:
+    """Nearest rank, as the table gives it."""
+    values = sorted(values)
+    return values[math.ceil(q * len(values)) - 1]
+
+
+def _first_partition_ms(events: list[dict]) -> list[float]:
+    """Per member incarnation that owned a partition: its consumer_started to its first non-empty
+    partitions_assigned."""
+    started, first = {}, {}
+    for e in sorted(events, key=lambda e: e["mono_ms"]):
+        slot = (e.get("member"), e.get("incarnation") or 1)
+        if e["name"] == "consumer_started" and e.get("member"):
+            started[slot] = e["mono_ms"]
+        elif e["name"] == "partitions_assigned" and e.get("partitions") and slot in started:
+            first.setdefault(slot, e["mono_ms"] - started[slot])
+    return sorted(first.values())

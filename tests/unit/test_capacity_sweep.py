@@ -18,10 +18,11 @@ PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
 def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_rate_and_protocol():
     sweep = load_sweep(PROFILES / "capacity.yaml")
-    assert [p.id for p in sweep.points][:3] == [
+    assert [p.id for p in sweep.points][:4] == [  # smallest groups first
         "classic-eager-m4-p64-r400",
+        "classic-cooperative-m4-p64-r400",
+        "consumer-m4-p64-r400",
         "classic-eager-m16-p64-r400",
-        "classic-eager-m64-p64-r400",
     ]
     kip848 = next(p for p in sweep.points if p.protocol == "consumer" and p.members == 64)
     s = kip848.scenario
@@ -53,8 +54,33 @@ def test_each_point_is_a_load_run_of_the_base_scenario_at_its_size_partitions_ra
             "point x-coordinator-v1-m2-p16-r200: workload.topic_pattern: coordinator-v1 members subscribe to topics by name",
         ),
         (
-            "name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager], partitions: [2000]}",
-            "sweep.partitions[1]: must be at most 1000",
+            "name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager], partitions: [5000]}",
+            "sweep.partitions[1]: must be at most 4000",
+        ),
+        (
+            "name: x\nbase: capacity-base.yaml\n"
+            "sweep: {members: [2], protocol: [classic-eager], partitions: [4], partitions_per_member: [2]}",
+            "sweep.partitions_per_member: give partitions or partitions_per_member, not both",
+        ),
+        (
+            "name: x\nbase: capacity-base.yaml\n"
+            "sweep: {members: [10, 1000], protocol: [classic-eager], partitions_per_member: [5]}",
+            "sweep.partitions_per_member: 1000 members x 5 is 5000 partitions; a topic has at most 4000",
+        ),
+        (
+            "name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager]}\n"
+            "profile: {restart_down_s: 1}",
+            "profile.restart_down_s: 1s; at least 2",
+        ),
+        (
+            "name: x\nbase: capacity-base.yaml\nsweep: {members: [2], protocol: [classic-eager]}\n"
+            "profile: {restart_down_s: 3, hold_s: 0}",
+            "profile.restart_down_s: the restart is in the hold: hold_s must be above 0",
+        ),
+        (
+            "name: x\nbase: capacity-base.yaml\nsweep: {members: [200], protocol: [classic-eager]}\n"
+            "members_per_host: 300",
+            "members_per_host: must be at most 250",
         ),
     ],
 )
@@ -125,3 +151,43 @@ def test_a_resumed_sweep_reuses_a_run_only_of_the_same_scenario(tmp_path):
     sweep_file.write_text(sweep_file.read_text() + "seed: 2\n")  # same point id, another scenario
     [changed] = load_sweep(sweep_file).points
     assert changed.id == point.id and not CapacityRun(load_sweep(sweep_file), tmp_path / "runs").done(changed)
+
+
+def test_the_thousand_sweep_scales_partitions_hosts_big_points_and_raises_the_group_bounds():
+    sweep = load_sweep(PROFILES / "capacity-1000.yaml")
+    assert [(p.members, p.protocol) for p in sweep.points][:5] == [
+        (10, "classic-eager"),
+        (10, "classic-cooperative"),
+        (10, "classic-static"),
+        (10, "consumer"),
+        (100, "classic-eager"),
+    ]
+    assert {(p.members, p.partitions) for p in sweep.points} == {(10, 20), (100, 200), (300, 600), (1000, 2000)}
+    by = {(p.members, p.protocol): p.scenario for p in sweep.points}
+    # up to MAX_MEMBER_PROCESSES a process each, a lane each; above, member hosts and crowd lanes
+    small, big = by[100, "classic-eager"], by[1000, "consumer"]
+    assert (small.workload.members_per_host, small.workload.lanes, small.lane_plan.lanes) == (1, "per-member", 100)
+    assert (big.workload.members_per_host, big.workload.lanes, big.lane_plan.lanes) == (50, "on-demand", 10)
+    assert (by[300, "classic-static"].workload.members_per_host, by[300, "classic-static"].workload.lanes) == (
+        50,
+        "on-demand",
+    )
+    # the base bounds the group at 10; each point raises the bounds to its own size
+    for (members, _), s in by.items():
+        assert s.group_size_limits() == {"group.max.size": members, "group.consumer.max.size": members}
+    # the restart in the middle of the hold: the newest member down 5 s, then back
+    stages = [(st.kind, getattr(st, "to", None)) for st in big.load.stages]
+    assert stages == [("ramp", 1000), ("hold", None), ("spike", 999), ("hold", None), ("sawtooth", None)]
+    assert big.load.peak(1) == 1000 and len(big.member_slots()) == 1000
+
+
+def test_without_members_per_host_a_big_point_takes_the_fewest_per_host_within_the_process_cap(tmp_path):
+    from faults.base import MAX_MEMBER_PROCESSES
+
+    (tmp_path / "capacity-base.yaml").write_text((PROFILES / "capacity-base.yaml").read_text())
+    (tmp_path / "sweep.yaml").write_text(
+        "name: x\nbase: capacity-base.yaml\nsweep: {members: [300], protocol: [classic-eager], partitions: [600]}\n"
+    )
+    [point] = load_sweep(tmp_path / "sweep.yaml").points
+    per_host = point.scenario.workload.members_per_host
+    assert per_host == 3 and -(-300 // per_host) <= MAX_MEMBER_PROCESSES < -(-300 // (per_host - 1))

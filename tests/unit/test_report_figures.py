@@ -37,16 +37,20 @@ def saved_figures(tmp_path_factory) -> dict[str, Figure]:
         plots.distributions(groups, "Rebalance duration per fault kind", "ms")
         sweep = [{"protocol": p, "members": m, "rebalance_p95_ms": m * 100.0} for p in ("a", "b") for m in (1, 2)]
         plots.by_protocol(sweep, "members", "rebalance_p95_ms", "Rebalance time (p95) vs group size")
+        from analysis.capacity import PROTOCOL_SERIES
+
+        grown = [{"protocol": "a", "members": m, **{c: m * 1.5 for c, _ in PROTOCOL_SERIES}} for m in (10, 100, 1000)]
+        plots.one_protocol(grown, "a", "members", list(PROTOCOL_SERIES), "a: how its figures grow with the group")
     finally:
         Figure.savefig = savefig
-    names = ("timeline", "lag", "rebalances", "distributions", "by protocol")
+    names = ("timeline", "lag", "rebalances", "distributions", "by protocol", "one protocol")
     assert len(figures) == len(names)
     yield dict(zip(names, figures, strict=True))
     for fig in figures:
         plt.close(fig)
 
 
-@pytest.mark.parametrize("name", ["timeline", "lag", "rebalances", "distributions", "by protocol"])
+@pytest.mark.parametrize("name", ["timeline", "lag", "rebalances", "distributions", "by protocol", "one protocol"])
 def test_no_text_of_a_crowded_figure_overlaps_another_or_leaves_the_figure(saved_figures, name):
     fig = saved_figures[name]
     overlaps = overlapping_texts(fig)
