@@ -222,6 +222,6 @@ def test_standalone_cluster_gives_the_same_results_as_local(local_analysis, real
     assert "Rebalances across runs" in proc.stdout
     assert "3 runs analysed (3 read, 0 from the cache)" in proc.stdout
     ours = sorted(p.name for p in (local_analysis.out / "csv").iterdir())
-    assert ours == sorted(p.name for p in (tmp_path / "out" / "csv").iterdir()) and len(ours) == 12
+    assert ours == sorted(p.name for p in (tmp_path / "out" / "csv").iterdir()) and len(ours) == 13
     for name in ours:
         assert (tmp_path / "out" / "csv" / name).read_text() == (local_analysis.out / "csv" / name).read_text(), name

@@ -169,6 +169,11 @@ def a_message_acted_on_before_its_fault_began(events):
     events.sort(key=lambda e: e["name"] == "run_finished")  # run_finished stays last
 
 
+def a_member_says_it_is_in_a_host_that_never_started(events):
+    i = of(events, MEMBER, "consumer_started")[0]
+    events[i]["host"] = "member-host-9"  # no process_started of that host, with its pid or any
+
+
 def a_member_starts_twice_in_one_incarnation(events):
     i = of(events, MEMBER, "consumer_started")[0]
     events.insert(i + 1, {**events[i], "protocol": "consumer"})  # and says another generation
@@ -199,6 +204,7 @@ REFUSED: dict[str, tuple[str, Callable[[list[dict]], None]]] = {
     "fault-without-effects": ("fault-effects", a_fault_says_nothing_of_its_effects),
     "message-without-fault": ("message-faults", a_message_of_a_fault_that_never_started),
     "message-before-fault": ("message-faults", a_message_acted_on_before_its_fault_began),
+    "host-never-started": ("hosted-members", a_member_says_it_is_in_a_host_that_never_started),
     "started-twice": ("member-protocol", a_member_starts_twice_in_one_incarnation),
     "mixed-without-protocol": ("member-protocol", a_member_of_a_mixed_group_says_no_protocol),
 }
