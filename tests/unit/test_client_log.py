@@ -368,18 +368,16 @@ def mock_cluster():
     producer.flush(1)
 
 
-def run_member(
-    tmp_path, bootstrap: str, run_s: float | None, during=lambda: None, **overrides
-) -> tuple[list[dict], int]:
-    """``python -m workloads.consumer`` as the harness starts it; once it has its partitions,
-    ``during()``, then SIGTERM after ``run_s`` (None: it stops by itself)."""
-    protocol, hooks = overrides.pop("protocol", "classic-eager"), overrides.pop("test_hooks", None)
+def mock_member_spec(
+    history: Path, bootstrap: str, group: str, protocol: str = "classic-eager", hooks=None, **overrides
+) -> MemberSpec:
+    """A librdkafka member's spec for the mock cluster: consumer-1 of ``group`` on topic events."""
     fields = dict(
         member="consumer-1",
         incarnation=1,
-        history=str(tmp_path / "history.jsonl"),
+        history=str(history),
         bootstrap_servers=bootstrap,
-        group=f"g-{tmp_path.name}",
+        group=group,
         topics=["events"],
         **protocol_fields(GENERATIONS[protocol]),
         assignor="range",
@@ -390,8 +388,18 @@ def run_member(
         max_poll_interval_ms=30000,
         settings=LibrdkafkaSettings(test_hooks=hooks),
     )
+    return MemberSpec(**{**fields, **overrides})
+
+
+def run_member(
+    tmp_path, bootstrap: str, run_s: float | None, during=lambda: None, **overrides
+) -> tuple[list[dict], int]:
+    """``python -m workloads.consumer`` as the harness starts it; once it has its partitions,
+    ``during()``, then SIGTERM after ``run_s`` (None: it stops by itself)."""
+    protocol, hooks = overrides.pop("protocol", "classic-eager"), overrides.pop("test_hooks", None)
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(asdict(MemberSpec(**{**fields, **overrides}))))
+    member = mock_member_spec(tmp_path / "history.jsonl", bootstrap, f"g-{tmp_path.name}", protocol, hooks, **overrides)
+    spec.write_text(json.dumps(asdict(member)))
     with open(tmp_path / "member.log", "wb") as log:  # a file, as the harness gives it: a pipe nobody reads fills up
         proc = subprocess.Popen(
             [sys.executable, "-m", "workloads.consumer", str(spec)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT

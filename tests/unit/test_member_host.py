@@ -17,7 +17,7 @@ import pytest
 
 from oracle.protocols import GENERATIONS
 from runtime.child import POLL_STALL
-from tests.unit.test_client_log import REPO, mock_cluster  # noqa: F401 - the fixture
+from tests.unit.test_client_log import REPO, mock_cluster, mock_member_spec  # noqa: F401 - the fixture
 from workloads.consumer import HOSTED_CONFIG, LibrdkafkaSettings, client_config
 from workloads.driver import MemberSpec, protocol_fields
 from workloads.member_host import HostSpec
@@ -67,23 +67,9 @@ class Host:
         os.kill(self.proc.pid, signal.SIGUSR1)
 
     def start(self, member: str, incarnation: int = 1, **overrides) -> None:
-        fields = dict(
-            member=member,
-            incarnation=incarnation,
-            history=str(self.history),
-            bootstrap_servers=self.bootstrap,
-            group=f"g-{self.tmp.name}",
-            topics=["events"],
-            **protocol_fields(GENERATIONS["classic-eager"]),
-            assignor="range",
-            commit="sync",
-            processing_ms=0,
-            session_timeout_ms=6000,
-            heartbeat_interval_ms=500,
-            max_poll_interval_ms=30000,
-            settings=LibrdkafkaSettings(),
+        spec = mock_member_spec(
+            self.history, self.bootstrap, f"g-{self.tmp.name}", member=member, incarnation=incarnation, **overrides
         )
-        spec = MemberSpec(**(fields | overrides))
         path = self.tmp / f"{member}-{incarnation}.json"
         path.write_text(json.dumps(asdict(spec)))
         self.send("start", member, spec_file=str(path))
