@@ -17,7 +17,7 @@ import pytest
 
 from oracle.protocols import GENERATIONS
 from runtime.child import POLL_STALL
-from tests.unit.test_client_log import REPO, mock_cluster, mock_member_spec  # noqa: F401 - the fixture
+from tests.unit.test_client_log import REPO, mock_member_spec
 from workloads.consumer import HOSTED_CONFIG, LibrdkafkaSettings, client_config
 from workloads.driver import MemberSpec, protocol_fields
 from workloads.member_host import HostSpec
@@ -90,9 +90,45 @@ class Host:
             self.log.close()
 
 
+# librdkafka's mock cluster, in a process of its own: handles destroyed unclosed (a crash) end
+# their connections abruptly, and should the mock broker abort on that, it must not take the
+# test's process (a pytest worker) with it.
+MOCK_CLUSTER = """
+import re, sys
+from confluent_kafka import Producer
+found = []
+producer = Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "unused:1", "debug": "mock"},
+                    logger=type("L", (), {"log": lambda self, level, fmt, *a: found.append(fmt % a if a else fmt)})())
+producer.poll(0.1)
+for i in range(40):
+    producer.produce("events", value=b"x", partition=i % 4)
+assert producer.flush(10) == 0
+print(next(m[1] for line in found if (m := re.search(r"replaced with (\\S+)", line))), flush=True)
+sys.stdin.read()  # until the test closes it
+"""
+
+
+@pytest.fixture(scope="module")
+def mock_cluster():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MOCK_CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        bootstrap = proc.stdout.readline().strip()
+        assert bootstrap, "the mock cluster printed no bootstrap address"
+        yield bootstrap
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.fixture
-def host(tmp_path, mock_cluster):  # noqa: F811 - the fixture imported above
-    h = Host(tmp_path, mock_cluster[0])
+def host(tmp_path, mock_cluster):
+    h = Host(tmp_path, mock_cluster)
     yield h
     if h.proc.poll() is None:
         h.proc.kill()
