@@ -103,6 +103,9 @@ def test_commands_go_to_the_host_in_order_and_its_status_comes_back(server):
     spec = {"member": "consumer-3", "incarnation": 1, "group": "g"}
     host.command({"seq": 1, "command": "start", "member": "consumer-3", "spec": spec})
     host.command({"seq": 2, "command": "crash", "member": "consumer-3"})
+    deadline = time.monotonic() + 5  # the host says it applied them once they reached it, not before
+    while len(fake.commands) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     fake.link.status({"pid": 1, "applied": 2, "members": {"consumer-3": {"incarnation": 1, "state": "gone"}}})
     assert host.wait_status(lambda s: s.get("applied") == 2, timeout=5)
     assert [c["seq"] for c in fake.commands] == [1, 2]

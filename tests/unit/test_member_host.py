@@ -64,7 +64,7 @@ class Host:
         self.seq += 1
         path = self.tmp / "commands" / f"{self.seq:08d}.json"
         path.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
-        os.kill(self.proc.pid, signal.SIGUSR1)
+        self.proc.send_signal(signal.SIGUSR1)  # not once it is reaped: its pid may be another's
 
     def start(self, member: str, incarnation: int = 1, **overrides) -> None:
         spec = mock_member_spec(

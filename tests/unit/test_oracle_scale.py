@@ -68,8 +68,11 @@ def test_owners_over_a_rising_series_match_owners_at_each_instant():
             )
         ownership = Ownership(sessions, {}, {})
         instants = sorted(float(rng.randint(-1, 75)) for _ in range(25))
-        for t, owners in zip(instants, ownership.owners_over(instants), strict=False):
-            assert dict(owners) == dict(ownership.owners_at(t))
+        partitions = [TopicPartition("events", p) for p in range(5)]  # 4 is never owned
+        for t, (owners, off) in zip(instants, ownership.owners_over(instants, partitions), strict=False):
+            expected = ownership.owners_at(t)
+            assert dict(owners) == dict(expected)
+            assert off == {tp for tp in {*partitions, *expected} if len(expected.get(tp, ())) != 1}
 
 
 def test_indexed_first_and_last_match_a_scan(history_builder):
