@@ -159,8 +159,10 @@ class HostLink:
     """A member host's end of the link: ``connect()`` says hello, then a reader thread answers
     pings, hands each command to ``on_command`` (in the order sent, on that thread) and calls
     ``on_close(reason)`` once, when the harness says bye (``"bye"``) or the link drops
-    (``"dropped"``). After a drop the process ends ``hard_exit_after_s`` later if it still runs
-    (exit code 70): cleanup reaches a host whose members hang in their close."""
+    (``"dropped"``). With ``hard_exit_after_s`` (a member host's own link: HARD_EXIT_AFTER_S),
+    after a drop the process ends that much later if it still runs (exit code 70): cleanup
+    reaches a host whose members hang in their close. Without (a link in a test's process),
+    nothing ends the process."""
 
     def __init__(
         self,
@@ -170,7 +172,7 @@ class HostLink:
         on_command: Callable[[dict], None],
         on_close: Callable[[str], None],
         clock: Clock = now,
-        hard_exit_after_s: float | None = HARD_EXIT_AFTER_S,
+        hard_exit_after_s: float | None = None,
     ):
         self.address = address
         self.host = host

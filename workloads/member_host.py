@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runtime.child import read_spec
-from runtime.host_link import HostLink, parse_address
+from runtime.host_link import HARD_EXIT_AFTER_S, HostLink, parse_address
 from workloads.client_log import TapRouter
 from workloads.driver import Driver, MemberSpec, driver_of, read_member_spec
 
@@ -258,7 +258,11 @@ def run_linked(argv: list[str]) -> int:
     spec = HostSpec(host=args.host, history="", commands_dir="", status_file="", driver_module=args.driver_module)
     with tempfile.TemporaryDirectory(prefix=f"{args.host}-control-") as control_dir:
         host = MemberHost(spec, control_dir=Path(control_dir))
-        host.link = HostLink(address, args.host, on_command=host.take, on_close=host.end)
+        # The process's own link: it ends the process if its members outlive a drop. (A link in a
+        # process of other business, a test's, never does: that is this process's call alone.)
+        host.link = HostLink(
+            address, args.host, on_command=host.take, on_close=host.end, hard_exit_after_s=HARD_EXIT_AFTER_S
+        )
         try:
             host.link.connect()
         except OSError as e:
