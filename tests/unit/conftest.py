@@ -311,6 +311,20 @@ class HistoryBuilder:
                 c.assigned(*sorted(wanted))
         return self
 
+    def formed(self, c1, c2) -> HistoryBuilder:
+        """Two started members form generation 1 (by 240 ms): c1 leads and takes 0, 1, 2, c2 takes 3, 4."""
+        c1.at(100).join_sent()
+        self.at(105).coordinator(
+            "coordinator_preparing_rebalance", old_generation=0, reason=f"Adding new member {c1.name}"
+        )
+        c2.at(120).join_sent()
+        self.at(200).coordinator("coordinator_stabilized", generation=1, members=2)
+        c1.at(210).joined(1, leader=True)
+        c2.at(220).joined(1)
+        c1.at(230).synced().assigned(0, 1, 2)
+        c2.at(240).synced().assigned(3, 4)
+        return self
+
     def evicted(self, member: str, at: float, survivor: str, *partitions: TopicPartitionLike) -> HistoryBuilder:
         """The coordinator evicts `member` (incarnation 1) from generation 1 on heartbeat expiration at
         `at`, and `survivor`, alone, rebalances into generation 2 with `partitions`."""

@@ -84,14 +84,7 @@ def eviction_story(b, effects: dict, evicted_after_ms: float):
     """consumer-1 and consumer-2 (session.timeout.ms 10000) form generation 1; consumer-2's lane is cut
     at 5 s and healed at 40 s; its coordinator evicts it ``evicted_after_ms`` after the cut."""
     c1, c2 = b.consumer("consumer-1").start(), b.consumer("consumer-2").start(session_timeout_ms=10_000)
-    c1.at(100).join_sent()
-    b.at(105).coordinator("coordinator_preparing_rebalance", old_generation=0, reason="Adding new member consumer-1")
-    c2.at(120).join_sent()
-    b.at(200).coordinator("coordinator_stabilized", generation=1, members=2)
-    c1.at(210).joined(1, leader=True)
-    c2.at(220).joined(1)
-    c1.at(230).synced().assigned(0, 1, 2)
-    c2.at(240).synced().assigned(3, 4)
+    b.formed(c1, c2)
     b.at(5000).emit(
         "fault_started", "fault", fault_id="f1", kind="network", target="consumer-2", params={}, effects=effects
     )

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from oracle.protocols import GENERATIONS
 from runtime.child import POLL_STALL
 from tests.unit.test_client_log import REPO, mock_member_spec
-from workloads.consumer import HOSTED_CONFIG, LibrdkafkaSettings, client_config
-from workloads.driver import MemberSpec, protocol_fields
+from workloads.consumer import HOSTED_CONFIG, client_config
 from workloads.member_host import HostSpec
 
 
@@ -258,23 +256,7 @@ def test_a_tell_a_freeze_and_a_crash_each_hit_one_member(host):
 
 
 def test_a_hosted_member_has_small_buffers_unless_its_scenario_says_otherwise():
-    spec = MemberSpec(
-        member="consumer-1",
-        incarnation=1,
-        history="h",
-        bootstrap_servers="b",
-        group="g",
-        topics=["t"],
-        **protocol_fields(GENERATIONS["classic-eager"]),
-        assignor="range",
-        commit="sync",
-        processing_ms=0,
-        session_timeout_ms=6000,
-        heartbeat_interval_ms=1000,
-        max_poll_interval_ms=300000,
-        client_settings={"fetch.max.bytes": 8 * 1024 * 1024},
-        settings=LibrdkafkaSettings(),
-    )
+    spec = mock_member_spec(Path("h"), "b", "g", client_settings={"fetch.max.bytes": 8 * 1024 * 1024})
     alone, hosted = client_config(spec), client_config(spec, hosted=True)
     assert not (set(HOSTED_CONFIG) - {"fetch.max.bytes"}) & set(alone)  # a member process keeps librdkafka's defaults
     assert hosted == alone | HOSTED_CONFIG | {"fetch.max.bytes": 8 * 1024 * 1024}

@@ -21,14 +21,7 @@ def story(b, evicted_at: float, effects=CRASHED, session_ms=None, **more):
     coordinator evicts it at ``evicted_at``; consumer-1 takes everything in generation 2."""
     c1 = b.consumer("consumer-1").start()
     c2 = b.consumer("consumer-2").start(**({"session_timeout_ms": session_ms} if session_ms else {}))
-    c1.at(100).join_sent()
-    b.at(105).coordinator("coordinator_preparing_rebalance", old_generation=0, reason="Adding new member consumer-1")
-    c2.at(120).join_sent()
-    b.at(200).coordinator("coordinator_stabilized", generation=1, members=2)
-    c1.at(210).joined(1, leader=True)
-    c2.at(220).joined(1)
-    c1.at(230).synced().assigned(0, 1, 2)
-    c2.at(240).synced().assigned(3, 4)
+    b.formed(c1, c2)
     for at, emit in sorted(more.items()):
         emit(b.at(float(at.lstrip("t"))))
     b.at(5000).emit(
