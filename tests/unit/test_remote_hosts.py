@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -61,9 +62,14 @@ def events(tmp_path: Path) -> list[dict]:
 
 def test_commands_carry_what_the_host_has_no_file_for_and_its_status_comes_back(workload, tmp_path):
     got = []
-    link = HostLink(
-        ("127.0.0.1", workload.link.port), "member-host-w2", on_command=got.append, on_close=lambda _r: None
-    )
+    both = threading.Event()
+
+    def received(command: dict) -> None:  # the link's reader thread: both commands are in when it fires
+        got.append(command)
+        if len(got) == 2:
+            both.set()
+
+    link = HostLink(("127.0.0.1", workload.link.port), "member-host-w2", on_command=received, on_close=lambda _r: None)
     link.connect()
     host = workload.member_host("member-host-w2")
     host.ensure_started()
@@ -74,6 +80,7 @@ def test_commands_carry_what_the_host_has_no_file_for_and_its_status_comes_back(
     assert host.send("tell", "consumer-2") == 2
     link.status({"pid": os.getpid(), "applied": 2, "members": {"consumer-2": {"incarnation": 1, "state": "running"}}})
     assert host.connection.wait_status(lambda s: s.get("applied") == 2, timeout=5)
+    assert both.wait(timeout=5), got
     assert got == [
         {"seq": 1, "command": "start", "member": "consumer-2", "spec": {**spec, "history": "", "control_file": ""}},
         {"seq": 2, "command": "tell", "member": "consumer-2", "control": {"command": "poll-stall", "duration_s": 3}},
