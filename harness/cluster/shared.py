@@ -24,6 +24,7 @@ their starts and exits (a crashed broker, its restart) are recorded in that run'
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -123,6 +124,10 @@ class ClusterPool:
     def _start(self, backend: str, spec: ClusterSpec) -> PooledCluster:
         self.started += 1
         workdir = self.workdir / f"cluster-{self.started}"
+        # A directory of that name is an earlier harness's (a resumed sweep numbers its clusters
+        # from 1 again), and that cluster is gone: its brokers' meta.properties would name another
+        # cluster.id and they would refuse to start on it.
+        shutil.rmtree(workdir, ignore_errors=True)
         supervisor = Supervisor(owner=f"{self.owner}/cluster-{self.started}")
         lanes = max(spec.lanes, self.lanes)
         # No topics: each run brings its own. No coordinator, no external target (unshareable).

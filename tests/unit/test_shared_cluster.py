@@ -129,6 +129,17 @@ def test_consecutive_runs_of_one_spec_share_one_cluster_started_without_topics(p
     assert second.bootstrap_servers == "127.0.0.1:9092"  # the cluster's own, through the lease
 
 
+def test_a_cluster_directory_an_earlier_harness_left_is_not_started_on(pool, tmp_path):
+    # A resumed capacity sweep's pool numbers its clusters from 1 again: the old broker's
+    # meta.properties names another cluster.id, and Kafka refuses to start on it.
+    left = tmp_path / "cluster-1" / "broker-1"
+    left.mkdir(parents=True)
+    (left / "meta.properties").write_text("cluster.id=an-earlier-cluster\n")
+    pool.lease("local", spec(), Supervisor(owner="run:a"), print)
+    [cluster] = pool.started_clusters
+    assert cluster.workdir == tmp_path / "cluster-1" and not left.exists()
+
+
 def test_a_run_holding_the_cluster_gets_its_process_events_and_gives_them_back(pool):
     run = Supervisor(owner="run:a", on_start=lambda p: None, on_exit=lambda p, c: None)
     lease = pool.lease("local", spec(), run, print)
