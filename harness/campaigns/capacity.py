@@ -23,8 +23,9 @@ A point with more members than may each run in a process of their own (MAX_MEMBE
 is hosted: `workload.members_per_host` (the sweep's `members_per_host`, else the fewest per
 host that keep the processes within that cap) and `workload.lanes: on-demand` (no point names
 a member, so they all ride crowd lanes). The brokers' bounds on the group's size
-(cluster.broker_config `group.max.size`, `group.consumer.max.size`) are raised to the point's
-size where the base sets them lower.
+(cluster.broker_config `group.max.size`, `group.consumer.max.size`) are raised to what the
+point's group needs where the base sets them lower: its size, one more for static members
+(harness.scenario.cluster.group_size_needed).
 
 Every point is built and validated before anything runs (exit 2 naming the point and the key).
 Points run in order into runs/capacity-<name>/ (consecutive points on matching clusters share
@@ -53,11 +54,11 @@ from harness.paths import make_dirs
 from harness.reports.run import verdict_figures
 from harness.run.loop import Run
 from harness.scenario import Scenario, Seed, read_scenario_data, validation_problems
-from harness.scenario.cluster import GROUP_SIZE_LIMITS, MAX_TOPIC_PARTITIONS
+from harness.scenario.cluster import GROUP_SIZE_LIMITS, MAX_TOPIC_PARTITIONS, group_size_needed
 from harness.scenario.kinds import FILE_KINDS, FileKind
 from harness.scenario.variants import Axes, Impossible, listed_twice, variant
 from harness.supervision.run_state import write_json_atomically
-from oracle.protocols import PROTOCOLS
+from oracle.protocols import GENERATIONS, PROTOCOLS
 from runtime.errors import EXIT_FOR_VERDICT, EXIT_INTERRUPTED, EXIT_RUN_ERROR, ScenarioError, SetupError
 from workloads.load.profile import LoadProfile
 
@@ -241,7 +242,9 @@ def load_sweep(path: str | Path) -> Sweep:
         point.pop("random_faults", None)
         point["topics"] = [dict(base["topics"][0], partitions=partitions), *base["topics"][1:]]
         workload = point["workload"] = dict(base.get("workload") or {}, consumers=1, **spec.hosting(members))
-        point["cluster"] = _group_size_raised(base.get("cluster"), members)
+        point["cluster"] = _group_size_raised(
+            base.get("cluster"), group_size_needed(members, GENERATIONS[protocol].static_membership)
+        )
         workload["producer"] = dict(workload.get("producer") or {}, rate=rate)
         if isinstance(
             workload.get("librdkafka"), dict
@@ -262,17 +265,17 @@ def load_sweep(path: str | Path) -> Sweep:
     return Sweep(path, spec, points)
 
 
-def _group_size_raised(cluster: dict | None, members: int) -> dict:
+def _group_size_raised(cluster: dict | None, needed: int) -> dict:
     """The base's cluster section with each bound on the group's size it sets (GROUP_SIZE_LIMITS)
-    raised to the point's size where it is below: a point measures a group of its size, not the
-    bound (a value that is no number is left for validation to name)."""
+    raised to what the point's group needs (group_size_needed) where it is below: a point measures
+    a group of its size, not the bound (a value that is no number is left for validation to name)."""
     cluster = dict(cluster or {})
     config = dict(cluster.get("broker_config") or {})
     for key in GROUP_SIZE_LIMITS.values():
         value = config.get(key)
         whole = isinstance(value, (int, str)) and not isinstance(value, bool) and str(value).strip().isdigit()
-        if whole and int(str(value).strip()) < members:
-            config[key] = members
+        if whole and int(str(value).strip()) < needed:
+            config[key] = needed
     if config:
         cluster["broker_config"] = config
     return cluster

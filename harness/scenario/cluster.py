@@ -54,6 +54,16 @@ GROUP_SIZE_LIMITS = {"classic": "group.max.size", "consumer": "group.consumer.ma
 GROUP_SIZE_LIMIT_DEFAULT = 2_147_483_647
 
 
+def group_size_needed(members: int, static_membership: bool) -> int:
+    """The bound a group of ``members`` needs. A static member that restarts joins again without
+    its member id, and the coordinator checks the bound before it finds that the member replaces
+    its old self (classic groups: GroupMetadataManager.acceptJoiningMember in 4.1; consumer groups
+    until KAFKA-20601). At exactly its bound a static group therefore cannot take a restarted
+    member back (GROUP_MAX_SIZE_REACHED) until the old one's session expires: one more slot lets
+    it replace itself, and the group stays at its size."""
+    return members + 1 if static_membership else members
+
+
 class Topic(Strict):
     name: TopicName
     partitions: Annotated[int, Field(ge=1, le=MAX_TOPIC_PARTITIONS)]
@@ -141,6 +151,9 @@ class Cluster(Strict):
     # rack (KIP-392) takes replica.selector.class in broker_config as well; racks alone only tell
     # the clients (KIP-881's rack-aware assignors) where the replicas are.
     broker_racks: Annotated[list[Rack] | None, Field(min_length=1, max_length=9)] = None
+    # Each broker's maximum heap in MB; absent: 384, enough for tests. A group of a thousand
+    # members on 2,000 partitions wants 1,024 (docs/scale.md).
+    broker_heap_mb: Annotated[int, Field(ge=128, le=16384)] | None = None
     # backend: external — someone else's cluster: where it is, and the client settings (security)
     # every client the harness makes is given. `kafka` then says which line it runs.
     bootstrap_servers: Annotated[str, Field(pattern=r"^[^,\s]+:\d{1,5}(,[^,\s]+:\d{1,5})*$")] | None = None
@@ -178,7 +191,7 @@ class Cluster(Strict):
         if self.external:
             problems += [
                 f"{key}: an external cluster is not started by the harness"
-                for key in ("brokers", "zookeeper_nodes", "broker_config", "broker_racks")
+                for key in ("brokers", "zookeeper_nodes", "broker_config", "broker_racks", "broker_heap_mb")
                 if key in self.model_fields_set
             ]
             if not self.bootstrap_servers:

@@ -25,7 +25,7 @@ from harness.components import client_envs, versions
 from harness.paths import longest_stamped_name
 from harness.scenario import faults as fault_entries
 from harness.scenario.checks import check_problems
-from harness.scenario.cluster import GROUP_SIZE_LIMIT_DEFAULT, GROUP_SIZE_LIMITS, Cluster, Topic
+from harness.scenario.cluster import GROUP_SIZE_LIMIT_DEFAULT, GROUP_SIZE_LIMITS, Cluster, Topic, group_size_needed
 from harness.scenario.errors import validation_problems
 from harness.scenario.expect import Expect, expect_check_problems
 from harness.scenario.facts import fault_facts
@@ -340,18 +340,24 @@ class Scenario(Strict):
                 problems.append(
                     f"cluster.broker_config.{key}: {self.cluster.broker_config[key]!r} is not a whole number >= 1"
                 )
-            elif protocol in used and len(members) > limit:
+            elif protocol in used and (needed := group_size_needed(len(members), used[protocol])) > limit:
+                why = ", and a static member that restarts is counted before it replaces itself" * used[protocol]
                 problems.append(
                     f"cluster.broker_config.{key}: {limit}, but the group may have {len(members)} members "
-                    f"({protocol} protocol): raise it to {len(members)} or more"
+                    f"({protocol} protocol{why}): raise it to {needed} or more"
                 )
         return problems
 
-    def _group_protocols(self) -> set[str]:
-        """The group protocols the run's members speak to Kafka's coordinator (a migration adds one)."""
+    def _group_protocols(self) -> dict[str, bool]:
+        """The group protocols the run's members speak to Kafka's coordinator (a migration adds
+        one), each with whether any of its members is static (KIP-345)."""
         w = self.workload
         generations = [w.generation, *(GENERATIONS[p] for f in self.faults for p in f.member_protocols())]
-        return {g.group_protocol for g in generations if g.group_home == "kafka" and g.group_protocol}
+        used: dict[str, bool] = {}
+        for g in generations:
+            if g.group_home == "kafka" and g.group_protocol:
+                used[g.group_protocol] = used.get(g.group_protocol, False) or g.static_membership
+        return used
 
     def group_size_limits(self) -> dict[str, int] | None:
         """The brokers' bounds on the group's size in effect (run_started.group_settings): each of

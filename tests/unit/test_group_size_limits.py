@@ -44,6 +44,15 @@ def write(tmp_path, protocol="classic-eager", consumers=3, broker_config=None, *
             "4, but the group may have 5 members (classic protocol): raise it to 5 or more",
         ),
         ("classic-eager", {"group.max.size": "many"}, {}, "group.max.size", "'many' is not a whole number >= 1"),
+        # a static group at exactly its bound: a restarted member is refused until its old session ends
+        (
+            "classic-static",
+            {"group.max.size": 3},
+            {},
+            "group.max.size",
+            "3, but the group may have 3 members (classic protocol, and a static member that restarts is "
+            "counted before it replaces itself): raise it to 4 or more",
+        ),
     ],
 )
 def test_a_bound_the_group_can_outgrow_is_refused(tmp_path, protocol, config, extra, key, reason):
