@@ -188,7 +188,17 @@ def render(
                 name=name,
                 image=images.kafka,
                 port=network.direct[i],
-                command=_jvm(fill, name, images, log4j1, "kafka.Kafka", CONFIG / f"{name}.properties", [], prepare),
+                command=_jvm(
+                    fill,
+                    name,
+                    images,
+                    log4j1,
+                    "kafka.Kafka",
+                    CONFIG / f"{name}.properties",
+                    [],
+                    prepare,
+                    spec.broker_heap_mb,
+                ),
                 ports=_published(network.published_ports(name)),
                 depends_on=_healthy(["toxiproxy", *quorum]),
             )
@@ -287,9 +297,10 @@ def _jvm(
     config_file,
     agents: list[str],
     prepare: str,
+    heap_mb: int | None = None,
 ) -> str:
     argv = config.kafka_jvm_argv(
-        main_class, config_file, images.kafka_classpath, LOGS, fill.log_config(name, log4j1), agents
+        main_class, config_file, images.kafka_classpath, LOGS, fill.log_config(name, log4j1), agents, heap_mb
     )
     if not prepare:
         return json.dumps(argv)

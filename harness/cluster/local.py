@@ -220,6 +220,7 @@ class LocalCluster:
                     self.network.direct[i],
                     self.zookeeper_connect,
                     self.spec.broker_zookeeper_session_timeout_ms,
+                    self.spec.broker_heap_mb,
                 )
             ).start()
         self.kafka_admin = ClusterAdmin(

@@ -41,6 +41,8 @@ class KafkaJvm(LocalProcess):
     def logs(self) -> dict[str, Path]:
         return {**super().logs, "server": self.logs_dir / f"{self.name}.log"}
 
+    heap_mb: int | None = None  # its maximum heap; None: config.DEFAULT_HEAP_MB
+
     def jvm_agents(self) -> list[str]:
         return []
 
@@ -52,7 +54,13 @@ class KafkaJvm(LocalProcess):
         text, option = config.log_settings(self.dist.release.log4j == "log4j1", log_config, self.logs["server"])
         log_config.write_text(text)
         return config.kafka_jvm_argv(
-            self.main_class, self.config_file, self.dist.classpath(), self.logs_dir, option, self.jvm_agents()
+            self.main_class,
+            self.config_file,
+            self.dist.classpath(),
+            self.logs_dir,
+            option,
+            self.jvm_agents(),
+            self.heap_mb,
         )
 
 
@@ -116,9 +124,11 @@ class Broker(BrokerKind, KafkaJvm):
         port: int,
         zookeeper_connect: str | None = None,
         zookeeper_session_timeout_ms: int | None = None,
+        heap_mb: int | None = None,
     ):
         super().__init__(name, supervisor, workdir, dist, config_file)
         self.broker_id, self.port = broker_id, port  # port: its direct (CLIENT) listener
+        self.heap_mb = heap_mb
         self.zookeeper_connect, self.zookeeper_session_timeout_ms = zookeeper_connect, zookeeper_session_timeout_ms
 
     @property

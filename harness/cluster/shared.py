@@ -49,7 +49,8 @@ def share_key(backend: str, spec: ClusterSpec) -> str:
     """What two runs must agree on to share a cluster (topics and lanes are per run)."""
     racks = [list(spec.broker_racks)] if spec.broker_racks else []  # brokers in other racks are another cluster
     return json.dumps(
-        [backend, spec.kafka, spec.brokers, spec.zookeeper_nodes, spec.broker_config, *racks], sort_keys=True
+        [backend, spec.kafka, spec.brokers, spec.zookeeper_nodes, spec.broker_config, spec.broker_heap_mb, *racks],
+        sort_keys=True,
     )
 
 

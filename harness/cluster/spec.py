@@ -79,6 +79,7 @@ class ClusterSpec:
     sasl_plain: SaslPlainUser | None = None
     broker_racks: tuple[str, ...] = ()  # broker.rack of broker-1, broker-2, … (cluster.broker_racks); () none
     message_proxy: MessageProxySpec | None = None  # the run has message faults: its lanes pass the message proxy
+    broker_heap_mb: int | None = None  # each broker's maximum heap; None: config.DEFAULT_HEAP_MB
 
     def broker_settings(self, node_id: int) -> dict:
         """broker_config, and this broker's broker.rack where the scenario gives racks."""

@@ -628,6 +628,7 @@ def cluster_spec(s: Scenario, history: Path | None = None) -> ClusterSpec:
         topics=[TopicSpec(t.name, t.partitions, t.replication_factor, dict(t.config)) for t in s.topics],
         lanes=s.lane_plan.lanes,
         broker_racks=tuple(s.cluster.broker_racks or ()),
+        broker_heap_mb=s.cluster.broker_heap_mb,
         coordinator=_project_coordinator(s, history),
         message_proxy=MessageProxySpec(frozenset(range(1, s.lane_plan.lanes + 1)), history and str(history))
         if s.needs(Capability.MESSAGE_LANES)
