@@ -261,7 +261,7 @@ EVENTS: dict[str, tuple[tuple[Field, ...], tuple[str, ...], Callable[[dict], str
     ev.GROUP_DESCRIBED: _ENVELOPE_ONLY,
     ev.PRODUCER_STARTED: _ENVELOPE_ONLY,
     ev.PRODUCER_STOPPED: _ENVELOPE_ONLY,
-    ev.RECORDS_ACKED: ((RANGES(ev.RANGES),), (), None),
+    ev.RECORDS_ACKED: ((RANGES(ev.RANGES), OPT_INT("unplaced")), (), None),
     ev.PRODUCE_FAILED: _ENVELOPE_ONLY,
     ev.CONSUMER_STARTED: (
         (

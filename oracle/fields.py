@@ -91,7 +91,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     # producer
     ev.PRODUCER_STARTED: ("pid", ev.TOPIC, "rate", "linger_ms"),
     ev.PRODUCER_STOPPED: ("sent", "unacknowledged"),
-    ev.RECORDS_ACKED: (ev.RANGES, "latency_ms"),
+    ev.RECORDS_ACKED: (ev.RANGES, "latency_ms", "unplaced"),
     ev.PRODUCE_FAILED: (ev.TOPIC, ev.PARTITION, "error", ev.COUNT),
     # consumers (every driver: librdkafka, zk-eager, the coordinator's, java)
     ev.CONSUMER_STARTED: (

@@ -60,21 +60,30 @@ class RecordingProducer:
         self.producer = Producer(spec.client_config())
         self.acked: dict[tuple[str, int], list[int]] = defaultdict(list)
         self.latencies_ms: list[float] = []  # produce() to acknowledgement, per record since the last flush
+        # Records the brokers took but librdkafka could not say where (a success with no offset,
+        # seen while a broker's coordinators were still loading): counted, not placed in ranges.
+        self.unplaced = 0
         self.failed: dict[tuple[str, int, str], int] = defaultdict(int)
 
     def _on_delivery(self, err, msg) -> None:
         if err is None:
-            self.acked[(msg.topic(), msg.partition())].append(msg.offset())
+            if msg.offset() is None:
+                self.unplaced += 1
+            else:
+                self.acked[(msg.topic(), msg.partition())].append(msg.offset())
             self.latencies_ms.append(msg.latency() * 1000.0)
         else:
             self.failed[(msg.topic(), msg.partition(), err.name())] += 1
 
     def _flush_history(self) -> None:
-        if self.acked:
+        if self.acked or self.unplaced:
             self.history.emit(
-                ev.RECORDS_ACKED, ranges=offset_ranges(self.acked), latency_ms=latency_histogram(self.latencies_ms)
+                ev.RECORDS_ACKED,
+                ranges=offset_ranges(self.acked),
+                latency_ms=latency_histogram(self.latencies_ms),
+                **({"unplaced": self.unplaced} if self.unplaced else {}),
             )
-            self.acked, self.latencies_ms = defaultdict(list), []
+            self.acked, self.latencies_ms, self.unplaced = defaultdict(list), [], 0
         for (topic, partition, error), count in self.failed.items():
             self.history.emit(ev.PRODUCE_FAILED, topic=topic, partition=partition, error=error, count=count)
         self.failed.clear()
