@@ -32,6 +32,7 @@ from harness.supervision.processes import Supervisor
 from oracle.fields import MEMBER_HOST_ROLE
 from runtime import secrets
 from runtime.errors import ClusterError
+from workloads.member_host import STOP_TIMEOUT_S as HOST_STOP_TIMEOUT_S
 from workloads.member_host import HostSpec
 
 HOST_MODULE = "workloads.member_host"
@@ -44,6 +45,9 @@ class MemberHost(Client):
     """One member host process: it runs the client handles of the members it hosts."""
 
     role, module = MEMBER_HOST_ROLE, HOST_MODULE
+    # At its end the host closes its members in parallel and waits for them up to its own stop
+    # timeout: fifty closes at once, beside a thousand others, took more than a process's 20 s.
+    stop_timeout_s = HOST_STOP_TIMEOUT_S + 10.0
 
     def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload):
         super().__init__(name, supervisor, run_dir)

@@ -37,6 +37,7 @@ class StopTier(IntEnum):
 class Service(ABC):
     role: ClassVar[str]  # what it is, as the history's process events and the registry name it
     tier: ClassVar[StopTier]
+    stop_timeout_s: ClassVar[float] = 20.0  # how long a clean stop may take before it is killed
 
     def __init__(self, name: str):
         self.name = name
@@ -167,9 +168,10 @@ class LocalProcess(Service):
             self.supervisor.wait_stopped(self.name, deadline)
 
 
-def stop_in_order(services: Iterable[Service], timeout: float = 20.0) -> None:
-    """Stop services tier by tier (StopTier), each tier in parallel: ask them all, then wait.
-    Paused ones are resumed first, all of them: a client's LeaveGroup must not wait on a paused broker."""
+def stop_in_order(services: Iterable[Service], timeout: float | None = None) -> None:
+    """Stop services tier by tier (StopTier), each tier in parallel: ask them all, then wait up to
+    ``timeout``, else the longest stop_timeout_s of the tier. Paused ones are resumed first, all of
+    them: a client's LeaveGroup must not wait on a paused broker."""
     services = list(services)
     for service in services:
         if service.paused():
@@ -178,7 +180,7 @@ def stop_in_order(services: Iterable[Service], timeout: float = 20.0) -> None:
         members = [s for s in services if s.tier == tier]
         for service in members:
             service.terminate()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (timeout or max(s.stop_timeout_s for s in members))
         for service in members:
             service.wait_stopped(deadline)
 

@@ -13,6 +13,7 @@ import pytest
 from harness.cluster.backend import BACKENDS, backend_class
 from harness.cluster.local import LocalCluster
 from harness.run.clients import Member, Observer, Producer, WorkloadProcesses
+from harness.run.member_hosts import MemberHost
 from harness.supervision.processes import Supervisor, process_state
 from harness.supervision.service import (
     LocalProcess,
@@ -150,6 +151,22 @@ def test_teardown_goes_tier_by_tier_each_tier_asked_at_once_paused_ones_resumed_
         ("terminate", "toxiproxy"),
         ("gone", "toxiproxy"),
     ]
+
+
+def test_a_tier_waits_as_long_as_its_slowest_service_may_take_to_stop():
+    # A member host closes its members in parallel within its own timeout: longer than a process's.
+    waited = []
+
+    class Host(Recorded):
+        stop_timeout_s = MemberHost.stop_timeout_s
+
+    class Waiting(Recorded):
+        def wait_stopped(self, deadline):
+            waited.append(round(deadline - time.monotonic()))
+
+    stop_in_order([Waiting("consumer-1", StopTier.CLIENTS, []), Host("member-host-1", StopTier.CLIENTS, [])])
+    stop_in_order([Waiting("consumer-1", StopTier.CLIENTS, [])])
+    assert waited == [MemberHost.stop_timeout_s, Service.stop_timeout_s] and MemberHost.stop_timeout_s > 60
 
 
 def test_the_stop_order_by_role_comes_from_the_services():
