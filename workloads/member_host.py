@@ -34,6 +34,7 @@ events and exits.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import signal
@@ -53,6 +54,7 @@ from workloads.driver import Driver, MemberSpec, driver_of, read_member_spec
 POLL_S = 0.5  # commands are looked for this often even without a signal
 WAKE_S = 0.02  # how soon the loop notices a signal's flag
 STOP_TIMEOUT_S = 60.0  # members asked to stop at the host's end are waited for this long
+STACKS_SIGNAL = signal.SIGUSR2  # write every thread's stack to the log
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ class MemberHost:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: setattr(self, "stop_asked", True))
         signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "commands_sent", True))
+        # Every thread's stack into the host's log (fd 1: fd 2 is the tap, which may be what is
+        # stuck): the harness asks for them before it kills a host whose close hung.
+        faulthandler.register(STACKS_SIGNAL, file=sys.stdout, all_threads=True)
         self.write_status()  # the harness sends no signal before it has seen this
         polled = 0.0
         while not self.stop_asked:

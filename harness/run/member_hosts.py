@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -32,8 +33,8 @@ from harness.supervision.processes import Supervisor
 from oracle.fields import MEMBER_HOST_ROLE
 from runtime import secrets
 from runtime.errors import ClusterError
+from workloads.member_host import STACKS_SIGNAL, HostSpec
 from workloads.member_host import STOP_TIMEOUT_S as HOST_STOP_TIMEOUT_S
-from workloads.member_host import HostSpec
 
 HOST_MODULE = "workloads.member_host"
 READY_TIMEOUT_S = 60.0  # a host's interpreter and confluent-kafka imported, its first status written
@@ -48,6 +49,18 @@ class MemberHost(Client):
     # At its end the host closes its members in parallel and waits for them up to its own stop
     # timeout: fifty closes at once, beside a thousand others, took more than a process's 20 s.
     stop_timeout_s = HOST_STOP_TIMEOUT_S + 10.0
+    STACKS_WRITTEN_S = 1.0  # faulthandler writes them at once, from its signal handler
+
+    def wait_stopped(self, deadline: float) -> None:
+        """As a process's, but a host still there at ``deadline`` first writes every thread's
+        stack to its log: what its close hung in, for the close-hang the oracle will name."""
+        if self.process is not None and self.running():
+            try:
+                self.process.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, STACKS_SIGNAL)
+                time.sleep(self.STACKS_WRITTEN_S)
+        super().wait_stopped(deadline)
 
     def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload):
         super().__init__(name, supervisor, run_dir)

@@ -18,7 +18,7 @@ import pytest
 from runtime.child import POLL_STALL
 from tests.unit.test_client_log import REPO, mock_member_spec
 from workloads.consumer import HOSTED_CONFIG, client_config
-from workloads.member_host import HostSpec
+from workloads.member_host import STACKS_SIGNAL, HostSpec
 
 
 class Host:
@@ -260,3 +260,16 @@ def test_a_hosted_member_has_small_buffers_unless_its_scenario_says_otherwise():
     alone, hosted = client_config(spec), client_config(spec, hosted=True)
     assert not (set(HOSTED_CONFIG) - {"fetch.max.bytes"}) & set(alone)  # a member process keeps librdkafka's defaults
     assert hosted == alone | HOSTED_CONFIG | {"fetch.max.bytes": 8 * 1024 * 1024}
+
+
+def test_a_host_asked_for_its_stacks_writes_every_thread_s_to_its_log_and_goes_on(host):
+    # What the harness asks of a host whose close hung, before it kills it (MemberHost.wait_stopped).
+    host.start("consumer-1")
+    host.wait(lambda s: s.get("members", {}).get("consumer-1", {}).get("state") == "running", "consumer-1 running")
+    host.proc.send_signal(STACKS_SIGNAL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "in run" not in (host.tmp / "host.log").read_text(errors="replace"):
+        time.sleep(0.05)
+    log = (host.tmp / "host.log").read_text(errors="replace")
+    assert log.count("Thread 0x") >= 2 and "member_host.py" in log, log[-2000:]  # the main loop and the member's
+    assert host.proc.poll() is None and host.stop() == 0
