@@ -563,11 +563,12 @@ class WorkloadProcesses:
             )
             worker.start()
 
-    def follow(self, count: int) -> tuple[list[str], list[str]]:
+    def follow(self, count: int, announce: Callable[[list[str], list[str]], None]) -> None:
         """The group at ``count`` members, as a load profile wants it. The newest leave cleanly
         (SIGTERM: LeaveGroup); a member needed again is the lowest free slot's next incarnation,
         so there are never more slots (client lanes) than the profile's peak. A slot is free once
-        its last process has exited. Returns (started, stopped)."""
+        its last process has exited. ``announce(started, stopped)`` is called, when there are any,
+        before anything is done: what the changes cause comes after it in the history."""
         members = [s for s in self.services.values() if isinstance(s, Member)]
         staying = self.members_staying()  # by lane: the newest last
         for name, since in list(self._leaving.items()):
@@ -576,16 +577,17 @@ class WorkloadProcesses:
             elif time.monotonic() - since > LEAVE_TIMEOUT_S:  # stuck in its close: no longer a member we wait for
                 self.services[name].kill(signal.SIGKILL)
         stopped = staying[count:]
-        for name in stopped:  # all at once, not waiting for each: "8 leave at once" is one burst of LeaveGroups
-            self._leaving[name] = time.monotonic()
-            self.services[name].terminate()
         # A slot is free once its last process has exited and been reaped (its process_exited written).
         busy = {m.number for m in members if m.running() or m.exit_unrecorded()}
         free = [k for k in range(1, len(self.scenario.member_slots()) + 1) if k not in busy]
         started = [f"consumer-{k}" for k in free[: max(count - len(staying), 0)]]
+        if started or stopped:
+            announce(started, stopped)
+        for name in stopped:  # all at once, not waiting for each: "8 leave at once" is one burst of LeaveGroups
+            self._leaving[name] = time.monotonic()
+            self.services[name].terminate()
         for name in started:
             self.member(name).start()
-        return started, stopped
 
     def close(self) -> None:
         """After the teardown stopped every service: the host link, once every host's last line came."""

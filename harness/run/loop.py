@@ -501,9 +501,12 @@ class Run:
         load = self.workload.load
         wanted = load.members_wanted()
         if wanted is not None:
-            started, stopped = self.workload.follow(wanted)
-            if started or stopped:
-                self.history.emit(ev.GROUP_RESIZED, members=wanted, started=started, stopped=stopped)
+            self.workload.follow(
+                wanted,
+                lambda started, stopped: self.history.emit(
+                    ev.GROUP_RESIZED, members=wanted, started=started, stopped=stopped
+                ),
+            )
         elif not load.running():
             raise LabError(f"Locust exited before it ran the load profile (its log: {load.logs['stdout']})")
 
