@@ -21,8 +21,11 @@ import logging
 import os
 import re
 import select
+import struct
 import sys
+import termios
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +41,10 @@ _THREAD = re.compile(r"\[thrd:[^\]]*\]: ")
 LEVEL_NAMES = {0: "CRITICAL", 1: "CRITICAL", 2: "CRITICAL", 3: "ERROR", 4: "WARNING", 5: "INFO", 6: "INFO", 7: "DEBUG"}
 WARNING = 4
 PIPE_BYTES = 1 << 20  # librdkafka's threads block on a full pipe: room for bursts while the reader waits for the GIL
+# After each drain the reader thread steps aside this long: a lock is not fair, and a reader that
+# took it straight back, with the pipe never empty, kept fifty members of a host from writing an
+# event for minutes (their closes hung).
+READER_YIELD_S = 0.005
 
 
 @dataclass(frozen=True)
@@ -162,22 +169,35 @@ class StderrTap:
                         return
                     if not self._drain():
                         return  # EOF
+                time.sleep(READER_YIELD_S)
 
     def _drain(self) -> bool:
-        """Under the lock: handle every complete line in the pipe. False at EOF."""
-        while True:
+        """Under the lock: handle the complete lines written before the call, and no more. A
+        writer that never pauses (a librdkafka broker thread logging in a loop) would otherwise
+        keep whoever drains here, with the lock, for good. False at EOF."""
+        left = max(self._in_pipe(), 1)  # 1: a read that says EOF or empty
+        while left > 0:
             try:
-                chunk = os.read(self._read_fd, 65536)
+                chunk = os.read(self._read_fd, min(left, 65536))
             except BlockingIOError:
                 return True
             except OSError:
                 return False
             if not chunk:
                 return False
+            left -= len(chunk)
             *lines, self._partial = (self._partial + chunk).split(b"\n")
             kept = [out for raw in lines for out in self._handle(raw)]
             if kept:  # one write for the chunk: the log is written at the pace librdkafka writes
                 self._forward(b"\n".join(kept) + b"\n")
+        return True
+
+    def _in_pipe(self) -> int:
+        """The bytes waiting in the pipe now (FIONREAD)."""
+        try:
+            return struct.unpack("i", fcntl.ioctl(self._read_fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return 0
 
     def _handle(self, raw: bytes) -> list[bytes]:
         """Read one line; what goes on to the log for it."""

@@ -6,8 +6,10 @@ the history's clock, in the order they happened, the generation known in on_assi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import signal
 import subprocess
@@ -517,3 +519,39 @@ def test_consume_unassigned_stays_quiet_while_the_member_owns_the_partition(memb
     assert code == 0
     offsets = _consumed(events, "events", 0)
     assert len(offsets) == len(set(offsets)) >= 10  # each once: by the group's handle alone
+
+
+FLOOD_CHILD = textwrap.dedent("""
+    import os, subprocess, time
+    from workloads.client_log import StderrTap
+    seen = []
+    tap = StderrTap(lambda line: seen.append(line)).start()
+    line = "%7|1795457930.645|PARTDEL|c#consumer-1| [thrd:b/1]: Not purging toppar fetch queue buffer"
+    writer = subprocess.Popen(["yes", line], stdout=2)  # as fast as a C thread writes, and never stops
+    time.sleep(0.5)
+    for _ in range(20):  # each catch-up reads what was written before it, so it returns
+        started = time.monotonic()
+        with tap.caught_up():
+            pass
+        print("caught up in", round(time.monotonic() - started, 3), flush=True)
+    writer.kill()
+    os._exit(0)
+""")
+
+
+def test_a_writer_that_never_stops_keeps_no_one_from_catching_up():
+    # A librdkafka broker thread logging in a loop as its partitions went: with a drain that read
+    # until the pipe was empty, whoever held the tap's lock held it for good, and a host hung.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FLOOD_CHILD], cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a catch-up never returned: the drain followed the writer")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the child and its writer, whatever became of them
+        proc.wait()
+    took = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("caught up in")]
+    assert len(took) == 20 and max(took) < 5, took
