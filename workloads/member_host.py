@@ -231,8 +231,10 @@ class MemberHost:
         for hosted in self.members.values():
             hosted.member.thawed.set()
             hosted.stop.set()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
         for hosted in self.members.values():
-            hosted.thread.join(STOP_TIMEOUT_S)
+            while hosted.thread.is_alive() and time.monotonic() < deadline:
+                hosted.thread.join(POLL_S)  # short joins: a signal's Python handler runs between them
 
     def write_status(self) -> None:
         status = {
