@@ -95,6 +95,7 @@ class Group:
         self.epochs = GENERATIONS[protocol].member_epochs
         self.session_timeout_ms = session_timeout_ms
         self.rng = random.Random(seed)
+        self.acks = 0  # records_acked events written
         self.events: list[Event] = []
         self.seq: Counter[tuple[str, int]] = Counter()
         self.t = 0.0
@@ -213,7 +214,11 @@ class Group:
                 )
                 self.hw[p] += n
         if ranges:
-            self.emit(ev.RECORDS_ACKED, "producer", ranges=ranges)
+            self.acks += 1
+            # now and then a record acknowledged without an offset (records_acked.unplaced): counted,
+            # in no range; by a count, not a draw, so the seeds' histories stay as they were
+            unplaced = {"unplaced": 1} if self.acks % 7 == 0 else {}
+            self.emit(ev.RECORDS_ACKED, "producer", ranges=ranges, **unplaced)
             self.stats["acked"] += sum(r["count"] for r in ranges)
         self.keep_up()
 
