@@ -8,8 +8,8 @@ set: each from the librdkafka thread that made it, to stderr, the moment it made
 
 A Python ``logger`` instead gets the lines queued until the application polls, so a
 member that is busy or stalled would stamp its whole rebalance when it polls again,
-seconds after the client acted. ``StderrTap`` points the process's fd 2 at a pipe and
-reads the lines as they come; whatever else reaches stderr (Python's own output, a
+seconds after the client acted. ``StderrTap`` points the process's fd 2 at a spool file
+and reads the lines as they come; whatever else reaches stderr (Python's own output, a
 traceback) goes on to the real stderr, the member's log file.
 """
 
@@ -20,10 +20,8 @@ import fcntl
 import logging
 import os
 import re
-import select
-import struct
 import sys
-import termios
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,11 +38,11 @@ _THREAD = re.compile(r"\[thrd:[^\]]*\]: ")
 # Syslog severities as confluent-kafka names them for a Python logger (what client_log always said).
 LEVEL_NAMES = {0: "CRITICAL", 1: "CRITICAL", 2: "CRITICAL", 3: "ERROR", 4: "WARNING", 5: "INFO", 6: "INFO", 7: "DEBUG"}
 WARNING = 4
-PIPE_BYTES = 1 << 20  # librdkafka's threads block on a full pipe: room for bursts while the reader waits for the GIL
-# After each drain the reader thread steps aside this long: a lock is not fair, and a reader that
-# took it straight back, with the pipe never empty, kept fifty members of a host from writing an
-# event for minutes (their closes hung).
-READER_YIELD_S = 0.005
+READ_EVERY_S = 0.01  # how often the reader looks for new lines (each says when it was made)
+READ_BYTES = 1 << 20
+SPOOL_BYTES = 32 << 20  # read this far, the tap starts the next spool file
+# A write under way as fd 2 moved to the next spool still lands in the last: read it this long.
+RETIRED_READ_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -92,11 +90,43 @@ def client_instant(wall_ms: float, not_before_mono_ms: float | None = None) -> t
 NOT_PURGING = b"Not purging toppar fetch queue buffer"
 
 
+@dataclass
+class _Spool:
+    """An unlinked file fd 2 appends to, and how far the tap has read it."""
+
+    fd: int
+    read_at: int = 0
+    partial: bytes = b""  # the start of a line whose end is not written yet
+    retired_at: float | None = None  # monotonic: when fd 2 moved on to the next spool
+
+    @classmethod
+    def create(cls) -> _Spool:
+        fd, path = tempfile.mkstemp(prefix="stderr-tap-")
+        os.unlink(path)
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)  # every thread's line whole, at the end
+        return cls(fd)
+
+    def unread(self) -> bool:
+        """Peeked at without the tap's lock: a spool closed meanwhile says yes, and the drain sees."""
+        try:
+            return self.retired_at is not None or os.fstat(self.fd).st_size > self.read_at
+        except OSError:
+            return True
+
+
 class StderrTap:
-    """fd 2 through a pipe: librdkafka's lines to ``on_line`` as they are written, and all of
+    """fd 2 into a spool file: librdkafka's lines to ``on_line`` as they are written, and all of
     stderr on to where fd 2 pointed before — the member's log keeps the client's own account,
-    for what the history does not say (which offset a fetch started from, and why). That is a
-    file (the harness's): a pipe nobody reads would block the tap, and librdkafka behind it.
+    for what the history does not say (which offset a fetch started from, and why).
+
+    A file, not a pipe, because a librdkafka thread must never wait for Python. A pipe's writer
+    waits while the pipe is full, and only a Python thread, holding the GIL, empties it; but
+    confluent-kafka keeps the GIL in ``assign()`` and ``unassign()`` while they wait for the
+    handle's main thread. A member in ``unassign()`` and its handle's main thread writing a log
+    line to a full pipe waited for each other for good (1,000-member teardowns: hosts' closes
+    hung). A file takes every write at once; the tap reads it behind the writers and starts a new
+    one every SPOOL_BYTES, so the disk holds one spool's worth per process.
 
     A reader thread takes lines as they come. ``caught_up()`` takes, on the calling thread,
     everything written so far and holds the lock while the caller writes its own event: a
@@ -108,25 +138,19 @@ class StderrTap:
     def __init__(self, on_line: Callable[[ClientLine], None]):
         self.on_line = on_line
         self.lock = threading.RLock()
-        self._partial = b""
-        self._read_fd = self._real_stderr = -1
+        self._spools: list[_Spool] = []  # the one fd 2 appends to last; a retired one first
+        self._real_stderr = -1
         self._stopping = threading.Event()
         self._reader: threading.Thread | None = None
 
     def start(self) -> StderrTap:
         sys.stderr.flush()
         self._real_stderr = os.dup(2)
-        self._read_fd, write_fd = os.pipe()
-        try:
-            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-        except OSError:
-            pass  # the system's limit is lower: the default 64 KiB still holds many lines
-        os.set_blocking(self._read_fd, False)
-        os.dup2(write_fd, 2)
-        os.close(write_fd)
+        self._spools = [_Spool.create()]
+        os.dup2(self._spools[-1].fd, 2)
         self._reader = threading.Thread(target=self._read_on, name="stderr-tap", daemon=True)
         self._reader.start()
-        atexit.register(self.stop)  # a traceback that ends the process is in the pipe: pass it on
+        atexit.register(self.stop)  # a traceback that ends the process is in the spool: pass it on
         return self
 
     @contextmanager
@@ -137,67 +161,54 @@ class StderrTap:
 
     def stop(self) -> None:
         """Everything written so far is handled; fd 2 is the real stderr again."""
-        if self._read_fd < 0:
+        if not self._spools:
             return
         sys.stderr.flush()
         with self.lock:
-            os.dup2(self._real_stderr, 2)  # the pipe's last writer is gone: the reader sees EOF
-            self._drain()
+            os.dup2(self._real_stderr, 2)
             self._stopping.set()
         if self._reader is not None:
-            self._reader.join(timeout=2)
+            self._reader.join(timeout=2)  # a write under way as fd 2 moved lands meanwhile
         with self.lock:
-            self._drain()
-            if self._partial:
-                self._forward(self._partial)
-                self._partial = b""
-            os.close(self._read_fd)
-            self._read_fd = -1
+            self._drain(final=True)
+            self._spools = []
             os.close(self._real_stderr)
 
     # --- reading --------------------------------------------------------------------
 
     def _read_on(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                ready, _, _ = select.select([self._read_fd], [], [], 0.5)
-            except (OSError, ValueError):
-                return  # closed by stop()
-            if ready:
+        while not self._stopping.wait(READ_EVERY_S):
+            if any(spool.unread() for spool in self._spools):
                 with self.lock:
-                    if self._stopping.is_set():
-                        return
-                    if not self._drain():
-                        return  # EOF
-                time.sleep(READER_YIELD_S)
+                    if not self._stopping.is_set():
+                        self._drain()
 
-    def _drain(self) -> bool:
+    def _drain(self, final: bool = False) -> None:
         """Under the lock: handle the complete lines written before the call, and no more. A
         writer that never pauses (a librdkafka broker thread logging in a loop) would otherwise
-        keep whoever drains here, with the lock, for good. False at EOF."""
-        left = max(self._in_pipe(), 1)  # 1: a read that says EOF or empty
-        while left > 0:
-            try:
-                chunk = os.read(self._read_fd, min(left, 65536))
-            except BlockingIOError:
-                return True
-            except OSError:
-                return False
+        keep whoever drains here, with the lock, for good. ``final``: the spools' last reading."""
+        for spool in list(self._spools):
+            self._read(spool, os.fstat(spool.fd).st_size)
+            if final or (spool.retired_at is not None and time.monotonic() - spool.retired_at > RETIRED_READ_S):
+                if spool.partial:
+                    self._forward(spool.partial)
+                os.close(spool.fd)
+                self._spools.remove(spool)
+        if not final and self._spools and self._spools[-1].read_at >= SPOOL_BYTES and not self._stopping.is_set():
+            self._spools[-1].retired_at = time.monotonic()
+            self._spools.append(_Spool.create())
+            os.dup2(self._spools[-1].fd, 2)
+
+    def _read(self, spool: _Spool, end: int) -> None:
+        while spool.read_at < end:
+            chunk = os.pread(spool.fd, min(end - spool.read_at, READ_BYTES), spool.read_at)
             if not chunk:
-                return False
-            left -= len(chunk)
-            *lines, self._partial = (self._partial + chunk).split(b"\n")
+                return
+            spool.read_at += len(chunk)
+            *lines, spool.partial = (spool.partial + chunk).split(b"\n")
             kept = [out for raw in lines for out in self._handle(raw)]
             if kept:  # one write for the chunk: the log is written at the pace librdkafka writes
                 self._forward(b"\n".join(kept) + b"\n")
-        return True
-
-    def _in_pipe(self) -> int:
-        """The bytes waiting in the pipe now (FIONREAD)."""
-        try:
-            return struct.unpack("i", fcntl.ioctl(self._read_fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-        except OSError:
-            return 0
 
     def _handle(self, raw: bytes) -> list[bytes]:
         """Read one line; what goes on to the log for it."""

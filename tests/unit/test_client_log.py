@@ -327,7 +327,7 @@ TAP_CHILD = textwrap.dedent("""
     while len(seen) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)  # the reader thread takes lines as they come
     print("read:", [(l.level, l.wall_ms, l.message) for l in seen], flush=True)
-    raise SystemExit("the end")  # at exit, what is left in the pipe goes on to the real stderr
+    raise SystemExit("the end")  # at exit, what is left in the spool goes on to the real stderr
 """)
 
 
@@ -521,37 +521,97 @@ def test_consume_unassigned_stays_quiet_while_the_member_owns_the_partition(memb
     assert len(offsets) == len(set(offsets)) >= 10  # each once: by the group's handle alone
 
 
+def run_child(script: str, failure: str) -> str:
+    """``script`` in its own process (a tap takes its fd 2): its stdout. Killed, with whatever it
+    started, if it takes over 30 s: ``failure``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(failure)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 0, out
+    return out
+
+
 FLOOD_CHILD = textwrap.dedent("""
-    import os, subprocess, time
+    import os, time
     from workloads.client_log import StderrTap
-    seen = []
-    tap = StderrTap(lambda line: seen.append(line)).start()
-    line = "%7|1795457930.645|PARTDEL|c#consumer-1| [thrd:b/1]: Not purging toppar fetch queue buffer"
-    writer = subprocess.Popen(["yes", line], stdout=2)  # as fast as a C thread writes, and never stops
-    time.sleep(0.5)
+    LINE = b"%7|1795457930.645|FETCH|c#consumer-1| [thrd:b/1]: Fetch topic events [0] at offset 7\\n"
+    def each_line_writes_another(line):  # a writer that never stops, and always has more than was read
+        os.write(2, LINE)
+    tap = StderrTap(each_line_writes_another).start()
+    os.write(2, LINE * 1000)
     for _ in range(20):  # each catch-up reads what was written before it, so it returns
         started = time.monotonic()
         with tap.caught_up():
             pass
         print("caught up in", round(time.monotonic() - started, 3), flush=True)
-    writer.kill()
     os._exit(0)
 """)
 
 
 def test_a_writer_that_never_stops_keeps_no_one_from_catching_up():
     # A librdkafka broker thread logging in a loop as its partitions went: with a drain that read
-    # until the pipe was empty, whoever held the tap's lock held it for good, and a host hung.
-    proc = subprocess.Popen(
-        [sys.executable, "-c", FLOOD_CHILD], cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        out, _ = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        pytest.fail("a catch-up never returned: the drain followed the writer")
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the child and its writer, whatever became of them
-        proc.wait()
+    # until nothing was left, whoever held the tap's lock held it for good, and a host hung.
+    out = run_child(FLOOD_CHILD, "a catch-up never returned: the drain followed the writer")
     took = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("caught up in")]
     assert len(took) == 20 and max(took) < 5, took
+
+
+GIL_HELD_CHILD = textwrap.dedent("""
+    import ctypes, os, subprocess
+    from workloads.client_log import StderrTap
+    seen = []
+    tap = StderrTap(seen.append).start()
+    line = "%7|1795457930.645|CGRPOP|c#consumer-1| [thrd:main]: Group \\"g\\" received op ASSIGN"
+    writer = subprocess.Popen(f"yes '{line}' | head -n 100000", shell=True, stdout=2)  # 10 MB
+    status = ctypes.c_int()
+    # As confluent-kafka's unassign() waits for the handle's main thread: in C, the GIL held.
+    ctypes.PyDLL(None).waitpid(writer.pid, ctypes.byref(status), 0)
+    with tap.caught_up():
+        print("read", len(seen), flush=True)
+    os._exit(0)
+""")
+
+
+def test_a_client_thread_never_waits_for_python_to_read_its_lines():
+    # A member in unassign() holds the GIL until its handle's main thread has done the assign; a
+    # main thread that waits for the tap to read its log line (a full pipe) waits for good.
+    out = run_child(GIL_HELD_CHILD, "the writer waited for the tap while the GIL was held: deadlock")
+    assert "read 100000" in out
+
+
+ROTATE_CHILD = textwrap.dedent("""
+    import os, time
+    from workloads import client_log
+    client_log.SPOOL_BYTES = 64 << 10
+    seen = []
+    tap = client_log.StderrTap(seen.append).start()
+    first = os.fstat(2).st_ino
+    for i in range(5000):
+        os.write(2, b"%7|1795457930.645|FETCH|c#consumer-1| [thrd:b/1]: fetch " + str(i).encode() + b"\\n")
+        if i % 500 == 0:
+            time.sleep(0.02)  # the reader thread's turn
+    with tap.caught_up():
+        pass
+    print("moved", os.fstat(2).st_ino != first, flush=True)
+    tap.stop()
+    print("read in order", [l.message for l in seen] == [f"fetch {i}" for i in range(5000)], flush=True)
+    os._exit(0)
+""")
+
+
+def test_the_tap_moves_to_a_new_spool_as_it_reads_and_loses_no_line(tmp_path):
+    with open(tmp_path / "member.log", "wb") as log:
+        proc = subprocess.run(
+            [sys.executable, "-c", ROTATE_CHILD], cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True, timeout=30
+        )
+    assert proc.stdout.splitlines() == ["moved True", "read in order True"], proc.stdout
+    logged = (tmp_path / "member.log").read_text().splitlines()
+    assert [line.rsplit(" ", 1)[-1] for line in logged] == [str(i) for i in range(5000)]
