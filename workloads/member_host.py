@@ -112,12 +112,9 @@ class MemberHost:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: setattr(self, "stop_asked", True))
         signal.signal(signal.SIGUSR1, lambda *_: setattr(self, "commands_sent", True))
-        # Every thread's stack into the host's log (fd 1: fd 2 is the tap, which may be what is
-        # stuck): the harness asks for them before it kills a host whose close hung.
-        # Then, on the main thread, who holds the tap's lock (its owner is a thread id of those
-        # stacks): the one lock every member's events go through.
-        signal.signal(STACKS_SIGNAL, lambda *_: print(f"stderr tap lock: {self.tap.tap.lock!r}", flush=True))
-        faulthandler.register(STACKS_SIGNAL, file=sys.stdout, all_threads=True, chain=True)
+        # Every thread's stack into the host's log (fd 1: fd 2 is the tap's, whose reader may be
+        # what is stuck): the harness asks for them before it kills a host whose close hung.
+        faulthandler.register(STACKS_SIGNAL, file=sys.stdout, all_threads=True)
         self.write_status()  # the harness sends no signal before it has seen this
         polled = 0.0
         while not self.stop_asked:
