@@ -12,6 +12,11 @@ categories under a bar chart each go to the nearest lane (row of labels) their e
 by the figure's renderer, clears; the margins and the figure's height follow the measured text
 (tick labels, legend, title). tests/unit/test_report_figures.py holds them to that with
 analysis.text_layout.overlapping_texts on a run crowded on purpose.
+
+At production scale (1,000 members, 2,000 partitions, an epoch per member change) a figure keeps
+its size and its reading: past the limits below, the one-per-item parts (a legend entry per
+member, a line per partition, a label per rebalance) give way to what they add up to, and the
+legend says so.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.transforms import Bbox
@@ -42,6 +48,13 @@ LABEL_GAP_PX = 4  # least room between two labels side by side in one lane
 MARGIN_PX = 6  # between the outermost text and the figure's edge
 LEGEND_ROWS = 16  # a longer legend takes more columns
 TICK_PT = 3.5  # matplotlib's tick length
+
+ROW_IN = 0.42  # a partition's row on the timeline, until there are many
+TIMELINE_AXES_MAX_IN = 14.0  # more partitions than fit: thinner rows
+PARTITION_TICKS_MAX = 48  # more partitions: every k-th named
+MEMBERS_LEGEND_MAX = 24  # more members: their colours stay, the legend gives their count
+LABELS_MAX = 48  # more rebalances: the timeline names none, the bar chart every k-th
+LAG_LINES_MAX = 24  # more partitions: the total and the partition furthest behind
 
 
 def _pt(px: float) -> float:
@@ -184,16 +197,37 @@ def fault_label(f: dict) -> str:
     return f"{f['fault_id']} {f['kind']} {f.get('target') or ''}".strip()
 
 
+def _union(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Overlapping (start, end) spans as one: shading that does not darken where they overlap."""
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def _mark_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict]) -> None:
-    """Fault windows shaded; each rebalance a line at its start (dotted: not completed), shaded until its end."""
+    """Fault windows shaded; the time rebalances took shaded, each rebalance a line at its start
+    (dotted: not completed) — unless there are more than LABELS_MAX (a KIP-848 group of 1,000
+    members bumps its epoch a thousand times): a line each would paint the axes over."""
     for f in faults:
         ax.axvspan(f["start_s"], f["end_s"], color=FAULT_COLOUR, alpha=0.10, lw=0)
-    for r in rebalances:
-        if r.get("start_s") is None:
-            continue
-        if r.get("end_s") is not None:
-            ax.axvspan(r["start_s"], r["end_s"], color=REBALANCE_COLOUR, alpha=0.18, lw=0)
-        ax.axvline(r["start_s"], color=REBALANCE_COLOUR, lw=0.8, ls="-" if r["status"] == "completed" else ":")
+    started = [r for r in rebalances if r.get("start_s") is not None]
+    across = ax.get_xaxis_transform()  # x in seconds, y from the axes' bottom (0) to top (1)
+    spans = _union((r["start_s"], r["end_s"]) for r in started if r.get("end_s") is not None)
+    if spans:
+        shapes = [[(start, 0), (start, 1), (end, 1), (end, 0)] for start, end in spans]
+        ax.add_collection(
+            PolyCollection(shapes, transform=across, facecolors=REBALANCE_COLOUR, alpha=0.18, lw=0), autolim=False
+        )
+    if len(started) > LABELS_MAX:
+        return
+    for completed, style in ((True, "-"), (False, ":")):
+        xs = [r["start_s"] for r in started if (r["status"] == "completed") == completed]
+        if xs:
+            ax.vlines(xs, 0, 1, transform=across, colors=REBALANCE_COLOUR, lw=0.8, linestyles=style)
 
 
 def _label_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict]) -> tuple[float, float]:
@@ -209,6 +243,11 @@ def _label_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict])
     return above, below
 
 
+def _every(count: int, most: int) -> int:
+    """The step that names at most ``most`` of ``count`` items."""
+    return max(1, math.ceil(count / most))
+
+
 def timeline_figure(run: dict, sessions: list[dict], faults: list[dict], rebalances: list[dict]) -> Figure:
     partitions = sorted({s["partition_label"] for s in sessions}, key=_partition_key)
     end = max(
@@ -218,40 +257,55 @@ def timeline_figure(run: dict, sessions: list[dict], faults: list[dict], rebalan
         + [f["end_s"] for f in faults]
     )
     colours = member_colours(s["member"] for s in sessions)
-    axes_height = max(0.8, 0.42 * len(partitions) + 0.2)
+    axes_height = max(0.8, min(ROW_IN * len(partitions) + 0.2, TIMELINE_AXES_MAX_IN))
     fig, ax = _figure(12, axes_height)
     by_tp: dict[str, list[dict]] = defaultdict(list)
     for s in sessions:
         by_tp[s["partition_label"]].append(s)
+    # One collection per look (a second lane is hatched), not an artist per session: 2,000
+    # partitions' sessions are tens of thousands of bars.
+    bars: dict[bool, tuple[list, list]] = {False: ([], []), True: ([], [])}
     for row, tp in enumerate(partitions):
         for s, lane, lanes_ in _lanes(by_tp[tp], end):
             stop = s["end_s"] if s["end_s"] is not None else end
             h = 0.8 / lanes_
-            y = row - 0.4 + lane * h
-            ax.broken_barh(
-                [(s["start_s"], max(stop - s["start_s"], end / 2000))],
-                (y, h * 0.92),
-                facecolors=colours[s["member"]],
-                edgecolors="none",
-                hatch="///" if lane else None,
+            y0, y1 = row - 0.4 + lane * h, row - 0.4 + lane * h + h * 0.92
+            x0, x1 = s["start_s"], s["start_s"] + max(stop - s["start_s"], end / 2000)
+            shapes, fill = bars[lane > 0]
+            shapes.append([(x0, y0), (x0, y1), (x1, y1), (x1, y0)])
+            fill.append(colours[s["member"]])
+    for hatched, (shapes, fill) in bars.items():
+        if shapes:
+            ax.add_collection(
+                PolyCollection(shapes, facecolors=fill, edgecolors="none", hatch="///" if hatched else None)
             )
     _mark_faults_and_rebalances(ax, faults, rebalances)
-    ax.set_yticks(range(len(partitions)), partitions)
+    step = _every(len(partitions), PARTITION_TICKS_MAX)
+    ax.set_yticks(range(0, len(partitions), step), partitions[::step])
     ax.set_ylim(len(partitions) - 0.5, -0.5)
     ax.set_xlim(0, end * 1.01 if end > 0 else 1)
     ax.set_xlabel("seconds since run start")
-    handles = [Patch(color=c, label=m) for m, c in colours.items()]
+    named = len(colours) <= MEMBERS_LEGEND_MAX
+    handles = [Patch(color=c, label=m) for m, c in colours.items()] if named else []
+    started = [r for r in rebalances if r.get("start_s") is not None]
+    labelled = len(started) <= LABELS_MAX
     handles += [
         Patch(color=FAULT_COLOUR, alpha=0.15, label="fault window"),
-        Patch(color=REBALANCE_COLOUR, alpha=0.3, label="rebalance"),
+        Patch(
+            color=REBALANCE_COLOUR,
+            alpha=0.3,
+            label="rebalance"
+            if labelled
+            else f"rebalance ({len(started):,}: g{started[0]['generation']}–g{started[-1]['generation']})",
+        ),
     ]
-    _legend(ax, handles)
+    _legend(ax, handles, title=None if named else f"{len(colours):,} members, a colour each")
     ax.grid(axis="x", alpha=0.3)
     title = f"Ownership — {run['run']} ({run['protocol']}, {run['assignor']})"
     ax.set_title(title, fontsize=10)
 
     def place() -> None:
-        above, below = _label_faults_and_rebalances(ax, faults, rebalances)
+        above, below = _label_faults_and_rebalances(ax, faults, started if labelled else [])
         ax.set_title(title, fontsize=10, pad=above + 6)
         ax.tick_params(axis="x", pad=below + 2)  # the tick labels under the generations
 
@@ -271,9 +325,17 @@ def lag_figure(run: dict, lag: list[dict], faults: list[dict], rebalances: list[
     for r in lag:
         series[r["partition_label"]].append((r["t_s"], r["lag"] or 0))
         totals[r["t_s"]] += r["lag"] or 0
-    for tp in sorted(series, key=_partition_key):
-        xs, ys = zip(*sorted(series[tp]), strict=False)
-        ax.plot(xs, ys, lw=0.8, alpha=0.7, label=tp)
+    if len(series) <= LAG_LINES_MAX:
+        for tp in sorted(series, key=_partition_key):
+            xs, ys = zip(*sorted(series[tp]), strict=False)
+            ax.plot(xs, ys, lw=0.8, alpha=0.7, label=tp)
+    else:
+        furthest: dict[float, int] = defaultdict(int)
+        for points in series.values():
+            for t, behind in points:
+                furthest[t] = max(furthest[t], behind)
+        xs, ys = zip(*sorted(furthest.items()), strict=False)
+        ax.plot(xs, ys, lw=0.8, color="#ff7f0e", label=f"furthest behind of {len(series):,} partitions")
     if totals:
         xs, ys = zip(*sorted(totals.items()), strict=False)
         ax.plot(xs, ys, lw=1.8, color="black", label="total")
@@ -293,10 +355,13 @@ def lag_over_time(run: dict, lag: list[dict], faults: list[dict], rebalances: li
 
 
 def _category_labels(ax, texts: list[str]) -> None:
-    """Under the ticks 0, 1, …: a label each, in lanes where they would collide."""
-    ax.set_xticks(range(len(texts)))
+    """Under the ticks 0, 1, …: a label each (every k-th past LABELS_MAX), in lanes where they
+    would collide."""
+    step = _every(len(texts), LABELS_MAX)
+    ax.set_xticks(range(0, len(texts), step))
     ax.tick_params(axis="x", labelbottom=False)
-    _lane_labels(ax, [(i, t, "black") for i, t in enumerate(texts)], False, TICK_PT + 2, ha="center")
+    items = [(i, t, "black") for i, t in enumerate(texts)][::step]
+    _lane_labels(ax, items, False, TICK_PT + 2, ha="center")
 
 
 def rebalances_figure(run: dict, rebalances: list[dict]) -> Figure:

@@ -103,3 +103,35 @@ def test_the_check_reads_only_the_tick_labels_drawn():
 )
 def test_labels_go_to_the_lowest_lane_they_clear(extents, expected):
     assert lanes(extents, gap=4) == expected
+
+
+def test_a_production_size_run_draws_what_its_members_partitions_and_rebalances_add_up_to(tmp_path):
+    """1,000 members, 2,000 partitions, 1,023 epochs: a figure of the page's size, text clear of
+    text, no legend entry per member and no label per rebalance (their count said instead)."""
+    figures: list[Figure] = []
+    savefig = Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        figures.append(fig)
+        return savefig(fig, *args, **kwargs)
+
+    Figure.savefig = keep
+    try:
+        run, tables = crowded_page(faults=3, rebalances=1023, partitions=2000, members=1000, span_s=40)
+        run_report(tmp_path, run, tables)
+    finally:
+        Figure.savefig = savefig
+    try:
+        timeline = figures[0]
+        assert timeline.get_size_inches()[1] < plots.TIMELINE_AXES_MAX_IN + 3
+        texts = [t.get_text() for t in timeline.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text()]
+        assert "1,000 members, a colour each" in texts and "rebalance (1,023: g1–g1023)" in texts
+        assert not {f"g{g}" for g in range(1, 1024)} & set(texts)
+        assert not [t for t in texts if t.startswith("consumer-with-a-rather-long-name")]  # no member named
+        lag_texts = {t.get_text() for t in figures[1].findobj(matplotlib.text.Text)}
+        assert "furthest behind of 2,000 partitions" in lag_texts
+        for fig in figures:
+            assert not overlapping_texts(fig) and not texts_outside(fig)
+    finally:
+        for fig in figures:
+            plt.close(fig)
