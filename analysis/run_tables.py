@@ -18,9 +18,10 @@ verdict does not:
   `partitions_assigned` — how long a joining member took to own its first partition;
 - a single member's restart: the first time the harness stopped one member alone and then
   started that member again with nothing else in between (a load profile's `group_resized`,
-  e.g. the capacity sweep's restart in its hold phase), and what it cost the group — the
-  rebalances that started from that stop until the group next changed size, their time by
-  the members' clock and the partitions they moved;
+  e.g. the capacity sweep's restart in its hold phase), and what it cost the group from that
+  stop until the group next changed size, read from who owned what, the same way for every
+  protocol: the rebalances that started, the partitions that changed owner, and the time
+  until the last of them had its owner;
 - every time also in seconds since the run started (`*_s`), and each row labelled with the
   run;
 - the versions the run really ran, its axes in a cross-run table: `kafka` (run_started.kafka,
@@ -278,9 +279,14 @@ class _RunTables:
 
     def restart(self, rebalances: list[Row]) -> Row:
         """The first single member's restart the harness made (group_resized: one member stopped
-        alone, then that member started again alone) and what it cost: the rebalances that started
-        from the stop until the group next changed size (else the run's end), completed ones' time
-        by the members' clock and the partitions they moved. Empty when there was none."""
+        alone, then that member started again alone) and what it cost the group from the stop
+        until the group next changed size (else the run's end): the rebalances that started in
+        that window, whatever became of them; the partitions that changed owner (by member: a
+        member's partitions back to its next incarnation did not move); and the time from the stop
+        until the last partition handed out in the window had its owner. Read from ownership, not
+        from completed rebalances, so that every protocol is measured alike: a KIP-848 epoch that
+        changes a few members' assignments is superseded by the next one, never completed, and a
+        static member's return moves nothing. Empty when there was none."""
         resized = self.h.named(ev.GROUP_RESIZED)
         for i, e in enumerate(resized[:-1]):
             stopped, again = e.get("stopped") or [], resized[i + 1]
@@ -290,18 +296,33 @@ class _RunTables:
                 and again.get("started") == stopped
                 and not again.get("stopped")
             ):
+                stop = e["mono_ms"]
                 until = resized[i + 2]["mono_ms"] if i + 2 < len(resized) else teardown_from(self.h)
-                caused = [
-                    r for r in rebalances if r["start_mono"] is not None and e["mono_ms"] <= r["start_mono"] < until
-                ]
-                done = [r for r in caused if r["status"] == COMPLETED]
+                moved, last = self.handed_out(stop, until)
                 return {
                     "restart_member": stopped[0],
-                    "restart_rebalances": len(done),
-                    "restart_rebalance_ms": _r(float(sum(r["duration_ms"] or 0.0 for r in done))),
-                    "restart_partitions_moved": sum(r["partitions_moved"] or 0 for r in done),
+                    "restart_rebalances": sum(
+                        r["start_mono"] is not None and stop <= r["start_mono"] < until for r in rebalances
+                    ),
+                    "restart_rebalance_ms": _r(last - stop) if last is not None else 0.0,
+                    "restart_partitions_moved": moved,
                 }
         return {}
+
+    def handed_out(self, start: float, until: float) -> tuple[int, float | None]:
+        """Of the ownership sessions that began in [start, until): how many began with another
+        member than the partition's previous owner, and when the last one began."""
+        by_tp = defaultdict(list)
+        for s in ownership_of(self.h).sessions:
+            by_tp[s.tp].append(s)
+        moved, last = 0, None
+        for sessions in by_tp.values():
+            sessions.sort(key=lambda s: s.start_ms)
+            for before, s in zip([None, *sessions], sessions, strict=False):
+                if start <= s.start_ms < until:
+                    last = s.start_ms if last is None else max(last, s.start_ms)
+                    moved += before is not None and before.slot.member != s.slot.member
+        return moved, last
 
     # -- ownership, records, commits, lag ------------------------------------------------------
 
