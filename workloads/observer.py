@@ -388,11 +388,16 @@ class ObserverStatus:
         """The broker says Stable, and the members' assignments cover every partition."""
         return self._stable_group() is not None
 
-    def formed(self, members: Iterable[str]) -> bool:
+    def formed(self, members: Iterable[str], exactly: bool = False) -> bool:
         """Stable, and each of these members (client ids) is in it: the group the workload
-        started has formed."""
+        started has formed. ``exactly``: and no other member is — one that went without leaving
+        the group (a static member stopped, a member killed) is in it until its session expires,
+        and its partitions with it."""
         group = self._stable_group()
-        return group is not None and set(members) <= {key.split("/", 1)[0] for key in group["members"]}
+        if group is None:
+            return False
+        wanted, present = set(members), {key.split("/", 1)[0] for key in group["members"]}
+        return wanted == present if exactly else wanted <= present
 
     def coordinator(self) -> int | str | None:
         """The broker id coordinating the group (or the project's coordinator instance), from a fresh sample."""

@@ -38,6 +38,13 @@ def test_not_formed_while_a_member_is_missing(status):
     assert s.is_stable() and not s.formed(["consumer-1", "consumer-2"])
 
 
+def test_exactly_formed_waits_for_a_member_that_went_without_leaving(status):
+    # consumer-2 (static) was stopped: the broker keeps it, and its partitions, until its session expires
+    s = status(members=KAFKA_MEMBERS)
+    assert s.formed(["consumer-1"]) and not s.formed(["consumer-1"], exactly=True)
+    assert status(members=KAFKA_MEMBERS[:1]).formed(["consumer-1"], exactly=True)
+
+
 def test_a_member_name_is_not_a_prefix_match(status):
     assert not status(members=("consumer-10/consumer-10-aa",)).formed(["consumer-1"])
 
