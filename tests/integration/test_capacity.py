@@ -12,25 +12,9 @@ import math
 from pathlib import Path
 
 from harness.campaigns.capacity import CAPACITY_JSON, CapacityRun, load_sweep
+from tests.handouts import handed_out
 
 SWEEP = Path(__file__).resolve().parents[2] / "profiles" / "capacity-small.yaml"
-
-
-def _handed_out(events: list[dict], start: float, until: float) -> tuple[int, float | None]:
-    """Partitions given (partitions_assigned) in [start, until) to another member than the one that
-    had them last, and when the last partition was given."""
-    owner: dict[tuple, str] = {}
-    moved, last = 0, None
-    for e in sorted(events, key=lambda e: e["mono_ms"]):
-        if e["name"] != "partitions_assigned" or e["mono_ms"] >= until:
-            continue
-        for p in e["partitions"]:
-            tp = (p["topic"], p["partition"])
-            if e["mono_ms"] >= start:
-                moved += tp in owner and owner[tp] != e["member"]
-                last = e["mono_ms"]
-            owner[tp] = e["member"]
-    return moved, last
 
 
 def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path, components_installed):
@@ -91,7 +75,7 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
             if r["start_mono_ms"] is not None and stop["mono_ms"] <= r["start_mono_ms"] < until and not r["teardown"]
         ]
         assert row["restart_rebalances"] == len(caused), (point["id"], row, caused)
-        moved, last = _handed_out(events, stop["mono_ms"], until)
+        moved, last = handed_out(events, stop["mono_ms"], until)
         assert row["restart_partitions_moved"] == moved, (point["id"], row, moved)
         assert abs(row["restart_rebalance_ms"] - ((last - stop["mono_ms"]) if last else 0.0)) < 0.11, (point["id"], row)
         if point["protocol"] != "classic-static":  # a LeaveGroup, then a JoinGroup: the group rebalanced

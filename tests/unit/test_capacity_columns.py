@@ -13,6 +13,7 @@ import pytest
 from analysis.run_tables import RunRef, tables_of
 from analysis.synthetic import SynthSpec, write_run
 from oracle import vocabulary as ev
+from tests.handouts import handed_out
 
 
 def _run(tmp_path: Path, **spec) -> tuple[list[dict], dict, dict]:
@@ -39,23 +40,6 @@ def test_each_incarnation_s_first_partition_is_its_start_to_its_first_non_empty_
     assert ("consumer-4", 2) in got and len(got) == 5  # the restarted member's second incarnation too
 
 
-def _handed_out(events: list[dict], start: float) -> tuple[int, float]:
-    """From the events alone: partitions given (partitions_assigned) at or after ``start`` to another
-    member than the one that had them last, and when the last one was given."""
-    owner: dict[tuple, str] = {}
-    moved, last = 0, None
-    for e in sorted(events, key=lambda e: e["mono_ms"]):
-        if e["name"] != ev.PARTITIONS_ASSIGNED:
-            continue
-        for p in e["partitions"]:
-            tp = (p["topic"], p["partition"])
-            if e["mono_ms"] >= start:
-                moved += tp in owner and owner[tp] != e["member"]
-                last = e["mono_ms"]
-            owner[tp] = e["member"]
-    return moved, last
-
-
 @pytest.mark.parametrize("protocol", ["classic-eager", "classic-cooperative", "consumer"])
 def test_a_single_member_s_restart_costs_what_was_handed_out_from_its_stop_until_the_group_changes_again(
     tmp_path, protocol
@@ -67,7 +51,7 @@ def test_a_single_member_s_restart_costs_what_was_handed_out_from_its_stop_until
     # completed or not
     caused = [r for r in verdict["rebalances"] if r["start_mono_ms"] >= stop["mono_ms"] and not r["teardown"]]
     assert len(caused) >= 2  # the leave's and the rejoin's (a cooperative one in two phases)
-    moved, last = _handed_out(events, stop["mono_ms"])
+    moved, last = handed_out(events, stop["mono_ms"])
     [row] = tables["runs"]
     assert row["restart_member"] == "consumer-4"
     assert row["restart_rebalances"] == len(caused)

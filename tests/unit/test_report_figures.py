@@ -5,6 +5,9 @@ together) drawn at the size the page shows it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -18,10 +21,9 @@ from analysis.synthetic import crowded_page
 from analysis.text_layout import describe, lanes, overlapping_texts, texts_outside
 
 
-@pytest.fixture(scope="module")
-def saved_figures(tmp_path_factory) -> dict[str, Figure]:
-    """Every figure as the pages save it (a run's page and the analysis's distributions): what
-    savefig was given, laid out as it was written to the PNG."""
+@contextmanager
+def figures_saved() -> Iterator[list[Figure]]:
+    """Every figure savefig is given meanwhile, laid out as it was written to the PNG."""
     figures: list[Figure] = []
     savefig = Figure.savefig
 
@@ -31,6 +33,15 @@ def saved_figures(tmp_path_factory) -> dict[str, Figure]:
 
     Figure.savefig = keep
     try:
+        yield figures
+    finally:
+        Figure.savefig = savefig
+
+
+@pytest.fixture(scope="module")
+def saved_figures(tmp_path_factory) -> dict[str, Figure]:
+    """Every figure as the pages save it (a run's page and the analysis's distributions)."""
+    with figures_saved() as figures:
         run, tables = crowded_page()
         run_report(tmp_path_factory.mktemp("page"), run, tables)
         groups = {f"a-fault-kind-with-a-long-name-{i}": [float(i), 2.0 * i, 3.0] for i in range(6)}
@@ -41,8 +52,6 @@ def saved_figures(tmp_path_factory) -> dict[str, Figure]:
 
         grown = [{"protocol": "a", "members": m, **{c: m * 1.5 for c, _ in PROTOCOL_SERIES}} for m in (10, 100, 1000)]
         plots.one_protocol(grown, "a", "members", list(PROTOCOL_SERIES), "a: how its figures grow with the group")
-    finally:
-        Figure.savefig = savefig
     names = ("timeline", "lag", "rebalances", "distributions", "by protocol", "one protocol")
     assert len(figures) == len(names)
     yield dict(zip(names, figures, strict=True))
@@ -108,19 +117,9 @@ def test_labels_go_to_the_lowest_lane_they_clear(extents, expected):
 def test_a_production_size_run_draws_what_its_members_partitions_and_rebalances_add_up_to(tmp_path):
     """1,000 members, 2,000 partitions, 1,023 epochs: a figure of the page's size, text clear of
     text, no legend entry per member and no label per rebalance (their count said instead)."""
-    figures: list[Figure] = []
-    savefig = Figure.savefig
-
-    def keep(fig, *args, **kwargs):
-        figures.append(fig)
-        return savefig(fig, *args, **kwargs)
-
-    Figure.savefig = keep
-    try:
+    with figures_saved() as figures:
         run, tables = crowded_page(faults=3, rebalances=1023, partitions=2000, members=1000, span_s=40)
         run_report(tmp_path, run, tables)
-    finally:
-        Figure.savefig = savefig
     try:
         timeline = figures[0]
         assert timeline.get_size_inches()[1] < plots.TIMELINE_AXES_MAX_IN + 3
