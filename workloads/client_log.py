@@ -161,27 +161,32 @@ class StderrTap:
 
     def stop(self) -> None:
         """Everything written so far is handled; fd 2 is the real stderr again."""
-        if not self._spools:
+        if self._real_stderr < 0:
             return
         sys.stderr.flush()
         with self.lock:
             os.dup2(self._real_stderr, 2)
             self._stopping.set()
         if self._reader is not None:
-            self._reader.join(timeout=2)  # a write under way as fd 2 moved lands meanwhile
+            self._reader.join(timeout=2)
+        time.sleep(READ_EVERY_S)  # a write under way as fd 2 moved lands in the spool meanwhile
         with self.lock:
             self._drain(final=True)
             self._spools = []
             os.close(self._real_stderr)
+            self._real_stderr = -1
 
     # --- reading --------------------------------------------------------------------
 
     def _read_on(self) -> None:
         while not self._stopping.wait(READ_EVERY_S):
             if any(spool.unread() for spool in self._spools):
-                with self.lock:
-                    if not self._stopping.is_set():
-                        self._drain()
+                try:
+                    with self.lock:
+                        if not self._stopping.is_set():
+                            self._drain()
+                except OSError as e:  # a reader that died would leave the lines to the catch-ups alone
+                    self._forward(f"stderr tap: {type(e).__name__}: {e}\n".encode())
 
     def _drain(self, final: bool = False) -> None:
         """Under the lock: handle the complete lines written before the call, and no more. A
@@ -190,14 +195,18 @@ class StderrTap:
         for spool in list(self._spools):
             self._read(spool, os.fstat(spool.fd).st_size)
             if final or (spool.retired_at is not None and time.monotonic() - spool.retired_at > RETIRED_READ_S):
-                if spool.partial:
-                    self._forward(spool.partial)
+                if kept := self._handle(spool.partial) if spool.partial else []:  # a last line without its end
+                    self._forward(b"\n".join(kept) + b"\n")
                 os.close(spool.fd)
                 self._spools.remove(spool)
         if not final and self._spools and self._spools[-1].read_at >= SPOOL_BYTES and not self._stopping.is_set():
+            try:
+                fresh = _Spool.create()
+            except OSError:
+                return  # no room for another: this one goes on growing, and the next drain tries again
+            os.dup2(fresh.fd, 2)
             self._spools[-1].retired_at = time.monotonic()
-            self._spools.append(_Spool.create())
-            os.dup2(self._spools[-1].fd, 2)
+            self._spools.append(fresh)
 
     def _read(self, spool: _Spool, end: int) -> None:
         while spool.read_at < end:

@@ -615,3 +615,33 @@ def test_the_tap_moves_to_a_new_spool_as_it_reads_and_loses_no_line(tmp_path):
     assert proc.stdout.splitlines() == ["moved True", "read in order True"], proc.stdout
     logged = (tmp_path / "member.log").read_text().splitlines()
     assert [line.rsplit(" ", 1)[-1] for line in logged] == [str(i) for i in range(5000)]
+
+
+NO_ROOM_CHILD = textwrap.dedent("""
+    import os
+    from workloads import client_log
+    client_log.SPOOL_BYTES = 4096
+    seen = []
+    before = os.fstat(2).st_ino
+    tap = client_log.StderrTap(seen.append).start()
+    def no_room():
+        raise OSError(28, "No space left on device")
+    client_log._Spool.create = no_room  # every rotation from here fails
+    for i in range(2000):
+        os.write(2, b"%7|1795457930.645|FETCH|c#consumer-1| [thrd:b/1]: fetch " + str(i).encode() + b"\\n")
+    with tap.caught_up():
+        pass
+    print("read all", [l.message for l in seen] == [f"fetch {i}" for i in range(2000)], flush=True)
+    print("reader alive", tap._reader.is_alive(), flush=True)
+    tap.stop()
+    print("fd 2 back", os.fstat(2).st_ino == before, flush=True)
+    os._exit(0)
+""")
+
+
+def test_a_spool_that_cannot_be_replaced_goes_on_growing_and_loses_no_line(tmp_path):
+    with open(tmp_path / "member.log", "wb") as log:
+        proc = subprocess.run(
+            [sys.executable, "-c", NO_ROOM_CHILD], cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True, timeout=30
+        )
+    assert proc.stdout.splitlines() == ["read all True", "reader alive True", "fd 2 back True"], proc.stdout
