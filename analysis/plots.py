@@ -243,6 +243,12 @@ def _label_faults_and_rebalances(ax, faults: list[dict], rebalances: list[dict])
     return above, below
 
 
+def _generations(rebalances: list[dict]) -> str:
+    """': g3–g1025', the generations' range (empty when none is known)."""
+    known = [r["generation"] for r in rebalances if r.get("generation") is not None]
+    return f": g{min(known)}–g{max(known)}" if known else ""
+
+
 def _every(count: int, most: int) -> int:
     """The step that names at most ``most`` of ``count`` items."""
     return max(1, math.ceil(count / most))
@@ -294,9 +300,7 @@ def timeline_figure(run: dict, sessions: list[dict], faults: list[dict], rebalan
         Patch(
             color=REBALANCE_COLOUR,
             alpha=0.3,
-            label="rebalance"
-            if labelled
-            else f"rebalance ({len(started):,}: g{started[0]['generation']}–g{started[-1]['generation']})",
+            label="rebalance" if labelled else f"rebalance ({len(started):,}{_generations(started)})",
         ),
     ]
     _legend(ax, handles, title=None if named else f"{len(colours):,} members, a colour each")

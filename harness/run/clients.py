@@ -571,11 +571,7 @@ class WorkloadProcesses:
         before anything is done: what the changes cause comes after it in the history."""
         members = [s for s in self.services.values() if isinstance(s, Member)]
         staying = self.members_staying()  # by lane: the newest last
-        for name, since in list(self._leaving.items()):
-            if not self.services[name].running():
-                del self._leaving[name]
-            elif time.monotonic() - since > LEAVE_TIMEOUT_S:  # stuck in its close: no longer a member we wait for
-                self.services[name].kill(signal.SIGKILL)
+        self.reap_leavers()
         stopped = staying[count:]
         # A slot is free once its last process has exited and been reaped (its process_exited written).
         busy = {m.number for m in members if m.running() or m.exit_unrecorded()}
@@ -588,6 +584,15 @@ class WorkloadProcesses:
             self.services[name].terminate()
         for name in started:
             self.member(name).start()
+
+    def reap_leavers(self) -> None:
+        """Forget the members that have left; kill one stuck in its close past LEAVE_TIMEOUT_S: no
+        longer a member anyone waits for (the group is rid of it when its session expires)."""
+        for name, since in list(self._leaving.items()):
+            if not self.services[name].running():
+                del self._leaving[name]
+            elif time.monotonic() - since > LEAVE_TIMEOUT_S:
+                self.services[name].kill(signal.SIGKILL)
 
     def close(self) -> None:
         """After the teardown stopped every service: the host link, once every host's last line came."""

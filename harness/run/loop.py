@@ -418,6 +418,7 @@ class Run:
         self.scheduler.heal_all("end-of-workload")
         workload.producer.kill(signal.SIGTERM)  # flushes and records its last acknowledgements
         self._phase("recovery")
+
         # A load run is at rest when stable with every member it runs and no other: the profile's last
         # change may start members a moment before the workload ends, and they join after they have
         # started (a KIP-848 run was judged with a partition moving to a member that joined at teardown);
@@ -425,7 +426,12 @@ class Run:
         # (a classic-static capacity point was judged 4 s after its last member left, and never settled).
         # Other runs take the broker's word alone: a zk-eager member paused past its session re-registers
         # on its own schedule.
-        at_rest = (lambda: observer.formed(workload.members_staying(), exactly=True)) if s.load else observer.is_stable
+        def at_rest() -> bool:
+            if not s.load:
+                return observer.is_stable()
+            workload.reap_leavers()  # one stuck in its close would keep the group from being exactly its members
+            return observer.formed(workload.members_staying(), exactly=True)
+
         stable = self._wait("recovery", s.recovery.timeout_s, _stable_for(at_rest, s.recovery.stable_for_s))
         self._phase("drain", **({} if stable else {"reason": f"group not stable after {s.recovery.timeout_s:.0f}s"}))
         drained = self._wait("drain", s.recovery.timeout_s, observer.drained)
