@@ -22,6 +22,7 @@ import yaml
 from harness.cluster.shared import ClusterPool
 from harness.components.install import (
     default_kafka_releases,
+    installed_for,
     jolokia_agent,
     kafka_dist,
     kafka_tools,
@@ -165,9 +166,12 @@ def shared_clusters(tmp_path_factory):
 
 
 def run_in_process(path: Path, runs: Path, pool: ClusterPool | None) -> RunOutcome:
-    """`rebalance-lab run` without its process: the same Run, its messages and summary as output."""
+    """`rebalance-lab run` without its process: what the scenario needs installed first (a Kafka
+    release beyond setup's defaults comes on first use), the same Run, its messages and summary as output."""
     lines: list[str] = []
-    result = Run(load_scenario(path), path, runs, lines.append, pool=pool).execute()
+    scenario = load_scenario(path)
+    installed_for(scenario, report=lines.append)
+    result = Run(scenario, path, runs, lines.append, pool=pool).execute()
     summary = result.run_dir / "summary.md"
     output = "\n".join([*lines, summary.read_text() if summary.exists() else f"no verdict: {result.error}"])
     return RunOutcome(result.exit_code, output, result.run_dir)
