@@ -87,6 +87,17 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+NAMED_MAX = 12  # members a message names before it counts the rest: a group of 1,000 is not a sentence
+
+
+def listed(names: list[str] | tuple[str, ...]) -> str:
+    """Names for a message: all of them, or the first NAMED_MAX and how many more (the anomaly's
+    `members` field keeps every one)."""
+    if len(names) <= NAMED_MAX:
+        return ", ".join(names)
+    return f"{', '.join(names[:NAMED_MAX])} and {len(names) - NAMED_MAX} more"
+
+
 def members(*slots: object) -> tuple[str, ...]:
     """Distinct member names in first-mentioned order."""
     return tuple(dict.fromkeys(str(s) for s in slots if s is not None))

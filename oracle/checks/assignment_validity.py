@@ -35,12 +35,12 @@ from bisect import bisect_right
 from collections import defaultdict
 
 from .. import vocabulary as ev
-from ..anomalies import Anomaly, CheckResult, duration, members, plural
+from ..anomalies import Anomaly, CheckResult, duration, listed, members, plural
 from ..assignors import LAYOUTS, RACK_AWARE_ASSIGNORS
 from ..history import History, Instant, MemberSlot, TopicPartition, render_partitions
 from ..ownership import ownership_of
 from ..protocols import LAYOUT_PROTOCOLS
-from ..rebalances import COMPLETED, run_rebalances
+from ..rebalances import COMPLETED, rebalances_of, run_rebalances
 from ..subscriptions import subscriptions_of
 
 NAME = "assignment-validity"
@@ -52,6 +52,7 @@ def check(history: History, options: dict) -> CheckResult:
     result = CheckResult()
     checked, partial, layouts, rack_aware = [], [], [], []
     result.violations.extend(_unsubscribed(history, ownership))
+    stabilized = {r.generation: r.coordinator_stabilized for r in rebalances_of(history)}
     for rebalance in run_rebalances(history):  # the harness's teardown is not the group's doing
         if rebalance.status != COMPLETED:
             continue
@@ -94,7 +95,7 @@ def check(history: History, options: dict) -> CheckResult:
             topics = frozenset().union(*subscriptions.values())
             subscribed = [tp for tp in subscribed if tp.topic in topics]
         missing = [tp for tp in subscribed if tp not in owners]
-        absent = _absent_members(history, rebalance)
+        absent = _absent_members(history, rebalance, stabilized.get(generation - 1))
         assignor = _assignor(history, generation)
         # Each member's own generation: in a migrated group back on the classic protocol, only
         # generations whose members all ran an eager range / roundrobin generation have a layout.
@@ -193,7 +194,7 @@ def _unassigned(rebalance, missing: list[TopicPartition], beyond: str = "") -> A
         NAME,
         "unassigned-partition",
         f"generation {rebalance.generation} left {render_partitions(missing)} unassigned{beyond} "
-        f"(members: {', '.join(rebalance.members)})",
+        f"(members: {listed(rebalance.members)})",
         partition=str(missing[0]) if len(missing) == 1 else None,
         members=tuple(rebalance.members),
         generation=rebalance.generation,
@@ -297,18 +298,20 @@ def _layout(
     ]
 
 
-def _absent_members(history: History, rebalance) -> list[MemberSlot] | None:
+def _absent_members(history: History, rebalance, previous: Instant | None) -> list[MemberSlot] | None:
     """Members the coordinator counted in a generation without their JoinGroup answer, or None
     when it counted no more than joined (or did not say). They are the members that sent a
-    JoinGroup during this rebalance — after it began, by the coordinator's "Stabilized" — and
-    got no answer by then. An empty list: the coordinator counted more, and nobody is to blame."""
+    JoinGroup for this rebalance — after it began, or after the coordinator stabilized the
+    generation before (``previous``: a newcomer's JoinGroup is what makes the coordinator
+    prepare the next one, so it is sent before the "Preparing" line), by the coordinator's
+    "Stabilized" — and got no answer by then. An empty list: the coordinator counted more,
+    and nobody is to blame."""
     counted, stabilized = rebalance.coordinator_members, rebalance.coordinator_stabilized
     if counted is None or stabilized is None or counted <= len(rebalance.members):
         return None
-    began = (
-        min(i.mono_ms for i in (rebalance.start, rebalance.coordinator_preparing) if i)
-        if (rebalance.start or rebalance.coordinator_preparing)
-        else stabilized.mono_ms
+    began = min(
+        (i.mono_ms for i in (rebalance.start, rebalance.coordinator_preparing, previous) if i),
+        default=stabilized.mono_ms,
     )
     joined_members = set(rebalance.members)
     waiting: dict[MemberSlot, bool] = {}
@@ -324,7 +327,7 @@ def _held_by_absent(
     history: History, rebalance, absent: list[MemberSlot], missing: list[TopicPartition], ownership
 ) -> Anomaly:
     generation, end = rebalance.generation, rebalance.end
-    who = ", ".join(map(str, absent))
+    who = listed([str(s) for s in absent])
     unowned = {}
     for tp in missing:
         later = [s.start_ms for s in ownership.of_partition(tp) if s.start_ms >= end.mono_ms]
@@ -340,7 +343,7 @@ def _held_by_absent(
         NAME,
         "held-by-absent-member",
         f"generation {generation}: the coordinator stabilized it with {rebalance.coordinator_members} members but "
-        f"only {len(rebalance.members)} joined ({', '.join(rebalance.members)}); {render_partitions(missing)} went to "
+        f"only {len(rebalance.members)} joined ({listed(rebalance.members)}); {render_partitions(missing)} went to "
         f"no member that joined — the leader assigned them among the {plural(extra, 'member')} counted without an "
         f"answered JoinGroup ({who}) — and were {until}",
         partition=str(missing[0]) if len(missing) == 1 else None,

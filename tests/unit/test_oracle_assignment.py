@@ -1,6 +1,7 @@
 """assignment-validity: coverage of every partition and the eager assignors' layouts."""
 
 from oracle import check_history
+from oracle.anomalies import listed
 from oracle.assignors import range_layout, roundrobin_layout
 from oracle.history import TopicPartition
 
@@ -253,6 +254,39 @@ def test_a_member_that_died_in_an_earlier_rebalance_is_not_absent_from_a_later_o
         ("unassigned-partition", 3, "events-5"),
         ("layout-mismatch", 3, None),
     ]
+
+
+def test_a_newcomer_whose_join_began_the_rebalance_is_absent_from_it(history_builder):
+    """A static newcomer's JoinGroup is what makes the coordinator prepare the next generation: it
+    is sent before the "Preparing" line. consumer-3 sends it after generation 1 stabilized and is
+    stopped before the answer; the coordinator counts it in generation 2 and the leader gives it
+    events-4,5 (range by group.instance.id)."""
+    b = history_builder(topics={"events": 6}, protocol="classic-static")
+    c1, c2 = (b.consumer(f"consumer-{i}").start(group_instance_id=f"g-consumer-{i}") for i in (1, 2))
+    b.rebalance(1, {"consumer-1": [0, 1, 2], "consumer-2": [3, 4, 5]}, at=0)
+    b.at(500).coordinator("coordinator_stabilized", generation=1, members=2)
+    c3 = b.consumer("consumer-3").start(group_instance_id="g-consumer-3")
+    c3.at(1000).join_sent()
+    b.at(1400).coordinator("coordinator_preparing_rebalance", old_generation=1, reason="Adding new member")
+    for c in (c1, c2):
+        c.at(1410).revoked().join_sent()
+    c3.at(1420).exited(returncode=-15)
+    b.at(1430).coordinator("coordinator_stabilized", generation=2, members=3)
+    c1.at(1440).joined(2, leader=True).synced().assigned(0, 1)
+    c2.at(1445).joined(2).synced().assigned(2, 3)
+    verdict = check_history(b.at(9000).done().build())
+    result = verdict.checks[CHECK]
+    assert result.violations == []
+    assert 2 in result.detail["layouts_checked"]
+    [f] = [f for f in result.findings if f.kind == "held-by-absent-member"]
+    assert (f.generation, f.members, f.partition) == (2, ("consumer-3",), None)
+    assert "events-4,5 went to no member that joined" in f.message
+
+
+def test_a_message_names_a_dozen_members_and_counts_the_rest():
+    names = [f"consumer-{i}" for i in range(1, 1001)]
+    assert listed(names[:12]) == ", ".join(names[:12])
+    assert listed(names) == ", ".join(names[:12]) + " and 988 more"
 
 
 def test_the_absent_member_is_in_the_layout(history_builder):
