@@ -45,6 +45,10 @@ from ..subscriptions import subscriptions_of
 
 NAME = "assignment-validity"
 OPTIONS: dict = {}
+# A broker's log line is stamped to the millisecond and placed among the members' events with an
+# offset measured at each read of its log: the JoinGroup that completed the generation before
+# may carry a stamp just after that generation's "Stabilized". Not this generation's.
+BROKER_STAMP_SLACK_MS = 50.0
 
 
 def check(history: History, options: dict) -> CheckResult:
@@ -309,13 +313,15 @@ def _absent_members(history: History, rebalance, previous: Instant | None) -> li
     counted, stabilized = rebalance.coordinator_members, rebalance.coordinator_stabilized
     if counted is None or stabilized is None or counted <= len(rebalance.members):
         return None
-    began = min(
-        (i.mono_ms for i in (rebalance.start, rebalance.coordinator_preparing, previous) if i),
-        default=stabilized.mono_ms,
-    )
+    opened = [i.mono_ms for i in (rebalance.start, rebalance.coordinator_preparing) if i]
+    if previous:
+        opened.append(previous.mono_ms + BROKER_STAMP_SLACK_MS)
+    began = min(opened, default=stabilized.mono_ms)
     joined_members = set(rebalance.members)
     waiting: dict[MemberSlot, bool] = {}
-    for e in history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED):
+    # A join answered with an error (MEMBER_ID_REQUIRED: a dynamic newcomer the coordinator keeps
+    # pending, not counted) is answered; its retry waits again.
+    for e in history.named(ev.GROUP_JOIN_SENT, ev.GROUP_JOINED, ev.GROUP_JOIN_FAILED):
         if e["mono_ms"] > stabilized.mono_ms:
             break
         if e["mono_ms"] >= began:
