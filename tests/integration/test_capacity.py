@@ -66,9 +66,19 @@ def test_the_small_sweep_runs_every_point_and_its_table_is_the_verdicts(tmp_path
             e["name"] == "consumer_started" and e["member"] == stop["stopped"][0] and e["incarnation"] == 2
             for e in events
         )
-        # Its cost, from the stop until the group next changed size: the rebalances that began,
-        # completed or not, and from the events what was handed out to another member, and when last.
-        until = resized[i + 2]["mono_ms"] if i + 2 < len(resized) else math.inf
+        # Its cost, from the stop until the group next changed size, else until the harness began
+        # taking the group apart (phase done, or its heal check before the members are stopped):
+        # the rebalances that began, completed or not, and from the events what was handed out to
+        # another member, and when last.
+        teardown = min(
+            (
+                e["mono_ms"]
+                for e in events
+                if e["name"] == "heal_checked" or (e["name"] == "phase" and e["phase"] == "done")
+            ),
+            default=math.inf,
+        )
+        until = resized[i + 2]["mono_ms"] if i + 2 < len(resized) else teardown
         caused = [
             r
             for r in verdict["rebalances"]
