@@ -282,7 +282,7 @@ def test_capacity_dry_run_lists_the_points_and_runs_nothing(tmp_path):
         main, ["capacity", str(REPO / "profiles" / "capacity-small.yaml"), "--dry-run", "--runs-dir", str(runs)]
     )
     assert result.exit_code == 0, result.output
-    assert "classic-static-m4-p8-r100" in result.output and "9 of 9 points would run" in result.output
+    assert "classic-static-m4-p8-r100" in result.output and "6 of 6 points would run" in result.output
     assert not runs.exists()
 
 

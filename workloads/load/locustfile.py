@@ -5,13 +5,14 @@
 - ``ProfileShape``: each tick, the profile's member count (held after its end, until the run is done);
 - ``Member``: one user per member of the group. Locust's own user count (on a master, the
   sum its workers report) is the count the run follows: written to the control file on change;
-- the feed: every second, rebalances the oracle has measured and settled become requests
-  (type ``rebalance``, name the protocol, response time its duration in ms, length the
-  partitions it moved), and each record's latencies (type ``record``, names ``produce`` and
-  ``end-to-end``). It runs where requests are counted: the one process of a local run,
-  or the first worker of a distributed one. Once the history says ``done`` it tells the last
-  ones, then Locust quits: a worker says so in the same report to its master that carries
-  those last requests, so the master never quits before it has counted them.
+- the feed: every second (less often when its pass is slow: FEED_PAUSE_PER_PASS), rebalances
+  the oracle has measured and settled become requests (type ``rebalance``, name the protocol,
+  response time its duration in ms, length the partitions it moved), and each record's
+  latencies (type ``record``, names ``produce`` and ``end-to-end``). It runs where requests
+  are counted: the one process of a local run, or the first worker of a distributed one.
+  Once the history says ``done`` it tells the last ones, then Locust quits: a worker says so
+  in the same report to its master that carries those last requests, so the master never
+  quits before it has counted them.
 - with ``load.member_hosts: on-workers`` (workloads/load/member_hosts.py), each worker starts
   a member host and shares no file with the run: it is started without ``--lab-spec``, asks
   its master which host to run and where the harness's link is, and starts it; the feed then
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import gevent
@@ -35,6 +37,11 @@ from workloads.load.feed import RebalanceFeed
 from workloads.load.profile import LoadProfile
 
 FEED_EVERY_S = 1.0
+# A pass of the feed judges the whole history so far (seconds at 1,000 members, and growing): it
+# runs in a thread of its own, so Locust's loop (the shape's ticks, the count, the reports) goes
+# on meanwhile, and waits this many times its last pass before the next, so it takes at most a
+# quarter of a core from a machine the group's members and brokers need.
+FEED_PAUSE_PER_PASS = 3.0
 COUNT_EVERY_S = 0.2
 _DONE = "rebalance-lab-done"  # in a worker's report to its master: every rebalance of the run is in it
 # The spec and profile, once Locust has parsed its options; "done" once the run is; on the feeding
@@ -164,13 +171,17 @@ def _count(environment, spec: LoadSpec, profile: LoadProfile) -> None:
 
 def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
     feed, runner = RebalanceFeed(spec.history, profile.settle_s), environment.runner
+    threads, pause = gevent.get_hub().threadpool, FEED_EVERY_S
     while True:
-        gevent.sleep(FEED_EVERY_S)
+        gevent.sleep(pause)
         if not _lab.get("started"):
             continue  # what it told now would be cleared (_started)
         if isinstance(runner, WorkerRunner) and runner.worker_index != 0:
             continue  # the first worker tells them (its index comes once the master has answered)
-        for r in feed.settled():
+        began = time.monotonic()
+        settled = threads.apply(feed.settled)
+        pause = max(FEED_EVERY_S, FEED_PAUSE_PER_PASS * (time.monotonic() - began))
+        for r in settled:
             environment.events.request.fire(
                 request_type=REQUEST_TYPE,
                 name=spec.protocol,
