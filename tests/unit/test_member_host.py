@@ -22,9 +22,10 @@ from workloads.member_host import STACKS_SIGNAL, HostSpec
 
 
 class Host:
-    def __init__(self, tmp_path: Path, bootstrap: str):
+    def __init__(self, tmp_path: Path, bootstrap: str, before_start=lambda host: None):
         self.tmp, self.bootstrap, self.seq = tmp_path, bootstrap, 0
         self.history = tmp_path / "history.jsonl"
+        self.proc = None
         spec = HostSpec(
             "member-host-1",
             str(self.history),
@@ -34,6 +35,7 @@ class Host:
         )
         (tmp_path / "commands").mkdir()
         (tmp_path / "host.json").write_text(json.dumps(asdict(spec)))
+        before_start(self)  # commands written while it starts: it is not signalled then
         self.log = open(tmp_path / "host.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "workloads.member_host", str(tmp_path / "host.json")],
@@ -62,7 +64,8 @@ class Host:
         self.seq += 1
         path = self.tmp / "commands" / f"{self.seq:08d}.json"
         path.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
-        self.proc.send_signal(signal.SIGUSR1)  # not once it is reaped: its pid may be another's
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGUSR1)  # not once it is reaped: its pid may be another's
 
     def start(self, member: str, incarnation: int = 1, **overrides) -> None:
         spec = mock_member_spec(
@@ -177,6 +180,22 @@ def proc_cost(pid: int) -> tuple[int, int, int]:
 
 def lines(host: Host) -> list[dict]:
     return [json.loads(line) for line in host.history.read_text().splitlines()]
+
+
+def test_commands_written_before_it_started_are_applied_as_it_starts(tmp_path, mock_cluster):
+    """The harness never waits for a starting host (harness/run/member_hosts.py, MemberHost.send):
+    what it was sent meanwhile, unsignalled, it applies in order as it starts."""
+    host = Host(
+        tmp_path, mock_cluster, lambda h: (h.start("consumer-1"), h.start("consumer-2"), h.send("stop", "consumer-1"))
+    )
+    try:
+        host.wait(lambda s: s.get("applied") == 3, "the three commands applied")
+        host.wait(lambda _s: consuming(host, "consumer-2"), "consumer-2 consuming")
+        assert [e["member"] for e in host.events("consumer_started")] == ["consumer-1", "consumer-2"]
+        assert host.wait(lambda _s: host.state("consumer-1") == "gone", "consumer-1 stopped")
+        assert [e["member"] for e in host.events("consumer_stopped")] == ["consumer-1"]
+    finally:
+        assert host.stop() == 0
 
 
 def test_a_tell_a_freeze_and_a_crash_each_hit_one_member(host):
