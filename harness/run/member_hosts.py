@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -58,8 +59,9 @@ class MemberHost(Client):
             try:
                 self.process.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, STACKS_SIGNAL)
-                time.sleep(self.STACKS_WRITTEN_S)
+                if self._ready_pid == self.pid:  # before, the signal's default action would kill it
+                    os.kill(self.process.pid, STACKS_SIGNAL)
+                    time.sleep(self.STACKS_WRITTEN_S)
         super().wait_stopped(deadline)
 
     def __init__(self, name: str, supervisor: Supervisor, run_dir: Path, workload):
@@ -70,6 +72,7 @@ class MemberHost(Client):
         self.seq = 0
         self._ready_pid: int | None = None
         self._started_at = 0.0
+        self._sending = threading.Lock()
         self._status: dict = {}
         self._status_stamp: tuple[int, int] | None = None
 
@@ -88,7 +91,10 @@ class MemberHost(Client):
         )
 
     def start(self) -> None:
+        # A host started again starts from no command: it would apply its predecessor's from the first.
         self.commands_dir.mkdir(parents=True, exist_ok=True)
+        for old in self.commands_dir.glob("*.json"):
+            old.unlink()
         self.status_file.unlink(missing_ok=True)
         self._ready_pid = None
         self._started_at = time.monotonic()
@@ -109,6 +115,10 @@ class MemberHost(Client):
     # --- talking to it -----------------------------------------------------------------
 
     def ensure_started(self) -> None:
+        """Started on first use, and again if it exited after it was up; one that exited while
+        starting is broken (ClusterError, with the end of its log)."""
+        if self.process is not None and self._ready_pid != self.pid:
+            self.check_alive()
         if not self.running():
             self.start()
 
@@ -142,21 +152,22 @@ class MemberHost(Client):
         host still starting (interpreter, confluent-kafka: seconds on a loaded machine, and a
         1,000-member ramp starts one every few seconds): it applies every command in its
         directory as it starts, and looks again every POLL_S without a signal."""
-        self.ensure_started()
-        self.seq += 1
-        path = self.commands_dir / f"{self.seq:08d}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
-        os.replace(tmp, path)  # the host never reads half a command
-        if self._ready():
-            os.kill(self.pid, signal.SIGUSR1)
-        return self.seq
+        with self._sending:  # the run loop and the fault scheduler's thread both send
+            self.ensure_started()
+            self.seq += 1
+            path = self.commands_dir / f"{self.seq:08d}.json"
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
+            os.replace(tmp, path)  # the host never reads half a command
+            if self._ready():
+                os.kill(self.pid, signal.SIGUSR1)
+            return self.seq
 
     def member_status(self, member: str) -> dict:
         return self.status().get("members", {}).get(member, {})
 
     def applied(self, seq: int) -> bool:
-        return self.status().get("applied", 0) >= seq
+        return self._ready() and self.status().get("applied", 0) >= seq
 
 
 class HostedMember(Member):

@@ -261,3 +261,46 @@ def test_a_pause_of_a_process_started_again_meanwhile_stops_it():
     assert member.paused()
     targets.resume("consumer-2")
     assert not member.paused()
+
+
+class FakeHost(MemberHost):
+    """A member host's process stood in by a script: what the harness does around it, no members."""
+
+    def __init__(self, supervisor, run_dir: Path, script: str):
+        super().__init__("member-host-1", supervisor, run_dir, workload=None)
+        self.script = script
+
+    def write_spec(self):
+        pass
+
+    def environment(self):
+        return None
+
+    def command(self):
+        return [sys.executable, "-c", self.script.replace("STATUS", str(self.status_file))]
+
+
+# Writes its status as a member host does once its signal handler is set, then waits.
+UP = "import json, os, signal, time; signal.signal(signal.SIGUSR1, lambda *_: None); open('STATUS', 'w').write(json.dumps({'pid': os.getpid(), 'applied': 0})); time.sleep(30)"
+
+
+def test_a_host_is_sent_commands_while_it_starts_and_one_that_dies_starting_is_an_error(supervisor, tmp_path):
+    host = FakeHost(supervisor, tmp_path, "import sys, time; time.sleep(0.3); sys.exit(3)")
+    assert host.send("start", "consumer-1") == 1  # written at once, unsignalled: it is not up yet
+    assert sorted(p.name for p in host.commands_dir.iterdir()) == ["00000001.json"]
+    assert not host.applied(1)
+    assert eventually(lambda: not host.running())
+    with pytest.raises(ClusterError, match="exited with code 3 while starting"):
+        host.send("start", "consumer-2")
+
+
+def test_a_host_started_again_does_not_replay_its_predecessor_s_commands(supervisor, tmp_path):
+    host = FakeHost(supervisor, tmp_path, UP)
+    host.send("start", "consumer-1")
+    assert eventually(lambda: host.status().get("pid") == host.pid)
+    first = host.pid
+    host.send("freeze", "consumer-1")  # up now: signalled
+    supervisor.kill(host.name, signal.SIGKILL)
+    assert eventually(lambda: not host.running())
+    assert host.send("start", "consumer-2") == 3 and host.pid != first
+    assert sorted(p.name for p in host.commands_dir.iterdir()) == ["00000003.json"]

@@ -40,8 +40,10 @@ FEED_EVERY_S = 1.0
 # A pass of the feed judges the whole history so far (seconds at 1,000 members, and growing): it
 # runs in a thread of its own, so Locust's loop (the shape's ticks, the count, the reports) goes
 # on meanwhile, and waits this many times its last pass before the next, so it takes at most a
-# quarter of a core from a machine the group's members and brokers need.
+# quarter of a core from a machine the group's members and brokers need; at most FEED_PAUSE_MAX_S,
+# since `done` is seen by a pass (the harness waits LOCUST_QUIT_S for Locust to quit after it).
 FEED_PAUSE_PER_PASS = 3.0
+FEED_PAUSE_MAX_S = 10.0
 COUNT_EVERY_S = 0.2
 _DONE = "rebalance-lab-done"  # in a worker's report to its master: every rebalance of the run is in it
 # The spec and profile, once Locust has parsed its options; "done" once the run is; on the feeding
@@ -180,7 +182,7 @@ def _feed(environment, spec: LoadSpec, profile: LoadProfile) -> None:
             continue  # the first worker tells them (its index comes once the master has answered)
         began = time.monotonic()
         settled = threads.apply(feed.settled)
-        pause = max(FEED_EVERY_S, FEED_PAUSE_PER_PASS * (time.monotonic() - began))
+        pause = min(FEED_PAUSE_MAX_S, max(FEED_EVERY_S, FEED_PAUSE_PER_PASS * (time.monotonic() - began)))
         for r in settled:
             environment.events.request.fire(
                 request_type=REQUEST_TYPE,
