@@ -24,8 +24,9 @@ is hosted: `workload.members_per_host` (the sweep's `members_per_host`, else the
 host that keep the processes within that cap) and `workload.lanes: on-demand` (no point names
 a member, so they all ride crowd lanes). The brokers' bounds on the group's size
 (cluster.broker_config `group.max.size`, `group.consumer.max.size`) are raised to what the
-point's group needs where the base sets them lower: its size, one more for static members
-(harness.scenario.cluster.group_size_needed).
+point's group needs where the base sets them lower: its size, plus the members its profile
+stops and starts again at once (one at least for static members;
+harness.scenario.cluster.group_size_needed).
 
 Every point is built and validated before anything runs (exit 2 naming the point and the key).
 Points run in order into runs/capacity-<name>/ (consecutive points on matching clusters share
@@ -120,6 +121,14 @@ class PointProfile(Strict):
         if self.restart_down_s and not self.hold_s:
             raise ValueError("restart_down_s: the restart is in the hold: hold_s must be above 0")
         return self
+
+    def replaced(self, members: int) -> int:
+        """The most members of a group of ``members`` this profile stops and starts again at once:
+        the restart's one, the churn's (what the brokers' bounds must leave room for:
+        harness.scenario.cluster.group_size_needed)."""
+        restart = 1 if self.hold_s and self.restart_down_s and members > 1 else 0
+        churn = min(self.churn, members) if self.churn and self.churn_s else 0
+        return max(restart, churn)
 
     def stages(self, members: int) -> list[dict]:
         stages = [{"kind": "ramp", "to": members, "over_s": self.ramp_s}]
@@ -243,7 +252,8 @@ def load_sweep(path: str | Path) -> Sweep:
         point["topics"] = [dict(base["topics"][0], partitions=partitions), *base["topics"][1:]]
         workload = point["workload"] = dict(base.get("workload") or {}, consumers=1, **spec.hosting(members))
         point["cluster"] = _group_size_raised(
-            base.get("cluster"), group_size_needed(members, GENERATIONS[protocol].static_membership)
+            base.get("cluster"),
+            group_size_needed(members, GENERATIONS[protocol].static_membership, spec.profile.replaced(members)),
         )
         workload["producer"] = dict(workload.get("producer") or {}, rate=rate)
         if isinstance(

@@ -54,14 +54,23 @@ GROUP_SIZE_LIMITS = {"classic": "group.max.size", "consumer": "group.consumer.ma
 GROUP_SIZE_LIMIT_DEFAULT = 2_147_483_647
 
 
-def group_size_needed(members: int, static_membership: bool) -> int:
-    """The bound a group of ``members`` needs. A static member that restarts joins again without
-    its member id, and the coordinator checks the bound before it finds that the member replaces
-    its old self (classic groups: GroupMetadataManager.acceptJoiningMember in 4.1; consumer groups
-    until KAFKA-20601). At exactly its bound a static group therefore cannot take a restarted
-    member back (GROUP_MAX_SIZE_REACHED) until the old one's session expires: one more slot lets
-    it replace itself, and the group stays at its size."""
-    return members + 1 if static_membership else members
+def group_size_needed(members: int, static_membership: bool, replaced: int = 0) -> int:
+    """The bound a group of ``members`` needs, when up to ``replaced`` of them may be stopped and
+    started again at once (a load profile's restart or churn).
+
+    - A dynamic member stopped while its JoinGroup waits in a join phase is counted until that
+      phase ends: a broker reads one request at a time from a connection, so its LeaveGroup waits
+      behind its own JoinGroup. Its next incarnation, joining meanwhile, is one member more, and
+      while the group prepares a rebalance the coordinator counts those awaiting a join against
+      the bound and turns away the last to rejoin, old members included, which it then removes
+      (classic groups: GroupMetadataManager.acceptJoiningMember). At 1,000 classic-cooperative
+      members with the bound exactly 1,000, a restart and a churn fenced the group's leader.
+    - A static member that restarts joins again without its member id, and the coordinator
+      checks the bound before it finds that the member replaces its old self (classic groups;
+      consumer groups until KAFKA-20601): at exactly its bound a static group cannot take a
+      restarted member back until the old one's session expires. One slot at least.
+    """
+    return members + max(replaced, 1 if static_membership else 0)
 
 
 class Topic(Strict):

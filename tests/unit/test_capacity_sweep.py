@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.campaigns.capacity import load_sweep
+from harness.campaigns.capacity import PointProfile, load_sweep
 from harness.cli import main
+from harness.scenario.cluster import group_size_needed
 from runtime.errors import ScenarioError
 from tests.lines import unlined
 
@@ -172,11 +173,11 @@ def test_the_thousand_sweep_scales_partitions_hosts_big_points_and_raises_the_gr
         50,
         "on-demand",
     )
-    # the base bounds the group at 10; each point raises the bounds to its own size, one more for
-    # static members (a restarted one is counted before it replaces itself)
-    for (members, protocol), s in by.items():
-        needed = members + (protocol == "classic-static")
-        assert s.group_size_limits() == {"group.max.size": needed, "group.consumer.max.size": needed}
+    # the base bounds the group at 10; each point raises the bounds to its own size plus the 2 its
+    # churn stops and starts again at once (a member stopped in a join phase is counted until it
+    # ends; a static member that restarts, before it replaces itself)
+    for (members, _protocol), s in by.items():
+        assert s.group_size_limits() == {"group.max.size": members + 2, "group.consumer.max.size": members + 2}
     # the restart in the middle of the hold: the newest member down 5 s, then back
     stages = [(st.kind, getattr(st, "to", None)) for st in big.load.stages]
     assert stages == [("ramp", 1000), ("hold", None), ("spike", 999), ("hold", None), ("sawtooth", None)]
@@ -193,3 +194,23 @@ def test_without_members_per_host_a_big_point_takes_the_fewest_per_host_within_t
     [point] = load_sweep(tmp_path / "sweep.yaml").points
     per_host = point.scenario.workload.members_per_host
     assert per_host == 3 and -(-300 // per_host) <= MAX_MEMBER_PROCESSES < -(-300 // (per_host - 1))
+
+
+@pytest.mark.parametrize(
+    ("profile", "members", "replaced"),
+    [
+        ({"restart_down_s": 5, "churn": 0}, 10, 1),
+        ({"restart_down_s": 5, "churn": 3}, 10, 3),
+        ({"restart_down_s": 0, "churn": 0}, 10, 0),
+        ({"restart_down_s": 0, "churn": 4}, 2, 2),  # at most the group
+        ({"restart_down_s": 5, "churn": 0, "hold_s": 0}, 10, None),  # refused: the restart is in the hold
+    ],
+)
+def test_a_point_leaves_room_for_the_members_its_profile_replaces_at_once(profile, members, replaced):
+    if replaced is None:
+        with pytest.raises(ValueError, match="restart_down_s"):
+            PointProfile(**profile)
+        return
+    assert PointProfile(**profile).replaced(members) == replaced
+    assert group_size_needed(members, False, replaced) == members + replaced
+    assert group_size_needed(members, True, replaced) == members + max(replaced, 1)
