@@ -24,8 +24,8 @@ is hosted: `workload.members_per_host` (the sweep's `members_per_host`, else the
 host that keep the processes within that cap) and `workload.lanes: on-demand` (no point names
 a member, so they all ride crowd lanes). The brokers' bounds on the group's size
 (cluster.broker_config `group.max.size`, `group.consumer.max.size`) are raised to what the
-point's group needs where the base sets them lower: its size, plus the members its profile
-stops and starts again at once (one at least for static members;
+point's group needs where the base sets them lower: its size, plus every member incarnation
+its profile stops and starts again (one at least for static members;
 harness.scenario.cluster.group_size_needed).
 
 Every point is built and validated before anything runs (exit 2 naming the point and the key).
@@ -123,12 +123,14 @@ class PointProfile(Strict):
         return self
 
     def replaced(self, members: int) -> int:
-        """The most members of a group of ``members`` this profile stops and starts again at once:
-        the restart's one, the churn's (what the brokers' bounds must leave room for:
-        harness.scenario.cluster.group_size_needed)."""
+        """How many member incarnations of a group of ``members`` this profile stops and starts
+        again, in all: the restart's one and the churn's, each of its periods. What the brokers'
+        bounds must leave room for (harness.scenario.cluster.group_size_needed): an incarnation
+        stopped while the group prepares a rebalance stays counted until the join phase ends, and
+        at 1,000 members one phase outlasted the churn's periods."""
         restart = 1 if self.hold_s and self.restart_down_s and members > 1 else 0
-        churn = min(self.churn, members) if self.churn and self.churn_s else 0
-        return max(restart, churn)
+        churn = min(self.churn, members) * math.ceil(self.churn_s / self.churn_period_s) if self.churn else 0
+        return restart + churn
 
     def stages(self, members: int) -> list[dict]:
         stages = [{"kind": "ramp", "to": members, "over_s": self.ramp_s}]

@@ -55,8 +55,8 @@ GROUP_SIZE_LIMIT_DEFAULT = 2_147_483_647
 
 
 def group_size_needed(members: int, static_membership: bool, replaced: int = 0) -> int:
-    """The bound a group of ``members`` needs, when up to ``replaced`` of them may be stopped and
-    started again at once (a load profile's restart or churn).
+    """The bound a group of ``members`` needs, when ``replaced`` member incarnations may be
+    stopped and started again while one join phase lasts (a load profile's restart and churn).
 
     - A dynamic member stopped while its JoinGroup waits in a join phase is counted until that
       phase ends: a broker reads one request at a time from a connection, so its LeaveGroup waits

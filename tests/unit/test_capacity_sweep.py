@@ -173,11 +173,11 @@ def test_the_thousand_sweep_scales_partitions_hosts_big_points_and_raises_the_gr
         50,
         "on-demand",
     )
-    # the base bounds the group at 10; each point raises the bounds to its own size plus the 2 its
-    # churn stops and starts again at once (a member stopped in a join phase is counted until it
-    # ends; a static member that restarts, before it replaces itself)
+    # the base bounds the group at 10; each point raises the bounds to its own size plus every
+    # member incarnation its profile replaces: the restart's 1, the churn's 2 in each of its 2
+    # periods (one stopped while the group prepares a rebalance is counted until its join phase ends)
     for (members, _protocol), s in by.items():
-        assert s.group_size_limits() == {"group.max.size": members + 2, "group.consumer.max.size": members + 2}
+        assert s.group_size_limits() == {"group.max.size": members + 5, "group.consumer.max.size": members + 5}
     # the restart in the middle of the hold: the newest member down 5 s, then back
     stages = [(st.kind, getattr(st, "to", None)) for st in big.load.stages]
     assert stages == [("ramp", 1000), ("hold", None), ("spike", 999), ("hold", None), ("sawtooth", None)]
@@ -200,13 +200,14 @@ def test_without_members_per_host_a_big_point_takes_the_fewest_per_host_within_t
     ("profile", "members", "replaced"),
     [
         ({"restart_down_s": 5, "churn": 0}, 10, 1),
-        ({"restart_down_s": 5, "churn": 3}, 10, 3),
+        ({"restart_down_s": 5, "churn": 3, "churn_period_s": 10, "churn_s": 20}, 10, 7),
+        ({"restart_down_s": 5, "churn": 3, "churn_period_s": 10, "churn_s": 25}, 10, 10),  # a period begun
         ({"restart_down_s": 0, "churn": 0}, 10, 0),
-        ({"restart_down_s": 0, "churn": 4}, 2, 2),  # at most the group
+        ({"restart_down_s": 0, "churn": 4, "churn_period_s": 10, "churn_s": 10}, 2, 2),  # at most the group
         ({"restart_down_s": 5, "churn": 0, "hold_s": 0}, 10, None),  # refused: the restart is in the hold
     ],
 )
-def test_a_point_leaves_room_for_the_members_its_profile_replaces_at_once(profile, members, replaced):
+def test_a_point_leaves_room_for_the_members_its_profile_replaces(profile, members, replaced):
     if replaced is None:
         with pytest.raises(ValueError, match="restart_down_s"):
             PointProfile(**profile)
