@@ -63,7 +63,9 @@ class Host:
     def send(self, command: str, member: str, **fields) -> None:
         self.seq += 1
         path = self.tmp / "commands" / f"{self.seq:08d}.json"
-        path.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
+        tmp = path.with_suffix(".tmp")  # as the harness does: the host also looks without a signal
+        tmp.write_text(json.dumps({"seq": self.seq, "command": command, "member": member, **fields}))
+        os.replace(tmp, path)
         if self.proc is not None:
             self.proc.send_signal(signal.SIGUSR1)  # not once it is reaped: its pid may be another's
 
