@@ -5,9 +5,8 @@ which may bring the members new timeouts (``session_timeout_ms``, ``max_poll_int
 from __future__ import annotations
 
 import signal
-import threading
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -17,7 +16,6 @@ from faults.base import (
     DAY_S,
     NO_EFFECTS,
     Effects,
-    Fault,
     FaultSpec,
     MemberChanges,
     ScenarioFacts,
@@ -25,6 +23,7 @@ from faults.base import (
     Targets,
 )
 from faults.capabilities import Capability
+from faults.rounds import Round
 from oracle.protocols import GENERATIONS
 
 
@@ -91,35 +90,26 @@ class RollingRestartSpec(FaultSpec):
 
 
 @dataclass
-class RollingRestart(Fault[RollingRestartSpec]):
+class RollingRestart(Round[RollingRestartSpec]):
     """Stop each target (SIGTERM by default), start it again ``down_s`` later, wait
     ``interval_s``, next. Runs in its own thread so other faults keep their times.
     ``heal_after_s`` is the round's nominal length — a broker's controlled shutdown
     takes seconds of its own — so the scheduled heal waits for the round to end; a
     heal at the end of the workload or run finishes it at once, leaving every target
-    running."""
+    running. A round that broke partway fails its heal (faults/rounds.py)."""
 
     Spec = RollingRestartSpec
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _names: list[str] = field(default_factory=list)
+    thread_name = "rolling"
 
     @property
     def heal_after_s(self) -> float:
         n = len(self._names) or 1
         return n * self.spec.down_s + n * self.spec.interval_s
 
-    @property
-    def in_progress(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
     def inject(self, targets: Targets) -> dict:
         which = self.spec.targets
         self._names = targets.group_names(which) if isinstance(which, str) else list(which)
-        self._thread = threading.Thread(
-            target=self._round, args=(targets,), name=f"{self.fault_id}-rolling", daemon=True
-        )
-        self._thread.start()
+        self._start(targets)
         return {"order": self._names}
 
     def _round(self, targets: Targets) -> None:
@@ -127,16 +117,12 @@ class RollingRestart(Fault[RollingRestartSpec]):
         for i, name in enumerate(self._names):
             if self._stop.is_set():
                 return
+            self._at(name)
             targets.kill(name, sig)
             self._stop.wait(self.spec.down_s)
             targets.restart(name, self.spec.changes)
             if i < len(self._names) - 1:
                 self._stop.wait(self.spec.interval_s)
 
-    def heal(self, targets: Targets) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=120)
-        for name in self._names:
-            if not targets.is_running(name):
-                targets.restart(name, self.spec.changes)
+    def _start_again(self, targets: Targets, name: str) -> None:
+        targets.restart(name, self.spec.changes)

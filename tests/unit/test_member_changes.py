@@ -180,3 +180,33 @@ def test_a_rolling_restart_restarts_each_member_with_its_changes():
     plain._names = ["consumer-1"]
     plain._round(targets)
     assert restarted[-1] == ("consumer-1", None)
+
+
+def test_a_rolling_restart_that_breaks_partway_fails_its_heal_and_starts_the_rest():
+    """A member host's member that would not go (its close and its crash both waited on its JoinGroup)
+    broke a 1,000-member run's round in its thread, unrecorded: now its heal fails, naming it."""
+    from faults.rolling_restart import RollingRestart, RollingRestartSpec
+    from runtime.errors import ClusterError
+
+    running = {"consumer-1": True, "consumer-2": True, "consumer-3": True}
+    restarted = []
+
+    def kill(name, sig):
+        if name == "consumer-2":
+            raise ClusterError("consumer-2 did not go within its host member-host-1's stop timeout")
+        running[name] = False
+
+    def restart(name, changes=None):
+        restarted.append(name)
+        running[name] = True
+
+    targets = SimpleNamespace(
+        kill=kill, restart=restart, is_running=lambda name: running[name], group_names=lambda which: list(running)
+    )
+    spec = RollingRestartSpec(kind="rolling-restart", at_s=0, targets="consumers", down_s=0, interval_s=0)
+    fault = RollingRestart(spec=spec, fault_id="f1")
+    fault.inject(targets)
+    fault._thread.join(5)
+    with pytest.raises(RuntimeError, match="the round stopped at consumer-2: ClusterError: consumer-2 did not go"):
+        fault.heal(targets)
+    assert restarted == ["consumer-1"] and all(running.values())
