@@ -39,7 +39,12 @@ from workloads.member_host import STOP_TIMEOUT_S as HOST_STOP_TIMEOUT_S
 
 HOST_MODULE = "workloads.member_host"
 READY_TIMEOUT_S = 60.0  # a host's interpreter and confluent-kafka imported, its first status written
-STOP_TIMEOUT_S = 30.0  # a member asked to stop, or to crash, is gone by then or its host is not answering
+STOP_TIMEOUT_S = 30.0  # a member asked to stop has closed by then, else it is crashed
+# A member asked to crash leaves its loop at its next step, and a synchronous commit it is in waits
+# for its answer up to librdkafka's socket.timeout.ms (60 s): while the coordinator holds the
+# member's JoinGroup in a join phase, it answers nothing else on that connection. A 1,000-member
+# run had a crash wait 57 s so. Gone by then, or its host is not answering.
+CRASH_TIMEOUT_S = 75.0
 FREEZE_TOXIC = "freeze"  # the toxic a modelled pause puts on each of the member's lane proxies
 
 
@@ -238,8 +243,9 @@ class HostedMember(Member):
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if not self.running():
             return
-        self._send("crash" if sig == signal.SIGKILL else "stop")
-        self.wait_stopped(time.monotonic() + STOP_TIMEOUT_S)
+        crash = sig == signal.SIGKILL
+        self._send("crash" if crash else "stop")
+        self.wait_stopped(time.monotonic() + (CRASH_TIMEOUT_S if crash else STOP_TIMEOUT_S))
 
     def terminate(self) -> None:
         if self.running():
@@ -250,7 +256,7 @@ class HostedMember(Member):
             if time.monotonic() > deadline:
                 if self._last_command != "crash":  # its close hangs: destroyed, as a killed process would be
                     self._send("crash")
-                    deadline = time.monotonic() + STOP_TIMEOUT_S
+                    deadline = time.monotonic() + CRASH_TIMEOUT_S
                     continue
                 raise ClusterError(f"{self.name} did not go within its host {self.host.name}'s stop timeout")
             time.sleep(0.05)
