@@ -361,7 +361,16 @@ class Member(TakesCommands, Driver):
             return ["the SyncGroup step (no SyncGroup response line read)"]
         return []
 
+    def _answer_unrecorded(self, consumer, partitions, assign: bool) -> None:
+        """A crashed member's rebalance step: answered as librdkafka needs, nothing recorded (_destroy)."""
+        if self.spec.cooperative:
+            (consumer.incremental_assign if assign else consumer.incremental_unassign)(partitions)
+        else:
+            consumer.assign(partitions) if assign else consumer.unassign()
+
     def _on_assign(self, consumer, partitions) -> None:
+        if self.crashed.is_set():
+            return self._answer_unrecorded(consumer, partitions, assign=True)
         if self.spec.group_protocol == "consumer":
             self._epoch_now(consumer)
         self._recognised()
@@ -373,6 +382,8 @@ class Member(TakesCommands, Driver):
             consumer.assign(partitions)
 
     def _on_revoke(self, consumer, partitions) -> None:
+        if self.crashed.is_set():
+            return self._answer_unrecorded(consumer, partitions, assign=False)
         if self.worker:  # it may hold records of these partitions: they are finished first
             self.events.revoke_started(_tps(partitions), in_flight=self.worker.in_flight)
             self.worker.drain()
@@ -392,6 +403,8 @@ class Member(TakesCommands, Driver):
             consumer.unassign()
 
     def _on_lost(self, consumer, partitions) -> None:
+        if self.crashed.is_set():
+            return self._answer_unrecorded(consumer, partitions, assign=False)
         # No commit: the group has moved on, any commit would (and should) be fenced.
         if self.worker:  # it knew no better than the member: what it held is processed first
             self.worker.drain()
@@ -520,6 +533,11 @@ class Member(TakesCommands, Driver):
         RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE (no LeaveGroup, no commit, no revoke callback), and its
         sockets close as a killed process's would. Its callbacks hold this member: the cycle is
         broken here, so the destroy happens now, not at a later garbage collection."""
+        # librdkafka finishes a destroy only once no rebalance step waits for the application's
+        # answer (rdkafka_cgrp.c, rd_kafka_cgrp_try_terminate), and meanwhile its main thread spins:
+        # a member crashed in join-state wait-assign-call hung a 1,000-member run's host. A killed
+        # process has no such wait. One poll serves a step that waits; the callbacks answer it unrecorded.
+        self.consumer.poll(0)
         handle = weakref.ref(self.consumer)
         self.consumer = None
         if self.worker:
