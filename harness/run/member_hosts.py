@@ -256,10 +256,19 @@ class HostedMember(Member):
             if time.monotonic() > deadline:
                 if self._last_command != "crash":  # its close hangs: destroyed, as a killed process would be
                     self._send("crash")
-                    deadline = time.monotonic() + CRASH_TIMEOUT_S
+                    # A thread cannot be killed: inside its close, it leaves only when the close returns.
+                    deadline = time.monotonic() + max(CRASH_TIMEOUT_S, self._close_bound_s())
                     continue
                 raise ClusterError(f"{self.name} did not go within its host {self.host.name}'s stop timeout")
             time.sleep(0.05)
+
+    def _close_bound_s(self) -> float:
+        """How long a close may take: its LeaveGroup waits behind its JoinGroup (a broker reads one
+        request at a time from a connection), which the coordinator answers when the join phase
+        ends, within the rebalance timeout (max.poll.interval.ms), then its own socket timeout.
+        A 1,000-member classic-cooperative group's join phases lasted its leader's assignment."""
+        w = self.workload.scenario.workload
+        return (self.changes.max_poll_interval_ms or w.max_poll_interval_ms) / 1000 + CRASH_TIMEOUT_S
 
     def tell(self, command: dict) -> None:
         tmp = self.control_file.with_suffix(".tmp")
