@@ -7,13 +7,15 @@ import signal
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from faults.base import MemberChanges
 from harness.cluster.backend import BACKENDS, backend_class
 from harness.cluster.local import LocalCluster
 from harness.run.clients import Member, Observer, Producer, WorkloadProcesses
-from harness.run.member_hosts import MemberHost
+from harness.run.member_hosts import HostedMember, MemberHost
 from harness.supervision.processes import Supervisor, process_state
 from harness.supervision.service import (
     LocalProcess,
@@ -304,3 +306,35 @@ def test_a_host_started_again_does_not_replay_its_predecessor_s_commands(supervi
     assert eventually(lambda: not host.running())
     assert host.send("start", "consumer-2") == 3 and host.pid != first
     assert sorted(p.name for p in host.commands_dir.iterdir()) == ["00000003.json"]
+
+
+def test_a_hosted_stop_stuck_in_its_close_is_waited_for_to_its_bound(monkeypatch):
+    """A hosted member whose close hangs is sent a crash, but its thread leaves only when the close
+    returns: the harness waits up to the close's bound (the rebalance timeout plus a socket timeout),
+    not just a crash's. Here the close ends 0.5 s after the crash, past a crash's 0.2 s."""
+    import harness.run.member_hosts as hosts
+
+    monkeypatch.setattr(hosts, "CRASH_TIMEOUT_S", 0.2)
+    sent, gone_at = [], []
+
+    class Stuck:
+        _last_command = "stop"
+
+        def _send(self, command):
+            sent.append(command)
+            self._last_command = command
+            gone_at.append(time.monotonic() + 0.5)
+
+        def running(self):
+            return not gone_at or time.monotonic() < gone_at[0]
+
+        def _close_bound_s(self):
+            return 1.0
+
+    HostedMember.wait_stopped(Stuck(), time.monotonic() + 0.1)
+    assert sent == ["crash"]
+    w = SimpleNamespace(max_poll_interval_ms=300_000)
+    member = SimpleNamespace(workload=SimpleNamespace(scenario=SimpleNamespace(workload=w)), changes=MemberChanges())
+    assert HostedMember._close_bound_s(member) == 300 + hosts.CRASH_TIMEOUT_S
+    member.changes = MemberChanges(max_poll_interval_ms=9000)
+    assert HostedMember._close_bound_s(member) == 9 + hosts.CRASH_TIMEOUT_S
