@@ -100,6 +100,9 @@ class RollingRestart(Round[RollingRestartSpec]):
 
     Spec = RollingRestartSpec
     thread_name = "rolling"
+    # A hosted member's stop may wait for its close until its join phase ends, within the
+    # rebalance timeout (harness/run/member_hosts.py: 30 s, then up to max.poll.interval + 75 s).
+    heal_join_s = 450.0
 
     @property
     def heal_after_s(self) -> float:

@@ -278,6 +278,7 @@ class Member(TakesCommands, Driver):
         self.stop = stop
         self.host = host
         self.crashed = threading.Event()  # a hosted member's crash: leave without a close
+        self.destroying = False  # its handle being destroyed: rebalance steps answered unrecorded (_destroy)
         self.thawed = threading.Event()  # cleared while a hosted member is frozen (a modelled pause)
         self.thawed.set()
         self.generation: int | None = None
@@ -369,7 +370,7 @@ class Member(TakesCommands, Driver):
             consumer.assign(partitions) if assign else consumer.unassign()
 
     def _on_assign(self, consumer, partitions) -> None:
-        if self.crashed.is_set():
+        if self.destroying:
             return self._answer_unrecorded(consumer, partitions, assign=True)
         if self.spec.group_protocol == "consumer":
             self._epoch_now(consumer)
@@ -382,7 +383,7 @@ class Member(TakesCommands, Driver):
             consumer.assign(partitions)
 
     def _on_revoke(self, consumer, partitions) -> None:
-        if self.crashed.is_set():
+        if self.destroying:
             return self._answer_unrecorded(consumer, partitions, assign=False)
         if self.worker:  # it may hold records of these partitions: they are finished first
             self.events.revoke_started(_tps(partitions), in_flight=self.worker.in_flight)
@@ -403,7 +404,7 @@ class Member(TakesCommands, Driver):
             consumer.unassign()
 
     def _on_lost(self, consumer, partitions) -> None:
-        if self.crashed.is_set():
+        if self.destroying:
             return self._answer_unrecorded(consumer, partitions, assign=False)
         # No commit: the group has moved on, any commit would (and should) be fenced.
         if self.worker:  # it knew no better than the member: what it held is processed first
@@ -537,7 +538,9 @@ class Member(TakesCommands, Driver):
         # answer (rdkafka_cgrp.c, rd_kafka_cgrp_try_terminate), and meanwhile its main thread spins:
         # a member crashed in join-state wait-assign-call hung a 1,000-member run's host. A killed
         # process has no such wait. One poll serves a step that waits; the callbacks answer it unrecorded.
-        self.consumer.poll(0)
+        self.destroying = True
+        with contextlib.suppress(Exception):  # whatever it raises (a callback on a fatal handle), the handle goes
+            self.consumer.poll(0)
         handle = weakref.ref(self.consumer)
         self.consumer = None
         if self.worker:

@@ -338,3 +338,32 @@ def test_a_hosted_stop_stuck_in_its_close_is_waited_for_to_its_bound(monkeypatch
     assert HostedMember._close_bound_s(member) == 300 + hosts.CRASH_TIMEOUT_S
     member.changes = MemberChanges(max_poll_interval_ms=9000)
     assert HostedMember._close_bound_s(member) == 9 + hosts.CRASH_TIMEOUT_S
+
+
+def test_a_hosted_leaver_still_closing_is_crashed_with_the_close_s_bound():
+    """A leaver not gone in time is killed (Workload.reap_leavers): it is inside its close, so the
+    crash waits as long as the close may take; a crash out of the blue waits a crash's time."""
+    import harness.run.member_hosts as hosts
+
+    waited = []
+
+    class Member:
+        def __init__(self, last):
+            self._last_command = last
+
+        def running(self):
+            return True
+
+        def _send(self, command):
+            self._last_command = command
+
+        def _close_bound_s(self):
+            return 375.0
+
+        def wait_stopped(self, deadline):
+            waited.append(round(deadline - time.monotonic()))
+
+    HostedMember.kill(Member("stop"), signal.SIGKILL)
+    HostedMember.kill(Member("start"), signal.SIGKILL)
+    HostedMember.kill(Member("start"), signal.SIGTERM)
+    assert waited == [375, hosts.CRASH_TIMEOUT_S, hosts.STOP_TIMEOUT_S]
