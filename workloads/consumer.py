@@ -262,6 +262,7 @@ class Member(TakesCommands, Driver):
     assignment_user_data = frozenset({"cooperative-sticky"})
     client_distribution = "confluent-kafka"
     hosts_many = True  # a handle per member: librdkafka keeps each handle's threads and state apart
+    destroying = False  # its handle being destroyed: rebalance steps answered unrecorded (_destroy)
 
     def __init__(
         self,
@@ -278,7 +279,6 @@ class Member(TakesCommands, Driver):
         self.stop = stop
         self.host = host
         self.crashed = threading.Event()  # a hosted member's crash: leave without a close
-        self.destroying = False  # its handle being destroyed: rebalance steps answered unrecorded (_destroy)
         self.thawed = threading.Event()  # cleared while a hosted member is frozen (a modelled pause)
         self.thawed.set()
         self.generation: int | None = None
