@@ -362,8 +362,8 @@ class Member(TakesCommands, Driver):
             return ["the SyncGroup step (no SyncGroup response line read)"]
         return []
 
-    def _answer_unrecorded(self, consumer, partitions, assign: bool) -> None:
-        """A crashed member's rebalance step: answered as librdkafka needs, nothing recorded (_destroy)."""
+    def _answer(self, consumer, partitions, assign: bool) -> None:
+        """A rebalance step's answer to librdkafka: the partitions taken on, or given up."""
         if self.spec.cooperative:
             (consumer.incremental_assign if assign else consumer.incremental_unassign)(partitions)
         else:
@@ -371,20 +371,17 @@ class Member(TakesCommands, Driver):
 
     def _on_assign(self, consumer, partitions) -> None:
         if self.destroying:
-            return self._answer_unrecorded(consumer, partitions, assign=True)
+            return self._answer(consumer, partitions, assign=True)  # unrecorded: _destroy
         if self.spec.group_protocol == "consumer":
             self._epoch_now(consumer)
         self._recognised()
         self.events.partitions_assigned(_tps(partitions), incremental=self.spec.cooperative)
         self.assigned |= {(p.topic, p.partition) for p in partitions}
-        if self.spec.cooperative:
-            consumer.incremental_assign(partitions)
-        else:
-            consumer.assign(partitions)
+        self._answer(consumer, partitions, assign=True)
 
     def _on_revoke(self, consumer, partitions) -> None:
         if self.destroying:
-            return self._answer_unrecorded(consumer, partitions, assign=False)
+            return self._answer(consumer, partitions, assign=False)  # unrecorded: _destroy
         if self.worker:  # it may hold records of these partitions: they are finished first
             self.events.revoke_started(_tps(partitions), in_flight=self.worker.in_flight)
             self.worker.drain()
@@ -398,14 +395,11 @@ class Member(TakesCommands, Driver):
         self.assigned -= revoked
         for k in revoked:
             self.uncommitted.pop(k, None)
-        if self.spec.cooperative:
-            consumer.incremental_unassign(partitions)
-        else:
-            consumer.unassign()
+        self._answer(consumer, partitions, assign=False)
 
     def _on_lost(self, consumer, partitions) -> None:
         if self.destroying:
-            return self._answer_unrecorded(consumer, partitions, assign=False)
+            return self._answer(consumer, partitions, assign=False)  # unrecorded: _destroy
         # No commit: the group has moved on, any commit would (and should) be fenced.
         if self.worker:  # it knew no better than the member: what it held is processed first
             self.worker.drain()
@@ -416,10 +410,7 @@ class Member(TakesCommands, Driver):
         for p in partitions:
             self.uncommitted.pop((p.topic, p.partition), None)
             self.assigned.discard((p.topic, p.partition))
-        if self.spec.cooperative:
-            consumer.incremental_unassign(partitions)
-        else:
-            consumer.unassign()
+        self._answer(consumer, partitions, assign=False)
 
     def _worker_failed(self, e: BaseException) -> None:
         self.events.consumer_error(error=f"worker: {type(e).__name__}: {e}", error_code=None, fatal=True)

@@ -244,10 +244,10 @@ class HostedMember(Member):
         if not self.running():
             return
         if sig != signal.SIGKILL:
-            timeout = STOP_TIMEOUT_S
+            command, timeout = "stop", STOP_TIMEOUT_S
         else:  # one already in its close (a leaver not gone) leaves only when the close returns
-            timeout = self._close_bound_s() if self._last_command == "stop" else CRASH_TIMEOUT_S
-        self._send("crash" if sig == signal.SIGKILL else "stop")
+            command, timeout = "crash", self._close_bound_s() if self._last_command == "stop" else CRASH_TIMEOUT_S
+        self._send(command)
         self.wait_stopped(time.monotonic() + timeout)
 
     def terminate(self) -> None:
