@@ -59,8 +59,10 @@ def leftovers(engine, owner: str) -> dict[str, list]:
     client = docker.DockerClient(base_url=engine.docker_host)
     try:
         label = {"label": f"{OWNER_LABEL}={owner}"}
+        # docker-py lists, then inspects each: one removed in between (the watchdog at work) is gone
+        containers = client.containers.list(all=True, filters=label, ignore_removed=True)
         return {
-            "containers": [c.name for c in client.containers.list(all=True, filters=label)],
+            "containers": [c.name for c in containers],
             "networks": [n.name for n in client.networks.list(filters=label)],
             "volumes": [v.name for v in client.volumes.list(filters=label)],
         }
