@@ -60,9 +60,9 @@ class Host:
             time.sleep(0.05)
         group = [  # what the group last did, to tell a slow mock rebalance from a stuck member
             (e["member"], e["name"], e.get("generation"))
-            for e in (lines(self)[-20:] if self.history.exists() else [])
+            for e in (lines(self) if self.history.exists() else [])
             if e["name"] not in ("records_consumed", "offsets_committed")
-        ]
+        ][-20:]
         raise AssertionError(f"no {what} within {timeout}s: {self.status()}; the history's last events: {group}")
 
     def send(self, command: str, member: str, **fields) -> None:
@@ -251,9 +251,9 @@ def test_a_tell_a_freeze_and_a_crash_each_hit_one_member(host):
             for p in e["partitions"]
         }
 
-    # The mock's own timers bound it (rdkafka_mock_cgrp.c): the session (6 s), a join window of the
-    # session less 1 s, and should consumer-3 still be a member when a leader is elected (its session
-    # had not lapsed yet), a sync window of the session and a second join window: 22 s.
+    # The mock's timers (rdkafka_mock_cgrp.c): consumer-3 is removed within its session and the
+    # mock's 1 s check, which opens a join window of the session less 1 s: about 12 s. A member
+    # whose JoinGroup misses a window (a loaded machine) opens another of 5 s; 45 s allows several.
     takeover = {(k, "events") for k in range(4)}
     host.wait(lambda _s: {(k, t) for _m, k, t in owners()} >= takeover, "the take-over", 45)
     assert {m for m, _k, _t in owners()} <= {"consumer-1", "consumer-2", "consumer-4"}
