@@ -41,7 +41,10 @@ def test_locust_runs_the_profile_and_its_rebalance_rows_are_the_oracles(run_scen
     durations = [r["duration_ms"] for r in run.verdict["rebalances"] if r["status"] == "completed"]
     [row] = [r for r in csv.DictReader((run.run_dir / "load" / "locust_stats.csv").open()) if r["Type"] == "rebalance"]
     assert row["Name"] == "classic-eager"
-    assert int(row["Request Count"]) == len(durations) >= len(SIZES), (row, durations)
+    # Not one completed rebalance per change: on a loaded machine a change's rebalance may be
+    # superseded by the next change's (CI31: a member the profile added left again before its join
+    # phase ended). Locust counts the completed ones, as the verdict does.
+    assert int(row["Request Count"]) == len(durations) > 0, (row, durations)
     assert int(row["Failure Count"]) == 0
     assert math.isclose(float(row["Min Response Time"]), min(durations), abs_tol=0.01)
     assert math.isclose(float(row["Max Response Time"]), max(durations), abs_tol=0.01)
